@@ -1,0 +1,45 @@
+// Every size and time limit in one place (CONVENTIONS 8), qualifiers last. Defaults are the paper's
+// parameters (ROWAN §4.3, §4.4, §4.6, §5.3, §6.1). `checkLimits` asserts the relations between them
+// at load, so a bad combination fails at start with ROWAN_ERR_BAD_CONFIG instead of deep in the data path.
+import { ErrorCodes, RowanError } from '../runtime/errors.js';
+
+export interface Limits {
+  /** PM segment size (§4.2, §5.3): 4 MiB. */
+  segmentBytes: number;
+  /** Log entries are 64-byte aligned and padded (§5.3); also the MP-SRQ stride (§3.2.2). */
+  entryAlignBytes: number;
+  /** Larger entries are split into blocks of at most this many bytes, each with its own header (§4.2.2). */
+  mtuBytes: number;
+  keyBytesMax: number;
+  valueBytesMax: number;
+  /** Items per index bucket: 8 x 64-bit = one 64-byte cache line. */
+  indexBucketItems: number;
+}
+
+export const defaultLimits: Readonly<Limits> = Object.freeze({
+  segmentBytes: 4 * 1024 * 1024,
+  entryAlignBytes: 64,
+  mtuBytes: 4096,
+  keyBytesMax: 1024,
+  valueBytesMax: 1024 * 1024,
+  indexBucketItems: 8,
+});
+
+function isPow2(n: number): boolean {
+  return Number.isInteger(n) && n > 0 && (n & (n - 1)) === 0;
+}
+
+export function checkLimits(l: Limits): Limits {
+  const bad = (msg: string): never => {
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `limits: ${msg}`);
+  };
+  if (l.entryAlignBytes !== 64) bad('entryAlignBytes must be 64 (the MP-SRQ stride and PCIe word)');
+  if (!isPow2(l.segmentBytes) || l.segmentBytes < 64 * 1024) bad('segmentBytes must be a power of two >= 64 KiB');
+  if (!isPow2(l.mtuBytes) || l.mtuBytes < 256 || l.mtuBytes > l.segmentBytes)
+    bad('mtuBytes must be a power of two in [256, segmentBytes]');
+  if (l.keyBytesMax < 1 || l.keyBytesMax > 0xffff) bad('keyBytesMax must be in [1, 65535] (16-bit length field)');
+  if (l.valueBytesMax < 0 || l.valueBytesMax > l.segmentBytes / 2)
+    bad('valueBytesMax must be at most half a segment, so any entry fits in one segment');
+  if (l.indexBucketItems < 2) bad('indexBucketItems must be >= 2');
+  return l;
+}

@@ -1,0 +1,97 @@
+// Every error rowan reports has a stable code (CONVENTIONS 6). Codes are part of the interface:
+// they cross threads and the wire as {code, message}; never rename one, only add.
+//
+// Operational errors (a full pool, a corrupt file, a bad frame, a dead peer) are RowanErrors and are
+// handled and reported. A broken invariant is an AssertionError from `invariant()` and stops the actor.
+
+export const ErrorCodes = {
+  // configuration and command line
+  BAD_CONFIG: 'ROWAN_ERR_BAD_CONFIG',
+  BAD_ARGUMENT: 'ROWAN_ERR_BAD_ARGUMENT',
+  // native seam
+  NATIVE_LIBRARY: 'ROWAN_ERR_NATIVE_LIBRARY',
+  PMEM2: 'ROWAN_ERR_PMEM2',
+  PMEM2_MODE_UNAVAILABLE: 'ROWAN_ERR_PMEM2_MODE_UNAVAILABLE',
+  AFFINITY: 'ROWAN_ERR_AFFINITY',
+  // PM pool
+  POOL_EMPTY_FILE: 'ROWAN_ERR_POOL_EMPTY_FILE',
+  POOL_NOT_A_POOL: 'ROWAN_ERR_POOL_NOT_A_POOL',
+  POOL_VERSION: 'ROWAN_ERR_POOL_VERSION',
+  POOL_TRUNCATED: 'ROWAN_ERR_POOL_TRUNCATED',
+  POOL_SUPERBLOCK_CORRUPT: 'ROWAN_ERR_POOL_SUPERBLOCK_CORRUPT',
+  POOL_META_CORRUPT: 'ROWAN_ERR_POOL_META_CORRUPT',
+  POOL_EXISTS: 'ROWAN_ERR_POOL_EXISTS',
+  POOL_NOT_FOUND: 'ROWAN_ERR_POOL_NOT_FOUND',
+  PM_FULL: 'ROWAN_ERR_PM_FULL',
+  SEGMENT_STATE: 'ROWAN_ERR_SEGMENT_STATE',
+  // log entries
+  ENTRY_TOO_LARGE: 'ROWAN_ERR_ENTRY_TOO_LARGE',
+  KEY_TOO_LARGE: 'ROWAN_ERR_KEY_TOO_LARGE',
+  VALUE_TOO_LARGE: 'ROWAN_ERR_VALUE_TOO_LARGE',
+  SEGMENT_FULL: 'ROWAN_ERR_SEGMENT_FULL',
+  // index
+  INDEX_FULL: 'ROWAN_ERR_INDEX_FULL',
+  // actor runtime
+  ACTOR_FAILED: 'ROWAN_ERR_ACTOR_FAILED',
+  ACTOR_START_TIMEOUT: 'ROWAN_ERR_ACTOR_START_TIMEOUT',
+  RING_FULL: 'ROWAN_ERR_RING_FULL',
+  RECORD_TOO_LARGE: 'ROWAN_ERR_RECORD_TOO_LARGE',
+  UNKNOWN_ROLE: 'ROWAN_ERR_UNKNOWN_ROLE',
+  NODE_NOT_RUNNING: 'ROWAN_ERR_NODE_NOT_RUNNING',
+  DATA_DIR: 'ROWAN_ERR_DATA_DIR',
+} as const;
+
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+/** The shape in which an error crosses a thread boundary or the wire. */
+export interface ErrorRecord {
+  code: string;
+  message: string;
+}
+
+export class RowanError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = 'RowanError';
+    this.code = code;
+    this.details = details;
+  }
+
+  toRecord(): ErrorRecord {
+    return { code: this.code, message: this.message };
+  }
+}
+
+/** Rebuild an error that crossed a boundary. Unknown codes keep their code string in the message. */
+export function fromRecord(rec: ErrorRecord): RowanError {
+  const known = (Object.values(ErrorCodes) as string[]).includes(rec.code);
+  return known
+    ? new RowanError(rec.code as ErrorCode, rec.message)
+    : new RowanError(ErrorCodes.ACTOR_FAILED, `${rec.code}: ${rec.message}`);
+}
+
+/** Turn anything thrown into a record that can cross a boundary. */
+export function toRecord(err: unknown): ErrorRecord {
+  if (err instanceof RowanError) return err.toRecord();
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return { code: typeof code === 'string' ? code : 'ROWAN_ERR_INTERNAL', message: err.message };
+  }
+  return { code: 'ROWAN_ERR_INTERNAL', message: String(err) };
+}
+
+export class InvariantError extends Error {
+  readonly code = 'ROWAN_ERR_INVARIANT';
+  constructor(message: string) {
+    super(`invariant broken: ${message}`);
+    this.name = 'InvariantError';
+  }
+}
+
+/** A broken invariant is a bug, not an operational error: stop loudly (CONVENTIONS 7). */
+export function invariant(cond: unknown, message: string): asserts cond {
+  if (!cond) throw new InvariantError(message);
+}
