@@ -1,0 +1,63 @@
+// The benchmark harness: `npm run bench -- [name ...]` (default: all). Each benchmark module exports
+// `run(): Promise<Row[]>`; the harness shows progress, prints the table and writes JSON + SVG into
+// bench/results/. Timings on a shared 2-core machine are noisy: compare rows of one run as ratios.
+import { progress, report, type PlotSpec, type Row } from './report.js';
+
+interface Bench {
+  title: string;
+  module: string;
+  plot: PlotSpec;
+  columns?: string[];
+}
+
+const benches: Record<string, Bench> = {
+  'pmem2-persist': {
+    title: 'libpmem2 persist cost per call, by persistence mode and length',
+    module: './pmem2-persist.bench.js',
+    plot: { label: (r) => `${r.mode} ${r.bytes} B`, value: 'nsPerOp', unit: 'ns per persist', log: true },
+  },
+  log: {
+    title: 'log append+persist per entry and scan rate',
+    module: './log.bench.js',
+    plot: { label: (r) => String(r.name), value: 'nsPerOp', unit: 'ns per op', log: true },
+  },
+  index: {
+    title: 'shard index get/upsert throughput',
+    module: './index.bench.js',
+    plot: { label: (r) => `${r.name} x${r.threads}`, value: 'opsPerSec', unit: 'ops/s' },
+  },
+  dlwa: {
+    title: 'modelled DLWA: separate logs (rwrite) vs one merged log (Rowan), 64/128 B writes',
+    module: './dlwa.bench.js',
+    plot: { label: (r) => `${r.writeBytes} B x${r.streams}`, value: ['rwriteDlwa', 'rowanDlwa'], unit: 'DLWA (media/request bytes)' },
+  },
+  ring: {
+    title: 'SAB ring vs postMessage between two pinned actors',
+    module: './ring.bench.js',
+    plot: { label: (r) => `${r.name} batch ${r.batch}`, value: 'msgsPerSec', unit: 'messages/s' },
+  },
+};
+
+async function main(): Promise<void> {
+  const asked = process.argv.slice(2);
+  const unknown = asked.filter((n) => !(n in benches));
+  if (unknown.length) {
+    console.error(`bench: unknown benchmark(s): ${unknown.join(', ')}; known: ${Object.keys(benches).join(', ')}`);
+    process.exit(2);
+  }
+  const names = asked.length ? asked : Object.keys(benches);
+  let i = 0;
+  for (const name of names) {
+    const b = benches[name]!;
+    progress(`${name}: ${b.title}`, i, names.length);
+    const mod = (await import(b.module)) as { run: () => Promise<Row[]> };
+    const rows = await mod.run();
+    report(name, b.title, rows, b.plot, b.columns);
+    progress(`${name} done`, ++i, names.length);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
