@@ -14,6 +14,11 @@ export interface Limits {
   valueBytesMax: number;
   /** Items per index bucket: 8 x 64-bit = one 64-byte cache line. */
   indexBucketItems: number;
+  /** Actors (threads) of one role in one node. */
+  actorsPerRoleMax: number;
+  /** Capacity bounds of one actor-to-actor ring (shm/ring.ts), in Int32 words. */
+  ringWordsMin: number;
+  ringWordsMax: number;
 }
 
 export const defaultLimits: Readonly<Limits> = Object.freeze({
@@ -23,6 +28,9 @@ export const defaultLimits: Readonly<Limits> = Object.freeze({
   keyBytesMax: 1024,
   valueBytesMax: 1024 * 1024,
   indexBucketItems: 8,
+  actorsPerRoleMax: 64,
+  ringWordsMin: 64,
+  ringWordsMax: 1 << 24,
 });
 
 function isPow2(n: number): boolean {
@@ -41,5 +49,8 @@ export function checkLimits(l: Limits): Limits {
   if (l.valueBytesMax < 0 || l.valueBytesMax > l.segmentBytes / 2)
     bad('valueBytesMax must be at most half a segment, so any entry fits in one segment');
   if (l.indexBucketItems < 2) bad('indexBucketItems must be >= 2');
+  if (l.actorsPerRoleMax < 1) bad('actorsPerRoleMax must be >= 1');
+  if (l.ringWordsMin < 2 || l.ringWordsMax < l.ringWordsMin || l.ringWordsMax > 2 ** 30)
+    bad('ring words must satisfy 2 <= ringWordsMin <= ringWordsMax <= 2^30 (u32 ring pointers)');
   return l;
 }

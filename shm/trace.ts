@@ -20,7 +20,8 @@ export class PersistTrace {
     if (this.count === this.addrs.length) this.grow();
     this.addrs[this.count] = addr;
     this.lens[this.count] = len;
-    this.times[this.count] = performance.now();
+    // Absolute (epoch) milliseconds, so traces from several threads can be merged by time.
+    this.times[this.count] = performance.timeOrigin + performance.now();
     this.count++;
   }
 

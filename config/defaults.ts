@@ -1,0 +1,58 @@
+// The paper's parameters (§4.3, §4.4, §4.6, §6.1) as defaults. Where the paper's number assumes a
+// large server (512 pre-posted b-log segments of 4 MiB = 2 GiB), `scaleBlogToPool` keeps its ratios
+// (prealloc = 1/4 of the pool, batch = 1/4 of prealloc) and caps at the paper's values.
+import { defaultLimits } from './limits.js';
+import type { RoleSpec, RowanConfig } from './model.js';
+
+export const paper = {
+  segmentBytes: defaultLimits.segmentBytes, // 4 MiB
+  blogPreallocSegments: 512,
+  blogBatchSegments: 128,
+  usedGraceMs: 2,
+  replicationRetryMs: 1,
+  commitVerPeriodMs: 15,
+  gcLiveThresholdPercent: 75,
+  leaseMs: 10,
+  reshardPeriodMs: 500,
+  reshardOverloadPercent: 30,
+  reshardTargetPercent: 5,
+} as const;
+
+/** A development pool: 64 x 4 MiB = 256 MiB (sparse until written in pagecache mode). */
+export const defaultSegmentCount = 64;
+
+/** One actor of every role, the smallest node that exercises every ring. */
+export const defaultRoles: RoleSpec[] = [
+  { role: 'worker', count: 1 },
+  { role: 'control', count: 1 },
+  { role: 'digest', count: 1 },
+  { role: 'clean', count: 1 },
+  { role: 'migration', count: 1 },
+];
+
+export function scaleBlogToPool(segmentCount: number): { preallocSegments: number; batchSegments: number } {
+  const preallocSegments = Math.max(1, Math.min(paper.blogPreallocSegments, Math.floor(segmentCount / 4)));
+  const batchSegments = Math.max(1, Math.min(paper.blogBatchSegments, Math.floor(preallocSegments / 4)));
+  return { preallocSegments, batchSegments };
+}
+
+export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
+  return {
+    dataDir,
+    persistence: 'pagecache',
+    roles: defaultRoles.map((r) => ({ ...r })),
+    cores: [...cores],
+    logLevel: 'info',
+    pool: { segmentCount: defaultSegmentCount, segmentBytes: paper.segmentBytes },
+    blog: { ...scaleBlogToPool(defaultSegmentCount), usedGraceMs: paper.usedGraceMs },
+    replication: { retryMs: paper.replicationRetryMs, commitVerPeriodMs: paper.commitVerPeriodMs },
+    gc: { liveThresholdPercent: paper.gcLiveThresholdPercent },
+    leaseMs: paper.leaseMs,
+    resharding: {
+      periodMs: paper.reshardPeriodMs,
+      overloadPercent: paper.reshardOverloadPercent,
+      targetPercent: paper.reshardTargetPercent,
+    },
+    runtime: { ringWords: 16384, readyTimeoutMs: 10_000, stopTimeoutMs: 5_000, restarts: {} },
+  };
+}

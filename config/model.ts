@@ -1,0 +1,75 @@
+// The configuration of one node: what the CLI flags, the JSON config file and the defaults resolve to.
+// Field names put the qualifier last (CONVENTIONS 8): `usedGraceMs`, `liveThresholdPercent`.
+import type { LogLevel } from '../runtime/log.js';
+
+/** The thread roles of the paper (§4.1, §5.1); one actor per thread. */
+export const roles = ['worker', 'control', 'digest', 'clean', 'migration'] as const;
+export type Role = (typeof roles)[number];
+
+/** dax: real PM; msync: any file, durable across power loss; pagecache: survives process crashes only. */
+export const persistenceModes = ['dax', 'msync', 'pagecache'] as const;
+export type PersistenceMode = (typeof persistenceModes)[number];
+
+export interface RoleSpec {
+  role: Role;
+  /** How many actors (threads) of this role. */
+  count: number;
+  /** Pin every actor of the role to exactly these CPUs; absent = one CPU each, round-robin over `cores`. */
+  cores?: number[];
+}
+
+export interface RowanConfig {
+  dataDir: string;
+  persistence: PersistenceMode;
+  roles: RoleSpec[];
+  /** CPUs the node's actors may be placed on. */
+  cores: number[];
+  logLevel: LogLevel;
+  pool: {
+    segmentCount: number;
+    segmentBytes: number;
+  };
+  /** The b-log and its control thread (§4.3). */
+  blog: {
+    /** Free segments posted at start (paper: 512). */
+    preallocSegments: number;
+    /** Used segments handed to digest, and free ones posted, per round (paper: 128). */
+    batchSegments: number;
+    /** Wait after a segment looks consumed before calling it used, for in-flight DMA (paper: 2 ms). */
+    usedGraceMs: number;
+  };
+  replication: {
+    /** A replication write slower than this is re-issued (§4.3: 1 ms). */
+    retryMs: number;
+    /** Primaries write <shard, CommitVer> to backups this often (§4.4: 15 ms). */
+    commitVerPeriodMs: number;
+  };
+  gc: {
+    /** Clean a committed segment whose live bytes fall below this share (§4.4: 75 %). */
+    liveThresholdPercent: number;
+  };
+  /** Lease between servers and the CM (§6.1: 10 ms). */
+  leaseMs: number;
+  resharding: {
+    /** Per-shard request counters are reported this often (§4.6: 500 ms). */
+    periodMs: number;
+    /** A node this far above the average load is overloaded (30 %). */
+    overloadPercent: number;
+    /** Move shards until every node is within this of the average (5 %). */
+    targetPercent: number;
+  };
+  runtime: {
+    /** Capacity of each actor-to-actor ring, in Int32 words. */
+    ringWords: number;
+    /** An actor that has not reported READY by then fails the start. */
+    readyTimeoutMs: number;
+    /** An actor that has not stopped by then is terminated. */
+    stopTimeoutMs: number;
+    /** Restarts allowed per role before a failure takes the node down (default 0: fail fast). */
+    restarts: Partial<Record<Role, number>>;
+  };
+}
+
+/** What a config file or the CLI may give: any subset, merged over the defaults. */
+export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K] };
+export type ConfigInput = DeepPartial<Omit<RowanConfig, 'roles'>> & { roles?: RoleSpec[] | string };

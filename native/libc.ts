@@ -1,0 +1,242 @@
+// libc through koffi: the thread-level calls the actor runtime needs (CONVENTIONS 5: only native/ loads
+// koffi). Return codes become RowanErrors here, with errno named, so nothing above sees -1.
+// Also the C environment (libpmem2 reads its switches with getenv), posix_fallocate and the address
+// guard left behind by a closed PM mapping (used by native/pmem2.ts and shm/pool-file.ts).
+//
+// Thread vs process: Linux schedules threads, and the scheduler calls take a *thread* id. pid 0 means
+// "the calling thread" (sched_setaffinity(2)), so an actor pins itself by calling these from inside its
+// own worker_thread; the process's other threads keep their masks. Another thread is addressed by its
+// tid (gettid()), never by process.pid, which names only the main thread.
+import koffi, { type LibraryHandle } from 'koffi';
+import { ErrorCodes, RowanError } from '../runtime/errors.js';
+
+let lib: LibraryHandle | undefined;
+/** The C library, loaded once per thread (koffi handles are per isolate). */
+export function libc(): LibraryHandle {
+  if (!lib) {
+    try {
+      lib = koffi.load('libc.so.6');
+    } catch (err) {
+      throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `cannot load libc.so.6: ${(err as Error).message}`);
+    }
+  }
+  return lib;
+}
+
+/** errno value -> its name (EINVAL, ...), for messages. */
+function errnoName(e: number): string {
+  for (const [name, v] of Object.entries(koffi.os.errno)) if (v === e) return name;
+  return `errno ${e}`;
+}
+
+// ---- affinity and thread identity ------------------------------------------------------------------
+
+/** glibc's cpu_set_t: 1024 bits. The kernel accepts any multiple of the word size; this is the default. */
+export const CPU_SET_BYTES = 128;
+/** Highest CPU number a mask can name. */
+export const CPU_SETSIZE = CPU_SET_BYTES * 8;
+
+type AffinityFns = {
+  gettid: () => number;
+  setaffinity: (tid: number, size: number, mask: Uint8Array) => number;
+  getaffinity: (tid: number, size: number, mask: Uint8Array) => number;
+  getcpu: () => number;
+};
+let aff: AffinityFns | undefined;
+function affinityFns(): AffinityFns {
+  if (!aff) {
+    const c = libc();
+    aff = {
+      gettid: c.func('int gettid(void)'),
+      setaffinity: c.func('int sched_setaffinity(int pid, size_t cpusetsize, const void *mask)'),
+      getaffinity: c.func('int sched_getaffinity(int pid, size_t cpusetsize, _Out_ void *mask)'),
+      getcpu: c.func('int sched_getcpu(void)'),
+    };
+  }
+  return aff;
+}
+
+/** The kernel thread id of the calling thread (what `top -H` and /proc/<pid>/task show). */
+export function gettid(): number {
+  return affinityFns().gettid();
+}
+
+/** CPU numbers -> cpu_set_t bytes. */
+export function cpuMask(cpus: readonly number[]): Uint8Array {
+  const m = new Uint8Array(CPU_SET_BYTES);
+  for (const c of cpus) {
+    if (!Number.isInteger(c) || c < 0 || c >= CPU_SETSIZE)
+      throw new RowanError(ErrorCodes.AFFINITY, `cpu ${c} is outside 0..${CPU_SETSIZE - 1}`);
+    m[c >> 3]! |= 1 << (c & 7);
+  }
+  return m;
+}
+
+/** cpu_set_t bytes -> sorted CPU numbers. */
+export function cpusOfMask(m: Uint8Array): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < m.length * 8; i++) if (m[i >> 3]! & (1 << (i & 7))) out.push(i);
+  return out;
+}
+
+/**
+ * Pin a thread to `cpus`. tid 0 = the calling thread only (not the process: Linux applies
+ * sched_setaffinity to one task). Throws ROWAN_ERR_AFFINITY with errno's name (EINVAL when no CPU of
+ * the set is allowed, ESRCH for an unknown tid, EPERM for another user's thread).
+ */
+export function schedSetaffinity(tid: number, cpus: readonly number[]): void {
+  if (cpus.length === 0) throw new RowanError(ErrorCodes.AFFINITY, 'cannot pin to an empty CPU set');
+  const rc = affinityFns().setaffinity(tid, CPU_SET_BYTES, cpuMask(cpus));
+  if (rc !== 0) {
+    const e = koffi.errno();
+    throw new RowanError(ErrorCodes.AFFINITY, `sched_setaffinity(${tid}, [${cpus.join(',')}]) failed: ${errnoName(e)}`, {
+      errno: e,
+    });
+  }
+}
+
+/** The CPUs thread `tid` may run on (0 = the calling thread), read back from the kernel. */
+export function schedGetaffinity(tid = 0): number[] {
+  const m = new Uint8Array(CPU_SET_BYTES);
+  const rc = affinityFns().getaffinity(tid, CPU_SET_BYTES, m);
+  if (rc !== 0) {
+    const e = koffi.errno();
+    throw new RowanError(ErrorCodes.AFFINITY, `sched_getaffinity(${tid}) failed: ${errnoName(e)}`, { errno: e });
+  }
+  return cpusOfMask(m);
+}
+
+/** The CPU the calling thread is running on right now (a snapshot: it may move within its mask). */
+export function schedGetcpu(): number {
+  const cpu = affinityFns().getcpu();
+  if (cpu < 0) throw new RowanError(ErrorCodes.AFFINITY, `sched_getcpu failed: ${errnoName(koffi.errno())}`);
+  return cpu;
+}
+
+/** The kernel keeps 15 bytes of a thread's name (16 with the NUL). */
+export const THREAD_NAME_BYTES_MAX = 15;
+let setname: ((thread: bigint | number, name: string) => number) | undefined;
+let self: (() => bigint | number) | undefined;
+
+/**
+ * Name the calling thread (what `top -H`, `ps -L` and /proc/<pid>/task/<tid>/comm show), cut to 15
+ * bytes. Cosmetic: a failure is ignored, since nothing depends on the name.
+ */
+export function setThreadName(name: string): void {
+  if (!setname || !self) {
+    const c = libc();
+    self = c.func('unsigned long pthread_self(void)');
+    setname = c.func('int pthread_setname_np(unsigned long thread, const char *name)');
+  }
+  setname(self(), Buffer.from(name).subarray(0, THREAD_NAME_BYTES_MAX).toString());
+}
+
+// ---- environment -----------------------------------------------------------------------------------
+//
+// C libraries (libpmem2) read their switches with getenv(3). `process.env.X = ...` reaches the C
+// environment only on the main thread: a worker_thread gets its own copy of process.env, so an actor
+// that configures libpmem2 must go through libc's setenv. setenv is not thread-safe against a
+// concurrent getenv in another thread; callers change a variable only when its value differs, so a
+// node whose actors all use the same setting writes it once.
+
+type EnvFns = {
+  setenv: (name: string, value: string, overwrite: number) => number;
+  unsetenv: (name: string) => number;
+  getenv: (name: string) => string | null;
+};
+let env: EnvFns | undefined;
+function envFns(): EnvFns {
+  if (!env) {
+    const c = libc();
+    env = {
+      setenv: c.func('int setenv(const char *name, const char *value, int overwrite)'),
+      unsetenv: c.func('int unsetenv(const char *name)'),
+      getenv: c.func('const char *getenv(const char *name)'),
+    };
+  }
+  return env;
+}
+
+/** The C environment's value of `name` (what a C library sees), or null when unset. */
+export function getenv(name: string): string | null {
+  return envFns().getenv(name);
+}
+
+/** Set `name` in the C environment of the whole process (all threads see it). */
+export function setenv(name: string, value: string): void {
+  if (envFns().setenv(name, value, 1) !== 0) {
+    const e = koffi.errno();
+    throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `setenv(${name}) failed: ${errnoName(e)}`, { errno: e });
+  }
+}
+
+/** Remove `name` from the C environment of the whole process. */
+export function unsetenv(name: string): void {
+  if (envFns().unsetenv(name) !== 0) {
+    const e = koffi.errno();
+    throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `unsetenv(${name}) failed: ${errnoName(e)}`, { errno: e });
+  }
+}
+
+// ---- files and address space -----------------------------------------------------------------------
+
+/** <sys/mman.h> values on Linux x86_64. */
+export const PROT_NONE = 0;
+export const MAP_PRIVATE = 0x02;
+export const MAP_ANONYMOUS = 0x20;
+export const MAP_NORESERVE = 0x4000;
+/** Like MAP_FIXED but fails with EEXIST instead of replacing a mapping (Linux >= 4.17). */
+export const MAP_FIXED_NOREPLACE = 0x100000;
+/** (void *)-1 as koffi 3 returns it (pointers are BigInt). */
+const MAP_FAILED = (1n << 64n) - 1n;
+
+type FileFns = {
+  posixFallocate: (fd: number, offset: number, length: number) => number;
+  mmap: (addr: bigint, length: number, prot: number, flags: number, fd: number, offset: number) => bigint;
+  munmap: (addr: bigint, length: number) => number;
+};
+let files: FileFns | undefined;
+function fileFns(): FileFns {
+  if (!files) {
+    const c = libc();
+    files = {
+      posixFallocate: c.func('int posix_fallocate(int fd, int64_t offset, int64_t len)'),
+      mmap: c.func('void *mmap(void *addr, size_t length, int prot, int flags, int fd, int64_t offset)'),
+      munmap: c.func('int munmap(void *addr, size_t length)'),
+    };
+  }
+  return files;
+}
+
+/**
+ * Allocate the blocks of [offset, offset+length) of `fd` now. A file that is written through a mapping
+ * must not be sparse: a store into a hole on a full filesystem is a SIGBUS, not an error code.
+ * posix_fallocate returns the error number itself (it does not set errno).
+ */
+export function posixFallocate(fd: number, offset: number, length: number): void {
+  const rc = fileFns().posixFallocate(fd, offset, length);
+  if (rc !== 0) {
+    throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `posix_fallocate(${length} bytes) failed: ${errnoName(rc)}`, {
+      errno: rc,
+    });
+  }
+}
+
+/**
+ * Occupy [address, address+length) with an inaccessible, unbacked mapping, if the range is free. Used
+ * after a PM mapping is deleted: JS views of it may outlive it, and without a guard a later mapping
+ * could land at the same address and take their stray stores silently. With the guard a stray access
+ * is a loud SIGSEGV. Costs address space only. Returns false when the range is (partly) taken.
+ */
+export function reserveAddressRange(address: bigint, length: number): boolean {
+  const f = fileFns();
+  const flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE;
+  const got = f.mmap(address, length, PROT_NONE, flags, -1, 0);
+  if (got === MAP_FAILED) return false;
+  // Kernels before 4.17 ignore MAP_FIXED_NOREPLACE and treat the address as a hint.
+  if (got !== address) {
+    f.munmap(got, length);
+    return false;
+  }
+  return true;
+}

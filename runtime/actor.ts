@@ -1,0 +1,242 @@
+// Actors: one role instance on one worker_thread, pinned to a CPU set, driven by its event loop.
+//
+//   main thread                                   actor thread (runActor)
+//   spawnActor() --- new Worker(entry) ------->   waits for the startup message
+//                --- StartMessage (port) ----->   pins itself (sched_setaffinity(0)), reads the mask back,
+//                                                 opens its rings, runs init()
+//                <-- READY {tid, cpus, cpu} ---   then pumps its inbox and runs its tick
+//   handle.stop() --- stop (port) ------------>   stops ticking, drains its rings, runs drain()
+//                <-- stopped -----------------    closes its port; the thread exits on its own
+//                <-- failed {code, message} ---   on any throw (handler, tick, init, uncaught)
+//
+// Ring records (shm/mailbox.ts) carry the data; the port carries only these lifecycle messages.
+// The definition is plain data plus functions of a context, so a test can drive handlers directly with
+// a fake context, single-threaded (CONVENTIONS 9).
+import { parentPort } from 'node:worker_threads';
+import type { RowanConfig } from '../config/model.js';
+import { gettid, schedGetaffinity, schedGetcpu, schedSetaffinity, setThreadName } from '../native/libc.js';
+import { ActorState, CounterWriter, I64 } from '../shm/counters.js';
+import { Doorbell, Inbox, Outbox, RecordKind, type RingMessage } from '../shm/mailbox.js';
+import { Ring } from '../shm/ring.js';
+import { ErrorCodes, RowanError, invariant, toRecord } from './errors.js';
+import type { ActorToParent, ParentToActor, StartMessage } from './lifecycle.js';
+import { createLogger, type Logger } from './log.js';
+import { pump } from './pump.js';
+
+export { spawnActor, ActorHandle, type SpawnSpec } from './spawn.js';
+export type { ReadyReport, StartMessage } from './lifecycle.js';
+
+/** What an actor's code may use. Everything crossed the boundary in the StartMessage. */
+export interface ActorContext {
+  readonly role: string;
+  readonly id: number;
+  readonly name: string;
+  readonly config: RowanConfig;
+  readonly log: Logger;
+  readonly counters: CounterWriter;
+  /** Publish one record to actor `to` now; false when its ring is full (the record is dropped). */
+  send(to: string, msg: RingMessage): boolean;
+  /** The producer end towards `to`, for batches (append ... flush). */
+  outbox(to: string): Outbox;
+  /** Names of the actors of `role` this actor has a ring to. */
+  peers(role: string): string[];
+  /** Wall clock in ms; injected so a test can run the handlers on simulated time. */
+  now(): number;
+}
+
+type Handler<M> = (msg: M, from: string, ctx: ActorContext) => void;
+/** Kinds the runtime handles for every role: PING is answered with a PONG, PONG is counted. */
+type RuntimeKind = typeof RecordKind.PING | typeof RecordKind.PONG;
+type RoleKind<In extends RingMessage> = Exclude<In['kind'], RuntimeKind>;
+
+export interface ActorDefinition<In extends RingMessage = RingMessage> {
+  role: string;
+  /** Record kinds this role takes on its rings beyond PING/PONG (which the runtime answers/counts). */
+  accepts: readonly RoleKind<In>[];
+  handlers: { [K in RoleKind<In>]: Handler<Extract<In, { kind: K }>> };
+  /** Period of tick() for this configuration; undefined = no periodic work. */
+  tickMs?: (config: RowanConfig) => number | undefined;
+  tick?: (ctx: ActorContext) => void | Promise<void>;
+  init?: (ctx: ActorContext) => void | Promise<void>;
+  /** Last words on stop, after the inbound rings were drained. */
+  drain?: (ctx: ActorContext) => void | Promise<void>;
+}
+
+/** Identity function that checks a definition's types where it is written. */
+export function defineActor<In extends RingMessage>(def: ActorDefinition<In>): ActorDefinition<In> {
+  return def;
+}
+
+/** The worker_thread entry: call at the top of a role's thread.ts. A no-op on the main thread. */
+export function runActor<In extends RingMessage>(def: ActorDefinition<In>): void {
+  const port = parentPort;
+  if (!port) return;
+  port.once('message', (m: ParentToActor) => {
+    invariant(m.type === 'start', `actor's first message must be start, got ${m.type}`);
+    new ActorThread(def as unknown as ActorDefinition, m, port).start();
+  });
+}
+
+type Port = NonNullable<typeof parentPort>;
+
+class ActorThread {
+  private readonly counters: CounterWriter;
+  private readonly bell: Doorbell;
+  private readonly inbox: Inbox;
+  private readonly outboxes = new Map<string, Outbox>();
+  private readonly log: Logger;
+  private readonly ctx: ActorContext;
+  private stopping = false;
+  private failed = false;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking = false;
+
+  constructor(
+    private readonly def: ActorDefinition,
+    private readonly s: StartMessage,
+    private readonly port: Port,
+  ) {
+    this.counters = new CounterWriter(s.counters);
+    this.bell = new Doorbell(s.doorbell);
+    this.inbox = new Inbox(
+      s.inbound.map((l) => ({ from: l.from, ring: new Ring(l.ring) })),
+      this.bell,
+    );
+    for (const o of s.outbound) this.outboxes.set(o.to, new Outbox(o.to, new Ring(o.ring), new Doorbell(o.doorbell)));
+    this.log = createLogger(s.config.logLevel, { actor: s.name, role: s.role });
+    const peersByRole = new Map<string, string[]>();
+    for (const o of s.outbound) peersByRole.set(o.toRole, [...(peersByRole.get(o.toRole) ?? []), o.to]);
+    this.ctx = {
+      role: s.role,
+      id: s.id,
+      name: s.name,
+      config: s.config,
+      log: this.log,
+      counters: this.counters,
+      send: (to, msg) => this.send(to, msg),
+      outbox: (to) => this.outboxTo(to),
+      peers: (role) => peersByRole.get(role) ?? [],
+      now: () => Date.now(),
+    };
+  }
+
+  start(): void {
+    process.on('uncaughtException', (err) => this.fail(err));
+    process.on('unhandledRejection', (err) => this.fail(err));
+    this.port.on('message', (m: ParentToActor) => {
+      if (m.type === 'stop') void this.stop().catch((err) => this.fail(err));
+    });
+    this.boot().catch((err) => this.fail(err));
+  }
+
+  private async boot(): Promise<void> {
+    // Pin this thread only: pid 0 = the calling thread (Linux affinity is per task, not per process).
+    schedSetaffinity(0, this.s.cores);
+    setThreadName(this.s.name);
+    const cpus = schedGetaffinity(0);
+    const tid = gettid();
+    const cpu = schedGetcpu();
+    this.counters.setIdentity(tid, cpu);
+    await this.def.init?.(this.ctx);
+    this.counters.setState(ActorState.READY);
+    this.counters.publish();
+    this.post({ type: 'ready', tid, cpus, cpu });
+    this.log.debug({ tid, cpus, cpu }, 'actor ready');
+    const period = this.def.tickMs?.(this.s.config);
+    if (this.def.tick && period !== undefined) this.timer = setInterval(() => this.runTick(), period);
+    await pump(this.inbox, {
+      dispatch: (msg, from) => this.dispatch(msg, from),
+      afterPass: () => this.counters.publish(),
+      onWake: () => this.counters.local[I64.WAKEUPS]!++,
+      stopping: () => this.stopping || this.failed,
+    });
+  }
+
+  private dispatch(msg: RingMessage, from: string): void {
+    const c = this.counters.local;
+    c[I64.MESSAGES_IN]!++;
+    switch (msg.kind) {
+      case RecordKind.PING:
+        // Answered by the runtime for every role: proves the actor's loop and both rings are alive.
+        if (this.outboxes.has(from) && this.send(from, { kind: RecordKind.PONG, seq: msg.seq })) c[I64.PINGS]!++;
+        return;
+      case RecordKind.PONG:
+        return;
+      case RecordKind.SEGMENT_BATCH:
+        c[I64.SEGMENT_BATCHES]!++;
+        break;
+    }
+    const h = (this.def.handlers as Record<number, Handler<RingMessage> | undefined>)[msg.kind];
+    // A record kind outside the role's protocol means the rings are wired wrong: stop loudly.
+    invariant(h && (this.def.accepts as readonly number[]).includes(msg.kind), `${this.s.name} got record kind ${msg.kind} from ${from}`);
+    h(msg, from, this.ctx);
+  }
+
+  private send(to: string, msg: RingMessage): boolean {
+    const ok = this.outboxTo(to).send(msg);
+    if (ok) this.counters.local[I64.MESSAGES_OUT]!++;
+    return ok;
+  }
+
+  private outboxTo(to: string): Outbox {
+    const o = this.outboxes.get(to);
+    if (!o) throw new RowanError(ErrorCodes.ACTOR_FAILED, `${this.s.name} has no ring to ${to}`);
+    return o;
+  }
+
+  private runTick(): void {
+    if (this.ticking || this.stopping || this.failed) return; // an async tick still running: skip, don't pile up
+    this.ticking = true;
+    const done = () => {
+      this.ticking = false;
+      const c = this.counters.local;
+      c[I64.TICKS]!++;
+      c[I64.TICK_AT_MS] = Date.now();
+      this.counters.setCpu(schedGetcpu());
+      this.counters.publish();
+    };
+    try {
+      const r = this.def.tick!(this.ctx);
+      if (r instanceof Promise) r.then(done, (err) => this.fail(err));
+      else done();
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  private async stop(): Promise<void> {
+    if (this.stopping || this.failed) return;
+    this.stopping = true;
+    this.counters.setState(ActorState.STOPPING);
+    clearInterval(this.timer);
+    this.bell.wake(); // end the pump's sleep so it sees `stopping`
+    // Drain: whatever was published before the stop is still handled (producers were stopped first).
+    this.inbox.drain((msg, from) => this.dispatch(msg, from));
+    await this.def.drain?.(this.ctx);
+    this.counters.setState(ActorState.STOPPED);
+    this.counters.publish();
+    this.post({ type: 'stopped' });
+    this.log.debug('actor stopped');
+    this.port.close();
+  }
+
+  private fail(err: unknown): void {
+    if (this.failed) return;
+    this.failed = true;
+    clearInterval(this.timer);
+    this.bell.wake();
+    const rec = toRecord(err);
+    try {
+      this.counters.setState(ActorState.FAILED);
+      this.counters.publish();
+    } catch {
+      // counters are best effort here; the report below is what matters
+    }
+    this.post({ type: 'failed', error: rec });
+    // The supervisor terminates the thread after reading the report; until then it stays inert.
+  }
+
+  private post(m: ActorToParent): void {
+    this.port.postMessage(m);
+  }
+}

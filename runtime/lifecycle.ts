@@ -1,0 +1,56 @@
+// The declared messages between the node's main thread and an actor's worker_thread (CONVENTIONS 2):
+// one startup message carrying everything the actor may touch (its config, its shared buffers), one
+// READY reply, a stop request, and the failure report. Data never travels here: it goes through rings.
+import type { RowanConfig } from '../config/model.js';
+import type { RingHandle } from '../shm/ring.js';
+import type { ErrorRecord } from './errors.js';
+
+export interface InboundSpec {
+  from: string;
+  ring: RingHandle;
+}
+
+export interface OutboundSpec {
+  to: string;
+  /** The receiving actor's role ('main' for the supervisor). */
+  toRole: string;
+  ring: RingHandle;
+  /** The receiver's doorbell, rung after each publish. */
+  doorbell: SharedArrayBuffer;
+}
+
+export interface StartMessage {
+  type: 'start';
+  role: string;
+  id: number;
+  /** `${role}.${id}`, unique in the node. */
+  name: string;
+  /** CPUs to pin the thread to. */
+  cores: number[];
+  config: RowanConfig;
+  counters: SharedArrayBuffer;
+  /** This actor's own doorbell (all its inbound rings ring it). */
+  doorbell: SharedArrayBuffer;
+  inbound: InboundSpec[];
+  outbound: OutboundSpec[];
+}
+
+export interface StopMessage {
+  type: 'stop';
+}
+
+export type ParentToActor = StartMessage | StopMessage;
+
+/** What READY reports: facts read back inside the thread, not what was asked for. */
+export interface ReadyReport {
+  tid: number;
+  /** sched_getaffinity(0) inside the thread after pinning. */
+  cpus: number[];
+  /** sched_getcpu() at READY. */
+  cpu: number;
+}
+
+export type ActorToParent =
+  | ({ type: 'ready' } & ReadyReport)
+  | { type: 'failed'; error: ErrorRecord }
+  | { type: 'stopped' };

@@ -1,0 +1,53 @@
+// Scanning a b-log segment. Unlike a t-log (one appender, so its end is the first block that does not
+// read), a b-log segment can hold a hole: a slot reserved by a write that was slower than the retry
+// bound and is still landing (or whose sender died mid-copy). The writer re-issues such a write into a
+// later buffer (§4.3), and writes reserved after the hole were acknowledged, so the scan must not stop
+// there: it steps over any stride that does not hold a verified block, one 64 B stride at a time, and
+// accepts only blocks whose checksum verifies. A torn or partial write is never accepted.
+//
+// What this does not defend against: a value that embeds a well-formed block with a valid checksum at a
+// 64 B-aligned offset, if a torn write's header was lost and the scan resynchronises inside its
+// payload. Closing that (e.g. seeding the checksum with a per-cluster secret) is noted for the digest.
+import type { Limits } from '../../config/limits.js';
+import { readBlock, type Block } from '../../shm/log.js';
+
+export interface BlogScanStats {
+  blocks: number;
+  /** All-zero strides stepped over (unwritten space: holes and the segment's unused tail). */
+  zeroStrides: number;
+  /** Non-zero strides that held no verified block (writes in flight, torn writes). */
+  invalidStrides: number;
+}
+
+export function newBlogScanStats(): BlogScanStats {
+  return { blocks: 0, zeroStrides: 0, invalidStrides: 0 };
+}
+
+function zeroStride(bytes: Uint8Array, off: number, stride: number): boolean {
+  for (let i = 0; i < stride; i++) if (bytes[off + i] !== 0) return false;
+  return true;
+}
+
+/** Every verified block in [start, end), skipping strides that hold none. */
+export function* scanBlogBlocks(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  limits: Limits,
+  stats: BlogScanStats = newBlogScanStats(),
+): Generator<Block> {
+  const stride = limits.entryAlignBytes;
+  let off = start;
+  while (off + stride <= end) {
+    const b = readBlock(bytes, off, end, limits);
+    if (b !== null) {
+      stats.blocks++;
+      yield b;
+      off += b.size;
+      continue;
+    }
+    if (zeroStride(bytes, off, stride)) stats.zeroStrides++;
+    else stats.invalidStrides++;
+    off += stride;
+  }
+}

@@ -1,0 +1,17 @@
+// Time is injected (CONVENTIONS 9): production uses the monotonic clock, tests drive a manual one.
+export interface Clock {
+  /** Milliseconds, monotonic. */
+  now(): number;
+}
+
+export const monotonicClock: Clock = { now: () => performance.now() };
+
+export class ManualClock implements Clock {
+  constructor(private t = 0) {}
+  now(): number {
+    return this.t;
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}

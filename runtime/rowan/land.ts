@@ -1,0 +1,60 @@
+// Landing one Rowan write: the whole data path an MP-SRQ RNIC runs for a SEND (ROWAN §3.2.2) --
+// reserve the next stride-aligned slot of the current posted buffer, copy, persist, write the
+// completion. Shared by the two software RNICs: the shm sender's thread (runtime/fabric/shm.ts) and
+// the tcp fabric's nic actor (actors/nic/verbs.ts), so both follow exactly the same rules.
+//
+// The paper's sender re-issues any write slower than 1 ms, because a real sender cannot see when the
+// receiver declares a buffer Used (§4.3). Whoever lands the write here can: the queue's `usedBelow`
+// word says which buffers the receiver has handed to digest, so the exact rule replaces the timer.
+import type { PersistentRegion } from '../../shm/region.js';
+import { ErrorCodes, RowanError } from '../errors.js';
+import type { SharedReceiveQueue } from './srq.js';
+
+/** landOnce result: the reservation went stale before the copy; nothing was written. */
+export const ABANDONED = -3;
+/** landOnce result: written and persisted, but its buffer went Used meanwhile; re-issue it. */
+export const LATE = -4;
+
+/** A write re-issued this many times fails instead (its lander is starved of CPU). */
+export const MAX_REISSUES = 16;
+
+/**
+ * One attempt, synchronously: reserve, copy, persist, complete. Returns the pool offset, or
+ * NO_BUFFER / SRQ_CLOSED (srq.ts) / ABANDONED / LATE. Throws ENTRY_TOO_LARGE for a write no buffer fits.
+ */
+export function landOnce(srq: SharedReceiveQueue, region: PersistentRegion, bytes: Uint8Array, senderId: number): number {
+  const len = bytes.length;
+  const at = srq.reserve(len);
+  if (at < 0) return at;
+  const seq = srq.lastSeq;
+  // The receiver declared this buffer Used since we reserved (we were descheduled): digest may have
+  // read or even recycled it, so leave the slot empty (the b-log scan steps over holes) and re-issue.
+  if (srq.usedBelow() > seq) return ABANDONED;
+  region.bytes.set(bytes, at);
+  region.persist(at, len);
+  // Persisted, but if the buffer went Used meanwhile digest may have scanned past it: re-issue (the
+  // duplicate is harmless: digest applies entries version-conditionally). Seq-cst atomics make this
+  // exact: if we read usedBelow <= seq here, the receiver's hand-off comes after our persist.
+  if (srq.usedBelow() > seq) return LATE;
+  srq.complete(at, len, senderId);
+  return at;
+}
+
+export interface Landing {
+  /** Pool offset the write is persistent at, or NO_BUFFER / SRQ_CLOSED (nothing landed). */
+  at: number;
+  /** Attempts that came back ABANDONED or LATE and were re-landed at once. */
+  reissues: number;
+}
+
+/**
+ * Land a write, re-issuing it at once (into a later slot) while attempts come back ABANDONED or LATE.
+ * Throws WRITE_TIMEOUT after MAX_REISSUES such attempts.
+ */
+export function land(srq: SharedReceiveQueue, region: PersistentRegion, bytes: Uint8Array, senderId: number): Landing {
+  for (let reissues = 0; reissues <= MAX_REISSUES; reissues++) {
+    const at = landOnce(srq, region, bytes, senderId);
+    if (at !== ABANDONED && at !== LATE) return { at, reissues };
+  }
+  throw new RowanError(ErrorCodes.WRITE_TIMEOUT, `write re-issued ${MAX_REISSUES} times: the lander is starved of CPU`);
+}

@@ -1,0 +1,95 @@
+// Appends entries to one log range [start, end) of a PersistentRegion — a t-log or clean segment owned
+// by a single actor. Each append encodes in place and persists exactly the entry's bytes before it
+// returns, so a returned offset means the entry survives a crash (to the region's persistence mode).
+//
+// There is no persistent tail pointer (§4.2.2): recover() finds the tail by scanning to the first block
+// that does not verify. It then zeroes whatever non-zero bytes lie past that tail — the remains of a
+// torn append. Otherwise a later, shorter append could leave part of the torn bytes (e.g. an intact
+// trailing block of a torn multi-block entry) right where the next scan continues.
+import { Buffer } from 'node:buffer';
+import type { Limits } from '../config/limits.js';
+import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
+import type { PersistentRegion } from './region.js';
+import { encodeEntry, entrySize, scanEntries, type EntryInput } from './log.js';
+
+/** Granularity at which recover() looks for stale bytes past the tail. */
+const SANITIZE_CHUNK_BYTES = 4096;
+const ZERO_CHUNK = new Uint8Array(SANITIZE_CHUNK_BYTES);
+
+export class LogAppender {
+  readonly region: PersistentRegion;
+  readonly start: number;
+  readonly end: number;
+  readonly limits: Limits;
+  private tailOff: number;
+  /** Entries found by recover() (0 for a fresh appender). */
+  readonly recoveredEntries: number;
+
+  constructor(region: PersistentRegion, start: number, end: number, limits: Limits, tail = start, recovered = 0) {
+    invariant(start % limits.entryAlignBytes === 0 && start <= end && end <= region.bytes.length,
+      `log range [${start}, ${end}) must be aligned and inside the region`);
+    invariant(tail >= start && tail <= end && tail % limits.entryAlignBytes === 0, `tail ${tail} out of range`);
+    this.region = region;
+    this.start = start;
+    this.end = end;
+    this.limits = limits;
+    this.tailOff = tail;
+    this.recoveredEntries = recovered;
+  }
+
+  /** Where the next entry goes. */
+  get tail(): number {
+    return this.tailOff;
+  }
+
+  get remaining(): number {
+    return this.end - this.tailOff;
+  }
+
+  /** Whether `e` would fit (throws the codec's errors for an entry that is invalid anywhere). */
+  fits(e: EntryInput): boolean {
+    return entrySize(e, this.limits) <= this.remaining;
+  }
+
+  /** Encode `e` at the tail and persist it; returns the entry's offset. SEGMENT_FULL if it does not fit. */
+  append(e: EntryInput): number {
+    const size = entrySize(e, this.limits);
+    const off = this.tailOff;
+    if (size > this.end - off) {
+      throw new RowanError(ErrorCodes.SEGMENT_FULL, `entry of ${size} bytes does not fit in ${this.end - off} bytes`,
+        { size, remaining: this.end - off });
+    }
+    encodeEntry(e, this.region.bytes, off, this.limits);
+    this.region.persist(off, size);
+    this.tailOff = off + size;
+    return off;
+  }
+
+  /** Reopen a log range after a restart: the tail goes after the last intact entry, stale bytes past it
+   *  are zeroed and persisted. */
+  static recover(region: PersistentRegion, start: number, end: number, limits: Limits): LogAppender {
+    let tail = start;
+    let count = 0;
+    for (const e of scanEntries(region.bytes, start, end, limits)) {
+      tail = e.offset + e.bytes;
+      count++;
+    }
+    zeroStaleBytes(region, tail, end);
+    return new LogAppender(region, start, end, limits, tail, count);
+  }
+}
+
+/** Zero every non-zero chunk in [from, end) and persist what changed. memcmp via Buffer.compare keeps
+ *  the common case (an all-zero remainder) cheap. */
+function zeroStaleBytes(region: PersistentRegion, from: number, end: number): void {
+  const bytes = region.bytes;
+  const zero = Buffer.from(ZERO_CHUNK.buffer);
+  for (let off = from; off < end; off += SANITIZE_CHUNK_BYTES) {
+    const stop = Math.min(off + SANITIZE_CHUNK_BYTES, end);
+    const chunk = Buffer.from(bytes.buffer, bytes.byteOffset + off, stop - off);
+    if (Buffer.compare(chunk, zero.subarray(0, stop - off)) !== 0) {
+      bytes.fill(0, off, stop);
+      region.persist(off, stop - off);
+    }
+  }
+}

@@ -1,0 +1,385 @@
+// Per-shard DRAM index of ROWAN-KV (§5.3): a concurrent bucket hash table in one SharedArrayBuffer
+// (layout in shm/index-layout.ts), attachable by any number of worker_threads (`ShardIndex.attach`).
+// Items are tag:16 | PM address:48; the index never stores keys or versions and resolves them through
+// an injected EntryReader (the log). Bucket = (hash.lo & 0x7fffffff) % bucketCount, tag = hash.hi & 0xffff
+// (shm/hash.ts says why these bits).
+//
+// Concurrency design
+// - Lookups are lock-free: walk the chain, filter slots by reading the 32-bit hi word (tag), load the
+//   full 64-bit item only on a tag match, confirm the key with reader.keyEquals.
+// - Updating a present key is a CAS loop on its slot: load item, resolve the old entry's version, stop
+//   ('stale') if ours is not newer, else compareExchange(old -> new); on failure start over, so the
+//   version we beat is exactly the one we replace and an older version can never win a race.
+// - Inserting an absent key takes the chain's lock word (head bucket), re-scans the chain under it and
+//   only then fills an empty slot or links a new overflow bucket: two inserters of one key serialise, the
+//   second finds the first's slot and becomes an update. Only lock holders fill empty slots; updates
+//   and removes never move an item between slots, so a key lives in at most one slot.
+// - Overflow buckets are never unlinked; removed items leave holes that later inserts reuse. A key that
+//   is removed and re-inserted (into another slot) may be missed by a lookup racing with both; a key
+//   that stays present is never missed, because it never leaves its slot.
+// - Hot path cost: tags are compared on int32 reads; a BigInt is made once per upsert (the new item)
+//   and once per tag match (the 64-bit snapshot CAS needs); no other allocation.
+// - Addresses are immutable log entries. Reusing a PM address for another key while some thread may
+//   still hold the old item (GC freeing a segment) needs a grace period in the caller, as with any
+//   lock-free structure (a CAS could otherwise succeed on an identical tag|address of a new entry).
+import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
+import { defaultLimits } from '../config/limits.js';
+import type { KeyHash } from './hash.js';
+import * as L from './index-layout.js';
+
+export interface EntryReader {
+  /** Does the log entry at `addr` have exactly this key? */
+  keyEquals(addr: number, key: Uint8Array): boolean;
+  /** The entry's 48-bit version (a JS number). */
+  versionAt(addr: number): number;
+}
+
+export interface ShardIndexOptions {
+  /** Primary buckets (the hash modulus). */
+  buckets: number;
+  /** Overflow buckets available for chaining. */
+  overflowBuckets: number;
+  /** 64-bit slots per bucket including the link slot; default `indexBucketItems` (8 = one cache line). */
+  bucketItems?: number;
+}
+
+export type UpsertResult = 'inserted' | 'updated' | 'stale';
+
+export interface ShardIndexStats {
+  buckets: number;
+  overflowBuckets: number;
+  overflowUsed: number;
+  /** Items a bucket holds (slots minus the link slot). */
+  itemsPerBucket: number;
+  items: number;
+  /** items / item slots in primary buckets. */
+  loadFactor: number;
+  /** Longest chain, in buckets (1 = no overflow). */
+  maxChain: number;
+  bytes: number;
+}
+
+const NOT_FOUND = -1;
+/** Spins on a held chain lock before sleeping on it. */
+const LOCK_SPINS = 1024;
+/** Atomics.wait timeout: a backoff bound, not a correctness device (unlock notifies waiters). */
+const LOCK_WAIT_MS = 1;
+
+export class ShardIndex {
+  readonly buffer: SharedArrayBuffer;
+  readonly bucketCount: number;
+  readonly overflowCapacity: number;
+  readonly bucketSlots: number;
+  readonly itemsPerBucket: number;
+  private readonly i32: Int32Array;
+  private readonly i64: BigInt64Array;
+  // Per-instance (per-thread) scratch to convert between a BigInt item and its int32 halves without
+  // BigInt arithmetic; an instance is used by one thread, so no sharing.
+  private readonly scratch64 = new BigInt64Array(1);
+  private readonly scratch32 = new Uint32Array(this.scratch64.buffer);
+  // Out-values of find() (kept in fields so a lookup allocates nothing).
+  private foundItem = 0n;
+  private foundAddr = 0;
+  private decodedTag = 0;
+
+  private constructor(sab: SharedArrayBuffer) {
+    this.buffer = sab;
+    this.i32 = new Int32Array(sab);
+    this.bucketCount = this.i32[L.H_BUCKET_COUNT]!;
+    this.overflowCapacity = this.i32[L.H_OVERFLOW_CAPACITY]!;
+    this.bucketSlots = this.i32[L.H_BUCKET_SLOTS]!;
+    this.itemsPerBucket = this.bucketSlots - 1;
+    this.i64 = new BigInt64Array(sab, L.HEADER_BYTES);
+  }
+
+  static create(opts: ShardIndexOptions): ShardIndex {
+    const slots = opts.bucketItems ?? defaultLimits.indexBucketItems;
+    const { buckets, overflowBuckets } = opts;
+    const bad = (m: string): never => {
+      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `ShardIndex.create: ${m}`, { ...opts });
+    };
+    if (!Number.isInteger(buckets) || buckets < 1) bad('buckets must be a positive integer');
+    if (!Number.isInteger(overflowBuckets) || overflowBuckets < 0) bad('overflowBuckets must be >= 0');
+    if (!Number.isInteger(slots) || slots < 2) bad('bucketItems must be >= 2 (items + link slot)');
+    if ((buckets + overflowBuckets) * slots >= 2 ** 30) bad('table too large for int32 slot indexes');
+    const sab = new SharedArrayBuffer(L.indexBytes(buckets, overflowBuckets, slots));
+    const h = new Int32Array(sab, 0, L.HEADER_I32);
+    h[L.H_BUCKET_COUNT] = buckets;
+    h[L.H_OVERFLOW_CAPACITY] = overflowBuckets;
+    h[L.H_BUCKET_SLOTS] = slots;
+    h[L.H_LAYOUT_VERSION] = L.INDEX_LAYOUT_VERSION;
+    // Publishes a fully initialised header: an attacher that reads MAGIC sees the fields above.
+    Atomics.store(h, L.H_MAGIC, L.INDEX_MAGIC);
+    return new ShardIndex(sab);
+  }
+
+  static attach(sab: SharedArrayBuffer): ShardIndex {
+    const bad = (m: string): never => {
+      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `ShardIndex.attach: ${m}`);
+    };
+    if (!(sab instanceof SharedArrayBuffer) || sab.byteLength < L.HEADER_BYTES) bad('not an index buffer');
+    const h = new Int32Array(sab, 0, L.HEADER_I32);
+    // Pairs with the MAGIC store in create(): seeing the magic means the header fields are visible.
+    if (Atomics.load(h, L.H_MAGIC) !== L.INDEX_MAGIC) bad('bad magic');
+    if (h[L.H_LAYOUT_VERSION] !== L.INDEX_LAYOUT_VERSION) bad(`layout version ${h[L.H_LAYOUT_VERSION]}`);
+    const want = L.indexBytes(h[L.H_BUCKET_COUNT]!, h[L.H_OVERFLOW_CAPACITY]!, h[L.H_BUCKET_SLOTS]!);
+    if (sab.byteLength !== want) bad(`size ${sab.byteLength} != ${want}`);
+    return new ShardIndex(sab);
+  }
+
+  /** Options for a table expected to hold `items` keys at about `loadFactor` of the primary slots. */
+  static optionsFor(items: number, loadFactor = 0.6, bucketItems = defaultLimits.indexBucketItems): ShardIndexOptions {
+    const buckets = Math.max(1, Math.ceil(items / ((bucketItems - 1) * loadFactor)));
+    return { buckets, overflowBuckets: Math.max(16, Math.ceil(buckets / 4)), bucketItems };
+  }
+
+  /** Address of `key`'s entry, or 0 if absent. Lock-free. */
+  get(key: Uint8Array, hash: KeyHash, reader: EntryReader): number {
+    const slot = this.find(this.headOf(hash), hash.hi & L.TAG_MASK, key, reader);
+    return slot === NOT_FOUND ? 0 : this.foundAddr;
+  }
+
+  /**
+   * Point `key` at `addr` (an entry with `version`) unless the index already points at an entry of
+   * `key` with a version >= `version` ('stale'). Throws INDEX_FULL when a chain must grow and no
+   * overflow bucket is left.
+   */
+  upsert(key: Uint8Array, hash: KeyHash, addr: number, version: number, reader: EntryReader): UpsertResult {
+    invariant(Number.isInteger(addr) && addr > 0 && addr <= L.ADDR_MAX, `index address ${addr} not in [1, 2^48)`);
+    const head = this.headOf(hash);
+    const tag = hash.hi & L.TAG_MASK;
+    const item = this.encode(tag, addr);
+    const r = this.updateExisting(head, tag, key, item, version, reader);
+    if (r !== null) return r;
+    this.lock(head);
+    try {
+      // Re-scan under the lock: another inserter of the same key may have won the race.
+      const again = this.updateExisting(head, tag, key, item, version, reader);
+      if (again !== null) return again;
+      this.insertLocked(head, item);
+      return 'inserted';
+    } finally {
+      this.unlock(head);
+    }
+  }
+
+  /** CAS the slot holding exactly (tag of `hash`, `expectedAddr`) to empty. For GC. */
+  remove(_key: Uint8Array, hash: KeyHash, expectedAddr: number): boolean {
+    return this.replaceItem(hash, expectedAddr, 0);
+  }
+
+  /**
+   * CAS the slot holding exactly (tag, `expectedAddr`) to (tag, `newAddr`) regardless of versions: GC
+   * moving a live entry keeps its version, which upsert would call 'stale'. False if the slot moved on.
+   */
+  relocate(_key: Uint8Array, hash: KeyHash, expectedAddr: number, newAddr: number): boolean {
+    invariant(Number.isInteger(newAddr) && newAddr > 0 && newAddr <= L.ADDR_MAX, `index address ${newAddr} not in [1, 2^48)`);
+    return this.replaceItem(hash, expectedAddr, newAddr);
+  }
+
+  /**
+   * Call `cb` with every address in the table (scans, migration, re-replication). Weakly consistent
+   * under concurrent writers: an item changed during the walk is reported as its old or new address.
+   */
+  forEach(cb: (addr: number) => void): void {
+    // Buckets claimed so far; one claimed but not yet linked is still empty (all-zero items), so harmless.
+    const used = Math.min(Atomics.load(this.i32, L.H_OVERFLOW_USED), this.overflowCapacity);
+    const end = this.bucketCount + used;
+    for (let b = 0; b < end; b++) {
+      const base = b * this.bucketSlots;
+      for (let s = base; s < base + this.itemsPerBucket; s++) {
+        // Sees the item as of some moment; a concurrent CAS may replace it right after.
+        const addr = this.decode(Atomics.load(this.i64, s));
+        if (addr !== 0) cb(addr);
+      }
+    }
+  }
+
+  stats(): ShardIndexStats {
+    let maxChain = 0;
+    for (let b = 0; b < this.bucketCount; b++) {
+      let n = 1;
+      for (let next = this.linkOf(b); next !== L.LINK_NONE; next = this.linkOf(next)) n++;
+      if (n > maxChain) maxChain = n;
+    }
+    // Counters as of some recent moment; under concurrent writers they are approximate.
+    const items = Atomics.load(this.i32, L.H_ITEMS);
+    return {
+      buckets: this.bucketCount,
+      overflowBuckets: this.overflowCapacity,
+      overflowUsed: Math.min(Atomics.load(this.i32, L.H_OVERFLOW_USED), this.overflowCapacity),
+      itemsPerBucket: this.itemsPerBucket,
+      items,
+      loadFactor: items / (this.bucketCount * this.itemsPerBucket),
+      maxChain,
+      bytes: this.buffer.byteLength,
+    };
+  }
+
+  // ---- internals -------------------------------------------------------------------------------
+
+  private headOf(hash: KeyHash): number {
+    // The low 31 bits of `lo`, so V8 stays on int32 modulo (a full uint32 would become a double and
+    // call fmod). The bias for any table below 2^30 buckets is negligible, and the index lives in
+    // DRAM and is rebuilt at start, so this choice is not a persistent format.
+    return (hash.lo & 0x7fffffff) % this.bucketCount;
+  }
+
+  private linkOf(bucket: number): number {
+    // Sees LINK_NONE or a published overflow bucket whose item store precedes this link (insertLocked).
+    return Atomics.load(this.i32, L.slotLoWord(bucket * this.bucketSlots + this.itemsPerBucket));
+  }
+
+  /** Slot of `key`'s item in the chain at `head` (foundItem/foundAddr set), or NOT_FOUND. */
+  private find(head: number, tag: number, key: Uint8Array, reader: EntryReader): number {
+    const i32 = this.i32;
+    const items = this.itemsPerBucket;
+    let bucket = head;
+    for (;;) {
+      const base = bucket * this.bucketSlots;
+      for (let s = base, hiWord = L.slotHiWord(base); s < base + items; s++, hiWord += 2) {
+        // Tag filter on the hi word alone; may be stale or from a newer item, the 64-bit load decides.
+        if (Atomics.load(i32, hiWord) >>> L.TAG_SHIFT_IN_HI_WORD !== tag) continue;
+        // One consistent snapshot of the item (tag and address from the same write).
+        const item = Atomics.load(this.i64, s);
+        const addr = this.decode(item);
+        if (addr === 0 || this.decodedTag !== tag || !reader.keyEquals(addr, key)) continue;
+        this.foundItem = item;
+        this.foundAddr = addr;
+        return s;
+      }
+      bucket = this.linkOf(bucket);
+      if (bucket === L.LINK_NONE) return NOT_FOUND;
+    }
+  }
+
+  /** The version-conditional CAS loop on `key`'s slot; null if the key is not in the chain. */
+  private updateExisting(
+    head: number,
+    tag: number,
+    key: Uint8Array,
+    item: bigint,
+    version: number,
+    reader: EntryReader,
+  ): UpsertResult | null {
+    for (;;) {
+      const slot = this.find(head, tag, key, reader);
+      if (slot === NOT_FOUND) return null;
+      const current = this.foundItem;
+      if (version <= reader.versionAt(this.foundAddr)) return 'stale';
+      // Publishes our address iff the slot still holds the item whose version we beat; readers see the
+      // old or the new item, never a mix. On failure someone else changed the slot: re-run the search.
+      if (Atomics.compareExchange(this.i64, slot, current, item) === current) return 'updated';
+    }
+  }
+
+  /** Put `item` in the first empty slot of the chain, or in a new overflow bucket. Chain lock held. */
+  private insertLocked(head: number, item: bigint): void {
+    const i32 = this.i32;
+    let bucket = head;
+    for (;;) {
+      const base = bucket * this.bucketSlots;
+      for (let s = base; s < base + this.itemsPerBucket; s++) {
+        // Only lock holders fill empty slots, so an empty slot seen here stays empty until our CAS.
+        if (Atomics.load(i32, L.slotLoWord(s)) !== 0 || Atomics.load(i32, L.slotHiWord(s)) !== 0) continue;
+        // Publishes the new item to lock-free readers (and to updaters, who may CAS it from now on).
+        const prev = Atomics.compareExchange(this.i64, s, 0n, item);
+        invariant(prev === 0n, 'index: empty slot filled without the chain lock');
+        this.countItem(1);
+        return;
+      }
+      const next = this.linkOf(bucket);
+      if (next === L.LINK_NONE) break;
+      bucket = next;
+    }
+    // Claims the next overflow bucket; other inserters (any chain) get distinct ones. Past the capacity
+    // the counter just keeps overshooting (every later claim fails too); stats() clamps it.
+    const claimed = Atomics.add(i32, L.H_OVERFLOW_USED, 1);
+    if (claimed >= this.overflowCapacity) {
+      throw new RowanError(ErrorCodes.INDEX_FULL, `index full: all ${this.overflowCapacity} overflow buckets in use`, {
+        buckets: this.bucketCount,
+        overflowBuckets: this.overflowCapacity,
+      });
+    }
+    const fresh = this.bucketCount + claimed;
+    // Fills the unreachable bucket first; nobody can observe it before the link store below.
+    Atomics.store(this.i64, fresh * this.bucketSlots, item);
+    // Publishes the chain extension: a reader that follows the link sees the item stored above.
+    Atomics.store(i32, L.slotLoWord(bucket * this.bucketSlots + this.itemsPerBucket), fresh);
+    this.countItem(1);
+  }
+
+  private replaceItem(hash: KeyHash, expectedAddr: number, newAddr: number): boolean {
+    if (!(expectedAddr > 0 && expectedAddr <= L.ADDR_MAX)) return false;
+    const tag = hash.hi & L.TAG_MASK;
+    const expected = this.encode(tag, expectedAddr);
+    const lo = this.scratch32[0]! | 0;
+    const hi = this.scratch32[1]! | 0;
+    const replacement = newAddr === 0 ? 0n : this.encode(tag, newAddr);
+    const i32 = this.i32;
+    let bucket = this.headOf(hash);
+    for (;;) {
+      const base = bucket * this.bucketSlots;
+      for (let s = base; s < base + this.itemsPerBucket; s++) {
+        // Cheap 32-bit prefilter; the CAS below compares the whole item.
+        if (Atomics.load(i32, L.slotLoWord(s)) !== lo || Atomics.load(i32, L.slotHiWord(s)) !== hi) continue;
+        // Publishes the removal/move iff the slot still holds exactly the expected item; an address
+        // appears in one slot at most, so a failed CAS means it is gone from the table.
+        if (Atomics.compareExchange(this.i64, s, expected, replacement) !== expected) return false;
+        if (newAddr === 0) this.countItem(-1);
+        return true;
+      }
+      bucket = this.linkOf(bucket);
+      if (bucket === L.LINK_NONE) return false;
+    }
+  }
+
+  private countItem(delta: number): void {
+    // Statistics only; readers of ITEMS see some recent count, no ordering with the slots is implied.
+    Atomics.add(this.i32, L.H_ITEMS, delta);
+  }
+
+  /** The item for (tag, addr), built through the scratch halves: one BigInt, no BigInt arithmetic. */
+  private encode(tag: number, addr: number): bigint {
+    this.scratch32[0] = addr >>> 0;
+    this.scratch32[1] = ((tag << L.TAG_SHIFT_IN_HI_WORD) | Math.floor(addr / L.TWO_POW_32)) >>> 0;
+    return this.scratch64[0]!;
+  }
+
+  /** Address of an item (0 = empty); leaves its tag in decodedTag. */
+  private decode(item: bigint): number {
+    this.scratch64[0] = item;
+    const hi = this.scratch32[1]!;
+    this.decodedTag = hi >>> L.TAG_SHIFT_IN_HI_WORD;
+    return (hi & L.ADDR_HI_MASK) * L.TWO_POW_32 + this.scratch32[0]!;
+  }
+
+  private lockWord(head: number): number {
+    return L.slotHiWord(head * this.bucketSlots + this.itemsPerBucket);
+  }
+
+  private lock(head: number): void {
+    const i32 = this.i32;
+    const w = this.lockWord(head);
+    // Takes a free lock; success orders our chain re-scan after the previous holder's inserts.
+    if (Atomics.compareExchange(i32, w, L.LOCK_FREE, L.LOCK_HELD) === L.LOCK_FREE) return;
+    for (let i = 0; i < LOCK_SPINS; i++) {
+      // Same acquisition, retried while the holder (another thread) finishes its insert.
+      if (Atomics.load(i32, w) === L.LOCK_FREE && Atomics.compareExchange(i32, w, L.LOCK_FREE, L.LOCK_HELD) === L.LOCK_FREE) return;
+    }
+    // Marks the lock contended so the holder's unlock notifies; we own it when the old value was free.
+    while (Atomics.exchange(i32, w, L.LOCK_CONTENDED) !== L.LOCK_FREE) {
+      // Sleeps while the word is still CONTENDED; wakes on unlock's notify or after the backoff timeout.
+      Atomics.wait(i32, w, L.LOCK_CONTENDED, LOCK_WAIT_MS);
+    }
+  }
+
+  private unlock(head: number): void {
+    const w = this.lockWord(head);
+    // Releases the lock: the next holder sees every slot/link store we made while holding it.
+    if (Atomics.exchange(this.i32, w, L.LOCK_FREE) === L.LOCK_CONTENDED) {
+      // Wakes one sleeper in lock(); it retries the exchange.
+      Atomics.notify(this.i32, w, 1);
+    }
+  }
+}

@@ -1,0 +1,90 @@
+// Reassembly of multi-block entries whose blocks are not adjacent (Figure 7). In the b-log the
+// receiver-side NIC places each MTU-sized block of an entry in the next free stride of the shared
+// receive queue, so blocks of one entry interleave with other senders' blocks. ⟨shard, version⟩ names
+// the entry and every block says where its payload goes (seq), so blocks can arrive in any order.
+//
+// Senders re-issue writes that take too long (§4.3), so the same block may appear twice: a repeat of a
+// block still pending is ignored; a full repeat of a finished entry completes again and is yielded
+// again (the index's version-conditional update makes that harmless).
+import type { Limits } from '../config/limits.js';
+import { blockPayloadMax, type EntryType } from './log-layout.js';
+import type { Block, LogEntry } from './log.js';
+
+/** An entry rebuilt from blocks. `offset` is where block 0 lies; `blockOffsets[seq]` where each lies. */
+export interface AssembledEntry extends LogEntry {
+  blockOffsets: number[];
+}
+
+interface Pending {
+  type: EntryType;
+  keyLen: number;
+  valueLen: number;
+  cnt: number;
+  payload: Uint8Array;
+  blockOffsets: number[];
+  received: number;
+  bytes: number;
+}
+
+export class BlockAssembler {
+  private readonly perBlock: number;
+  private readonly open = new Map<string, Pending>();
+  /** Blocks ignored because their seq had already arrived for a pending entry. */
+  duplicates = 0;
+  /** Blocks that named a pending entry but disagreed with it on type, lengths or cnt (checksums held,
+   *  so this is a writer bug or two writers reusing a version); they are dropped, never merged. */
+  conflicts = 0;
+
+  constructor(limits: Limits) {
+    this.perBlock = blockPayloadMax(limits);
+  }
+
+  /** Entries still waiting for blocks. */
+  get pending(): number {
+    return this.open.size;
+  }
+
+  /** Forget every pending entry, e.g. after the segments holding their blocks were given up. */
+  clear(): void {
+    this.open.clear();
+  }
+
+  /** Take one verified block; returns the entry once all of its blocks have arrived, else null. The
+   *  block's payload is copied, so the log bytes may be reused after add() returns. */
+  add(block: Block): AssembledEntry | null {
+    if (block.cnt === 1) {
+      return {
+        offset: block.offset, type: block.type, shard: block.shard, version: block.version, bytes: block.size,
+        key: block.payload.subarray(0, block.keyLen), value: block.payload.subarray(block.keyLen),
+        blockOffsets: [block.offset],
+      };
+    }
+    const id = `${block.shard}:${block.version}`;
+    let p = this.open.get(id);
+    if (p === undefined) {
+      p = {
+        type: block.type, keyLen: block.keyLen, valueLen: block.valueLen, cnt: block.cnt,
+        payload: new Uint8Array(block.keyLen + block.valueLen), blockOffsets: new Array<number>(block.cnt).fill(-1),
+        received: 0, bytes: 0,
+      };
+      this.open.set(id, p);
+    } else if (p.type !== block.type || p.keyLen !== block.keyLen || p.valueLen !== block.valueLen || p.cnt !== block.cnt) {
+      this.conflicts++;
+      return null;
+    }
+    if (p.blockOffsets[block.seq] !== -1) {
+      this.duplicates++;
+      return null;
+    }
+    p.payload.set(block.payload, block.seq * this.perBlock);
+    p.blockOffsets[block.seq] = block.offset;
+    p.received++;
+    p.bytes += block.size;
+    if (p.received < p.cnt) return null;
+    this.open.delete(id);
+    return {
+      offset: p.blockOffsets[0]!, type: p.type, shard: block.shard, version: block.version, bytes: p.bytes,
+      key: p.payload.subarray(0, p.keyLen), value: p.payload.subarray(p.keyLen), blockOffsets: p.blockOffsets,
+    };
+  }
+}

@@ -1,0 +1,99 @@
+// The block checksum (§4.2.2): CRC32C over the whole block — header with its checksum field zeroed, the
+// payload, and the zero padding up to the next 64-byte line ("the checksum covers the whole log entry").
+//
+// Readers must not write into the log to zero the field (the bytes may be a shared mapping another
+// actor is scanning), so the 4 bytes before the field and 4 zero bytes standing in for it always go
+// through a table-driven CRC in JS. For the rest of the block the cost is dominated by something else
+// depending on size: a call into the native CRC32C (@node-rs/crc32, hardware CRC) costs a few hundred
+// ns however short the input, while slice-by-8 in JS costs a few ns per byte. Small blocks — the common
+// 64–256 B entries — are therefore checksummed entirely in JS, and larger ones continue natively from
+// the JS state. Both paths compute the same function (test/unit/shm/log.test.ts checks them against
+// each other around the threshold).
+import { endianness } from 'node:os';
+import { crc32c } from '@node-rs/crc32';
+import { CHECKSUM_OFF } from './log-layout.js';
+
+const CASTAGNOLI_REFLECTED = 0x82f63b78;
+/** Blocks up to this many bytes are checksummed in JS; larger ones go native after the header prefix.
+ *  Measured crossover on the development machine: ~250 B. */
+export const JS_CRC_MAX_BYTES = 256;
+
+/** Slice-by-8 tables: TABLES[k*256 + b] is the CRC of byte b followed by k zero bytes. */
+const TABLES = (() => {
+  const t = new Uint32Array(8 * 256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ CASTAGNOLI_REFLECTED : c >>> 1;
+    t[n] = c >>> 0;
+  }
+  for (let n = 0; n < 256; n++) {
+    for (let k = 1; k < 8; k++) {
+      const c = t[(k - 1) * 256 + n]!;
+      t[k * 256 + n] = (t[c & 0xff]! ^ (c >>> 8)) >>> 0;
+    }
+  }
+  return t;
+})();
+
+/** Continue the raw (non-inverted) CRC register `c` over bytes[from, to). */
+function update(c: number, b: Uint8Array, from: number, to: number): number {
+  const t = TABLES;
+  let i = from;
+  for (; i + 8 <= to; i += 8) {
+    const x = (b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24)) ^ c;
+    c = t[1792 + (x & 0xff)]! ^ t[1536 + ((x >>> 8) & 0xff)]! ^ t[1280 + ((x >>> 16) & 0xff)]! ^ t[1024 + (x >>> 24)]!
+      ^ t[768 + b[i + 4]!]! ^ t[512 + b[i + 5]!]! ^ t[256 + b[i + 6]!]! ^ t[b[i + 7]!]!;
+  }
+  for (; i < to; i++) c = t[(c ^ b[i]!) & 0xff]! ^ (c >>> 8);
+  return c;
+}
+
+/** The same as update() reading two 32-bit words per step instead of eight bytes; `from` must be a
+ *  multiple of 4 and `words` a little-endian Uint32Array over the same bytes. */
+function updateWords(c: number, words: Uint32Array, b: Uint8Array, from: number, to: number): number {
+  const t = TABLES;
+  let i = from;
+  for (; i + 8 <= to; i += 8) {
+    const lo = words[i >>> 2]! ^ c;
+    const hi = words[(i >>> 2) + 1]!;
+    c = t[1792 + (lo & 0xff)]! ^ t[1536 + ((lo >>> 8) & 0xff)]! ^ t[1280 + ((lo >>> 16) & 0xff)]! ^ t[1024 + (lo >>> 24)]!
+      ^ t[768 + (hi & 0xff)]! ^ t[512 + ((hi >>> 8) & 0xff)]! ^ t[256 + ((hi >>> 16) & 0xff)]! ^ t[hi >>> 24]!;
+  }
+  return update(c, b, i, to);
+}
+
+// A word view of the last byte array checksummed, keyed on identity like the codec's DataView. Only on
+// little-endian hosts (the log format is little-endian) and for 4-byte-aligned arrays.
+const LITTLE_ENDIAN = endianness() === 'LE';
+let wordsOf: Uint8Array | null = null;
+let words: Uint32Array | null = null;
+
+function wordView(bytes: Uint8Array): Uint32Array | null {
+  if (bytes !== wordsOf) {
+    wordsOf = bytes;
+    words = LITTLE_ENDIAN && (bytes.byteOffset & 3) === 0
+      ? new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2)
+      : null;
+  }
+  return words;
+}
+
+const AFTER_CHECKSUM = CHECKSUM_OFF + 4;
+
+/** Checksum of the `size`-byte block at `off` (padding included). Ignores the stored checksum. */
+export function blockChecksum(bytes: Uint8Array, off: number, size: number): number {
+  let c = update(0xffffffff, bytes, off, off + CHECKSUM_OFF);
+  for (let i = 0; i < 4; i++) c = TABLES[c & 0xff]! ^ (c >>> 8); // the zeroed checksum field
+  if (size <= JS_CRC_MAX_BYTES) {
+    const w = (off & 3) === 0 ? wordView(bytes) : null;
+    c = w === null ? update(c, bytes, off + AFTER_CHECKSUM, off + size) : updateWords(c, w, bytes, off + AFTER_CHECKSUM, off + size);
+    return ~c >>> 0;
+  }
+  // @node-rs/crc32 takes and returns finished CRCs (register inverted), so invert across the seam.
+  return crc32c(bytes.subarray(off + AFTER_CHECKSUM, off + size), ~c >>> 0) >>> 0;
+}
+
+/** Plain CRC32C of bytes[from, to) in JS, for tests that cross-check the two paths. */
+export function crc32cJs(bytes: Uint8Array, from: number, to: number): number {
+  return ~update(0xffffffff, bytes, from, to) >>> 0;
+}

@@ -1,0 +1,455 @@
+// The PM pool of one node (DESIGN §3; ROWAN §4.2.1, §5.3): one file, mapped with libpmem2, split into
+// segments whose life cycle (Figure 6) is kept in the segment meta table, one 64-bit word per segment
+// (shm/pool-layout.ts). Every actor of the node maps the file itself and gets its own Pool object.
+//
+// Concurrency: correctness comes only from compare-and-swap on the meta words in the mapping, so
+// threads and processes that map the same file can allocate, transition and free concurrently without
+// a lock. Each Pool keeps a DRAM free-list hint (the paper's DRAM-resident free list), rebuilt at open
+// and when exhausted; a stale hint costs a failed CAS, never a double allocation.
+//
+// Crash order of an allocation: claim (CAS Free -> Claiming, persist the word), zero the segment and
+// persist it, then publish (CAS Claiming -> Using, persist the word). A segment that recovery sees as
+// Using therefore never holds checksummed entries of its previous life.
+
+import { randomBytes } from 'node:crypto';
+import { closeSync } from 'node:fs';
+import { endianness } from 'node:os';
+import { defaultLimits } from '../config/limits.js';
+import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
+import { PmemMapping, VIEW_BYTES_MAX, isPersistMode, type PersistMode } from '../native/pmem2.js';
+import { createPoolFile, isPow2, openPoolFd, validatePoolFile } from './pool-file.js';
+import {
+  META_WORD_BYTES,
+  OWNER_ID_MAX,
+  OwnerRole,
+  SB_SEQ_COUNTER,
+  SEGMENT_BYTES_MAX,
+  SEGMENT_BYTES_MIN,
+  SEGMENT_CLAIMING,
+  SEGMENT_COUNT_MAX,
+  SEQ_MAX,
+  SegmentState,
+  decodeMeta,
+  encodeMeta,
+  poolGeometry,
+  type MetaFields,
+  type MetaState,
+  type Superblock,
+} from './pool-layout.js';
+
+export { OwnerRole, SegmentState, SEGMENT_CLAIMING } from './pool-layout.js';
+export type { MetaState } from './pool-layout.js';
+
+export type SegmentMeta = MetaFields;
+
+export interface PoolCreateOptions {
+  segmentCount: number;
+  /** Default: the paper's 4 MiB (config/limits.ts). */
+  segmentBytes?: number;
+  /** Default: pagecache (DESIGN §3: the default for development and benchmarks). */
+  mode?: PersistMode;
+}
+
+export interface PoolOpenOptions {
+  mode?: PersistMode;
+}
+
+export interface SegmentFilter {
+  state?: MetaState;
+  role?: OwnerRole;
+  ownerId?: number;
+}
+
+export type PoolCounts = Record<'free' | 'using' | 'used' | 'committed' | 'claiming', number>;
+
+export const DEFAULT_PERSIST_MODE: PersistMode = 'pagecache';
+
+const STATE_NAMES = ['Free', 'Using', 'Used', 'Committed', 'Claiming'] as const;
+function stateName(s: number): string {
+  return STATE_NAMES[s] ?? `state ${s}`;
+}
+
+/** Figure 6, plus Using -> Free to roll back an allocation nobody wrote to. */
+const LEGAL_TRANSITIONS: ReadonlyArray<readonly [SegmentState, SegmentState]> = [
+  [SegmentState.Using, SegmentState.Used],
+  [SegmentState.Using, SegmentState.Committed],
+  [SegmentState.Used, SegmentState.Committed],
+  [SegmentState.Committed, SegmentState.Free],
+  [SegmentState.Using, SegmentState.Free],
+];
+
+function isLegal(from: number, to: number): boolean {
+  return LEGAL_TRANSITIONS.some(([f, t]) => f === from && t === to);
+}
+
+function bad(message: string): never {
+  throw new RowanError(ErrorCodes.BAD_ARGUMENT, message);
+}
+
+/** Lowest-index-first hint of segments that were Free when last seen (allocation in address order). */
+class FreeHint {
+  private readonly maybeFree: Uint8Array;
+  private cursor = 0;
+
+  constructor(count: number) {
+    this.maybeFree = new Uint8Array(count);
+    this.cursor = count;
+  }
+
+  mark(i: number): void {
+    this.maybeFree[i] = 1;
+    if (i < this.cursor) this.cursor = i;
+  }
+
+  clear(i: number): void {
+    this.maybeFree[i] = 0;
+  }
+
+  /** The lowest hinted index, or -1. */
+  next(): number {
+    const n = this.maybeFree.length;
+    while (this.cursor < n && this.maybeFree[this.cursor] === 0) this.cursor++;
+    return this.cursor < n ? this.cursor : -1;
+  }
+}
+
+export class Pool {
+  readonly path: string;
+  readonly poolId: string;
+  readonly segmentBytes: number;
+  readonly segmentCount: number;
+  readonly mode: PersistMode;
+  /** The whole mapping; offsets are pool offsets, and data offsets are never 0. */
+  readonly region: PmemMapping;
+  /** Pool offset of segment 0. */
+  readonly dataOffset: number;
+  readonly poolBytes: number;
+  readonly createdAt: Date;
+  private readonly metaOffset: number;
+  /** The meta table in the mapping: element i is segment i's word. */
+  private readonly words: BigUint64Array;
+  /** The superblock's allocation counter (the last seq handed out). */
+  private readonly seqCounter: BigUint64Array;
+  private readonly hint: FreeHint;
+  private closed = false;
+
+  // ---- lifecycle ------------------------------------------------------------------------------------
+
+  /** Create a new pool file (POOL_EXISTS if `path` exists) and open it. */
+  static create(path: string, o: PoolCreateOptions): Pool {
+    const segmentBytes = o.segmentBytes ?? defaultLimits.segmentBytes;
+    const mode = o.mode ?? DEFAULT_PERSIST_MODE;
+    if (!isPersistMode(mode)) bad(`unknown persistence mode '${String(mode)}' (dax|msync|pagecache)`);
+    if (!Number.isInteger(o.segmentCount) || o.segmentCount < 1 || o.segmentCount > SEGMENT_COUNT_MAX)
+      bad(`segmentCount must be an integer in [1, ${SEGMENT_COUNT_MAX}], got ${o.segmentCount}`);
+    if (!isPow2(segmentBytes) || segmentBytes < SEGMENT_BYTES_MIN || segmentBytes > SEGMENT_BYTES_MAX)
+      bad(`segmentBytes must be a power of two in [${SEGMENT_BYTES_MIN}, ${SEGMENT_BYTES_MAX}], got ${segmentBytes}`);
+    const g = poolGeometry(segmentBytes, o.segmentCount);
+    if (g.poolBytes > VIEW_BYTES_MAX)
+      bad(`a pool of ${o.segmentCount} x ${segmentBytes} B is ${g.poolBytes} bytes; one mapping view holds at most 4 GiB`);
+    createPoolFile(path, g, randomBytes(16).toString('hex'), Date.now());
+    return Pool.open(path, { mode });
+  }
+
+  /** Open and validate an existing pool file. Writes nothing unless validation passed. */
+  static open(path: string, o: PoolOpenOptions = {}): Pool {
+    const mode = o.mode ?? DEFAULT_PERSIST_MODE;
+    if (!isPersistMode(mode)) bad(`unknown persistence mode '${String(mode)}' (dax|msync|pagecache)`);
+    invariant(endianness() === 'LE', 'the pool format is little-endian and so must the host be');
+    const fd = openPoolFd(path);
+    try {
+      const { superblock, maxSeq } = validatePoolFile(fd, path);
+      const region = PmemMapping.fromFd(fd, { mode, length: superblock.poolBytes, label: path });
+      try {
+        return new Pool(path, superblock, region, maxSeq);
+      } catch (err) {
+        region.close();
+        throw err;
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /**
+   * Open `path`, creating it first if it does not exist. Refuses (BAD_CONFIG) a pool whose geometry
+   * differs from the one asked for: a node must not silently run on a pool shaped by another config.
+   */
+  static openOrCreate(path: string, o: PoolCreateOptions): Pool {
+    const pool = openOrCreateRaw(path, o);
+    const want = o.segmentBytes ?? defaultLimits.segmentBytes;
+    if (pool.segmentBytes !== want || pool.segmentCount !== o.segmentCount) {
+      pool.close();
+      throw new RowanError(
+        ErrorCodes.BAD_CONFIG,
+        `${path} holds ${pool.segmentCount} segments of ${pool.segmentBytes} B, the configuration asks for ` +
+          `${o.segmentCount} of ${want} B`,
+      );
+    }
+    return pool;
+  }
+
+  private constructor(path: string, sb: Superblock, region: PmemMapping, maxSeq: number) {
+    this.path = path;
+    this.poolId = sb.poolId;
+    this.segmentBytes = sb.segmentBytes;
+    this.segmentCount = sb.segmentCount;
+    this.mode = region.mode;
+    this.region = region;
+    this.dataOffset = sb.dataOffset;
+    this.poolBytes = sb.poolBytes;
+    this.createdAt = new Date(sb.createdAtMs);
+    this.metaOffset = sb.metaOffset;
+    const buf = region.bytes.buffer;
+    this.words = new BigUint64Array(buf, region.bytes.byteOffset + sb.metaOffset, sb.segmentCount);
+    this.seqCounter = new BigUint64Array(buf, region.bytes.byteOffset + SB_SEQ_COUNTER, 1);
+    this.hint = new FreeHint(sb.segmentCount);
+    this.raiseSeqCounter(maxSeq);
+    this.rebuildHint();
+  }
+
+  /** Unmap. Idempotent; any later use of this Pool is an invariant error. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.region.close();
+  }
+
+  // ---- geometry -------------------------------------------------------------------------------------
+
+  segmentOffset(i: number): number {
+    this.checkIndex(i);
+    return this.dataOffset + i * this.segmentBytes;
+  }
+
+  segmentOf(poolOffset: number): number {
+    invariant(
+      Number.isInteger(poolOffset) && poolOffset >= this.dataOffset && poolOffset < this.poolBytes,
+      `pool offset ${poolOffset} is not inside a segment of ${this.path}`,
+    );
+    return Math.floor((poolOffset - this.dataOffset) / this.segmentBytes);
+  }
+
+  // ---- meta table -----------------------------------------------------------------------------------
+
+  meta(i: number): SegmentMeta {
+    this.checkIndex(i);
+    return this.decodeWord(i, Atomics.load(this.words, i)); // reads the latest published state of i
+  }
+
+  /**
+   * Take a Free segment for (role, ownerId): claim, zero + persist, publish as Using (see the header).
+   * The segment gets the next pool-wide seq. Throws PM_FULL when no segment is Free.
+   */
+  allocate(role: OwnerRole, ownerId: number): number {
+    this.checkOpen();
+    if (!Number.isInteger(role) || role <= OwnerRole.None || role > OwnerRole.Migration) bad(`invalid owner role ${role}`);
+    if (!Number.isInteger(ownerId) || ownerId < 0 || ownerId > OWNER_ID_MAX)
+      bad(`owner id must be an integer in [0, ${OWNER_ID_MAX}], got ${ownerId}`);
+    for (let pass = 0; pass < 2; pass++) {
+      for (let i = this.hint.next(); i !== -1; i = this.hint.next()) {
+        this.hint.clear(i);
+        const claim = this.tryClaim(i, role, ownerId);
+        if (claim === null) continue;
+        this.zeroSegment(i);
+        this.publishUsing(i, claim);
+        return i;
+      }
+      // Other mappers of the pool may have freed segments this Pool's hint never saw.
+      if (pass === 0) this.rebuildHint();
+    }
+    throw new RowanError(ErrorCodes.PM_FULL, `${this.path}: no free segment among ${this.segmentCount}`, {
+      counts: this.counts(),
+    });
+  }
+
+  /** Move segment i from `from` to `to`; only Figure 6's transitions. Persisted before returning. */
+  transition(i: number, from: SegmentState, to: SegmentState): void {
+    this.checkIndex(i);
+    if (!isLegal(from, to))
+      throw new RowanError(ErrorCodes.SEGMENT_STATE, `segment ${i}: ${stateName(from)} -> ${stateName(to)} is not a legal transition`, {
+        segment: i,
+        from,
+        to,
+      });
+    for (;;) {
+      const w = Atomics.load(this.words, i); // the state we check `from` against
+      const f = this.decodeWord(i, w);
+      if (f.state !== from)
+        throw new RowanError(ErrorCodes.SEGMENT_STATE, `segment ${i} is ${stateName(f.state)}, not ${stateName(from)}`, {
+          segment: i,
+          state: f.state,
+          from,
+          to,
+        });
+      const next =
+        to === SegmentState.Free
+          ? encodeMeta({ state: SegmentState.Free, role: OwnerRole.None, ownerId: 0, seq: f.seq })
+          : encodeMeta({ ...f, state: to });
+      // Publishes i's new state to every mapper in one 8-byte store; fails if someone changed it since.
+      if (Atomics.compareExchange(this.words, i, w, next) === w) break;
+    }
+    this.persistWord(i);
+    if (to === SegmentState.Free) this.hint.mark(i);
+  }
+
+  /** Committed -> Free (reclaimed) or Using -> Free (rolled back). */
+  free(i: number): void {
+    const s = this.meta(i).state;
+    if (s !== SegmentState.Committed && s !== SegmentState.Using)
+      throw new RowanError(ErrorCodes.SEGMENT_STATE, `segment ${i} is ${stateName(s)}; only Committed or Using segments can be freed`, {
+        segment: i,
+        state: s,
+      });
+    this.transition(i, s, SegmentState.Free);
+  }
+
+  /** Segments matching `filter` (all when omitted), ordered by seq (allocation order), then index. */
+  segments(filter: SegmentFilter = {}): number[] {
+    this.checkOpen();
+    const found: Array<{ i: number; seq: number }> = [];
+    for (let i = 0; i < this.segmentCount; i++) {
+      const f = this.decodeWord(i, Atomics.load(this.words, i)); // latest published state of i
+      if (filter.state !== undefined && f.state !== filter.state) continue;
+      if (filter.role !== undefined && f.role !== filter.role) continue;
+      if (filter.ownerId !== undefined && f.ownerId !== filter.ownerId) continue;
+      found.push({ i, seq: f.seq });
+    }
+    found.sort((a, b) => a.seq - b.seq || a.i - b.i);
+    return found.map((x) => x.i);
+  }
+
+  counts(): PoolCounts {
+    this.checkOpen();
+    const c: PoolCounts = { free: 0, using: 0, used: 0, committed: 0, claiming: 0 };
+    const keys = ['free', 'using', 'used', 'committed', 'claiming'] as const;
+    for (let i = 0; i < this.segmentCount; i++) {
+      c[keys[this.decodeWord(i, Atomics.load(this.words, i)).state]]++; // latest published state of i
+    }
+    return c;
+  }
+
+  /**
+   * Free every segment left Claiming by an allocation that a crash interrupted. Call only at node cold
+   * start, before any actor allocates: a Claiming word of a live allocator looks the same.
+   */
+  recoverInterruptedAllocations(): number[] {
+    this.checkOpen();
+    const freed: number[] = [];
+    for (let i = 0; i < this.segmentCount; i++) {
+      const w = Atomics.load(this.words, i); // the word we may replace
+      const f = this.decodeWord(i, w);
+      if (f.state !== SEGMENT_CLAIMING) continue;
+      const free = encodeMeta({ state: SegmentState.Free, role: OwnerRole.None, ownerId: 0, seq: f.seq });
+      // Publishes the abandoned claim as Free again; skipped if the word changed under us.
+      if (Atomics.compareExchange(this.words, i, w, free) !== w) continue;
+      this.persistWord(i);
+      this.hint.mark(i);
+      freed.push(i);
+    }
+    return freed;
+  }
+
+  // ---- allocation steps ----------------------------------------------------------------------------
+
+  /** CAS segment i from Free to Claiming(role, owner, next seq); null if it is not Free (any more). */
+  private tryClaim(i: number, role: OwnerRole, ownerId: number): bigint | null {
+    const w = Atomics.load(this.words, i); // the Free word we expect to replace
+    if (this.decodeWord(i, w).state !== SegmentState.Free) return null;
+    const claim = encodeMeta({ state: SEGMENT_CLAIMING, role, ownerId, seq: this.nextSeq() });
+    // Publishes the claim: from here on no other allocator (thread or process) can take segment i.
+    if (Atomics.compareExchange(this.words, i, w, claim) !== w) return null;
+    this.persistWord(i);
+    return claim;
+  }
+
+  private zeroSegment(i: number): void {
+    const off = this.segmentOffset(i);
+    this.region.bytes.fill(0, off, off + this.segmentBytes);
+    this.region.persist(off, this.segmentBytes);
+  }
+
+  private publishUsing(i: number, claim: bigint): void {
+    const f = this.decodeWord(i, claim);
+    const using = encodeMeta({ ...f, state: SegmentState.Using });
+    // Publishes the zeroed segment as Using (part of its owner's log); nobody else may touch a claim.
+    const prev = Atomics.compareExchange(this.words, i, claim, using);
+    invariant(prev === claim, `segment ${i}: claim word changed during allocation`);
+    this.persistWord(i);
+  }
+
+  /** The next pool-wide seq; gaps are fine (a lost CAS burns one), order is what recovery needs. */
+  private nextSeq(): number {
+    // Publishes the new counter to all mappers; the returned old value + 1 is ours alone.
+    const seq = Atomics.add(this.seqCounter, 0, 1n) + 1n;
+    if (seq > BigInt(SEQ_MAX))
+      throw new RowanError(ErrorCodes.PM_FULL, `${this.path}: segment sequence numbers (32 bits) are exhausted`);
+    return Number(seq);
+  }
+
+  /**
+   * The counter is not persisted on every bump; after a crash it may lag the seqs in the meta table.
+   * Raise it to at least the highest seq found (a monotonic max, safe against concurrent openers).
+   */
+  private raiseSeqCounter(maxSeq: number): void {
+    const want = BigInt(maxSeq);
+    let cur = Atomics.load(this.seqCounter, 0); // the counter other mappers may be bumping
+    while (cur < want) {
+      // Publishes the raised counter unless another mapper moved it first; then re-check.
+      const prev = Atomics.compareExchange(this.seqCounter, 0, cur, want);
+      if (prev === cur) {
+        this.region.persist(SB_SEQ_COUNTER, 8);
+        return;
+      }
+      cur = prev;
+    }
+  }
+
+  private rebuildHint(): void {
+    for (let i = 0; i < this.segmentCount; i++) {
+      // Reads the latest published state of i.
+      if (this.decodeWord(i, Atomics.load(this.words, i)).state === SegmentState.Free) this.hint.mark(i);
+    }
+  }
+
+  // ---- helpers --------------------------------------------------------------------------------------
+
+  private persistWord(i: number): void {
+    this.region.persist(this.metaOffset + i * META_WORD_BYTES, META_WORD_BYTES);
+  }
+
+  /** A word that fails its check at run time is corruption of the live pool: report, do not guess. */
+  private decodeWord(i: number, w: bigint): MetaFields {
+    const d = decodeMeta(w);
+    if (!d.ok)
+      throw new RowanError(ErrorCodes.POOL_META_CORRUPT, `${this.path}: meta word of segment ${i} is corrupt (${d.reason})`, {
+        segment: i,
+      });
+    return d.fields;
+  }
+
+  private checkOpen(): void {
+    invariant(!this.closed, `pool ${this.path} used after close`);
+  }
+
+  private checkIndex(i: number): void {
+    this.checkOpen();
+    invariant(Number.isInteger(i) && i >= 0 && i < this.segmentCount, `segment ${i} is outside 0..${this.segmentCount - 1}`);
+  }
+}
+
+/** open, else create, else (a concurrent creator won) open. */
+function openOrCreateRaw(path: string, o: PoolCreateOptions): Pool {
+  const openOpts = o.mode === undefined ? {} : { mode: o.mode };
+  try {
+    return Pool.open(path, openOpts);
+  } catch (err) {
+    if (!(err instanceof RowanError) || err.code !== ErrorCodes.POOL_NOT_FOUND) throw err;
+  }
+  try {
+    return Pool.create(path, o);
+  } catch (err) {
+    if (!(err instanceof RowanError) || err.code !== ErrorCodes.POOL_EXISTS) throw err;
+    return Pool.open(path, openOpts);
+  }
+}

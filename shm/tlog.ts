@@ -1,0 +1,126 @@
+// A worker's t-log (§4.1, §4.2.1): a chain of pool segments the worker owns, appended to one at a time.
+// The segment meta table is the only persistent record of the chain — owner (Worker, workerId) and the
+// allocation seq order — so recovery needs nothing but the pool.
+//
+// Figure 6, primary path: a Free segment is allocated (-> Using); once it has no room for the next
+// entry it becomes Committed. The transition happens *before* the next segment is allocated, so at most
+// one t-log segment is ever Using: a crash between the two steps leaves no Using segment (the next
+// append allocates one), never two, and recovery always resumes in the newest segment.
+//
+// Committed promises that every entry in the segment is on all replicas. The t-log cannot know that; it
+// commits when the segment fills, which is right for a worker that replicates each entry before it
+// appends the next one that matters. A worker with replication still in flight for the segment's last
+// entries must not let GC or failover act on the state before those acks arrive (or must defer the
+// transition — hook it here if that is needed).
+import type { Limits } from '../config/limits.js';
+import { ErrorCodes, RowanError } from '../runtime/errors.js';
+import { LogAppender } from './appender.js';
+import { entrySize, scanEntries, type EntryInput, type LogEntry } from './log.js';
+import { OwnerRole, SegmentState, type MetaState } from './pool.js';
+import type { PersistentRegion } from './region.js';
+
+/** The part of the pool (shm/pool.ts) a t-log uses; a structural type so tests can pass a fake. */
+export interface TLogPool {
+  readonly region: PersistentRegion;
+  readonly segmentBytes: number;
+  segmentOffset(i: number): number;
+  meta(i: number): { state: MetaState; role: OwnerRole; ownerId: number; seq: number };
+  allocate(role: OwnerRole, ownerId: number): number;
+  transition(i: number, from: SegmentState, to: SegmentState): void;
+  segments(filter?: { state?: MetaState; role?: OwnerRole; ownerId?: number }): number[];
+}
+
+interface Current {
+  segment: number;
+  appender: LogAppender;
+}
+
+export class TLog {
+  readonly pool: TLogPool;
+  readonly workerId: number;
+  readonly limits: Limits;
+  private current: Current | null = null;
+
+  /** A t-log for a worker that has none yet. The first append allocates its first segment. */
+  constructor(pool: TLogPool, workerId: number, limits: Limits) {
+    this.pool = pool;
+    this.workerId = workerId;
+    this.limits = limits;
+  }
+
+  /** The segment being appended to, or -1 when the next append will allocate one. */
+  get segment(): number {
+    return this.current?.segment ?? -1;
+  }
+
+  /** Pool offset where the next entry goes, or -1 when the next append will allocate a segment. */
+  get tail(): number {
+    return this.current?.appender.tail ?? -1;
+  }
+
+  /** Append and persist `e`; returns its pool offset. Throws PM_FULL when the pool has no free segment,
+   *  ENTRY_TOO_LARGE for an entry no segment could hold, and the codec's validation errors. */
+  append(e: EntryInput): number {
+    const size = entrySize(e, this.limits);
+    if (size > this.pool.segmentBytes) {
+      throw new RowanError(ErrorCodes.ENTRY_TOO_LARGE, `entry of ${size} bytes exceeds a ${this.pool.segmentBytes}-byte segment`);
+    }
+    let cur = this.current;
+    if (cur === null || size > cur.appender.remaining) cur = this.nextSegment();
+    return cur.appender.append(e);
+  }
+
+  /** Commit the current segment now (Using -> Committed); the next append starts a new one. Used when
+   *  the segment is full, and by a worker that wants to close a segment early (e.g. on shutdown). */
+  seal(): void {
+    const cur = this.current;
+    if (cur === null) return;
+    this.current = null;
+    this.pool.transition(cur.segment, SegmentState.Using, SegmentState.Committed);
+  }
+
+  private nextSegment(): Current {
+    this.seal();
+    const segment = this.pool.allocate(OwnerRole.Worker, this.workerId);
+    const start = this.pool.segmentOffset(segment);
+    const cur = { segment, appender: new LogAppender(this.pool.region, start, start + this.pool.segmentBytes, this.limits) };
+    this.current = cur;
+    return cur;
+  }
+
+  /** The worker's t-log segments (Using or Committed), oldest first. */
+  segments(): number[] {
+    return chainOf(this.pool, this.workerId);
+  }
+
+  /** Every entry of the t-log in append order, with pool offsets. Single-block entries are views of the
+   *  pool mapping (see LogEntry). */
+  *entries(): Generator<LogEntry> {
+    const bytes = this.pool.region.bytes;
+    for (const seg of this.segments()) {
+      const start = this.pool.segmentOffset(seg);
+      yield* scanEntries(bytes, start, start + this.pool.segmentBytes, this.limits);
+    }
+  }
+
+  /** Rebuild a worker's t-log after a restart: the newest segment of its chain, if still Using, is
+   *  reopened after its last intact entry (stale bytes of a torn append past it are zeroed); otherwise
+   *  the next append allocates. Segment states are not changed. */
+  static recover(pool: TLogPool, workerId: number, limits: Limits): TLog {
+    const log = new TLog(pool, workerId, limits);
+    const chain = chainOf(pool, workerId);
+    const newest = chain.at(-1);
+    if (newest !== undefined && pool.meta(newest).state === SegmentState.Using) {
+      const start = pool.segmentOffset(newest);
+      log.current = { segment: newest, appender: LogAppender.recover(pool.region, start, start + pool.segmentBytes, limits) };
+    }
+    return log;
+  }
+}
+
+function chainOf(pool: TLogPool, workerId: number): number[] {
+  return pool.segments({ role: OwnerRole.Worker, ownerId: workerId }).filter((i) => {
+    const s = pool.meta(i).state;
+    return s === SegmentState.Using || s === SegmentState.Committed;
+  });
+}

@@ -1,0 +1,127 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { defaultConfig } from '../../../config/defaults.js';
+import { schedGetaffinity } from '../../../native/libc.js';
+import { spawnActor, type ActorHandle } from '../../../runtime/actor.js';
+import { RowanError } from '../../../runtime/errors.js';
+import { createCounters, readCounters } from '../../../shm/counters.js';
+import { Doorbell, Inbox, Outbox, RecordKind } from '../../../shm/mailbox.js';
+import { Ring } from '../../../shm/ring.js';
+
+const allowed = schedGetaffinity(0);
+const lastCpu = allowed[allowed.length - 1]!;
+const controlEntry = new URL('../../../actors/control/thread.js', import.meta.url);
+const fixture = (name: string) => new URL(`../../fixtures/${name}.js`, import.meta.url);
+
+function setup(entry: URL, cores: number[]) {
+  const config = defaultConfig('/nonexistent', allowed);
+  config.logLevel = 'silent';
+  const toActor = Ring.create(256);
+  const fromActor = Ring.create(256);
+  const actorBell = new Doorbell();
+  const mainBell = new Doorbell();
+  const counters = createCounters();
+  const spec = {
+    entry,
+    readyTimeoutMs: 10_000,
+    start: {
+      role: 'control', id: 0, name: 'control.0', cores, config, counters,
+      doorbell: actorBell.sab,
+      inbound: [{ from: 'main', ring: toActor.handle }],
+      outbound: [{ to: 'main', toRole: 'main', ring: fromActor.handle, doorbell: mainBell.sab }],
+    },
+  };
+  return {
+    spec, counters,
+    out: new Outbox('control.0', toActor, actorBell),
+    inbox: new Inbox([{ from: 'control.0', ring: fromActor }], mainBell),
+  };
+}
+
+/** Kernel view of a thread's CPU list, independent of our own binding. */
+function procCpus(tid: number): string {
+  const status = readFileSync(`/proc/self/task/${tid}/status`, 'utf8');
+  return /Cpus_allowed_list:\s*(\S+)/.exec(status)![1]!;
+}
+
+/** utime + stime of one thread, in clock ticks. */
+function threadCpuTicks(tid: number): number {
+  const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+test('an actor pins its own thread, not the process, and READY reports what the kernel says', async () => {
+  const s = setup(controlEntry, [lastCpu]);
+  const h = await spawnActor(s.spec);
+  try {
+    assert.deepEqual(h.ready!.cpus, [lastCpu], 'read back with sched_getaffinity inside the thread');
+    assert.equal(h.ready!.cpu, lastCpu);
+    assert.deepEqual(schedGetaffinity(h.ready!.tid), [lastCpu], 'the same tid, asked from another thread');
+    assert.equal(procCpus(h.ready!.tid), String(lastCpu), '/proc agrees');
+    assert.deepEqual(schedGetaffinity(0), allowed, "the main thread's mask is untouched");
+    assert.equal(procCpus(process.pid), allowed.length > 1 ? `${allowed[0]}-${lastCpu}` : String(lastCpu));
+    assert.equal(readCounters(s.counters).state, 'ready');
+    assert.equal(readCounters(s.counters).tid, h.ready!.tid);
+  } finally {
+    await h.stop(5000);
+  }
+});
+
+test('a ping through the rings comes back as a pong, and the actor stops and exits cleanly', async () => {
+  const s = setup(controlEntry, allowed);
+  const h = await spawnActor(s.spec);
+  assert.equal(s.out.send({ kind: RecordKind.PING, seq: 41 }), true);
+  let pong: number | undefined;
+  for (let i = 0; i < 200 && pong === undefined; i++) {
+    s.inbox.drain((m) => m.kind === RecordKind.PONG && (pong = m.seq));
+    if (pong === undefined) await sleep(5);
+  }
+  assert.equal(pong, 41);
+  assert.equal(await h.stop(5000), 'stopped');
+  assert.equal(await h.exited, 0);
+  const c = readCounters(s.counters);
+  assert.equal(c.state, 'stopped');
+  assert.equal(c.counts.PINGS, 1);
+  assert.ok(c.counts.TICKS > 0, 'control ran its poll tick');
+});
+
+test('an idle actor sleeps on its doorbell instead of spinning', async () => {
+  // digest has no tick: with no ring traffic it should not run at all.
+  const s = setup(new URL('../../../actors/digest/thread.js', import.meta.url), [lastCpu]);
+  const h = await spawnActor(s.spec);
+  try {
+    await sleep(100);
+    const before = threadCpuTicks(h.ready!.tid);
+    await sleep(500);
+    const used = threadCpuTicks(h.ready!.tid) - before;
+    assert.ok(used <= 3, `idle actor used ${used} clock ticks in 500 ms (a spinning one uses ~50)`);
+  } finally {
+    await h.stop(5000);
+  }
+});
+
+test('an actor that throws reports {code, message} and its thread is ended', async () => {
+  const s = setup(fixture('throwing-actor'), allowed);
+  const h: ActorHandle = await spawnActor(s.spec);
+  const err = await new Promise<RowanError>((r) => h.once('failed', r));
+  assert.ok(err instanceof RowanError);
+  assert.equal(err.code, 'ROWAN_ERR_PM_FULL');
+  assert.match(err.message, /third tick/);
+  assert.equal(await h.exited, 1, 'terminated by the supervisor side');
+  assert.equal(readCounters(s.counters).state, 'failed');
+});
+
+test('an actor failing in init makes spawnActor reject with its code and leaves no thread', async () => {
+  const s = setup(fixture('failing-init-actor'), allowed);
+  const threadsBefore = readdirSync('/proc/self/task').length;
+  await assert.rejects(spawnActor(s.spec), { code: 'ROWAN_ERR_INDEX_FULL' });
+  assert.ok(readdirSync('/proc/self/task').length <= threadsBefore, 'the failed actor thread is gone');
+});
+
+test('pinning to a CPU the process may not use fails with ROWAN_ERR_AFFINITY', async () => {
+  const s = setup(controlEntry, [1000]);
+  await assert.rejects(spawnActor(s.spec), { code: 'ROWAN_ERR_AFFINITY' });
+});

@@ -1,0 +1,53 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MAIN, placeActors, wireActors } from '../../../runtime/placement.js';
+
+test('actors get one core each, round-robin over the node cores, in listed order', () => {
+  const plans = placeActors(
+    [
+      { role: 'worker', count: 2 },
+      { role: 'control', count: 1 },
+      { role: 'digest', count: 2, cores: [0, 1] },
+      { role: 'clean', count: 1 },
+    ],
+    [0, 1],
+  );
+  assert.deepEqual(
+    plans.map((p) => [p.name, p.cores]),
+    [
+      ['worker.0', [0]],
+      ['worker.1', [1]],
+      ['control.0', [0]],
+      ['digest.0', [0, 1]],
+      ['digest.1', [0, 1]],
+      ['clean.0', [1]],
+    ],
+  );
+});
+
+test('rings: main <-> every actor, control -> each digest, each digest -> each clean', () => {
+  const plans = placeActors(
+    [
+      { role: 'control', count: 1 },
+      { role: 'digest', count: 2 },
+      { role: 'clean', count: 2 },
+      { role: 'worker', count: 1 },
+    ],
+    [0],
+  );
+  const w = wireActors(plans, 64);
+  const pairs = w.links.map((l) => `${l.from}>${l.to}`);
+  for (const p of plans) assert.ok(pairs.includes(`${MAIN}>${p.name}`) && pairs.includes(`${p.name}>${MAIN}`));
+  for (const d of ['digest.0', 'digest.1']) {
+    assert.ok(pairs.includes(`control.0>${d}`));
+    for (const c of ['clean.0', 'clean.1']) assert.ok(pairs.includes(`${d}>${c}`));
+  }
+  assert.equal(w.links.length, 2 * plans.length + 2 + 4);
+  assert.equal(new Set(pairs).size, pairs.length, 'one ring per directed pair');
+  assert.deepEqual(
+    w.outbound('control.0').map((o) => [o.to, o.toRole]),
+    [[MAIN, MAIN], ['digest.0', 'digest'], ['digest.1', 'digest']],
+  );
+  assert.equal(w.outbound('digest.1').find((o) => o.to === 'clean.0')!.doorbell, w.bells.get('clean.0')!.sab);
+  assert.deepEqual(w.inbound('clean.1').map((i) => i.from), [MAIN, 'digest.0', 'digest.1']);
+});
