@@ -14,7 +14,7 @@ import { spawnActor, type ActorHandle } from './actor.js';
 import { ErrorCodes, RowanError } from './errors.js';
 import { listenControl, probeSocket, socketPath, type ControlRequest } from './endpoint.js';
 import { createLogger, type Logger } from './log.js';
-import { MAIN, placeActors, wireActors, type ActorPlan, type Wiring } from './placement.js';
+import { MAIN, nodeRoles, placeActors, wireActors, type ActorPlan, type Wiring } from './placement.js';
 import { openNodePool, type NodePool } from './pool-hook.js';
 import { pump } from './pump.js';
 import { collectStatus, type NodeStatus } from './status.js';
@@ -31,8 +31,11 @@ export interface NodeOptions {
   entries?: Partial<Record<string, URL>>;
 }
 
-/** Stop order: producers before their consumers, so each stage drains what the previous one sent. */
-const stopOrder = ['worker', 'migration', 'control', 'digest', 'clean'];
+/**
+ * Stop order: producers before their consumers, so each stage drains what the previous one sent. The
+ * nic goes first: remote writes land through it into control's b-log.
+ */
+const stopOrder = ['nic', 'worker', 'migration', 'control', 'digest', 'clean'];
 
 export function roleEntry(role: string): URL {
   return new URL(`../actors/${role}/thread.js`, import.meta.url);
@@ -243,7 +246,7 @@ export async function startNode(o: NodeOptions): Promise<RowanNode> {
   const log = o.log ?? createLogger(cfg.logLevel, { node: cfg.dataDir });
   prepareDataDir(cfg.dataDir);
   socketPath(cfg.dataDir); // a data dir too long for a unix socket fails here, before any thread starts
-  const plans = placeActors(cfg.roles, cfg.cores);
+  const plans = placeActors(nodeRoles(cfg), cfg.cores);
   const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {});
   await node.boot(o.handleSignals ?? false);
   return node;

@@ -1,0 +1,167 @@
+// The Rowan receive queue and receiver on a manual clock, single-threaded: what gets posted, when a
+// segment counts as consumed and Used, how hand-off batches and re-posting behave, and the sender-side
+// rules for stale reservations.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool, SegmentState } from '../../../../shm/pool.js';
+import { ManualClock } from '../../../../runtime/rowan/clock.js';
+import { RowanReceiver } from '../../../../runtime/rowan/receiver.js';
+import { NO_BUFFER, SRQ_CLOSED, SharedReceiveQueue } from '../../../../runtime/rowan/srq.js';
+import { ABANDONED, LATE, ShmConnection, shmPaths } from '../../../../runtime/fabric/shm.js';
+
+const SEG = 64 * 1024;
+
+function setup(o: { segments?: number; preallocate?: number; batch?: number } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-rx-unit-'));
+  const p = shmPaths(dir);
+  const pool = Pool.create(p.pool, { segmentCount: o.segments ?? 16, segmentBytes: SEG });
+  const srq = SharedReceiveQueue.create(p.srq, { postCap: 16, cqCap: 64 });
+  const clock = new ManualClock(0);
+  const handed: number[][] = [];
+  const rx = new RowanReceiver({
+    pool, srq, ownerId: 3, preallocate: o.preallocate ?? 4, batch: o.batch ?? 2, graceMs: 2, clock,
+    onUsed: (s) => handed.push(s),
+  });
+  rx.start();
+  const conn = ShmConnection.connect(dir);
+  return {
+    dir, pool, srq, clock, handed, rx, conn,
+    done: async () => {
+      await conn.close();
+      srq.close();
+      pool.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const stride = (n: number, fill = 1) => new Uint8Array(64 * n).fill(fill);
+
+test('posts the preallocated segments in increasing address order, each zeroed', async () => {
+  const t = setup();
+  try {
+    assert.equal(t.srq.posted(), 4);
+    const offs = [0, 1, 2, 3].map((i) => t.srq.buffer(i).offset);
+    assert.deepEqual([...offs].sort((a, b) => a - b), offs);
+    for (const o of offs) assert.ok(t.pool.region.bytes.subarray(o, o + SEG).every((b) => b === 0));
+  } finally {
+    await t.done();
+  }
+});
+
+test('writes land stride-aligned and back to back; a write that does not fit moves to the next buffer', async () => {
+  const t = setup();
+  try {
+    const b0 = t.srq.buffer(0).offset;
+    assert.equal(t.conn.tryWrite(stride(1)), b0);
+    assert.equal(t.conn.tryWrite(stride(3)), b0 + 64);
+    // Fill buffer 0 up to one stride short of its end, then a 2-stride write must go to buffer 1.
+    const left = SEG / 64 - 4 - 1;
+    assert.equal(t.conn.tryWrite(stride(left)), b0 + 4 * 64);
+    assert.equal(t.conn.tryWrite(stride(2)), t.srq.buffer(1).offset);
+    assert.equal(t.srq.currentSeq(), 1);
+  } finally {
+    await t.done();
+  }
+});
+
+test('a segment counts as Used only after a later one is written and the grace has passed', async () => {
+  const t = setup();
+  try {
+    const seg0 = t.pool.segmentOf(t.srq.buffer(0).offset);
+    t.conn.tryWrite(stride(SEG / 64)); // fills buffer 0 exactly
+    t.rx.tick();
+    assert.equal(t.rx.stats().consumed, 0, 'buffer 1 not written yet: buffer 0 may still take writes');
+    t.conn.tryWrite(stride(1)); // lands at the start of buffer 1
+    t.rx.tick();
+    assert.equal(t.rx.stats().consumed, 1);
+    assert.deepEqual(t.handed, [], 'not before the grace period');
+    t.clock.advance(1.9);
+    t.rx.tick();
+    assert.deepEqual(t.handed, []);
+    t.clock.advance(0.2);
+    t.rx.tick();
+    assert.deepEqual(t.handed, [[seg0]]);
+    assert.equal(t.pool.meta(seg0).state, SegmentState.Used);
+    assert.equal(t.srq.usedBelow(), 1);
+  } finally {
+    await t.done();
+  }
+});
+
+test('hands off in batches of at most `batch` and re-posts to keep `preallocate` ahead', async () => {
+  const t = setup({ segments: 24, preallocate: 6, batch: 2 });
+  try {
+    for (let i = 0; i < 5; i++) t.conn.tryWrite(stride(SEG / 64)); // consume 5 buffers fully
+    t.conn.tryWrite(stride(1)); // and start the 6th
+    t.rx.tick();
+    t.clock.advance(3);
+    t.rx.tick();
+    assert.deepEqual(t.handed.map((b) => b.length), [2, 2, 1]);
+    assert.equal(t.srq.posted() - t.srq.currentSeq(), 6, 'six buffers ahead of the writers again');
+  } finally {
+    await t.done();
+  }
+});
+
+test('no posted buffer is NO_BUFFER (counted), never a lost write; a closed queue is SRQ_CLOSED', async () => {
+  const t = setup({ segments: 4, preallocate: 2, batch: 1 });
+  try {
+    t.conn.tryWrite(stride(SEG / 64));
+    t.conn.tryWrite(stride(SEG / 64));
+    assert.equal(t.conn.tryWrite(stride(1)), NO_BUFFER);
+    assert.equal(t.srq.stats().noBuffer, 1);
+    // The pool has 2 free segments left: the receiver posts them once the first two are Used.
+    t.rx.tick();
+    t.clock.advance(3);
+    t.rx.tick();
+    assert.ok(t.conn.tryWrite(stride(1)) >= 0);
+    t.srq.shutdown();
+    assert.equal(t.conn.tryWrite(stride(1)), SRQ_CLOSED);
+    await assert.rejects(t.conn.write(stride(1)), { code: 'ROWAN_ERR_RECEIVER_CLOSED' });
+  } finally {
+    await t.done();
+  }
+});
+
+test('a full pool leaves the receiver posting what it can and counting the failure', async () => {
+  const t = setup({ segments: 2, preallocate: 2, batch: 1 });
+  try {
+    assert.equal(t.pool.counts().free, 0, 'both segments are posted');
+    t.conn.tryWrite(stride(SEG / 64));
+    t.conn.tryWrite(stride(1)); // buffer 1 started: buffer 0 consumed, and the receiver wants a new one
+    t.rx.tick();
+    assert.ok(t.rx.stats().postFailures >= 1, 'PM_FULL is counted, not thrown');
+    assert.equal(t.srq.posted(), 2);
+    t.clock.advance(3);
+    t.rx.tick(); // buffer 0 retires as Used regardless
+    assert.equal(t.rx.stats().used, 1);
+  } finally {
+    await t.done();
+  }
+});
+
+test('a reservation in a buffer already declared Used is abandoned; one that went Used during the copy is LATE', async () => {
+  const t = setup();
+  try {
+    // Publish "buffer 0 is Used" while writes still land in it: exactly the stale-sender race.
+    t.srq.markUsedBelow(1);
+    assert.equal(t.conn.tryWrite(stride(1)), ABANDONED);
+    t.srq.markUsedBelow(0);
+    assert.ok(t.conn.tryWrite(stride(1)) >= 0);
+    // LATE needs usedBelow to move between the copy and the check: drive it through a region whose
+    // persist publishes it, as the control actor would at that instant.
+    const region = (t.conn as unknown as { region: { persist: (o: number, l: number) => void } }).region;
+    const persist = region.persist.bind(region);
+    region.persist = (o, l) => {
+      persist(o, l);
+      t.srq.markUsedBelow(1);
+    };
+    assert.equal(t.conn.tryWrite(stride(1)), LATE);
+  } finally {
+    await t.done();
+  }
+});
