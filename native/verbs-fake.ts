@@ -292,3 +292,22 @@ export function writeWorkCompletions(wc: bigint, entries: readonly FakeCompletio
 export function writePointer(at: bigint, value: bigint): void {
   koffi.encode(at, 'void *', value);
 }
+
+/**
+ * A fake CQ's contents: tests push completions, the provider's poll_cq hands out at most
+ * `num_entries` of them per call, oldest first (wire `poll` as FakeProvider.pollCq).
+ */
+export class FakeCompletionFeed {
+  readonly pending: FakeCompletion[] = [];
+  /** poll_cq calls seen, with the num_entries asked for. */
+  readonly calls: number[] = [];
+
+  push(...entries: FakeCompletion[]): void {
+    this.pending.push(...entries);
+  }
+
+  readonly poll = (_cq: Ptr, numEntries: number, wc: Ptr): number => {
+    this.calls.push(numEntries);
+    return writeWorkCompletions(wc, this.pending.splice(0, numEntries));
+  };
+}

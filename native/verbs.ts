@@ -23,7 +23,8 @@
 // including a work completion whose status is not IBV_WC_SUCCESS.
 //
 // Files: verbs-abi.ts (struct layouts, enum values), verbs-post.ts (data path and Rowan encoders, all
-// re-exported here), verbs-qp.ts (QP state-transition attributes), verbs-fake.ts (fake devices, tests).
+// re-exported here), verbs-qp.ts (QP state-transition attributes), verbs-mem.ts (registrable native
+// buffers), verbs-fake.ts (fake devices, tests). The transport on top: runtime/fabric/verbs*.ts.
 
 import koffi, { type LibraryHandle, type TypeObject } from 'koffi';
 import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';

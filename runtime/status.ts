@@ -20,6 +20,8 @@ export interface ActorStatus {
   counters: CounterSnapshot['counts'];
   /** Ring round trip main -> actor -> main, microseconds; null = no answer within 500 ms. */
   pingUs: number | null;
+  /** The TCP endpoint the actor reported at READY (the nic), or null. */
+  endpoint: { host: string; port: number } | null;
 }
 
 export interface RingStatus {
@@ -65,6 +67,7 @@ export function collectStatus(
         cpu: c.cpu,
         counters: c.counts,
         pingUs: pings.get(h.name) ?? null,
+        endpoint: h.ready?.endpoint ?? null,
       };
     }),
     rings: node.wiring.links.map((l) => ({
@@ -92,6 +95,8 @@ export function formatStatus(s: NodeStatus): string {
     String(a.counters.SEGMENT_BATCHES), a.pingUs === null ? '-' : String(a.pingUs),
   ]);
   lines.push(...table(head, rows), '');
+  for (const a of s.actors) if (a.endpoint) lines.push(`${a.name} listens on ${a.endpoint.host}:${a.endpoint.port}`);
+  if (s.actors.some((a) => a.endpoint)) lines.push('');
   const blog = s.actors.filter((a) => a.role === 'control' || a.role === 'digest');
   if (blog.length > 0) {
     // The Rowan b-log: what the control actor posted and retired, what digest parsed (§4.3, §4.4).

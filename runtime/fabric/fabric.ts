@@ -28,7 +28,8 @@ export interface RowanConnection {
   readonly kind: FabricKind;
   /**
    * Rowan write: land `bytes` (whole 64 B strides, at most one buffer) in the receiver's b-log.
-   * Resolves with the pool offset it landed at once it is persistent there.
+   * Resolves once it is persistent there, with the pool offset it landed at; -1 under `verbs`, where a
+   * SEND completion does not say where the receiver's RNIC put the data (LANDED_ADDRESS_UNKNOWN).
    */
   write(bytes: Uint8Array): Promise<number>;
   /** One-sided WRITE + persist at a pool offset inside a region this sender was given. */

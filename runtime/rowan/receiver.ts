@@ -14,11 +14,11 @@ import { OwnerRole, SegmentState } from '../../shm/pool.js';
 import { ErrorCodes, RowanError } from '../errors.js';
 import type { Clock } from './clock.js';
 import { monotonicClock } from './clock.js';
-import type { SharedReceiveQueue } from './srq.js';
+import type { ReceiveQueue } from './srq.js';
 
 export interface ReceiverOptions {
   pool: Pool;
-  srq: SharedReceiveQueue;
+  srq: ReceiveQueue;
   /** Owner id recorded in the segment meta table for b-log segments (the control actor's id). */
   ownerId: number;
   /** Segments kept posted (paper: 512). */
@@ -81,7 +81,7 @@ export class RowanReceiver {
     return {
       posted: this.postedSegs.length,
       ...this.counts,
-      outstanding: this.o.srq.posted() - this.consumedUpTo,
+      outstanding: this.o.srq.outstanding(),
     };
   }
 

@@ -16,6 +16,23 @@ export interface PostedBuffer {
   length: number;
 }
 
+/**
+ * What the control-side RowanReceiver needs of a receive queue: the emulated queue below (shm, tcp) and
+ * the RNIC's SRQ of the verbs transport (runtime/fabric/verbs-receiver.ts) both provide it.
+ */
+export interface ReceiveQueue {
+  /** The most buffers that may be posted and not yet consumed (posting more is a broken invariant). */
+  readonly postCap: number;
+  /** Post buffers (pool offset, length) in one call, in increasing address order. */
+  post(buffers: readonly PostedBuffer[]): void;
+  /** Buffers posted so far (ever). */
+  posted(): number;
+  /** Posted buffers no write has reached yet, counting the one writes currently land in. */
+  outstanding(): number;
+  /** The receiver declared every buffer below `seq` Used (before handing them to digest). */
+  markUsedBelow(seq: number): void;
+}
+
 /** reserve() results that are not pool offsets. */
 export const NO_BUFFER = -1;
 export const SRQ_CLOSED = -2;
@@ -30,7 +47,7 @@ export interface SrqCreateOptions {
 
 const TWO32 = 2 ** 32;
 
-export class SharedReceiveQueue {
+export class SharedReceiveQueue implements ReceiveQueue {
   readonly path: string;
   readonly postCap: number;
   readonly cqCap: number;

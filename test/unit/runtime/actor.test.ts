@@ -12,10 +12,12 @@ import { Ring } from '../../../shm/ring.js';
 
 const allowed = schedGetaffinity(0);
 const lastCpu = allowed[allowed.length - 1]!;
-const controlEntry = new URL('../../../actors/control/thread.js', import.meta.url);
+// Worker and clean stand in for any role: they need nothing at init (control and digest map the pool).
+const roleEntry = (role: string) => new URL(`../../../actors/${role}/thread.js`, import.meta.url);
+const cleanEntry = roleEntry('clean');
 const fixture = (name: string) => new URL(`../../fixtures/${name}.js`, import.meta.url);
 
-function setup(entry: URL, cores: number[]) {
+function setup(entry: URL, cores: number[], role = 'clean') {
   const config = defaultConfig('/nonexistent', allowed);
   config.logLevel = 'silent';
   const toActor = Ring.create(256);
@@ -27,7 +29,7 @@ function setup(entry: URL, cores: number[]) {
     entry,
     readyTimeoutMs: 10_000,
     start: {
-      role: 'control', id: 0, name: 'control.0', cores, config, counters,
+      role, id: 0, name: `${role}.0`, cores, config, counters,
       doorbell: actorBell.sab,
       inbound: [{ from: 'main', ring: toActor.handle }],
       outbound: [{ to: 'main', toRole: 'main', ring: fromActor.handle, doorbell: mainBell.sab }],
@@ -35,8 +37,8 @@ function setup(entry: URL, cores: number[]) {
   };
   return {
     spec, counters,
-    out: new Outbox('control.0', toActor, actorBell),
-    inbox: new Inbox([{ from: 'control.0', ring: fromActor }], mainBell),
+    out: new Outbox(`${role}.0`, toActor, actorBell),
+    inbox: new Inbox([{ from: `${role}.0`, ring: fromActor }], mainBell),
   };
 }
 
@@ -54,7 +56,7 @@ function threadCpuTicks(tid: number): number {
 }
 
 test('an actor pins its own thread, not the process, and READY reports what the kernel says', async () => {
-  const s = setup(controlEntry, [lastCpu]);
+  const s = setup(cleanEntry, [lastCpu]);
   const h = await spawnActor(s.spec);
   try {
     assert.deepEqual(h.ready!.cpus, [lastCpu], 'read back with sched_getaffinity inside the thread');
@@ -71,7 +73,7 @@ test('an actor pins its own thread, not the process, and READY reports what the 
 });
 
 test('a ping through the rings comes back as a pong, and the actor stops and exits cleanly', async () => {
-  const s = setup(controlEntry, allowed);
+  const s = setup(roleEntry('worker'), allowed, 'worker');
   const h = await spawnActor(s.spec);
   assert.equal(s.out.send({ kind: RecordKind.PING, seq: 41 }), true);
   let pong: number | undefined;
@@ -80,17 +82,18 @@ test('a ping through the rings comes back as a pong, and the actor stops and exi
     if (pong === undefined) await sleep(5);
   }
   assert.equal(pong, 41);
+  await sleep(40); // past two 15 ms CommitVer-period ticks of the worker
   assert.equal(await h.stop(5000), 'stopped');
   assert.equal(await h.exited, 0);
   const c = readCounters(s.counters);
   assert.equal(c.state, 'stopped');
   assert.equal(c.counts.PINGS, 1);
-  assert.ok(c.counts.TICKS > 0, 'control ran its poll tick');
+  assert.ok(c.counts.TICKS > 0, 'worker ran its periodic tick');
 });
 
 test('an idle actor sleeps on its doorbell instead of spinning', async () => {
-  // digest has no tick: with no ring traffic it should not run at all.
-  const s = setup(new URL('../../../actors/digest/thread.js', import.meta.url), [lastCpu]);
+  // clean has no tick: with no ring traffic it should not run at all.
+  const s = setup(cleanEntry, [lastCpu]);
   const h = await spawnActor(s.spec);
   try {
     await sleep(100);
@@ -122,6 +125,6 @@ test('an actor failing in init makes spawnActor reject with its code and leaves 
 });
 
 test('pinning to a CPU the process may not use fails with ROWAN_ERR_AFFINITY', async () => {
-  const s = setup(controlEntry, [1000]);
+  const s = setup(cleanEntry, [1000]);
   await assert.rejects(spawnActor(s.spec), { code: 'ROWAN_ERR_AFFINITY' });
 });
