@@ -8,10 +8,9 @@
 // append allocates one), never two, and recovery always resumes in the newest segment.
 //
 // Committed promises that every entry in the segment is on all replicas. The t-log cannot know that; it
-// commits when the segment fills, which is right for a worker that replicates each entry before it
-// appends the next one that matters. A worker with replication still in flight for the segment's last
-// entries must not let GC or failover act on the state before those acks arrive (or must defer the
-// transition — hook it here if that is needed).
+// commits when the segment fills. That is exact only if no replication of the segment's entries is in
+// flight at that moment; a worker that pipelines replication must keep GC and failover from relying on
+// the state until those acks arrive, or defer the transition (the hook would go in nextSegment).
 import type { Limits } from '../config/limits.js';
 import { ErrorCodes, RowanError } from '../runtime/errors.js';
 import { LogAppender } from './appender.js';
