@@ -36,10 +36,16 @@ const benches: Record<string, Bench> = {
     module: './ring.bench.js',
     plot: { label: (r) => `${r.name} batch ${r.batch}`, value: 'msgsPerSec', unit: 'messages/s' },
   },
+  rowan: {
+    title: 'Rowan vs rwrite/share/batch: modelled DLWA by write size and concurrent streams (writes/s in the table)',
+    module: './rowan.bench.js',
+    plot: { label: (r) => `${r.fabric} ${r.mode} ${r.api} ${r.bytes} B x${r.streams} d${r.depth}`, value: 'dlwa', unit: 'DLWA (media/request bytes)' },
+  },
 };
 
 async function main(): Promise<void> {
-  const asked = process.argv.slice(2);
+  // Flags (--quick, ...) are for the benchmarks themselves, which read process.argv.
+  const asked = process.argv.slice(2).filter((a) => !a.startsWith('--'));
   const unknown = asked.filter((n) => !(n in benches));
   if (unknown.length) {
     console.error(`bench: unknown benchmark(s): ${unknown.join(', ')}; known: ${Object.keys(benches).join(', ')}`);

@@ -354,7 +354,7 @@ export class PmemMapping implements PersistentRegion {
 
   /** The mapped bytes. Do not keep views of them past close(). */
   get bytes(): Uint8Array {
-    invariant(this.map !== null, `${this.label}: mapping used after close`);
+    if (this.map === null) invariant(false, `${this.label}: mapping used after close`);
     return this.view;
   }
 
@@ -369,7 +369,7 @@ export class PmemMapping implements PersistentRegion {
   }
 
   drain(): void {
-    invariant(this.map !== null, `${this.label}: mapping used after close`);
+    if (this.map === null) invariant(false, `${this.label}: mapping used after close`);
     this.drainFn();
   }
 
@@ -385,10 +385,10 @@ export class PmemMapping implements PersistentRegion {
 
   /** A flush outside the mapping would fault in C; catch it here as the bug it is. */
   private checkRange(offset: number, length: number): void {
-    invariant(this.map !== null, `${this.label}: mapping used after close`);
-    invariant(
-      offset >= 0 && length >= 0 && offset + length <= this.size,
-      `${this.label}: persist range [${offset}, +${length}) outside the ${this.size}-byte mapping`,
-    );
+    // On every persist: build the messages only when a check fails.
+    if (this.map === null) invariant(false, `${this.label}: mapping used after close`);
+    if (!(offset >= 0 && length >= 0 && offset + length <= this.size)) {
+      invariant(false, `${this.label}: persist range [${offset}, +${length}) outside the ${this.size}-byte mapping`);
+    }
   }
 }

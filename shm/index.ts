@@ -145,7 +145,7 @@ export class ShardIndex {
    * overflow bucket is left.
    */
   upsert(key: Uint8Array, hash: KeyHash, addr: number, version: number, reader: EntryReader): UpsertResult {
-    invariant(Number.isInteger(addr) && addr > 0 && addr <= L.ADDR_MAX, `index address ${addr} not in [1, 2^48)`);
+    if (!(Number.isInteger(addr) && addr > 0 && addr <= L.ADDR_MAX)) invariant(false, `index address ${addr} not in [1, 2^48)`);
     const head = this.headOf(hash);
     const tag = hash.hi & L.TAG_MASK;
     const item = this.encode(tag, addr);
@@ -173,7 +173,7 @@ export class ShardIndex {
    * moving a live entry keeps its version, which upsert would call 'stale'. False if the slot moved on.
    */
   relocate(_key: Uint8Array, hash: KeyHash, expectedAddr: number, newAddr: number): boolean {
-    invariant(Number.isInteger(newAddr) && newAddr > 0 && newAddr <= L.ADDR_MAX, `index address ${newAddr} not in [1, 2^48)`);
+    if (!(Number.isInteger(newAddr) && newAddr > 0 && newAddr <= L.ADDR_MAX)) invariant(false, `index address ${newAddr} not in [1, 2^48)`);
     return this.replaceItem(hash, expectedAddr, newAddr);
   }
 

@@ -76,11 +76,11 @@ export function decodeRecord(words: Int32Array, at: number, end: number): RingMe
   const header = words[at]!;
   const kind = header & KIND_MASK;
   const n = header >>> KIND_BITS;
-  invariant(at + 1 + n <= end, `record at ${at} (kind ${kind}, ${n} words) runs past the published words`);
+  if (at + 1 + n > end) invariant(false, `record at ${at} (kind ${kind}, ${n} words) runs past the published words`);
   switch (kind) {
     case RecordKind.PING:
     case RecordKind.PONG:
-      invariant(n === 1, `ping/pong record with ${n} payload words`);
+      if (n !== 1) invariant(false, `ping/pong record with ${n} payload words`);
       return { kind, seq: words[at + 1]! };
     case RecordKind.SEGMENT_BATCH:
       return { kind, segments: words.slice(at + 1, at + 1 + n) };

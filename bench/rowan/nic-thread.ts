@@ -1,0 +1,17 @@
+// The soft RNIC of the tcp fabric for the Rowan benchmark: the nic's server on its own worker_thread
+// (as the nic actor runs it), serving the benchmark receiver's data dir. Replies once with its
+// endpoint and kernel tid (for CPU accounting); closes on 'close'.
+import { parentPort, workerData } from 'node:worker_threads';
+import { NicServer } from '../../actors/nic/server.js';
+import { gettid } from '../../native/libc.js';
+
+const { dataDir } = workerData as { dataDir: string };
+NicServer.listen({ dataDir, mode: 'pagecache', host: '127.0.0.1', port: 0 }).then(
+  (nic) => {
+    parentPort!.postMessage({ ok: true, endpoint: nic.endpoint, tid: gettid() });
+    parentPort!.on('message', (m) => {
+      if (m === 'close') void nic.close().finally(() => process.exit(0));
+    });
+  },
+  (err: Error) => parentPort!.postMessage({ ok: false, message: err.message }),
+);

@@ -1,0 +1,141 @@
+// The cluster configuration (§4.5, DESIGN §6): {term, membership, shard distribution, migration list}.
+// Every node and client caches it; requests carry the term they were routed with and a node rejects a
+// stale one (ROWAN_ERR_STALE_TERM), after which the client refreshes its copy.
+//
+// Sharding (§4.1): a key's 64-bit hash picks the shard owning a contiguous range of the hash space.
+// With `shardCount` shards, shard s owns [s, s+1) * 2^64 / shardCount; routing uses the hash's high
+// 32 bits only (hi * shardCount / 2^32), which is exact for shard counts up to 2^16 and never builds a
+// BigInt on the hot path.
+import type { FabricKind } from '../runtime/fabric/fabric.js';
+import { FABRIC_KINDS } from '../runtime/fabric/fabric.js';
+import { ErrorCodes, RowanError } from '../runtime/errors.js';
+
+export const CLUSTER_FORMAT = 1;
+export const SHARD_COUNT_MAX = 1 << 16;
+
+export interface ClusterNode {
+  id: number;
+  /** Address clients and peers reach the node at (127.0.0.1 for a local cluster). */
+  host: string;
+  /** The node's data directory (pool.pm, rowan.srq): shm peers on the same host map files from it. */
+  dataDir: string;
+  /** One client port per worker actor (§5.2: clients talk to worker threads directly). */
+  workerPorts: number[];
+  /** How Rowan writes reach this node: shm (same host) or tcp (its NIC actor's port). */
+  fabric: { kind: FabricKind; host: string; port: number };
+}
+
+export interface ShardPlacement {
+  id: number;
+  primary: number;
+  backups: number[];
+}
+
+export interface MigrationTask {
+  source: number;
+  target: number;
+  shard: number;
+}
+
+export interface ClusterConfig {
+  format: number;
+  /** 64-bit in the paper; a JS number holds 2^53, more terms than a cluster will ever see. */
+  term: number;
+  replicationFactor: number;
+  shardCount: number;
+  nodes: ClusterNode[];
+  shards: ShardPlacement[];
+  migrations: MigrationTask[];
+}
+
+/** The shard whose hash range holds a key hash with these high 32 bits. */
+export function shardOfHash(hi: number, shardCount: number): number {
+  return Math.floor((hi >>> 0) * shardCount / 2 ** 32);
+}
+
+/** [lo, hi) of shard s in the 64-bit hash space. */
+export function shardRange(s: number, shardCount: number): { lo: bigint; hi: bigint } {
+  const span = 2n ** 64n;
+  return { lo: (span * BigInt(s)) / BigInt(shardCount), hi: (span * BigInt(s + 1)) / BigInt(shardCount) };
+}
+
+export interface PlanOptions {
+  nodes: ClusterNode[];
+  shardCount: number;
+  replicationFactor: number;
+}
+
+/**
+ * A first shard distribution: primaries round-robin over the nodes, backups on the next
+ * replicationFactor - 1 nodes in ring order, so every node is primary for shardCount / n shards and
+ * backup for the rest of its share (high fan-in, §2.3).
+ */
+export function planCluster(o: PlanOptions): ClusterConfig {
+  const n = o.nodes.length;
+  const shards: ShardPlacement[] = [];
+  for (let s = 0; s < o.shardCount; s++) {
+    const p = s % n;
+    const backups: number[] = [];
+    for (let k = 1; k < o.replicationFactor; k++) backups.push(o.nodes[(p + k) % n]!.id);
+    shards.push({ id: s, primary: o.nodes[p]!.id, backups });
+  }
+  return validateCluster({
+    format: CLUSTER_FORMAT,
+    term: 1,
+    replicationFactor: o.replicationFactor,
+    shardCount: o.shardCount,
+    nodes: o.nodes,
+    shards,
+    migrations: [],
+  });
+}
+
+function fail(field: string, rule: string, got?: unknown): never {
+  const shown = got === undefined ? '' : ` (got ${JSON.stringify(got)})`;
+  throw new RowanError(ErrorCodes.BAD_CONFIG, `cluster config: ${field} ${rule}${shown}`);
+}
+
+function isInt(v: unknown, lo: number, hi: number): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
+}
+
+/** Check a configuration read from a store or built by a plan; returns it typed. */
+export function validateCluster(raw: unknown): ClusterConfig {
+  const c = raw as ClusterConfig;
+  if (typeof c !== 'object' || c === null) fail('', 'must be an object', raw);
+  if (c.format !== CLUSTER_FORMAT) fail('format', `must be ${CLUSTER_FORMAT}`, c.format);
+  if (!isInt(c.term, 1, Number.MAX_SAFE_INTEGER)) fail('term', 'must be a positive integer', c.term);
+  if (!Array.isArray(c.nodes) || c.nodes.length === 0) fail('nodes', 'must be a non-empty list');
+  const ids = new Set<number>();
+  for (const [i, n] of c.nodes.entries()) {
+    const f = `nodes[${i}]`;
+    if (!isInt(n.id, 0, 1023) || ids.has(n.id)) fail(`${f}.id`, 'must be a unique integer in [0, 1023]', n.id);
+    ids.add(n.id);
+    if (typeof n.host !== 'string' || n.host === '') fail(`${f}.host`, 'must be an address', n.host);
+    if (typeof n.dataDir !== 'string' || n.dataDir === '') fail(`${f}.dataDir`, 'must be a path', n.dataDir);
+    if (!Array.isArray(n.workerPorts) || n.workerPorts.length === 0 || !n.workerPorts.every((p) => isInt(p, 1, 65535)))
+      fail(`${f}.workerPorts`, 'must list one port (1-65535) per worker', n.workerPorts);
+    if (!n.fabric || !(FABRIC_KINDS as readonly string[]).includes(n.fabric.kind)) fail(`${f}.fabric.kind`, `must be one of ${FABRIC_KINDS.join('|')}`, n.fabric?.kind);
+    if (!isInt(n.fabric.port, 0, 65535)) fail(`${f}.fabric.port`, 'must be a port', n.fabric.port);
+  }
+  if (!isInt(c.replicationFactor, 1, c.nodes.length)) fail('replicationFactor', `must be in [1, ${c.nodes.length}] (the node count)`, c.replicationFactor);
+  if (!isInt(c.shardCount, 1, SHARD_COUNT_MAX)) fail('shardCount', `must be in [1, ${SHARD_COUNT_MAX}]`, c.shardCount);
+  if (!Array.isArray(c.shards) || c.shards.length !== c.shardCount) fail('shards', `must list all ${c.shardCount} shards`);
+  for (const [i, s] of c.shards.entries()) {
+    const f = `shards[${i}]`;
+    if (s.id !== i) fail(`${f}.id`, `must be ${i} (shards are listed in order)`, s.id);
+    if (!ids.has(s.primary)) fail(`${f}.primary`, 'must be a node id', s.primary);
+    if (!Array.isArray(s.backups) || s.backups.length !== c.replicationFactor - 1) fail(`${f}.backups`, `must list ${c.replicationFactor - 1} nodes`, s.backups);
+    const replicas = new Set([s.primary, ...s.backups]);
+    if (replicas.size !== c.replicationFactor || !s.backups.every((b) => ids.has(b))) fail(`${f}.backups`, 'must be distinct node ids other than the primary', s.backups);
+  }
+  if (!Array.isArray(c.migrations)) fail('migrations', 'must be a list');
+  return c;
+}
+
+/** The node entry for `id`, or BAD_CONFIG. */
+export function nodeOf(c: ClusterConfig, id: number): ClusterNode {
+  const n = c.nodes.find((x) => x.id === id);
+  if (!n) fail('nodes', `has no node ${id}`);
+  return n;
+}
