@@ -38,13 +38,17 @@ export class TLog {
   readonly pool: TLogPool;
   readonly workerId: number;
   readonly limits: Limits;
+  /** Owner role of the chain's segments: Worker for t-logs; Digest for the log a digest actor keeps of
+   *  the multi-block b-log entries it reassembles (an index item must point at a contiguous entry). */
+  readonly role: OwnerRole;
   private current: Current | null = null;
 
   /** A t-log for a worker that has none yet. The first append allocates its first segment. */
-  constructor(pool: TLogPool, workerId: number, limits: Limits) {
+  constructor(pool: TLogPool, workerId: number, limits: Limits, role: OwnerRole = OwnerRole.Worker) {
     this.pool = pool;
     this.workerId = workerId;
     this.limits = limits;
+    this.role = role;
   }
 
   /** The segment being appended to, or -1 when the next append will allocate one. */
@@ -80,7 +84,7 @@ export class TLog {
 
   private nextSegment(): Current {
     this.seal();
-    const segment = this.pool.allocate(OwnerRole.Worker, this.workerId);
+    const segment = this.pool.allocate(this.role, this.workerId);
     const start = this.pool.segmentOffset(segment);
     const cur = { segment, appender: new LogAppender(this.pool.region, start, start + this.pool.segmentBytes, this.limits) };
     this.current = cur;
@@ -89,7 +93,7 @@ export class TLog {
 
   /** The worker's t-log segments (Using or Committed), oldest first. */
   segments(): number[] {
-    return chainOf(this.pool, this.workerId);
+    return chainOf(this.pool, this.workerId, this.role);
   }
 
   /** Every entry of the t-log in append order, with pool offsets. Single-block entries are views of the
@@ -105,9 +109,9 @@ export class TLog {
   /** Rebuild a worker's t-log after a restart: the newest segment of its chain, if still Using, is
    *  reopened after its last intact entry (stale bytes of a torn append past it are zeroed); otherwise
    *  the next append allocates. Segment states are not changed. */
-  static recover(pool: TLogPool, workerId: number, limits: Limits): TLog {
-    const log = new TLog(pool, workerId, limits);
-    const chain = chainOf(pool, workerId);
+  static recover(pool: TLogPool, workerId: number, limits: Limits, role: OwnerRole = OwnerRole.Worker): TLog {
+    const log = new TLog(pool, workerId, limits, role);
+    const chain = chainOf(pool, workerId, role);
     const newest = chain.at(-1);
     if (newest !== undefined && pool.meta(newest).state === SegmentState.Using) {
       const start = pool.segmentOffset(newest);
@@ -117,8 +121,8 @@ export class TLog {
   }
 }
 
-function chainOf(pool: TLogPool, workerId: number): number[] {
-  return pool.segments({ role: OwnerRole.Worker, ownerId: workerId }).filter((i) => {
+function chainOf(pool: TLogPool, workerId: number, role: OwnerRole): number[] {
+  return pool.segments({ role, ownerId: workerId }).filter((i) => {
     const s = pool.meta(i).state;
     return s === SegmentState.Using || s === SegmentState.Committed;
   });

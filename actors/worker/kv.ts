@@ -1,0 +1,144 @@
+// A worker's ROWAN-KV request logic (§4.1), independent of threads and sockets so a test can drive it
+// directly (CONVENTIONS 9). The worker actor wires it to its client port and its Rowan connections.
+//
+// PUT/DEL: the next shard version -> append to this worker's t-log and persist -> a Rowan write of
+// every block to every backup's b-log -> once all are acknowledged (persistent on every replica),
+// update the shard's index -> reply. A reply therefore means the write survives on all replicas.
+// GET: the shard's index -> the entry in the pool (checksum verified) -> its value.
+// Requests interleave at the awaits, as the coroutines of §5.1 do; the index update is
+// version-conditional, so PUTs to one key that finish out of order leave the newest one visible.
+import type { ClusterConfig } from '../../config/cluster.js';
+import { shardOfHash } from '../../config/cluster.js';
+import type { Limits } from '../../config/limits.js';
+import { ErrorCodes, RowanError } from '../../runtime/errors.js';
+import { nextVersion, type KvShared } from '../../runtime/kv/shared.js';
+import { PoolEntryReader } from '../../shm/entry-reader.js';
+import { hash64Into, type KeyHash } from '../../shm/hash.js';
+import type { ShardIndex } from '../../shm/index.js';
+import { encodeBlocks, entrySize, EntryType, readEntryAt, type EntryInput } from '../../shm/log.js';
+import type { PersistentRegion } from '../../shm/region.js';
+import type { TLog } from '../../shm/tlog.js';
+
+/** Where a worker lands replication writes for one backup node (a Rowan connection or a baseline). */
+export interface ReplicaChannel {
+  write(bytes: Uint8Array): Promise<number>;
+}
+
+export interface KvWorkerDeps {
+  nodeId: number;
+  config: () => ClusterConfig;
+  region: PersistentRegion;
+  tlog: TLog;
+  shared: KvShared;
+  /** The replication channel to a backup node (opened lazily by the caller, then cached). */
+  replica: (nodeId: number) => Promise<ReplicaChannel>;
+  limits: Limits;
+}
+
+export interface KvWorkerStats {
+  puts: number;
+  dels: number;
+  gets: number;
+  replicationWrites: number;
+}
+
+export class KvWorker {
+  private readonly reader: PoolEntryReader;
+  private readonly hash: KeyHash = { hi: 0, lo: 0 };
+  readonly stats: KvWorkerStats = { puts: 0, dels: 0, gets: 0, replicationWrites: 0 };
+
+  constructor(private readonly d: KvWorkerDeps) {
+    this.reader = new PoolEntryReader(d.region, d.limits);
+  }
+
+  term(): number {
+    return this.d.config().term;
+  }
+
+  config(): ClusterConfig {
+    return this.d.config();
+  }
+
+  async put(key: Uint8Array, value: Uint8Array, clientTerm: number): Promise<void> {
+    await this.write(EntryType.Put, key, value, clientTerm);
+    this.stats.puts++;
+  }
+
+  async del(key: Uint8Array, clientTerm: number): Promise<void> {
+    await this.write(EntryType.Del, key, undefined, clientTerm);
+    this.stats.dels++;
+  }
+
+  async get(key: Uint8Array, clientTerm: number): Promise<Uint8Array | null> {
+    const { shard } = this.route(key, clientTerm, true);
+    this.stats.gets++;
+    return this.lookup(shard, key);
+  }
+
+  /** This node's copy of a key, whether it is the shard's primary or a backup (for inspection/tests). */
+  async getReplica(key: Uint8Array): Promise<Uint8Array | null> {
+    const c = this.d.config();
+    const shard = shardOfHash(hash64Into(key, this.hash).hi, c.shardCount);
+    return this.lookup(shard, key);
+  }
+
+  private lookup(shard: number, key: Uint8Array): Uint8Array | null {
+    const index = this.indexOf(shard);
+    const addr = index.get(key, hash64Into(key, this.hash), this.reader);
+    if (addr === 0) return null;
+    const e = readEntryAt(this.d.region.bytes, addr, this.d.limits);
+    // An indexed entry that no longer verifies is a broken invariant (entries are immutable while indexed).
+    if (e === null) throw new RowanError(ErrorCodes.POOL_META_CORRUPT, `entry at ${addr} for shard ${shard} failed its checksum`);
+    return e.type === EntryType.Del ? null : e.value.slice();
+  }
+
+  private async write(type: EntryType, key: Uint8Array, value: Uint8Array | undefined, clientTerm: number): Promise<void> {
+    const { c, shard, hash } = this.route(key, clientTerm, false);
+    const placement = c.shards[shard]!;
+    const e: EntryInput = { type, shard, version: 0, key, ...(value ? { value } : {}) };
+    entrySize(e, this.d.limits); // size and shape checks before a version is consumed
+    e.version = nextVersion(this.d.shared.versions, shard);
+    const addr = this.d.tlog.append(e); // persisted in our t-log (①)
+    if (placement.backups.length > 0) {
+      const blocks = encodeBlocks(e, this.d.limits);
+      await Promise.all(placement.backups.map((b) => this.replicate(b, blocks))); // on every backup (②)
+    }
+    this.indexOf(shard).upsert(key, hash, addr, e.version, this.reader); // now visible (③)
+  }
+
+  private async replicate(node: number, blocks: Uint8Array[]): Promise<void> {
+    let ch: ReplicaChannel;
+    try {
+      ch = await this.d.replica(node);
+    } catch (err) {
+      throw new RowanError(ErrorCodes.REPLICATION_FAILED, `backup node ${node} unreachable: ${(err as Error).message}`);
+    }
+    for (const b of blocks) {
+      await ch.write(b);
+      this.stats.replicationWrites++;
+    }
+  }
+
+  /** Check the term and that this node is the key's primary; a fresh hash copy for the caller. */
+  private route(key: Uint8Array, clientTerm: number, read: boolean): { c: ClusterConfig; shard: number; hash: KeyHash } {
+    const c = this.d.config();
+    if (clientTerm !== c.term) {
+      throw new RowanError(ErrorCodes.STALE_TERM, `request routed with term ${clientTerm}, this node is at term ${c.term}`);
+    }
+    if (key.length === 0 || key.length > this.d.limits.keyBytesMax) {
+      throw new RowanError(ErrorCodes.KEY_TOO_LARGE, `key of ${key.length} bytes (1..${this.d.limits.keyBytesMax})`);
+    }
+    const h = hash64Into(key, { hi: 0, lo: 0 });
+    const shard = shardOfHash(h.hi, c.shardCount);
+    if (c.shards[shard]!.primary !== this.d.nodeId) {
+      throw new RowanError(ErrorCodes.WRONG_SHARD, `shard ${shard} is served by node ${c.shards[shard]!.primary}, not ${this.d.nodeId}${read ? '' : ' (writes go to the primary)'}`);
+    }
+    return { c, shard, hash: h };
+  }
+
+  private indexOf(shard: number): ShardIndex {
+    const index = this.d.shared.indexes[shard];
+    if (!index) throw new RowanError(ErrorCodes.WRONG_SHARD, `this node holds no replica of shard ${shard}`);
+    return index;
+  }
+}

@@ -1,0 +1,79 @@
+// Cold start (§4.7, basic form): rebuild the indexes of every shard this node holds from its logs,
+// before any actor runs. t-logs (role Worker) and digest logs (role Digest) are contiguous logs whose
+// end is the first entry that does not verify; b-log segments (role Control) are scanned with the
+// hole-skipping b-log scan. The highest version of a key wins (version-conditional index updates), and
+// every shard version is raised above the versions found, so new writes continue after them.
+// b-log segments the previous incarnation left Using are retired to Used: the receiver posts fresh ones.
+import type { Limits } from '../../config/limits.js';
+import { PoolEntryReader } from '../../shm/entry-reader.js';
+import { hash64Into } from '../../shm/hash.js';
+import { EntryType, scanEntries } from '../../shm/log.js';
+import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
+import { TLog } from '../../shm/tlog.js';
+import { scanBlogBlocks } from '../rowan/blog-scan.js';
+import { BlockApplier } from './apply.js';
+import { raiseVersion, type KvShared } from './shared.js';
+
+/** Owner id of the digest log that cold start writes reassembled b-log entries to. */
+export const RECOVERY_LOG_OWNER = 1023;
+
+export interface RecoveryReport {
+  logSegments: number;
+  blogSegments: number;
+  entries: number;
+  indexed: number;
+  stale: number;
+  retiredUsing: number;
+  ms: number;
+}
+
+export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, progress?: (done: number, total: number) => void): RecoveryReport {
+  const t0 = performance.now();
+  const bytes = pool.region.bytes;
+  const reader = new PoolEntryReader(pool.region, limits);
+  const hash = { hi: 0, lo: 0 };
+  const r: RecoveryReport = { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, ms: 0 };
+  const live = (s: number) => pool.meta(s).state !== SegmentState.Free;
+  const logs = [...pool.segments({ role: OwnerRole.Worker }), ...pool.segments({ role: OwnerRole.Digest })].filter(live);
+  const blog = pool.segments({ role: OwnerRole.Control }).filter(live);
+  const total = logs.length + blog.length;
+
+  for (const seg of logs) {
+    const start = pool.segmentOffset(seg);
+    for (const e of scanEntries(bytes, start, start + pool.segmentBytes, limits)) {
+      r.entries++;
+      const index = shared.indexes[e.shard];
+      if (!index) continue;
+      raiseVersion(shared.versions, e.shard, e.version);
+      if (e.type === EntryType.CommitVer) continue;
+      const res = index.upsert(e.key, hash64Into(e.key, hash), e.offset, e.version, reader);
+      if (res === 'stale') r.stale++;
+      else r.indexed++;
+    }
+    r.logSegments++;
+    progress?.(r.logSegments, total);
+  }
+
+  const applier = new BlockApplier(
+    pool.region,
+    shared,
+    () => true,
+    TLog.recover(pool, RECOVERY_LOG_OWNER, limits, OwnerRole.Digest),
+    limits,
+  );
+  for (const seg of blog) {
+    const start = pool.segmentOffset(seg);
+    for (const b of scanBlogBlocks(bytes, start, start + pool.segmentBytes, limits)) applier.apply(b);
+    if (pool.meta(seg).state === SegmentState.Using) {
+      pool.transition(seg, SegmentState.Using, SegmentState.Used);
+      r.retiredUsing++;
+    }
+    r.blogSegments++;
+    progress?.(r.logSegments + r.blogSegments, total);
+  }
+  r.entries += applier.stats.blocks;
+  r.indexed += applier.stats.indexed;
+  r.stale += applier.stats.stale;
+  r.ms = performance.now() - t0;
+  return r;
+}

@@ -1,0 +1,58 @@
+// The ROWAN-KV state a node's actors share (§4.1, §5.3), created by the node's main thread and handed
+// to every worker and digest actor in its start message:
+//   versions  one 64-bit shard version per shard (§4.2.2), bumped with Atomics.add by the primary's
+//             workers; the next PUT/DEL of shard s gets versions[s] + 1.
+//   indexes   one SAB-resident bucket hash table per shard this node holds (primary or backup).
+// Nothing here is persistent: a cold start rebuilds both from the logs (runtime/kv/recovery.ts).
+import type { ClusterConfig } from '../../config/cluster.js';
+import { ShardIndex } from '../../shm/index.js';
+
+export interface KvSharedBuffers {
+  nodeId: number;
+  versions: SharedArrayBuffer;
+  /** By shard id; null for shards this node does not hold. */
+  indexes: (SharedArrayBuffer | null)[];
+}
+
+export interface KvShared {
+  nodeId: number;
+  versions: BigInt64Array;
+  indexes: (ShardIndex | null)[];
+}
+
+/** Shards this node holds, as primary or backup. */
+export function heldShards(c: ClusterConfig, nodeId: number): number[] {
+  return c.shards.filter((s) => s.primary === nodeId || s.backups.includes(nodeId)).map((s) => s.id);
+}
+
+export function createKvShared(c: ClusterConfig, nodeId: number, keysPerShard: number): KvSharedBuffers {
+  const held = new Set(heldShards(c, nodeId));
+  const opts = ShardIndex.optionsFor(keysPerShard);
+  return {
+    nodeId,
+    versions: new SharedArrayBuffer(8 * c.shardCount),
+    indexes: c.shards.map((s) => (held.has(s.id) ? ShardIndex.create(opts).buffer : null)),
+  };
+}
+
+export function attachKvShared(b: KvSharedBuffers): KvShared {
+  return {
+    nodeId: b.nodeId,
+    versions: new BigInt64Array(b.versions),
+    indexes: b.indexes.map((sab) => (sab ? ShardIndex.attach(sab) : null)),
+  };
+}
+
+/** The next version of shard s (48-bit), taken atomically by any worker of the primary. */
+export function nextVersion(versions: BigInt64Array, shard: number): number {
+  return Number(Atomics.add(versions, shard, 1n)) + 1; // publishes the claim: no other PUT gets this version
+}
+
+/** Raise shard s's version to at least v (cold start: above every version in the logs). */
+export function raiseVersion(versions: BigInt64Array, shard: number, v: number): void {
+  for (;;) {
+    const cur = Atomics.load(versions, shard); // the version the CAS below replaces
+    if (cur >= BigInt(v)) return;
+    if (Atomics.compareExchange(versions, shard, cur, BigInt(v)) === cur) return; // publishes the raise
+  }
+}
