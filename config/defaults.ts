@@ -18,6 +18,9 @@ export const paper = {
   reshardTargetPercent: 5,
 } as const;
 
+/** The nic's port when none is configured (one node per host; give each node its own otherwise). */
+export const defaultNicPort = 7400;
+
 /** A development pool: 64 x 4 MiB = 256 MiB (sparse until written in pagecache mode). */
 export const defaultSegmentCount = 64;
 
@@ -43,6 +46,7 @@ export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
     roles: defaultRoles.map((r) => ({ ...r })),
     cores: [...cores],
     logLevel: 'info',
+    fabric: { kind: 'shm', host: '127.0.0.1', port: defaultNicPort },
     pool: { segmentCount: defaultSegmentCount, segmentBytes: paper.segmentBytes },
     blog: { ...scaleBlogToPool(defaultSegmentCount), usedGraceMs: paper.usedGraceMs },
     replication: { retryMs: paper.replicationRetryMs, commitVerPeriodMs: paper.commitVerPeriodMs },

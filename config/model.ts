@@ -1,9 +1,13 @@
 // The configuration of one node: what the CLI flags, the JSON config file and the defaults resolve to.
 // Field names put the qualifier last (CONVENTIONS 8): `usedGraceMs`, `liveThresholdPercent`.
 import type { LogLevel } from '../runtime/log.js';
+import type { FabricKind } from '../runtime/fabric/fabric.js';
 
-/** The thread roles of the paper (§4.1, §5.1); one actor per thread. */
-export const roles = ['worker', 'control', 'digest', 'clean', 'migration'] as const;
+/**
+ * The thread roles of the paper (§4.1, §5.1); one actor per thread. `nic` is the soft RNIC of the tcp
+ * fabric (DESIGN §4), started when `fabric.kind` is tcp or when listed.
+ */
+export const roles = ['worker', 'control', 'digest', 'clean', 'migration', 'nic'] as const;
 export type Role = (typeof roles)[number];
 
 /** dax: real PM; msync: any file, durable across power loss; pagecache: survives process crashes only. */
@@ -25,6 +29,14 @@ export interface RowanConfig {
   /** CPUs the node's actors may be placed on. */
   cores: number[];
   logLevel: LogLevel;
+  /** How Rowan writes reach this node (DESIGN §4): shm (same host), tcp (the nic actor), verbs. */
+  fabric: {
+    kind: FabricKind;
+    /** Address the nic listens on. */
+    host: string;
+    /** Port the nic listens on; 0 = any free port (reported in READY and status). */
+    port: number;
+  };
   pool: {
     segmentCount: number;
     segmentBytes: number;

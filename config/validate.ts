@@ -5,6 +5,7 @@ import { logLevels } from '../runtime/log.js';
 import { checkLimits, defaultLimits } from './limits.js';
 import { persistenceModes, roles, type RowanConfig } from './model.js';
 import { formatCpuList } from './parse.js';
+import { FABRIC_KINDS } from '../runtime/fabric/fabric.js';
 
 function fail(field: string, rule: string, got: unknown): never {
   throw new RowanError(ErrorCodes.BAD_CONFIG, `config field ${field}: ${rule} (got ${JSON.stringify(got)})`, { field });
@@ -59,6 +60,12 @@ export function validateConfig(c: RowanConfig, allowedCores?: readonly number[])
   // One control thread per Rowan instance (§3.2.3): the b-log has one poster of receive buffers.
   const control = c.roles.find((r) => r.role === 'control');
   if (control && control.count !== 1) fail('roles.control.count', 'a node runs exactly one control actor', control.count);
+  // One soft RNIC per node: it owns the node's fabric port.
+  const nic = c.roles.find((r) => r.role === 'nic');
+  if (nic && nic.count !== 1) fail('roles.nic.count', 'a node runs at most one nic actor', nic.count);
+  oneOf('fabric.kind', c.fabric?.kind, FABRIC_KINDS);
+  if (typeof c.fabric.host !== 'string' || c.fabric.host === '') fail('fabric.host', 'must be a non-empty address', c.fabric.host);
+  int('fabric.port', c.fabric.port, 0, 65535);
 
   const pow2 = (field: string, v: number) => {
     if ((v & (v - 1)) !== 0) fail(field, 'must be a power of two', v);

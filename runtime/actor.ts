@@ -19,12 +19,13 @@ import { ActorState, CounterWriter, I64 } from '../shm/counters.js';
 import { Doorbell, Inbox, Outbox, RecordKind, type RingMessage } from '../shm/mailbox.js';
 import { Ring } from '../shm/ring.js';
 import { ErrorCodes, RowanError, invariant, toRecord } from './errors.js';
-import type { ActorToParent, ParentToActor, StartMessage } from './lifecycle.js';
+import type { ActorToParent, ParentToActor, ReadyExtras, StartMessage } from './lifecycle.js';
 import { createLogger, type Logger } from './log.js';
 import { pump } from './pump.js';
+import type { KvStart } from './kv/shared.js';
 
 export { spawnActor, ActorHandle, type SpawnSpec } from './spawn.js';
-export type { ReadyReport, StartMessage } from './lifecycle.js';
+export type { ReadyExtras, ReadyReport, StartMessage } from './lifecycle.js';
 
 /** What an actor's code may use. Everything crossed the boundary in the StartMessage. */
 export interface ActorContext {
@@ -42,6 +43,8 @@ export interface ActorContext {
   peers(role: string): string[];
   /** Wall clock in ms; injected so a test can run the handlers on simulated time. */
   now(): number;
+  /** The cluster, node id and shared index/version buffers, when the node serves ROWAN-KV. */
+  readonly kv: KvStart | undefined;
 }
 
 type Handler<M> = (msg: M, from: string, ctx: ActorContext) => void;
@@ -57,7 +60,8 @@ export interface ActorDefinition<In extends RingMessage = RingMessage> {
   /** Period of tick() for this configuration; undefined = no periodic work. */
   tickMs?: (config: RowanConfig) => number | undefined;
   tick?: (ctx: ActorContext) => void | Promise<void>;
-  init?: (ctx: ActorContext) => void | Promise<void>;
+  /** Runs before READY; what it returns (e.g. the endpoint it listens on) is reported in READY. */
+  init?: (ctx: ActorContext) => void | ReadyExtras | Promise<void | ReadyExtras>;
   /** Last words on stop, after the inbound rings were drained. */
   drain?: (ctx: ActorContext) => void | Promise<void>;
 }
@@ -117,6 +121,7 @@ class ActorThread {
       outbox: (to) => this.outboxTo(to),
       peers: (role) => peersByRole.get(role) ?? [],
       now: () => Date.now(),
+      kv: s.kv,
     };
   }
 
@@ -137,10 +142,10 @@ class ActorThread {
     const tid = gettid();
     const cpu = schedGetcpu();
     this.counters.setIdentity(tid, cpu);
-    await this.def.init?.(this.ctx);
+    const extras = (await this.def.init?.(this.ctx)) ?? {};
     this.counters.setState(ActorState.READY);
     this.counters.publish();
-    this.post({ type: 'ready', tid, cpus, cpu });
+    this.post({ type: 'ready', tid, cpus, cpu, ...(extras.endpoint ? { endpoint: extras.endpoint } : {}) });
     this.log.debug({ tid, cpus, cpu }, 'actor ready');
     const period = this.def.tickMs?.(this.s.config);
     if (this.def.tick && period !== undefined) this.timer = setInterval(() => this.runTick(), period);

@@ -6,9 +6,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfigFile, resolveConfig } from '../config/load.js';
 import { persistenceModes, roles, type ConfigInput } from '../config/model.js';
+import { FABRIC_KINDS, type FabricKind } from './fabric/fabric.js';
 import { formatCpuList, parseCpuList, parseRoles } from '../config/parse.js';
 import { schedGetaffinity } from '../native/libc.js';
 import { probeSocket, requestControl, socketPath } from './endpoint.js';
+import { registerKvCommands } from './cli-kv.js';
+import { registerClusterCommand } from './cluster-cli.js';
 import { ErrorCodes, RowanError } from './errors.js';
 import { createLogger, logLevels, type LogLevel } from './log.js';
 import { startNode } from './node.js';
@@ -39,6 +42,21 @@ interface StartOpts {
   config?: string;
   persistence?: string;
   logLevel?: LogLevel;
+  fabric?: string;
+  fabricPort?: string;
+  cluster?: string;
+  nodeId?: string;
+}
+
+/** --cluster FILE --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
+function clusterFlags(o: StartOpts): { clusterFile: string; nodeId: number } | null {
+  if (o.cluster === undefined && o.nodeId === undefined) return null;
+  if (o.cluster === undefined || o.nodeId === undefined)
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--cluster and --node-id go together');
+  const nodeId = Number(o.nodeId);
+  if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId > 1023)
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--node-id: '${o.nodeId}' is not a node id (0-1023)`);
+  return { clusterFile: resolve(o.cluster), nodeId };
 }
 
 async function start(o: StartOpts, extras: CliExtras): Promise<number> {
@@ -57,10 +75,17 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   }
   if (o.persistence !== undefined) flags.persistence = o.persistence as ConfigInput['persistence'];
   if (o.logLevel !== undefined) flags.logLevel = o.logLevel;
+  if (o.fabric !== undefined || o.fabricPort !== undefined) {
+    const port = o.fabricPort === undefined ? undefined : Number(o.fabricPort);
+    if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535))
+      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--fabric-port: '${o.fabricPort}' is not a port (0-65535; 0 = any free port)`);
+    flags.fabric = { ...(o.fabric !== undefined ? { kind: o.fabric as FabricKind } : {}), ...(port !== undefined ? { port } : {}) };
+  }
   const file = o.config === undefined ? undefined : loadConfigFile(o.config);
   const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, flags, ...(file ? { file } : {}) });
   const log = createLogger(config.logLevel);
-  const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}) });
+  const kv = clusterFlags(o);
+  const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { kv } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
   setTimeout(() => {
@@ -119,6 +144,10 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--config <file>', 'JSON config file merged over the defaults (paper parameters)')
     .addOption(new Option('--persistence <mode>', 'how pool writes are made durable (default: pagecache)').choices(persistenceModes))
     .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
+    .addOption(new Option('--fabric <kind>', 'how Rowan writes reach this node; tcp starts the nic actor (default: shm)').choices(FABRIC_KINDS))
+    .option('--fabric-port <port>', 'TCP port of the nic (default: 7400; 0 = any free port, shown by rowan status)')
+    .option('--cluster <file>', 'serve ROWAN-KV as a node of the cluster in this JSON file (written by rowan cluster)')
+    .option('--node-id <n>', "this node's id in --cluster")
     .action(function (this: Command) {
       return run(() => start(this.opts<StartOpts>(), extras))();
     });
@@ -136,6 +165,8 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .action(function (this: Command) {
       return run(() => stop(this.opts()))();
     });
+  registerKvCommands(p, setCode);
+  registerClusterCommand(p, run);
   return p;
 }
 

@@ -50,6 +50,8 @@ export const ErrorCodes = {
   TIMEOUT: 'ROWAN_ERR_TIMEOUT',
   NO_HANDSHAKE: 'ROWAN_ERR_NO_HANDSHAKE',
   REPLICATION_FAILED: 'ROWAN_ERR_REPLICATION_FAILED',
+  /** A failure that was not a RowanError (a bug), as reported across the wire. */
+  INTERNAL: 'ROWAN_ERR_INTERNAL',
   // actor runtime
   ACTOR_FAILED: 'ROWAN_ERR_ACTOR_FAILED',
   ACTOR_START_TIMEOUT: 'ROWAN_ERR_ACTOR_START_TIMEOUT',

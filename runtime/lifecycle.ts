@@ -4,6 +4,7 @@
 import type { RowanConfig } from '../config/model.js';
 import type { RingHandle } from '../shm/ring.js';
 import type { ErrorRecord } from './errors.js';
+import type { KvStart } from './kv/shared.js';
 
 export interface InboundSpec {
   from: string;
@@ -33,6 +34,8 @@ export interface StartMessage {
   doorbell: SharedArrayBuffer;
   inbound: InboundSpec[];
   outbound: OutboundSpec[];
+  /** ROWAN-KV state for worker and digest actors of a node that serves a cluster. */
+  kv?: KvStart;
 }
 
 export interface StopMessage {
@@ -48,6 +51,13 @@ export interface ReadyReport {
   cpus: number[];
   /** sched_getcpu() at READY. */
   cpu: number;
+  /** Where the actor listens, if it serves a TCP port (the nic; port 0 in the config is resolved here). */
+  endpoint?: { host: string; port: number };
+}
+
+/** What a role's init() may return to be reported in READY. */
+export interface ReadyExtras {
+  endpoint?: { host: string; port: number };
 }
 
 export type ActorToParent =

@@ -16,6 +16,8 @@ import { listenControl, probeSocket, socketPath, type ControlRequest } from './e
 import { createLogger, type Logger } from './log.js';
 import { MAIN, nodeRoles, placeActors, wireActors, type ActorPlan, type Wiring } from './placement.js';
 import { openNodePool, type NodePool } from './pool-hook.js';
+import { prepareNodeKv, type NodeKvOptions } from './kv/node-kv.js';
+import type { KvStart } from './kv/shared.js';
 import { pump } from './pump.js';
 import { collectStatus, type NodeStatus } from './status.js';
 import type { SpawnSpec } from './spawn.js';
@@ -29,6 +31,8 @@ export interface NodeOptions {
   handleSignals?: boolean;
   /** Replace a role's thread entry (tests inject faulty actors through the real supervisor). */
   entries?: Partial<Record<string, URL>>;
+  /** Serve ROWAN-KV as a node of this cluster (workers take clients, digest updates backup indexes). */
+  kv?: NodeKvOptions;
 }
 
 /**
@@ -69,6 +73,7 @@ export class RowanNode {
   private readonly pongs = new Map<number, (at: number) => void>();
   private server: Server | undefined;
   private pool: { pool: NodePool; path: string } | null = null;
+  private kv: KvStart | undefined;
   private shuttingDown = false;
   private pingSeq = 0;
   private readonly signalHandlers: [NodeJS.Signals, () => void][] = [];
@@ -79,6 +84,7 @@ export class RowanNode {
     readonly plans: ActorPlan[],
     readonly wiring: Wiring,
     private readonly entries: Partial<Record<string, URL>>,
+    private readonly kvOptions?: NodeKvOptions,
   ) {
     this.closed = new Promise((r) => (this.resolveClosed = r));
     for (const l of wiring.links)
@@ -100,6 +106,7 @@ export class RowanNode {
       { persistence: mode, pool: this.pool.path, poolId: this.pool.pool.poolId },
       `persistence mode: ${mode}`,
     );
+    if (this.kvOptions) this.kv = prepareNodeKv(this.kvOptions, this.config.dataDir, this.pool.pool, this.log);
     void this.pumpMain();
     try {
       const results = await Promise.allSettled(this.plans.map((p) => this.spawn(p)));
@@ -134,6 +141,7 @@ export class RowanNode {
         doorbell: this.wiring.bells.get(p.name)!.sab,
         inbound: this.wiring.inbound(p.name),
         outbound: this.wiring.outbound(p.name),
+        ...(this.kv && (p.role === 'worker' || p.role === 'digest') ? { kv: this.kv } : {}),
       },
     };
   }
@@ -217,7 +225,11 @@ export class RowanNode {
     this.shuttingDown = true;
     this.log.info({ reason, code }, 'node stopping');
     for (const [sig, h] of this.signalHandlers) process.off(sig, h);
-    if (this.signalHandlers.length) process.once('SIGINT', () => process.exit(130)); // a second ^C ends it at once
+    if (this.signalHandlers.length) {
+      process.once('SIGINT', () => process.exit(130)); // a second ^C ends it at once
+      // A SIGTERM while draining (a supervisor repeating itself) must not kill the drain half-way.
+      process.on('SIGTERM', () => this.log.info('SIGTERM while stopping: already draining'));
+    }
     if (this.server) {
       await new Promise<void>((r) => this.server!.close(() => r()));
       try {
@@ -247,7 +259,7 @@ export async function startNode(o: NodeOptions): Promise<RowanNode> {
   prepareDataDir(cfg.dataDir);
   socketPath(cfg.dataDir); // a data dir too long for a unix socket fails here, before any thread starts
   const plans = placeActors(nodeRoles(cfg), cfg.cores);
-  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {});
+  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.kv);
   await node.boot(o.handleSignals ?? false);
   return node;
 }

@@ -9,7 +9,7 @@
 //   main -> every actor, every actor -> main   (supervisor: PING/PONG liveness, later admin records)
 //   control -> each digest                      (batches of used b-log segments, §4.3)
 //   each digest -> each clean                   (committed segments to garbage-collect, §4.4)
-import type { Role, RoleSpec } from '../config/model.js';
+import type { Role, RoleSpec, RowanConfig } from '../config/model.js';
 import { Doorbell } from '../shm/mailbox.js';
 import { Ring } from '../shm/ring.js';
 import type { InboundSpec, OutboundSpec } from './lifecycle.js';
@@ -21,6 +21,12 @@ export interface ActorPlan {
   id: number;
   name: string;
   cores: number[];
+}
+
+/** The roles a node runs: the configured ones, plus the nic (the soft RNIC) when the fabric is tcp. */
+export function nodeRoles(cfg: Pick<RowanConfig, 'roles' | 'fabric'>): RoleSpec[] {
+  if (cfg.fabric.kind !== 'tcp' || cfg.roles.some((r) => r.role === 'nic')) return cfg.roles;
+  return [...cfg.roles, { role: 'nic', count: 1 }];
 }
 
 export function placeActors(roles: readonly RoleSpec[], cores: readonly number[]): ActorPlan[] {

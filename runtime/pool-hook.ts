@@ -9,8 +9,8 @@ import type { Logger } from './log.js';
 
 export const poolFileName = 'pool.pm';
 
-/** The part of shm/pool.ts's Pool the node uses. */
-export type NodePool = Pick<Pool, 'poolId' | 'mode' | 'close' | 'counts'>;
+/** The node's own handle on its pool (actors map the file themselves). */
+export type NodePool = Pool;
 
 /** Open or create the node's pool and recover interrupted allocations. */
 export async function openNodePool(cfg: RowanConfig, log: Logger): Promise<{ pool: NodePool; path: string }> {

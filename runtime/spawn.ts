@@ -100,7 +100,7 @@ export async function spawnActor(spec: SpawnSpec): Promise<ActorHandle> {
       );
       handle.once('failed', reject);
       worker.on('message', (m: ActorToParent) => {
-        if (m.type === 'ready') resolve({ tid: m.tid, cpus: m.cpus, cpu: m.cpu });
+        if (m.type === 'ready') resolve({ tid: m.tid, cpus: m.cpus, cpu: m.cpu, ...(m.endpoint ? { endpoint: m.endpoint } : {}) });
       });
       worker.postMessage({ type: 'start', ...spec.start } satisfies StartMessage);
     });

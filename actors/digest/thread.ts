@@ -1,7 +1,6 @@
-// Digest actor (§4.4): parses the Used b-log segments the control actor hands over, in order. Today it
-// verifies and counts their blocks (actors/digest/segments.ts); updating the indexes of the shards it
-// owns, CommitVerArray/MaxVerArray and handing committed segments to clean come with the ROWAN-KV data
-// path and commit tracking.
+// Digest actor (§4.4): parses the Used b-log segments the control actor hands over, in order, verifies
+// their blocks and updates the backup indexes of the shards it owns (actors/digest/segments.ts).
+// CommitVerArray/MaxVerArray and handing committed segments to clean come with commit tracking.
 import { defineActor, runActor } from '../../runtime/actor.js';
 import { invariant } from '../../runtime/errors.js';
 import { I64 } from '../../shm/counters.js';
@@ -15,7 +14,8 @@ export const digestActor = defineActor<DigestInbound>({
   role: 'digest',
   accepts: [RecordKind.SEGMENT_BATCH],
   init: (ctx) => {
-    digest = new DigestSegments(ctx.config.dataDir, ctx.config.persistence);
+    const count = ctx.config.roles.find((r) => r.role === 'digest')?.count ?? 1;
+    digest = new DigestSegments(ctx.config.dataDir, ctx.config.persistence, { id: ctx.id, count }, ctx.kv);
   },
   handlers: {
     [RecordKind.SEGMENT_BATCH]: (msg, _from, ctx) => {

@@ -14,6 +14,13 @@ export interface KvSharedBuffers {
   indexes: (SharedArrayBuffer | null)[];
 }
 
+/** What a worker or digest actor of a ROWAN-KV node gets in its start message. */
+export interface KvStart {
+  cluster: ClusterConfig;
+  nodeId: number;
+  shared: KvSharedBuffers;
+}
+
 export interface KvShared {
   nodeId: number;
   versions: BigInt64Array;

@@ -1,0 +1,221 @@
+// One peer connection at the soft RNIC: one sending actor's RC QP. Frames are executed strictly in
+// arrival order, each to completion (for SEND: reserve, copy, persist, complete) before its reply is
+// written, so an ACK always means persistent.
+//
+// A SEND that finds no posted buffer parks the connection -- its later frames wait behind it, as an RC
+// QP stalls on receiver-not-ready -- and is retried on a timer (1-2 ms) while every other connection
+// keeps running. After NIC_PARK_MS it is answered NO_BUFFER (or RECEIVER_NOT_READY), retryable: the
+// sender retries up to its own bound. The write is never dropped silently.
+//
+// Flow control: while the frames not yet executed, or the replies the peer has not read, exceed the
+// queue bound, the socket is not read (TCP pushes back on the peer).
+//
+// A stream that cannot be framed any more (garbage, an oversized length) gets an ERROR reply after the
+// frames before it have run, and is closed. A peer that dies mid-frame leaves a partial frame that is
+// never executed: nothing partial reaches the pool.
+import type { Socket } from 'node:net';
+import { ErrorCodes, RowanError } from '../../runtime/errors.js';
+import type { Logger } from '../../runtime/log.js';
+import { FRAME_VERSION, FrameDecoder, Op, encodeReply, errorReply, parseRequest, type RawFrame } from './frames.js';
+import type { NicMemory } from './verbs.js';
+
+export interface NicStats {
+  connections: number;
+  frames: number;
+  sends: number;
+  bytesLanded: number;
+  /** SENDs re-landed because their buffer went Used while they landed (runtime/rowan/land.ts). */
+  reissues: number;
+  /** Times a SEND found no buffer (or no queue) and its connection parked. */
+  parks: number;
+  errorReplies: number;
+  /** Connections closed because their stream could not be framed. */
+  badStreams: number;
+  /** Connections that ended inside a frame (the partial frame was dropped). */
+  truncated: number;
+}
+
+export function newNicStats(): NicStats {
+  return { connections: 0, frames: 0, sends: 0, bytesLanded: 0, reissues: 0, parks: 0, errorReplies: 0, badStreams: 0, truncated: 0 };
+}
+
+export interface ConnectionOptions {
+  parkMs: number;
+  queueBytesMax: number;
+  frameBytesMax: number;
+  now: () => number;
+}
+
+interface Waiting {
+  since: number;
+  retries: number;
+  timer: NodeJS.Timeout | null;
+}
+
+export class NicConnection {
+  private readonly decoder: FrameDecoder;
+  private queue: RawFrame[] = [];
+  private head = 0;
+  private queuedBytes = 0;
+  private senderId = 0;
+  private waiting: Waiting | null = null;
+  private fatal: RowanError | null = null;
+  private paused = false;
+  private dead = false;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly mem: NicMemory,
+    private readonly o: ConnectionOptions,
+    private readonly stats: NicStats,
+    private readonly log: Logger | undefined,
+    private readonly onGone: (c: NicConnection) => void,
+  ) {
+    this.decoder = new FrameDecoder(o.frameBytesMax);
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('drain', () => this.flowControl());
+    socket.on('error', () => {}); // 'close' follows; a reset peer is an ordinary end here
+    socket.on('close', () => this.onClose());
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.dead || this.fatal) return;
+    this.decoder.push(chunk);
+    try {
+      for (let f = this.decoder.next(); f; f = this.decoder.next()) {
+        this.queue.push(f);
+        this.queuedBytes += f.body.length;
+      }
+    } catch (err) {
+      if (!(err instanceof RowanError)) throw err;
+      this.fatal = err; // run what came before the bad bytes, then reply and close
+    }
+    this.run();
+  }
+
+  /** Execute queued frames (unless parked), then apply flow control. */
+  private run(): void {
+    if (!this.dead && !this.waiting?.timer) this.pass();
+    this.flowControl();
+  }
+
+  /** Execute queued frames in order until one has to wait or none is left. */
+  private pass(): void {
+    const s = this.socket;
+    s.cork(); // replies of one pass leave in one write
+    try {
+      while (this.head < this.queue.length) {
+        const f = this.queue[this.head]!;
+        const reply = this.execute(f);
+        if (reply === null) break; // parked; a timer runs us again
+        this.queue[this.head++] = undefined as unknown as RawFrame;
+        this.queuedBytes -= f.body.length;
+        this.stats.frames++;
+        s.write(reply);
+      }
+      if (this.head === this.queue.length) {
+        this.queue = [];
+        this.head = 0;
+      }
+      if (this.fatal && this.queue.length === 0) this.closeBadStream(this.fatal);
+    } finally {
+      s.uncork();
+    }
+  }
+
+  /** The reply to `f`, or null when it must wait for a receive buffer. */
+  private execute(f: RawFrame): Buffer | null {
+    try {
+      const req = parseRequest(f);
+      switch (req.op) {
+        case Op.HELLO:
+          if (req.version !== FRAME_VERSION)
+            throw new RowanError(ErrorCodes.BAD_FRAME, `peer speaks frame version ${req.version}, this nic ${FRAME_VERSION}`);
+          this.senderId = req.senderId;
+          return encodeReply({ op: Op.HELLO, id: req.id, version: FRAME_VERSION, ...this.mem.hello() });
+        case Op.SEND: {
+          const r = this.mem.send(req.data, this.senderId);
+          if ('wait' in r) return this.wait(req.id, r.wait);
+          const noBufferRetries = this.waiting ? this.waiting.retries + 1 : 0;
+          this.waiting = null;
+          this.stats.sends++;
+          this.stats.bytesLanded += req.data.length;
+          this.stats.reissues += r.reissues;
+          return encodeReply({ op: Op.SEND, id: req.id, offset: r.at, reissues: r.reissues, noBufferRetries });
+        }
+        case Op.WRITE:
+          this.mem.write(req.offset, req.data);
+          return encodeReply({ op: Op.WRITE, id: req.id });
+        case Op.READ:
+          return encodeReply({ op: Op.READ, id: req.id, data: this.mem.read(req.offset, req.length) });
+        case Op.ALLOC:
+          return encodeReply({ op: Op.ALLOC, id: req.id, ...this.mem.alloc(req.ownerId) });
+      }
+    } catch (err) {
+      // Operational failures are answered; anything else is a bug and stops the actor (CONVENTIONS 7).
+      if (!(err instanceof RowanError)) throw err;
+      this.waiting = null;
+      this.stats.errorReplies++;
+      return errorReply(f.id, err);
+    }
+  }
+
+  /** Park on a SEND that found no buffer: retry soon, or answer retryably once parked too long. */
+  private wait(id: number, code: typeof ErrorCodes.NO_BUFFER | typeof ErrorCodes.RECEIVER_NOT_READY): Buffer | null {
+    const now = this.o.now();
+    const w = this.waiting ?? { since: now, retries: 0, timer: null };
+    if (!this.waiting) this.stats.parks++;
+    else w.retries++;
+    this.waiting = w;
+    if (now - w.since >= this.o.parkMs) {
+      this.waiting = null;
+      this.stats.errorReplies++;
+      const why = code === ErrorCodes.NO_BUFFER ? 'no receive buffer posted' : 'no receive queue yet';
+      return errorReply(id, new RowanError(code, `${why} for ${Math.round(now - w.since)} ms (retryable)`));
+    }
+    w.timer = setTimeout(() => {
+      w.timer = null;
+      this.run();
+    }, w.retries < 4 ? 1 : 2);
+    return null;
+  }
+
+  private flowControl(): void {
+    if (this.dead) return;
+    const over = this.queuedBytes > this.o.queueBytesMax || this.socket.writableLength > this.o.queueBytesMax;
+    if (over && !this.paused) {
+      this.paused = true;
+      this.socket.pause();
+    } else if (!over && this.paused && !this.fatal) {
+      this.paused = false;
+      this.socket.resume();
+    }
+  }
+
+  private closeBadStream(err: RowanError): void {
+    this.stats.badStreams++;
+    this.stats.errorReplies++;
+    const id = typeof err.details?.id === 'number' ? err.details.id : 0;
+    this.log?.warn({ peer: this.socket.remoteAddress, port: this.socket.remotePort, code: err.code }, `closing a connection: ${err.message}`);
+    this.socket.end(errorReply(id, err));
+    this.socket.destroySoon();
+    this.dead = true;
+  }
+
+  private onClose(): void {
+    if (this.waiting?.timer) clearTimeout(this.waiting.timer);
+    this.waiting = null;
+    if (!this.fatal && this.decoder.buffered() > 0) this.stats.truncated++;
+    // Frames not executed yet were never acknowledged: the sender saw PEER_GONE for them.
+    this.queue = [];
+    this.head = 0;
+    this.queuedBytes = 0;
+    this.dead = true;
+    this.onGone(this);
+  }
+}

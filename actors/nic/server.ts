@@ -1,0 +1,80 @@
+// The soft RNIC's listener: accepts peers' connections on one TCP port (one connection per sending
+// actor, like one RC QP each) and runs every connection's verbs on this node's memory. It is plain
+// code of a context (memory, clock, log injected), so a test can run it on any thread; the nic actor
+// (thread.ts) runs it on its own worker_thread.
+import { createServer, type Server } from 'node:net';
+import type { PersistMode } from '../../native/pmem2.js';
+import { ErrorCodes, RowanError } from '../../runtime/errors.js';
+import type { Logger } from '../../runtime/log.js';
+import { NicConnection, newNicStats, type NicStats } from './connection.js';
+import { FRAME_BYTES_MAX_DEFAULT } from './frames.js';
+import { NIC_PARK_MS, NIC_QUEUE_BYTES_MAX, type NicEndpoint } from './protocol.js';
+import { NicMemory } from './verbs.js';
+
+export interface NicServerOptions {
+  /** The node's data dir: pool.pm and rowan.srq are mapped from there. */
+  dataDir: string;
+  mode: PersistMode;
+  host: string;
+  /** 0 = any free port (tests); the bound one is in `endpoint`. */
+  port: number;
+  frameBytesMax?: number;
+  parkMs?: number;
+  queueBytesMax?: number;
+  log?: Logger;
+  now?: () => number;
+}
+
+export class NicServer {
+  readonly endpoint: NicEndpoint;
+  private readonly conns = new Set<NicConnection>();
+  private readonly counts: NicStats = newNicStats();
+  private closing: Promise<void> | null = null;
+
+  private constructor(
+    private readonly server: Server,
+    private readonly mem: NicMemory,
+    host: string,
+    port: number,
+  ) {
+    this.endpoint = { host, port };
+  }
+
+  static async listen(o: NicServerOptions): Promise<NicServer> {
+    const now = o.now ?? (() => performance.now());
+    const frameBytesMax = o.frameBytesMax ?? FRAME_BYTES_MAX_DEFAULT;
+    const mem = new NicMemory({ dataDir: o.dataDir, mode: o.mode, frameBytesMax, now });
+    const connOpts = { parkMs: o.parkMs ?? NIC_PARK_MS, queueBytesMax: o.queueBytesMax ?? NIC_QUEUE_BYTES_MAX, frameBytesMax, now };
+    const server = createServer({ noDelay: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (err: NodeJS.ErrnoException) => {
+        mem.close();
+        reject(new RowanError(ErrorCodes.FABRIC_UNAVAILABLE, `nic cannot listen on ${o.host}:${o.port}: ${err.code ?? err.message}`));
+      });
+      server.listen({ host: o.host, port: o.port }, () => resolve());
+    });
+    const addr = server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : o.port;
+    const nic = new NicServer(server, mem, o.host, port);
+    server.on('connection', (socket) => {
+      if (nic.closing) return void socket.destroy();
+      nic.counts.connections++;
+      const c = new NicConnection(socket, mem, connOpts, nic.counts, o.log, (gone) => nic.conns.delete(gone));
+      nic.conns.add(c);
+    });
+    return nic;
+  }
+
+  stats(): NicStats & { open: number } {
+    return { ...this.counts, open: this.conns.size };
+  }
+
+  /** Stop accepting, drop every connection (their pending requests fail with PEER_GONE), unmap. */
+  close(): Promise<void> {
+    this.closing ??= new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      for (const c of this.conns) c.destroy();
+    }).then(() => this.mem.close());
+    return this.closing;
+  }
+}

@@ -1,0 +1,348 @@
+// The `tcp` transport, sender side: one TCP connection to a remote node's nic actor (the soft RNIC,
+// actors/nic/) plays one RC QP -- reliable, in order -- and carries the verbs of actors/nic/frames.ts.
+// Requests are pipelined: many writes in flight on one socket, replies matched by request id, frames
+// issued in the same tick leaving in one write. An ACK means the bytes are persistent at the receiver.
+//
+// Why this sender has no 1 ms retry timer (paper §4.3): a real sender cannot see when the receiver's
+// control thread declares a buffer Used, so it re-issues any write slower than 1 ms, which is safe
+// because the control thread waits a 2 ms grace before digesting. Here the nic performs reserve, copy
+// and persist as one synchronous step on the receiver's host and reads the queue's `usedBelow` word
+// around it (runtime/rowan/land.ts): a write whose buffer went Used while it landed is re-landed by the
+// nic before it is acknowledged. The exact rule replaces the timer, and a timer here would be wrong
+// anyway: a TCP round trip on a loaded host easily exceeds 1 ms, and a re-send would only duplicate a
+// write the nic is about to acknowledge. `retryMs` is accepted for interface parity and unused;
+// re-landings the nic did are counted in stats().retries.
+//
+// Failures: a retryable reply (NO_BUFFER after the nic parked the write, RECEIVER_NOT_READY before the
+// receiver created its queue) is re-sent with backoff until `noBufferTimeoutMs` (then WRITE_TIMEOUT);
+// a request unanswered for `requestTimeoutMs` fails with WRITE_TIMEOUT; a dead peer fails every
+// pending request with PEER_GONE (such a write may or may not have landed). Writes in flight together
+// land in the order they were issued unless one of them had to be re-sent after a retryable reply.
+import { connect as netConnect, type Socket } from 'node:net';
+import {
+  FRAME_BYTES_MAX_DEFAULT,
+  FRAME_VERSION,
+  FrameDecoder,
+  HEADER_BYTES,
+  Op,
+  OP_ERROR,
+  encodeRequest,
+  encodeSend,
+  parseReply,
+  type HelloInfo,
+  type Reply,
+  type Request,
+} from '../../actors/nic/frames.js';
+import { ErrorCodes, RowanError, fromRecord } from '../errors.js';
+import { monotonicClock, type Clock } from '../rowan/clock.js';
+import { defaultSenderOptions, type RemoteRegion, type RowanConnection, type RowanSenderOptions, type SenderStats } from './fabric.js';
+
+export interface TcpConnectOptions extends Partial<RowanSenderOptions> {
+  host: string;
+  port: number;
+  connectTimeoutMs?: number;
+  /** A request not answered within this fails with WRITE_TIMEOUT. */
+  requestTimeoutMs?: number;
+  /** Requests in flight at most; further calls wait for a slot (backpressure, no unbounded queue). */
+  maxInFlight?: number;
+  /** Frame bytes in flight at most (one larger frame may go alone). */
+  maxInFlightBytes?: number;
+  clock?: Clock;
+}
+
+const DEFAULTS = { connectTimeoutMs: 5000, requestTimeoutMs: 30_000, maxInFlight: 1024, maxInFlightBytes: 16 * 1024 * 1024 };
+/** Backoff between re-sends of a retryable request, in ms (the nic already parked it for a while). */
+const BACKOFF_FIRST_MS = 1;
+const BACKOFF_MAX_MS = 50;
+
+type Resolved = Exclude<Reply, { op: typeof OP_ERROR }>;
+
+interface Pending {
+  id: number;
+  frame: Buffer;
+  firstAt: number;
+  sentAt: number;
+  backoffMs: number;
+  retryTimer: NodeJS.Timeout | null;
+  resolve: (r: Resolved) => void;
+  reject: (e: RowanError) => void;
+}
+
+const isRetryable = (code: string) => code === ErrorCodes.NO_BUFFER || code === ErrorCodes.RECEIVER_NOT_READY;
+
+export class TcpConnection implements RowanConnection {
+  readonly kind = 'tcp' as const;
+  readonly peer: string;
+  private readonly o: RowanSenderOptions & typeof DEFAULTS;
+  private readonly clock: Clock;
+  private readonly decoder = new FrameDecoder(FRAME_BYTES_MAX_DEFAULT);
+  private readonly pending = new Map<number, Pending>();
+  private readonly waiters: (() => void)[] = [];
+  private readonly s: SenderStats = { writes: 0, bytes: 0, retries: 0, noBufferWaits: 0 };
+  private readonly sweep: NodeJS.Timeout;
+  private info: HelloInfo = { version: FRAME_VERSION, stride: 64, segmentBytes: 0, frameBytesMax: FRAME_BYTES_MAX_DEFAULT };
+  private nextId = 1;
+  private inFlightBytes = 0;
+  /** Requests admitted: in flight, or woken from `waiters` and about to be sent. */
+  private taken = 0;
+  private corked = false;
+  private dead: RowanError | null = null;
+  /** An ERROR the nic sent about the stream itself (id 0) just before closing it. */
+  private streamError: string | null = null;
+  private closing = false;
+
+  private constructor(
+    private readonly socket: Socket,
+    o: TcpConnectOptions,
+  ) {
+    this.o = { ...defaultSenderOptions, ...DEFAULTS, ...stripUndefined(o) };
+    this.clock = o.clock ?? monotonicClock;
+    this.peer = `${o.host}:${o.port}`;
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', (err: NodeJS.ErrnoException) => this.fail(this.gone(err.code ?? err.message)));
+    socket.on('close', () => this.fail(this.gone('connection closed')));
+    this.sweep = setInterval(() => this.expire(), Math.max(10, Math.min(1000, this.o.requestTimeoutMs / 4)));
+    this.sweep.unref();
+  }
+
+  /** Connect to a nic and say hello (learn its stride and frame limit). */
+  static async connect(o: TcpConnectOptions): Promise<TcpConnection> {
+    const timeoutMs = o.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs;
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = netConnect({ host: o.host, port: o.port });
+      const timer = setTimeout(() => {
+        s.destroy();
+        reject(new RowanError(ErrorCodes.PEER_GONE, `no connection to the nic at ${o.host}:${o.port} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      s.once('connect', () => {
+        clearTimeout(timer);
+        s.removeAllListeners('error');
+        resolve(s);
+      });
+      s.once('error', (err: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(new RowanError(ErrorCodes.PEER_GONE, `cannot connect to the nic at ${o.host}:${o.port}: ${err.code ?? err.message}`));
+      });
+    });
+    const c = new TcpConnection(socket, o);
+    try {
+      const r = await c.request({ op: Op.HELLO, id: 0, version: FRAME_VERSION, senderId: c.o.senderId });
+      if (r.op !== Op.HELLO) throw new RowanError(ErrorCodes.BAD_FRAME, `nic answered HELLO with op ${r.op}`);
+      c.info = { version: r.version, stride: r.stride, segmentBytes: r.segmentBytes, frameBytesMax: r.frameBytesMax };
+      c.decoder.frameBytesMax = Math.max(FRAME_BYTES_MAX_DEFAULT, r.frameBytesMax);
+    } catch (err) {
+      await c.close();
+      throw err;
+    }
+    return c;
+  }
+
+  /** What the nic said at HELLO: stride, segment size (0 = no pool yet), frame limit. */
+  get hello(): Readonly<HelloInfo> {
+    return this.info;
+  }
+
+  async write(bytes: Uint8Array): Promise<number> {
+    const stride = this.info.stride;
+    if (bytes.length === 0 || bytes.length % stride !== 0)
+      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `a Rowan write is whole ${stride} B strides, got ${bytes.length} B`);
+    if (bytes.length + HEADER_BYTES > this.info.frameBytesMax)
+      throw new RowanError(ErrorCodes.ENTRY_TOO_LARGE, `a ${bytes.length} B write does not fit the nic's ${this.info.frameBytesMax} B frames`);
+    const r = await this.request({ op: Op.SEND, id: 0, data: bytes });
+    if (r.op !== Op.SEND) throw new RowanError(ErrorCodes.BAD_FRAME, `nic answered SEND with op ${r.op}`);
+    this.s.writes++;
+    this.s.bytes += bytes.length;
+    this.s.retries += r.reissues;
+    this.s.noBufferWaits += r.noBufferRetries;
+    return r.offset;
+  }
+
+  async writeAt(offset: number, bytes: Uint8Array): Promise<void> {
+    await this.request({ op: Op.WRITE, id: 0, offset, data: bytes });
+  }
+
+  async read(offset: number, length: number): Promise<Uint8Array> {
+    const r = await this.request({ op: Op.READ, id: 0, offset, length });
+    if (r.op !== Op.READ) throw new RowanError(ErrorCodes.BAD_FRAME, `nic answered READ with op ${r.op}`);
+    return new Uint8Array(r.data); // a copy: the reply is a view into a received chunk
+  }
+
+  async allocateRegion(ownerId: number): Promise<RemoteRegion> {
+    const r = await this.request({ op: Op.ALLOC, id: 0, ownerId });
+    if (r.op !== Op.ALLOC) throw new RowanError(ErrorCodes.BAD_FRAME, `nic answered ALLOC with op ${r.op}`);
+    return { segment: r.segment, offset: r.offset, length: r.length };
+  }
+
+  stats(): SenderStats {
+    return { ...this.s };
+  }
+
+  /** Requests sent and not yet answered. */
+  inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Close the connection now; requests still in flight fail with RECEIVER_CLOSED (await them first). */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    clearInterval(this.sweep);
+    this.fail(new RowanError(ErrorCodes.RECEIVER_CLOSED, `connection to the nic at ${this.peer} closed by this sender`));
+    if (this.socket.destroyed) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => this.socket.destroy(), 1000);
+      this.socket.once('close', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      this.socket.end();
+    });
+  }
+
+  // ---- requests ----------------------------------------------------------------------------------------
+
+  private async request(req: Request): Promise<Resolved> {
+    if (this.dead) throw this.dead;
+    await this.slot();
+    if (this.dead) {
+      this.taken--;
+      throw this.dead;
+    }
+    const id = this.takeId();
+    req.id = id;
+    const frame = req.op === Op.SEND ? encodeSend(id, req.data) : encodeRequest(req);
+    return new Promise<Resolved>((resolve, reject) => {
+      const now = this.clock.now();
+      const p: Pending = { id, frame, firstAt: now, sentAt: now, backoffMs: BACKOFF_FIRST_MS, retryTimer: null, resolve, reject };
+      this.pending.set(id, p);
+      this.inFlightBytes += frame.length;
+      this.transmit(frame);
+    });
+  }
+
+  private hasRoom(): boolean {
+    return this.taken < this.o.maxInFlight && (this.taken === 0 || this.inFlightBytes < this.o.maxInFlightBytes);
+  }
+
+  /** Take a slot for one more request in flight, waiting (FIFO) while there is none. */
+  private slot(): Promise<void> | void {
+    if (this.waiters.length === 0 && this.hasRoom()) {
+      this.taken++;
+      return;
+    }
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  private release(p: Pending): void {
+    this.pending.delete(p.id);
+    this.inFlightBytes -= p.frame.length;
+    this.taken--;
+    if (p.retryTimer) clearTimeout(p.retryTimer);
+    // Hand freed slots to waiters in order; a woken waiter owns its slot already.
+    while (this.waiters.length > 0 && this.hasRoom()) {
+      this.taken++;
+      this.waiters.shift()!();
+    }
+  }
+
+  private takeId(): number {
+    for (;;) {
+      const id = this.nextId;
+      this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1; // 0 is reserved for stream errors
+      if (!this.pending.has(id)) return id;
+    }
+  }
+
+  /** Frames written in one tick leave together (one writev), like a doorbell batch. */
+  private transmit(frame: Buffer): void {
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        this.socket.uncork();
+      });
+    }
+    this.socket.write(frame);
+  }
+
+  private onData(chunk: Buffer): void {
+    this.decoder.push(chunk);
+    try {
+      for (let f = this.decoder.next(); f; f = this.decoder.next()) this.settle(parseReply(f));
+    } catch (err) {
+      if (!(err instanceof RowanError)) throw err;
+      this.fail(new RowanError(ErrorCodes.BAD_FRAME, `the nic at ${this.peer} sent a malformed frame (${err.message}); connection dropped`));
+      this.socket.destroy();
+    }
+  }
+
+  private settle(r: Reply): void {
+    const p = this.pending.get(r.id);
+    if (!p) {
+      // Answered after it timed out, or an error about the stream, which the nic closes next.
+      if (r.op === OP_ERROR && r.id === 0) this.streamError = `${r.code}: ${r.message}`;
+      return;
+    }
+    if (r.op !== OP_ERROR) {
+      this.release(p);
+      p.resolve(r);
+      return;
+    }
+    const now = this.clock.now();
+    if (isRetryable(r.code) && now - p.firstAt < this.o.noBufferTimeoutMs) {
+      this.s.noBufferWaits++;
+      p.retryTimer = setTimeout(() => {
+        p.retryTimer = null;
+        if (this.dead || !this.pending.has(p.id)) return;
+        p.sentAt = this.clock.now();
+        this.transmit(p.frame);
+      }, p.backoffMs);
+      p.backoffMs = Math.min(p.backoffMs * 2, BACKOFF_MAX_MS);
+      return;
+    }
+    this.release(p);
+    if (isRetryable(r.code))
+      p.reject(new RowanError(ErrorCodes.WRITE_TIMEOUT, `${r.message}; gave up after ${this.o.noBufferTimeoutMs} ms (nic at ${this.peer})`));
+    else p.reject(fromRecord({ code: r.code, message: r.message }));
+  }
+
+  /** Fail requests that have waited longer than the request timeout for a reply. */
+  private expire(): void {
+    const now = this.clock.now();
+    for (const p of this.pending.values()) {
+      if (p.retryTimer || now - p.sentAt < this.o.requestTimeoutMs) continue;
+      this.release(p);
+      p.reject(new RowanError(ErrorCodes.WRITE_TIMEOUT, `no reply from the nic at ${this.peer} within ${this.o.requestTimeoutMs} ms`));
+    }
+  }
+
+  private gone(why: string): RowanError {
+    const n = this.pending.size;
+    return new RowanError(
+      ErrorCodes.PEER_GONE,
+      `connection to the nic at ${this.peer} lost (${this.streamError ? `the nic closed it after ${this.streamError}` : why}); ${n} request(s) in flight failed, and a write among them may or may not have landed`,
+    );
+  }
+
+  /** The connection is over: every pending request and waiter fails with `err`, and so does every later call. */
+  private fail(err: RowanError): void {
+    if (this.dead) return;
+    this.dead = err;
+    clearInterval(this.sweep);
+    for (const p of [...this.pending.values()]) {
+      this.release(p);
+      p.reject(err);
+    }
+    for (const w of this.waiters.splice(0)) {
+      this.taken++; // given back by request() when it sees the connection dead
+      w();
+    }
+    if (!this.socket.destroyed && !this.closing) this.socket.destroy();
+  }
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,45 @@
+// A node that serves ROWAN-KV: read the cluster configuration, create the shared shard versions and
+// indexes, and rebuild them from the pool (cold start, §4.7) before any actor runs. The result rides in
+// every worker's and digest's start message.
+import type { ClusterConfig } from '../../config/cluster.js';
+import { nodeOf } from '../../config/cluster.js';
+import { defaultLimits } from '../../config/limits.js';
+import { FileConfigStore } from '../../config/store.js';
+import type { Pool } from '../../shm/pool.js';
+import { ErrorCodes, RowanError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { rebuildIndexes } from './recovery.js';
+import { attachKvShared, createKvShared, heldShards, type KvStart } from './shared.js';
+
+export interface NodeKvOptions {
+  /** The embedded configuration store: a cluster JSON file (config/store.ts). */
+  clusterFile: string;
+  nodeId: number;
+  /** Index capacity per shard held (keys). */
+  keysPerShard?: number;
+}
+
+export const DEFAULT_KEYS_PER_SHARD = 1 << 16;
+
+export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger): KvStart {
+  const cluster: ClusterConfig = new FileConfigStore(o.clusterFile).readSync();
+  const me = nodeOf(cluster, o.nodeId);
+  if (me.dataDir !== dataDir) {
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `node ${o.nodeId} of ${o.clusterFile} keeps its data in ${me.dataDir}, not ${dataDir}`);
+  }
+  const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD);
+  const shared = attachKvShared(buffers);
+  let last = 0;
+  const rep = rebuildIndexes(pool, shared, defaultLimits, (done, total) => {
+    const now = Date.now();
+    if (now - last > 1000 || done === total) {
+      last = now;
+      log.info({ done, total }, 'cold start: rebuilding indexes from the logs');
+    }
+  });
+  log.info(
+    { ...rep, term: cluster.term, shards: heldShards(cluster, o.nodeId).length, nodes: cluster.nodes.length },
+    `cold start: ${rep.indexed} entries indexed from ${rep.logSegments} log and ${rep.blogSegments} b-log segments in ${rep.ms.toFixed(0)} ms`,
+  );
+  return { cluster, nodeId: o.nodeId, shared: buffers };
+}

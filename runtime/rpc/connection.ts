@@ -1,0 +1,321 @@
+// One client connection at a worker's client port. The first frame must be HELLO; after it requests
+// are pipelined: each is handed to the KvHandler as soon as it is decoded, many run at once (the
+// coroutines of §5.1), and each response is written when its request completes, so responses may
+// leave in a different order than their requests came (the request id pairs them up).
+//
+// What can go wrong and what the peer sees:
+//   - a frame that is whole but wrong (reserved bits, unknown op, lengths that disagree, key or value
+//     over its limit): an ERROR response for its request id; the connection goes on;
+//   - a stream that cannot be framed (length prefix below the header or above the limit), a first
+//     frame that is not HELLO, a HELLO of another protocol version: an ERROR (request id 0 when none
+//     was readable), then the connection is ended once the requests already running have answered;
+//   - a peer that ends or dies mid-frame: the partial frame is dropped, never executed.
+// The handler only ever sees fully checked requests, so nothing partial is ever written.
+//
+// Flow control: while inFlightMax requests run, or more than writeBytesMax of responses wait for the
+// peer to read them, no further frame is decoded and the socket is paused (TCP pushes back on the
+// client). Connections that stay idle (or never say HELLO) are closed by a timer, and TCP keepalive
+// finds peers that vanished, so no connection leaks.
+import type { Socket } from 'node:net';
+import { ErrorCodes, RowanError } from '../errors.js';
+import type { Logger } from '../log.js';
+import {
+  FrameReader,
+  Op,
+  PROTOCOL_VERSION,
+  Status,
+  decodeRequest,
+  encodeResponse,
+  errorResponse,
+  requestIdOf,
+  type FrameLimits,
+  type Request,
+} from './frames.js';
+import { requestBytesMax } from './frames-layout.js';
+import type { KvHandler } from './handler.js';
+
+export interface ConnectionOptions {
+  handler: KvHandler;
+  limits: FrameLimits;
+  log: Logger | undefined;
+  /** Requests running at once on one connection before its socket is paused. */
+  inFlightMax: number;
+  /** Response bytes waiting for the peer before decoding stops and the socket is paused. */
+  writeBytesMax: number;
+  /** A connection that has not completed HELLO within this is closed. */
+  handshakeMs: number;
+  /** A connection with nothing running and no traffic for this long is closed. */
+  idleMs: number;
+  /** After the server ends a connection, how long the peer has to close its side before a reset. */
+  lingerMs: number;
+}
+
+export interface ServerStats {
+  connections: number;
+  open: number;
+  requests: number;
+  errorResponses: number;
+  /** Connections ended because their stream could not be framed or skipped HELLO. */
+  badStreams: number;
+  /** Connections whose peer ended inside a frame (the partial frame was dropped). */
+  truncated: number;
+  /** Handler throws that were not RowanErrors (answered ROWAN_ERR_INTERNAL). */
+  internalErrors: number;
+}
+
+export function newServerStats(): ServerStats {
+  return { connections: 0, open: 0, requests: 0, errorResponses: 0, badStreams: 0, truncated: 0, internalErrors: 0 };
+}
+
+type State = 'open' | 'closing' | 'closed';
+
+export class ClientConnection {
+  private readonly reader: FrameReader;
+  private state: State = 'open';
+  private helloed = false;
+  private peerEnded = false;
+  private inFlight = 0;
+  private paused = false;
+  private corked = false;
+  private lingerTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly o: ConnectionOptions,
+    private readonly stats: ServerStats,
+    private readonly onGone: (c: ClientConnection) => void,
+  ) {
+    this.reader = new FrameReader(requestBytesMax(o.limits));
+    stats.connections++;
+    stats.open++;
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, 10_000);
+    socket.setTimeout(o.handshakeMs);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('end', () => this.onEnd());
+    socket.on('drain', () => this.pump());
+    socket.on('timeout', () => this.onTimeout());
+    socket.on('error', () => {}); // a reset peer is an ordinary end; 'close' follows
+    socket.on('close', () => this.onClose());
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.state !== 'open') return;
+    this.reader.push(chunk);
+    this.pump();
+  }
+
+  private onEnd(): void {
+    this.peerEnded = true;
+    this.pump();
+  }
+
+  private onTimeout(): void {
+    // Slow handlers are not the peer's idleness; the timer fires again after another quiet period.
+    if (this.inFlight > 0 && this.helloed) return;
+    this.o.log?.debug({ helloed: this.helloed }, 'rpc: closing an idle client connection');
+    this.socket.destroy();
+  }
+
+  private onClose(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    this.stats.open--;
+    this.onGone(this);
+  }
+
+  /** Decode and dispatch frames while the flow-control bounds allow, then settle pause/end. */
+  private pump(): void {
+    while (this.state === 'open' && !this.overLimit()) {
+      let f: Uint8Array | null;
+      try {
+        f = this.reader.next();
+      } catch (err) {
+        this.badStream(err);
+        break;
+      }
+      if (f === null) {
+        if (this.peerEnded) this.atPeerEnd();
+        break;
+      }
+      this.frame(f);
+    }
+    this.flowControl();
+    this.finishIfDone();
+  }
+
+  private overLimit(): boolean {
+    return this.inFlight >= this.o.inFlightMax || this.socket.writableLength > this.o.writeBytesMax;
+  }
+
+  private frame(f: Uint8Array): void {
+    let req: Request;
+    try {
+      req = decodeRequest(f, this.o.limits);
+    } catch (err) {
+      const e = asRowan(err);
+      this.respond(errorResponse(requestIdOf(e) ?? 0, this.term(), e), true);
+      if (!this.helloed) this.badStream(null);
+      return;
+    }
+    if (!this.helloed) {
+      if (req.op === Op.HELLO) return this.hello(req.id, req.version);
+      const e = new RowanError(ErrorCodes.NO_HANDSHAKE, 'the first frame on a connection must be HELLO');
+      this.respond(errorResponse(req.id, this.term(), e), true);
+      return this.badStream(null);
+    }
+    switch (req.op) {
+      case Op.HELLO:
+        return this.hello(req.id, req.version);
+      case Op.CONFIG:
+        return this.configResponse(req.id);
+      default:
+        this.run(req);
+    }
+  }
+
+  private hello(id: number, version: number): void {
+    if (version !== PROTOCOL_VERSION) {
+      const e = new RowanError(ErrorCodes.BAD_FRAME, `client speaks protocol version ${version}, this server ${PROTOCOL_VERSION}`);
+      this.respond(errorResponse(id, this.term(), e), true);
+      return this.badStream(null);
+    }
+    if (!this.helloed) {
+      this.helloed = true;
+      this.socket.setTimeout(this.o.idleMs);
+    }
+    this.respond(encodeResponse({ status: Status.OK, id, term: this.term() }), false);
+  }
+
+  private configResponse(id: number): void {
+    try {
+      const json = JSON.stringify(this.o.handler.config());
+      this.respond(encodeResponse({ status: Status.CONFIG, id, term: this.term(), json }), false);
+    } catch (err) {
+      this.respond(this.failure(id, err), true);
+    }
+  }
+
+  /** Hand one checked request to the handler; its response is written whenever it completes. */
+  private run(req: Exclude<Request, { op: typeof Op.HELLO | typeof Op.CONFIG }>): void {
+    this.inFlight++;
+    this.stats.requests++;
+    this.invoke(req).then(
+      (res) => this.done(res, false),
+      (err: unknown) => this.done(this.failure(req.id, err), true),
+    );
+  }
+
+  private done(res: Buffer, isError: boolean): void {
+    this.inFlight--;
+    this.respond(res, isError);
+    this.pump();
+  }
+
+  private async invoke(req: Exclude<Request, { op: typeof Op.HELLO | typeof Op.CONFIG }>): Promise<Buffer> {
+    const h = this.o.handler;
+    switch (req.op) {
+      case Op.PUT:
+        await h.put(req.key, req.value, req.term);
+        return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });
+      case Op.DEL:
+        await h.del(req.key, req.term);
+        return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });
+      case Op.GET:
+      case Op.GET_REPLICA: {
+        const v = req.op === Op.GET ? await h.get(req.key, req.term) : await h.getReplica(req.key);
+        return v === null
+          ? encodeResponse({ status: Status.NOT_FOUND, id: req.id, term: this.term() })
+          : encodeResponse({ status: Status.VALUE, id: req.id, term: this.term(), value: v });
+      }
+    }
+  }
+
+  /** The ERROR response for a handler failure; a throw that is not a RowanError is a bug worth a log line. */
+  private failure(id: number, err: unknown): Buffer {
+    if (!(err instanceof RowanError)) {
+      this.stats.internalErrors++;
+      this.o.log?.error({ err }, 'rpc: request handler threw a non-RowanError; answered ROWAN_ERR_INTERNAL');
+    }
+    return errorResponse(id, this.term(), err);
+  }
+
+  private term(): number {
+    try {
+      const t = this.o.handler.term();
+      return Number.isSafeInteger(t) && t >= 0 ? t : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Write one response; responses written in one tick leave in one write (cork until next tick). */
+  private respond(buf: Buffer, isError: boolean): void {
+    if (isError) this.stats.errorResponses++;
+    const s = this.socket;
+    if (s.destroyed || !s.writable) return; // the peer is gone; the result has nobody to go to
+    if (!this.corked) {
+      this.corked = true;
+      s.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        s.uncork();
+      });
+    }
+    s.write(buf);
+  }
+
+  /** The stream cannot go on: answer (if `err`), stop reading, end once running requests answered. */
+  private badStream(err: unknown): void {
+    if (this.state !== 'open') return;
+    if (err !== null) {
+      const e = asRowan(err);
+      this.respond(errorResponse(requestIdOf(e) ?? 0, this.term(), e), true);
+    }
+    this.stats.badStreams++;
+    this.o.log?.debug({ err }, 'rpc: ending a client connection that cannot be framed or skipped HELLO');
+    this.state = 'closing';
+  }
+
+  /** The peer ended its side: anything left in the reader is a truncated frame, dropped. */
+  private atPeerEnd(): void {
+    try {
+      this.reader.end();
+    } catch (err) {
+      this.stats.truncated++;
+      const e = asRowan(err);
+      this.respond(errorResponse(requestIdOf(e) ?? 0, this.term(), e), true);
+    }
+    this.state = 'closing';
+  }
+
+  private flowControl(): void {
+    if (this.state === 'closed') return;
+    // While closing, bytes are read and dropped (onData), so the peer's FIN is seen and the socket closes.
+    const stop = this.state === 'open' && this.overLimit();
+    if (stop && !this.paused) {
+      this.paused = true;
+      this.socket.pause();
+    } else if (!stop && this.paused) {
+      this.paused = false;
+      this.socket.resume();
+    }
+  }
+
+  private finishIfDone(): void {
+    if (this.state !== 'closing' || this.inFlight > 0 || this.lingerTimer) return;
+    this.socket.end();
+    // A peer that never closes its side would hold the socket half-open: reset it after a grace.
+    this.lingerTimer = setTimeout(() => this.socket.destroy(), this.o.lingerMs);
+    this.lingerTimer.unref();
+  }
+}
+
+function asRowan(err: unknown): RowanError {
+  return err instanceof RowanError ? err : new RowanError(ErrorCodes.BAD_FRAME, String(err));
+}

@@ -1,0 +1,123 @@
+// The client protocol's wire layout (DESIGN §7): every offset, size and code of a frame, by name.
+// runtime/rpc/frames.ts encodes and decodes with these; nothing else should know a byte position.
+// All integers are little-endian (as in the tcp fabric's frames, actors/nic/frames.ts).
+//
+// Request (client -> worker port):
+//
+//   0        4    5       6          8            12         16         20
+//   +--------+----+-------+----------+------------+----------+----------+-------------------------+
+//   | length | op | flags | reserved | request id | term hi  | term lo  | op body                 |
+//   | u32    | u8 | u8 =0 | u16 = 0  | u32        | u32      | u32      | (length - 16 bytes)     |
+//   +--------+----+-------+----------+------------+----------+----------+-------------------------+
+//   length counts the bytes after itself. term = termHi * 2^32 + termLo is the configuration term the
+//   client routed with (0 for HELLO and CONFIG); termHi < 2^21 so the term is a safe integer.
+//
+//   op               body
+//   HELLO       1    protocolVersion u32                              (exactly 4 bytes)
+//   PUT         2    keyLen u16 · valueLen u32 · key · value          (exactly 6 + keyLen + valueLen)
+//   GET         3    keyLen u16 · key                                 (exactly 2 + keyLen)
+//   DEL         4    keyLen u16 · key
+//   CONFIG      5    (empty)
+//   GET_REPLICA 6    keyLen u16 · key
+//
+// Response (worker port -> client), answered in completion order, matched by request id:
+//
+//   0        4        5      6          8            12         16         20
+//   +--------+--------+------+----------+------------+----------+----------+---------------------+
+//   | length | status | 0 u8 | 0 u16    | request id | term hi  | term lo  | status body         |
+//   +--------+--------+------+----------+------------+----------+----------+---------------------+
+//   term = the server's current configuration term.
+//
+//   status           body
+//   OK          0    (empty)                       HELLO, PUT, DEL
+//   VALUE       1    len u32 · bytes               GET, GET_REPLICA
+//   NOT_FOUND   2    (empty)                       GET, GET_REPLICA
+//   ERROR       3    codeLen u16 · code (ASCII) · msgLen u32 · message (UTF-8)
+//   CONFIG      4    len u32 · JSON of ClusterConfig
+//
+// An ERROR with request id 0 concerns the connection, not a request (client ids start at 1): the
+// stream could not be framed any more, and the server closes the connection after it.
+
+export const PROTOCOL_VERSION = 1;
+
+// ---- header (both directions) ------------------------------------------------------------------------
+export const LENGTH_OFF = 0;
+export const LENGTH_BYTES = 4;
+/** Request: the op. Response: the status. */
+export const OP_OFF = 4;
+export const STATUS_OFF = OP_OFF;
+/** Request flags; no bit is defined in protocol version 1, so they must be 0. Responses: 0. */
+export const FLAGS_OFF = 5;
+export const RESERVED_OFF = 6;
+export const REQUEST_ID_OFF = 8;
+export const TERM_HI_OFF = 12;
+export const TERM_LO_OFF = 16;
+/** Bytes of the whole header, the length prefix included; the body starts here. */
+export const HEADER_BYTES = 20;
+/** The smallest legal `length` field: the header after the prefix, empty body. */
+export const LENGTH_MIN = HEADER_BYTES - LENGTH_BYTES;
+/** termHi at or above this would make the term exceed Number.MAX_SAFE_INTEGER. */
+export const TERM_HI_LIMIT = 2 ** 21;
+
+// ---- request ops -------------------------------------------------------------------------------------
+export const Op = {
+  HELLO: 1,
+  PUT: 2,
+  GET: 3,
+  DEL: 4,
+  CONFIG: 5,
+  GET_REPLICA: 6,
+} as const;
+export type OpCode = (typeof Op)[keyof typeof Op];
+export const OP_NAMES: Readonly<Record<number, string>> = { 1: 'HELLO', 2: 'PUT', 3: 'GET', 4: 'DEL', 5: 'CONFIG', 6: 'GET_REPLICA' };
+
+// ---- request bodies (offsets relative to HEADER_BYTES) -----------------------------------------------
+export const HELLO_VERSION_OFF = 0;
+export const HELLO_BODY_BYTES = 4;
+/** GET, DEL, GET_REPLICA: keyLen u16 then the key. */
+export const KEY_LEN_OFF = 0;
+export const KEY_OFF = 2;
+/** PUT: keyLen u16 · valueLen u32 · key · value. */
+export const PUT_KEY_LEN_OFF = 0;
+export const PUT_VALUE_LEN_OFF = 2;
+export const PUT_KEY_OFF = 6;
+
+// ---- response statuses ------------------------------------------------------------------------------
+export const Status = {
+  OK: 0,
+  VALUE: 1,
+  NOT_FOUND: 2,
+  ERROR: 3,
+  CONFIG: 4,
+} as const;
+export type StatusCode = (typeof Status)[keyof typeof Status];
+
+// ---- response bodies (offsets relative to HEADER_BYTES) ----------------------------------------------
+/** VALUE and CONFIG: len u32 then the bytes. */
+export const BLOB_LEN_OFF = 0;
+export const BLOB_OFF = 4;
+/** ERROR: codeLen u16 · code · msgLen u32 · message. */
+export const ERROR_CODE_LEN_OFF = 0;
+export const ERROR_CODE_OFF = 2;
+/** An error code is a stable ROWAN_ERR_ name (runtime/errors.ts); longer ones are refused. */
+export const ERROR_CODE_BYTES_MAX = 64;
+/** Error messages are for people; the encoder cuts them here so an ERROR stays small. */
+export const ERROR_MESSAGE_BYTES_MAX = 4096;
+/** The JSON of a ClusterConfig (65536 shards fit with room to spare). */
+export const CONFIG_JSON_BYTES_MAX = 8 * 1024 * 1024;
+
+/** The key and value limits the codec enforces (config/limits.ts). */
+export interface FrameLimits {
+  keyBytesMax: number;
+  valueBytesMax: number;
+}
+
+/** The largest request frame (prefix included) under `l`: a PUT of the largest key and value. */
+export function requestBytesMax(l: FrameLimits): number {
+  return HEADER_BYTES + PUT_KEY_OFF + l.keyBytesMax + l.valueBytesMax;
+}
+
+/** The largest response frame (prefix included): a VALUE of the largest value, or the largest CONFIG. */
+export function responseBytesMax(l: FrameLimits): number {
+  return HEADER_BYTES + BLOB_OFF + Math.max(l.valueBytesMax, CONFIG_JSON_BYTES_MAX);
+}

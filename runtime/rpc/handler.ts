@@ -1,0 +1,21 @@
+// What a client port serves: the worker actor implements this (actors/worker), tests use a fake. The
+// rpc server has checked every field of a request before it calls here; keys and values are views
+// into received bytes that stay valid (never reused), so an implementation that keeps one past the
+// call may hold the view, though copying it lets the received chunk be freed.
+//
+// Term rule (§4.5): a request carries the configuration term the client routed with; the handler
+// rejects one lower than its own with RowanError(STALE_TERM) (and a key its node no longer serves with
+// WRONG_SHARD), after which the client refreshes its configuration and retries. A RowanError thrown
+// here reaches the client with its code; anything else is answered ROWAN_ERR_INTERNAL and logged.
+import type { ClusterConfig } from '../../config/cluster.js';
+
+export interface KvHandler {
+  /** The node's current configuration term. */
+  term(): number;
+  put(key: Uint8Array, value: Uint8Array, clientTerm: number): Promise<void>;
+  get(key: Uint8Array, clientTerm: number): Promise<Uint8Array | null>; // null = not found
+  del(key: Uint8Array, clientTerm: number): Promise<void>;
+  /** Read this node's replica (primary or backup index), for tests/inspection; no term check. */
+  getReplica(key: Uint8Array): Promise<Uint8Array | null>;
+  config(): ClusterConfig;
+}

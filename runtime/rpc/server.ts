@@ -1,0 +1,94 @@
+// A worker's client port (DESIGN §7, §4.1 "the client sends an RPC to a worker thread"): one TCP
+// listener whose connections speak the frames of ./frames.ts to a KvHandler. The per-connection logic
+// (handshake, pipelining, flow control, bad input) lives in ./connection.ts.
+import { createServer, type Server } from 'node:net';
+import { ErrorCodes, RowanError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { ClientConnection, newServerStats, type ConnectionOptions, type ServerStats } from './connection.js';
+import type { FrameLimits } from './frames-layout.js';
+import type { KvHandler } from './handler.js';
+
+export type { KvHandler } from './handler.js';
+export type { ServerStats } from './connection.js';
+
+export interface ServeOptions {
+  /** Address to listen on; 127.0.0.1 for a local cluster. */
+  host?: string;
+  /** 0 = any free port (the bound one is returned). */
+  port: number;
+  handler: KvHandler;
+  /** keyBytesMax and valueBytesMax (config/limits.ts); they also bound the frame size. */
+  limits: FrameLimits;
+  log?: Logger;
+  inFlightMax?: number;
+  writeBytesMax?: number;
+  handshakeMs?: number;
+  idleMs?: number;
+  lingerMs?: number;
+}
+
+export interface RpcServer {
+  port: number;
+  stats: ServerStats;
+  /** Stop listening and drop every connection (requests still running are not answered). */
+  close(): Promise<void>;
+}
+
+export const RPC_DEFAULTS = Object.freeze({
+  host: '127.0.0.1',
+  inFlightMax: 1024,
+  writeBytesMax: 4 * 1024 * 1024,
+  handshakeMs: 10_000,
+  idleMs: 5 * 60_000,
+  lingerMs: 2_000,
+});
+
+export async function serveClients(o: ServeOptions): Promise<RpcServer> {
+  const opts: ConnectionOptions = {
+    handler: o.handler,
+    limits: { keyBytesMax: o.limits.keyBytesMax, valueBytesMax: o.limits.valueBytesMax },
+    log: o.log,
+    inFlightMax: o.inFlightMax ?? RPC_DEFAULTS.inFlightMax,
+    writeBytesMax: o.writeBytesMax ?? RPC_DEFAULTS.writeBytesMax,
+    handshakeMs: o.handshakeMs ?? RPC_DEFAULTS.handshakeMs,
+    idleMs: o.idleMs ?? RPC_DEFAULTS.idleMs,
+    lingerMs: o.lingerMs ?? RPC_DEFAULTS.lingerMs,
+  };
+  const stats = newServerStats();
+  const conns = new Set<ClientConnection>();
+  // allowHalfOpen: a client may send its requests and shut down its sending side; it still gets answers.
+  const server = createServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
+    conns.add(new ClientConnection(socket, opts, stats, (c) => conns.delete(c)));
+  });
+  server.on('error', (err) => o.log?.error({ err }, 'rpc: client listener error'));
+  const host = o.host ?? RPC_DEFAULTS.host;
+  await listen(server, o.port, host);
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : o.port;
+  o.log?.info({ host, port }, 'rpc: serving clients');
+  let closing: Promise<void> | null = null;
+  return {
+    port,
+    stats,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const c of conns) c.destroy();
+      });
+      return closing;
+    },
+  };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      reject(new RowanError(ErrorCodes.BAD_CONFIG, `cannot listen for clients on ${host}:${port}: ${err.code ?? err.message}`));
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
