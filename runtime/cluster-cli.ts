@@ -20,6 +20,7 @@ export interface ClusterOpts {
   basePort: string;
   fabric: string;
   poolMib: string;
+  segmentKib: string;
 }
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
@@ -79,8 +80,10 @@ export async function runCluster(o: ClusterOpts): Promise<number> {
   // The node config (pool size) is fixed when the cluster is made: a restart must map the same pools.
   const nodeConfig = join(dir, 'node-config.json');
   if (fresh || !existsSync(nodeConfig)) {
-    const poolSegments = Math.max(8, Math.floor((int('pool-mib', o.poolMib, 32, 4096) * 1024 * 1024) / (4 * 1024 * 1024)));
-    writeFileSync(nodeConfig, JSON.stringify({ pool: { segmentCount: poolSegments } }, null, 2) + '\n');
+    const segmentBytes = int('segment-kib', o.segmentKib, 64, 4096) * 1024;
+    if ((segmentBytes & (segmentBytes - 1)) !== 0) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--segment-kib: '${o.segmentKib}' is not a power of two`);
+    const poolSegments = Math.max(8, Math.floor((int('pool-mib', o.poolMib, 8, 4096) * 1024 * 1024) / segmentBytes));
+    writeFileSync(nodeConfig, JSON.stringify({ pool: { segmentCount: poolSegments, segmentBytes } }, null, 2) + '\n');
   }
   console.log(`${fresh ? 'new' : 'existing'} cluster in ${dir}: ${cluster.nodes.length} nodes, ${cluster.shardCount} shards, replication ${cluster.replicationFactor}, term ${cluster.term}`);
 
@@ -139,6 +142,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--base-port <port>', 'node N listens on base + 10N + worker; its NIC on base + 500 + N', '7100')
     .option('--fabric <kind>', 'how replication writes reach each node: shm (same host) or tcp (its NIC actor)', 'shm')
     .option('--pool-mib <mib>', 'emulated PM per node, in MiB', '128')
+    .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', '4096')
     .action(function (this: Command) {
       return run(() => runCluster(this.opts<ClusterOpts>()))();
     });
