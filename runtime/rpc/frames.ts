@@ -142,8 +142,10 @@ export function errorResponse(id: number, term: number, err: unknown): Buffer {
  * as the length prefix is in.
  */
 export class FrameReader {
+  /** Received chunks; chunks[first] is the oldest still holding unread bytes (a queue without shift()). */
   private chunks: Uint8Array[] = [];
-  /** Read position in chunks[0]. */
+  private first = 0;
+  /** Read position in chunks[first]. */
   private off = 0;
   private bytes = 0;
   private poisoned: RowanError | null = null;
@@ -203,17 +205,18 @@ export class FrameReader {
 
   private drop(): void {
     this.chunks = [];
+    this.first = 0;
     this.off = 0;
     this.bytes = 0;
   }
 
   /** The first n (<= HEADER_BYTES) buffered bytes, without consuming them. */
   private peek(n: number): Uint8Array {
-    const c0 = this.chunks[0]!;
+    const c0 = this.chunks[this.first]!;
     if (c0.length - this.off >= n) return c0.subarray(this.off, this.off + n);
     let filled = 0;
     let off = this.off;
-    for (let i = 0; filled < n; i++, off = 0) {
+    for (let i = this.first; filled < n; i++, off = 0) {
       const c = this.chunks[i]!;
       const k = Math.min(n - filled, c.length - off);
       this.scratch.set(c.subarray(off, off + k), filled);
@@ -225,7 +228,7 @@ export class FrameReader {
   /** Consume `total` buffered bytes (total <= buffered) as one frame. */
   private take(total: number): Uint8Array {
     this.bytes -= total;
-    const c0 = this.chunks[0]!;
+    const c0 = this.chunks[this.first]!;
     if (c0.length - this.off >= total) {
       const f = c0.subarray(this.off, this.off + total);
       this.off += total;
@@ -235,7 +238,7 @@ export class FrameReader {
     const f = new Uint8Array(total);
     let filled = 0;
     while (filled < total) {
-      const c = this.chunks[0]!;
+      const c = this.chunks[this.first]!;
       const k = Math.min(total - filled, c.length - this.off);
       f.set(c.subarray(this.off, this.off + k), filled);
       filled += k;
@@ -245,11 +248,21 @@ export class FrameReader {
     return f;
   }
 
+  /** Done with chunks[first]. O(1): the array is reset when empty, compacted when mostly consumed. */
   private shift(): void {
-    this.chunks.shift();
+    this.chunks[this.first++] = EMPTY;
     this.off = 0;
+    if (this.first === this.chunks.length) {
+      this.chunks.length = 0;
+      this.first = 0;
+    } else if (this.first >= 1024 && this.first * 2 >= this.chunks.length) {
+      this.chunks.splice(0, this.first);
+      this.first = 0;
+    }
   }
 }
+
+const EMPTY = new Uint8Array(0);
 
 function u32(b: Uint8Array, at: number): number {
   return (b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24)) >>> 0;
