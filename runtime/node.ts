@@ -16,6 +16,7 @@ import { listenControl, probeSocket, socketPath, type ControlRequest } from './e
 import { createLogger, type Logger } from './log.js';
 import { MAIN, nodeRoles, placeActors, wireActors, type ActorPlan, type Wiring } from './placement.js';
 import { openNodePool, type NodePool } from './pool-hook.js';
+import { checkNodeFabric } from './fabric/check.js';
 import { prepareNodeKv, type NodeKvOptions } from './kv/node-kv.js';
 import type { KvStart } from './kv/shared.js';
 import { pump } from './pump.js';
@@ -100,6 +101,7 @@ export class RowanNode {
     const path = this.socketPath;
     if ((await probeSocket(path)) === 'live')
       throw new RowanError(ErrorCodes.DATA_DIR, `a node is already running in ${this.config.dataDir} (${path} answers)`);
+    checkNodeFabric(this.config.fabric.kind);
     this.pool = await openNodePool(this.config, this.log);
     const mode = this.pool.pool.mode;
     this.log.info(
