@@ -120,12 +120,12 @@ function takeShard(rx: TestReceiver, shard: number): { write: number; offset: nu
   return out;
 }
 
-// 8 x 40k = 320k writes rather than the shm test's 8 x 100k: each sender awaits every ack over TCP, so
-// a write costs a loopback round trip through three processes' event loops (sender, kernel, nic) and
-// this 2-core machine does ~10-20k such round trips per second in total; 200k writes keep the test well
-// under a minute while still recycling the 12 MiB pool several times (buffer exhaustion and re-posting).
+// The shm test's full 8 x 100k: each sender awaits every ack over TCP (one write in flight, so its
+// writes must land in order), a loopback round trip through three event loops; this 2-core machine does
+// ~25-30k of them per second in total, so the test takes ~30 s while recycling the 12 MiB pool dozens of
+// times (buffer exhaustion and re-posting).
 const SENDERS = 8;
-const WRITES = 40_000;
+const WRITES = 100_000;
 
 test(`${SENDERS} tcp sender processes x ${WRITES / 1000}k mixed-size writes land sequentially, each exactly once`, { timeout: 180_000 }, async () => {
   const r = await startReceiver({ segmentBytes: 256 * 1024, segmentCount: 48, preallocate: 16, batch: 4 });
