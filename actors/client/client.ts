@@ -26,7 +26,7 @@ import { Slots } from './slots.js';
 export interface ClientOptions {
   /** The cluster configuration, or the path of its JSON file (the embedded config store). */
   cluster?: ClusterConfig | string;
-  /** Worker ports ("host:port") to fetch the configuration from when no cluster is given. */
+  /** Worker ports ("host:port") to fetch the configuration from (at connect if no cluster is given, and on refresh). */
   endpoints?: string[];
   /** Per attempt: connect + HELLO, or one request's response. Default 5000. */
   timeoutMs?: number;
@@ -73,7 +73,7 @@ export class RowanClient {
     const limits = o.limits ?? { keyBytesMax: defaultLimits.keyBytesMax, valueBytesMax: defaultLimits.valueBytesMax };
     const endpoints = (o.endpoints ?? []).map(parseEndpoint);
     // Bootstrap through a throwaway client whose configuration is not known yet.
-    const boot = new RowanClient(null as unknown as ClusterConfig, { kind: 'object' }, timeoutMs, retries, limits, maxInFlight);
+    const boot = new RowanClient(null as unknown as ClusterConfig, { file: null, endpoints }, timeoutMs, retries, limits, maxInFlight);
     try {
       const { config, source } = await initialConfig(o.cluster, endpoints, (e) => boot.fetchConfig(e));
       boot.cfg = config;
@@ -97,7 +97,7 @@ export class RowanClient {
     await this.keyOp(Op.PUT, k, v, null);
   }
 
-  /** The value, or null if the key has none. */
+  /** The value (a Buffer of its own), or null if the key has none. */
   async get(key: Uint8Array | string): Promise<Uint8Array | null> {
     const k = toBytes(key);
     checkSizes(k, null, this.limits);
@@ -217,8 +217,9 @@ export class RowanClient {
   }
 }
 
+/** A read's value as a Buffer of its own: the frame it came in may share a socket chunk with others. */
 function valueOf(r: Response): Uint8Array | null {
-  if (r.status === Status.VALUE) return r.value;
+  if (r.status === Status.VALUE) return Buffer.from(r.value);
   if (r.status === Status.NOT_FOUND) return null;
   throw new RowanError(ErrorCodes.BAD_FRAME, `a read was answered with status ${r.status}`);
 }

@@ -1,15 +1,21 @@
 // Where a client's cluster configuration comes from and how it is refreshed (§4.5: a server rejects a
 // request whose term is older than its own; the client then fetches the new configuration).
-//   object     given by the caller: refreshed by asking the cluster's nodes (CONFIG);
-//   file       the embedded store's JSON (config/store.ts): re-read first, then the nodes are asked;
-//   endpoints  bootstrap addresses: asked for CONFIG at connect and on refresh, before the nodes.
+//   an object  given by the caller: refreshed by asking the cluster's nodes (CONFIG);
+//   a file     the embedded store's JSON (config/store.ts): re-read first, then the nodes are asked;
+//   endpoints  bootstrap addresses: asked for CONFIG at connect (when no cluster is given) and on
+//              every refresh, before the nodes of the configuration in use.
 import { validateCluster, type ClusterConfig } from '../../config/cluster.js';
 import { FileConfigStore } from '../../config/store.js';
 import { ErrorCodes, RowanError } from '../../runtime/errors.js';
 import { endpointKey, type Endpoint } from './connection.js';
 import { allEndpoints } from './routing.js';
 
-export type ClusterSource = { kind: 'object' } | { kind: 'file'; path: string } | { kind: 'endpoints'; endpoints: Endpoint[] };
+export interface ClusterSource {
+  /** The cluster file, re-read first on refresh (when the client was made from one). */
+  file: string | null;
+  /** Bootstrap endpoints given by the caller, asked before the configuration's own nodes. */
+  endpoints: Endpoint[];
+}
 
 /** A CONFIG response's JSON, checked like any stored configuration. */
 export function parseClusterJson(json: string, from: string): ClusterConfig {
@@ -28,12 +34,12 @@ export async function initialConfig(
   endpoints: Endpoint[],
   ask: (e: Endpoint) => Promise<ClusterConfig>,
 ): Promise<{ config: ClusterConfig; source: ClusterSource }> {
-  if (typeof cluster === 'string') return { config: new FileConfigStore(cluster).readSync(), source: { kind: 'file', path: cluster } };
-  if (cluster !== undefined) return { config: validateCluster(structuredClone(cluster)), source: { kind: 'object' } };
+  if (typeof cluster === 'string') return { config: new FileConfigStore(cluster).readSync(), source: { file: cluster, endpoints } };
+  if (cluster !== undefined) return { config: validateCluster(structuredClone(cluster)), source: { file: null, endpoints } };
   if (endpoints.length === 0) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'connect needs a cluster (object or file) or endpoints');
   const best = await askAll(endpoints, 0, ask);
   if (!best.config) throw best.lastError!;
-  return { config: best.config, source: { kind: 'endpoints', endpoints } };
+  return { config: best.config, source: { file: null, endpoints } };
 }
 
 /**
@@ -46,16 +52,14 @@ export async function refreshConfig(
   source: ClusterSource,
   ask: (e: Endpoint) => Promise<ClusterConfig>,
 ): Promise<ClusterConfig> {
-  let best = current;
-  if (source.kind === 'file') {
-    const fromFile = await new FileConfigStore(source.path).read();
+  if (source.file !== null) {
+    const fromFile = await new FileConfigStore(source.file).read();
     if (fromFile.term > current.term) return fromFile;
   }
-  const boot = source.kind === 'endpoints' ? source.endpoints : [];
-  const r = await askAll([...boot, ...allEndpoints(current)], current.term, ask);
-  if (r.config && r.config.term >= best.term) best = r.config;
-  if (!r.config && source.kind !== 'file') throw r.lastError!;
-  return best;
+  const r = await askAll([...source.endpoints, ...allEndpoints(current)], current.term, ask);
+  if (r.config && r.config.term >= current.term) return r.config;
+  if (!r.config && source.file === null) throw r.lastError!;
+  return current;
 }
 
 /** Ask endpoints one at a time (each once) until one has a term above `above`; the newest answer wins. */

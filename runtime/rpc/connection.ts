@@ -14,8 +14,8 @@
 //
 // Flow control: while inFlightMax requests run, or more than writeBytesMax of responses wait for the
 // peer to read them, no further frame is decoded and the socket is paused (TCP pushes back on the
-// client). Connections that stay idle (or never say HELLO) are closed by a timer, and TCP keepalive
-// finds peers that vanished, so no connection leaks.
+// client). A connection that does not complete HELLO within handshakeMs, or stays idle with nothing
+// running for idleMs, is closed, and TCP keepalive finds peers that vanished: no connection leaks.
 import type { Socket } from 'node:net';
 import { ErrorCodes, RowanError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -31,7 +31,7 @@ import {
   type FrameLimits,
   type Request,
 } from './frames.js';
-import { requestBytesMax } from './frames-layout.js';
+import { CONFIG_JSON_BYTES_MAX, requestBytesMax } from './frames-layout.js';
 import type { KvHandler } from './handler.js';
 
 export interface ConnectionOptions {
@@ -78,6 +78,8 @@ export class ClientConnection {
   private paused = false;
   private corked = false;
   private lingerTimer: NodeJS.Timeout | null = null;
+  /** An absolute deadline for HELLO: trickling bytes does not extend it. */
+  private handshakeTimer: NodeJS.Timeout | null;
 
   constructor(
     private readonly socket: Socket,
@@ -90,7 +92,12 @@ export class ClientConnection {
     stats.open++;
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 10_000);
-    socket.setTimeout(o.handshakeMs);
+    socket.setTimeout(o.idleMs);
+    this.handshakeTimer = setTimeout(() => {
+      this.o.log?.debug('rpc: closing a client connection that did not say HELLO in time');
+      this.socket.destroy();
+    }, o.handshakeMs);
+    this.handshakeTimer.unref();
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('end', () => this.onEnd());
     socket.on('drain', () => this.pump());
@@ -115,9 +122,12 @@ export class ClientConnection {
   }
 
   private onTimeout(): void {
-    // Slow handlers are not the peer's idleness; the timer fires again after another quiet period.
-    if (this.inFlight > 0 && this.helloed) return;
-    this.o.log?.debug({ helloed: this.helloed }, 'rpc: closing an idle client connection');
+    // Slow handlers are not the peer's idleness: re-arm (a fired socket timeout stays quiet otherwise).
+    if (this.inFlight > 0) {
+      this.socket.setTimeout(this.o.idleMs);
+      return;
+    }
+    this.o.log?.debug('rpc: closing an idle client connection');
     this.socket.destroy();
   }
 
@@ -125,6 +135,7 @@ export class ClientConnection {
     if (this.state === 'closed') return;
     this.state = 'closed';
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
     this.stats.open--;
     this.onGone(this);
   }
@@ -187,7 +198,8 @@ export class ClientConnection {
     }
     if (!this.helloed) {
       this.helloed = true;
-      this.socket.setTimeout(this.o.idleMs);
+      clearTimeout(this.handshakeTimer!);
+      this.handshakeTimer = null;
     }
     this.respond(encodeResponse({ status: Status.OK, id, term: this.term() }), false);
   }
@@ -195,6 +207,8 @@ export class ClientConnection {
   private configResponse(id: number): void {
     try {
       const json = JSON.stringify(this.o.handler.config());
+      if (Buffer.byteLength(json) > CONFIG_JSON_BYTES_MAX)
+        throw new RowanError(ErrorCodes.BAD_CONFIG, `the configuration's JSON exceeds the ${CONFIG_JSON_BYTES_MAX} B a CONFIG response may carry`);
       this.respond(encodeResponse({ status: Status.CONFIG, id, term: this.term(), json }), false);
     } catch (err) {
       this.respond(this.failure(id, err), true);
@@ -229,6 +243,9 @@ export class ClientConnection {
       case Op.GET:
       case Op.GET_REPLICA: {
         const v = req.op === Op.GET ? await h.get(req.key, req.term) : await h.getReplica(req.key);
+        // A client would take an oversized VALUE for a broken stream; answer the request instead.
+        if (v !== null && v.length > this.o.limits.valueBytesMax)
+          throw new RowanError(ErrorCodes.VALUE_TOO_LARGE, `stored value of ${v.length} B exceeds the ${this.o.limits.valueBytesMax} B limit`);
         return v === null
           ? encodeResponse({ status: Status.NOT_FOUND, id: req.id, term: this.term() })
           : encodeResponse({ status: Status.VALUE, id: req.id, term: this.term(), value: v });

@@ -19,6 +19,10 @@ import * as L from './frames-layout.js';
 export { Op, Status, PROTOCOL_VERSION, type FrameLimits } from './frames-layout.js';
 
 const TWO32 = 2 ** 32;
+/** Chunks below this are copied into a staging buffer of STAGE_BYTES instead of queued one by one. */
+const SMALL_CHUNK_BYTES = 1024;
+const STAGE_BYTES = 16 * 1024;
+const EMPTY = new Uint8Array(0);
 
 export type Request =
   | { op: typeof L.Op.HELLO; id: number; term: number; version: number }
@@ -136,10 +140,10 @@ export function errorResponse(id: number, term: number, err: unknown): Buffer {
 
 /**
  * Splits a byte stream into whole frames (each returned with its length prefix). Chunks are kept as
- * they arrived; a frame inside one chunk is returned as a view of it, a frame spanning chunks is
- * copied once into a buffer of its own size -- so a 1 MiB value arriving in 64 KiB pieces costs one
- * copy, not one per piece. Memory is bounded by one frame plus one chunk: the limit is checked as soon
- * as the length prefix is in.
+ * they arrived (tiny ones gathered into a staging buffer); a frame inside one chunk is returned as a
+ * view of it, a frame spanning chunks is copied once into a buffer of its own size -- so a 1 MiB value
+ * arriving in 64 KiB pieces costs one copy, not one per piece. Memory is bounded by about one frame
+ * plus one chunk: the limit is checked as soon as the length prefix is in.
  */
 export class FrameReader {
   /** Received chunks; chunks[first] is the oldest still holding unread bytes (a queue without shift()). */
@@ -150,6 +154,9 @@ export class FrameReader {
   private bytes = 0;
   private poisoned: RowanError | null = null;
   private readonly scratch = new Uint8Array(L.HEADER_BYTES);
+  /** Staging buffer for small chunks, and the queued view of its filled part. */
+  private stage: Uint8Array = EMPTY;
+  private stageView: Uint8Array | null = null;
 
   constructor(readonly frameBytesMax: number) {
     invariant(frameBytesMax >= L.HEADER_BYTES, `frame limit ${frameBytesMax} is below the ${L.HEADER_BYTES} B header`);
@@ -157,8 +164,25 @@ export class FrameReader {
 
   push(chunk: Uint8Array): void {
     if (this.poisoned || chunk.length === 0) return; // nothing after a poisoned prefix is looked at
-    this.chunks.push(chunk);
     this.bytes += chunk.length;
+    if (chunk.length >= SMALL_CHUNK_BYTES) {
+      this.chunks.push(chunk);
+      return;
+    }
+    // A peer trickling tiny segments must not cost one queued object per byte: copy small chunks into
+    // a staging buffer we own. Bytes already in it are never rewritten (views of them may be out).
+    const last = this.chunks.length - 1;
+    if (this.stageView !== null && last >= this.first && this.chunks[last] === this.stageView && this.stageView.length + chunk.length <= STAGE_BYTES) {
+      const end = this.stageView.length;
+      this.stage.set(chunk, end);
+      this.stageView = this.stage.subarray(0, end + chunk.length); // same start, so `off` stays valid
+      this.chunks[last] = this.stageView;
+      return;
+    }
+    this.stage = new Uint8Array(STAGE_BYTES);
+    this.stage.set(chunk, 0);
+    this.stageView = this.stage.subarray(0, chunk.length);
+    this.chunks.push(this.stageView);
   }
 
   /** Bytes received and not yet returned in a frame. */
@@ -207,6 +231,7 @@ export class FrameReader {
     this.chunks = [];
     this.first = 0;
     this.off = 0;
+    this.stageView = null;
     this.bytes = 0;
   }
 
@@ -261,8 +286,6 @@ export class FrameReader {
     }
   }
 }
-
-const EMPTY = new Uint8Array(0);
 
 function u32(b: Uint8Array, at: number): number {
   return (b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24)) >>> 0;
