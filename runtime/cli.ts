@@ -12,6 +12,7 @@ import { schedGetaffinity } from '../native/libc.js';
 import { probeSocket, requestControl, socketPath } from './endpoint.js';
 import { registerKvCommands } from './cli-kv.js';
 import { registerClusterCommand } from './cluster-cli.js';
+import { collectClusterStatus, formatClusterStatus } from './cluster-status.js';
 import { ErrorCodes, RowanError } from './errors.js';
 import { createLogger, logLevels, type LogLevel } from './log.js';
 import { startNode } from './node.js';
@@ -107,7 +108,13 @@ function existingDataDir(dir: string): string {
   return abs;
 }
 
-async function status(o: { dataDir: string; json?: boolean }): Promise<number> {
+async function status(o: { dataDir?: string; cluster?: string; json?: boolean }): Promise<number> {
+  if (o.cluster !== undefined) {
+    const cs = await collectClusterStatus(resolve(o.cluster));
+    process.stdout.write(o.json ? JSON.stringify(cs, null, 2) + '\n' : formatClusterStatus(cs) + '\n');
+    return cs.nodes.every((n) => n.status) ? EXIT_OK : EXIT_FAILED;
+  }
+  if (o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'status needs --data-dir DIR (one node) or --cluster FILE (all nodes)');
   const s = (await requestControl(socketPath(existingDataDir(o.dataDir)), { op: 'status' })) as NodeStatus;
   process.stdout.write(o.json ? JSON.stringify(s, null, 2) + '\n' : formatStatus(s) + '\n');
   return EXIT_OK;
@@ -152,8 +159,9 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
       return run(() => start(this.opts<StartOpts>(), extras))();
     });
   p.command('status')
-    .description("print a running node's actors (role, tid, cores read back in the thread, counters) and ring depths")
-    .requiredOption('--data-dir <dir>', 'the node directory given to rowan start')
+    .description("print a running node's actors (role, tid, cores read back in the thread, counters) and ring depths, or with --cluster every node's state, segments by state and the shard distribution")
+    .option('--data-dir <dir>', 'the node directory given to rowan start')
+    .option('--cluster <file>', 'the cluster configuration (rowan cluster writes DIR/cluster.json): report every node')
     .option('--json', 'print the status as JSON')
     .action(function (this: Command) {
       return run(() => status(this.opts()))();
