@@ -41,6 +41,11 @@ const benches: Record<string, Bench> = {
     module: './rowan.bench.js',
     plot: { label: (r) => `${r.fabric} ${r.mode} ${r.api} ${r.bytes} B x${r.streams} d${r.depth}`, value: 'dlwa', unit: 'DLWA (media/request bytes)' },
   },
+  ycsb: {
+    title: 'YCSB on a local 3-node cluster per replication mode: ops/s, PUT/GET latency (µs), modelled DLWA',
+    module: './ycsb.bench.js',
+    plot: { label: (r) => `${r.mode} ${r.workload} ${r.keys} ${r.size}`, value: 'opsPerSec', unit: 'ops/s' },
+  },
 };
 
 async function main(): Promise<void> {

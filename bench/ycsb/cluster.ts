@@ -1,0 +1,76 @@
+// A fresh local cluster for one benchmark cell group: `rowan cluster` in a temp dir on a random base
+// port, waited on until it prints `serving.`, stopped with SIGINT (the launcher then SIGTERMs each
+// node: drain, persist, unmap) so its pools can be read back afterwards.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const bin = new URL('../../../bin/rowan', import.meta.url).pathname;
+
+export interface ClusterSpec {
+  mode: string;
+  /** Pass --replication-mode (only when the CLI has it). */
+  passMode: boolean;
+  poolMib: number;
+  segmentKib: number;
+  workers: number;
+}
+
+export interface RunningCluster {
+  dir: string;
+  file: string;
+  basePort: number;
+  stop: () => Promise<void>;
+}
+
+/** Replication modes `rowan cluster` accepts: rowan always, the rest when --replication-mode exists. */
+export function availableModes(): { modes: string[]; passMode: boolean } {
+  const r = spawnSync(process.execPath, [bin, 'cluster', '--help'], { encoding: 'utf8' });
+  const help = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+  if (!help.includes('--replication-mode')) return { modes: ['rowan'], passMode: false };
+  const all = ['rowan', 'rpc', 'rwrite', 'batch', 'share'];
+  // Keep only modes the help text names (in case some are not there yet).
+  const named = all.filter((m) => new RegExp(`\\b${m}\\b`).test(help.slice(help.indexOf('--replication-mode'))));
+  return { modes: named.length ? named : ['rowan'], passMode: true };
+}
+
+function exited(c: ChildProcess): Promise<number> {
+  return new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(c.exitCode ?? 1) : c.once('exit', (code) => r(code ?? 1))));
+}
+
+export async function startCluster(s: ClusterSpec, timeoutMs = 120_000): Promise<RunningCluster> {
+  const dir = mkdtempSync(join(tmpdir(), `rowan-ycsb-${s.mode}-`));
+  // Node n listens on base + 10n + w and base + 500 + n: keep everything under 60000.
+  const basePort = 20_000 + Math.floor(Math.random() * 3_500) * 10;
+  const args = [bin, 'cluster', '--dir', dir, '--base-port', String(basePort), '--pool-mib', String(s.poolMib),
+    '--segment-kib', String(s.segmentKib), '--workers', String(s.workers)];
+  if (s.passMode) args.push('--replication-mode', s.mode);
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  await new Promise<void>((resolve, reject) => {
+    const t0 = Date.now();
+    const timer = setInterval(() => {
+      if (out.includes('serving.')) {
+        clearInterval(timer);
+        resolve();
+      } else if (child.exitCode !== null || Date.now() - t0 > timeoutMs) {
+        clearInterval(timer);
+        if (child.exitCode === null) child.kill('SIGINT');
+        reject(new Error(`rowan cluster (${s.mode}) did not start:\n${out.trim().split('\n').slice(-6).join('\n')}`));
+      }
+    }, 50);
+  });
+  let stopped: Promise<void> | null = null;
+  const stop = () =>
+    (stopped ??= (async () => {
+      if (child.exitCode === null) child.kill('SIGINT');
+      const t = setTimeout(() => child.exitCode === null && child.kill('SIGKILL'), 30_000);
+      const code = await exited(child);
+      clearTimeout(t);
+      if (code !== 0) process.stderr.write(`ycsb: rowan cluster (${s.mode}) exited ${code}:\n${out.trim().split('\n').slice(-4).join('\n')}\n`);
+    })());
+  return { dir, file: join(dir, 'cluster.json'), basePort, stop };
+}

@@ -1,0 +1,140 @@
+// The load driver: a closed loop of C concurrent requests from this process through one RowanClient
+// (each of C loops issues a request, awaits its reply, issues the next) for a fixed duration; records
+// every request's latency (µs, high-resolution clock) separately for PUT and GET.
+import type { RowanClient } from '../../actors/client/client.js';
+import { keyOf, mulberry32, type KeyChooser } from './zipfian.js';
+
+export interface Workload {
+  name: string;
+  /** Fraction of requests that are PUTs (Load A 1, A 0.5, B 0.05, C 0). */
+  putFraction: number;
+}
+
+export const workloads: Record<'loada' | 'a' | 'b' | 'c', Workload> = {
+  loada: { name: 'Load A', putFraction: 1 },
+  a: { name: 'A', putFraction: 0.5 },
+  b: { name: 'B', putFraction: 0.05 },
+  c: { name: 'C', putFraction: 0 },
+};
+
+export interface CellResult {
+  ops: number;
+  puts: number;
+  gets: number;
+  errors: number;
+  seconds: number;
+  putP50: number | null;
+  putP99: number | null;
+  getP50: number | null;
+  getP99: number | null;
+}
+
+/** Value bytes: a shared random buffer, sliced to the drawn size (contents do not matter). */
+const VALUE_POOL = (() => {
+  const b = Buffer.alloc(4096);
+  const r = mulberry32(7);
+  for (let i = 0; i < b.length; i++) b[i] = 33 + Math.floor(r() * 90);
+  return b;
+})();
+
+export function valueOf(size: number, salt: number): Uint8Array {
+  const off = salt % (VALUE_POOL.length - size);
+  return VALUE_POOL.subarray(off, off + size);
+}
+
+class Latencies {
+  private a = new Float64Array(1 << 16);
+  n = 0;
+  push(us: number): void {
+    if (this.n === this.a.length) {
+      const b = new Float64Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
+    this.a[this.n++] = us;
+  }
+  pct(): { p50: number | null; p99: number | null } {
+    if (this.n === 0) return { p50: null, p99: null };
+    const s = this.a.slice(0, this.n).sort();
+    const at = (p: number) => s[Math.min(this.n - 1, Math.floor(p * this.n))]!;
+    return { p50: at(0.5), p99: at(0.99) };
+  }
+}
+
+/** Load keys [0, n) once each, C at a time; `onProgress` gets the count now and then. */
+export async function loadKeys(
+  c: RowanClient,
+  n: number,
+  concurrency: number,
+  valueSize: () => number,
+  onProgress?: (done: number) => void,
+): Promise<void> {
+  let next = 0;
+  let done = 0;
+  const loop = async () => {
+    for (;;) {
+      const id = next++;
+      if (id >= n) return;
+      await c.put(keyOf(id), valueOf(valueSize(), id));
+      if (++done % 2000 === 0) onProgress?.(done);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+}
+
+/** Run one workload for `durationMs` after `warmupMs` of unrecorded requests. */
+export async function runCell(
+  c: RowanClient,
+  w: Workload,
+  keys: KeyChooser,
+  valueSize: () => number,
+  concurrency: number,
+  durationMs: number,
+  warmupMs: number,
+  seed: number,
+): Promise<CellResult> {
+  const rand = mulberry32(seed);
+  const putLat = new Latencies();
+  const getLat = new Latencies();
+  let errors = 0;
+  let firstError: unknown = null;
+  const t0 = performance.now();
+  const recordFrom = t0 + warmupMs;
+  const end = recordFrom + durationMs;
+  let salt = seed;
+  const loop = async () => {
+    for (;;) {
+      const start = performance.now();
+      if (start >= end) return;
+      const key = keyOf(keys.next());
+      const isPut = rand() < w.putFraction;
+      try {
+        if (isPut) await c.put(key, valueOf(valueSize(), salt++));
+        else await c.get(key);
+      } catch (err) {
+        errors++;
+        firstError ??= err;
+        if (errors > 1000) throw err;
+        continue;
+      }
+      const stop = performance.now();
+      if (start >= recordFrom && stop <= end) (isPut ? putLat : getLat).push((stop - start) * 1000);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  if (firstError) process.stderr.write(`ycsb: ${errors} request(s) failed in ${w.name}; first: ${(firstError as Error).message}\n`);
+  const put = putLat.pct();
+  const get = getLat.pct();
+  const seconds = durationMs / 1000;
+  return {
+    ops: putLat.n + getLat.n,
+    puts: putLat.n,
+    gets: getLat.n,
+    errors,
+    seconds,
+    putP50: put.p50,
+    putP99: put.p99,
+    getP50: get.p50,
+    getP99: get.p99,
+  };
+}
