@@ -13,6 +13,19 @@ import { ErrorCodes, RowanError } from '../runtime/errors.js';
 export const CLUSTER_FORMAT = 1;
 export const SHARD_COUNT_MAX = 1 << 16;
 
+/**
+ * How a primary's worker replicates each log entry to a shard's backups (ROWAN §6.1, DESIGN §4):
+ *   rowan   one Rowan write per block into the backup node's one b-log (ROWAN-KV);
+ *   rpc     RPC-KV: a REPLICATE request to a backup worker, which appends the entry to its own log;
+ *   rwrite  RWrite-KV: one-sided writes into a remote log per (sending worker, backup);
+ *   batch   Batch-KV: rwrite with sender-side batching (256 B / 5 µs);
+ *   share   Share-KV: one remote log per (sending node, backup), addresses from a node-local counter.
+ * Cluster-wide: every worker of every node uses the same mode. Files written before the field
+ * existed read as rowan.
+ */
+export const CLUSTER_REPLICATION_MODES = ['rowan', 'rpc', 'rwrite', 'batch', 'share'] as const;
+export type ClusterReplicationMode = (typeof CLUSTER_REPLICATION_MODES)[number];
+
 export interface ClusterNode {
   id: number;
   /** Address clients and peers reach the node at (127.0.0.1 for a local cluster). */
@@ -42,6 +55,8 @@ export interface ClusterConfig {
   /** 64-bit in the paper; a JS number holds 2^53, more terms than a cluster will ever see. */
   term: number;
   replicationFactor: number;
+  /** How primaries replicate entries to backups (default rowan; see CLUSTER_REPLICATION_MODES). */
+  replication: ClusterReplicationMode;
   shardCount: number;
   nodes: ClusterNode[];
   shards: ShardPlacement[];
@@ -63,6 +78,7 @@ export interface PlanOptions {
   nodes: ClusterNode[];
   shardCount: number;
   replicationFactor: number;
+  replication?: ClusterReplicationMode;
 }
 
 /**
@@ -83,6 +99,7 @@ export function planCluster(o: PlanOptions): ClusterConfig {
     format: CLUSTER_FORMAT,
     term: 1,
     replicationFactor: o.replicationFactor,
+    replication: o.replication ?? 'rowan',
     shardCount: o.shardCount,
     nodes: o.nodes,
     shards,
@@ -105,6 +122,10 @@ export function validateCluster(raw: unknown): ClusterConfig {
   if (typeof c !== 'object' || c === null) fail('', 'must be an object', raw);
   if (c.format !== CLUSTER_FORMAT) fail('format', `must be ${CLUSTER_FORMAT}`, c.format);
   if (!isInt(c.term, 1, Number.MAX_SAFE_INTEGER)) fail('term', 'must be a positive integer', c.term);
+  // A configuration from before replication modes existed is a ROWAN-KV one.
+  if (c.replication === undefined) c.replication = 'rowan';
+  if (!(CLUSTER_REPLICATION_MODES as readonly string[]).includes(c.replication))
+    fail('replication', `must be one of ${CLUSTER_REPLICATION_MODES.join('|')}`, c.replication);
   if (!Array.isArray(c.nodes) || c.nodes.length === 0) fail('nodes', 'must be a non-empty list');
   const ids = new Set<number>();
   for (const [i, n] of c.nodes.entries()) {

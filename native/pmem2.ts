@@ -239,6 +239,10 @@ export interface MapOptions {
   label?: string;
 }
 
+/** pmem2_map_new's -errno when its MAP_FIXED_NOREPLACE lost a race with another thread's mapping. */
+const NEG_EEXIST = -17;
+const MAP_RACE_RETRIES = 8;
+
 /** Create the pmem2 mapping: config + source are only needed during pmem2_map_new. */
 function newMap(fd: number, o: MapOptions, context: string): bigint {
   const p = lib();
@@ -255,7 +259,11 @@ function newMap(fd: number, o: MapOptions, context: string): bigint {
     check('pmem2_source_from_fd', p.sourceFromFd(src, fd), context);
     applyGranularityOverride(o.mode);
     const map: Out = [null];
-    const rc = p.mapNew(map, cfg[0]!, src[0]!);
+    // libpmem2 picks the address from /proc/self/maps, then maps it MAP_FIXED_NOREPLACE: two threads of
+    // one process mapping at once can pick the same hole, and the loser gets -EEXIST. Asking again
+    // picks a fresh hole; every actor of a node maps the pool at start, so this race is routine.
+    let rc = p.mapNew(map, cfg[0]!, src[0]!);
+    for (let attempt = 1; rc === NEG_EEXIST && attempt < MAP_RACE_RETRIES; attempt++) rc = p.mapNew(map, cfg[0]!, src[0]!);
     if (rc === Pmem2Error.PMEM2_E_GRANULARITY_NOT_SUPPORTED && o.mode === 'dax')
       throw daxUnavailable(context, p.errormsg());
     check('pmem2_map_new', rc, context);

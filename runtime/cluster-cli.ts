@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { planCluster, type ClusterConfig } from '../config/cluster.js';
+import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
 import { ErrorCodes, RowanError } from './errors.js';
 
@@ -16,6 +16,7 @@ export interface ClusterOpts {
   nodes: string;
   shards: string;
   replication: string;
+  replicationMode: string;
   workers: string;
   basePort: string;
   fabric: string;
@@ -35,6 +36,9 @@ function int(name: string, v: string, lo: number, hi: number): number {
 function clusterFor(dir: string, o: ClusterOpts): { cluster: ClusterConfig; fresh: boolean } {
   const file = join(dir, 'cluster.json');
   if (existsSync(file)) return { cluster: new FileConfigStore(file).readSync(), fresh: false };
+  if (!(CLUSTER_REPLICATION_MODES as readonly string[]).includes(o.replicationMode)) {
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--replication-mode: '${o.replicationMode}' (${CLUSTER_REPLICATION_MODES.join('|')})`);
+  }
   const n = int('nodes', o.nodes, 1, 16);
   const workers = int('workers', o.workers, 1, 8);
   const base = int('base-port', o.basePort, 1024, 60000);
@@ -50,6 +54,7 @@ function clusterFor(dir: string, o: ClusterOpts): { cluster: ClusterConfig; fres
     nodes,
     shardCount: int('shards', o.shards, 1, 4096),
     replicationFactor: Math.min(int('replication', o.replication, 1, 16), n),
+    replication: o.replicationMode as ClusterReplicationMode,
   });
   return { cluster, fresh: true };
 }
@@ -85,7 +90,10 @@ export async function runCluster(o: ClusterOpts): Promise<number> {
     const poolSegments = Math.max(8, Math.floor((int('pool-mib', o.poolMib, 8, 4096) * 1024 * 1024) / segmentBytes));
     writeFileSync(nodeConfig, JSON.stringify({ pool: { segmentCount: poolSegments, segmentBytes } }, null, 2) + '\n');
   }
-  console.log(`${fresh ? 'new' : 'existing'} cluster in ${dir}: ${cluster.nodes.length} nodes, ${cluster.shardCount} shards, replication ${cluster.replicationFactor}, term ${cluster.term}`);
+  console.log(`${fresh ? 'new' : 'existing'} cluster in ${dir}: ${cluster.nodes.length} nodes, ${cluster.shardCount} shards, replication ${cluster.replicationFactor} (${cluster.replication}), term ${cluster.term}`);
+  if (!fresh && o.replicationMode !== cluster.replication) {
+    console.log(`note: --replication-mode ${o.replicationMode} ignored; the stored cluster replicates with ${cluster.replication}`);
+  }
 
   const children: ChildProcess[] = [];
   let stopping = false;
@@ -138,6 +146,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--nodes <n>', 'nodes (processes) for a new cluster', '3')
     .option('--shards <n>', 'shards for a new cluster', '48')
     .option('--replication <n>', 'replicas per shard, primary included', '3')
+    .option('--replication-mode <mode>', `how primaries replicate to backups, for a new cluster (ROWAN §6.1): ${CLUSTER_REPLICATION_MODES.join('|')}`, 'rowan')
     .option('--workers <n>', 'worker actors (client ports) per node', '1')
     .option('--base-port <port>', 'node N listens on base + 10N + worker; its NIC on base + 500 + N', '7100')
     .option('--fabric <kind>', 'how replication writes reach each node: shm (same host) or tcp (its NIC actor)', 'shm')

@@ -7,15 +7,24 @@
 // GET: the shard's index -> the entry in the pool (checksum verified) -> its value.
 // Requests interleave at the awaits, as the coroutines of §5.1 do; the index update is
 // version-conditional, so PUTs to one key that finish out of order leave the newest one visible.
+//
+// REPLICATE (RPC-KV, ROWAN §6.1, cluster replication mode `rpc`): this worker is a backup's worker and
+// takes one block a primary's worker sends over the client protocol. It appends the block's entry to
+// its backup log (a TLog of role Worker, owner BACKUP_LOG_OWNER_BASE + workerId: a contiguous log of
+// whole entries, exactly what cold start reads a t-log as), persists it, updates the shard's index and
+// only then replies -- the backup's CPU is on the replication path, which is the point of the baseline.
+// Multi-block entries are gathered in a BlockAssembler; a non-final block is acknowledged from memory
+// (the primary counts an entry replicated only after its final block's reply, which comes after the
+// whole entry is persistent here).
 import type { ClusterConfig } from '../../config/cluster.js';
 import { shardOfHash } from '../../config/cluster.js';
 import type { Limits } from '../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../runtime/errors.js';
-import { nextVersion, type KvShared } from '../../runtime/kv/shared.js';
+import { nextVersion, raiseVersion, type KvShared } from '../../runtime/kv/shared.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import type { ShardIndex } from '../../shm/index.js';
-import { encodeBlocks, entrySize, EntryType, readEntryAt, type EntryInput } from '../../shm/log.js';
+import { BlockAssembler, encodeBlocks, entrySize, EntryType, readBlock, readEntryAt, type EntryInput } from '../../shm/log.js';
 import type { PersistentRegion } from '../../shm/region.js';
 import type { TLog } from '../../shm/tlog.js';
 
@@ -30,22 +39,33 @@ export interface KvWorkerDeps {
   region: PersistentRegion;
   tlog: TLog;
   shared: KvShared;
-  /** The replication channel to a backup node (opened lazily by the caller, then cached). */
-  replica: (nodeId: number) => Promise<ReplicaChannel>;
+  /** The replication channel to a backup node for a shard (opened lazily by the caller, then cached;
+   *  only rpc mode looks at the shard: it picks the backup worker port shard % workerPorts.length). */
+  replica: (nodeId: number, shard: number) => Promise<ReplicaChannel>;
   limits: Limits;
+  /** rpc mode: the log this worker appends replicated entries to as a backup (absent: REPLICATE refused). */
+  backupLog?: TLog;
 }
+
+/** Owner ids of the backup logs RPC-KV workers keep (role Worker, BACKUP_LOG_OWNER_BASE + workerId),
+ *  clear of the t-logs' owner ids (the worker ids themselves). */
+export const BACKUP_LOG_OWNER_BASE = 512;
 
 export interface KvWorkerStats {
   puts: number;
   dels: number;
   gets: number;
   replicationWrites: number;
+  /** rpc mode, as a backup: REPLICATE blocks taken and entries appended to the backup log. */
+  replicatedBlocks: number;
+  replicatedEntries: number;
 }
 
 export class KvWorker {
   private readonly reader: PoolEntryReader;
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
-  readonly stats: KvWorkerStats = { puts: 0, dels: 0, gets: 0, replicationWrites: 0 };
+  readonly stats: KvWorkerStats = { puts: 0, dels: 0, gets: 0, replicationWrites: 0, replicatedBlocks: 0, replicatedEntries: 0 };
+  private assembler: BlockAssembler | null = null;
 
   constructor(private readonly d: KvWorkerDeps) {
     this.reader = new PoolEntryReader(d.region, d.limits);
@@ -92,6 +112,41 @@ export class KvWorker {
     return e.type === EntryType.Del ? null : e.value.slice();
   }
 
+  /** RPC-KV backup side: append the block's entry to the backup log (persist), index it, then reply. */
+  async replicate(block: Uint8Array, clientTerm: number): Promise<void> {
+    const c = this.d.config();
+    if (clientTerm !== c.term) {
+      throw new RowanError(ErrorCodes.STALE_TERM, `replication routed with term ${clientTerm}, this node is at term ${c.term}`);
+    }
+    const log = this.d.backupLog;
+    if (!log) throw new RowanError(ErrorCodes.UNKNOWN_OP, `node ${this.d.nodeId} does not replicate over RPC (cluster mode ${c.replication})`);
+    const b = readBlock(block, 0, block.length, this.d.limits);
+    if (b === null) throw new RowanError(ErrorCodes.BAD_FRAME, `REPLICATE carries ${block.length} B that are not one intact log block`);
+    const placement = c.shards[b.shard];
+    if (!placement || !placement.backups.includes(this.d.nodeId)) {
+      throw new RowanError(ErrorCodes.WRONG_SHARD, `node ${this.d.nodeId} is no backup of shard ${b.shard}`);
+    }
+    const index = this.indexOf(b.shard);
+    this.stats.replicatedBlocks++;
+    // Versions seen keep this node's shard version above them (a promoted backup continues after them).
+    raiseVersion(this.d.shared.versions, b.shard, b.version);
+    let e: EntryInput;
+    if (b.cnt === 1) {
+      e = { type: b.type, shard: b.shard, version: b.version };
+      if (b.type !== EntryType.CommitVer) e.key = b.payload.subarray(0, b.keyLen);
+      if (b.type === EntryType.Put) e.value = b.payload.subarray(b.keyLen, b.keyLen + b.valueLen);
+    } else {
+      this.assembler ??= new BlockAssembler(this.d.limits);
+      const whole = this.assembler.add(b); // copies the payload: the received bytes may be freed
+      if (whole === null) return;
+      e = { type: whole.type, shard: whole.shard, version: whole.version, key: whole.key, value: whole.value };
+    }
+    const addr = log.append(e); // persisted in this worker's backup log
+    this.stats.replicatedEntries++;
+    if (e.type === EntryType.CommitVer) return;
+    index.upsert(e.key!, hash64Into(e.key!, this.hash), addr, e.version, this.reader);
+  }
+
   private async write(type: EntryType, key: Uint8Array, value: Uint8Array | undefined, clientTerm: number): Promise<void> {
     const { c, shard, hash } = this.route(key, clientTerm, false);
     const placement = c.shards[shard]!;
@@ -101,15 +156,15 @@ export class KvWorker {
     const addr = this.d.tlog.append(e); // persisted in our t-log (①)
     if (placement.backups.length > 0) {
       const blocks = encodeBlocks(e, this.d.limits);
-      await Promise.all(placement.backups.map((b) => this.replicate(b, blocks))); // on every backup (②)
+      await Promise.all(placement.backups.map((b) => this.replicateTo(b, shard, blocks))); // on every backup (②)
     }
     this.indexOf(shard).upsert(key, hash, addr, e.version, this.reader); // now visible (③)
   }
 
-  private async replicate(node: number, blocks: Uint8Array[]): Promise<void> {
+  private async replicateTo(node: number, shard: number, blocks: Uint8Array[]): Promise<void> {
     let ch: ReplicaChannel;
     try {
-      ch = await this.d.replica(node);
+      ch = await this.d.replica(node, shard);
     } catch (err) {
       throw new RowanError(ErrorCodes.REPLICATION_FAILED, `backup node ${node} unreachable: ${(err as Error).message}`);
     }

@@ -8,6 +8,7 @@ import { FileConfigStore } from '../../config/store.js';
 import type { Pool } from '../../shm/pool.js';
 import { ErrorCodes, RowanError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { SharedLog } from '../fabric/baselines.js';
 import { rebuildIndexes } from './recovery.js';
 import { attachKvShared, createKvShared, heldShards, type KvStart } from './shared.js';
 
@@ -41,5 +42,11 @@ export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log
     { ...rep, term: cluster.term, shards: heldShards(cluster, o.nodeId).length, nodes: cluster.nodes.length },
     `cold start: ${rep.indexed} entries indexed from ${rep.logSegments} log and ${rep.blogSegments} b-log segments in ${rep.ms.toFixed(0)} ms`,
   );
-  return { cluster, nodeId: o.nodeId, shared: buffers };
+  const start: KvStart = { cluster, nodeId: o.nodeId, shared: buffers };
+  if (cluster.replication === 'share') {
+    // Share-KV: one remote log per (this node, backup node), its cursor shared by all our workers.
+    start.shareLogs = {};
+    for (const n of cluster.nodes) if (n.id !== o.nodeId) start.shareLogs[n.id] = SharedLog.create({ nodeId: o.nodeId }).buffer;
+  }
+  return start;
 }

@@ -19,6 +19,9 @@ export interface KvStart {
   cluster: ClusterConfig;
   nodeId: number;
   shared: KvSharedBuffers;
+  /** share replication mode: this node's shared remote-log state per backup node id (SharedLog
+   *  buffers), made once per node so all its workers take addresses from one counter per backup. */
+  shareLogs?: Record<number, SharedArrayBuffer>;
 }
 
 export interface KvShared {

@@ -240,6 +240,10 @@ export class ClientConnection {
       case Op.DEL:
         await h.del(req.key, req.term);
         return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });
+      case Op.REPLICATE:
+        if (!h.replicate) throw new RowanError(ErrorCodes.UNKNOWN_OP, 'this server takes no REPLICATE requests');
+        await h.replicate(req.block, req.term);
+        return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });
       case Op.GET:
       case Op.GET_REPLICA: {
         const v = req.op === Op.GET ? await h.get(req.key, req.term) : await h.getReplica(req.key);

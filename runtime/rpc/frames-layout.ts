@@ -19,6 +19,8 @@
 //   DEL         4    keyLen u16 · key
 //   CONFIG      5    (empty)
 //   GET_REPLICA 6    keyLen u16 · key
+//   REPLICATE   7    one encoded log block (shm/log.ts), 1..mtu bytes   (RPC-KV replication, ROWAN §6.1:
+//                    a primary's worker to a backup's worker; the backup appends, persists, indexes)
 //
 // Response (worker port -> client), answered in completion order, matched by request id:
 //
@@ -29,7 +31,7 @@
 //   term = the server's current configuration term.
 //
 //   status           body
-//   OK          0    (empty)                       HELLO, PUT, DEL
+//   OK          0    (empty)                       HELLO, PUT, DEL, REPLICATE
 //   VALUE       1    len u32 · bytes               GET, GET_REPLICA
 //   NOT_FOUND   2    (empty)                       GET, GET_REPLICA
 //   ERROR       3    codeLen u16 · code (ASCII) · msgLen u32 · message (UTF-8)
@@ -67,9 +69,10 @@ export const Op = {
   DEL: 4,
   CONFIG: 5,
   GET_REPLICA: 6,
+  REPLICATE: 7,
 } as const;
 export type OpCode = (typeof Op)[keyof typeof Op];
-export const OP_NAMES: Readonly<Record<number, string>> = { 1: 'HELLO', 2: 'PUT', 3: 'GET', 4: 'DEL', 5: 'CONFIG', 6: 'GET_REPLICA' };
+export const OP_NAMES: Readonly<Record<number, string>> = { 1: 'HELLO', 2: 'PUT', 3: 'GET', 4: 'DEL', 5: 'CONFIG', 6: 'GET_REPLICA', 7: 'REPLICATE' };
 
 // ---- request bodies (offsets relative to HEADER_BYTES) -----------------------------------------------
 export const HELLO_VERSION_OFF = 0;

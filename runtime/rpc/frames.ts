@@ -28,7 +28,8 @@ export type Request =
   | { op: typeof L.Op.HELLO; id: number; term: number; version: number }
   | { op: typeof L.Op.PUT; id: number; term: number; key: Uint8Array; value: Uint8Array }
   | { op: typeof L.Op.GET | typeof L.Op.DEL | typeof L.Op.GET_REPLICA; id: number; term: number; key: Uint8Array }
-  | { op: typeof L.Op.CONFIG; id: number; term: number };
+  | { op: typeof L.Op.CONFIG; id: number; term: number }
+  | { op: typeof L.Op.REPLICATE; id: number; term: number; block: Uint8Array };
 
 export type Response =
   | { status: typeof L.Status.OK | typeof L.Status.NOT_FOUND; id: number; term: number }
@@ -92,6 +93,11 @@ export function encodeRequest(r: Request): Buffer {
       return keyRequest(r.op, r.id, r.term, r.key);
     case L.Op.CONFIG:
       return header(r.op, r.id, r.term, 0);
+    case L.Op.REPLICATE: {
+      const f = header(r.op, r.id, r.term, r.block.length);
+      f.set(r.block, L.HEADER_BYTES);
+      return f;
+    }
   }
 }
 
@@ -360,6 +366,10 @@ export function decodeRequest(f: Uint8Array, limits: L.FrameLimits): Request {
     case L.Op.CONFIG:
       bodyIs(h, 'CONFIG', 0);
       return { op: L.Op.CONFIG, id: h.id, term: h.term };
+    case L.Op.REPLICATE:
+      // The block itself is checked (checksum, lengths) by the handler that decodes it.
+      if (b.length === 0) throw frameError(ErrorCodes.BAD_FRAME, 'REPLICATE body is empty; it must be one log block', h.id);
+      return { op: L.Op.REPLICATE, id: h.id, term: h.term, block: b };
     default:
       throw frameError(ErrorCodes.UNKNOWN_OP, `unknown request op ${h.first}`, h.id);
   }

@@ -17,5 +17,12 @@ export interface KvHandler {
   del(key: Uint8Array, clientTerm: number): Promise<void>;
   /** Read this node's replica (primary or backup index), for tests/inspection; no term check. */
   getReplica(key: Uint8Array): Promise<Uint8Array | null>;
+  /**
+   * RPC-KV replication (ROWAN §6.1): one encoded log block a primary's worker sends to this backup's
+   * worker; resolves once the entry is persistent in this node's log (and indexed, for a complete entry).
+   * `block` is a view into received bytes. Handlers that take no replication writes may omit it (the
+   * request is then answered ROWAN_ERR_UNKNOWN_OP).
+   */
+  replicate?(block: Uint8Array, clientTerm: number): Promise<void>;
   config(): ClusterConfig;
 }

@@ -1,0 +1,181 @@
+// A worker's replication channels, one kind per cluster replication mode (ClusterConfig.replication,
+// ROWAN §6.1, DESIGN §4 "Baseline replication modes"). All of them are opened on first use and a
+// backup that restarted is reconnected once per write.
+//
+//   rowan   RowanConnection.write: the backup's MP-SRQ places the block in its one b-log; the backup's
+//           digest indexes it online once the segment is Used (ROWAN-KV).
+//   rwrite  the baseline ReplicationStream (runtime/fabric/baselines.ts) over the Rowan connection: a
+//   batch   remote log per (this worker, backup) made of regions from allocateRegion, written with
+//   share   one-sided writeAt; batch adds 256 B / 5 µs batching; share uses one remote log per
+//           (this node, backup) shared by the node's workers through a SharedArrayBuffer counter made
+//           by the node (KvStart.shareLogs).
+//           The backup does NOT index these writes online: its digest reads only the Rowan b-log. They
+//           are durable in the backup's pool (the ack means persistent there), in segments of role
+//           Control, and a cold start indexes them (recovery scans every Control-owned segment with
+//           the hole-skipping b-log scan), so a backup learns them on restart (or a promotion would
+//           have to scan them first -- not implemented for these baselines).
+//   rpc     RPC-KV: a REPLICATE request on a pipelined client connection to the backup node's worker
+//           port shard % workerPorts.length; that worker appends, persists and indexes the entry
+//           before it replies (KvWorker.replicate), so backups are indexed online.
+import { nodeOf, type ClusterConfig } from '../../config/cluster.js';
+import { defaultLimits } from '../../config/limits.js';
+import type { ActorContext } from '../../runtime/actor.js';
+import { ErrorCodes, RowanError } from '../../runtime/errors.js';
+import { openReplicationStream, SharedLog, type ReplicationStream } from '../../runtime/fabric/baselines.js';
+import type { RowanConnection } from '../../runtime/fabric/fabric.js';
+import { ShmConnection } from '../../runtime/fabric/shm.js';
+import { TcpConnection } from '../../runtime/fabric/tcp.js';
+import { encodeRequest, Op, Status } from '../../runtime/rpc/frames.js';
+import { remoteError, RpcConnection } from '../client/connection.js';
+import type { ReplicaChannel } from './kv.js';
+
+export interface ReplicaSet {
+  channel(nodeId: number, shard: number): ReplicaChannel;
+  close(): Promise<void>;
+}
+
+/** Owner ids of the remote-log regions the baselines allocate at a backup (10-bit pool owner ids;
+ *  labels only -- recovery reads every Control-owned segment whatever its owner). Clear of the control
+ *  actors' b-log owner ids (their actor ids). rwrite/batch: one per (sending node, worker). */
+export function streamOwnerId(nodeId: number, workerId: number): number {
+  return 256 + ((nodeId * 16 + workerId) % 512);
+}
+/** share: one per sending node. */
+export function shareOwnerId(nodeId: number): number {
+  return 768 + (nodeId % 255);
+}
+
+async function connectTo(cluster: ClusterConfig, id: number, ctx: ActorContext): Promise<RowanConnection> {
+  const n = nodeOf(cluster, id);
+  switch (n.fabric.kind) {
+    case 'shm':
+      // (Concurrent mappings by several actors are retried inside native/pmem2.ts.)
+      return ShmConnection.connect(n.dataDir, { mode: ctx.config.persistence, retryMs: ctx.config.replication.retryMs });
+    case 'tcp':
+      return TcpConnection.connect({ host: n.fabric.host, port: n.fabric.port, retryMs: ctx.config.replication.retryMs });
+    default:
+      throw new RowanError(ErrorCodes.FABRIC_UNAVAILABLE, `node ${id} asks for the ${n.fabric.kind} fabric, which a worker cannot open here`);
+  }
+}
+
+function reconnectable(err: unknown): boolean {
+  return err instanceof RowanError && (err.code === ErrorCodes.RECEIVER_CLOSED || err.code === ErrorCodes.PEER_GONE);
+}
+
+/** A lazily opened, cached link per key; one reconnect on RECEIVER_CLOSED / PEER_GONE. */
+class Links<K, L> {
+  private readonly open = new Map<K, Promise<L>>();
+  constructor(
+    private readonly make: (k: K) => Promise<L>,
+    private readonly dispose: (l: L) => Promise<void> | void,
+  ) {}
+
+  private get(k: K): Promise<L> {
+    let p = this.open.get(k);
+    if (!p) {
+      p = this.make(k);
+      p.catch(() => this.open.delete(k)); // not up yet: try again on the next write
+      this.open.set(k, p);
+    }
+    return p;
+  }
+
+  async use<T>(k: K, f: (l: L) => Promise<T>): Promise<T> {
+    const p = this.get(k);
+    try {
+      return await f(await p);
+    } catch (err) {
+      if (!reconnectable(err)) throw err;
+      if (this.open.get(k) === p) this.open.delete(k);
+      void p.then((l) => this.dispose(l)).catch(() => {});
+      return f(await this.get(k));
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const p of this.open.values()) await p.then((l) => this.dispose(l)).catch(() => {});
+    this.open.clear();
+  }
+}
+
+/** rowan: the Rowan connection itself. */
+function rowanReplicas(cluster: ClusterConfig, ctx: ActorContext): ReplicaSet {
+  const links = new Links<number, RowanConnection>((id) => connectTo(cluster, id, ctx), (c) => c.close());
+  return {
+    channel: (id) => ({ write: (bytes) => links.use(id, (c) => c.write(bytes)) }),
+    close: () => links.close(),
+  };
+}
+
+/** rwrite / batch / share: a baseline stream over the Rowan connection (see the file comment). */
+function streamReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContext, shareLogs: Record<number, SharedArrayBuffer> | undefined): ReplicaSet {
+  const mode = cluster.replication;
+  if (mode !== 'rwrite' && mode !== 'batch' && mode !== 'share') throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no stream for mode ${mode}`);
+  interface Link {
+    conn: RowanConnection;
+    stream: ReplicationStream;
+  }
+  const open = async (id: number): Promise<Link> => {
+    const conn = await connectTo(cluster, id, ctx);
+    try {
+      let stream: ReplicationStream;
+      if (mode === 'share') {
+        const buf = shareLogs?.[id];
+        if (!buf) throw new RowanError(ErrorCodes.BAD_CONFIG, `share mode: node ${nodeId} made no shared log for backup ${id}`);
+        stream = openReplicationStream('share', conn, { ownerId: shareOwnerId(nodeId), sharedLog: SharedLog.attach(buf) });
+      } else {
+        stream = openReplicationStream(mode, conn, { ownerId: streamOwnerId(nodeId, ctx.id) });
+      }
+      await stream.prepare();
+      return { conn, stream };
+    } catch (err) {
+      await conn.close();
+      throw err;
+    }
+  };
+  const links = new Links<number, Link>(open, async (l) => {
+    await l.stream.close().catch(() => {});
+    await l.conn.close();
+  });
+  return {
+    channel: (id) => ({ write: (bytes) => links.use(id, (l) => l.stream.write(bytes)) }),
+    close: () => links.close(),
+  };
+}
+
+/** rpc: REPLICATE to the backup worker that serves the shard's port. */
+function rpcReplicas(cluster: ClusterConfig): ReplicaSet {
+  const timeoutMs = 10_000;
+  const links = new Links<string, RpcConnection>(
+    (k) => {
+      const [id, port] = k.split(':').map(Number) as [number, number];
+      return RpcConnection.open({ host: nodeOf(cluster, id).host, port }, timeoutMs, defaultLimits);
+    },
+    (c) => c.close(),
+  );
+  const send = async (c: RpcConnection, block: Uint8Array): Promise<number> => {
+    const r = await c.request((rid) => encodeRequest({ op: Op.REPLICATE, id: rid, term: cluster.term, block }));
+    if (r.status === Status.ERROR) throw remoteError(r);
+    if (r.status !== Status.OK) throw new RowanError(ErrorCodes.BAD_FRAME, `REPLICATE answered with status ${r.status}`);
+    return 0; // no pool offset: the backup worker chose where the entry lives
+  };
+  return {
+    channel: (id, shard) => {
+      const ports = nodeOf(cluster, id).workerPorts;
+      const key = `${id}:${ports[shard % ports.length]!}`;
+      return { write: (bytes) => links.use(key, (c) => send(c, bytes)) };
+    },
+    close: () => links.close(),
+  };
+}
+
+export function openReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContext, shareLogs?: Record<number, SharedArrayBuffer>): ReplicaSet {
+  switch (cluster.replication) {
+    case 'rowan':
+      return rowanReplicas(cluster, ctx);
+    case 'rpc':
+      return rpcReplicas(cluster);
+    default:
+      return streamReplicas(cluster, nodeId, ctx, shareLogs);
+  }
+}
