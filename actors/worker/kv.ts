@@ -80,16 +80,46 @@ export class KvWorker {
   }
 
   async put(key: Uint8Array, value: Uint8Array, clientTerm: number): Promise<void> {
-    await this.write(EntryType.Put, key, value, clientTerm);
+    await this.track(() => this.write(EntryType.Put, key, value, clientTerm));
     this.stats.puts++;
   }
 
   async del(key: Uint8Array, clientTerm: number): Promise<void> {
-    await this.write(EntryType.Del, key, undefined, clientTerm);
+    await this.track(() => this.write(EntryType.Del, key, undefined, clientTerm));
     this.stats.dels++;
   }
 
+  // ---- stopping: requests span awaits, and the pool must not be unmapped under one ----------------
+
+  private inFlight = 0;
+  private stopping = false;
+  private quiet: (() => void) | null = null;
+
+  private async track<T>(f: () => Promise<T>): Promise<T> {
+    if (this.stopping) throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, 'this worker is stopping');
+    this.inFlight++;
+    try {
+      return await f();
+    } finally {
+      if (--this.inFlight === 0) this.quiet?.();
+    }
+  }
+
+  /** Refuse new requests and wait (at most timeoutMs) for those in flight; true once none is left. */
+  quiesce(timeoutMs: number): Promise<boolean> {
+    this.stopping = true;
+    if (this.inFlight === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(this.inFlight === 0), timeoutMs);
+      this.quiet = () => {
+        clearTimeout(t);
+        resolve(true);
+      };
+    });
+  }
+
   async get(key: Uint8Array, clientTerm: number): Promise<Uint8Array | null> {
+    if (this.stopping) throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, 'this worker is stopping');
     const { shard } = this.route(key, clientTerm, true);
     this.stats.gets++;
     return this.lookup(shard, key);
@@ -97,6 +127,7 @@ export class KvWorker {
 
   /** This node's copy of a key, whether it is the shard's primary or a backup (for inspection/tests). */
   async getReplica(key: Uint8Array): Promise<Uint8Array | null> {
+    if (this.stopping) throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, 'this worker is stopping');
     const c = this.d.config();
     const shard = shardOfHash(hash64Into(key, this.hash).hi, c.shardCount);
     return this.lookup(shard, key);
@@ -114,6 +145,10 @@ export class KvWorker {
 
   /** RPC-KV backup side: append the block's entry to the backup log (persist), index it, then reply. */
   async replicate(block: Uint8Array, clientTerm: number): Promise<void> {
+    return this.track(() => this.replicateHere(block, clientTerm));
+  }
+
+  private async replicateHere(block: Uint8Array, clientTerm: number): Promise<void> {
     const c = this.d.config();
     if (clientTerm !== c.term) {
       throw new RowanError(ErrorCodes.STALE_TERM, `replication routed with term ${clientTerm}, this node is at term ${c.term}`);

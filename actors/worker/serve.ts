@@ -47,9 +47,14 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     server,
     endpoint: { host: me.host, port: server.port },
     close: async () => {
+      // Stop taking requests, let those in flight finish (their t-log appends and index updates go
+      // through the pool mapping), and unmap only then: unmapping under a running request would fault.
       await server.close();
-      await replicas.close();
-      pool.close();
+      let quiet = await worker.quiesce(2000);
+      await replicas.close(); // fails replication still waiting on a backup, which ends its request
+      if (!quiet) quiet = await worker.quiesce(1000);
+      if (quiet) pool.close();
+      else ctx.log.warn('requests still running at stop: leaving the pool mapped until the process exits');
     },
   };
 }
