@@ -87,7 +87,9 @@ function round(v: number | null, digits = 0): number | null {
 
 async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: CellDef[], step: () => void, label: (s: string) => void): Promise<Row[]> {
   label(`ycsb ${mode}: starting a 3-node cluster`);
-  const cluster = await startCluster({ mode, passMode, poolMib: 96, segmentKib: 256, workers: o.workers });
+  // No garbage collection yet (commit tracking and clean actors come later), so a pool only fills: size
+  // it for a whole run of every cell at full speed (a quiet 2-core machine writes ~300 MiB per node).
+  const cluster = await startCluster({ mode, passMode, poolMib: 768, segmentKib: 256, workers: o.workers });
   const rows: Row[] = [];
   const seed = 0x5eed;
   let client: RowanClient | null = null;
