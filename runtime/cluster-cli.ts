@@ -5,7 +5,7 @@
 // and the nodes cold-start from their pools: everything acknowledged before is served again.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
@@ -126,7 +126,10 @@ export async function runCluster(o: ClusterOpts): Promise<number> {
     }
     console.log(`ready: clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}`);
   }
-  console.log(`\nserving. Try:\n  rowan put hello world --cluster ${file}\n  rowan get hello --cluster ${file}\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
+  // The command as this user can type it: bin/rowan from the checkout (rowan is not on PATH).
+  const rel = relative(process.cwd(), bin);
+  const cmd = rel.startsWith('..') ? bin : rel;
+  console.log(`\nserving. Try:\n  ${cmd} put hello world --cluster ${file}\n  ${cmd} get hello --cluster ${file}\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
 
   const codes = await Promise.all(children.map((c) => new Promise<number>((r) => (c.exitCode !== null ? r(c.exitCode) : c.once('exit', (code) => r(code ?? 1))))));
   if (!stopping) {
