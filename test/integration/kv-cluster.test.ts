@@ -4,7 +4,7 @@
 // the cluster serves everything acknowledged before it (cold start).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { launchCluster, stopCluster } from '../fixtures/cluster.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,35 +17,11 @@ import { hash64 } from '../../shm/hash.js';
 import { EntryType } from '../../shm/log.js';
 import { OwnerRole, Pool } from '../../shm/pool.js';
 
-const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
 
-function launch(dir: string, basePort: number): { child: ChildProcess; ready: Promise<void>; output: () => string } {
-  const child = spawn(process.execPath, [rowan, 'cluster', '--dir', dir, '--base-port', String(basePort), '--pool-mib', '24', '--segment-kib', '256'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const ready = new Promise<void>((resolve, reject) => {
-    const t = setInterval(() => {
-      if (out.includes('serving.')) {
-        clearInterval(t);
-        resolve();
-      } else if (child.exitCode !== null) {
-        clearInterval(t);
-        reject(new Error(`rowan cluster exited ${child.exitCode}:\n${out}`));
-      }
-    }, 100);
-  });
-  return { child, ready, output: () => out };
-}
-
-async function stop(c: ChildProcess): Promise<number> {
-  c.kill('SIGINT');
-  return new Promise((r) => (c.exitCode !== null ? r(c.exitCode) : c.once('exit', (code) => r(code ?? 1))));
-}
+const launch = launchCluster;
+const stop = stopCluster;
 
 const N = 2000;
 const key = (i: number) => `key-${i}`;

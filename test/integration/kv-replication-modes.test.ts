@@ -7,7 +7,7 @@
 // Control-owned segments).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { launchCluster, stopCluster } from '../fixtures/cluster.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +16,6 @@ import { shardOfHash, type ClusterConfig, type ClusterReplicationMode } from '..
 import { FileConfigStore } from '../../config/store.js';
 import { hash64 } from '../../shm/hash.js';
 
-const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
 
@@ -24,30 +23,9 @@ const dec = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().dec
  *  one remote-log counter per backup. The others run 1 (a cluster of 2-worker nodes starts slower). */
 const workersFor = (mode: ClusterReplicationMode) => (mode === 'rpc' || mode === 'share' ? '2' : '1');
 
-function launch(dir: string, basePort: number, mode: ClusterReplicationMode): { child: ChildProcess; ready: Promise<void>; output: () => string } {
-  const args = [rowan, 'cluster', '--dir', dir, '--base-port', String(basePort), '--pool-mib', '24', '--segment-kib', '256', '--workers', workersFor(mode), '--replication-mode', mode];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const ready = new Promise<void>((resolve, reject) => {
-    const t = setInterval(() => {
-      if (out.includes('serving.')) {
-        clearInterval(t);
-        resolve();
-      } else if (child.exitCode !== null) {
-        clearInterval(t);
-        reject(new Error(`rowan cluster exited ${child.exitCode}:\n${out}`));
-      }
-    }, 100);
-  });
-  return { child, ready, output: () => out };
-}
-
-async function stop(c: ChildProcess): Promise<number> {
-  c.kill('SIGINT');
-  return new Promise((r) => (c.exitCode !== null ? r(c.exitCode) : c.once('exit', (code) => r(code ?? 1))));
-}
+const launch = (dir: string, basePort: number, mode: ClusterReplicationMode) =>
+  launchCluster(dir, basePort, ['--workers', workersFor(mode), '--replication-mode', mode]);
+const stop = stopCluster;
 
 const N = 300;
 const key = (i: number) => `mkey-${i}`;
