@@ -67,6 +67,13 @@ export class BlockApplier {
     const e = this.assembler.add(b);
     if (e === null) return;
     this.stats.reassembled++;
+    // Already indexed at this version or newer (a re-issued write, or a cold start that met this entry
+    // in the digest log first): copying it again would only grow the log.
+    const have = this.shared.indexes[e.shard]!.get(e.key, hash64Into(e.key, this.hash), this.reader);
+    if (have !== 0 && this.reader.versionAt(have) >= e.version) {
+      this.stats.stale++;
+      return;
+    }
     const at = this.log.append({ type: e.type, shard: e.shard, version: e.version, key: e.key, value: e.value });
     this.index(e.shard, e.key, at, e.version);
   }

@@ -124,3 +124,48 @@ test('PUT/GET/DEL on the primary, replicated to both backups, and rebuilt by a c
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('a cold start does not copy multi-block b-log entries again once they are in the digest log', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'rowan-kv-restart-'));
+  const dir = join(root, 'node-1');
+  (await import('node:fs')).mkdirSync(dir);
+  const cluster = planCluster({
+    nodes: [0, 1].map((id) => ({ id, host: '127.0.0.1', dataDir: id === 1 ? dir : join(root, 'node-0'), workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } })),
+    shardCount: 4,
+    replicationFactor: 2,
+  });
+  const n = makeNode(1, dir, cluster);
+  const conn = ShmConnection.connect(dir);
+  try {
+    // Land three 3-block entries in node 1's b-log as a primary would.
+    const { encodeBlocks, EntryType } = await import('../../../../shm/log.js');
+    for (let i = 0; i < 3; i++) {
+      const key = enc(`big-${i}`);
+      const shard = shardOfHash(hash64(key).hi, cluster.shardCount);
+      for (const b of encodeBlocks({ type: EntryType.Put, shard, version: i + 1, key, value: enc('y'.repeat(10_000)) }, defaultLimits)) await conn.write(b);
+    }
+    const digestSegments = () => n.pool.segments({ role: OwnerRole.Digest }).length;
+    const tails: number[] = [];
+    for (let restart = 0; restart < 3; restart++) {
+      const fresh = attachKvShared(createKvShared(cluster, 1, 1024));
+      rebuildIndexes(n.pool, fresh, defaultLimits);
+      const log = new TLog(n.pool, 1023, defaultLimits, OwnerRole.Digest);
+      tails.push(digestSegments());
+      const w = new KvWorker({ nodeId: 1, config: () => cluster, region: n.pool.region, tlog: log, shared: fresh, replica: async () => { throw new Error('unused'); }, limits: defaultLimits });
+      for (let i = 0; i < 3; i++) assert.equal(dec(await w.getReplica(enc(`big-${i}`))), 'y'.repeat(10_000));
+    }
+    // The recovery log's bytes are written once, by the first cold start; later ones find them indexed.
+    const { scanEntries } = await import('../../../../shm/log.js');
+    let copies = 0;
+    for (const seg of n.pool.segments({ role: OwnerRole.Digest })) {
+      const start = n.pool.segmentOffset(seg);
+      for (const _ of scanEntries(n.pool.region.bytes, start, start + n.pool.segmentBytes, defaultLimits)) copies++;
+    }
+    assert.equal(copies, 3, `digest log holds ${copies} copies of 3 entries after 3 cold starts`);
+  } finally {
+    await conn.close();
+    n.srq.close();
+    n.pool.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
