@@ -7,6 +7,7 @@
 //              or may not have run: the caller decides whether to re-send; PUT and DEL are idempotent);
 //   TIMEOUT    no response within timeoutMs (the connection stays usable; a late response is dropped);
 //   BAD_FRAME  the server sent bytes that are not a response (the connection is dropped).
+import { CorkedWriter, RequestIds } from '../../runtime/net/pipeline.js';
 import { connect, type Socket } from 'node:net';
 import { ErrorCodes, RowanError, type ErrorCode } from '../../runtime/errors.js';
 import { responseBytesMax } from '../../runtime/rpc/frames-layout.js';
@@ -36,13 +37,12 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
-const ID_MAX = 0xffffffff;
 
 export class RpcConnection {
   private readonly reader: FrameReader;
   private readonly pending = new Map<number, Pending>();
-  private nextId = 1;
-  private corked = false;
+  private readonly ids = new RequestIds();
+  private readonly out: CorkedWriter;
   private dead: RowanError | null = null;
 
   private constructor(
@@ -51,6 +51,7 @@ export class RpcConnection {
     private readonly timeoutMs: number,
     private readonly limits: FrameLimits,
   ) {
+    this.out = new CorkedWriter(socket);
     this.reader = new FrameReader(responseBytesMax(limits));
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 10_000);
@@ -100,7 +101,7 @@ export class RpcConnection {
   /** Send the frame `build(id)` and wait for its response (an ERROR response resolves, not rejects). */
   request(build: (id: number) => Uint8Array): Promise<Response> {
     if (this.dead) return Promise.reject(this.dead);
-    const id = this.takeId();
+    const id = this.ids.take(this.pending);
     const frame = build(id);
     return new Promise<Response>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -108,7 +109,7 @@ export class RpcConnection {
         reject(new RowanError(ErrorCodes.TIMEOUT, `no response from ${endpointKey(this.endpoint)} within ${this.timeoutMs} ms`));
       }, this.timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
-      this.write(frame);
+      this.out.write(frame);
     });
   }
 
@@ -117,27 +118,6 @@ export class RpcConnection {
   }
 
   /** A free request id: 1..2^32-1, wrapping, skipping ids still outstanding (0 means "the connection"). */
-  private takeId(): number {
-    for (;;) {
-      const id = this.nextId;
-      this.nextId = id === ID_MAX ? 1 : id + 1;
-      if (!this.pending.has(id)) return id;
-    }
-  }
-
-  /** Frames written in one tick leave in one write: cork now, uncork on the next tick. */
-  private write(frame: Uint8Array): void {
-    if (!this.corked) {
-      this.corked = true;
-      this.socket.cork();
-      process.nextTick(() => {
-        this.corked = false;
-        this.socket.uncork();
-      });
-    }
-    this.socket.write(frame);
-  }
-
   private onData(chunk: Buffer): void {
     if (this.dead) return;
     this.reader.push(chunk);

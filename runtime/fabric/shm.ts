@@ -11,7 +11,7 @@ import { tracedRegion, type PersistTrace } from '../../shm/trace.js';
 import { ErrorCodes, RowanError } from '../errors.js';
 import { monotonicClock, type Clock } from '../rowan/clock.js';
 import { SRQ_CLOSED, SharedReceiveQueue } from '../rowan/srq.js';
-import { ABANDONED, LATE, landOnce } from '../rowan/land.js';
+import { ABANDONED, LATE, land, landOnce } from '../rowan/land.js';
 import {
   defaultSenderOptions,
   type RemoteRegion,
@@ -28,9 +28,6 @@ export function shmPaths(dataDir: string): { pool: string; srq: string } {
 // tryWrite results beyond NO_BUFFER / SRQ_CLOSED (the landing rules live in runtime/rowan/land.ts,
 // shared with the tcp fabric's nic actor).
 export { ABANDONED, LATE };
-
-/** A write re-issued this many times fails instead (its sender is starved of CPU). */
-const MAX_REISSUES = 16;
 
 export interface ShmConnectOptions extends Partial<RowanSenderOptions> {
   /** Persistence mode of the sender's own mapping of the receiver's pool (match the receiver's). */
@@ -91,20 +88,13 @@ export class ShmConnection implements RowanConnection {
     }
     let waitStart = -1;
     let backoffMs = 0.05;
-    let reissues = 0;
     for (;;) {
-      const at = this.tryWrite(bytes);
+      const { at, reissues } = land(this.srq, this.region, bytes, this.o.senderId);
+      this.s.retries += reissues;
       if (at >= 0) {
         this.s.writes++;
         this.s.bytes += bytes.length;
         return at;
-      }
-      if (at === ABANDONED || at === LATE) {
-        this.s.retries++;
-        if (++reissues > MAX_REISSUES) {
-          throw new RowanError(ErrorCodes.WRITE_TIMEOUT, `write re-issued ${MAX_REISSUES} times: this sender is starved of CPU`);
-        }
-        continue;
       }
       if (at === SRQ_CLOSED) throw new RowanError(ErrorCodes.RECEIVER_CLOSED, `receiver at ${this.srq.path} has shut down`);
       // NO_BUFFER: the receiver has not posted (enough) buffers yet. Retry with backoff; never drop.

@@ -18,6 +18,7 @@
 // a request unanswered for `requestTimeoutMs` fails with WRITE_TIMEOUT; a dead peer fails every
 // pending request with PEER_GONE (such a write may or may not have landed). Writes in flight together
 // land in the order they were issued unless one of them had to be re-sent after a retryable reply.
+import { CorkedWriter, RequestIds } from '../net/pipeline.js';
 import { connect as netConnect, type Socket } from 'node:net';
 import {
   FRAME_BYTES_MAX_DEFAULT,
@@ -81,11 +82,11 @@ export class TcpConnection implements RowanConnection {
   private readonly s: SenderStats = { writes: 0, bytes: 0, retries: 0, noBufferWaits: 0 };
   private readonly sweep: NodeJS.Timeout;
   private info: HelloInfo = { version: FRAME_VERSION, stride: 64, segmentBytes: 0, frameBytesMax: FRAME_BYTES_MAX_DEFAULT };
-  private nextId = 1;
+  private readonly ids = new RequestIds();
+  private readonly out: CorkedWriter;
   private inFlightBytes = 0;
   /** Requests admitted: in flight, or woken from `waiters` and about to be sent. */
   private taken = 0;
-  private corked = false;
   private dead: RowanError | null = null;
   /** An ERROR the nic sent about the stream itself (id 0) just before closing it. */
   private streamError: string | null = null;
@@ -95,6 +96,7 @@ export class TcpConnection implements RowanConnection {
     private readonly socket: Socket,
     o: TcpConnectOptions,
   ) {
+    this.out = new CorkedWriter(socket);
     this.o = { ...defaultSenderOptions, ...DEFAULTS, ...stripUndefined(o) };
     this.clock = o.clock ?? monotonicClock;
     this.peer = `${o.host}:${o.port}`;
@@ -209,7 +211,7 @@ export class TcpConnection implements RowanConnection {
       this.taken--;
       throw this.dead;
     }
-    const id = this.takeId();
+    const id = this.ids.take(this.pending);
     req.id = id;
     const frame = req.op === Op.SEND ? encodeSend(id, req.data) : encodeRequest(req);
     return new Promise<Resolved>((resolve, reject) => {
@@ -217,7 +219,7 @@ export class TcpConnection implements RowanConnection {
       const p: Pending = { id, frame, firstAt: now, sentAt: now, backoffMs: BACKOFF_FIRST_MS, retryTimer: null, resolve, reject };
       this.pending.set(id, p);
       this.inFlightBytes += frame.length;
-      this.transmit(frame);
+      this.out.write(frame);
     });
   }
 
@@ -244,27 +246,6 @@ export class TcpConnection implements RowanConnection {
       this.taken++;
       this.waiters.shift()!();
     }
-  }
-
-  private takeId(): number {
-    for (;;) {
-      const id = this.nextId;
-      this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1; // 0 is reserved for stream errors
-      if (!this.pending.has(id)) return id;
-    }
-  }
-
-  /** Frames written in one tick leave together (one writev), like a doorbell batch. */
-  private transmit(frame: Buffer): void {
-    if (!this.corked) {
-      this.corked = true;
-      this.socket.cork();
-      process.nextTick(() => {
-        this.corked = false;
-        this.socket.uncork();
-      });
-    }
-    this.socket.write(frame);
   }
 
   private onData(chunk: Buffer): void {
@@ -297,7 +278,7 @@ export class TcpConnection implements RowanConnection {
         p.retryTimer = null;
         if (this.dead || !this.pending.has(p.id)) return;
         p.sentAt = this.clock.now();
-        this.transmit(p.frame);
+        this.out.write(p.frame);
       }, p.backoffMs);
       p.backoffMs = Math.min(p.backoffMs * 2, BACKOFF_MAX_MS);
       return;
