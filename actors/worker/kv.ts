@@ -186,11 +186,13 @@ export class KvWorker {
     const { c, shard, hash } = this.route(key, clientTerm, false);
     const placement = c.shards[shard]!;
     const e: EntryInput = { type, shard, version: 0, key, ...(value ? { value } : {}) };
-    entrySize(e, this.d.limits); // size and shape checks before a version is consumed
+    const size = entrySize(e, this.d.limits); // size and shape checks before a version is consumed
     e.version = nextVersion(this.d.shared.versions, shard);
     const addr = this.d.tlog.append(e); // persisted in our t-log (①)
     if (placement.backups.length > 0) {
-      const blocks = encodeBlocks(e, this.d.limits);
+      // A single-block entry is replicated as the very bytes just persisted in the t-log (immutable
+      // while indexed), not encoded and checksummed a second time; larger entries go block by block.
+      const blocks = size <= this.d.limits.mtuBytes ? [this.d.region.bytes.subarray(addr, addr + size)] : encodeBlocks(e, this.d.limits);
       await Promise.all(placement.backups.map((b) => this.replicateTo(b, shard, blocks))); // on every backup (②)
     }
     this.indexOf(shard).upsert(key, hash, addr, e.version, this.reader); // now visible (③)
