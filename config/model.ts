@@ -59,6 +59,11 @@ export interface RowanConfig {
   gc: {
     /** Clean a committed segment whose live bytes fall below this share (§4.4: 75 %). */
     liveThresholdPercent: number;
+    /** Free segments only clean actors may take, so GC can always copy live entries somewhere and make
+     *  room; other allocations fail with PM_FULL once no more are free. */
+    reserveSegments: number;
+    /** How often each clean actor looks for segments to clean. */
+    periodMs: number;
   };
   /** Lease between servers and the CM (§6.1: 10 ms). */
   leaseMs: number;

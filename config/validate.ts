@@ -79,6 +79,8 @@ export function validateConfig(c: RowanConfig, allowedCores?: readonly number[])
   num('replication.retryMs', c.replication.retryMs, 0.001, 60_000);
   num('replication.commitVerPeriodMs', c.replication.commitVerPeriodMs, 1, 60_000);
   num('gc.liveThresholdPercent', c.gc.liveThresholdPercent, 0, 100);
+  int('gc.reserveSegments', c.gc.reserveSegments, 0, Math.floor(c.pool.segmentCount / 2));
+  num('gc.periodMs', c.gc.periodMs, 1, 60_000);
   num('leaseMs', c.leaseMs, 1, 600_000);
   num('resharding.periodMs', c.resharding.periodMs, 1, 3_600_000);
   num('resharding.overloadPercent', c.resharding.overloadPercent, 0, 1000);

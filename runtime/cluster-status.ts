@@ -41,7 +41,7 @@ function pad(rows: string[][]): string[] {
 
 export function formatClusterStatus(s: ClusterStatus): string {
   const out = [`cluster term ${s.term}: ${s.nodes.length} nodes, ${s.shardCount} shards, replication ${s.replicationFactor}`, ''];
-  const head = ['NODE', 'STATE', 'PID', 'CLIENT_PORTS', 'PRIMARY', 'BACKUP', 'SEG_FREE', 'SEG_USING', 'SEG_USED', 'SEG_COMMITTED', 'BLOG_WRITES', 'DIGESTED_BLOCKS'];
+  const head = ['NODE', 'STATE', 'PID', 'CLIENT_PORTS', 'PRIMARY', 'BACKUP', 'SEG_FREE', 'SEG_USING', 'SEG_USED', 'SEG_COMMITTED', 'LIVE', 'GC_SEGS', 'GC_MB/S', 'BLOG_WRITES', 'DIGESTED_BLOCKS'];
   const rows = s.nodes.map((n) => {
     const st = n.status;
     const counts = st?.pool?.counts as Record<string, number> | undefined;
@@ -50,6 +50,9 @@ export function formatClusterStatus(s: ClusterStatus): string {
     return [
       String(n.id), st ? 'up' : 'down', st ? String(st.pid) : '-', n.clientPorts.join(','), String(n.primaryOf), String(n.backupOf),
       String(counts?.free ?? '-'), String(counts?.using ?? '-'), String(counts?.used ?? '-'), String(counts?.committed ?? '-'),
+      st?.storage?.liveRatio == null ? '-' : `${(st.storage.liveRatio * 100).toFixed(0)}%`,
+      st?.storage ? String(st.storage.gc.segmentsReclaimed) : '-',
+      st?.storage ? st.storage.gc.mbPerBusySecond.toFixed(1) : '-',
       sum('control', 'BLOG_WRITES'), sum('digest', 'DIGESTED_BLOCKS'),
     ];
   });

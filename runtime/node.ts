@@ -143,7 +143,7 @@ export class RowanNode {
         doorbell: this.wiring.bells.get(p.name)!.sab,
         inbound: this.wiring.inbound(p.name),
         outbound: this.wiring.outbound(p.name),
-        ...(this.kv && (p.role === 'worker' || p.role === 'digest') ? { kv: this.kv } : {}),
+        ...(this.kv && (p.role === 'worker' || p.role === 'digest' || p.role === 'clean') ? { kv: this.kv } : {}),
       },
     };
   }
@@ -212,7 +212,7 @@ export class RowanNode {
   async status(): Promise<NodeStatus> {
     const pings = new Map<string, number | null>();
     await Promise.all([...this.actors.keys()].map(async (n) => pings.set(n, await this.ping(n))));
-    return collectStatus(this, this.actors, pings, this.pool);
+    return collectStatus(this, this.actors, pings, this.pool, this.kv?.shared.gc);
   }
 
   private async control(req: ControlRequest): Promise<unknown> {

@@ -5,6 +5,8 @@ import { readCounters, type CounterSnapshot } from '../shm/counters.js';
 import type { ActorHandle } from './spawn.js';
 import type { NodePool } from './pool-hook.js';
 import type { RowanNode } from './node.js';
+import { collectGcStatus, formatGcStatus, type GcStatus } from './gc-status.js';
+import type { GcSharedBuffers } from './kv/gc-state.js';
 
 export interface ActorStatus {
   name: string;
@@ -40,6 +42,8 @@ export interface NodeStatus {
   pool: { path: string; poolId: string; mode: string; counts: unknown } | null;
   actors: ActorStatus[];
   rings: RingStatus[];
+  /** Segments by owner and state, live bytes, GC and commit progress (null without a pool). */
+  storage: GcStatus | null;
 }
 
 export function collectStatus(
@@ -47,8 +51,9 @@ export function collectStatus(
   actors: Map<string, ActorHandle>,
   pings: Map<string, number | null>,
   pool: { pool: NodePool; path: string } | null,
+  gc?: GcSharedBuffers,
 ): NodeStatus {
-  return {
+  const s: Omit<NodeStatus, 'storage'> = {
     pid: process.pid,
     dataDir: node.config.dataDir,
     persistence: node.config.persistence,
@@ -77,6 +82,8 @@ export function collectStatus(
       capacityWords: l.ring.capacityWords,
     })),
   };
+  const storage = pool ? collectGcStatus(pool.pool, gc, s.actors, s.uptimeMs) : null;
+  return { ...s, storage };
 }
 
 /** The human form printed by `rowan status`. */
@@ -112,6 +119,7 @@ export function formatStatus(s: NodeStatus): string {
       '',
     );
   }
+  if (s.storage) lines.push(...formatGcStatus(s.storage, table), '');
   lines.push(...table(['RING', 'DEPTH_WORDS', 'CAPACITY_WORDS'], s.rings.map((r) => [`${r.from} -> ${r.to}`, String(r.depthWords), String(r.capacityWords)])));
   return lines.join('\n');
 }

@@ -65,6 +65,21 @@ export class LogAppender {
     return off;
   }
 
+  /** Copy an already-encoded entry (all its blocks) to the tail and persist it; returns its offset. */
+  appendRaw(src: Uint8Array): number {
+    const off = this.tailOff;
+    const size = src.length;
+    invariant(size > 0 && size % this.limits.entryAlignBytes === 0, `raw entry of ${size} bytes is not whole strides`);
+    if (size > this.end - off) {
+      throw new RowanError(ErrorCodes.SEGMENT_FULL, `entry of ${size} bytes does not fit in ${this.end - off} bytes`,
+        { size, remaining: this.end - off });
+    }
+    this.region.bytes.set(src, off);
+    this.region.persist(off, size);
+    this.tailOff = off + size;
+    return off;
+  }
+
   /** Reopen a log range after a restart: the tail goes after the last intact entry, stale bytes past it
    *  are zeroed and persisted. */
   static recover(region: PersistentRegion, start: number, end: number, limits: Limits): LogAppender {

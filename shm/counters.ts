@@ -55,7 +55,21 @@ export const I64 = {
   DIGESTED_SEGMENTS: 10,
   /** digest: verified log blocks found in them. */
   DIGESTED_BLOCKS: 11,
-  WORDS: 12,
+  /** digest: b-log segments this digest found committed for its shards (§4.4). */
+  COMMITTED_SEGMENTS: 12,
+  /** worker: <shard, CommitVer> entries written to backups (§4.4). */
+  COMMITVERS_SENT: 13,
+  /** clean: segments reclaimed (Committed -> Free). */
+  CLEAN_SEGMENTS: 14,
+  /** clean: bytes of segments reclaimed. */
+  CLEAN_RECLAIMED_BYTES: 15,
+  /** clean: bytes of live entries copied out of them. */
+  CLEAN_COPIED_BYTES: 16,
+  /** clean: microseconds spent cleaning (for GC throughput = reclaimed bytes / this). */
+  CLEAN_BUSY_US: 17,
+  /** worker: PUT/DEL refused with PM_FULL. */
+  PM_FULL_REFUSALS: 18,
+  WORDS: 19,
 } as const;
 
 export type CounterName = Exclude<keyof typeof I64, 'WORDS'>;

@@ -133,6 +133,9 @@ export class ShardIndex {
     return { buckets, overflowBuckets: Math.max(16, Math.ceil(buckets / 4)), bucketItems };
   }
 
+  /** After an upsert that returned 'updated': the address it replaced (live-byte accounting). */
+  replaced = 0;
+
   /** Address of `key`'s entry, or 0 if absent. Lock-free. */
   get(key: Uint8Array, hash: KeyHash, reader: EntryReader): number {
     const slot = this.find(this.headOf(hash), hash.hi & L.TAG_MASK, key, reader);
@@ -269,7 +272,10 @@ export class ShardIndex {
       if (version <= reader.versionAt(this.foundAddr)) return 'stale';
       // Publishes our address iff the slot still holds the item whose version we beat; readers see the
       // old or the new item, never a mix. On failure someone else changed the slot: re-run the search.
-      if (Atomics.compareExchange(this.i64, slot, current, item) === current) return 'updated';
+      if (Atomics.compareExchange(this.i64, slot, current, item) === current) {
+        this.replaced = this.foundAddr;
+        return 'updated';
+      }
     }
   }
 

@@ -44,6 +44,13 @@ export class BlockAssembler {
     return this.open.size;
   }
 
+  /** Offsets of every block received for entries still pending. */
+  pendingOffsets(): number[] {
+    const out: number[] = [];
+    for (const p of this.open.values()) for (const o of p.blockOffsets) if (o !== -1) out.push(o);
+    return out;
+  }
+
   /** Forget every pending entry, e.g. after the segments holding their blocks were given up. */
   clear(): void {
     this.open.clear();

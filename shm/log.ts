@@ -340,6 +340,13 @@ export function keyEqualsAt(bytes: Uint8Array, offset: number, key: Uint8Array, 
   return true;
 }
 
+/** Bytes the intact entry whose first block is at `offset` occupies in a contiguous log (all blocks,
+ *  padding included), from its header's lengths. For a single-block entry that is its block size. */
+export function storedSizeAt(bytes: Uint8Array, offset: number, limits: Limits): number {
+  const dv = viewOf(bytes);
+  return encodedSize(dv.getUint16(offset + KEY_LEN_OFF, true), dv.getUint32(offset + VALUE_LEN_OFF, true), limits);
+}
+
 /** The 48-bit version stored in the header at `offset`. */
 export function versionAt(bytes: Uint8Array, offset: number): number {
   const dv = viewOf(bytes);

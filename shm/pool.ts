@@ -52,6 +52,10 @@ export interface PoolCreateOptions {
 
 export interface PoolOpenOptions {
   mode?: PersistMode;
+  /** Free segments kept back for garbage collection (§4.4): an allocation for any role but Clean fails
+   *  with PM_FULL once no more than this many are free, so clean actors always have a segment to copy
+   *  live entries into and can make room again. Default 0 (no reserve). */
+  reserveSegments?: number;
 }
 
 export interface SegmentFilter {
@@ -131,6 +135,8 @@ export class Pool {
   /** The superblock's allocation counter (the last seq handed out). */
   private readonly seqCounter: BigUint64Array;
   private readonly hint: FreeHint;
+  /** See PoolOpenOptions.reserveSegments. */
+  readonly reserveSegments: number;
   private closed = false;
 
   // ---- lifecycle ------------------------------------------------------------------------------------
@@ -159,9 +165,11 @@ export class Pool {
     const fd = openPoolFd(path);
     try {
       const { superblock, maxSeq } = validatePoolFile(fd, path);
+      const reserve = o.reserveSegments ?? 0;
+      if (!Number.isInteger(reserve) || reserve < 0) bad(`reserveSegments must be a non-negative integer, got ${reserve}`);
       const region = PmemMapping.fromFd(fd, { mode, length: superblock.poolBytes, label: path });
       try {
-        return new Pool(path, superblock, region, maxSeq);
+        return new Pool(path, superblock, region, maxSeq, reserve);
       } catch (err) {
         region.close();
         throw err;
@@ -189,8 +197,9 @@ export class Pool {
     return pool;
   }
 
-  private constructor(path: string, sb: Superblock, region: PmemMapping, maxSeq: number) {
+  private constructor(path: string, sb: Superblock, region: PmemMapping, maxSeq: number, reserveSegments: number) {
     this.path = path;
+    this.reserveSegments = reserveSegments;
     this.poolId = sb.poolId;
     this.segmentBytes = sb.segmentBytes;
     this.segmentCount = sb.segmentCount;
@@ -246,6 +255,16 @@ export class Pool {
     if (!Number.isInteger(role) || role <= OwnerRole.None || role > OwnerRole.Migration) bad(`invalid owner role ${role}`);
     if (!Number.isInteger(ownerId) || ownerId < 0 || ownerId > OWNER_ID_MAX)
       bad(`owner id must be an integer in [0, ${OWNER_ID_MAX}], got ${ownerId}`);
+    if (role !== OwnerRole.Clean && this.reserveSegments > 0) {
+      const free = this.freeCount();
+      if (free <= this.reserveSegments) {
+        throw new RowanError(
+          ErrorCodes.PM_FULL,
+          `${this.path}: ${free} free segment(s) left of ${this.segmentCount}, all kept back for garbage collection`,
+          { counts: this.counts(), reserveSegments: this.reserveSegments },
+        );
+      }
+    }
     for (let pass = 0; pass < 2; pass++) {
       for (let i = this.hint.next(); i !== -1; i = this.hint.next()) {
         this.hint.clear(i);
@@ -317,6 +336,16 @@ export class Pool {
     }
     found.sort((a, b) => a.seq - b.seq || a.i - b.i);
     return found.map((x) => x.i);
+  }
+
+  /** Segments Free right now (one pass over the meta table). */
+  freeCount(): number {
+    this.checkOpen();
+    let n = 0;
+    for (let i = 0; i < this.segmentCount; i++) {
+      if (this.decodeWord(i, Atomics.load(this.words, i)).state === SegmentState.Free) n++; // latest published state of i
+    }
+    return n;
   }
 
   counts(): PoolCounts {

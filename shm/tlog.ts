@@ -3,14 +3,16 @@
 // allocation seq order — so recovery needs nothing but the pool.
 //
 // Figure 6, primary path: a Free segment is allocated (-> Using); once it has no room for the next
-// entry it becomes Committed. The transition happens *before* the next segment is allocated, so at most
-// one t-log segment is ever Using: a crash between the two steps leaves no Using segment (the next
-// append allocates one), never two, and recovery always resumes in the newest segment.
+// entry it is sealed and becomes Committed (at once, or when its last pending append is released, see
+// below). Sealing happens *before* the next segment is allocated, so the newest segment of the chain is
+// the only one appended to; recovery resumes in it.
 //
-// Committed promises that every entry in the segment is on all replicas. The t-log cannot know that; it
-// commits when the segment fills. That is exact only if no replication of the segment's entries is in
-// flight at that moment; a worker that pipelines replication must keep GC and failover from relying on
-// the state until those acks arrive, or defer the transition (the hook would go in nextSegment).
+// Committed promises that every entry in the segment is on all replicas, and lets garbage collection
+// (actors/clean) reclaim it. A worker that replicates an entry after appending it marks the append as
+// pending (`append(e, true)`) and calls `release(addr)` once the entry is replicated and indexed (or has
+// failed): a full segment with pending appends is sealed but stays Using until the last one is
+// released, so GC never sees a Committed segment whose entries are still about to be indexed. A crash
+// ends every pending request, so recover() commits any Using segment of the chain but the newest.
 import type { Limits } from '../config/limits.js';
 import { ErrorCodes, RowanError } from '../runtime/errors.js';
 import { LogAppender } from './appender.js';
@@ -42,6 +44,9 @@ export class TLog {
    *  the multi-block b-log entries it reassembles (an index item must point at a contiguous entry). */
   readonly role: OwnerRole;
   private current: Current | null = null;
+  /** Pending appends per segment (see the header); sealed segments wait here until theirs reach 0. */
+  private readonly pending = new Map<number, number>();
+  private readonly sealedWaiting = new Set<number>();
 
   /** A t-log for a worker that has none yet. The first append allocates its first segment. */
   constructor(pool: TLogPool, workerId: number, limits: Limits, role: OwnerRole = OwnerRole.Worker) {
@@ -63,14 +68,48 @@ export class TLog {
 
   /** Append and persist `e`; returns its pool offset. Throws PM_FULL when the pool has no free segment,
    *  ENTRY_TOO_LARGE for an entry no segment could hold, and the codec's validation errors. */
-  append(e: EntryInput): number {
+  append(e: EntryInput, pending = false): number {
     const size = entrySize(e, this.limits);
     if (size > this.pool.segmentBytes) {
       throw new RowanError(ErrorCodes.ENTRY_TOO_LARGE, `entry of ${size} bytes exceeds a ${this.pool.segmentBytes}-byte segment`);
     }
     let cur = this.current;
     if (cur === null || size > cur.appender.remaining) cur = this.nextSegment();
-    return cur.appender.append(e);
+    const at = cur.appender.append(e);
+    if (pending) this.pending.set(cur.segment, (this.pending.get(cur.segment) ?? 0) + 1);
+    return at;
+  }
+
+  /** Copy an intact entry (`bytes`: all its blocks, as a log holds them) to the tail and persist it;
+   *  returns its new offset. Garbage collection moves live entries this way: checksums do not cover
+   *  the address, so the bytes stay valid where they land. */
+  appendRaw(bytes: Uint8Array): number {
+    if (bytes.length > this.pool.segmentBytes) {
+      throw new RowanError(ErrorCodes.ENTRY_TOO_LARGE, `entry of ${bytes.length} bytes exceeds a ${this.pool.segmentBytes}-byte segment`);
+    }
+    let cur = this.current;
+    if (cur === null || bytes.length > cur.appender.remaining) cur = this.nextSegment();
+    return cur.appender.appendRaw(bytes);
+  }
+
+  /** A pending append (see the header) is done: replicated and indexed, or failed. */
+  release(addr: number): void {
+    const seg = Math.floor((addr - this.pool.segmentOffset(0)) / this.pool.segmentBytes);
+    const n = (this.pending.get(seg) ?? 0) - 1;
+    if (n < 0) throw new RowanError(ErrorCodes.INTERNAL, `t-log ${this.workerId}: release of ${addr} without a pending append`);
+    if (n > 0) {
+      this.pending.set(seg, n);
+      return;
+    }
+    this.pending.delete(seg);
+    if (this.sealedWaiting.delete(seg)) this.pool.transition(seg, SegmentState.Using, SegmentState.Committed);
+  }
+
+  /** Appends not yet released, over all segments. */
+  get pendingAppends(): number {
+    let n = 0;
+    for (const v of this.pending.values()) n += v;
+    return n;
   }
 
   /** Commit the current segment now (Using -> Committed); the next append starts a new one. Used when
@@ -79,7 +118,8 @@ export class TLog {
     const cur = this.current;
     if (cur === null) return;
     this.current = null;
-    this.pool.transition(cur.segment, SegmentState.Using, SegmentState.Committed);
+    if ((this.pending.get(cur.segment) ?? 0) > 0) this.sealedWaiting.add(cur.segment);
+    else this.pool.transition(cur.segment, SegmentState.Using, SegmentState.Committed);
   }
 
   private nextSegment(): Current {
@@ -108,11 +148,15 @@ export class TLog {
 
   /** Rebuild a worker's t-log after a restart: the newest segment of its chain, if still Using, is
    *  reopened after its last intact entry (stale bytes of a torn append past it are zeroed); otherwise
-   *  the next append allocates. Segment states are not changed. */
+   *  the next append allocates. Older Using segments (sealed while appends were pending, then the
+   *  process died, which ended those requests) are committed. */
   static recover(pool: TLogPool, workerId: number, limits: Limits, role: OwnerRole = OwnerRole.Worker): TLog {
     const log = new TLog(pool, workerId, limits, role);
     const chain = chainOf(pool, workerId, role);
     const newest = chain.at(-1);
+    for (const seg of chain.slice(0, -1)) {
+      if (pool.meta(seg).state === SegmentState.Using) pool.transition(seg, SegmentState.Using, SegmentState.Committed);
+    }
     if (newest !== undefined && pool.meta(newest).state === SegmentState.Using) {
       const start = pool.segmentOffset(newest);
       log.current = { segment: newest, appender: LogAppender.recover(pool.region, start, start + pool.segmentBytes, limits) };

@@ -1,15 +1,72 @@
-// Clean actor (§4.4): later it garbage-collects committed segments whose live bytes fall under the
-// threshold (copy live entries, update the index, free the segment). Today it starts, pins, answers
-// pings and counts the segment batches it receives.
-import { defineActor, runActor } from '../../runtime/actor.js';
+// Clean actor (§4.4): garbage-collects Committed segments whose live bytes fall under the threshold
+// (actors/clean/gc.ts): copy live entries to its clean log, move their index items, wait out readers,
+// free the segment. Each clean actor owns the segments s with s % cleanCount === its id, looks for work
+// every gc.periodMs and whenever a digest actor announces newly committed segments. One pass runs at a
+// time. (The actors are pinned threads of the runtime rather than a piscina pool: each owns a clean
+// log and a read-epoch slot, so they are not interchangeable workers.)
+import { defaultLimits } from '../../config/limits.js';
+import { defineActor, runActor, type ActorContext } from '../../runtime/actor.js';
+import { attachKvShared } from '../../runtime/kv/shared.js';
+import { shmPaths } from '../../runtime/fabric/shm.js';
+import { I64 } from '../../shm/counters.js';
 import { RecordKind } from '../../shm/mailbox.js';
+import { Pool } from '../../shm/pool.js';
+import { Cleaner } from './gc.js';
 import type { CleanInbound } from './protocol.js';
+
+let cleaner: Cleaner | null = null;
+let pool: Pool | null = null;
+let running: Promise<void> | null = null;
+
+function kick(ctx: ActorContext): void {
+  const c = cleaner;
+  if (!c || running) return;
+  running = (async () => {
+    try {
+      // Keep going while passes free something; the next tick or hint resumes otherwise.
+      while ((await c.pass()) > 0 && cleaner === c);
+    } catch (err) {
+      ctx.log.error({ err: (err as Error).message }, 'garbage collection pass failed');
+      throw err;
+    } finally {
+      running = null;
+      const s = c.stats;
+      const l = ctx.counters.local;
+      l[I64.CLEAN_SEGMENTS] = s.segments;
+      l[I64.CLEAN_RECLAIMED_BYTES] = s.reclaimedBytes;
+      l[I64.CLEAN_COPIED_BYTES] = s.copiedBytes;
+      l[I64.CLEAN_BUSY_US] = s.busyUs;
+    }
+  })();
+}
 
 export const cleanActor = defineActor<CleanInbound>({
   role: 'clean',
   accepts: [RecordKind.SEGMENT_BATCH],
+  init: (ctx) => {
+    if (!ctx.kv) return;
+    const count = ctx.config.roles.find((r) => r.role === 'clean')?.count ?? 1;
+    pool = Pool.open(shmPaths(ctx.config.dataDir).pool, { mode: ctx.config.persistence });
+    cleaner = new Cleaner({
+      pool,
+      shared: attachKvShared(ctx.kv.shared, pool.region),
+      limits: defaultLimits,
+      id: ctx.id,
+      count,
+      liveThresholdPercent: ctx.config.gc.liveThresholdPercent,
+    });
+  },
   handlers: {
-    [RecordKind.SEGMENT_BATCH]: () => {},
+    [RecordKind.SEGMENT_BATCH]: (_msg, _from, ctx) => kick(ctx),
+  },
+  tickMs: (c) => c.gc.periodMs,
+  tick: (ctx) => kick(ctx),
+  drain: async () => {
+    const r = running;
+    cleaner = null;
+    await r?.catch(() => {});
+    pool?.close();
+    pool = null;
   },
 });
 

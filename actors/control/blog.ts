@@ -22,7 +22,7 @@ export class ControlBlog {
   constructor(private readonly ctx: ActorContext) {
     const c = ctx.config;
     const paths = shmPaths(c.dataDir);
-    this.pool = Pool.open(paths.pool, { mode: c.persistence });
+    this.pool = Pool.open(paths.pool, { mode: c.persistence, reserveSegments: c.gc.reserveSegments });
     this.srq = SharedReceiveQueue.create(paths.srq, {
       postCap: c.blog.preallocSegments * 2 + 2,
       cqCap: CQ_SLOTS,

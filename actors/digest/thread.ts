@@ -1,6 +1,7 @@
 // Digest actor (§4.4): parses the Used b-log segments the control actor hands over, in order, verifies
-// their blocks and updates the backup indexes of the shards it owns (actors/digest/segments.ts).
-// CommitVerArray/MaxVerArray and handing committed segments to clean come with commit tracking.
+// their blocks, updates the backup indexes of the shards it owns and votes segments committed once the
+// primaries' CommitVers cover them (actors/digest/segments.ts). Segments that become Committed are
+// announced to the clean actors (which also find them in the segment meta table on their own).
 import { defineActor, runActor } from '../../runtime/actor.js';
 import { invariant } from '../../runtime/errors.js';
 import { I64 } from '../../shm/counters.js';
@@ -15,14 +16,19 @@ export const digestActor = defineActor<DigestInbound>({
   accepts: [RecordKind.SEGMENT_BATCH],
   init: (ctx) => {
     const count = ctx.config.roles.find((r) => r.role === 'digest')?.count ?? 1;
-    digest = new DigestSegments(ctx.config.dataDir, ctx.config.persistence, { id: ctx.id, count }, ctx.kv);
+    digest = new DigestSegments(ctx.config.dataDir, ctx.config.persistence, { id: ctx.id, count, reserveSegments: ctx.config.gc.reserveSegments }, ctx.kv);
   },
   handlers: {
     [RecordKind.SEGMENT_BATCH]: (msg, _from, ctx) => {
       invariant(digest !== null, 'digest got a batch before init');
-      for (const s of msg.segments) digest.digest(s);
+      const committed: number[] = [];
+      for (const s of msg.segments) committed.push(...digest.digest(s));
       ctx.counters.local[I64.DIGESTED_SEGMENTS] = digest.segments;
       ctx.counters.local[I64.DIGESTED_BLOCKS] = digest.scan.blocks;
+      ctx.counters.local[I64.COMMITTED_SEGMENTS] = digest.voted;
+      if (committed.length === 0) return;
+      // A hint only: a clean actor whose ring is full finds the segments in the meta table anyway.
+      for (const to of ctx.peers('clean')) ctx.send(to, { kind: RecordKind.SEGMENT_BATCH, segments: Int32Array.from(committed) });
     },
   },
   drain: () => {

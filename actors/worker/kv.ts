@@ -20,6 +20,8 @@ import type { ClusterConfig } from '../../config/cluster.js';
 import { shardOfHash } from '../../config/cluster.js';
 import type { Limits } from '../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../runtime/errors.js';
+import { CommitTracker } from '../../runtime/kv/commit.js';
+import { ReadEpochs } from '../../runtime/kv/gc-state.js';
 import { nextVersion, raiseVersion, type KvShared } from '../../runtime/kv/shared.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
@@ -45,6 +47,9 @@ export interface KvWorkerDeps {
   limits: Limits;
   /** rpc mode: the log this worker appends replicated entries to as a backup (absent: REPLICATE refused). */
   backupLog?: TLog;
+  /** This worker's id and the node's worker count (commit tracking and read epochs, when shared.gc). */
+  workerId?: number;
+  workers?: number;
 }
 
 /** Owner ids of the backup logs RPC-KV workers keep (role Worker, BACKUP_LOG_OWNER_BASE + workerId),
@@ -59,16 +64,46 @@ export interface KvWorkerStats {
   /** rpc mode, as a backup: REPLICATE blocks taken and entries appended to the backup log. */
   replicatedBlocks: number;
   replicatedEntries: number;
+  /** PUT/DEL refused because the pool (here or at a backup) had no free segment. */
+  pmFull: number;
 }
 
 export class KvWorker {
   private readonly reader: PoolEntryReader;
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
-  readonly stats: KvWorkerStats = { puts: 0, dels: 0, gets: 0, replicationWrites: 0, replicatedBlocks: 0, replicatedEntries: 0 };
+  readonly stats: KvWorkerStats = { puts: 0, dels: 0, gets: 0, replicationWrites: 0, replicatedBlocks: 0, replicatedEntries: 0, pmFull: 0 };
   private assembler: BlockAssembler | null = null;
+  /** Commit tracking (§4.4), when the node keeps GC state. */
+  readonly commit: CommitTracker | null = null;
+  private readonly epochSlot: number;
 
   constructor(private readonly d: KvWorkerDeps) {
     this.reader = new PoolEntryReader(d.region, d.limits);
+    const id = d.workerId ?? 0;
+    this.epochSlot = ReadEpochs.slotOf('worker', id);
+    const gc = d.shared.gc;
+    if (gc) this.commit = new CommitTracker(gc.buffers, d.shared.versions, d.config().shardCount, id, d.workers ?? id + 1);
+  }
+
+  /** Write <shard, CommitVer> to the backups of the shards this node is primary of (every CommitVer
+   *  period, §4.4; only in Rowan mode: digest reads them from the b-log). */
+  async disseminateCommitVers(): Promise<number> {
+    const c = this.d.config();
+    if (!this.commit || this.stopping || c.replication !== 'rowan') return 0;
+    const mine = c.shards.filter((s) => s.primary === this.d.nodeId).map((s) => ({ shard: s.id, backups: s.backups }));
+    return this.track(() => this.commit!.disseminate(mine, (n, s) => this.d.replica(n, s), this.d.limits));
+  }
+
+  /** Run f inside a read epoch (addresses taken from an index stay readable until exit). */
+  private reading<T>(f: () => T): T {
+    const ep = this.d.shared.gc?.epochs;
+    if (!ep) return f();
+    ep.enter(this.epochSlot);
+    try {
+      return f();
+    } finally {
+      ep.exit(this.epochSlot);
+    }
   }
 
   term(): number {
@@ -134,6 +169,10 @@ export class KvWorker {
   }
 
   private lookup(shard: number, key: Uint8Array): Uint8Array | null {
+    return this.reading(() => this.lookupHere(shard, key));
+  }
+
+  private lookupHere(shard: number, key: Uint8Array): Uint8Array | null {
     const index = this.indexOf(shard);
     const addr = index.get(key, hash64Into(key, this.hash), this.reader);
     if (addr === 0) return null;
@@ -176,10 +215,14 @@ export class KvWorker {
       if (whole === null) return;
       e = { type: whole.type, shard: whole.shard, version: whole.version, key: whole.key, value: whole.value };
     }
-    const addr = log.append(e); // persisted in this worker's backup log
-    this.stats.replicatedEntries++;
-    if (e.type === EntryType.CommitVer) return;
-    index.upsert(e.key!, hash64Into(e.key!, this.hash), addr, e.version, this.reader);
+    const ev = e;
+    this.reading(() => {
+      const addr = log.append(ev); // persisted in this worker's backup log
+      this.stats.replicatedEntries++;
+      if (ev.type === EntryType.CommitVer) return;
+      const r = index.upsert(ev.key!, hash64Into(ev.key!, this.hash), addr, ev.version, this.reader);
+      this.d.shared.gc?.live.upserted(r, index.replaced, addr);
+    });
   }
 
   private async write(type: EntryType, key: Uint8Array, value: Uint8Array | undefined, clientTerm: number): Promise<void> {
@@ -187,15 +230,31 @@ export class KvWorker {
     const placement = c.shards[shard]!;
     const e: EntryInput = { type, shard, version: 0, key, ...(value ? { value } : {}) };
     const size = entrySize(e, this.d.limits); // size and shape checks before a version is consumed
-    e.version = nextVersion(this.d.shared.versions, shard);
-    const addr = this.d.tlog.append(e); // persisted in our t-log (①)
-    if (placement.backups.length > 0) {
-      // A single-block entry is replicated as the very bytes just persisted in the t-log (immutable
-      // while indexed), not encoded and checksummed a second time; larger entries go block by block.
-      const blocks = size <= this.d.limits.mtuBytes ? [this.d.region.bytes.subarray(addr, addr + size)] : encodeBlocks(e, this.d.limits);
-      await Promise.all(placement.backups.map((b) => this.replicateTo(b, shard, blocks))); // on every backup (②)
+    const commit = this.commit;
+    e.version = commit ? commit.claim(shard) : nextVersion(this.d.shared.versions, shard);
+    let addr = -1;
+    try {
+      // Persisted in our t-log (①); pending: its segment is not committed before we are done with it.
+      addr = this.d.tlog.append(e, true);
+      if (placement.backups.length > 0) {
+        // A single-block entry is replicated as the very bytes just persisted in the t-log (immutable
+        // while indexed), not encoded and checksummed a second time; larger entries go block by block.
+        const blocks = size <= this.d.limits.mtuBytes ? [this.d.region.bytes.subarray(addr, addr + size)] : encodeBlocks(e, this.d.limits);
+        await Promise.all(placement.backups.map((b) => this.replicateTo(b, shard, blocks))); // on every backup (②)
+      }
+      const index = this.indexOf(shard);
+      const at = addr;
+      this.reading(() => {
+        const r = index.upsert(key, hash, at, e.version, this.reader); // now visible (③)
+        this.d.shared.gc?.live.upserted(r, index.replaced, at);
+      });
+    } catch (err) {
+      if (err instanceof RowanError && err.code === ErrorCodes.PM_FULL) this.stats.pmFull++;
+      throw err;
+    } finally {
+      if (addr >= 0) this.d.tlog.release(addr);
+      commit?.finish(shard, e.version);
     }
-    this.indexOf(shard).upsert(key, hash, addr, e.version, this.reader); // now visible (③)
   }
 
   private async replicateTo(node: number, shard: number, blocks: Uint8Array[]): Promise<void> {

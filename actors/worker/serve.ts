@@ -29,14 +29,16 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
   if (port === undefined) {
     throw new RowanError(ErrorCodes.BAD_CONFIG, `node ${kv.nodeId} lists ${me.workerPorts.length} worker ports; worker ${ctx.id} has none`);
   }
-  const pool = Pool.open(shmPaths(ctx.config.dataDir).pool, { mode: ctx.config.persistence });
+  const pool = Pool.open(shmPaths(ctx.config.dataDir).pool, { mode: ctx.config.persistence, reserveSegments: ctx.config.gc.reserveSegments });
   const replicas = openReplicas(kv.cluster, kv.nodeId, ctx, kv.shareLogs);
   const worker = new KvWorker({
     nodeId: kv.nodeId,
     config: () => kv.cluster,
     region: pool.region,
     tlog: TLog.recover(pool, ctx.id, defaultLimits),
-    shared: attachKvShared(kv.shared),
+    shared: attachKvShared(kv.shared, pool.region),
+    workerId: ctx.id,
+    workers: ctx.config.roles.find((r) => r.role === 'worker')?.count ?? ctx.id + 1,
     replica: async (id, shard) => replicas.channel(id, shard),
     limits: defaultLimits,
     ...(kv.cluster.replication === 'rpc' ? { backupLog: TLog.recover(pool, BACKUP_LOG_OWNER_BASE + ctx.id, defaultLimits, OwnerRole.Worker) } : {}),

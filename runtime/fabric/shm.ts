@@ -102,6 +102,9 @@ export class ShmConnection implements RowanConnection {
       const now = this.clock.now();
       if (waitStart < 0) waitStart = now;
       else if (now - waitStart > this.o.noBufferTimeoutMs) {
+        if (this.srq.starved()) {
+          throw new RowanError(ErrorCodes.PM_FULL, `the receiver at ${this.srq.path} has no free PM segment to post as a receive buffer (its pool is full)`);
+        }
         throw new RowanError(ErrorCodes.WRITE_TIMEOUT, `no receive buffer posted at ${this.srq.path} for ${this.o.noBufferTimeoutMs} ms`);
       }
       await sleep(backoffMs);

@@ -5,7 +5,9 @@
 // apart (Figure 7), and an index item must point at one contiguous entry, so once all blocks are in
 // the entry is appended to a log the applier owns (a TLog of role Digest) and indexed there.
 // Updates are version-conditional: duplicates from re-issued writes and out-of-order arrival are
-// harmless. COMMITVER entries are recorded for commit tracking (§4.4) and not indexed.
+// harmless. COMMITVER entries are recorded for commit tracking (§4.4) and not indexed; `maxVer` collects
+// the highest version of each owned shard seen since the caller last reset it (MaxVerArray, §4.4).
+// Every index change is reflected in the node's live-byte accounting when it keeps one.
 import type { Limits } from '../../config/limits.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
@@ -32,6 +34,8 @@ export class BlockApplier {
   readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, reassembled: 0, commitVers: 0 };
   /** Highest CommitVer seen per shard (CommitVerArray, §4.4). */
   readonly commitVer = new Map<number, number>();
+  /** Highest PUT/DEL version per owned shard since the caller last replaced it (MaxVerArray, §4.4). */
+  maxVer = new Map<number, number>();
 
   constructor(
     region: PersistentRegion,
@@ -60,6 +64,7 @@ export class BlockApplier {
       if ((this.commitVer.get(b.shard) ?? 0) < b.version) this.commitVer.set(b.shard, b.version);
       return;
     }
+    if ((this.maxVer.get(b.shard) ?? 0) < b.version) this.maxVer.set(b.shard, b.version);
     if (b.cnt === 1) {
       this.index(b.shard, b.payload.subarray(0, b.keyLen), b.offset, b.version);
       return;
@@ -78,8 +83,22 @@ export class BlockApplier {
     this.index(e.shard, e.key, at, e.version);
   }
 
+  /** Offsets of the blocks of multi-block entries still waiting for more blocks. */
+  pendingBlockOffsets(): number[] {
+    return this.assembler.pendingOffsets();
+  }
+
+  /** Give up partial entries (their remaining blocks are not coming). */
+  dropPending(): number {
+    const n = this.assembler.pending;
+    this.assembler.clear();
+    return n;
+  }
+
   private index(shard: number, key: Uint8Array, addr: number, version: number): void {
-    const r = this.shared.indexes[shard]!.upsert(key, hash64Into(key, this.hash), addr, version, this.reader);
+    const index = this.shared.indexes[shard]!;
+    const r = index.upsert(key, hash64Into(key, this.hash), addr, version, this.reader);
+    this.shared.gc?.live.upserted(r, index.replaced, addr);
     if (r === 'stale') this.stats.stale++;
     else this.stats.indexed++;
   }

@@ -28,8 +28,8 @@ export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log
   if (me.dataDir !== dataDir) {
     throw new RowanError(ErrorCodes.BAD_CONFIG, `node ${o.nodeId} of ${o.clusterFile} keeps its data in ${me.dataDir}, not ${dataDir}`);
   }
-  const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD);
-  const shared = attachKvShared(buffers);
+  const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool);
+  const shared = attachKvShared(buffers, pool.region);
   let last = 0;
   const rep = rebuildIndexes(pool, shared, defaultLimits, (done, total) => {
     const now = Date.now();

@@ -4,6 +4,11 @@
 // hole-skipping b-log scan. The highest version of a key wins (version-conditional index updates), and
 // every shard version is raised above the versions found, so new writes continue after them.
 // b-log segments the previous incarnation left Using are retired to Used: the receiver posts fresh ones.
+// Used b-log segments become Committed: this incarnation's digest actors never see them (the control
+// actor hands over only segments it retires itself), and with every entry now indexed from the pool
+// they are ordinary candidates for garbage collection. (Failover, which would replay uncommitted
+// segments to other replicas, is not built.) Clean logs (role Clean) are contiguous logs like t-logs.
+// Finally the live-byte accounting is recounted from the rebuilt indexes.
 import type { Limits } from '../../config/limits.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64Into } from '../../shm/hash.js';
@@ -24,6 +29,7 @@ export interface RecoveryReport {
   indexed: number;
   stale: number;
   retiredUsing: number;
+  committedUsed: number;
   ms: number;
 }
 
@@ -32,9 +38,13 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, pro
   const bytes = pool.region.bytes;
   const reader = new PoolEntryReader(pool.region, limits);
   const hash = { hi: 0, lo: 0 };
-  const r: RecoveryReport = { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, ms: 0 };
+  const r: RecoveryReport = { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, ms: 0 };
   const live = (s: number) => pool.meta(s).state !== SegmentState.Free;
-  const logs = [...pool.segments({ role: OwnerRole.Worker }), ...pool.segments({ role: OwnerRole.Digest })].filter(live);
+  const logs = [
+    ...pool.segments({ role: OwnerRole.Worker }),
+    ...pool.segments({ role: OwnerRole.Digest }),
+    ...pool.segments({ role: OwnerRole.Clean }),
+  ].filter(live);
   const blog = pool.segments({ role: OwnerRole.Control }).filter(live);
   const total = logs.length + blog.length;
 
@@ -68,8 +78,17 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, pro
       pool.transition(seg, SegmentState.Using, SegmentState.Used);
       r.retiredUsing++;
     }
+    if (pool.meta(seg).state === SegmentState.Used) {
+      pool.transition(seg, SegmentState.Used, SegmentState.Committed);
+      r.committedUsed++;
+    }
     r.blogSegments++;
     progress?.(r.logSegments + r.blogSegments, total);
+  }
+  const liveBytes = shared.gc?.live;
+  if (liveBytes) {
+    liveBytes.reset();
+    for (const index of shared.indexes) index?.forEach((addr) => liveBytes.added(addr));
   }
   r.entries += applier.stats.blocks;
   r.indexed += applier.stats.indexed;

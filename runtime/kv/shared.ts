@@ -3,15 +3,19 @@
 //   versions  one 64-bit shard version per shard (§4.2.2), bumped with Atomics.add by the primary's
 //             workers; the next PUT/DEL of shard s gets versions[s] + 1.
 //   indexes   one SAB-resident bucket hash table per shard this node holds (primary or backup).
-// Nothing here is persistent: a cold start rebuilds both from the logs (runtime/kv/recovery.ts).
+//   gc        commit tracking and garbage collection state (./gc-state.ts), when the node has a pool.
+// Nothing here is persistent: a cold start rebuilds it from the logs (runtime/kv/recovery.ts).
 import type { ClusterConfig } from '../../config/cluster.js';
+import { defaultLimits } from '../../config/limits.js';
 import { ShardIndex } from '../../shm/index.js';
+import { createGcShared, LiveBytes, ReadEpochs, type GcSharedBuffers } from './gc-state.js';
 
 export interface KvSharedBuffers {
   nodeId: number;
   versions: SharedArrayBuffer;
   /** By shard id; null for shards this node does not hold. */
   indexes: (SharedArrayBuffer | null)[];
+  gc?: GcSharedBuffers;
 }
 
 /** What a worker or digest actor of a ROWAN-KV node gets in its start message. */
@@ -28,6 +32,14 @@ export interface KvShared {
   nodeId: number;
   versions: BigInt64Array;
   indexes: (ShardIndex | null)[];
+  /** Present when the buffers carry GC state and the attacher passed its pool mapping. */
+  gc: KvGc | null;
+}
+
+export interface KvGc {
+  buffers: GcSharedBuffers;
+  live: LiveBytes;
+  epochs: ReadEpochs;
 }
 
 /** Shards this node holds, as primary or backup. */
@@ -35,21 +47,29 @@ export function heldShards(c: ClusterConfig, nodeId: number): number[] {
   return c.shards.filter((s) => s.primary === nodeId || s.backups.includes(nodeId)).map((s) => s.id);
 }
 
-export function createKvShared(c: ClusterConfig, nodeId: number, keysPerShard: number): KvSharedBuffers {
+export function createKvShared(
+  c: ClusterConfig,
+  nodeId: number,
+  keysPerShard: number,
+  pool?: { dataOffset: number; segmentBytes: number; segmentCount: number },
+): KvSharedBuffers {
   const held = new Set(heldShards(c, nodeId));
   const opts = ShardIndex.optionsFor(keysPerShard);
   return {
     nodeId,
     versions: new SharedArrayBuffer(8 * c.shardCount),
     indexes: c.shards.map((s) => (held.has(s.id) ? ShardIndex.create(opts).buffer : null)),
+    ...(pool ? { gc: createGcShared(pool, c.shardCount) } : {}),
   };
 }
 
-export function attachKvShared(b: KvSharedBuffers): KvShared {
+/** Attach in this thread; pass this thread's pool mapping to get the GC state too. */
+export function attachKvShared(b: KvSharedBuffers, region?: { bytes: Uint8Array }): KvShared {
   return {
     nodeId: b.nodeId,
     versions: new BigInt64Array(b.versions),
     indexes: b.indexes.map((sab) => (sab ? ShardIndex.attach(sab) : null)),
+    gc: b.gc && region ? { buffers: b.gc, live: new LiveBytes(b.gc, region.bytes, defaultLimits), epochs: new ReadEpochs(b.gc.epochs) } : null,
   };
 }
 

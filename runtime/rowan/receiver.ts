@@ -146,6 +146,7 @@ export class RowanReceiver {
         if (!(err instanceof RowanError && err.code === ErrorCodes.PM_FULL)) throw err;
         this.counts.postFailures++;
       }
+      this.o.srq.markStarved?.(segs.length < n);
       if (segs.length === 0) return;
       segs.sort((a, b) => this.o.pool.segmentOffset(a) - this.o.pool.segmentOffset(b));
       // Allocation zeroed each segment (so its first 64 bits read zero until a write lands) before

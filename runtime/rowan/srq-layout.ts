@@ -24,6 +24,8 @@
 //          so the wrap at 2^32 stays in step). The ring simply overwrites: the receiver never polls
 //          per write (§3.2.2, "ring CQ").
 // noBuf    reservations that found no posted buffer (receiver not ready, or too slow to re-post).
+// starved  (word 20) 1 while the receiver could not keep buffers posted because its pool had no free
+//          segment (senders that find no buffer report PM_FULL instead of a bare timeout), else 0.
 // usedBelow buffers with seq below this have been declared Used by the receiver (and may be digested
 //          and recycled). A shm sender checks it before copying (a stale reservation is abandoned) and
 //          after persisting (a write that landed as its buffer went Used is re-issued): an exact
@@ -50,6 +52,7 @@ export const W_NO_BUFFER = 10;
 export const W_USED_BELOW = 11;
 export const W_CURSOR_LO = 12;
 export const W_CURSOR_HI = 13;
+export const W_STARVED = 20;
 /** BigInt64 word index of the cursor (byte 48). */
 export const W64_CURSOR = 6;
 

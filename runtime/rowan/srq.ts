@@ -31,6 +31,8 @@ export interface ReceiveQueue {
   outstanding(): number;
   /** The receiver declared every buffer below `seq` Used (before handing them to digest). */
   markUsedBelow(seq: number): void;
+  /** The receiver could (false) or could not (true) allocate the segments it wanted to post. */
+  markStarved?(starved: boolean): void;
 }
 
 /** reserve() results that are not pool offsets. */
@@ -179,6 +181,17 @@ export class SharedReceiveQueue implements ReceiveQueue {
   usedBelow(): number {
     this.mapped();
     return Atomics.load(this.i32, L.W_USED_BELOW); // latest value the receiver published
+  }
+
+  /** Publish whether the receiver is short of free segments to post (see the layout). */
+  markStarved(starved: boolean): void {
+    this.mapped();
+    Atomics.store(this.i32, L.W_STARVED, starved ? 1 : 0); // read by senders that found no buffer
+  }
+
+  starved(): boolean {
+    this.mapped();
+    return Atomics.load(this.i32, L.W_STARVED) === 1; // the receiver's latest report
   }
 
   /** Stop the queue: attached senders get SRQ_CLOSED from then on. */

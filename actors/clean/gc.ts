@@ -1,0 +1,184 @@
+// Garbage collection of one node's pool (§4.4), run by each clean actor on its share of the segments
+// (segment % cleanCount === id). A Committed segment (a full t-log segment with nothing pending, a
+// b-log segment every digest voted committed, a full digest or clean log segment) whose live bytes are
+// below the threshold is cleaned:
+//   1. scan it (t-log/digest/clean logs: contiguous entries; b-log: the hole-skipping block scan, where
+//      only single-block entries are ever indexed -- multi-block ones live reassembled in a digest log);
+//   2. an entry is live iff its shard's index points exactly at it; copy a live entry's bytes to this
+//      actor's clean log (persisted) and move the index item with a CAS that expects exactly the old
+//      address (ShardIndex.relocate): if a PUT/DEL or digest replaced the item meanwhile the CAS fails
+//      and the copy is dead -- a newer version is never overwritten, an older one never resurrected;
+//   3. start a new read epoch and wait until no worker/digest/clean actor is still inside a stretch that
+//      began before it (runtime/kv/gc-state.ts, ReadEpochs): nobody can hold an address in the segment;
+//   4. check again that no index points into the segment, then free it (Committed -> Free).
+// Live bytes move with every relocation (LiveBytes.moved), so the accounting stays current. Copies go
+// to segments of role Clean, which may use the pool's reserve (config gc.reserveSegments): GC can
+// always make room. Tombstones (DEL) the index points at are live and are copied like PUTs.
+import type { Limits } from '../../config/limits.js';
+import { ErrorCodes, RowanError } from '../../runtime/errors.js';
+import { ReadEpochs } from '../../runtime/kv/gc-state.js';
+import type { KvGc, KvShared } from '../../runtime/kv/shared.js';
+import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
+import { PoolEntryReader } from '../../shm/entry-reader.js';
+import { hash64Into, type KeyHash } from '../../shm/hash.js';
+import { EntryType, scanEntries } from '../../shm/log.js';
+import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
+import { TLog } from '../../shm/tlog.js';
+
+export interface CleanerOptions {
+  /** This thread's mapping of the node's pool. */
+  pool: Pool;
+  shared: KvShared;
+  limits: Limits;
+  id: number;
+  count: number;
+  liveThresholdPercent: number;
+  /** Segments cleaned per pass (one epoch wait covers them all). */
+  segmentsPerPass?: number;
+  /** Fault injection for tests: runs between copying a live entry and moving its index item -- the
+   *  window in which a PUT/DEL of the same key races the move. */
+  beforeRelocate?: (key: Uint8Array, shard: number) => void;
+}
+
+export interface CleanerStats {
+  passes: number;
+  /** Segments freed. */
+  segments: number;
+  reclaimedBytes: number;
+  copiedBytes: number;
+  copiedEntries: number;
+  /** Copies whose index item had moved on before the CAS (a PUT/DEL won): dead on arrival. */
+  lostRaces: number;
+  /** Segments left Committed because an index still pointed into them after relocation. */
+  pinned: number;
+  /** Cleaning stopped because even the reserve had no free segment. */
+  aborted: number;
+  /** Microseconds spent in passes that freed something (relocation, epoch wait, freeing). */
+  busyUs: number;
+}
+
+const NO_SEGMENTS_PER_PASS_DEFAULT = 4;
+
+export class Cleaner {
+  readonly out: TLog;
+  readonly stats: CleanerStats = { passes: 0, segments: 0, reclaimedBytes: 0, copiedBytes: 0, copiedEntries: 0, lostRaces: 0, pinned: 0, aborted: 0, busyUs: 0 };
+  private readonly gc: KvGc;
+  private readonly reader: PoolEntryReader;
+  private readonly hash: KeyHash = { hi: 0, lo: 0 };
+  private readonly slot: number;
+
+  constructor(private readonly o: CleanerOptions) {
+    if (!o.shared.gc) throw new RowanError(ErrorCodes.BAD_CONFIG, 'clean: the node keeps no GC state (attach the shared buffers with the pool mapping)');
+    this.gc = o.shared.gc;
+    this.out = TLog.recover(o.pool, o.id, o.limits, OwnerRole.Clean);
+    this.reader = new PoolEntryReader(o.pool.region, o.limits);
+    this.slot = ReadEpochs.slotOf('clean', o.id);
+  }
+
+  /** This actor's Committed segments under the live threshold, most garbage first. */
+  candidates(): { segment: number; live: number }[] {
+    const limit = (this.o.liveThresholdPercent / 100) * this.o.pool.segmentBytes;
+    return this.o.pool
+      .segments({ state: SegmentState.Committed })
+      .filter((s) => s % this.o.count === this.o.id)
+      .map((segment) => ({ segment, live: this.gc.live.get(segment) }))
+      .filter((c) => c.live < limit)
+      .sort((a, b) => a.live - b.live);
+  }
+
+  /** One pass: clean up to segmentsPerPass candidates; resolves with the number of segments freed. */
+  async pass(): Promise<number> {
+    const picks = this.candidates().slice(0, this.o.segmentsPerPass ?? NO_SEGMENTS_PER_PASS_DEFAULT);
+    if (picks.length === 0) return 0;
+    this.stats.passes++;
+    const t0 = performance.now();
+    const moved: number[] = [];
+    for (const { segment } of picks) {
+      if (!this.relocateLive(segment)) break;
+      moved.push(segment);
+    }
+    if (moved.length === 0) return 0;
+    const e = this.gc.epochs.retire();
+    while (!this.gc.epochs.quiescent(e)) await new Promise((r) => setImmediate(r));
+    let freed = 0;
+    for (const seg of moved) {
+      if (this.stillIndexed(seg)) {
+        this.stats.pinned++;
+        continue;
+      }
+      this.o.pool.transition(seg, SegmentState.Committed, SegmentState.Free);
+      this.gc.live.reset(seg);
+      this.stats.segments++;
+      this.stats.reclaimedBytes += this.o.pool.segmentBytes;
+      freed++;
+    }
+    this.stats.busyUs += Math.round((performance.now() - t0) * 1000);
+    return freed;
+  }
+
+  /** Copy every live entry of `seg` to the clean log and move its index item. False if the pool ran
+   *  out of segments even with the reserve (what was moved stays moved; the segment stays Committed). */
+  relocateLive(seg: number): boolean {
+    const ep = this.gc.epochs;
+    ep.enter(this.slot);
+    try {
+      for (const e of this.entries(seg)) {
+        const index = this.o.shared.indexes[e.shard];
+        if (!index || e.type === EntryType.CommitVer) continue;
+        const hash = hash64Into(e.key, this.hash);
+        if (index.get(e.key, hash, this.reader) !== e.offset) continue; // dead: a newer entry is indexed
+        let at: number;
+        try {
+          at = this.out.appendRaw(this.o.pool.region.bytes.subarray(e.offset, e.offset + e.bytes));
+        } catch (err) {
+          if (err instanceof RowanError && err.code === ErrorCodes.PM_FULL) {
+            this.stats.aborted++;
+            return false;
+          }
+          throw err;
+        }
+        this.stats.copiedBytes += e.bytes;
+        this.stats.copiedEntries++;
+        this.o.beforeRelocate?.(e.key, e.shard);
+        if (index.relocate(e.key, hash, e.offset, at)) this.gc.live.moved(e.offset, at);
+        else this.stats.lostRaces++;
+      }
+      return true;
+    } finally {
+      ep.exit(this.slot);
+    }
+  }
+
+  /** Does any index still point at an entry of `seg`? */
+  private stillIndexed(seg: number): boolean {
+    const ep = this.gc.epochs;
+    ep.enter(this.slot);
+    try {
+      for (const e of this.entries(seg)) {
+        const index = this.o.shared.indexes[e.shard];
+        if (!index || e.type === EntryType.CommitVer) continue;
+        if (index.get(e.key, hash64Into(e.key, this.hash), this.reader) === e.offset) return true;
+      }
+      return false;
+    } finally {
+      ep.exit(this.slot);
+    }
+  }
+
+  /** The indexable entries of a segment: whole entries of a contiguous log, single-block entries of a
+   *  b-log segment (offset, type, shard, key, bytes). */
+  private *entries(seg: number): Generator<{ offset: number; type: number; shard: number; key: Uint8Array; bytes: number }> {
+    const pool = this.o.pool;
+    const start = pool.segmentOffset(seg);
+    const end = start + pool.segmentBytes;
+    const bytes = pool.region.bytes;
+    if (pool.meta(seg).role === OwnerRole.Control) {
+      for (const b of scanBlogBlocks(bytes, start, end, this.o.limits)) {
+        if (b.cnt !== 1) continue;
+        yield { offset: b.offset, type: b.type, shard: b.shard, key: b.payload.subarray(0, b.keyLen), bytes: b.size };
+      }
+      return;
+    }
+    for (const e of scanEntries(bytes, start, end, this.o.limits)) yield { offset: e.offset, type: e.type, shard: e.shard, key: e.key, bytes: e.bytes };
+  }
+}
