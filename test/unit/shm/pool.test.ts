@@ -146,6 +146,22 @@ test('PM_FULL when no segment is free; a freed one is found again', () => {
   p.close();
 });
 
+test('a GC reserve: other roles get PM_FULL while only the reserve is free; Clean may take it', () => {
+  const path = freshPath();
+  Pool.create(path, { segmentCount: 6, segmentBytes: SEG }).close();
+  const p = Pool.open(path, { reserveSegments: 2 });
+  for (let k = 0; k < 4; k++) p.allocate(OwnerRole.Worker, k);
+  assert.equal(p.freeCount(), 2);
+  const err = rejects(() => p.allocate(OwnerRole.Control, 0), ErrorCodes.PM_FULL);
+  assert.match(err.message, /kept back for garbage collection/);
+  const a = p.allocate(OwnerRole.Clean, 0);
+  const b = p.allocate(OwnerRole.Clean, 0);
+  assert.notEqual(a, b);
+  rejects(() => p.allocate(OwnerRole.Clean, 0), ErrorCodes.PM_FULL);
+  assert.throws(() => Pool.open(path, { reserveSegments: -1 }), /reserveSegments/);
+  p.close();
+});
+
 test('only Figure 6 transitions; the from-state must match', () => {
   const p = small(2);
   const i = p.allocate(OwnerRole.Control, 0);

@@ -67,6 +67,46 @@ function versions(log: TLog): number[] {
 }
 
 describe('TLog', () => {
+  it('a full segment with pending appends stays Using until the last is released, then commits', () => {
+    const pool = new FakePool(8);
+    const log = new TLog(pool, 0, L);
+    const first: number[] = [];
+    let i = 0;
+    for (; log.segment === -1 || log.segment === 0; i++) {
+      const at = log.append(entry(i), true);
+      if (log.segment === 0) first.push(at);
+    }
+    // The append that did not fit sealed segment 0 while its appends were pending.
+    assert.equal(pool.meta(0).state, State.Using);
+    assert.equal(log.pendingAppends, first.length + 1);
+    for (const at of first.slice(1)) log.release(at);
+    assert.equal(pool.meta(0).state, State.Using, 'one append of segment 0 is still pending');
+    log.release(first[0]!);
+    assert.equal(pool.meta(0).state, State.Committed);
+    assert.throws(() => log.release(first[0]!), /without a pending append/);
+    // A crash with a sealed segment still waiting: recovery commits it and resumes in the newest.
+    const pool2 = new FakePool(8);
+    const log2 = new TLog(pool2, 3, L);
+    let j = 0;
+    while (log2.segment !== 1) log2.append(entry(j++), true);
+    assert.equal(pool2.meta(0).state, State.Using);
+    const again = TLog.recover(pool2, 3, L);
+    assert.equal(pool2.meta(0).state, State.Committed);
+    assert.equal(again.segment, 1);
+  });
+
+  it('appendRaw copies an intact entry that reads back the same at its new offset', () => {
+    const pool = new FakePool(4);
+    const log = new TLog(pool, 0, L);
+    const at = log.append(entry(3)); // a multi-block entry
+    const e = readEntryAt(pool.region.bytes, at, L)!;
+    const to = new TLog(pool, 1, L, OwnerRole.Clean);
+    const moved = to.appendRaw(pool.region.bytes.subarray(at, at + e.bytes));
+    const m = readEntryAt(pool.region.bytes, moved, L)!;
+    assert.notEqual(moved, at);
+    assert.deepEqual([m.version, m.bytes, [...m.value]], [e.version, e.bytes, [...e.value]]);
+  });
+
   it('chains segments, committing each full one before allocating the next', () => {
     const pool = new FakePool(8);
     const log = new TLog(pool, 0, L);
