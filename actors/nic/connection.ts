@@ -17,7 +17,7 @@ import type { Socket } from 'node:net';
 import { ErrorCodes, RowanError } from '../../runtime/errors.js';
 import type { Logger } from '../../runtime/log.js';
 import { FRAME_VERSION, FrameDecoder, Op, encodeReply, errorReply, parseRequest, type RawFrame } from './frames.js';
-import type { NicMemory } from './verbs.js';
+import type { NicMemory, WaitCode } from './verbs.js';
 
 export interface NicStats {
   connections: number;
@@ -166,7 +166,7 @@ export class NicConnection {
   }
 
   /** Park on a SEND that found no buffer: retry soon, or answer retryably once parked too long. */
-  private wait(id: number, code: typeof ErrorCodes.NO_BUFFER | typeof ErrorCodes.RECEIVER_NOT_READY): Buffer | null {
+  private wait(id: number, code: WaitCode): Buffer | null {
     const now = this.o.now();
     const w = this.waiting ?? { since: now, retries: 0, timer: null };
     if (!this.waiting) this.stats.parks++;
@@ -175,7 +175,7 @@ export class NicConnection {
     if (now - w.since >= this.o.parkMs) {
       this.waiting = null;
       this.stats.errorReplies++;
-      const why = code === ErrorCodes.NO_BUFFER ? 'no receive buffer posted' : 'no receive queue yet';
+      const why = code === ErrorCodes.NO_BUFFER ? 'no receive buffer posted' : code === ErrorCodes.PM_FULL ? 'no receive buffer: the pool has no free segment' : 'no receive queue yet';
       return errorReply(id, new RowanError(code, `${why} for ${Math.round(now - w.since)} ms (retryable)`));
     }
     w.timer = setTimeout(() => {

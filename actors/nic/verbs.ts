@@ -24,7 +24,9 @@ export interface NicMemoryOptions {
 }
 
 /** SEND outcome: landed at a pool offset, or wait and try again (nothing was written). */
-export type SendResult = { at: number; reissues: number } | { wait: typeof ErrorCodes.NO_BUFFER | typeof ErrorCodes.RECEIVER_NOT_READY };
+export type SendResult = { at: number; reissues: number } | { wait: WaitCode };
+/** Why a SEND waits: no buffer posted, no buffer because the receiver's pool is full, no queue yet. */
+export type WaitCode = typeof ErrorCodes.NO_BUFFER | typeof ErrorCodes.PM_FULL | typeof ErrorCodes.RECEIVER_NOT_READY;
 
 /** After the queue closed, look for a new one at most this often. */
 const REATTACH_MS = 100;
@@ -60,7 +62,7 @@ export class NicMemory {
     const srq = this.queue();
     if (!srq) return { wait: ErrorCodes.RECEIVER_NOT_READY };
     const r = land(srq, this.mapPool().region, data, senderId);
-    if (r.at === NO_BUFFER) return { wait: ErrorCodes.NO_BUFFER };
+    if (r.at === NO_BUFFER) return { wait: srq.starved() ? ErrorCodes.PM_FULL : ErrorCodes.NO_BUFFER };
     if (r.at === SRQ_CLOSED) {
       this.detachQueue();
       throw new RowanError(ErrorCodes.RECEIVER_CLOSED, `receiver at ${srq.path} has shut down`);

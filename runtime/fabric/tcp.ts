@@ -69,7 +69,9 @@ interface Pending {
   reject: (e: RowanError) => void;
 }
 
-const isRetryable = (code: string) => code === ErrorCodes.NO_BUFFER || code === ErrorCodes.RECEIVER_NOT_READY;
+// PM_FULL from the nic: no buffer because the receiver's pool is full; GC may free a segment, so retry,
+// and report PM_FULL (not a bare timeout) when giving up.
+const isRetryable = (code: string) => code === ErrorCodes.NO_BUFFER || code === ErrorCodes.RECEIVER_NOT_READY || code === ErrorCodes.PM_FULL;
 
 export class TcpConnection implements RowanConnection {
   readonly kind = 'tcp' as const;
@@ -284,7 +286,8 @@ export class TcpConnection implements RowanConnection {
       return;
     }
     this.release(p);
-    if (isRetryable(r.code))
+    if (r.code === ErrorCodes.PM_FULL) p.reject(new RowanError(ErrorCodes.PM_FULL, `${r.message}; gave up after ${this.o.noBufferTimeoutMs} ms (nic at ${this.peer})`));
+    else if (isRetryable(r.code))
       p.reject(new RowanError(ErrorCodes.WRITE_TIMEOUT, `${r.message}; gave up after ${this.o.noBufferTimeoutMs} ms (nic at ${this.peer})`));
     else p.reject(fromRecord({ code: r.code, message: r.message }));
   }

@@ -106,9 +106,10 @@ test('overwrites of 20x the pool capacity run in a bounded pool; primaries and b
   }
 });
 
-test('a full pool refuses writes with ROWAN_ERR_PM_FULL, keeps every acknowledged write and serves GETs', { timeout: 300_000 }, async () => {
+for (const fabric of ['shm', 'tcp']) {
+test(`a full pool refuses writes with ROWAN_ERR_PM_FULL, keeps every acknowledged write and serves GETs (${fabric})`, { timeout: 300_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-gc-full-'));
-  const run = launchCluster(dir, randomBasePort(), POOL);
+  const run = launchCluster(dir, randomBasePort(), [...POOL, '--fabric', fabric]);
   try {
     await run.ready;
     const file = join(dir, 'cluster.json');
@@ -154,10 +155,11 @@ test('a full pool refuses writes with ROWAN_ERR_PM_FULL, keeps every acknowledge
     );
     assert.ok(refusedAgain > 0, 'a full pool keeps refusing writes');
     for (const k of acked) assert.equal(dec(await client.get(k)), value(k), `acknowledged ${k} is still readable`);
-    console.log(`# full pool: ${acked.length} unique writes acknowledged (${((acked.length * 1088) / 1e6).toFixed(1)} MB per node), ${failures.get('ROWAN_ERR_PM_FULL')} refused with PM_FULL; all acknowledged readable`);
+    console.log(`# full pool (${fabric}): ${acked.length} unique writes acknowledged (${((acked.length * 1088) / 1e6).toFixed(1)} MB per node), ${failures.get('ROWAN_ERR_PM_FULL')} refused with PM_FULL; all acknowledged readable`);
     await client.close();
   } finally {
     if (run.child.exitCode === null) await stopCluster(run.child);
     rmSync(dir, { recursive: true, force: true });
   }
 });
+}
