@@ -248,16 +248,18 @@ export class Pool {
 
   /**
    * Take a Free segment for (role, ownerId): claim, zero + persist, publish as Using (see the header).
-   * The segment gets the next pool-wide seq. Throws PM_FULL when no segment is Free.
+   * The segment gets the next pool-wide seq. Throws PM_FULL when no segment is Free, or (for any role
+   * but Clean) when only the GC reserve is left; `reserveDip` lets an allocation that makes room (a
+   * t-log segment for DELs) take that many segments of the reserve.
    */
-  allocate(role: OwnerRole, ownerId: number): number {
+  allocate(role: OwnerRole, ownerId: number, reserveDip = 0): number {
     this.checkOpen();
     if (!Number.isInteger(role) || role <= OwnerRole.None || role > OwnerRole.Migration) bad(`invalid owner role ${role}`);
     if (!Number.isInteger(ownerId) || ownerId < 0 || ownerId > OWNER_ID_MAX)
       bad(`owner id must be an integer in [0, ${OWNER_ID_MAX}], got ${ownerId}`);
     if (role !== OwnerRole.Clean && this.reserveSegments > 0) {
       const free = this.freeCount();
-      if (free <= this.reserveSegments) {
+      if (free <= Math.max(0, this.reserveSegments - reserveDip)) {
         throw new RowanError(
           ErrorCodes.PM_FULL,
           `${this.path}: ${free} free segment(s) left of ${this.segmentCount}, all kept back for garbage collection`,

@@ -235,7 +235,9 @@ export class KvWorker {
     let addr = -1;
     try {
       // Persisted in our t-log (①); pending: its segment is not committed before we are done with it.
-      addr = this.d.tlog.append(e, true);
+      // A DEL makes room (its key's older entries become garbage), so it may take one segment of the
+      // GC reserve: a store full of live data can still be emptied. Clean keeps the rest.
+      addr = this.d.tlog.append(e, true, type === EntryType.Del ? 1 : 0);
       if (placement.backups.length > 0) {
         // A single-block entry is replicated as the very bytes just persisted in the t-log (immutable
         // while indexed), not encoded and checksummed a second time; larger entries go block by block.

@@ -5,7 +5,8 @@
 //   value on its primary and on every backup, before and after a full restart (cold start from pools
 //   that GC has rewritten);
 // - full pool: unique keys beyond the pool's capacity get ROWAN_ERR_PM_FULL, every acknowledged write
-//   stays readable and the nodes keep answering GETs.
+//   stays readable and the nodes keep answering GETs; deleting half the keys (DELs may use part of
+//   the GC reserve) lets GC reclaim space, and PUTs succeed again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -155,7 +156,28 @@ test(`a full pool refuses writes with ROWAN_ERR_PM_FULL, keeps every acknowledge
     );
     assert.ok(refusedAgain > 0, 'a full pool keeps refusing writes');
     for (const k of acked) assert.equal(dec(await client.get(k)), value(k), `acknowledged ${k} is still readable`);
-    console.log(`# full pool (${fabric}): ${acked.length} unique writes acknowledged (${((acked.length * 1088) / 1e6).toFixed(1)} MB per node), ${failures.get('ROWAN_ERR_PM_FULL')} refused with PM_FULL; all acknowledged readable`);
+
+    // Making room: DELs may use one segment of the GC reserve, so half the keys can be deleted; GC then
+    // reclaims the segments that became mostly garbage, and PUTs succeed again.
+    const doomed = acked.filter((_, i) => i % 2 === 0);
+    const kept = acked.filter((_, i) => i % 2 === 1);
+    for (let i = 0; i < doomed.length; i += 64) await Promise.all(doomed.slice(i, i + 64).map((k) => client.del(k)));
+    let again = 0;
+    const deadline = Date.now() + 20_000;
+    while (again < 200 && Date.now() < deadline) {
+      try {
+        await client.put(`after-${again}`, value(`after-${again}`));
+        again++;
+      } catch (err) {
+        assert.ok(err instanceof RowanError && err.code === 'ROWAN_ERR_PM_FULL', String(err));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    assert.equal(again, 200, 'PUTs succeed again once GC has reclaimed the deleted keys\' space');
+    for (const k of doomed) assert.equal(await client.get(k), null, `deleted ${k}`);
+    for (const k of kept) assert.equal(dec(await client.get(k)), value(k), `kept ${k}`);
+    for (let i = 0; i < again; i++) assert.equal(dec(await client.get(`after-${i}`)), value(`after-${i}`));
+    console.log(`# full pool (${fabric}): ${acked.length} unique writes acknowledged (${((acked.length * 1088) / 1e6).toFixed(1)} MB per node), ${failures.get('ROWAN_ERR_PM_FULL')} refused with PM_FULL; all acknowledged readable; ${doomed.length} deleted, then ${again} PUTs accepted again`);
     await client.close();
   } finally {
     if (run.child.exitCode === null) await stopCluster(run.child);

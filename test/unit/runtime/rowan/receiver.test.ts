@@ -144,6 +144,30 @@ test('a full pool leaves the receiver posting what it can and counting the failu
   }
 });
 
+test('a receiver starved by a full pool makes a waiting shm write fail PM_FULL; freed space posts again', async () => {
+  const t = setup({ segments: 2, preallocate: 2, batch: 1 });
+  const impatient = ShmConnection.connect(t.dir, { noBufferTimeoutMs: 30 });
+  try {
+    t.conn.tryWrite(stride(SEG / 64));
+    t.conn.tryWrite(stride(SEG / 64)); // both posted buffers full
+    t.rx.tick();
+    assert.equal(t.srq.starved(), true, 'the receiver reports that it could not post');
+    await assert.rejects(impatient.write(stride(1)), { code: 'ROWAN_ERR_PM_FULL' });
+    // GC frees buffer 0's segment once it is Used and Committed: the receiver posts it again.
+    t.clock.advance(3);
+    t.rx.tick();
+    const seg0 = t.handed.flat()[0]!;
+    t.pool.transition(seg0, SegmentState.Used, SegmentState.Committed);
+    t.pool.transition(seg0, SegmentState.Committed, SegmentState.Free);
+    t.rx.tick();
+    assert.equal(t.srq.starved(), false);
+    assert.ok((await impatient.write(stride(1))) >= 0);
+  } finally {
+    await impatient.close();
+    await t.done();
+  }
+});
+
 test('a reservation in a buffer already declared Used is abandoned; one that went Used during the copy is LATE', async () => {
   const t = setup();
   try {
