@@ -21,6 +21,7 @@ import type { KvGc, KvShared } from '../../runtime/kv/shared.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
+import type { ShardIndex } from '../../shm/index.js';
 import { EntryType, scanEntries } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
@@ -58,6 +59,15 @@ export interface CleanerStats {
 }
 
 const NO_SEGMENTS_PER_PASS_DEFAULT = 4;
+
+/** An indexable entry found in a segment. */
+interface SegmentEntry {
+  offset: number;
+  type: number;
+  shard: number;
+  key: Uint8Array;
+  bytes: number;
+}
 
 export class Cleaner {
   readonly out: TLog;
@@ -119,14 +129,8 @@ export class Cleaner {
   /** Copy every live entry of `seg` to the clean log and move its index item. False if the pool ran
    *  out of segments even with the reserve (what was moved stays moved; the segment stays Committed). */
   relocateLive(seg: number): boolean {
-    const ep = this.gc.epochs;
-    ep.enter(this.slot);
-    try {
-      for (const e of this.entries(seg)) {
-        const index = this.o.shared.indexes[e.shard];
-        if (!index || e.type === EntryType.CommitVer) continue;
-        const hash = hash64Into(e.key, this.hash);
-        if (index.get(e.key, hash, this.reader) !== e.offset) continue; // dead: a newer entry is indexed
+    return this.reading(() => {
+      for (const { e, index, hash } of this.liveEntries(seg)) {
         let at: number;
         try {
           at = this.out.appendRaw(this.o.pool.region.bytes.subarray(e.offset, e.offset + e.bytes));
@@ -144,30 +148,37 @@ export class Cleaner {
         else this.stats.lostRaces++;
       }
       return true;
-    } finally {
-      ep.exit(this.slot);
-    }
+    });
   }
 
   /** Does any index still point at an entry of `seg`? */
   private stillIndexed(seg: number): boolean {
-    const ep = this.gc.epochs;
-    ep.enter(this.slot);
+    return this.reading(() => !this.liveEntries(seg).next().done);
+  }
+
+  /** Run f inside this actor's read epoch (it takes addresses from the indexes). */
+  private reading<T>(f: () => T): T {
+    this.gc.epochs.enter(this.slot);
     try {
-      for (const e of this.entries(seg)) {
-        const index = this.o.shared.indexes[e.shard];
-        if (!index || e.type === EntryType.CommitVer) continue;
-        if (index.get(e.key, hash64Into(e.key, this.hash), this.reader) === e.offset) return true;
-      }
-      return false;
+      return f();
     } finally {
-      ep.exit(this.slot);
+      this.gc.epochs.exit(this.slot);
+    }
+  }
+
+  /** The entries of `seg` their shard's index points at exactly (live), with the index and key hash. */
+  private *liveEntries(seg: number): Generator<{ e: SegmentEntry; index: ShardIndex; hash: KeyHash }> {
+    for (const e of this.entries(seg)) {
+      const index = this.o.shared.indexes[e.shard];
+      if (!index || e.type === EntryType.CommitVer) continue;
+      const hash = hash64Into(e.key, this.hash);
+      if (index.get(e.key, hash, this.reader) === e.offset) yield { e, index, hash }; // else dead: a newer entry is indexed
     }
   }
 
   /** The indexable entries of a segment: whole entries of a contiguous log, single-block entries of a
    *  b-log segment (offset, type, shard, key, bytes). */
-  private *entries(seg: number): Generator<{ offset: number; type: number; shard: number; key: Uint8Array; bytes: number }> {
+  private *entries(seg: number): Generator<SegmentEntry> {
     const pool = this.o.pool;
     const start = pool.segmentOffset(seg);
     const end = start + pool.segmentBytes;
