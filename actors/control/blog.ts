@@ -26,6 +26,7 @@ export class ControlBlog {
     this.srq = SharedReceiveQueue.create(paths.srq, {
       postCap: c.blog.preallocSegments * 2 + 2,
       cqCap: CQ_SLOTS,
+      bufferBytesMax: this.pool.segmentBytes,
     });
     this.receiver = new RowanReceiver({
       pool: this.pool,

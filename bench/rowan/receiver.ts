@@ -34,7 +34,7 @@ export class BenchReceiver {
     this.dataDir = mkdtempSync(join(tmpdir(), 'rowan-bench-'));
     const p = shmPaths(this.dataDir);
     this.pool = Pool.create(p.pool, { segmentCount: o.segmentCount, segmentBytes: o.segmentBytes });
-    this.srq = SharedReceiveQueue.create(p.srq, { postCap: o.preallocate * 2 + 2, cqCap: 1024 });
+    this.srq = SharedReceiveQueue.create(p.srq, { postCap: o.preallocate * 2 + 2, cqCap: 1024, bufferBytesMax: o.segmentBytes });
     this.receiver = new RowanReceiver({
       pool: this.pool,
       srq: this.srq,

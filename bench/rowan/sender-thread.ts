@@ -83,12 +83,19 @@ function drive(streams: ReplicationStream[], bytes: Uint8Array[], c: CellSpec, w
   const burst = c.burst && c.fabric === 'shm' && c.mode === 'rowan' ? shm : null;
   const nicPath = recordAcks && init.thread === 0 && init.nicTid !== null ? `/proc/self/task/${init.nicTid}/schedstat` : null;
   return new Promise((resolve, reject) => {
+    // A slot is one write in flight: stream k % n, `depth` slots per stream. Each slot's ack handler
+    // and issue state are made once per cell, so issuing a write allocates nothing of the bench's own.
+    const n = streams.length;
+    const slots = n * c.depth;
+    const slotPhase: Window['phase'][] = new Array<Window['phase']>(slots).fill('warmup');
+    const slotT0 = new Float64Array(slots);
     let idle: number[] = [];
-    for (let i = 0; i < streams.length; i++) for (let d = 0; d < c.depth; d++) idle.push(i);
+    let spare: number[] = [];
+    for (let i = 0; i < n; i++) for (let d = 0; d < c.depth; d++) idle.push(d * n + i);
     let inflight = 0;
     let armed = false;
     let done = false;
-    let budget = c.maxWritesPerStream * streams.length;
+    let budget = c.maxWritesPerStream * n;
     let issued = 0;
     const arm = (): void => {
       if (!armed && !done) {
@@ -96,14 +103,21 @@ function drive(streams: ReplicationStream[], bytes: Uint8Array[], c: CellSpec, w
         setImmediate(turn);
       }
     };
-    /** An ack of a write issued at t0 in phase `ph` (t0 < 0: not timed). */
-    const acked = (i: number, ph: Window['phase'], t0: number, at: number): void => {
+    /** An ack of the write slot k issued at t0 in phase `ph` (t0 < 0: not timed). */
+    const acked = (k: number, ph: Window['phase'], t0: number, at: number): void => {
       if (ph === 'measure') {
         w.writes++;
         if (t0 >= 0 && w.latN < w.lat.length) w.lat[w.latN++] = (performance.now() - t0) * 1000;
-      } else if (ph === 'trace' && recordAcks) acks.record(at, bytes[i]!.length);
-      idle.push(i);
+      } else if (ph === 'trace' && recordAcks) acks.record(at, bytes[k % n]!.length);
+      idle.push(k);
     };
+    const onAck = Array.from({ length: slots }, (_, k) => (at: number): void => {
+      inflight--;
+      acked(k, slotPhase[k]!, slotT0[k]!, at);
+      if (done) {
+        if (inflight === 0) resolve();
+      } else arm();
+    });
     const endMeasure = (): void => {
       w.cpu = schedstat(selfStat);
       w.nic = schedstat(nicPath);
@@ -133,28 +147,29 @@ function drive(streams: ReplicationStream[], bytes: Uint8Array[], c: CellSpec, w
         acks.enabled = true;
       }
       const ph = w.phase;
+      // Acks during this turn go to the other list.
       const ready = idle;
-      idle = [];
-      for (const i of ready) {
+      idle = spare;
+      for (let r = 0; r < ready.length; r++) {
+        const k = ready[r]!;
+        const i = k % n;
         const timed = ph === 'measure' && issued++ % w.latencyEvery === 0;
         const t0 = !timed ? -1 : burst ? now : performance.now();
         budget--;
         if (burst) {
           const at = burst.tryWrite(bytes[i]!);
           if (at >= 0) {
-            acked(i, ph, t0, at);
+            acked(k, ph, t0, at);
             continue;
           }
         }
         inflight++;
-        streams[i]!.write(bytes[i]!).then((at) => {
-          inflight--;
-          acked(i, ph, t0, at);
-          if (done) {
-            if (inflight === 0) resolve();
-          } else arm();
-        }, reject);
+        slotPhase[k] = ph;
+        slotT0[k] = t0;
+        streams[i]!.write(bytes[i]!).then(onAck[k], reject);
       }
+      ready.length = 0;
+      spare = ready;
       if (idle.length > 0) arm();
     };
     arm();

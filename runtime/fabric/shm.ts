@@ -29,6 +29,9 @@ export function shmPaths(dataDir: string): { pool: string; srq: string } {
 // shared with the tcp fabric's nic actor).
 export { ABANDONED, LATE };
 
+/** writeSlow(): no attempt was made yet (not an offset, not a landing result). */
+const NOT_TRIED = -100;
+
 export interface ShmConnectOptions extends Partial<RowanSenderOptions> {
   /** Persistence mode of the sender's own mapping of the receiver's pool (match the receiver's). */
   mode?: PersistMode;
@@ -81,15 +84,41 @@ export class ShmConnection implements RowanConnection {
     return landOnce(this.srq, this.region, bytes, this.o.senderId);
   }
 
-  async write(bytes: Uint8Array): Promise<number> {
+  /**
+   * The first attempt runs synchronously with no async frame, and a write that lands resolves at
+   * once: the common case costs one promise. Anything else (re-issues, no buffer, errors) continues
+   * in writeSlow.
+   */
+  write(bytes: Uint8Array): Promise<number> {
+    if (this.closed || bytes.length === 0 || bytes.length % this.srq.strideBytes !== 0) return this.writeSlow(bytes, NOT_TRIED);
+    let at: number;
+    try {
+      at = landOnce(this.srq, this.region, bytes, this.o.senderId);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (at < 0) return this.writeSlow(bytes, at);
+    this.s.writes++;
+    this.s.bytes += bytes.length;
+    return Promise.resolve(at);
+  }
+
+  /** write() after its first attempt came back `first` (NOT_TRIED: checks first, then lands). */
+  private async writeSlow(bytes: Uint8Array, first: number): Promise<number> {
     this.checkOpen();
     if (bytes.length === 0 || bytes.length % this.srq.strideBytes !== 0) {
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `a Rowan write is whole ${this.srq.strideBytes} B strides, got ${bytes.length} B`);
     }
+    let landing =
+      first === NOT_TRIED
+        ? land(this.srq, this.region, bytes, this.o.senderId)
+        : first === ABANDONED || first === LATE
+          ? land(this.srq, this.region, bytes, this.o.senderId, 1)
+          : { at: first, reissues: 0 };
     let waitStart = -1;
     let backoffMs = 0.05;
     for (;;) {
-      const { at, reissues } = land(this.srq, this.region, bytes, this.o.senderId);
+      const { at, reissues } = landing;
       this.s.retries += reissues;
       if (at >= 0) {
         this.s.writes++;
@@ -109,6 +138,7 @@ export class ShmConnection implements RowanConnection {
       }
       await sleep(backoffMs);
       backoffMs = Math.min(backoffMs * 2, 2);
+      landing = land(this.srq, this.region, bytes, this.o.senderId);
     }
   }
 

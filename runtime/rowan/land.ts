@@ -8,10 +8,10 @@
 // word says which buffers the receiver has handed to digest, so the exact rule replaces the timer.
 import type { PersistentRegion } from '../../shm/region.js';
 import { ErrorCodes, RowanError } from '../errors.js';
-import type { SharedReceiveQueue } from './srq.js';
+import { STALE_RESERVATION, type SharedReceiveQueue } from './srq.js';
 
-/** landOnce result: the reservation went stale before the copy; nothing was written. */
-export const ABANDONED = -3;
+/** landOnce result: the reservation was in a buffer already declared Used; nothing was written. */
+export const ABANDONED = STALE_RESERVATION;
 /** landOnce result: written and persisted, but its buffer went Used meanwhile; re-issue it. */
 export const LATE = -4;
 
@@ -19,24 +19,29 @@ export const LATE = -4;
 export const MAX_REISSUES = 16;
 
 /**
- * One attempt, synchronously: reserve, copy, persist, complete. Returns the pool offset, or
+ * One attempt, synchronously: reserve, copy, persist, complete (its CQ slot is claimed before the
+ * copy, see SharedReceiveQueue.claimCompletion). Returns the pool offset, or
  * NO_BUFFER / SRQ_CLOSED (srq.ts) / ABANDONED / LATE. Throws ENTRY_TOO_LARGE for a write no buffer fits.
  */
 export function landOnce(srq: SharedReceiveQueue, region: PersistentRegion, bytes: Uint8Array, senderId: number): number {
   const len = bytes.length;
+  // ABANDONED comes from here: reserve() re-reads usedBelow right after its CAS, and a slot in a
+  // buffer the receiver has declared Used (digest may have read or even recycled it) stays empty --
+  // the b-log scan steps over holes -- and the write is re-issued.
   const at = srq.reserve(len);
   if (at < 0) return at;
   const seq = srq.lastSeq;
-  // The receiver declared this buffer Used since we reserved (we were descheduled): digest may have
-  // read or even recycled it, so leave the slot empty (the b-log scan steps over holes) and re-issue.
-  if (srq.usedBelow() > seq) return ABANDONED;
+  const cq = srq.claimCompletion();
   region.bytes.set(bytes, at);
   region.persist(at, len);
   // Persisted, but if the buffer went Used meanwhile digest may have scanned past it: re-issue (the
   // duplicate is harmless: digest applies entries version-conditionally). Seq-cst atomics make this
   // exact: if we read usedBelow <= seq here, the receiver's hand-off comes after our persist.
-  if (srq.usedBelow() > seq) return LATE;
-  srq.complete(at, len, senderId);
+  if (srq.usedBelow() > seq) {
+    srq.voidCompletion(cq, senderId);
+    return LATE;
+  }
+  srq.complete(cq, at, len, senderId);
   return at;
 }
 
@@ -49,10 +54,11 @@ export interface Landing {
 
 /**
  * Land a write, re-issuing it at once (into a later slot) while attempts come back ABANDONED or LATE.
+ * `reissued`: attempts of this write that already came back so (the caller made them with landOnce).
  * Throws WRITE_TIMEOUT after MAX_REISSUES such attempts.
  */
-export function land(srq: SharedReceiveQueue, region: PersistentRegion, bytes: Uint8Array, senderId: number): Landing {
-  for (let reissues = 0; reissues <= MAX_REISSUES; reissues++) {
+export function land(srq: SharedReceiveQueue, region: PersistentRegion, bytes: Uint8Array, senderId: number, reissued = 0): Landing {
+  for (let reissues = reissued; reissues <= MAX_REISSUES; reissues++) {
     const at = landOnce(srq, region, bytes, senderId);
     if (at !== ABANDONED && at !== LATE) return { at, reissues };
   }

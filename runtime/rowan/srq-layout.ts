@@ -7,32 +7,59 @@
 //
 //   byte 0      4        8       12       16       20       24             32
 //        +------+--------+-------+--------+--------+--------+--------------+
-//        |magic |version | state |postCap | cqCap  | stride | incarnation  |
-//        +------+--------+-------+--------+--------+--------+--------------+
-//   32   |posted|cqTail  |noBuf  |usedBelow| cursor (i64, at byte 48)      |
-//        +------+--------+-------+--------+--------------------------------+
-//   256  posted ring: postCap x { poolOffset lo u32, hi u32, lengthBytes u32, pad }
-//        ring CQ:     cqCap   x { poolOffset lo u32, hi u32, length u32, sender u32 }
+//        |magic |version | state |postCap | cqCap  | stride | incarnation  |   read-mostly line:
+//   32   +------+--------+-------+--------+--------+-----------------------+   the receiver writes,
+//        |posted|usedBelow|ring  |strideBits|cqShards|                     |   senders read
+//   64   +------+--------------------------------------------------------+
+//        |cursor|                                                         |   its own line: every
+//   128  +------+--------+------------------------------------------------+   reservation CASes it
+//        |noBuf |attached|cqVoid|starved|                                 |   rare
+//   256  posted ring:  ring x { poolOffset lo u32, hi u32, lengthBytes u32, seq i32 }
+//        CQ tails:     cqShards x { tail u32, pad to 64 B }   (a cache line each)
+//        CQ rings:     cqShards x cqCap/cqShards x { poolOffset lo u32, hi u32, length u32, sender u32 }
 //
-// posted   count of buffers ever posted (int32); buffer n sits in posted-ring slot n % postCap. The
-//          receiver fills the slot, then publishes it with Atomics.store(posted, n + 1).
-// cursor   where the next write lands: (buffer seq << 32) | strides used in that buffer. Senders move
-//          it with compareExchange -- the atomic reservation an MP-SRQ RNIC does in hardware: buffers
-//          are consumed strictly in posting order, each write lands stride-aligned inside the current
-//          buffer, and a write that does not fit moves the cursor to the start of the next buffer.
-// cqTail   completions ever written (uint32, wraps); CQ slot = cqTail % cqCap (cqCap a power of two,
-//          so the wrap at 2^32 stays in step). The ring simply overwrites: the receiver never polls
-//          per write (§3.2.2, "ring CQ").
-// noBuf    reservations that found no posted buffer (receiver not ready, or too slow to re-post).
-// starved  (word 20) 1 while the receiver could not keep buffers posted because its pool had no free
-//          segment (senders that find no buffer report PM_FULL instead of a bare timeout), else 0.
+// Every version keeps magic, version and state at words 0-2, so a receiver can close a queue file
+// of any older version (its senders check state) and an attacher can say which version it found.
+//
+// posted    count of buffers ever posted (int32). Buffer n sits in posted-ring slot n & (ring - 1); the
+//           receiver fills offset and length, publishes the slot with Atomics.store(seq = n), then
+//           the count with Atomics.store(posted, n + 1). A slot is refilled only once the cursor has
+//           moved past the buffer it held, so a slot whose seq a sender reads is the buffer's own.
+// cursor    where the next write lands, one int32 moved only by compareExchange -- the atomic
+//           reservation an MP-SRQ RNIC does in hardware:
+//             bit 31                     Closed (set by shutdown: every sender CAS then fails)
+//             bits [strideBits, 31)      buffer seq mod 2^seqBits (seqBits = 31 - strideBits)
+//             bits [0, strideBits)       strides already reserved in that buffer
+//           Buffers are consumed strictly in posting order, each write lands stride-aligned inside the
+//           current buffer, and a write that does not fit moves the cursor to the start of the next.
+//           strideBits holds the stride count of the largest buffer the queue accepts (bufferBytesMax),
+//           so a reservation never carries into the seq bits. Why a seq that wraps at 2^seqBits is
+//           safe: see SharedReceiveQueue.reserve (srq.ts).
 // usedBelow buffers with seq below this have been declared Used by the receiver (and may be digested
-//          and recycled). A shm sender checks it before copying (a stale reservation is abandoned) and
-//          after persisting (a write that landed as its buffer went Used is re-issued): an exact
-//          version of the paper's 1 ms retry rule, possible because shm senders see receiver state.
+//           and recycled). A shm sender checks it after reserving (a stale reservation is abandoned)
+//           and after persisting (a write that landed as its buffer went Used is re-issued): an exact
+//           version of the paper's 1 ms retry rule, possible because shm senders see receiver state.
+//           The receiver keeps posted - usedBelow below 2^seqBits (post() asserts it).
+// CQ        the ring CQ, in cqShards shards: each attaching sender takes the next shard round-robin
+//           (attached counts them) and writes its completions there, so two senders do not bounce
+//           one tail word and one ring's cache lines between their cores on every write. A shard's
+//           tail counts slots ever claimed in it (uint32, wraps); its slot = tail % (cqCap /
+//           cqShards), a power of two, so the wrap at 2^32 stays in step. A write claims its slot
+//           before it persists and fills it after; one that must be re-issued (LATE) fills it with
+//           a void entry (length 0) and counts it in cqVoid. Completions of the queue = the sum of
+//           the tails - cqVoid. The rings simply overwrite: the receiver never polls per write
+//           (§3.2.2, "ring CQ").
+// noBuf     reservations that found no posted buffer (receiver not ready, or too slow to re-post).
+// starved   1 while the receiver could not keep buffers posted because its pool had no free segment
+//           (senders that find no buffer report PM_FULL instead of a bare timeout), else 0.
+//
+// The cursor and each CQ tail sit on cache lines of their own: they change on every write, and the
+// fields senders only read (state, posted, usedBelow, the posted ring) then stay shared in their
+// caches instead of being invalidated by other senders' reservations and completions.
 
 export const SRQ_MAGIC = 0x51525352; // 'RSRQ' little-endian
-export const SRQ_VERSION = 1;
+/** 2: one-word cursor with a wrapping seq, seq per posted slot, sharded CQ, hot words on their own lines. */
+export const SRQ_VERSION = 2;
 
 export const SrqState = { Init: 0, Ready: 1, Closed: 2 } as const;
 export type SrqState = (typeof SrqState)[keyof typeof SrqState];
@@ -47,33 +74,78 @@ export const W_STRIDE = 5;
 export const W_INCARNATION_LO = 6;
 export const W_INCARNATION_HI = 7;
 export const W_POSTED = 8;
-export const W_CQ_TAIL = 9;
-export const W_NO_BUFFER = 10;
-export const W_USED_BELOW = 11;
-export const W_CURSOR_LO = 12;
-export const W_CURSOR_HI = 13;
-export const W_STARVED = 20;
-/** BigInt64 word index of the cursor (byte 48). */
-export const W64_CURSOR = 6;
+export const W_USED_BELOW = 9;
+export const W_RING = 10;
+export const W_STRIDE_BITS = 11;
+export const W_CQ_SHARDS = 12;
+export const W_CURSOR = 16; // byte 64
+export const W_NO_BUFFER = 32; // byte 128
+export const W_CQ_ATTACHED = 33;
+export const W_CQ_VOID = 34;
+/** 1 while the receiver cannot post for lack of free segments (its pool is full), else 0. */
+export const W_STARVED = 35;
 
 export const HEADER_BYTES = 256;
 export const POSTED_SLOT_BYTES = 16;
 export const CQ_SLOT_BYTES = 16;
+export const CQ_TAIL_BYTES = 64;
+/** CQ shards of a queue: this many, or cqCap if smaller. */
+export const CQ_SHARDS_MAX = 8;
 
-export function srqBytes(postCap: number, cqCap: number): number {
-  return HEADER_BYTES + postCap * POSTED_SLOT_BYTES + cqCap * CQ_SLOT_BYTES;
+/** Word offsets inside a posted-ring slot. */
+export const SLOT_OFFSET_LO = 0;
+export const SLOT_OFFSET_HI = 1;
+export const SLOT_LENGTH = 2;
+export const SLOT_SEQ = 3;
+/** SLOT_SEQ of a slot never posted into. */
+export const SLOT_EMPTY = -1;
+
+/** Cursor bit 31: the queue is Closed. As an int32 the cursor is then negative. */
+export const CURSOR_CLOSED = 1 << 31;
+
+export interface CursorGeometry {
+  /** Low bits of the cursor: strides reserved in the current buffer. */
+  strideBits: number;
+  /** The next 31 - strideBits bits: the current buffer's seq, mod 2^seqBits. */
+  seqBits: number;
+  /** Posted-ring slots: a power of two >= postCap, below 2^seqBits. */
+  ring: number;
 }
 
-/** Int32 word index of posted-ring slot for buffer `seq`. */
-export function postedSlotWord(postCap: number, seq: number): number {
-  return (HEADER_BYTES + (seq % postCap) * POSTED_SLOT_BYTES) >> 2;
+/**
+ * How the cursor word is split for buffers of at most `bufferBytesMax`, and the ring size. Null if
+ * postCap leaves too few seq bits (see reserve() in srq.ts for why the ring must stay below 2^seqBits
+ * and posted - usedBelow below 2^seqBits).
+ */
+export function cursorGeometry(bufferBytesMax: number, stride: number, postCap: number): CursorGeometry | null {
+  const strideBits = 32 - Math.clz32(Math.floor(bufferBytesMax / stride)); // holds bufferBytesMax / stride itself
+  const seqBits = 31 - strideBits;
+  let ring = 2;
+  while (ring < postCap) ring *= 2;
+  if (seqBits < 2 || ring * 2 > 2 ** seqBits) return null;
+  return { strideBits, seqBits, ring };
 }
 
-/** Int32 word index of ring-CQ slot for completion number `n` (uint32). */
-export function cqSlotWord(postCap: number, cqCap: number, n: number): number {
-  return (HEADER_BYTES + postCap * POSTED_SLOT_BYTES + (n & (cqCap - 1)) * CQ_SLOT_BYTES) >> 2;
+export function cqShardsFor(cqCap: number): number {
+  return Math.min(CQ_SHARDS_MAX, cqCap);
 }
 
-export function packCursor(seq: number, strides: number): bigint {
-  return (BigInt(seq) << 32n) | BigInt(strides);
+export function srqBytes(ring: number, cqCap: number): number {
+  return HEADER_BYTES + ring * POSTED_SLOT_BYTES + cqShardsFor(cqCap) * CQ_TAIL_BYTES + cqCap * CQ_SLOT_BYTES;
+}
+
+/** Int32 word index of the posted-ring slot for buffer `seq` (any seq congruent mod `ring` shares it). */
+export function postedSlotWord(ring: number, seq: number): number {
+  return (HEADER_BYTES + (seq & (ring - 1)) * POSTED_SLOT_BYTES) >> 2;
+}
+
+/** Int32 word index of CQ shard `shard`'s tail. */
+export function cqTailWord(ring: number, shard: number): number {
+  return (HEADER_BYTES + ring * POSTED_SLOT_BYTES + shard * CQ_TAIL_BYTES) >> 2;
+}
+
+/** Int32 word index of slot 0 of CQ shard `shard`'s ring (its slots follow, CQ_SLOT_BYTES apart). */
+export function cqRingWord(ring: number, cqCap: number, shard: number): number {
+  const shards = cqShardsFor(cqCap);
+  return (HEADER_BYTES + ring * POSTED_SLOT_BYTES + shards * CQ_TAIL_BYTES + shard * (cqCap / shards) * CQ_SLOT_BYTES) >> 2;
 }

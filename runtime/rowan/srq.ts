@@ -6,6 +6,7 @@
 import { existsSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { PmemMapping } from '../../native/pmem2.js';
+import { defaultLimits } from '../../config/limits.js';
 import { ErrorCodes, RowanError, invariant } from '../errors.js';
 import * as L from './srq-layout.js';
 
@@ -38,6 +39,8 @@ export interface ReceiveQueue {
 /** reserve() results that are not pool offsets. */
 export const NO_BUFFER = -1;
 export const SRQ_CLOSED = -2;
+/** The slot reserve() took is in a buffer the receiver already declared Used: write nothing, reserve again. */
+export const STALE_RESERVATION = -3;
 
 export interface SrqCreateOptions {
   /** Posted-ring slots: the most buffers that can be posted and not yet consumed. */
@@ -45,6 +48,8 @@ export interface SrqCreateOptions {
   /** Ring CQ slots (a power of two). */
   cqCap: number;
   strideBytes?: number;
+  /** The longest buffer that will be posted (default: the paper's 4 MiB segment); sizes the cursor's stride field. */
+  bufferBytesMax?: number;
 }
 
 const TWO32 = 2 ** 32;
@@ -55,13 +60,30 @@ export class SharedReceiveQueue implements ReceiveQueue {
   readonly cqCap: number;
   readonly strideBytes: number;
   readonly incarnation: string;
+  /** Posted-ring slots: a power of two >= postCap. */
+  readonly ring: number;
   /** Buffer seq of this object's last successful reserve() (sender-local). */
   lastSeq = -1;
   private unmapped = false;
   private readonly map: PmemMapping;
   private readonly i32: Int32Array;
   private readonly u32: Uint32Array;
-  private readonly b64: BigInt64Array;
+  private readonly strideBits: number;
+  private readonly strideMask: number;
+  private readonly seqMask: number;
+  private readonly cqShards: number;
+  /** This sender's CQ shard (taken at attach): its tail word, its ring's first word, the ring's index mask. */
+  private cqTail = 0;
+  private cqRing = 0;
+  private readonly cqSlotMask: number;
+  // Sender-local: the posted buffer this sender last found the cursor in (see reserve). curLow is its
+  // seq mod 2^seqBits as the cursor holds it, -1 when nothing is cached.
+  private curLow = -1;
+  private curSeq = -1;
+  private curOffset = 0;
+  private curStrides = 0;
+  /** Sender-local: the cursor word as this sender last saw or left it (reserve's first CAS guess). */
+  private cursorSeen = 0;
 
   private constructor(path: string, map: PmemMapping) {
     this.path = path;
@@ -71,10 +93,16 @@ export class SharedReceiveQueue implements ReceiveQueue {
     const words = map.size >> 2;
     this.i32 = new Int32Array(buf, base, words);
     this.u32 = new Uint32Array(buf, base, words);
-    this.b64 = new BigInt64Array(buf, base, map.size >> 3);
     this.postCap = this.u32[L.W_POST_CAP]!;
     this.cqCap = this.u32[L.W_CQ_CAP]!;
     this.strideBytes = this.u32[L.W_STRIDE]!;
+    this.ring = this.u32[L.W_RING]!;
+    this.strideBits = this.u32[L.W_STRIDE_BITS]!;
+    this.strideMask = 2 ** this.strideBits - 1;
+    this.seqMask = 2 ** (31 - this.strideBits) - 1;
+    this.cqShards = this.u32[L.W_CQ_SHARDS]!;
+    this.cqSlotMask = this.cqCap / this.cqShards - 1;
+    this.useCqShard(0);
     this.incarnation =
       this.u32[L.W_INCARNATION_HI]!.toString(16).padStart(8, '0') +
       this.u32[L.W_INCARNATION_LO]!.toString(16).padStart(8, '0');
@@ -82,27 +110,37 @@ export class SharedReceiveQueue implements ReceiveQueue {
 
   /**
    * Receiver side: build a fresh queue at `path`. An older queue file there (a previous incarnation of
-   * this receiver) is first marked Closed, so senders still attached to it stop reserving in it.
+   * this receiver, of any layout version) is first marked Closed, so senders still attached to it stop
+   * reserving in it.
    */
   static create(path: string, o: SrqCreateOptions): SharedReceiveQueue {
     const stride = o.strideBytes ?? 64;
+    const bufferBytesMax = o.bufferBytesMax ?? defaultLimits.segmentBytes;
     if (!Number.isInteger(o.postCap) || o.postCap < 2) bad(`postCap must be an integer >= 2, got ${o.postCap}`);
     if (!Number.isInteger(o.cqCap) || o.cqCap < 2 || (o.cqCap & (o.cqCap - 1)) !== 0)
       bad(`cqCap must be a power of two >= 2, got ${o.cqCap}`);
+    if (!Number.isInteger(bufferBytesMax) || bufferBytesMax < stride || bufferBytesMax % stride !== 0)
+      bad(`bufferBytesMax must be a positive multiple of the ${stride} B stride, got ${bufferBytesMax}`);
+    const g = L.cursorGeometry(bufferBytesMax, stride, o.postCap);
+    if (!g) bad(`postCap ${o.postCap} is too large for a one-word cursor over buffers of up to ${bufferBytesMax} B`);
     if (existsSync(path)) closeStale(path);
     const tmp = `${path}.${process.pid}.tmp`;
-    writeFileSync(tmp, Buffer.alloc(L.srqBytes(o.postCap, o.cqCap)));
+    writeFileSync(tmp, Buffer.alloc(L.srqBytes(g.ring, o.cqCap)));
     const map = PmemMapping.map(tmp, { mode: 'pagecache', label: path });
-    const u32 = new Uint32Array(map.bytes.buffer, map.bytes.byteOffset, L.HEADER_BYTES >> 2);
+    const i32 = new Int32Array(map.bytes.buffer, map.bytes.byteOffset, map.size >> 2);
     const inc = randomBytes(8);
-    u32[L.W_VERSION] = L.SRQ_VERSION;
-    u32[L.W_POST_CAP] = o.postCap;
-    u32[L.W_CQ_CAP] = o.cqCap;
-    u32[L.W_STRIDE] = stride;
-    u32[L.W_INCARNATION_LO] = inc.readUInt32LE(0);
-    u32[L.W_INCARNATION_HI] = inc.readUInt32LE(4);
+    i32[L.W_VERSION] = L.SRQ_VERSION;
+    i32[L.W_POST_CAP] = o.postCap;
+    i32[L.W_CQ_CAP] = o.cqCap;
+    i32[L.W_STRIDE] = stride;
+    i32[L.W_INCARNATION_LO] = inc.readInt32LE(0);
+    i32[L.W_INCARNATION_HI] = inc.readInt32LE(4);
+    i32[L.W_RING] = g.ring;
+    i32[L.W_STRIDE_BITS] = g.strideBits;
+    i32[L.W_CQ_SHARDS] = L.cqShardsFor(o.cqCap);
+    for (let n = 0; n < g.ring; n++) i32[L.postedSlotWord(g.ring, n) + L.SLOT_SEQ] = L.SLOT_EMPTY;
     // Publishes the header: an attacher that sees the magic sees every field above.
-    Atomics.store(new Int32Array(u32.buffer, u32.byteOffset, 4), L.W_MAGIC, L.SRQ_MAGIC);
+    Atomics.store(i32, L.W_MAGIC, L.SRQ_MAGIC);
     renameSync(tmp, path);
     return new SharedReceiveQueue(path, map);
   }
@@ -111,12 +149,25 @@ export class SharedReceiveQueue implements ReceiveQueue {
   static attach(path: string): SharedReceiveQueue {
     if (!existsSync(path)) notReady(`no receive queue at ${path}: the receiver has not started`);
     const map = PmemMapping.map(path, { mode: 'pagecache', label: path });
-    const i32 = new Int32Array(map.bytes.buffer, map.bytes.byteOffset, 4);
-    if (map.size < L.HEADER_BYTES || Atomics.load(i32, L.W_MAGIC) !== L.SRQ_MAGIC || i32[L.W_VERSION] !== L.SRQ_VERSION) {
+    const i32 = map.size >= L.HEADER_BYTES ? new Int32Array(map.bytes.buffer, map.bytes.byteOffset, L.HEADER_BYTES >> 2) : null;
+    if (!i32 || Atomics.load(i32, L.W_MAGIC) !== L.SRQ_MAGIC) {
       map.close();
-      notReady(`${path} is not a receive queue of this version`);
+      notReady(`${path} is not a receive queue`);
     }
-    return new SharedReceiveQueue(path, map);
+    const version = i32[L.W_VERSION]!;
+    if (version !== L.SRQ_VERSION) {
+      map.close();
+      notReady(`${path} is a version ${version} receive queue; this build reads version ${L.SRQ_VERSION} (restart the receiver with this build)`);
+    }
+    const q = new SharedReceiveQueue(path, map);
+    // Takes the next CQ shard round-robin: senders attached one after another complete into different shards.
+    q.useCqShard(Atomics.add(q.i32, L.W_CQ_ATTACHED, 1) % q.cqShards);
+    return q;
+  }
+
+  private useCqShard(shard: number): void {
+    this.cqTail = L.cqTailWord(this.ring, shard);
+    this.cqRing = L.cqRingWord(this.ring, this.cqCap, shard);
   }
 
   // ---- receiver side ------------------------------------------------------------------------------
@@ -130,7 +181,16 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /** Sequence number of the buffer writes currently land in (= buffers fully consumed before it). */
   currentSeq(): number {
     this.mapped();
-    return Number(Atomics.load(this.b64, L.W64_CURSOR) >> 32n); // latest reservation state
+    // The cursor holds the seq mod 2^seqBits. While posted stays put around the cursor load, the
+    // cursor's buffer is one of posted - postCap .. posted (post() and reserve() keep it there), and
+    // postCap < 2^seqBits, so the low bits pick it. On the receiver's own thread posted never moves.
+    for (;;) {
+      const posted = Atomics.load(this.i32, L.W_POSTED); // the count the last post published
+      const c = Atomics.load(this.i32, L.W_CURSOR); // latest reservation state
+      if (Atomics.load(this.i32, L.W_POSTED) === posted) {
+        return posted - ((posted - ((c >>> this.strideBits) & this.seqMask)) & this.seqMask);
+      }
+    }
   }
 
   /** Posted buffers no write has reached yet, counting the current one. */
@@ -142,8 +202,8 @@ export class SharedReceiveQueue implements ReceiveQueue {
   buffer(seq: number): PostedBuffer {
     this.mapped();
     invariant(seq < this.posted() && seq > this.posted() - this.postCap - 1, `buffer ${seq} is not in the ring`);
-    const w = L.postedSlotWord(this.postCap, seq);
-    return { offset: this.u32[w]! + this.u32[w + 1]! * TWO32, length: this.u32[w + 2]! };
+    const w = L.postedSlotWord(this.ring, seq);
+    return { offset: this.u32[w + L.SLOT_OFFSET_LO]! + this.u32[w + L.SLOT_OFFSET_HI]! * TWO32, length: this.u32[w + L.SLOT_LENGTH]! };
   }
 
   /**
@@ -153,18 +213,26 @@ export class SharedReceiveQueue implements ReceiveQueue {
   post(buffers: readonly PostedBuffer[]): void {
     this.mapped();
     const n0 = this.posted();
-    invariant(n0 + buffers.length - this.currentSeq() <= this.postCap, 'post would overrun buffers not yet consumed');
+    const n1 = n0 + buffers.length;
+    invariant(n1 - this.currentSeq() <= this.postCap, 'post would overrun buffers not yet consumed');
+    invariant(n1 - this.usedBelow() <= this.seqMask, `post would leave more than ${this.seqMask} buffers between usedBelow and posted`);
     for (let i = 0; i < buffers.length; i++) {
       const b = buffers[i]!;
-      invariant(b.length > 0 && b.length % this.strideBytes === 0, `buffer length ${b.length} is not a stride multiple`);
+      invariant(
+        b.length > 0 && b.length % this.strideBytes === 0 && b.length / this.strideBytes <= this.strideMask,
+        `buffer length ${b.length} is not a stride multiple of at most ${this.strideMask} strides`,
+      );
       if (i > 0) invariant(b.offset >= buffers[i - 1]!.offset + buffers[i - 1]!.length, 'buffers not in increasing address order');
-      const w = L.postedSlotWord(this.postCap, n0 + i);
-      this.u32[w] = b.offset % TWO32;
-      this.u32[w + 1] = Math.floor(b.offset / TWO32);
-      this.u32[w + 2] = b.length;
+      const w = L.postedSlotWord(this.ring, n0 + i);
+      const lo = b.offset >>> 0;
+      this.u32[w + L.SLOT_OFFSET_LO] = lo;
+      this.u32[w + L.SLOT_OFFSET_HI] = (b.offset - lo) / TWO32;
+      this.u32[w + L.SLOT_LENGTH] = b.length;
+      // Publishes the slot as buffer n0 + i: a sender that loads this seq sees its offset and length.
+      Atomics.store(this.i32, w + L.SLOT_SEQ, n0 + i);
     }
-    // Publishes the filled slots: a sender that reads posted >= n sees buffer n's slot.
-    Atomics.store(this.i32, L.W_POSTED, n0 + buffers.length);
+    // Publishes the count: a sender that reads posted > n finds buffer n in its slot.
+    Atomics.store(this.i32, L.W_POSTED, n1);
     if (Atomics.load(this.i32, L.W_STATE) === L.SrqState.Init) {
       // Publishes readiness for status readers; senders only look at posted and Closed.
       Atomics.store(this.i32, L.W_STATE, L.SrqState.Ready);
@@ -197,46 +265,117 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /** Stop the queue: attached senders get SRQ_CLOSED from then on. */
   shutdown(): void {
     this.mapped();
-    Atomics.store(this.i32, L.W_STATE, L.SrqState.Closed); // senders check this before each reservation
+    Atomics.store(this.i32, L.W_STATE, L.SrqState.Closed); // for status readers (and senders of older builds)
+    Atomics.or(this.i32, L.W_CURSOR, L.CURSOR_CLOSED); // every later CAS on the cursor fails; senders see Closed
   }
 
   // ---- sender side (the RNIC's job) -----------------------------------------------------------------
 
   /**
    * Reserve `len` bytes (a stride multiple, at most one buffer) for one write. Returns the pool offset
-   * where the write lands, NO_BUFFER when no posted buffer has room, or SRQ_CLOSED.
+   * where the write lands (lastSeq is its buffer), NO_BUFFER when no posted buffer has room,
+   * SRQ_CLOSED, or STALE_RESERVATION when the slot is in a buffer the receiver has already declared
+   * Used (nothing may be written there; the strides stay a hole, which the b-log scan steps over).
+   *
+   * The cursor word holds the buffer seq only mod 2^seqBits; the full seq comes from the posted ring,
+   * whose slots carry the seq of the buffer they hold. A sender caches the slot of the buffer it last
+   * found the cursor in and the cursor word it last saw, so the common case is one CAS (two when
+   * another sender moved the cursor since) and one load of usedBelow. Why a seq that wraps cannot put
+   * a write in the wrong place:
+   *   - The queue keeps: the cursor never moves back and never passes posted; posted - cursor seq <=
+   *     postCap <= ring < 2^seqBits; posted - usedBelow < 2^seqBits at every post (asserted there),
+   *     and usedBelow only grows. A slot is refilled (with seq + ring) only once the cursor is past
+   *     the buffer it held.
+   *   - Let the CAS succeed at time t with the cursor in buffer s, and let q be the seq this sender
+   *     read from the slot (now, or when it cached it). q ≡ s mod 2^seqBits, and q <= s: when q was
+   *     read the cursor was already at q + 1 - postCap or beyond. So either q = s -- and then the slot
+   *     had not been refilled when it was read, so its offset and length are buffer s's -- or
+   *     s >= q + 2^seqBits. In the second case usedBelow >= posted - 2^seqBits + 1 >= s - 2^seqBits + 1
+   *     > q at t, and the load of usedBelow after the CAS returns STALE_RESERVATION and drops the cache.
+   *   That covers both ways to hold an old seq: a sender that idled while the cursor went round 2^seqBits
+   *   buffers (fresh cursor word, old cache), and one descheduled between reading the cursor and its
+   *   CAS while the cursor went round and came back to the same word (ABA).
+   *   - Moving on to the next buffer first re-reads the slot's seq (a cache 2^seqBits buffers old is
+   *     caught there, not acted on) and checks posted > q + 1. Only an ABA on this move CAS can skip
+   *     the rest of buffer s for s + 1 unchecked; s + 1 <= posted still holds (a cursor on an unposted
+   *     buffer finds no matching slot and gets NO_BUFFER until it is posted). A second such ABA while
+   *     the cursor waits on that unposted buffer would move it past posted; the receiver's next post()
+   *     then fails its overrun assertion, loudly. Each needs a sender stalled between two adjacent
+   *     operations while 2^seqBits buffers (with 4 MiB buffers, 64 GiB) are consumed.
    */
   reserve(len: number): number {
     this.mapped();
-    const stride = this.strideBytes;
-    const need = len / stride;
+    const need = len / this.strideBytes;
+    if ((need | 0) !== need) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `a ${len} B write is not whole ${this.strideBytes} B strides`);
+    // Start from the word this sender last saw, not a fresh read: a read would fetch the cursor's cache
+    // line shared and the CAS then fetch it again exclusive. A stale guess only fails the CAS, which
+    // takes the line exclusive once and returns the current word to retry with.
+    let c = this.cursorSeen;
     for (;;) {
-      if (Atomics.load(this.i32, L.W_STATE) === L.SrqState.Closed) return SRQ_CLOSED; // receiver gone
-      // A torn read of the two halves only makes the CAS below fail and retry.
-      const strides = this.u32[L.W_CURSOR_LO]!;
-      const seq = this.u32[L.W_CURSOR_HI]!;
-      const posted = Atomics.load(this.i32, L.W_POSTED); // slots below `posted` are published
-      if (seq >= posted) return this.noBuffer();
-      const w = L.postedSlotWord(this.postCap, seq);
-      const bufLen = this.u32[w + 2]!;
-      const expected = L.packCursor(seq, strides);
-      if ((strides + need) * stride <= bufLen) {
-        // Publishes the reservation: [strides, strides+need) of buffer seq is ours alone.
-        // strides live in the low 32 bits and cannot overflow them (bufLen < 2^32), so adding `need`
-        // to the packed value is packCursor(seq, strides + need) with one BigInt op instead of four.
-        if (Atomics.compareExchange(this.b64, L.W64_CURSOR, expected, expected + BigInt(need)) === expected) {
-          this.lastSeq = seq;
-          return this.u32[w]! + this.u32[w + 1]! * TWO32 + strides * stride;
-        }
+      if (c < 0) return SRQ_CLOSED; // bit 31: the receiver shut the queue
+      const low = c >>> this.strideBits;
+      if (low !== this.curLow && !this.lookUp(low)) {
+        const now = Atomics.load(this.i32, L.W_CURSOR); // latest reservation state
+        this.cursorSeen = now;
+        if (now === c) return this.noBuffer(); // the cursor's buffer is not posted yet
+        c = now;
         continue;
       }
-      if (len > bufLen) {
-        throw new RowanError(ErrorCodes.ENTRY_TOO_LARGE, `a ${len} B write cannot fit a ${bufLen} B receive buffer`);
+      const strides = c & this.strideMask;
+      if (strides + need <= this.curStrides) {
+        // Publishes the reservation: [strides, strides+need) of the cursor's buffer is ours alone.
+        // strides + need fits the stride field (post() bounds buffer lengths), so nothing carries.
+        const seen = Atomics.compareExchange(this.i32, L.W_CURSOR, c, c + need);
+        if (seen !== c) {
+          c = seen;
+          continue;
+        }
+        this.cursorSeen = c + need;
+        const seq = this.curSeq;
+        // Reads the receiver's latest Used mark: a buffer below it may be digested or recycled already
+        // (we were descheduled), or our seq is 2^seqBits stale (see above). Either way, write nothing.
+        if (Atomics.load(this.i32, L.W_USED_BELOW) > seq) {
+          this.curLow = -1;
+          return STALE_RESERVATION;
+        }
+        this.lastSeq = seq;
+        return this.curOffset + strides * this.strideBytes;
       }
-      if (seq + 1 >= posted) return this.noBuffer();
+      // Does not fit what is left of the buffer. Act only on a slot that still holds our cached buffer.
+      const w = L.postedSlotWord(this.ring, low);
+      if (Atomics.load(this.i32, w + L.SLOT_SEQ) !== this.curSeq) {
+        // the slot was refilled since this sender cached it: look it up again (or find c stale)
+        this.curLow = -1;
+        continue;
+      }
+      if (need > this.curStrides) {
+        const now = Atomics.load(this.i32, L.W_CURSOR); // latest reservation state
+        if (now !== c) {
+          c = now; // judge the write against the current buffer, not a guess
+          continue;
+        }
+        throw new RowanError(ErrorCodes.ENTRY_TOO_LARGE, `a ${len} B write cannot fit a ${this.curStrides * this.strideBytes} B receive buffer`);
+      }
+      if (this.curSeq + 1 >= Atomics.load(this.i32, L.W_POSTED)) return this.noBuffer(); // posted count the receiver published
       // Moves every sender on to the next buffer; the rest of this one stays zero (the scan skips it).
-      Atomics.compareExchange(this.b64, L.W64_CURSOR, expected, L.packCursor(seq + 1, 0));
+      const next = ((low + 1) & this.seqMask) << this.strideBits;
+      const seen = Atomics.compareExchange(this.i32, L.W_CURSOR, c, next);
+      c = seen === c ? next : seen;
+      this.cursorSeen = c;
     }
+  }
+
+  /** Cache the posted buffer whose seq is `low` mod 2^seqBits; false if its slot does not hold it yet. */
+  private lookUp(low: number): boolean {
+    const w = L.postedSlotWord(this.ring, low);
+    const seq = Atomics.load(this.i32, w + L.SLOT_SEQ); // the buffer the receiver last published here
+    // Empty, or still the buffer `ring` before it (ring < 2^seqBits, so their low bits differ).
+    if (seq < 0 || (seq & this.seqMask) !== low) return false;
+    this.curLow = low;
+    this.curSeq = seq;
+    this.curOffset = this.u32[w + L.SLOT_OFFSET_LO]! + this.u32[w + L.SLOT_OFFSET_HI]! * TWO32;
+    this.curStrides = this.u32[w + L.SLOT_LENGTH]! / this.strideBytes;
+    return true;
   }
 
   private noBuffer(): number {
@@ -244,15 +383,31 @@ export class SharedReceiveQueue implements ReceiveQueue {
     return NO_BUFFER;
   }
 
-  /** Write the completion entry into the ring CQ (overwriting the oldest). */
-  complete(poolOffset: number, len: number, sender: number): void {
+  /**
+   * Claim the next slot of this sender's CQ shard for a write about to land; fill it with complete()
+   * once the write is persistent, or with voidCompletion() if it is not to count. Claiming before the
+   * copy keeps the locked add next to the reservation's CAS: a locked instruction waits for earlier
+   * cache-line flushes to finish, so one that followed the persist would stall on it every write.
+   */
+  claimCompletion(): number {
     this.mapped();
-    const n = Atomics.add(this.i32, L.W_CQ_TAIL, 1) >>> 0; // claims CQ slot n; readers only sample the ring
-    const w = L.cqSlotWord(this.postCap, this.cqCap, n);
-    this.u32[w] = poolOffset % TWO32;
-    this.u32[w + 1] = Math.floor(poolOffset / TWO32);
+    return Atomics.add(this.i32, this.cqTail, 1); // claims slot n of the shard; readers only sample the ring
+  }
+
+  /** Fill claimed CQ slot `n` with the completion of a persistent write (overwriting the oldest entry). */
+  complete(n: number, poolOffset: number, len: number, sender: number): void {
+    const w = this.cqRing + ((n & this.cqSlotMask) << 2);
+    const lo = poolOffset >>> 0;
+    this.u32[w] = lo;
+    this.u32[w + 1] = (poolOffset - lo) / TWO32;
     this.u32[w + 2] = len;
     this.u32[w + 3] = sender;
+  }
+
+  /** Fill claimed CQ slot `n` with a void entry (length 0): the write it was claimed for is re-issued. */
+  voidCompletion(n: number, sender: number): void {
+    this.complete(n, 0, 0, sender);
+    Atomics.add(this.i32, L.W_CQ_VOID, 1); // completions() subtracts void entries
   }
 
   stats(): { posted: number; currentSeq: number; completions: number; noBuffer: number; state: number } {
@@ -260,10 +415,17 @@ export class SharedReceiveQueue implements ReceiveQueue {
     return {
       posted: this.posted(),
       currentSeq: this.currentSeq(),
-      completions: Atomics.load(this.i32, L.W_CQ_TAIL) >>> 0, // completion count (mod 2^32)
+      completions: this.completions(),
       noBuffer: Atomics.load(this.i32, L.W_NO_BUFFER), // reservations that found no buffer
       state: Atomics.load(this.i32, L.W_STATE), // Init / Ready / Closed
     };
+  }
+
+  /** Completions ever written, over all CQ shards, not counting void entries (mod 2^32). */
+  completions(): number {
+    let n = -Atomics.load(this.i32, L.W_CQ_VOID); // void entries written so far
+    for (let s = 0; s < this.cqShards; s++) n += Atomics.load(this.i32, L.cqTailWord(this.ring, s)); // shard s's slots claimed
+    return n >>> 0;
   }
 
   isClosed(): boolean {
@@ -284,11 +446,24 @@ export class SharedReceiveQueue implements ReceiveQueue {
   }
 }
 
+/**
+ * Mark a previous queue file Closed, whatever its layout version: every version keeps magic and state
+ * at the same words and its senders check state (this version's senders check the cursor's Closed bit).
+ */
 function closeStale(path: string): void {
   try {
-    const old = SharedReceiveQueue.attach(path);
-    old.shutdown();
-    old.close();
+    const map = PmemMapping.map(path, { mode: 'pagecache', label: path });
+    try {
+      if (map.size >= L.HEADER_BYTES) {
+        const i32 = new Int32Array(map.bytes.buffer, map.bytes.byteOffset, L.HEADER_BYTES >> 2);
+        if (Atomics.load(i32, L.W_MAGIC) === L.SRQ_MAGIC) {
+          Atomics.store(i32, L.W_STATE, L.SrqState.Closed); // older builds' senders stop at this
+          if (i32[L.W_VERSION] === L.SRQ_VERSION) Atomics.or(i32, L.W_CURSOR, L.CURSOR_CLOSED); // ours at this
+        }
+      }
+    } finally {
+      map.close();
+    }
   } catch {
     // Not a queue we can read: replace it all the same.
   }
