@@ -12,6 +12,18 @@
 // --modes=rowan,rpc,...
 // Through the harness: node dist/bench/run.js ycsb [--quick]. Alone: node dist/bench/ycsb.bench.js.
 //
+// --gc (harness name ycsb-gc; `ycsb --gc` is an alias): Rowan-KV's Load A and A (Zipfian 0.99, ZippyDB)
+// with vs without GC pressure, runGc() below: the same key count and cells on fresh clusters with
+//   - the big pools above (--big-pool-mib, default 768) and the clean actors idle (gc.liveThresholdPercent
+//     0): no garbage collection at all;
+//   - the big pools with GC as configured: the clean actors still clean every Committed segment under the
+//     live threshold (they do not wait for the pool to fill), but never for lack of room;
+//   - small pools (--pool-mib=N, default 8 = 32 segments of --segment-kib=256, the launcher's smallest
+//     pool) where the clean actors must reclaim continuously for the writes to find free segments; with
+//     the default 20,000 keys (~2.4 MiB of entries per node) the pool turns over several times per run.
+// --rounds=R alternates the three R times (noise). Per cell: ops/s, latencies, what GC reclaimed (from
+// the nodes' status), and the throughput ratio to the big pools with GC.
+//
 // This machine has 2 cores shared by 3 node processes (each with worker, control, digest and clean
 // actors) and the client: absolute numbers are CPU-bound and far below the paper's; compare modes as
 // ratios within one run.
@@ -21,6 +33,7 @@ import { RowanClient } from '../actors/client/client.js';
 import { formatTable, progress, type Row } from './report.js';
 import { availableModes, startCluster } from './ycsb/cluster.js';
 import { clusterDlwa } from './ycsb/dlwa.js';
+import { gcDelta, gcSummary, settledGcTotals, watchFreeSegments, withGcRatios } from './ycsb/gc-pressure.js';
 import { loadKeys, runCell, workloads, type Workload } from './ycsb/driver.js';
 import { sizeDists, valueSizeSampler, type SizeDist } from './ycsb/sizes.js';
 import { mulberry32, UniformChooser, ZipfianChooser, type KeyChooser } from './ycsb/zipfian.js';
@@ -34,6 +47,27 @@ export interface YcsbOptions {
   /** Worker actors per node (rowan cluster --workers). */
   workers: number;
   modes: string[] | null;
+  /** --gc: the GC-pressure comparison (runGc) instead of the mode comparison. */
+  gc: boolean;
+  /** Pools of the GC-pressure run (MiB per node) and the segment size of both runs. */
+  poolMib: number;
+  bigPoolMib: number;
+  segmentKib: number;
+  rounds: number;
+}
+
+/** The pool of one cluster and what to measure besides the cells. */
+interface RunSpec {
+  poolMib: number;
+  segmentKib: number;
+  /** Model DLWA from the pools after the run. */
+  dlwa: boolean;
+  /** Read the GC counters around each cell (the cluster's status). */
+  gc: boolean;
+  /** Columns put first in every row (which pool, which round). */
+  tag: Row;
+  /** Node settings `rowan cluster` has no flag for (bench/ycsb/cluster.ts). */
+  nodeConfig?: Record<string, unknown>;
 }
 
 interface CellDef {
@@ -58,6 +92,11 @@ export function parseYcsbOptions(argv: string[]): YcsbOptions {
     concurrency: Math.floor(num('concurrency', 64)),
     workers: Math.floor(num('workers', 1)),
     modes: flag('modes')?.split(',').filter(Boolean) ?? null,
+    gc: argv.includes('--gc'),
+    poolMib: Math.floor(num('pool-mib', 8)),
+    bigPoolMib: Math.floor(num('big-pool-mib', 768)),
+    segmentKib: Math.floor(num('segment-kib', 256)),
+    rounds: Math.floor(num('rounds', quick ? 1 : 3)),
   };
 }
 
@@ -85,11 +124,13 @@ function round(v: number | null, digits = 0): number | null {
   return Math.round(v * f) / f;
 }
 
-async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: CellDef[], step: () => void, label: (s: string) => void): Promise<Row[]> {
-  label(`ycsb ${mode}: starting a 3-node cluster`);
-  // No garbage collection yet (commit tracking and clean actors come later), so a pool only fills: size
-  // it for a whole run of every cell at full speed (a quiet 2-core machine writes ~300 MiB per node).
-  const cluster = await startCluster({ mode, passMode, poolMib: 768, segmentKib: 256, workers: o.workers });
+// The mode comparison's pools: sized for a whole run of every cell at full speed without any cleaning
+// (a quiet 2-core machine writes ~300 MiB per node), so GC never has to run for room.
+const modeRun: RunSpec = { poolMib: 768, segmentKib: 256, dlwa: true, gc: false, tag: {} };
+
+async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: CellDef[], step: () => void, label: (s: string) => void, spec = modeRun): Promise<Row[]> {
+  label(`ycsb ${mode}: starting a 3-node cluster (${spec.poolMib} MiB pools)`);
+  const cluster = await startCluster({ mode, passMode, poolMib: spec.poolMib, segmentKib: spec.segmentKib, workers: o.workers, ...(spec.nodeConfig ? { nodeConfig: spec.nodeConfig } : {}) });
   const rows: Row[] = [];
   const seed = 0x5eed;
   let client: RowanClient | null = null;
@@ -100,13 +141,18 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
     await loadKeys(client, o.keys, o.concurrency, loadSize, (d) => label(`ycsb ${mode}: loaded ${d}/${o.keys} keys`));
     const loadSecs = (performance.now() - t0) / 1000;
     step();
+    let gcBefore = spec.gc ? await settledGcTotals(cluster.file) : null;
     for (let i = 0; i < cells.length; i++) {
       const c = cells[i]!;
       label(`ycsb ${mode}: ${c.workload.name} ${c.dist} ${c.size.name}`);
       const rand = mulberry32(seed + 17 * (i + 1));
       const keys: KeyChooser = c.dist === 'zipfian' ? new ZipfianChooser(o.keys, 0.99, rand) : new UniformChooser(o.keys, rand);
+      const watch = spec.gc ? watchFreeSegments(cluster.file) : null;
       const r = await runCell(client, c.workload, keys, valueSizeSampler(c.size, mulberry32(seed + 31 * (i + 1))), o.concurrency, o.durationMs, o.warmupMs, seed + i);
+      const minFreeSegs = await watch?.stop();
+      const gcAfter = spec.gc ? await settledGcTotals(cluster.file) : null;
       rows.push({
+        ...spec.tag,
         mode,
         workload: c.workload.name,
         keys: c.dist,
@@ -118,13 +164,20 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
         getP99us: round(r.getP99),
         errors: r.errors,
         loadOpsPerSec: Math.round(o.keys / loadSecs),
+        ...(gcBefore && gcAfter ? { ...gcDelta(gcBefore, gcAfter), minFreeSegs: minFreeSegs ?? null } : {}),
       });
+      gcBefore = gcAfter;
       step();
     }
   } finally {
     await client?.close().catch(() => undefined);
     label(`ycsb ${mode}: stopping the cluster`);
     await cluster.stop();
+  }
+  if (!spec.dlwa) {
+    if (process.env.ROWAN_YCSB_KEEP !== '1') rmSync(cluster.dir, { recursive: true, force: true });
+    step();
+    return rows;
   }
   label(`ycsb ${mode}: modelling DLWA from the pools`);
   let dlwa: number | null = null;
@@ -148,6 +201,7 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
 }
 
 export async function run(o: YcsbOptions = parseYcsbOptions(process.argv.slice(2))): Promise<Row[]> {
+  if (o.gc) return runGc(o);
   const avail = availableModes();
   const modes = o.modes ? o.modes.filter((m) => avail.modes.includes(m)) : avail.modes;
   if (o.modes && modes.length < o.modes.length) process.stderr.write(`ycsb: modes not available here skipped: ${o.modes.filter((m) => !modes.includes(m)).join(', ')}\n`);
@@ -184,6 +238,55 @@ export async function run(o: YcsbOptions = parseYcsbOptions(process.argv.slice(2
   );
   for (const line of comparisons(rows)) console.log(line);
   return rows;
+}
+
+/** Load A and A (Zipfian 0.99, ZippyDB) on Rowan-KV with big pools (GC off, GC on) vs small pools under
+ *  GC pressure, alternating the three `rounds` times on fresh clusters with one key count (header). */
+export async function runGc(o: YcsbOptions = { ...parseYcsbOptions(process.argv.slice(2)), gc: true }): Promise<Row[]> {
+  const cells = cellsOf({ ...o, quick: true });
+  const big = `${o.bigPoolMib} MiB`;
+  const small = `${o.poolMib} MiB`;
+  const off = `${big}, gc off`;
+  const specs: { mib: number; name: string; nodeConfig?: Record<string, unknown> }[] = [
+    { mib: o.bigPoolMib, name: off, nodeConfig: { gc: { liveThresholdPercent: 0 } } },
+    { mib: o.bigPoolMib, name: big },
+    { mib: o.poolMib, name: small },
+  ];
+  const total = o.rounds * specs.length * (cells.length + 2);
+  let done = 0;
+  let current = '';
+  const label = (s: string) => {
+    current = s;
+    progress(s, done, total);
+  };
+  const step = () => progress(current, ++done, total);
+  const rows: Row[] = [];
+  for (let round = 1; round <= o.rounds; round++) {
+    for (const { mib, name, nodeConfig } of specs) {
+      const spec: RunSpec = { poolMib: mib, segmentKib: o.segmentKib, dlwa: false, gc: true, tag: { pool: name, round }, ...(nodeConfig ? { nodeConfig } : {}) };
+      const before = done;
+      try {
+        rows.push(...(await runMode('rowan', false, o, cells, step, (s) => label(`${s} [${name}, round ${round}]`), spec)));
+      } catch (err) {
+        const msg = (err as Error).message.split('\n')[0]!;
+        process.stderr.write(`ycsb --gc ${name} round ${round}: failed, no rows: ${msg}\n`);
+        rows.push({ pool: name, round, mode: 'rowan', workload: `failed: ${msg.slice(0, 60)}`, opsPerSec: null });
+        done = before + cells.length + 2;
+      }
+    }
+  }
+  progress('ycsb --gc: done', total, total);
+  console.log(
+    `\nycsb --gc: rowan, 3 nodes x ${o.workers} worker(s), 48 shards, replication 3, shm fabric, ${o.segmentKib} KiB segments, pools of ` +
+      `${big} (GC off / on) vs ${small} per node, alternated ${o.rounds} time(s) on fresh clusters; ${o.keys} keys loaded (ZippyDB sizes, ` +
+      `~${((o.keys * 128) / 2 ** 20).toFixed(1)} MiB of entries per node, every node holds every shard), then per cell ${o.warmupMs} ms ` +
+      `warm-up + ${o.durationMs} ms measured, closed loop of ${o.concurrency}. gc* columns: summed over the nodes from their status, ` +
+      `before the cell to after it once cleaning settled; minFreeSegs: fewest free segments on any node, sampled every 250 ms ` +
+      `during the cell (freeSegsAfter: once settled). ratio: ops/s over the median of the ${big} (GC on) rows for the workload.`,
+  );
+  const out = withGcRatios(rows, big);
+  for (const line of [...gcSummary(out, big, small), ...gcSummary(out, big, off)]) console.log(line);
+  return out;
 }
 
 /** Rowan-KV against each other mode on the paper's headline cells (§6.3: ZippyDB, Zipfian 0.99). */

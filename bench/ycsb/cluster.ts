@@ -1,8 +1,13 @@
 // A fresh local cluster for one benchmark cell group: `rowan cluster` in a temp dir on a random base
 // port, waited on until it prints `serving.`, stopped with SIGINT (the launcher then SIGTERMs each
 // node: drain, persist, unmap) so its pools can be read back afterwards.
+//
+// Node settings `rowan cluster` has no flag for (`nodeConfig`, e.g. gc.liveThresholdPercent 0 to keep
+// the clean actors idle) go into the node-config.json the launcher writes for a new cluster: the
+// cluster is started once empty, stopped, the file amended, and started again on the same directory
+// (the launcher keeps an existing node-config.json on a restart).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -15,6 +20,8 @@ export interface ClusterSpec {
   poolMib: number;
   segmentKib: number;
   workers: number;
+  /** Merged over the node config the launcher writes (see the header). */
+  nodeConfig?: Record<string, unknown>;
 }
 
 export interface RunningCluster {
@@ -43,6 +50,15 @@ export async function startCluster(s: ClusterSpec, timeoutMs = 120_000): Promise
   const dir = mkdtempSync(join(tmpdir(), `rowan-ycsb-${s.mode}-`));
   // Node n listens on base + 10n + w and base + 500 + n: keep everything under 60000.
   const basePort = 20_000 + Math.floor(Math.random() * 3_500) * 10;
+  if (!s.nodeConfig) return launch(s, dir, basePort, timeoutMs);
+  await (await launch(s, dir, basePort, timeoutMs)).stop();
+  const file = join(dir, 'node-config.json');
+  const cfg = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  writeFileSync(file, JSON.stringify({ ...cfg, ...s.nodeConfig }, null, 2) + '\n');
+  return launch(s, dir, basePort, timeoutMs);
+}
+
+async function launch(s: ClusterSpec, dir: string, basePort: number, timeoutMs: number): Promise<RunningCluster> {
   const args = [bin, 'cluster', '--dir', dir, '--base-port', String(basePort), '--pool-mib', String(s.poolMib),
     '--segment-kib', String(s.segmentKib), '--workers', String(s.workers)];
   if (s.passMode) args.push('--replication-mode', s.mode);
