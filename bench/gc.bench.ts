@@ -64,7 +64,7 @@ async function runOnce(valueBytes: number, liveShare: number, segments: number):
     }
     const liveMeasured = picks.reduce((a, c) => a + c.live, 0) / (picks.length * SEGMENT_BYTES);
     const t0 = performance.now();
-    while ((await cleaner.pass()) > 0);
+    while (cleaner.pass() > 0);
     const seconds = (performance.now() - t0) / 1000;
     const left = cleaner.candidates().length;
     const s = cleaner.stats;

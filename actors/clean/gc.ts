@@ -8,9 +8,11 @@
 //      actor's clean log (persisted) and move the index item with a CAS that expects exactly the old
 //      address (ShardIndex.relocate): if a PUT/DEL or digest replaced the item meanwhile the CAS fails
 //      and the copy is dead -- a newer version is never overwritten, an older one never resurrected;
-//   3. start a new read epoch and wait until no worker/digest/clean actor is still inside a stretch that
-//      began before it (runtime/kv/gc-state.ts, ReadEpochs): nobody can hold an address in the segment;
-//   4. check again that no index points into the segment, then free it (Committed -> Free).
+//   3. retire it under a new read epoch; a later pass frees it (Committed -> Free) once no worker/digest/
+//      clean actor is still inside a stretch that began before that epoch (runtime/kv/gc-state.ts,
+//      ReadEpochs): nobody can hold an address in the segment. Nothing waits: passes run every few ms.
+//   4. its live bytes must be 0 by then (every index change moves bytes between segments); if not, a
+//      rescan decides (an index still pointing in keeps the segment for a later clean).
 // Live bytes move with every relocation (LiveBytes.moved), so the accounting stays current. Copies go
 // to segments of role Clean, which may use the pool's reserve (config gc.reserveSegments): GC can
 // always make room. Tombstones (DEL) the index points at are live and are copied like PUTs.
@@ -52,9 +54,11 @@ export interface CleanerStats {
   lostRaces: number;
   /** Segments left Committed because an index still pointed into them after relocation. */
   pinned: number;
+  /** Segments freed although their live-byte count was not 0 (a rescan found nothing indexed). */
+  drift: number;
   /** Cleaning stopped because even the reserve had no free segment. */
   aborted: number;
-  /** Microseconds spent in passes that freed something (relocation, epoch wait, freeing). */
+  /** Microseconds spent in passes that did something (relocating, freeing; never waiting). */
   busyUs: number;
 }
 
@@ -71,11 +75,14 @@ interface SegmentEntry {
 
 export class Cleaner {
   readonly out: TLog;
-  readonly stats: CleanerStats = { passes: 0, segments: 0, reclaimedBytes: 0, copiedBytes: 0, copiedEntries: 0, lostRaces: 0, pinned: 0, aborted: 0, busyUs: 0 };
+  readonly stats: CleanerStats = { passes: 0, segments: 0, reclaimedBytes: 0, copiedBytes: 0, copiedEntries: 0, lostRaces: 0, pinned: 0, drift: 0, aborted: 0, busyUs: 0 };
   private readonly gc: KvGc;
   private readonly reader: PoolEntryReader;
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
   private readonly slot: number;
+  /** Emptied segments and the epoch after which no reader can hold an address in them, oldest first. */
+  private readonly retired: { segment: number; epoch: number }[] = [];
+  private readonly retiring = new Set<number>();
 
   constructor(private readonly o: CleanerOptions) {
     if (!o.shared.gc) throw new RowanError(ErrorCodes.BAD_CONFIG, 'clean: the node keeps no GC state (attach the shared buffers with the pool mapping)');
@@ -85,44 +92,73 @@ export class Cleaner {
     this.slot = ReadEpochs.slotOf('clean', o.id);
   }
 
-  /** This actor's Committed segments under the live threshold, most garbage first. */
+  /** This actor's Committed segments under the live threshold, most garbage first (not those already
+   *  emptied and waiting to be freed). */
   candidates(): { segment: number; live: number }[] {
     const limit = (this.o.liveThresholdPercent / 100) * this.o.pool.segmentBytes;
     return this.o.pool
       .segments({ state: SegmentState.Committed })
-      .filter((s) => s % this.o.count === this.o.id)
+      .filter((s) => s % this.o.count === this.o.id && !this.retiring.has(s))
       .map((segment) => ({ segment, live: this.gc.live.get(segment) }))
       .filter((c) => c.live < limit)
       .sort((a, b) => a.live - b.live);
   }
 
-  /** One pass: clean up to segmentsPerPass candidates; resolves with the number of segments freed. */
-  async pass(): Promise<number> {
-    const picks = this.candidates().slice(0, this.o.segmentsPerPass ?? NO_SEGMENTS_PER_PASS_DEFAULT);
-    if (picks.length === 0) return 0;
-    this.stats.passes++;
+  /** Segments emptied and waiting for readers to leave their epoch. */
+  get waitingToFree(): number {
+    return this.retired.length;
+  }
+
+  /**
+   * One pass, synchronous and never waiting: free the emptied segments no reader can still reach
+   * (their epoch is quiescent), then move the live entries out of up to segmentsPerPass candidates and
+   * retire them under a new epoch (freed by a later pass). Returns the segments freed plus emptied:
+   * 0 means there was nothing to do now.
+   */
+  pass(): number {
     const t0 = performance.now();
+    let progress = this.freeQuiescent();
+    const picks = this.candidates().slice(0, this.o.segmentsPerPass ?? NO_SEGMENTS_PER_PASS_DEFAULT);
     const moved: number[] = [];
     for (const { segment } of picks) {
       if (!this.relocateLive(segment)) break;
       moved.push(segment);
     }
-    if (moved.length === 0) return 0;
-    const e = this.gc.epochs.retire();
-    while (!this.gc.epochs.quiescent(e)) await new Promise((r) => setImmediate(r));
-    let freed = 0;
-    for (const seg of moved) {
-      if (this.stillIndexed(seg)) {
-        this.stats.pinned++;
-        continue;
+    if (moved.length > 0) {
+      const epoch = this.gc.epochs.retire();
+      for (const segment of moved) {
+        this.retired.push({ segment, epoch });
+        this.retiring.add(segment);
       }
-      this.o.pool.transition(seg, SegmentState.Committed, SegmentState.Free);
-      this.gc.live.reset(seg);
+    }
+    progress += moved.length;
+    if (progress > 0) {
+      this.stats.passes++;
+      this.stats.busyUs += Math.round((performance.now() - t0) * 1000);
+    }
+    return progress;
+  }
+
+  /** Free retired segments in retirement order while their epoch is quiescent. A segment whose live
+   *  bytes are not 0 is checked by a rescan: still indexed -> left Committed (cleaned again later). */
+  private freeQuiescent(): number {
+    let freed = 0;
+    while (this.retired.length > 0 && this.gc.epochs.quiescent(this.retired[0]!.epoch)) {
+      const { segment } = this.retired.shift()!;
+      this.retiring.delete(segment);
+      if (this.gc.live.get(segment) !== 0) {
+        if (this.stillIndexed(segment)) {
+          this.stats.pinned++;
+          continue;
+        }
+        this.stats.drift++;
+      }
+      this.o.pool.transition(segment, SegmentState.Committed, SegmentState.Free);
+      this.gc.live.reset(segment);
       this.stats.segments++;
       this.stats.reclaimedBytes += this.o.pool.segmentBytes;
       freed++;
     }
-    this.stats.busyUs += Math.round((performance.now() - t0) * 1000);
     return freed;
   }
 

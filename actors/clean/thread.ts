@@ -1,6 +1,6 @@
 // Clean actor (§4.4): garbage-collects Committed segments whose live bytes fall under the threshold
-// (actors/clean/gc.ts): copy live entries to its clean log, move their index items, wait out readers,
-// free the segment. Each clean actor owns the segments s with s % cleanCount === its id, looks for work
+// (actors/clean/gc.ts): copy live entries to its clean log, move their index items, and free the
+// segment on a later pass once no reader can still hold an address in it. Each clean actor owns the segments s with s % cleanCount === its id, looks for work
 // every gc.periodMs and whenever a digest actor announces newly committed segments. One pass runs at a
 // time. (The actors are pinned threads of the runtime rather than a piscina pool: each owns a clean
 // log and a read-epoch slot, so they are not interchangeable workers.)
@@ -18,26 +18,34 @@ let cleaner: Cleaner | null = null;
 let pool: Pool | null = null;
 let running: Promise<void> | null = null;
 
+function publish(c: Cleaner, ctx: ActorContext): void {
+  const s = c.stats;
+  const l = ctx.counters.local;
+  l[I64.CLEAN_SEGMENTS] = s.segments;
+  l[I64.CLEAN_RECLAIMED_BYTES] = s.reclaimedBytes;
+  l[I64.CLEAN_COPIED_BYTES] = s.copiedBytes;
+  l[I64.CLEAN_BUSY_US] = s.busyUs;
+}
+
+/** Run passes while they make progress, yielding to the actor's loop (pings, stop) between them. */
 function kick(ctx: ActorContext): void {
   const c = cleaner;
   if (!c || running) return;
-  running = (async () => {
+  const run = (async () => {
     try {
-      // Keep going while passes free something; the next tick or hint resumes otherwise.
-      while ((await c.pass()) > 0 && cleaner === c);
-    } catch (err) {
-      ctx.log.error({ err: (err as Error).message }, 'garbage collection pass failed');
-      throw err;
+      while (cleaner === c && c.pass() > 0) {
+        publish(c, ctx);
+        await new Promise((r) => setImmediate(r));
+      }
     } finally {
-      running = null;
-      const s = c.stats;
-      const l = ctx.counters.local;
-      l[I64.CLEAN_SEGMENTS] = s.segments;
-      l[I64.CLEAN_RECLAIMED_BYTES] = s.reclaimedBytes;
-      l[I64.CLEAN_COPIED_BYTES] = s.copiedBytes;
-      l[I64.CLEAN_BUSY_US] = s.busyUs;
+      publish(c, ctx);
     }
   })();
+  // Cleared once the run settles (it may settle before this assignment when there is nothing to do).
+  running = run;
+  void run.finally(() => {
+    if (running === run) running = null;
+  });
 }
 
 export const cleanActor = defineActor<CleanInbound>({

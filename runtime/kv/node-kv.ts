@@ -9,6 +9,8 @@ import type { Pool } from '../../shm/pool.js';
 import { ErrorCodes, RowanError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { SharedLog } from '../fabric/baselines.js';
+import { shmPaths } from '../fabric/shm.js';
+import { closeStaleQueue } from '../rowan/srq.js';
 import { rebuildIndexes } from './recovery.js';
 import { attachKvShared, createKvShared, heldShards, type KvStart } from './shared.js';
 
@@ -28,6 +30,9 @@ export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log
   if (me.dataDir !== dataDir) {
     throw new RowanError(ErrorCodes.BAD_CONFIG, `node ${o.nodeId} of ${o.clusterFile} keeps its data in ${me.dataDir}, not ${dataDir}`);
   }
+  // Senders of other nodes may still have the previous incarnation's receive queue mapped (after a
+  // crash it was never shut down): close it before reading the b-log, so nothing lands behind the scan.
+  closeStaleQueue(shmPaths(dataDir).srq);
   const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool);
   const shared = attachKvShared(buffers, pool.region);
   let last = 0;

@@ -3,7 +3,8 @@
 // end is the first entry that does not verify; b-log segments (role Control) are scanned with the
 // hole-skipping b-log scan. The highest version of a key wins (version-conditional index updates), and
 // every shard version is raised above the versions found, so new writes continue after them.
-// b-log segments the previous incarnation left Using are retired to Used: the receiver posts fresh ones.
+// b-log segments the previous incarnation left Using are retired to Used (or freed if nothing was written
+// to them; the caller closed the old receive queue first): the receiver posts fresh ones.
 // Used b-log segments become Committed: this incarnation's digest actors never see them (the control
 // actor hands over only segments it retires itself), and with every entry now indexed from the pool
 // they are ordinary candidates for garbage collection. (Failover, which would replay uncommitted
@@ -30,6 +31,8 @@ export interface RecoveryReport {
   stale: number;
   retiredUsing: number;
   committedUsed: number;
+  /** Posted b-log segments nothing was written to, freed. */
+  freedEmpty: number;
   ms: number;
 }
 
@@ -38,7 +41,7 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, pro
   const bytes = pool.region.bytes;
   const reader = new PoolEntryReader(pool.region, limits);
   const hash = { hi: 0, lo: 0 };
-  const r: RecoveryReport = { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, ms: 0 };
+  const r: RecoveryReport = { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, ms: 0 };
   const live = (s: number) => pool.meta(s).state !== SegmentState.Free;
   const logs = [
     ...pool.segments({ role: OwnerRole.Worker }),
@@ -73,8 +76,16 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, pro
   );
   for (const seg of blog) {
     const start = pool.segmentOffset(seg);
-    for (const b of scanBlogBlocks(bytes, start, start + pool.segmentBytes, limits)) applier.apply(b);
-    if (pool.meta(seg).state === SegmentState.Using) {
+    let blocks = 0;
+    for (const b of scanBlogBlocks(bytes, start, start + pool.segmentBytes, limits)) {
+      applier.apply(b);
+      blocks++;
+    }
+    if (blocks === 0 && pool.meta(seg).state === SegmentState.Using) {
+      // Posted by the previous incarnation and never written: give it back (its queue is closed).
+      pool.transition(seg, SegmentState.Using, SegmentState.Free);
+      r.freedEmpty++;
+    } else if (pool.meta(seg).state === SegmentState.Using) {
       pool.transition(seg, SegmentState.Using, SegmentState.Used);
       r.retiredUsing++;
     }

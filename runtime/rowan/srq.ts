@@ -446,6 +446,12 @@ export class SharedReceiveQueue implements ReceiveQueue {
   }
 }
 
+/** Close and remove the queue file a previous incarnation of this receiver left (cold start does this
+ *  before it reads the b-log, so no sender lands in it meanwhile). No-op when there is none. */
+export function closeStaleQueue(path: string): void {
+  if (existsSync(path)) closeStale(path);
+}
+
 /**
  * Mark a previous queue file Closed, whatever its layout version: every version keeps magic and state
  * at the same words and its senders check state (this version's senders check the cursor's Closed bit).

@@ -93,7 +93,7 @@ async function round({ keys, opsPerWriter, valueBytes, seed, racePutEvery, turno
     let done = false;
     void Promise.allSettled(threads).then(() => (done = true));
     while (!done) {
-      if ((await cleaner.pass()) === 0) await new Promise((r) => setTimeout(r, 1));
+      if (cleaner.pass() === 0) await new Promise((r) => setTimeout(r, 1));
     }
     const reports = await Promise.all(threads);
     for (const rep of reports) assert.equal(rep.error, undefined, rep.error);
