@@ -7,7 +7,7 @@
 //
 // Per cell (value size x live share): segments reclaimed, MB reclaimed per second of cleaning (segment
 // bytes freed / wall time of the passes), MB of live entries copied per second, entries relocated per
-// second; statusMBps is the same rate from the cleaner's busyUs, i.e. what `rowan status` reports as
+// second; statusMBps is the rate per CPU-second from the cleaner's busyUs (thread CPU time), i.e. what `rowan status` reports as
 // mbPerBusySecond. Each cell runs `reps` times on a fresh pool and reports the median rate; after every
 // run each key must read back its newest value (verifyGcFixture), so a broken GC cannot look fast.
 // Flags: --quick (32 segments, 1 rep), --reps=N, --segments=N (phase-1 segments per run, max 126).

@@ -113,6 +113,21 @@ export function schedGetcpu(): number {
   return cpu;
 }
 
+/** CLOCK_THREAD_CPUTIME_ID (linux/time.h). */
+const CLOCK_THREAD_CPUTIME_ID = 3;
+let clockGettime: ((clock: number, ts: BigInt64Array) => number) | undefined;
+const timespec = new BigInt64Array(2);
+
+/** CPU time the calling thread has used, in microseconds (clock_gettime(CLOCK_THREAD_CPUTIME_ID)):
+ *  unlike wall time it does not count the time the thread was descheduled. */
+export function threadCpuMicros(): number {
+  clockGettime ??= libc().func('int clock_gettime(int clk, _Out_ int64_t *ts)') as (clock: number, ts: BigInt64Array) => number;
+  if (clockGettime(CLOCK_THREAD_CPUTIME_ID, timespec) !== 0) {
+    throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `clock_gettime failed: ${errnoName(koffi.errno())}`);
+  }
+  return Number(timespec[0]!) * 1e6 + Number(timespec[1]!) / 1000;
+}
+
 /** The kernel keeps 15 bytes of a thread's name (16 with the NUL). */
 export const THREAD_NAME_BYTES_MAX = 15;
 let setname: ((thread: bigint | number, name: string) => number) | undefined;

@@ -28,7 +28,7 @@ export interface GcStatus {
     reclaimedBytes: number;
     copiedBytes: number;
     busyMs: number;
-    /** MB reclaimed per second of cleaning work, and per second of uptime. */
+    /** MB reclaimed per CPU-second the clean actors spent cleaning (thread CPU time), and per second of uptime. */
     mbPerBusySecond: number;
     mbPerSecond: number;
   };
@@ -93,7 +93,7 @@ export function formatGcStatus(s: GcStatus, table: (head: string[], rows: string
   lines.push(
     `live share of used+committed segments: ${pct(s.liveRatio)}   segment ${s.segmentBytes} B x ${s.segmentCount}`,
     `gc: ${g.segmentsReclaimed} segments reclaimed (${(g.reclaimedBytes / 1e6).toFixed(1)} MB), ${(g.copiedBytes / 1e6).toFixed(1)} MB of live entries copied, ` +
-      `${g.mbPerBusySecond.toFixed(1)} MB/s while cleaning (${g.busyMs.toFixed(0)} ms busy), ${g.mbPerSecond.toFixed(2)} MB/s over uptime`,
+      `${g.mbPerBusySecond.toFixed(1)} MB per clean CPU-second (${g.busyMs.toFixed(0)} ms CPU), ${g.mbPerSecond.toFixed(2)} MB/s over uptime`,
     `commit: ${s.commit.committedSegments} b-log segment votes committed, ${s.commit.commitVersSent} CommitVer rounds sent, ${s.commit.pmFullRefusals} writes refused PM_FULL`,
   );
   return lines;

@@ -17,6 +17,7 @@
 // to segments of role Clean, which may use the pool's reserve (config gc.reserveSegments): GC can
 // always make room. Tombstones (DEL) the index points at are live and are copied like PUTs.
 import type { Limits } from '../../config/limits.js';
+import { threadCpuMicros } from '../../native/libc.js';
 import { ErrorCodes, RowanError } from '../../runtime/errors.js';
 import { ReadEpochs } from '../../runtime/kv/gc-state.js';
 import type { KvGc, KvShared } from '../../runtime/kv/shared.js';
@@ -58,7 +59,7 @@ export interface CleanerStats {
   drift: number;
   /** Cleaning stopped because even the reserve had no free segment. */
   aborted: number;
-  /** Microseconds spent in passes that did something (relocating, freeing; never waiting). */
+  /** Thread CPU microseconds spent in passes that did something (relocating, freeing; never waiting). */
   busyUs: number;
 }
 
@@ -116,7 +117,7 @@ export class Cleaner {
    * 0 means there was nothing to do now.
    */
   pass(): number {
-    const t0 = performance.now();
+    const t0 = threadCpuMicros();
     let progress = this.freeQuiescent();
     const picks = this.candidates().slice(0, this.o.segmentsPerPass ?? NO_SEGMENTS_PER_PASS_DEFAULT);
     const moved: number[] = [];
@@ -134,7 +135,7 @@ export class Cleaner {
     progress += moved.length;
     if (progress > 0) {
       this.stats.passes++;
-      this.stats.busyUs += Math.round((performance.now() - t0) * 1000);
+      this.stats.busyUs += Math.round(threadCpuMicros() - t0);
     }
     return progress;
   }
