@@ -11,6 +11,9 @@ import { ManualClock } from '../../../../runtime/rowan/clock.js';
 import { RowanReceiver } from '../../../../runtime/rowan/receiver.js';
 import { NO_BUFFER, SRQ_CLOSED, SharedReceiveQueue } from '../../../../runtime/rowan/srq.js';
 import { ABANDONED, LATE, ShmConnection, shmPaths } from '../../../../runtime/fabric/shm.js';
+import { TcpConnection } from '../../../../runtime/fabric/tcp.js';
+import { NicServer } from '../../../../actors/nic/server.js';
+import { RowanError } from '../../../../runtime/errors.js';
 
 const SEG = 64 * 1024;
 
@@ -164,6 +167,23 @@ test('a receiver starved by a full pool makes a waiting shm write fail PM_FULL; 
     assert.ok((await impatient.write(stride(1))) >= 0);
   } finally {
     await impatient.close();
+    await t.done();
+  }
+});
+
+test('over tcp: the nic answers a starved receiver with PM_FULL, and the sender reports PM_FULL', async () => {
+  const t = setup({ segments: 2, preallocate: 2, batch: 1 });
+  const nic = await NicServer.listen({ dataDir: t.dir, mode: 'pagecache', host: '127.0.0.1', port: 0, parkMs: 5 });
+  const tcp = await TcpConnection.connect({ host: '127.0.0.1', port: nic.endpoint.port, noBufferTimeoutMs: 60 });
+  try {
+    t.conn.tryWrite(stride(SEG / 64));
+    t.conn.tryWrite(stride(SEG / 64));
+    t.rx.tick();
+    assert.equal(t.srq.starved(), true);
+    await assert.rejects(tcp.write(stride(1)), (e: unknown) => e instanceof RowanError && e.code === 'ROWAN_ERR_PM_FULL' && /pool has no free segment/.test(e.message));
+  } finally {
+    await tcp.close();
+    await nic.close();
     await t.done();
   }
 });
