@@ -7,6 +7,11 @@
 // GET: the shard's index -> the entry in the pool (checksum verified) -> its value.
 // Requests interleave at the awaits, as the coroutines of §5.1 do; the index update is
 // version-conditional, so PUTs to one key that finish out of order leave the newest one visible.
+// Commit tracking (§4.4, runtime/kv/commit.ts): each PUT/DEL claims its version through the node's
+// CommitTracker and finishes it when the request ends, and its t-log append stays pending until then,
+// so neither CommitVer nor a Committed t-log segment ever covers an entry still being replicated.
+// Index reads and updates run inside this worker's read epoch (runtime/kv/gc-state.ts), and every
+// index change moves live bytes between segments, for the clean actors (actors/clean/gc.ts).
 //
 // REPLICATE (RPC-KV, ROWAN §6.1, cluster replication mode `rpc`): this worker is a backup's worker and
 // takes one block a primary's worker sends over the client protocol. It appends the block's entry to
