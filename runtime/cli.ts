@@ -159,7 +159,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
       return run(() => start(this.opts<StartOpts>(), extras))();
     });
   p.command('status')
-    .description("print a running node's actors (role, tid, cores read back in the thread, counters) and ring depths, or with --cluster every node's state, segments by state and the shard distribution")
+    .description("print a running node's actors (role, tid, cores read back in the thread, counters), its segments by owner and state with their live share, garbage collection and commit progress, and ring depths; or with --cluster every node's state, segments by state, live share, GC and the shard distribution")
     .option('--data-dir <dir>', 'the node directory given to rowan start')
     .option('--cluster <file>', 'the cluster configuration (rowan cluster writes DIR/cluster.json): report every node')
     .option('--json', 'print the status as JSON')

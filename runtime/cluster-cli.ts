@@ -153,7 +153,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--workers <n>', 'worker actors (client ports) per node', '1')
     .option('--base-port <port>', 'node N listens on base + 10N + worker; its NIC on base + 500 + N', '7100')
     .option('--fabric <kind>', 'how replication writes reach each node: shm (same host) or tcp (its NIC actor)', 'shm')
-    .option('--pool-mib <mib>', 'emulated PM per node, in MiB', '128')
+    .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', '128')
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', '4096')
     .action(function (this: Command) {
       return run(() => runCluster(this.opts<ClusterOpts>()))();
