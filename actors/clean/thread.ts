@@ -2,8 +2,9 @@
 // (actors/clean/gc.ts): copy live entries to its clean log, move their index items, and free the
 // segment on a later pass once no reader can still hold an address in it. Each clean actor owns the segments s with s % cleanCount === its id, looks for work
 // every gc.periodMs and whenever a digest actor announces newly committed segments. One pass runs at a
-// time. (The actors are pinned threads of the runtime rather than a piscina pool: each owns a clean
-// log and a read-epoch slot, so they are not interchangeable workers.)
+// time; while there is nothing to clean it looks less often, up to every 16 periods. (The actors are
+// pinned threads of the runtime rather than a piscina pool: each owns a clean log and a read-epoch
+// slot, so they are not interchangeable workers.)
 import { defaultLimits } from '../../config/limits.js';
 import { defineActor, runActor, type ActorContext } from '../../runtime/actor.js';
 import { attachKvShared } from '../../runtime/kv/shared.js';
@@ -27,18 +28,29 @@ function publish(c: Cleaner, ctx: ActorContext): void {
   l[I64.CLEAN_BUSY_US] = s.busyUs;
 }
 
+/** Ticks to skip before looking for work again; doubles (up to IDLE_SKIP_MAX) while there is none. */
+let idleSkip = 0;
+let idleBackoff = 0;
+const IDLE_SKIP_MAX = 16;
+
 /** Run passes while they make progress, yielding to the actor's loop (pings, stop) between them. */
 function kick(ctx: ActorContext): void {
   const c = cleaner;
   if (!c || running) return;
   const run = (async () => {
+    let progress = 0;
     try {
-      while (cleaner === c && c.pass() > 0) {
+      for (let p = c.pass(); cleaner === c && p > 0; p = c.pass()) {
+        progress += p;
         publish(c, ctx);
         await new Promise((r) => setImmediate(r));
       }
     } finally {
       publish(c, ctx);
+      // Nothing to clean: look less often (a candidate scan reads the whole meta table); emptied
+      // segments waiting for readers, or a digest's hint, bring the period back at once.
+      idleBackoff = progress > 0 || c.waitingToFree > 0 ? 0 : Math.min(IDLE_SKIP_MAX, Math.max(1, idleBackoff * 2));
+      idleSkip = idleBackoff;
     }
   })();
   // Cleared once the run settles (it may settle before this assignment when there is nothing to do).
@@ -65,10 +77,16 @@ export const cleanActor = defineActor<CleanInbound>({
     });
   },
   handlers: {
-    [RecordKind.SEGMENT_BATCH]: (_msg, _from, ctx) => kick(ctx),
+    [RecordKind.SEGMENT_BATCH]: (_msg, _from, ctx) => {
+      idleSkip = idleBackoff = 0;
+      kick(ctx);
+    },
   },
   tickMs: (c) => c.gc.periodMs,
-  tick: (ctx) => kick(ctx),
+  tick: (ctx) => {
+    if (idleSkip > 0) idleSkip--;
+    else kick(ctx);
+  },
   drain: async () => {
     const r = running;
     cleaner = null;
