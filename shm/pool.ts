@@ -132,6 +132,8 @@ export class Pool {
   private readonly metaOffset: number;
   /** The meta table in the mapping: element i is segment i's word. */
   private readonly words: BigUint64Array;
+  /** The same table as 32-bit halves: word i's low half (state, role, owner, seq low bits) is 2i. */
+  private readonly halves: Uint32Array;
   /** The superblock's allocation counter (the last seq handed out). */
   private readonly seqCounter: BigUint64Array;
   private readonly hint: FreeHint;
@@ -211,6 +213,7 @@ export class Pool {
     this.metaOffset = sb.metaOffset;
     const buf = region.bytes.buffer;
     this.words = new BigUint64Array(buf, region.bytes.byteOffset + sb.metaOffset, sb.segmentCount);
+    this.halves = new Uint32Array(buf, region.bytes.byteOffset + sb.metaOffset, sb.segmentCount * 2);
     this.seqCounter = new BigUint64Array(buf, region.bytes.byteOffset + SB_SEQ_COUNTER, 1);
     this.hint = new FreeHint(sb.segmentCount);
     this.raiseSeqCounter(maxSeq);
@@ -340,14 +343,25 @@ export class Pool {
     return found.map((x) => x.i);
   }
 
+  /**
+   * Segments whose state is `state` right now, in index order: a fast scan for pollers (clean actors
+   * look for Committed segments every few ms). It reads only each word's low half, without BigInts or
+   * the check bits; a word that is corrupt shows up the next time meta() or segments() decodes it.
+   */
+  segmentsInState(state: MetaState): number[] {
+    this.checkOpen();
+    const out: number[] = [];
+    const h = this.halves;
+    for (let i = 0; i < this.segmentCount; i++) {
+      // The low half of i's latest published word (a CAS publishes both halves at once).
+      if ((Atomics.load(h, 2 * i) & 0b111) === state) out.push(i);
+    }
+    return out;
+  }
+
   /** Segments Free right now (one pass over the meta table). */
   freeCount(): number {
-    this.checkOpen();
-    let n = 0;
-    for (let i = 0; i < this.segmentCount; i++) {
-      if (this.decodeWord(i, Atomics.load(this.words, i)).state === SegmentState.Free) n++; // latest published state of i
-    }
-    return n;
+    return this.segmentsInState(SegmentState.Free).length;
   }
 
   counts(): PoolCounts {

@@ -98,7 +98,7 @@ export class Cleaner {
   candidates(): { segment: number; live: number }[] {
     const limit = (this.o.liveThresholdPercent / 100) * this.o.pool.segmentBytes;
     return this.o.pool
-      .segments({ state: SegmentState.Committed })
+      .segmentsInState(SegmentState.Committed)
       .filter((s) => s % this.o.count === this.o.id && !this.retiring.has(s))
       .map((segment) => ({ segment, live: this.gc.live.get(segment) }))
       .filter((c) => c.live < limit)

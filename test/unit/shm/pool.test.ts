@@ -152,6 +152,8 @@ test('a GC reserve: other roles get PM_FULL while only the reserve is free; Clea
   const p = Pool.open(path, { reserveSegments: 2 });
   for (let k = 0; k < 4; k++) p.allocate(OwnerRole.Worker, k);
   assert.equal(p.freeCount(), 2);
+  assert.deepEqual(p.segmentsInState(SegmentState.Free), p.segments({ state: SegmentState.Free }).sort((x, y) => x - y));
+  assert.deepEqual(p.segmentsInState(SegmentState.Using), [0, 1, 2, 3]);
   const err = rejects(() => p.allocate(OwnerRole.Control, 0), ErrorCodes.PM_FULL);
   assert.match(err.message, /kept back for garbage collection/);
   const a = p.allocate(OwnerRole.Clean, 0);
