@@ -72,10 +72,11 @@ async function launch(s: ClusterSpec, dir: string, basePort: number, timeoutMs: 
       if (out.includes('serving.')) {
         clearInterval(timer);
         resolve();
-      } else if (child.exitCode !== null || Date.now() - t0 > timeoutMs) {
+      } else if (child.exitCode !== null || child.signalCode !== null || Date.now() - t0 > timeoutMs) {
         clearInterval(timer);
         if (child.exitCode === null) child.kill('SIGINT');
-        reject(new Error(`rowan cluster (${s.mode}) did not start:\n${out.trim().split('\n').slice(-6).join('\n')}`));
+        const how = child.exitCode !== null ? `exited ${child.exitCode}` : child.signalCode ? `killed by ${child.signalCode}` : `no 'serving.' within ${timeoutMs} ms`;
+        reject(new Error(`rowan cluster (${s.mode}) did not start (${how}, after ${Date.now() - t0} ms; dir ${dir}, base port ${basePort}):\n${out.trim().split('\n').slice(-6).join('\n')}`));
       }
     }, 50);
   });
