@@ -201,34 +201,42 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
   return rows;
 }
 
+/** Progress over `total` steps: label() names the current one, step() completes one. */
+function steps(total: number): { total: number; done: number; label: (s: string) => void; step: () => void } {
+  let current = '';
+  const p = {
+    total,
+    done: 0,
+    label: (s: string) => {
+      current = s;
+      progress(s, p.done, total);
+    },
+    step: () => progress(current, ++p.done, total),
+  };
+  return p;
+}
+
 export async function run(o: YcsbOptions = parseYcsbOptions(process.argv.slice(2))): Promise<Row[]> {
   if (o.gc) return runGc(o);
   const avail = availableModes();
   const modes = o.modes ? o.modes.filter((m) => avail.modes.includes(m)) : avail.modes;
   if (o.modes && modes.length < o.modes.length) process.stderr.write(`ycsb: modes not available here skipped: ${o.modes.filter((m) => !modes.includes(m)).join(', ')}\n`);
   const cells = cellsOf(o);
-  const total = modes.length * (cells.length + 2);
-  let done = 0;
-  let current = '';
-  const label = (s: string) => {
-    current = s;
-    progress(s, done, total);
-  };
-  const step = () => progress(current, ++done, total);
+  const p = steps(modes.length * (cells.length + 2));
   const rows: Row[] = [];
   for (const mode of modes) {
-    const before = done;
+    const before = p.done;
     try {
-      rows.push(...(await runMode(mode, avail.passMode, o, cells, step, label)));
+      rows.push(...(await runMode(mode, avail.passMode, o, cells, p.step, p.label)));
     } catch (err) {
       // One mode failing (a node that would not start, requests that kept failing) must not cost the others.
       const msg = (err as Error).message.split('\n')[0]!;
       process.stderr.write(`ycsb ${mode}: failed, no rows: ${msg}\n`);
       rows.push({ mode, workload: `failed: ${msg.slice(0, 60)}`, keys: null, size: null, opsPerSec: null });
-      done = before + cells.length + 2;
+      p.done = before + cells.length + 2;
     }
   }
-  progress('ycsb: done', total, total);
+  progress('ycsb: done', p.total, p.total);
   console.log(
     `\nycsb: modes ${modes.join(', ')}${avail.passMode ? '' : ' (rowan cluster has no --replication-mode here)'}; ` +
       `3 nodes x ${o.workers} worker(s), 48 shards, replication 3, shm fabric; ${o.keys} keys loaded (ZippyDB sizes), then per cell ` +
@@ -256,30 +264,23 @@ export async function runGc(o: YcsbOptions = { ...parseYcsbOptions(process.argv.
     { mib: o.bigPoolMib, name: big, nodeConfig: { gc: { liveThresholdPercent: paper.gcLiveThresholdPercent } } },
     { mib: o.poolMib, name: small, nodeConfig: { gc: { liveThresholdPercent: paper.gcLiveThresholdPercent } } },
   ];
-  const total = o.rounds * specs.length * (cells.length + 2);
-  let done = 0;
-  let current = '';
-  const label = (s: string) => {
-    current = s;
-    progress(s, done, total);
-  };
-  const step = () => progress(current, ++done, total);
+  const p = steps(o.rounds * specs.length * (cells.length + 2));
   const rows: Row[] = [];
   for (let round = 1; round <= o.rounds; round++) {
     for (const { mib, name, nodeConfig } of specs) {
       const spec: RunSpec = { poolMib: mib, segmentKib: o.segmentKib, dlwa: false, gc: true, tag: { pool: name, round }, ...(nodeConfig ? { nodeConfig } : {}) };
-      const before = done;
+      const before = p.done;
       try {
-        rows.push(...(await runMode('rowan', false, o, cells, step, (s) => label(`${s} [${name}, round ${round}]`), spec)));
+        rows.push(...(await runMode('rowan', false, o, cells, p.step, (s) => p.label(`${s} [${name}, round ${round}]`), spec)));
       } catch (err) {
         const msg = (err as Error).message.split('\n')[0]!;
         process.stderr.write(`ycsb --gc ${name} round ${round}: failed, no rows: ${msg}\n`);
         rows.push({ pool: name, round, mode: 'rowan', workload: `failed: ${msg.slice(0, 60)}`, opsPerSec: null });
-        done = before + cells.length + 2;
+        p.done = before + cells.length + 2;
       }
     }
   }
-  progress('ycsb --gc: done', total, total);
+  progress('ycsb --gc: done', p.total, p.total);
   console.log(
     `\nycsb --gc: rowan, 3 nodes x ${o.workers} worker(s), 48 shards, replication 3, shm fabric, ${o.segmentKib} KiB segments, pools of ` +
       `${big} (GC off / on) vs ${small} per node, alternated ${o.rounds} time(s) on fresh clusters; ${o.keys} keys loaded (ZippyDB sizes, ` +
