@@ -21,7 +21,7 @@ import { nodeOf, type ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { ActorContext } from '../../runtime/actor.js';
 import { ErrorCodes, RowanError } from '../../runtime/errors.js';
-import { openReplicationStream, SharedLog, type ReplicationStream } from '../../runtime/fabric/baselines.js';
+import { BASELINE_REGION_OWNER_BASE, openReplicationStream, SharedLog, type ReplicationStream } from '../../runtime/fabric/baselines.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
 import { ShmConnection } from '../../runtime/fabric/shm.js';
 import { TcpConnection } from '../../runtime/fabric/tcp.js';
@@ -34,15 +34,15 @@ export interface ReplicaSet {
   close(): Promise<void>;
 }
 
-/** Owner ids of the remote-log regions the baselines allocate at a backup (10-bit pool owner ids;
- *  labels only -- recovery reads every Control-owned segment whatever its owner). Clear of the control
- *  actors' b-log owner ids (their actor ids). rwrite/batch: one per (sending node, worker). */
+/** Owner ids of the remote-log regions the baselines allocate at a backup (10-bit pool owner ids, from
+ *  BASELINE_REGION_OWNER_BASE on, clear of the control actors' b-log owner ids: recovery indexes both
+ *  kinds but only recycles b-log segments). rwrite/batch: one per (sending node, worker). */
 export function streamOwnerId(nodeId: number, workerId: number): number {
-  return 256 + ((nodeId * 16 + workerId) % 512);
+  return BASELINE_REGION_OWNER_BASE + ((nodeId * 16 + workerId) % 512);
 }
 /** share: one per sending node. */
 export function shareOwnerId(nodeId: number): number {
-  return 768 + (nodeId % 255);
+  return BASELINE_REGION_OWNER_BASE + 512 + (nodeId % 255);
 }
 
 async function connectTo(cluster: ClusterConfig, id: number, ctx: ActorContext): Promise<RowanConnection> {

@@ -32,6 +32,12 @@ export * from './baselines/types.js';
 export { SharedLog } from './baselines/share.js';
 
 /** Open one write stream of `mode` on `conn`. */
+/** Owner ids of the remote-log regions the baselines allocate at a backup start here (role Control, like
+ *  b-log segments, whose owner ids are control actor ids below it). Cold start tells them apart: a
+ *  sender may still write into a region it holds after the backup restarted, so a region is never
+ *  freed or committed for garbage collection the way a b-log segment is. */
+export const BASELINE_REGION_OWNER_BASE = 256;
+
 export function openReplicationStream(mode: ReplicationMode, conn: RowanConnection, o: ReplicationStreamOptions): ReplicationStream {
   switch (mode) {
     case 'rowan':

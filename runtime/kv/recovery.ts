@@ -4,7 +4,8 @@
 // hole-skipping b-log scan. The highest version of a key wins (version-conditional index updates), and
 // every shard version is raised above the versions found, so new writes continue after them.
 // b-log segments the previous incarnation left Using are retired to Used (or freed if nothing was written
-// to them; the caller closed the old receive queue first): the receiver posts fresh ones.
+// to them; the caller closed the old receive queue first): the receiver posts fresh ones. The remote-log
+// regions of the one-sided baselines (also role Control) are indexed but keep their state.
 // Used b-log segments become Committed: this incarnation's digest actors never see them (the control
 // actor hands over only segments it retires itself), and with every entry now indexed from the pool
 // they are ordinary candidates for garbage collection. (Failover, which would replay uncommitted
@@ -16,6 +17,7 @@ import { hash64Into } from '../../shm/hash.js';
 import { EntryType, scanEntries } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
+import { BASELINE_REGION_OWNER_BASE } from '../fabric/baselines.js';
 import { scanBlogBlocks } from '../rowan/blog-scan.js';
 import { BlockApplier } from './apply.js';
 import { raiseVersion, type KvShared } from './shared.js';
@@ -34,6 +36,25 @@ export interface RecoveryReport {
   /** Posted b-log segments nothing was written to, freed. */
   freedEmpty: number;
   ms: number;
+}
+
+/** A b-log segment of the previous incarnation: never written -> Free (its queue is closed); Using or
+ *  Used -> Committed (see the header). */
+function recycleBlogSegment(pool: Pool, seg: number, state: number, blocks: number, r: RecoveryReport): void {
+  if (state === SegmentState.Using && blocks === 0) {
+    pool.transition(seg, SegmentState.Using, SegmentState.Free);
+    r.freedEmpty++;
+    return;
+  }
+  if (state === SegmentState.Using) {
+    pool.transition(seg, SegmentState.Using, SegmentState.Used);
+    r.retiredUsing++;
+    state = SegmentState.Used;
+  }
+  if (state === SegmentState.Used) {
+    pool.transition(seg, SegmentState.Used, SegmentState.Committed);
+    r.committedUsed++;
+  }
 }
 
 export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, progress?: (done: number, total: number) => void): RecoveryReport {
@@ -81,18 +102,10 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, pro
       applier.apply(b);
       blocks++;
     }
-    if (blocks === 0 && pool.meta(seg).state === SegmentState.Using) {
-      // Posted by the previous incarnation and never written: give it back (its queue is closed).
-      pool.transition(seg, SegmentState.Using, SegmentState.Free);
-      r.freedEmpty++;
-    } else if (pool.meta(seg).state === SegmentState.Using) {
-      pool.transition(seg, SegmentState.Using, SegmentState.Used);
-      r.retiredUsing++;
-    }
-    if (pool.meta(seg).state === SegmentState.Used) {
-      pool.transition(seg, SegmentState.Used, SegmentState.Committed);
-      r.committedUsed++;
-    }
+    const m = pool.meta(seg);
+    // A baseline's region (rwrite/batch/share) is indexed but left as it is: its sender may still write
+    // into it after this node restarted, so it must not be freed or handed to GC.
+    if (m.ownerId < BASELINE_REGION_OWNER_BASE) recycleBlogSegment(pool, seg, m.state, blocks, r);
     r.blogSegments++;
     progress?.(r.logSegments + r.blogSegments, total);
   }
