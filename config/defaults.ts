@@ -50,7 +50,7 @@ export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
     pool: { segmentCount: defaultSegmentCount, segmentBytes: paper.segmentBytes },
     blog: { ...scaleBlogToPool(defaultSegmentCount), usedGraceMs: paper.usedGraceMs },
     replication: { retryMs: paper.replicationRetryMs, commitVerPeriodMs: paper.commitVerPeriodMs },
-    gc: { liveThresholdPercent: paper.gcLiveThresholdPercent, reserveSegments: 2, periodMs: 5 },
+    gc: { liveThresholdPercent: paper.gcLiveThresholdPercent, reserveSegments: 3, periodMs: 5 },
     leaseMs: paper.leaseMs,
     resharding: {
       periodMs: paper.reshardPeriodMs,

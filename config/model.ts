@@ -60,7 +60,8 @@ export interface RowanConfig {
     /** Clean a committed segment whose live bytes fall below this share (§4.4: 75 %). */
     liveThresholdPercent: number;
     /** Free segments only clean actors may take, so GC can always copy live entries somewhere and make
-     *  room; other allocations fail with PM_FULL once no more are free. */
+     *  room; other allocations fail with PM_FULL once no more are free. Default 3: the clean log in use,
+     *  its next segment, and one that DELs may take (a full store can still be emptied). */
     reserveSegments: number;
     /** How often each clean actor looks for segments to clean. */
     periodMs: number;

@@ -54,7 +54,7 @@ export interface PoolOpenOptions {
   mode?: PersistMode;
   /** Free segments kept back for garbage collection (§4.4): an allocation for any role but Clean fails
    *  with PM_FULL once no more than this many are free, so clean actors always have a segment to copy
-   *  live entries into and can make room again. Default 0 (no reserve). */
+   *  live entries into and can make room again (allocate's keepFree may lower it for DELs). Default 0. */
   reserveSegments?: number;
 }
 
@@ -252,17 +252,17 @@ export class Pool {
   /**
    * Take a Free segment for (role, ownerId): claim, zero + persist, publish as Using (see the header).
    * The segment gets the next pool-wide seq. Throws PM_FULL when no segment is Free, or (for any role
-   * but Clean) when only the GC reserve is left; `reserveDip` lets an allocation that makes room (a
-   * t-log segment for DELs) take that many segments of the reserve.
+   * but Clean) when no more than `keepFree` are: by default the whole GC reserve; an allocation that
+   * makes room (a t-log segment for DELs) may pass less, never more than the reserve.
    */
-  allocate(role: OwnerRole, ownerId: number, reserveDip = 0): number {
+  allocate(role: OwnerRole, ownerId: number, keepFree = this.reserveSegments): number {
     this.checkOpen();
     if (!Number.isInteger(role) || role <= OwnerRole.None || role > OwnerRole.Migration) bad(`invalid owner role ${role}`);
     if (!Number.isInteger(ownerId) || ownerId < 0 || ownerId > OWNER_ID_MAX)
       bad(`owner id must be an integer in [0, ${OWNER_ID_MAX}], got ${ownerId}`);
     if (role !== OwnerRole.Clean && this.reserveSegments > 0) {
       const free = this.freeCount();
-      if (free <= Math.max(0, this.reserveSegments - reserveDip)) {
+      if (free <= Math.min(keepFree, this.reserveSegments)) {
         throw new RowanError(
           ErrorCodes.PM_FULL,
           `${this.path}: ${free} free segment(s) left of ${this.segmentCount}, all kept back for garbage collection`,

@@ -26,7 +26,7 @@ export interface TLogPool {
   readonly segmentBytes: number;
   segmentOffset(i: number): number;
   meta(i: number): { state: MetaState; role: OwnerRole; ownerId: number; seq: number };
-  allocate(role: OwnerRole, ownerId: number, reserveDip?: number): number;
+  allocate(role: OwnerRole, ownerId: number, keepFree?: number): number;
   transition(i: number, from: SegmentState, to: SegmentState): void;
   segments(filter?: { state?: MetaState; role?: OwnerRole; ownerId?: number }): number[];
 }
@@ -68,13 +68,13 @@ export class TLog {
 
   /** Append and persist `e`; returns its pool offset. Throws PM_FULL when the pool has no free segment,
    *  ENTRY_TOO_LARGE for an entry no segment could hold, and the codec's validation errors. */
-  append(e: EntryInput, pending = false, reserveDip = 0): number {
+  append(e: EntryInput, pending = false, keepFree?: number): number {
     const size = entrySize(e, this.limits);
     if (size > this.pool.segmentBytes) {
       throw new RowanError(ErrorCodes.ENTRY_TOO_LARGE, `entry of ${size} bytes exceeds a ${this.pool.segmentBytes}-byte segment`);
     }
     let cur = this.current;
-    if (cur === null || size > cur.appender.remaining) cur = this.nextSegment(reserveDip);
+    if (cur === null || size > cur.appender.remaining) cur = this.nextSegment(keepFree);
     const at = cur.appender.append(e);
     if (pending) this.pending.set(cur.segment, (this.pending.get(cur.segment) ?? 0) + 1);
     return at;
@@ -122,9 +122,9 @@ export class TLog {
     else this.pool.transition(cur.segment, SegmentState.Using, SegmentState.Committed);
   }
 
-  private nextSegment(reserveDip = 0): Current {
+  private nextSegment(keepFree?: number): Current {
     this.seal();
-    const segment = this.pool.allocate(this.role, this.workerId, reserveDip);
+    const segment = keepFree === undefined ? this.pool.allocate(this.role, this.workerId) : this.pool.allocate(this.role, this.workerId, keepFree);
     const start = this.pool.segmentOffset(segment);
     const cur = { segment, appender: new LogAppender(this.pool.region, start, start + this.pool.segmentBytes, this.limits) };
     this.current = cur;

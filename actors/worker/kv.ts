@@ -27,7 +27,7 @@ import type { Limits } from '../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../runtime/errors.js';
 import { CommitTracker } from '../../runtime/kv/commit.js';
 import { ReadEpochs } from '../../runtime/kv/gc-state.js';
-import { nextVersion, raiseVersion, type KvShared } from '../../runtime/kv/shared.js';
+import { indexEntry, nextVersion, raiseVersion, type KvShared } from '../../runtime/kv/shared.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import type { ShardIndex } from '../../shm/index.js';
@@ -60,6 +60,10 @@ export interface KvWorkerDeps {
 /** Owner ids of the backup logs RPC-KV workers keep (role Worker, BACKUP_LOG_OWNER_BASE + workerId),
  *  clear of the t-logs' owner ids (the worker ids themselves). */
 export const BACKUP_LOG_OWNER_BASE = 512;
+
+/** Free segments a DEL's t-log allocation leaves (the clean actor's next segment): with the default
+ *  reserve of 3 (config gc.reserveSegments) one is the clean log in use, one its next, one for DELs. */
+export const DEL_KEEP_FREE = 1;
 
 export interface KvWorkerStats {
   puts: number;
@@ -99,16 +103,14 @@ export class KvWorker {
     return this.track(() => this.commit!.disseminate(mine, (n, s) => this.d.replica(n, s), this.d.limits));
   }
 
-  /** Run f inside a read epoch (addresses taken from an index stay readable until exit). */
-  private reading<T>(f: () => T): T {
-    const ep = this.d.shared.gc?.epochs;
-    if (!ep) return f();
-    ep.enter(this.epochSlot);
-    try {
-      return f();
-    } finally {
-      ep.exit(this.epochSlot);
-    }
+  /** Bracket a synchronous stretch that takes addresses from an index: they stay readable until exit
+   *  (read epochs, runtime/kv/gc-state.ts). Explicit calls, no closure, on the PUT/GET path. */
+  private enterEpoch(): void {
+    this.d.shared.gc?.epochs.enter(this.epochSlot);
+  }
+
+  private exitEpoch(): void {
+    this.d.shared.gc?.epochs.exit(this.epochSlot);
   }
 
   term(): number {
@@ -174,7 +176,12 @@ export class KvWorker {
   }
 
   private lookup(shard: number, key: Uint8Array): Uint8Array | null {
-    return this.reading(() => this.lookupHere(shard, key));
+    this.enterEpoch();
+    try {
+      return this.lookupHere(shard, key);
+    } finally {
+      this.exitEpoch();
+    }
   }
 
   private lookupHere(shard: number, key: Uint8Array): Uint8Array | null {
@@ -205,7 +212,7 @@ export class KvWorker {
     if (!placement || !placement.backups.includes(this.d.nodeId)) {
       throw new RowanError(ErrorCodes.WRONG_SHARD, `node ${this.d.nodeId} is no backup of shard ${b.shard}`);
     }
-    const index = this.indexOf(b.shard);
+    this.indexOf(b.shard); // held here (WRONG_SHARD otherwise), checked before anything is appended
     this.stats.replicatedBlocks++;
     // Versions seen keep this node's shard version above them (a promoted backup continues after them).
     raiseVersion(this.d.shared.versions, b.shard, b.version);
@@ -220,14 +227,15 @@ export class KvWorker {
       if (whole === null) return;
       e = { type: whole.type, shard: whole.shard, version: whole.version, key: whole.key, value: whole.value };
     }
-    const ev = e;
-    this.reading(() => {
-      const addr = log.append(ev); // persisted in this worker's backup log
-      this.stats.replicatedEntries++;
-      if (ev.type === EntryType.CommitVer) return;
-      const r = index.upsert(ev.key!, hash64Into(ev.key!, this.hash), addr, ev.version, this.reader);
-      this.d.shared.gc?.live.upserted(r, index.replaced, addr);
-    });
+    const addr = log.append(e); // persisted in this worker's backup log
+    this.stats.replicatedEntries++;
+    if (e.type === EntryType.CommitVer) return;
+    this.enterEpoch();
+    try {
+      indexEntry(this.d.shared, b.shard, e.key!, hash64Into(e.key!, this.hash), addr, e.version, this.reader);
+    } finally {
+      this.exitEpoch();
+    }
   }
 
   private async write(type: EntryType, key: Uint8Array, value: Uint8Array | undefined, clientTerm: number): Promise<void> {
@@ -240,21 +248,22 @@ export class KvWorker {
     let addr = -1;
     try {
       // Persisted in our t-log (①); pending: its segment is not committed before we are done with it.
-      // A DEL makes room (its key's older entries become garbage), so it may take one segment of the
-      // GC reserve: a store full of live data can still be emptied. Clean keeps the rest.
-      addr = this.d.tlog.append(e, true, type === EntryType.Del ? 1 : 0);
+      // A DEL makes room (its key's older entries become garbage), so it may use the GC reserve down to
+      // DEL_KEEP_FREE segments: a store full of live data can still be emptied. Clean keeps the rest.
+      addr = this.d.tlog.append(e, true, type === EntryType.Del ? DEL_KEEP_FREE : undefined);
       if (placement.backups.length > 0) {
         // A single-block entry is replicated as the very bytes just persisted in the t-log (immutable
         // while indexed), not encoded and checksummed a second time; larger entries go block by block.
         const blocks = size <= this.d.limits.mtuBytes ? [this.d.region.bytes.subarray(addr, addr + size)] : encodeBlocks(e, this.d.limits);
         await Promise.all(placement.backups.map((b) => this.replicateTo(b, shard, blocks))); // on every backup (②)
       }
-      const index = this.indexOf(shard);
-      const at = addr;
-      this.reading(() => {
-        const r = index.upsert(key, hash, at, e.version, this.reader); // now visible (③)
-        this.d.shared.gc?.live.upserted(r, index.replaced, at);
-      });
+      this.indexOf(shard); // still held (WRONG_SHARD otherwise)
+      this.enterEpoch();
+      try {
+        indexEntry(this.d.shared, shard, key, hash, addr, e.version, this.reader); // now visible (③)
+      } finally {
+        this.exitEpoch();
+      }
     } catch (err) {
       if (err instanceof RowanError && err.code === ErrorCodes.PM_FULL) this.stats.pmFull++;
       throw err;

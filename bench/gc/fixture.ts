@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { planCluster, shardOfHash } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
-import { attachKvShared, createKvShared, nextVersion, type KvShared } from '../../runtime/kv/shared.js';
+import { attachKvShared, createKvShared, indexEntry, nextVersion, type KvShared } from '../../runtime/kv/shared.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64, hash64Into, type KeyHash } from '../../shm/hash.js';
 import { encodedSize, EntryType, readEntryAt, storedSizeAt } from '../../shm/log.js';
@@ -87,7 +87,6 @@ export function createGcFixture(s: GcFillSpec): GcFixture {
       replicationFactor: 1,
     });
     const shared = attachKvShared(createKvShared(cluster, 0, Math.ceil((keysMax / shardCount) * 1.3), pool), pool.region);
-    const gc = shared.gc!;
     const reader = new PoolEntryReader(pool.region, limits);
     const filler = new Uint8Array(s.valueBytes).fill(0x61);
     const expected = new Float64Array(keysMax);
@@ -98,8 +97,7 @@ export function createGcFixture(s: GcFillSpec): GcFixture {
       const shard = shardOfHash(hash.hi, shardCount);
       const version = nextVersion(shared.versions, shard);
       const addr = log.append({ type: EntryType.Put, shard, version, key, value: valueOf(i, version, s.valueBytes, filler) });
-      const index = shared.indexes[shard]!;
-      gc.live.upserted(index.upsert(key, hash, addr, version, reader), index.replaced, addr);
+      indexEntry(shared, shard, key, hash, addr, version, reader);
       expected[i] = version;
     };
 

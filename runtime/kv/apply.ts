@@ -15,7 +15,7 @@ import { BlockAssembler, EntryType, type Block } from '../../shm/log.js';
 import type { PersistentRegion } from '../../shm/region.js';
 import type { TLog } from '../../shm/tlog.js';
 import type { KvShared } from './shared.js';
-import { raiseVersion } from './shared.js';
+import { indexEntry, raiseVersion } from './shared.js';
 
 export interface ApplyStats {
   blocks: number;
@@ -96,9 +96,7 @@ export class BlockApplier {
   }
 
   private index(shard: number, key: Uint8Array, addr: number, version: number): void {
-    const index = this.shared.indexes[shard]!;
-    const r = index.upsert(key, hash64Into(key, this.hash), addr, version, this.reader);
-    this.shared.gc?.live.upserted(r, index.replaced, addr);
+    const r = indexEntry(this.shared, shard, key, hash64Into(key, this.hash), addr, version, this.reader);
     if (r === 'stale') this.stats.stale++;
     else this.stats.indexed++;
   }

@@ -7,7 +7,8 @@
 // Nothing here is persistent: a cold start rebuilds it from the logs (runtime/kv/recovery.ts).
 import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
-import { ShardIndex } from '../../shm/index.js';
+import type { KeyHash } from '../../shm/hash.js';
+import { ShardIndex, type EntryReader, type UpsertResult } from '../../shm/index.js';
 import { createGcShared, LiveBytes, ReadEpochs, type GcSharedBuffers } from './gc-state.js';
 
 export interface KvSharedBuffers {
@@ -61,6 +62,18 @@ export function createKvShared(
     indexes: c.shards.map((s) => (held.has(s.id) ? ShardIndex.create(opts).buffer : null)),
     ...(pool ? { gc: createGcShared(pool, c.shardCount) } : {}),
   };
+}
+
+/**
+ * Point `key` of `shard` at the entry at `addr` unless the index holds that key at a version >= `version`
+ * (ShardIndex.upsert), and move the live bytes accordingly (gc-state.ts). Every index update of a node
+ * that keeps GC state goes through here (PUT/DEL, digest, RPC-KV backups).
+ */
+export function indexEntry(s: KvShared, shard: number, key: Uint8Array, hash: KeyHash, addr: number, version: number, reader: EntryReader): UpsertResult {
+  const index = s.indexes[shard]!;
+  const r = index.upsert(key, hash, addr, version, reader);
+  s.gc?.live.upserted(r, index.replaced, addr);
+  return r;
 }
 
 /** Attach in this thread; pass this thread's pool mapping to get the GC state too. */

@@ -146,7 +146,7 @@ test('PM_FULL when no segment is free; a freed one is found again', () => {
   p.close();
 });
 
-test('a GC reserve: other roles get PM_FULL while only the reserve is free; Clean may take it', () => {
+test('a GC reserve: other roles get PM_FULL while only the reserve is free; a DEL may take part of it, Clean all', () => {
   const path = freshPath();
   Pool.create(path, { segmentCount: 6, segmentBytes: SEG }).close();
   const p = Pool.open(path, { reserveSegments: 2 });
@@ -156,9 +156,13 @@ test('a GC reserve: other roles get PM_FULL while only the reserve is free; Clea
   assert.deepEqual(p.segmentsInState(SegmentState.Using), [0, 1, 2, 3]);
   const err = rejects(() => p.allocate(OwnerRole.Control, 0), ErrorCodes.PM_FULL);
   assert.match(err.message, /kept back for garbage collection/);
+  // An allocation that makes room (a DEL's) may leave fewer free, never more than the reserve's worth.
+  rejects(() => p.allocate(OwnerRole.Worker, 5, 9), ErrorCodes.PM_FULL);
+  const del = p.allocate(OwnerRole.Worker, 5, 1);
+  assert.equal(p.freeCount(), 1);
+  rejects(() => p.allocate(OwnerRole.Worker, 5, 1), ErrorCodes.PM_FULL);
   const a = p.allocate(OwnerRole.Clean, 0);
-  const b = p.allocate(OwnerRole.Clean, 0);
-  assert.notEqual(a, b);
+  assert.notEqual(a, del);
   rejects(() => p.allocate(OwnerRole.Clean, 0), ErrorCodes.PM_FULL);
   assert.throws(() => Pool.open(path, { reserveSegments: -1 }), /reserveSegments/);
   p.close();

@@ -17,7 +17,7 @@ import { attachKvShared, createKvShared } from '../../../../runtime/kv/shared.js
 import { PoolEntryReader } from '../../../../shm/entry-reader.js';
 import { hash64 } from '../../../../shm/hash.js';
 import { EntryType, readEntryAt, storedSizeAt } from '../../../../shm/log.js';
-import { nextVersion } from '../../../../runtime/kv/shared.js';
+import { indexEntry, nextVersion } from '../../../../runtime/kv/shared.js';
 import { TLog } from '../../../../shm/tlog.js';
 import { Pool } from '../../../../shm/pool.js';
 import type { GcRaceReport, GcRaceThreadData } from '../../../fixtures/gc-race-thread.js';
@@ -65,9 +65,7 @@ async function round({ keys, opsPerWriter, valueBytes, seed, racePutEvery, turno
     } catch {
       return; // PM_FULL: no race this time
     }
-    const index = shared.indexes[shard]!;
-    const res = index.upsert(key, hash64(key), addr, version, reader0); // inside the cleaner's read epoch
-    shared.gc!.live.upserted(res, index.replaced, addr);
+    indexEntry(shared, shard, key, hash64(key), addr, version, reader0); // inside the cleaner's read epoch
     mainLog.release(addr);
     const i = Number(new TextDecoder().decode(key).slice(4));
     for (const a = new Int32Array(acked); ; ) {
