@@ -48,8 +48,9 @@ function exited(c: ChildProcess): Promise<number> {
 
 export async function startCluster(s: ClusterSpec, timeoutMs = 120_000): Promise<RunningCluster> {
   const dir = mkdtempSync(join(tmpdir(), `rowan-ycsb-${s.mode}-`));
-  // Node n listens on base + 10n + w and base + 500 + n: keep everything under 60000.
-  const basePort = 20_000 + Math.floor(Math.random() * 3_500) * 10;
+  // Node n listens on base + 10n + w and base + 500 + n: keep everything below the kernel's ephemeral
+  // range (32768 on), where an outgoing connection could already hold the port.
+  const basePort = 10_000 + Math.floor(Math.random() * 2_200) * 10;
   if (!s.nodeConfig) return launch(s, dir, basePort, timeoutMs);
   await (await launch(s, dir, basePort, timeoutMs)).stop();
   const file = join(dir, 'node-config.json');

@@ -4,7 +4,7 @@
 // the cluster serves everything acknowledged before it (cold start).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchCluster, stopCluster } from '../fixtures/cluster.js';
+import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +30,7 @@ const expected = (i: number) => (i < 500 ? `v2-${i}` : i < 750 ? null : `v1-${i}
 
 test('a 3-node cluster replicates, digests, survives a full restart', { timeout: 240_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-cluster-'));
-  const base = 20000 + Math.floor(Math.random() * 200) * 100;
+  const base = randomBasePort();
   let run = launch(dir, base);
   try {
     await run.ready;

@@ -7,7 +7,7 @@
 // Control-owned segments).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchCluster, stopCluster } from '../fixtures/cluster.js';
+import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,7 +50,7 @@ const MODES: ClusterReplicationMode[] = ['rowan', 'rpc', 'rwrite', 'batch', 'sha
 for (const mode of MODES) {
   test(`replication mode ${mode}: a 3-node cluster serves writes, and all of them after a full restart`, { timeout: 120_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), `rowan-${mode}-`));
-    const base = 20000 + Math.floor(Math.random() * 200) * 100;
+    const base = randomBasePort();
     let run = launch(dir, base, mode);
     try {
       await run.ready;
