@@ -13,7 +13,7 @@ import { LogAppender } from '../shm/appender.js';
 import { EntryType, scanEntries, type EntryInput } from '../shm/log.js';
 import { HEADER_BYTES } from '../shm/log-layout.js';
 import { Pool } from '../shm/pool.js';
-import { MemoryRegion, type PersistentRegion } from '../shm/region.js';
+import { MemoryRegion, type PersistentRegion } from '../config/base/region.js';
 import { formatTable, type Row } from './report.js';
 
 const L = defaultLimits;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Bench } from 'tinybench';
 import { PERSIST_MODES, PmemMapping, type PersistMode } from '../native/pmem2.js';
-import { ErrorCodes, RowanError } from '../runtime/errors.js';
+import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { formatTable, type Row } from './report.js';
 
 const LENGTHS = [64, 256, 1024, 4096];

@@ -18,7 +18,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { SharedLog } from '../runtime/fabric/baselines.js';
+import { SharedLog } from '../actors/kv/baselines.js';
 import { barChartSvg, formatTable, progress, resultsDir, type Row } from './report.js';
 import { cellsOf, parseOptions, type Cell, type RowanBenchOptions } from './rowan/options.js';
 import type { CellResult, CellSpec } from './rowan/protocol.js';

@@ -6,9 +6,10 @@
 // With `shardCount` shards, shard s owns [s, s+1) * 2^64 / shardCount; routing uses the hash's high
 // 32 bits only (hi * shardCount / 2^32), which is exact for shard counts up to 2^16 and never builds a
 // BigInt on the hot path.
-import type { FabricKind } from '../runtime/fabric/fabric.js';
-import { FABRIC_KINDS } from '../runtime/fabric/fabric.js';
-import { ErrorCodes, RowanError } from '../runtime/errors.js';
+import { NODE_ID_MAX } from './base/ids.js';
+import type { FabricKind } from './base/fabric-kinds.js';
+import { FABRIC_KINDS } from './base/fabric-kinds.js';
+import { ErrorCodes, RowanError } from './base/errors.js';
 
 export const CLUSTER_FORMAT = 1;
 export const SHARD_COUNT_MAX = 1 << 16;
@@ -130,7 +131,7 @@ export function validateCluster(raw: unknown): ClusterConfig {
   const ids = new Set<number>();
   for (const [i, n] of c.nodes.entries()) {
     const f = `nodes[${i}]`;
-    if (!isInt(n.id, 0, 1023) || ids.has(n.id)) fail(`${f}.id`, 'must be a unique integer in [0, 1023]', n.id);
+    if (!isInt(n.id, 0, NODE_ID_MAX) || ids.has(n.id)) fail(`${f}.id`, `must be a unique integer in [0, ${NODE_ID_MAX}]`, n.id);
     ids.add(n.id);
     if (typeof n.host !== 'string' || n.host === '') fail(`${f}.host`, 'must be an address', n.host);
     if (typeof n.dataDir !== 'string' || n.dataDir === '') fail(`${f}.dataDir`, 'must be a path', n.dataDir);

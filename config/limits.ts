@@ -1,7 +1,8 @@
 // Every size and time limit in one place (CONVENTIONS 8), qualifiers last. Defaults are the paper's
 // parameters (ROWAN §4.3, §4.4, §4.6, §5.3, §6.1). `checkLimits` asserts the relations between them
 // at load, so a bad combination fails at start with ROWAN_ERR_BAD_CONFIG instead of deep in the data path.
-import { ErrorCodes, RowanError } from '../runtime/errors.js';
+import { ACTORS_PER_ROLE_MAX } from './base/ids.js';
+import { ErrorCodes, RowanError } from './base/errors.js';
 
 export interface Limits {
   /** PM segment size (§4.2, §5.3): 4 MiB. */
@@ -28,7 +29,7 @@ export const defaultLimits: Readonly<Limits> = Object.freeze({
   keyBytesMax: 1024,
   valueBytesMax: 1024 * 1024,
   indexBucketItems: 8,
-  actorsPerRoleMax: 64,
+  actorsPerRoleMax: ACTORS_PER_ROLE_MAX,
   ringWordsMin: 64,
   ringWordsMax: 1 << 24,
 });

@@ -2,7 +2,7 @@
 // validate. Objects merge field by field, arrays and scalars replace. A key the model does not know
 // is an error (a typo in a config file must not silently fall back to a default).
 import { readFileSync } from 'node:fs';
-import { ErrorCodes, RowanError } from '../runtime/errors.js';
+import { ErrorCodes, RowanError } from './base/errors.js';
 import { defaultConfig, scaleBlogToPool } from './defaults.js';
 import type { ConfigInput, RowanConfig } from './model.js';
 import { parseRoles } from './parse.js';

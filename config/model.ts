@@ -1,7 +1,7 @@
 // The configuration of one node: what the CLI flags, the JSON config file and the defaults resolve to.
 // Field names put the qualifier last (CONVENTIONS 8): `usedGraceMs`, `liveThresholdPercent`.
-import type { LogLevel } from '../runtime/log.js';
-import type { FabricKind } from '../runtime/fabric/fabric.js';
+import type { LogLevel } from './base/log.js';
+import type { FabricKind } from './base/fabric-kinds.js';
 
 /**
  * The thread roles of the paper (§4.1, §5.1); one actor per thread. `nic` is the soft RNIC of the tcp

@@ -2,11 +2,12 @@
 //   CPU list:  "0-1", "0,1", "0-3,6"                  (the kernel's cpulist format)
 //   role list: "worker:4,control,digest:2@1,clean:2"  (role[:count][@cpus]; in @cpus, '+' separates
 //              CPUs since ',' separates roles: digest:2@0+1 or digest:2@0-1)
-import { ErrorCodes, RowanError } from '../runtime/errors.js';
+import { CPU_ID_MAX } from './base/ids.js';
+import { ErrorCodes, RowanError } from './base/errors.js';
 import { defaultLimits } from './limits.js';
 import { roles, type Role, type RoleSpec } from './model.js';
 
-const CPU_MAX = 1023; // cpu_set_t holds 1024 CPUs (native/libc.ts CPU_SETSIZE)
+const CPU_MAX = CPU_ID_MAX; // cpu_set_t holds 1024 CPUs (native/libc.ts CPU_SETSIZE)
 
 export function parseCpuList(text: string, field = 'cores'): number[] {
   const bad = (why: string): never => {

@@ -3,7 +3,7 @@
 // leaves the old or the new configuration, never half of one. A ZooKeeper store comes with failover.
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ErrorCodes, RowanError } from '../runtime/errors.js';
+import { ErrorCodes, RowanError } from './base/errors.js';
 import { validateCluster, type ClusterConfig } from './cluster.js';
 
 export interface ConfigStore {

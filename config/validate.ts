@@ -1,11 +1,12 @@
 // Checks a resolved configuration field by field; every failure is ROWAN_ERR_BAD_CONFIG naming the
 // field and the rule, so a bad config file or flag fails at start, not deep in an actor.
-import { ErrorCodes, RowanError } from '../runtime/errors.js';
-import { logLevels } from '../runtime/log.js';
+import { CPU_ID_MAX } from './base/ids.js';
+import { ErrorCodes, RowanError } from './base/errors.js';
+import { logLevels } from './base/log.js';
 import { checkLimits, defaultLimits } from './limits.js';
 import { persistenceModes, roles, type RowanConfig } from './model.js';
 import { formatCpuList } from './parse.js';
-import { FABRIC_KINDS } from '../runtime/fabric/fabric.js';
+import { FABRIC_KINDS } from './base/fabric-kinds.js';
 
 function fail(field: string, rule: string, got: unknown): never {
   throw new RowanError(ErrorCodes.BAD_CONFIG, `config field ${field}: ${rule} (got ${JSON.stringify(got)})`, { field });
@@ -39,7 +40,7 @@ export function validateConfig(c: RowanConfig, allowedCores?: readonly number[])
 
   const checkCores = (field: string, cores: unknown): void => {
     if (!Array.isArray(cores) || cores.length === 0) fail(field, 'must be a non-empty list of CPU numbers', cores);
-    for (const cpu of cores as unknown[]) int(field, cpu, 0, 1023);
+    for (const cpu of cores as unknown[]) int(field, cpu, 0, CPU_ID_MAX);
     if (allowedCores) {
       const missing = (cores as number[]).filter((x) => !allowedCores.includes(x));
       if (missing.length)

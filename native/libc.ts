@@ -8,7 +8,7 @@
 // own worker_thread; the process's other threads keep their masks. Another thread is addressed by its
 // tid (gettid()), never by process.pid, which names only the main thread.
 import koffi, { type LibraryHandle } from 'koffi';
-import { ErrorCodes, RowanError } from '../runtime/errors.js';
+import { ErrorCodes, RowanError } from '../config/base/errors.js';
 
 let lib: LibraryHandle | undefined;
 /** The C library, loaded once per thread (koffi handles are per isolate). */

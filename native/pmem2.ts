@@ -14,8 +14,8 @@
 
 import { closeSync, openSync } from 'node:fs';
 import koffi, { type LibraryHandle, type TypeObject } from 'koffi';
-import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
-import type { PersistentRegion } from '../shm/region.js';
+import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
+import type { PersistentRegion } from '../config/base/region.js';
 import { getenv, reserveAddressRange, setenv, unsetenv } from './libc.js';
 
 export type PersistMode = 'dax' | 'msync' | 'pagecache';

@@ -6,7 +6,7 @@
 // Lives in native/ because only native/ may allocate through koffi (CONVENTIONS 5).
 
 import koffi from 'koffi';
-import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
+import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 
 /** Page alignment: what ibv_reg_mr pins anyway, and what keeps entries off shared cache lines. */
 export const NATIVE_BUFFER_ALIGN_BYTES = 4096;

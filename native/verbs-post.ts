@@ -15,7 +15,7 @@
 // per worker_thread and JS does not re-enter a post while one is running.
 
 import koffi from 'koffi';
-import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
+import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 import {
   IBV_SEND_SIGNALED,
   IBV_WC_RECV,
@@ -28,7 +28,7 @@ import {
   SGE,
   WC,
 } from './verbs-abi.js';
-import type { VerbsCq, VerbsQp, VerbsSrq } from './verbs.js';
+import type { VerbsCq, VerbsQp, VerbsSrq } from './verbs-handles.js';
 
 /**
  * How receive buffers are posted. Upstream rdma-core has no multi-packet SRQ for RC QPs, so each

@@ -27,9 +27,11 @@
 // buffers), verbs-fake.ts (fake devices, tests). The transport on top: runtime/fabric/verbs*.ts.
 
 import koffi, { type LibraryHandle, type TypeObject } from 'koffi';
-import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
+import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 import * as abi from './verbs-abi.js';
 import { errnoName, rcErrno, verbsError } from './verbs-post.js';
+import { VerbsContext, VerbsCq, VerbsMr, VerbsPd, VerbsQp, VerbsSrq, type CqMode } from './verbs-handles.js';
+export { VerbsContext, VerbsCq, VerbsMr, VerbsPd, VerbsQp, VerbsSrq, type CqMode, type DataPathOps } from './verbs-handles.js';
 import {
   type QpInitOptions,
   type QpRtrOptions,
@@ -125,59 +127,7 @@ function withStruct<T>(type: TypeObject, value: object, fn: (p: Ptr) => T): T {
   }
 }
 
-// ---- handles -------------------------------------------------------------------------------------
-
-type PostFn = (obj: Ptr, wr: Ptr, badWr: Ptr) => number;
-type PollFn = (cq: Ptr, n: number, wc: Ptr) => number;
-type NotifyFn = (cq: Ptr, solicitedOnly: number) => number;
-
-/** The data-path entries of ibv_context.ops, decoded once per context. */
-interface DataPathOps {
-  postSend: PostFn;
-  postRecv: PostFn;
-  postSrqRecv: PostFn;
-  pollCq: PollFn;
-  reqNotifyCq: NotifyFn;
-}
-
-export class VerbsContext {
-  constructor(
-    readonly ptr: Ptr,
-    readonly deviceName: string,
-    /** @internal decoded from ptr->ops */
-    readonly ops: DataPathOps,
-  ) {}
-}
-export class VerbsPd {
-  constructor(readonly ptr: Ptr, readonly context: VerbsContext) {}
-}
-export class VerbsMr {
-  constructor(
-    readonly ptr: Ptr,
-    readonly addr: bigint,
-    readonly length: number | bigint,
-    readonly lkey: number,
-    readonly rkey: number,
-  ) {}
-}
-/** 'cq-ex-ignore-overrun': the CQ may overrun (the ring CQ of §3.2); 'cq-legacy': overrun is fatal. */
-export type CqMode = 'cq-ex-ignore-overrun' | 'cq-legacy';
-export class VerbsCq {
-  constructor(
-    readonly ptr: Ptr,
-    readonly context: VerbsContext,
-    readonly cqe: number,
-    readonly mode: CqMode,
-    /** Why this mode: which path was taken and, for 'cq-legacy', why create_cq_ex was not used. */
-    readonly modeReason: string,
-  ) {}
-}
-export class VerbsSrq {
-  constructor(readonly ptr: Ptr, readonly context: VerbsContext, readonly maxWr: number, readonly maxSge: number) {}
-}
-export class VerbsQp {
-  constructor(readonly ptr: Ptr, readonly context: VerbsContext, readonly qpNum: number) {}
-}
+// ---- handles: native/verbs-handles.ts ----------------------------------------------------------
 
 const OPS_OFFSET = koffi.offsetof(abi.ibv_context, 'ops');
 const ABI_COMPAT_OFFSET = koffi.offsetof(abi.ibv_context, 'abi_compat');

@@ -13,16 +13,19 @@
 // The definition is plain data plus functions of a context, so a test can drive handlers directly with
 // a fake context, single-threaded (CONVENTIONS 9).
 import { parentPort } from 'node:worker_threads';
+import { monotonicClock, type Clock } from '../config/base/clock.js';
+import { dataDirFiles } from '../config/base/files.js';
 import type { RowanConfig } from '../config/model.js';
+import { Pool } from '../shm/pool.js';
+import { fabricTransport, type Transport } from './fabric/transport.js';
 import { gettid, schedGetaffinity, schedGetcpu, schedSetaffinity, setThreadName } from '../native/libc.js';
 import { ActorState, CounterWriter, I64 } from '../shm/counters.js';
 import { Doorbell, Inbox, Outbox, RecordKind, type RingMessage } from '../shm/mailbox.js';
 import { Ring } from '../shm/ring.js';
-import { ErrorCodes, RowanError, invariant, toRecord } from './errors.js';
+import { ErrorCodes, RowanError, invariant, toRecord } from '../config/base/errors.js';
 import type { ActorToParent, ParentToActor, ReadyExtras, StartMessage } from './lifecycle.js';
-import { createLogger, type Logger } from './log.js';
+import { createLogger, type Logger } from '../config/base/log.js';
 import { pump } from './pump.js';
-import type { KvStart } from './kv/shared.js';
 
 export { spawnActor, ActorHandle, type SpawnSpec } from './spawn.js';
 export type { ReadyExtras, ReadyReport, StartMessage } from './lifecycle.js';
@@ -41,10 +44,15 @@ export interface ActorContext {
   outbox(to: string): Outbox;
   /** Names of the actors of `role` this actor has a ring to. */
   peers(role: string): string[];
-  /** Wall clock in ms; injected so a test can run the handlers on simulated time. */
-  now(): number;
-  /** The cluster, node id and shared index/version buffers, when the node serves ROWAN-KV. */
-  readonly kv: KvStart | undefined;
+  /** The node's PM pool, mapped in this thread on first use (storage is injected: roles never open
+   *  a pool by path). The runtime unmaps it after drain(). */
+  readonly pool: Pool;
+  /** Monotonic milliseconds (time is injected: roles never read Date.now/performance.now). */
+  readonly clock: Clock;
+  /** How this actor reaches other nodes' receivers. */
+  readonly transport: Transport;
+  /** The application's payload from the start message; the runtime does not interpret it. */
+  readonly app: unknown;
 }
 
 type Handler<M> = (msg: M, from: string, ctx: ActorContext) => void;
@@ -62,8 +70,9 @@ export interface ActorDefinition<In extends RingMessage = RingMessage> {
   tick?: (ctx: ActorContext) => void | Promise<void>;
   /** Runs before READY; what it returns (e.g. the endpoint it listens on) is reported in READY. */
   init?: (ctx: ActorContext) => void | ReadyExtras | Promise<void | ReadyExtras>;
-  /** Last words on stop, after the inbound rings were drained. */
-  drain?: (ctx: ActorContext) => void | Promise<void>;
+  /** Last words on stop, after the inbound rings were drained. 'keep-pool-mapped': requests still
+   *  running may touch the pool, so the runtime must not unmap it (the process exit does). */
+  drain?: (ctx: ActorContext) => void | 'keep-pool-mapped' | Promise<void | 'keep-pool-mapped'>;
 }
 
 /** Identity function that checks a definition's types where it is written. */
@@ -110,6 +119,8 @@ class ActorThread {
     this.log = createLogger(s.config.logLevel, { actor: s.name, role: s.role });
     const peersByRole = new Map<string, string[]>();
     for (const o of s.outbound) peersByRole.set(o.toRole, [...(peersByRole.get(o.toRole) ?? []), o.to]);
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the context's pool getter
+    const self = this;
     this.ctx = {
       role: s.role,
       id: s.id,
@@ -120,9 +131,24 @@ class ActorThread {
       send: (to, msg) => this.send(to, msg),
       outbox: (to) => this.outboxTo(to),
       peers: (role) => peersByRole.get(role) ?? [],
-      now: () => Date.now(),
-      kv: s.kv,
+      get pool() {
+        return self.openPool();
+      },
+      clock: monotonicClock,
+      transport: fabricTransport(s.config),
+      app: s.app,
     };
+  }
+
+  private pool: Pool | null = null;
+
+  /** The pool, mapped once per thread with the node's persistence mode and GC reserve. */
+  private openPool(): Pool {
+    if (!this.pool) {
+      const c = this.s.config;
+      this.pool = Pool.open(dataDirFiles(c.dataDir).pool, { mode: c.persistence, reserveSegments: c.gc.reserveSegments });
+    }
+    return this.pool;
   }
 
   start(): void {
@@ -217,7 +243,9 @@ class ActorThread {
     this.bell.wake(); // end the pump's sleep so it sees `stopping`
     // Drain: whatever was published before the stop is still handled (producers were stopped first).
     this.inbox.drain((msg, from) => this.dispatch(msg, from));
-    await this.def.drain?.(this.ctx);
+    const keep = await this.def.drain?.(this.ctx);
+    if (keep !== 'keep-pool-mapped') this.pool?.close();
+    else this.log.warn('requests still running at stop: leaving the pool mapped until the thread exits');
     this.counters.setState(ActorState.STOPPED);
     this.counters.publish();
     this.post({ type: 'stopped' });

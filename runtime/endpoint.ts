@@ -8,9 +8,9 @@
 import { chmodSync, existsSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { ErrorCodes, RowanError, fromRecord, toRecord, type ErrorRecord } from './errors.js';
+import { ErrorCodes, RowanError, fromRecord, toRecord, type ErrorRecord } from '../config/base/errors.js';
 
-export const socketFileName = 'rowan.sock';
+import { CONTROL_SOCKET_FILE } from '../config/base/files.js';
 /** sun_path is 108 bytes including the terminating NUL. */
 const SUN_PATH_MAX = 107;
 /** A request line longer than this is not a control request; the connection is closed. */
@@ -20,7 +20,7 @@ export type ControlRequest = { op: 'status' } | { op: 'stop' };
 export type ControlResponse = { ok: true; result: unknown } | { ok: false; error: ErrorRecord };
 
 export function socketPath(dataDir: string): string {
-  const p = join(dataDir, socketFileName);
+  const p = join(dataDir, CONTROL_SOCKET_FILE);
   if (Buffer.byteLength(p) > SUN_PATH_MAX)
     throw new RowanError(ErrorCodes.DATA_DIR, `control socket path ${p} is longer than ${SUN_PATH_MAX} bytes; use a shorter --data-dir`);
   return p;

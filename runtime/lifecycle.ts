@@ -3,8 +3,7 @@
 // READY reply, a stop request, and the failure report. Data never travels here: it goes through rings.
 import type { RowanConfig } from '../config/model.js';
 import type { RingHandle } from '../shm/ring.js';
-import type { ErrorRecord } from './errors.js';
-import type { KvStart } from './kv/shared.js';
+import type { ErrorRecord } from '../config/base/errors.js';
 
 export interface InboundSpec {
   from: string;
@@ -34,8 +33,9 @@ export interface StartMessage {
   doorbell: SharedArrayBuffer;
   inbound: InboundSpec[];
   outbound: OutboundSpec[];
-  /** ROWAN-KV state for worker and digest actors of a node that serves a cluster. */
-  kv?: KvStart;
+  /** The application's payload for this actor (structured-cloneable; SharedArrayBuffers are shared).
+   *  The runtime carries it and never looks inside: ROWAN-KV puts its cluster and shared indexes here. */
+  app?: unknown;
 }
 
 export interface StopMessage {

@@ -11,14 +11,14 @@ import type { RowanConfig } from '../config/model.js';
 import { createCounters } from '../shm/counters.js';
 import { Inbox, Outbox, RecordKind } from '../shm/mailbox.js';
 import { spawnActor, type ActorHandle } from './actor.js';
-import { ErrorCodes, RowanError } from './errors.js';
+import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { listenControl, probeSocket, socketPath, type ControlRequest } from './endpoint.js';
-import { createLogger, type Logger } from './log.js';
+import { createLogger, type Logger } from '../config/base/log.js';
 import { MAIN, nodeRoles, placeActors, wireActors, type ActorPlan, type Wiring } from './placement.js';
 import { openNodePool, type NodePool } from './pool-hook.js';
 import { checkNodeFabric } from './fabric/check.js';
-import { prepareNodeKv, type NodeKvOptions } from './kv/node-kv.js';
-import type { KvStart } from './kv/shared.js';
+import { monotonicClock, type Clock } from '../config/base/clock.js';
+import type { NodeApplication } from './application.js';
 import { pump } from './pump.js';
 import { collectStatus, type NodeStatus } from './status.js';
 import type { SpawnSpec } from './spawn.js';
@@ -32,8 +32,8 @@ export interface NodeOptions {
   handleSignals?: boolean;
   /** Replace a role's thread entry (tests inject faulty actors through the real supervisor). */
   entries?: Partial<Record<string, URL>>;
-  /** Serve ROWAN-KV as a node of this cluster (workers take clients, digest updates backup indexes). */
-  kv?: NodeKvOptions;
+  /** The application the actors run (ROWAN-KV: actors/kv/node-kv.ts kvApplication); none = bare actors. */
+  app?: NodeApplication;
 }
 
 /**
@@ -64,7 +64,8 @@ export function prepareDataDir(dir: string): void {
 }
 
 export class RowanNode {
-  readonly startedAt = Date.now();
+  readonly clock: Clock = monotonicClock;
+  readonly startedAt = this.clock.now();
   /** Resolves with the process exit code once the node is fully down. */
   readonly closed: Promise<number>;
   private resolveClosed!: (code: number) => void;
@@ -74,7 +75,6 @@ export class RowanNode {
   private readonly pongs = new Map<number, (at: number) => void>();
   private server: Server | undefined;
   private pool: { pool: NodePool; path: string } | null = null;
-  private kv: KvStart | undefined;
   private shuttingDown = false;
   private pingSeq = 0;
   private readonly signalHandlers: [NodeJS.Signals, () => void][] = [];
@@ -85,7 +85,7 @@ export class RowanNode {
     readonly plans: ActorPlan[],
     readonly wiring: Wiring,
     private readonly entries: Partial<Record<string, URL>>,
-    private readonly kvOptions?: NodeKvOptions,
+    private readonly app?: NodeApplication,
   ) {
     this.closed = new Promise((r) => (this.resolveClosed = r));
     for (const l of wiring.links)
@@ -108,7 +108,7 @@ export class RowanNode {
       { persistence: mode, pool: this.pool.path, poolId: this.pool.pool.poolId },
       `persistence mode: ${mode}`,
     );
-    if (this.kvOptions) this.kv = prepareNodeKv(this.kvOptions, this.config.dataDir, this.pool.pool, this.log);
+    this.app?.prepare(this.pool.pool, this.log);
     void this.pumpMain();
     try {
       const results = await Promise.allSettled(this.plans.map((p) => this.spawn(p)));
@@ -143,7 +143,7 @@ export class RowanNode {
         doorbell: this.wiring.bells.get(p.name)!.sab,
         inbound: this.wiring.inbound(p.name),
         outbound: this.wiring.outbound(p.name),
-        ...(this.kv && (p.role === 'worker' || p.role === 'digest' || p.role === 'clean') ? { kv: this.kv } : {}),
+        app: this.app?.payload(p.role),
       },
     };
   }
@@ -187,7 +187,7 @@ export class RowanNode {
     const inbox = new Inbox(links, this.wiring.bells.get(MAIN)!);
     await pump(inbox, {
       dispatch: (msg) => {
-        if (msg.kind === RecordKind.PONG) this.pongs.get(msg.seq)?.(performance.now());
+        if (msg.kind === RecordKind.PONG) this.pongs.get(msg.seq)?.(this.clock.now());
       },
       stopping: () => this.shuttingDown,
     });
@@ -198,7 +198,7 @@ export class RowanNode {
     const out = this.outboxes.get(name);
     if (!out) return null;
     const seq = ++this.pingSeq | 0;
-    const t0 = performance.now();
+    const t0 = this.clock.now();
     const answered = new Promise<number>((r) => this.pongs.set(seq, r));
     if (!out.send({ kind: RecordKind.PING, seq })) return null;
     let timer: NodeJS.Timeout | undefined;
@@ -212,7 +212,7 @@ export class RowanNode {
   async status(): Promise<NodeStatus> {
     const pings = new Map<string, number | null>();
     await Promise.all([...this.actors.keys()].map(async (n) => pings.set(n, await this.ping(n))));
-    return collectStatus(this, this.actors, pings, this.pool, this.kv?.shared.gc);
+    return collectStatus(this, this.actors, pings, this.pool, this.app?.status?.bind(this.app));
   }
 
   private async control(req: ControlRequest): Promise<unknown> {
@@ -261,7 +261,7 @@ export async function startNode(o: NodeOptions): Promise<RowanNode> {
   prepareDataDir(cfg.dataDir);
   socketPath(cfg.dataDir); // a data dir too long for a unix socket fails here, before any thread starts
   const plans = placeActors(nodeRoles(cfg), cfg.cores);
-  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.kv);
+  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.app);
   await node.boot(o.handleSignals ?? false);
   return node;
 }

@@ -5,16 +5,17 @@
 import { join } from 'node:path';
 import type { RowanConfig } from '../config/model.js';
 import { Pool } from '../shm/pool.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../config/base/log.js';
 
-export const poolFileName = 'pool.pm';
+export { POOL_FILE as poolFileName } from '../config/base/files.js';
+import { POOL_FILE } from '../config/base/files.js';
 
 /** The node's own handle on its pool (actors map the file themselves). */
 export type NodePool = Pool;
 
 /** Open or create the node's pool and recover interrupted allocations. */
 export async function openNodePool(cfg: RowanConfig, log: Logger): Promise<{ pool: NodePool; path: string }> {
-  const path = join(cfg.dataDir, poolFileName);
+  const path = join(cfg.dataDir, POOL_FILE);
   const pool = Pool.openOrCreate(path, {
     segmentCount: cfg.pool.segmentCount,
     segmentBytes: cfg.pool.segmentBytes,

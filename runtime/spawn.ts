@@ -3,7 +3,7 @@
 // RowanError with a stable code.
 import { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
-import { ErrorCodes, RowanError, fromRecord } from './errors.js';
+import { ErrorCodes, RowanError, fromRecord } from '../config/base/errors.js';
 import type { ActorToParent, ReadyReport, StartMessage } from './lifecycle.js';
 
 export interface SpawnSpec {

@@ -8,8 +8,8 @@
 // trailing block of a torn multi-block entry) right where the next scan continues.
 import { Buffer } from 'node:buffer';
 import type { Limits } from '../config/limits.js';
-import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
-import type { PersistentRegion } from './region.js';
+import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
+import type { PersistentRegion } from '../config/base/region.js';
 import { encodeEntry, entrySize, scanEntries, type EntryInput } from './log.js';
 
 /** Granularity at which recover() looks for stale bytes past the tail. */

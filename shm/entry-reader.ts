@@ -4,7 +4,7 @@
 import type { Limits } from '../config/limits.js';
 import type { EntryReader } from './index.js';
 import { keyEqualsAt, versionAt } from './log.js';
-import type { PersistentRegion } from './region.js';
+import type { PersistentRegion } from '../config/base/region.js';
 
 export class PoolEntryReader implements EntryReader {
   constructor(

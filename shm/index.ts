@@ -22,7 +22,7 @@
 // - Addresses are immutable log entries. Reusing a PM address for another key while some thread may
 //   still hold the old item (GC freeing a segment) needs a grace period in the caller, as with any
 //   lock-free structure (a CAS could otherwise succeed on an identical tag|address of a new entry).
-import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
+import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 import { defaultLimits } from '../config/limits.js';
 import type { KeyHash } from './hash.js';
 import * as L from './index-layout.js';

@@ -9,7 +9,7 @@
 // (log-checksum.ts says why), scans decode headers into reused scratch objects, and single-block entries
 // hand out zero-copy views of the log instead of copies.
 import type { Limits } from '../config/limits.js';
-import { ErrorCodes, RowanError } from '../runtime/errors.js';
+import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { blockChecksum } from './log-checksum.js';
 import {
   CHECKSUM_OFF, CNT_MAX, CNT_OFF, EntryType, FLAGS_KNOWN, FLAGS_OFF, HEADER_BYTES, KEY_LEN_OFF,
@@ -353,4 +353,3 @@ export function versionAt(bytes: Uint8Array, offset: number): number {
   return dv.getUint32(offset + VERSION_LO_OFF, true) + dv.getUint16(offset + VERSION_HI_OFF, true) * VERSION_HI_MUL;
 }
 
-export { BlockAssembler, type AssembledEntry } from './log-assembler.js';

@@ -13,7 +13,7 @@
 // An Outbox is the producer end of one ring plus the receiver's doorbell: records are appended to a
 // pending batch and published together (one WRITE_PTR store for the whole batch). An Inbox is the
 // consumer end of all rings into one actor; it sleeps on that actor's single doorbell.
-import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
+import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 import { Ring } from './ring.js';
 
 export const RecordKind = {

@@ -10,7 +10,7 @@
 import { closeSync, fstatSync, fsyncSync, linkSync, lstatSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
-import { ErrorCodes, RowanError } from '../runtime/errors.js';
+import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { posixFallocate } from '../native/libc.js';
 import {
   POOL_FORMAT_VERSION,

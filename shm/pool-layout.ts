@@ -26,6 +26,7 @@
 // Segments start at a multiple of min(segmentBytes, 2 MiB): on a DAX filesystem a 2 MiB-aligned 4 MiB
 // segment can be mapped with huge pages, and a segment never straddles a smaller page.
 
+import { OWNER_ID_BITS, OWNER_ID_MAX } from '../config/base/ids.js';
 import { crc32c } from '@node-rs/crc32';
 
 export const POOL_MAGIC = Buffer.from('ROWAN-PM', 'ascii');
@@ -65,7 +66,7 @@ export const SEGMENT_BYTES_MAX = 2 ** 30;
 /** 2^20 segments: a 8 MiB meta table; far beyond what one 4 GiB view can hold anyway. */
 export const SEGMENT_COUNT_MAX = 2 ** 20;
 /** Owner ids have 10 bits. */
-export const OWNER_ID_MAX = 1023;
+export { OWNER_ID_MAX };
 /** Sequence numbers have 32 bits; 0 means "never allocated". */
 export const SEQ_MAX = 0xffffffff;
 
@@ -153,7 +154,7 @@ export function decodeSuperblock(page: Buffer): Superblock {
 // ---- segment meta word ------------------------------------------------------------------------------
 //
 //   bit  0..2   state     Free 0, Using 1, Used 2, Committed 3, Claiming 4 (5..7 invalid)
-//   bit  3..5   role      None 0, Worker 1, Control 2, Digest 3, Clean 4, Migration 5 (6..7 invalid)
+//   bit  3..5   role      None 0, Worker 1, Control 2, Digest 3, Clean 4, Migration 5, Remote 6 (7 invalid)
 //   bit  6..15  owner id  0..1023 (which worker/digest/... actor of that role)
 //   bit 16..47  seq       pool-wide allocation sequence number; 0 = never allocated
 //   bit 48..63  check     CRC-16/XMODEM of bits 0..47 as 6 little-endian bytes
@@ -179,19 +180,21 @@ export type SegmentState = (typeof SegmentState)[keyof typeof SegmentState];
 export const SEGMENT_CLAIMING = 4;
 export type MetaState = SegmentState | typeof SEGMENT_CLAIMING;
 
-export const OwnerRole = { None: 0, Worker: 1, Control: 2, Digest: 3, Clean: 4, Migration: 5 } as const;
+/** Remote: a region a remote node writes one-sidedly (the rwrite/batch/share baselines), owner = that
+ *  node's id (config/base/ids.ts). */
+export const OwnerRole = { None: 0, Worker: 1, Control: 2, Digest: 3, Clean: 4, Migration: 5, Remote: 6 } as const;
 export type OwnerRole = (typeof OwnerRole)[keyof typeof OwnerRole];
 
 export const META_STATE_BITS = 3;
 export const META_ROLE_SHIFT = 3;
 export const META_ROLE_BITS = 3;
 export const META_OWNER_SHIFT = 6;
-export const META_OWNER_BITS = 10;
+export const META_OWNER_BITS = OWNER_ID_BITS;
 export const META_SEQ_SHIFT = 16;
 export const META_CHECK_SHIFT = 48;
 
 const STATE_MAX = SEGMENT_CLAIMING;
-const ROLE_MAX = OwnerRole.Migration;
+const ROLE_MAX = OwnerRole.Remote;
 
 export interface MetaFields {
   state: MetaState;

@@ -15,10 +15,16 @@ import { randomBytes } from 'node:crypto';
 import { closeSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { defaultLimits } from '../config/limits.js';
-import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
+import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
+import type { PoolRegion } from '../config/base/region.js';
 import { PmemMapping, VIEW_BYTES_MAX, isPersistMode, type PersistMode } from '../native/pmem2.js';
 import { createPoolFile, isPow2, openPoolFd, validatePoolFile } from './pool-file.js';
 import {
+  POOL_FORMAT_VERSION,
+  SUPERBLOCK_BYTES,
+  decodeMetaHalves,
+  decodeSuperblock,
+  encodeSuperblock,
   META_WORD_BYTES,
   OWNER_ID_MAX,
   OwnerRole,
@@ -122,9 +128,9 @@ export class Pool {
   readonly poolId: string;
   readonly segmentBytes: number;
   readonly segmentCount: number;
-  readonly mode: PersistMode;
+  readonly mode: PoolRegion['mode'];
   /** The whole mapping; offsets are pool offsets, and data offsets are never 0. */
-  readonly region: PmemMapping;
+  readonly region: PoolRegion;
   /** Pool offset of segment 0. */
   readonly dataOffset: number;
   readonly poolBytes: number;
@@ -199,7 +205,34 @@ export class Pool {
     return pool;
   }
 
-  private constructor(path: string, sb: Superblock, region: PmemMapping, maxSeq: number, reserveSegments: number) {
+  /**
+   * A pool in a region that is not a pool file (storage injected, CONVENTIONS 9): the simulator's
+   * in-memory PM. A region of zeros is formatted first (superblock, all-Free meta table); a region
+   * that holds a pool is validated and opened as it is, which is how a simulated node cold-starts.
+   */
+  static onRegion(region: PoolRegion, o: { segmentBytes: number; segmentCount: number; poolId?: string; reserveSegments?: number }): Pool {
+    const g = poolGeometry(o.segmentBytes, o.segmentCount);
+    if (region.size < g.poolBytes) bad(`region of ${region.size} B is smaller than a pool of ${g.poolBytes} B`);
+    const head = Buffer.from(region.bytes.buffer, region.bytes.byteOffset, SUPERBLOCK_BYTES);
+    if (head.every((b) => b === 0)) {
+      const page = encodeSuperblock({ ...g, version: POOL_FORMAT_VERSION, poolId: o.poolId ?? '0'.repeat(32), createdAtMs: 0 });
+      region.bytes.set(page, 0);
+      region.persist(0, page.length);
+    }
+    const sb = decodeSuperblock(head);
+    if (sb.segmentBytes !== o.segmentBytes || sb.segmentCount !== o.segmentCount)
+      bad(`region holds a pool of ${sb.segmentCount} x ${sb.segmentBytes} B, asked for ${o.segmentCount} x ${o.segmentBytes} B`);
+    let maxSeq = 0;
+    const halves = new Uint32Array(region.bytes.buffer, region.bytes.byteOffset + sb.metaOffset, sb.segmentCount * 2);
+    for (let i = 0; i < sb.segmentCount; i++) {
+      const d = decodeMetaHalves(halves[2 * i]!, halves[2 * i + 1]!);
+      if (!d.ok) throw new RowanError(ErrorCodes.POOL_META_CORRUPT, `meta word of segment ${i} is corrupt (${d.reason})`);
+      maxSeq = Math.max(maxSeq, d.fields.seq);
+    }
+    return new Pool('(region)', sb, region, maxSeq, o.reserveSegments ?? 0);
+  }
+
+  private constructor(path: string, sb: Superblock, region: PoolRegion, maxSeq: number, reserveSegments: number) {
     this.path = path;
     this.reserveSegments = reserveSegments;
     this.poolId = sb.poolId;
@@ -257,7 +290,7 @@ export class Pool {
    */
   allocate(role: OwnerRole, ownerId: number, keepFree = this.reserveSegments): number {
     this.checkOpen();
-    if (!Number.isInteger(role) || role <= OwnerRole.None || role > OwnerRole.Migration) bad(`invalid owner role ${role}`);
+    if (!Number.isInteger(role) || role <= OwnerRole.None || role > OwnerRole.Remote) bad(`invalid owner role ${role}`);
     if (!Number.isInteger(ownerId) || ownerId < 0 || ownerId > OWNER_ID_MAX)
       bad(`owner id must be an integer in [0, ${OWNER_ID_MAX}], got ${ownerId}`);
     if (role !== OwnerRole.Clean && this.reserveSegments > 0) {

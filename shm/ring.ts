@@ -22,7 +22,7 @@
 //     CAPACITY:      capacityWords, written once at creation (a cross-check for the other side).
 import { RingBuffer } from 'ringbuf.js';
 import { defaultLimits } from '../config/limits.js';
-import { ErrorCodes, RowanError, invariant } from '../runtime/errors.js';
+import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 
 export const RingCtl = {
   SPACE_SEQ: 0,

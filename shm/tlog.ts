@@ -14,11 +14,11 @@
 // released, so GC never sees a Committed segment whose entries are still about to be indexed. A crash
 // ends every pending request, so recover() commits any Using segment of the chain but the newest.
 import type { Limits } from '../config/limits.js';
-import { ErrorCodes, RowanError } from '../runtime/errors.js';
+import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { LogAppender } from './appender.js';
 import { entrySize, scanEntries, type EntryInput, type LogEntry } from './log.js';
 import { OwnerRole, SegmentState, type MetaState } from './pool.js';
-import type { PersistentRegion } from './region.js';
+import type { PersistentRegion } from '../config/base/region.js';
 
 /** The part of the pool (shm/pool.ts) a t-log uses; a structural type so tests can pass a fake. */
 export interface TLogPool {

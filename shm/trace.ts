@@ -2,7 +2,7 @@
 // DLWA model (bench/dlwa/xpbuffer.ts, DESIGN §8). Wrapping is explicit, so the untraced hot path pays
 // nothing. Addresses are region offsets, which stand in for physical addresses: a pool is one file
 // mapped whole, so offsets keep the pool's layout (and hence its DIMM interleaving) intact.
-import type { PersistentRegion } from './region.js';
+import type { PersistentRegion } from '../config/base/region.js';
 
 export class PersistTrace {
   private addrs: Float64Array;

@@ -18,9 +18,9 @@
 // always make room. Tombstones (DEL) the index points at are live and are copied like PUTs.
 import type { Limits } from '../../config/limits.js';
 import { threadCpuMicros } from '../../native/libc.js';
-import { ErrorCodes, RowanError } from '../../runtime/errors.js';
-import { ReadEpochs } from '../../runtime/kv/gc-state.js';
-import type { KvGc, KvShared } from '../../runtime/kv/shared.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { ReadEpochs } from '../kv/gc-state.js';
+import type { KvGc, KvShared } from '../kv/shared.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
@@ -220,7 +220,7 @@ export class Cleaner {
     const start = pool.segmentOffset(seg);
     const end = start + pool.segmentBytes;
     const bytes = pool.region.bytes;
-    if (pool.meta(seg).role === OwnerRole.Control) {
+    if (pool.meta(seg).role === OwnerRole.Control || pool.meta(seg).role === OwnerRole.Remote) {
       for (const b of scanBlogBlocks(bytes, start, end, this.o.limits)) {
         if (b.cnt !== 1) continue;
         yield { offset: b.offset, type: b.type, shard: b.shard, key: b.payload.subarray(0, b.keyLen), bytes: b.size };

@@ -7,16 +7,13 @@
 // slot, so they are not interchangeable workers.)
 import { defaultLimits } from '../../config/limits.js';
 import { defineActor, runActor, type ActorContext } from '../../runtime/actor.js';
-import { attachKvShared } from '../../runtime/kv/shared.js';
-import { shmPaths } from '../../runtime/fabric/shm.js';
+import { attachKvShared, kvOf } from '../kv/shared.js';
 import { I64 } from '../../shm/counters.js';
 import { RecordKind } from '../../shm/mailbox.js';
-import { Pool } from '../../shm/pool.js';
 import { Cleaner } from './gc.js';
 import type { CleanInbound } from './protocol.js';
 
 let cleaner: Cleaner | null = null;
-let pool: Pool | null = null;
 let running: Promise<void> | null = null;
 
 function publish(c: Cleaner, ctx: ActorContext): void {
@@ -64,12 +61,12 @@ export const cleanActor = defineActor<CleanInbound>({
   role: 'clean',
   accepts: [RecordKind.SEGMENT_BATCH],
   init: (ctx) => {
-    if (!ctx.kv) return;
+    const kv = kvOf(ctx);
+    if (!kv) return;
     const count = ctx.config.roles.find((r) => r.role === 'clean')?.count ?? 1;
-    pool = Pool.open(shmPaths(ctx.config.dataDir).pool, { mode: ctx.config.persistence });
     cleaner = new Cleaner({
-      pool,
-      shared: attachKvShared(ctx.kv.shared, pool.region),
+      pool: ctx.pool,
+      shared: attachKvShared(kv.shared, ctx.pool.region),
       limits: defaultLimits,
       id: ctx.id,
       count,
@@ -91,8 +88,6 @@ export const cleanActor = defineActor<CleanInbound>({
     const r = running;
     cleaner = null;
     await r?.catch(() => {});
-    pool?.close();
-    pool = null;
   },
 });
 

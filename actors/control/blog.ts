@@ -6,7 +6,7 @@ import type { ActorContext } from '../../runtime/actor.js';
 import { RowanReceiver } from '../../runtime/rowan/receiver.js';
 import { SharedReceiveQueue } from '../../runtime/rowan/srq.js';
 import { shmPaths } from '../../runtime/fabric/shm.js';
-import { Pool } from '../../shm/pool.js';
+import type { Pool } from '../../shm/pool.js';
 import { RecordKind } from '../../shm/mailbox.js';
 import { I64 } from '../../shm/counters.js';
 
@@ -22,7 +22,7 @@ export class ControlBlog {
   constructor(private readonly ctx: ActorContext) {
     const c = ctx.config;
     const paths = shmPaths(c.dataDir);
-    this.pool = Pool.open(paths.pool, { mode: c.persistence, reserveSegments: c.gc.reserveSegments });
+    this.pool = ctx.pool;
     this.srq = SharedReceiveQueue.create(paths.srq, {
       postCap: c.blog.preallocSegments * 2 + 2,
       cqCap: CQ_SLOTS,
@@ -66,7 +66,6 @@ export class ControlBlog {
     const last = { ...this.receiver.stats(), ...this.srq.stats(), backlog: this.backlog.length };
     this.srq.shutdown();
     this.srq.close();
-    this.pool.close();
     this.ctx.log.info(last, 'b-log closed');
   }
 }

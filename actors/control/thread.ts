@@ -4,7 +4,7 @@
 // never on the data path: senders land writes through the queue themselves (shm) or through the NIC
 // actor (tcp). Leases with the CM come with failover.
 import { defineActor, runActor } from '../../runtime/actor.js';
-import { invariant } from '../../runtime/errors.js';
+import { invariant } from '../../config/base/errors.js';
 import { ControlBlog } from './blog.js';
 import type { ControlInbound } from './protocol.js';
 

@@ -12,12 +12,10 @@
 // actors can reclaim it. Partial entries that stay incomplete for PARTIAL_GIVE_UP_SEGMENTS further
 // segments are dropped (a sender that died mid-entry; its write was never acknowledged).
 import { defaultLimits } from '../../config/limits.js';
-import type { PersistenceMode } from '../../config/model.js';
-import { BlockApplier } from '../../runtime/kv/apply.js';
-import { ReadEpochs } from '../../runtime/kv/gc-state.js';
-import { attachKvShared, type KvShared, type KvStart } from '../../runtime/kv/shared.js';
+import { BlockApplier } from '../kv/apply.js';
+import { ReadEpochs } from '../kv/gc-state.js';
+import { attachKvShared, type KvShared, type KvStart } from '../kv/shared.js';
 import { newBlogScanStats, scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
-import { shmPaths } from '../../runtime/fabric/shm.js';
 import { OwnerRole, Pool, SegmentState } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 
@@ -32,7 +30,6 @@ interface Pending {
 }
 
 export class DigestSegments {
-  private readonly pool: Pool;
   private readonly applier: BlockApplier | null;
   private readonly shared: KvShared | null = null;
   private readonly votes: Int32Array | null = null;
@@ -46,12 +43,10 @@ export class DigestSegments {
   droppedPartials = 0;
 
   constructor(
-    dataDir: string,
-    mode: PersistenceMode,
-    private readonly who: { id: number; count: number; reserveSegments?: number },
+    private readonly pool: Pool,
+    private readonly who: { id: number; count: number },
     kv: KvStart | undefined,
   ) {
-    this.pool = Pool.open(shmPaths(dataDir).pool, { mode, reserveSegments: who.reserveSegments ?? 0 });
     this.applier = null;
     this.epochSlot = ReadEpochs.slotOf('digest', who.id);
     if (kv) {
@@ -138,6 +133,5 @@ export class DigestSegments {
   }
 
   close(): void {
-    this.pool.close();
   }
 }

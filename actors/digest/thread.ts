@@ -3,9 +3,10 @@
 // primaries' CommitVers cover them (actors/digest/segments.ts). Segments that become Committed are
 // announced to the clean actors (which also find them in the segment meta table on their own).
 import { defineActor, runActor } from '../../runtime/actor.js';
-import { invariant } from '../../runtime/errors.js';
+import { invariant } from '../../config/base/errors.js';
 import { I64 } from '../../shm/counters.js';
 import { RecordKind } from '../../shm/mailbox.js';
+import { kvOf } from '../kv/shared.js';
 import { DigestSegments } from './segments.js';
 import type { DigestInbound } from './protocol.js';
 
@@ -16,7 +17,7 @@ export const digestActor = defineActor<DigestInbound>({
   accepts: [RecordKind.SEGMENT_BATCH],
   init: (ctx) => {
     const count = ctx.config.roles.find((r) => r.role === 'digest')?.count ?? 1;
-    digest = new DigestSegments(ctx.config.dataDir, ctx.config.persistence, { id: ctx.id, count, reserveSegments: ctx.config.gc.reserveSegments }, ctx.kv);
+    digest = new DigestSegments(ctx.pool, { id: ctx.id, count }, kvOf(ctx));
   },
   handlers: {
     [RecordKind.SEGMENT_BATCH]: (msg, _from, ctx) => {

@@ -14,9 +14,9 @@
 // frames before it have run, and is closed. A peer that dies mid-frame leaves a partial frame that is
 // never executed: nothing partial reaches the pool.
 import type { Socket } from 'node:net';
-import { ErrorCodes, RowanError } from '../../runtime/errors.js';
-import type { Logger } from '../../runtime/log.js';
-import { FRAME_VERSION, FrameDecoder, Op, encodeReply, errorReply, parseRequest, type RawFrame } from './frames.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { Logger } from '../../config/base/log.js';
+import { FRAME_VERSION, FrameDecoder, Op, encodeReply, errorReply, parseRequest, type RawFrame } from '../../runtime/fabric/nic-frames.js';
 import type { NicMemory, WaitCode } from './verbs.js';
 
 export interface NicStats {

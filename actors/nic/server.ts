@@ -3,18 +3,21 @@
 // code of a context (memory, clock, log injected), so a test can run it on any thread; the nic actor
 // (thread.ts) runs it on its own worker_thread.
 import { createServer, type Server } from 'node:net';
-import type { PersistMode } from '../../native/pmem2.js';
-import { ErrorCodes, RowanError } from '../../runtime/errors.js';
-import type { Logger } from '../../runtime/log.js';
+import type { Clock } from '../../config/base/clock.js';
+import type { Pool } from '../../shm/pool.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { Logger } from '../../config/base/log.js';
 import { NicConnection, newNicStats, type NicStats } from './connection.js';
-import { FRAME_BYTES_MAX_DEFAULT } from './frames.js';
+import { FRAME_BYTES_MAX_DEFAULT } from '../../runtime/fabric/nic-frames.js';
 import { NIC_PARK_MS, NIC_QUEUE_BYTES_MAX, type NicEndpoint } from './protocol.js';
 import { NicMemory } from './verbs.js';
 
 export interface NicServerOptions {
-  /** The node's data dir: pool.pm and rowan.srq are mapped from there. */
+  /** The node's data dir: rowan.srq is attached from there. */
   dataDir: string;
-  mode: PersistMode;
+  /** The node's pool (storage is injected: the nic actor passes its context's; standalone users
+   *  open one). Called on first use; throws POOL_NOT_FOUND while the node has none yet. */
+  pool: () => Pool;
   host: string;
   /** 0 = any free port (tests); the bound one is in `endpoint`. */
   port: number;
@@ -22,7 +25,7 @@ export interface NicServerOptions {
   parkMs?: number;
   queueBytesMax?: number;
   log?: Logger;
-  now?: () => number;
+  clock: Clock;
 }
 
 export class NicServer {
@@ -41,9 +44,9 @@ export class NicServer {
   }
 
   static async listen(o: NicServerOptions): Promise<NicServer> {
-    const now = o.now ?? (() => performance.now());
+    const now = () => o.clock.now();
     const frameBytesMax = o.frameBytesMax ?? FRAME_BYTES_MAX_DEFAULT;
-    const mem = new NicMemory({ dataDir: o.dataDir, mode: o.mode, frameBytesMax, now });
+    const mem = new NicMemory({ dataDir: o.dataDir, pool: o.pool, frameBytesMax, now });
     const connOpts = { parkMs: o.parkMs ?? NIC_PARK_MS, queueBytesMax: o.queueBytesMax ?? NIC_QUEUE_BYTES_MAX, frameBytesMax, now };
     const server = createServer({ noDelay: true });
     await new Promise<void>((resolve, reject) => {

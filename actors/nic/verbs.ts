@@ -8,19 +8,19 @@
 // created by the control actor; until it exists a SEND waits (RECEIVER_NOT_READY, retryable), and when
 // a receiver restart closes it, the nic attaches the new one.
 import { defaultLimits } from '../../config/limits.js';
-import type { PersistMode } from '../../native/pmem2.js';
-import { ErrorCodes, RowanError } from '../../runtime/errors.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { shmPaths } from '../../runtime/fabric/shm.js';
 import { land } from '../../runtime/rowan/land.js';
 import { NO_BUFFER, SRQ_CLOSED, SharedReceiveQueue } from '../../runtime/rowan/srq.js';
-import { OwnerRole, Pool, SegmentState } from '../../shm/pool.js';
-import type { HelloInfo } from './frames.js';
+import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
+import type { HelloInfo } from '../../runtime/fabric/nic-frames.js';
 
 export interface NicMemoryOptions {
   dataDir: string;
-  mode: PersistMode;
+  /** The node's pool, injected (NicServerOptions.pool); the nic never unmaps it. */
+  pool: () => Pool;
   frameBytesMax: number;
-  now?: () => number;
+  now: () => number;
 }
 
 /** SEND outcome: landed at a pool offset, or wait and try again (nothing was written). */
@@ -41,7 +41,7 @@ export class NicMemory {
   private closed = false;
 
   constructor(private readonly o: NicMemoryOptions) {
-    this.now = o.now ?? (() => performance.now());
+    this.now = o.now;
   }
 
   hello(): Omit<HelloInfo, 'version'> {
@@ -95,7 +95,7 @@ export class NicMemory {
   /** ALLOC: a free segment for one-sided writes (PM_FULL when none). */
   alloc(ownerId: number): { segment: number; offset: number; length: number } {
     const pool = this.mapPool();
-    const segment = pool.allocate(OwnerRole.Control, ownerId);
+    const segment = pool.allocate(OwnerRole.Remote, ownerId);
     this.granted.add(segment);
     return { segment, offset: pool.segmentOffset(segment), length: pool.segmentBytes };
   }
@@ -104,7 +104,6 @@ export class NicMemory {
     if (this.closed) return;
     this.closed = true;
     this.detachQueue();
-    this.pool?.close();
     this.pool = null;
   }
 
@@ -112,7 +111,7 @@ export class NicMemory {
     if (this.closed) throw new RowanError(ErrorCodes.RECEIVER_CLOSED, 'the nic is stopping');
     if (this.pool) return this.pool;
     try {
-      this.pool = Pool.open(shmPaths(this.o.dataDir).pool, { mode: this.o.mode });
+      this.pool = this.o.pool();
     } catch (err) {
       if (err instanceof RowanError && err.code === ErrorCodes.POOL_NOT_FOUND)
         throw new RowanError(ErrorCodes.RECEIVER_NOT_READY, `no pool in ${this.o.dataDir} yet`);

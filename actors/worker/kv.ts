@@ -24,21 +24,18 @@
 import type { ClusterConfig } from '../../config/cluster.js';
 import { shardOfHash } from '../../config/cluster.js';
 import type { Limits } from '../../config/limits.js';
-import { ErrorCodes, RowanError } from '../../runtime/errors.js';
-import { CommitTracker } from '../../runtime/kv/commit.js';
-import { ReadEpochs } from '../../runtime/kv/gc-state.js';
-import { indexEntry, nextVersion, raiseVersion, type KvShared } from '../../runtime/kv/shared.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { CommitTracker } from '../kv/commit.js';
+import { ReadEpochs } from '../kv/gc-state.js';
+import { indexEntry, nextVersion, raiseVersion, type KvShared, type ReplicaChannel } from '../kv/shared.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import type { ShardIndex } from '../../shm/index.js';
-import { BlockAssembler, encodeBlocks, entrySize, EntryType, readBlock, readEntryAt, type EntryInput } from '../../shm/log.js';
-import type { PersistentRegion } from '../../shm/region.js';
+import { BlockAssembler } from '../../shm/log-assembler.js';
+import { encodeBlocks, entrySize, EntryType, readBlock, readEntryAt, type EntryInput } from '../../shm/log.js';
+import type { PersistentRegion } from '../../config/base/region.js';
 import type { TLog } from '../../shm/tlog.js';
 
-/** Where a worker lands replication writes for one backup node (a Rowan connection or a baseline). */
-export interface ReplicaChannel {
-  write(bytes: Uint8Array): Promise<number>;
-}
 
 export interface KvWorkerDeps {
   nodeId: number;
@@ -57,9 +54,6 @@ export interface KvWorkerDeps {
   workers?: number;
 }
 
-/** Owner ids of the backup logs RPC-KV workers keep (role Worker, BACKUP_LOG_OWNER_BASE + workerId),
- *  clear of the t-logs' owner ids (the worker ids themselves). */
-export const BACKUP_LOG_OWNER_BASE = 512;
 
 /** Free segments a DEL's t-log allocation leaves (the clean actor's next segment): with the default
  *  reserve of 3 (config gc.reserveSegments) one is the clean log in use, one its next, one for DELs. */

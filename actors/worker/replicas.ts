@@ -20,42 +20,23 @@
 import { nodeOf, type ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { ActorContext } from '../../runtime/actor.js';
-import { ErrorCodes, RowanError } from '../../runtime/errors.js';
-import { BASELINE_REGION_OWNER_BASE, openReplicationStream, SharedLog, type ReplicationStream } from '../../runtime/fabric/baselines.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { remoteRegionOwner } from '../../config/base/ids.js';
+import { openReplicationStream, SharedLog, type ReplicationStream } from '../kv/baselines.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
-import { ShmConnection } from '../../runtime/fabric/shm.js';
-import { TcpConnection } from '../../runtime/fabric/tcp.js';
 import { encodeRequest, Op, Status } from '../../runtime/rpc/frames.js';
-import { remoteError, RpcConnection } from '../client/connection.js';
-import type { ReplicaChannel } from './kv.js';
+import { remoteError, RpcConnection } from '../kv/client/connection.js';
+import type { ReplicaChannel } from '../kv/shared.js';
 
 export interface ReplicaSet {
   channel(nodeId: number, shard: number): ReplicaChannel;
   close(): Promise<void>;
 }
 
-/** Owner ids of the remote-log regions the baselines allocate at a backup (10-bit pool owner ids, from
- *  BASELINE_REGION_OWNER_BASE on, clear of the control actors' b-log owner ids: recovery indexes both
- *  kinds but only recycles b-log segments). rwrite/batch: one per (sending node, worker). */
-export function streamOwnerId(nodeId: number, workerId: number): number {
-  return BASELINE_REGION_OWNER_BASE + ((nodeId * 16 + workerId) % 512);
-}
-/** share: one per sending node. */
-export function shareOwnerId(nodeId: number): number {
-  return BASELINE_REGION_OWNER_BASE + 512 + (nodeId % 255);
-}
 
-async function connectTo(cluster: ClusterConfig, id: number, ctx: ActorContext): Promise<RowanConnection> {
-  const n = nodeOf(cluster, id);
-  switch (n.fabric.kind) {
-    case 'shm':
-      // (Concurrent mappings by several actors are retried inside native/pmem2.ts.)
-      return ShmConnection.connect(n.dataDir, { mode: ctx.config.persistence, retryMs: ctx.config.replication.retryMs });
-    case 'tcp':
-      return TcpConnection.connect({ host: n.fabric.host, port: n.fabric.port, retryMs: ctx.config.replication.retryMs });
-    default:
-      throw new RowanError(ErrorCodes.FABRIC_UNAVAILABLE, `node ${id} asks for the ${n.fabric.kind} fabric, which a worker cannot open here`);
-  }
+/** The Rowan connection to node `id`'s receiver, through the actor's injected transport. */
+function connectTo(cluster: ClusterConfig, id: number, ctx: ActorContext): Promise<RowanConnection> {
+  return ctx.transport.connect(nodeOf(cluster, id));
 }
 
 function reconnectable(err: unknown): boolean {
@@ -122,9 +103,9 @@ function streamReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContex
       if (mode === 'share') {
         const buf = shareLogs?.[id];
         if (!buf) throw new RowanError(ErrorCodes.BAD_CONFIG, `share mode: node ${nodeId} made no shared log for backup ${id}`);
-        stream = openReplicationStream('share', conn, { ownerId: shareOwnerId(nodeId), sharedLog: SharedLog.attach(buf) });
+        stream = openReplicationStream('share', conn, { ownerId: remoteRegionOwner(nodeId), sharedLog: SharedLog.attach(buf) });
       } else {
-        stream = openReplicationStream(mode, conn, { ownerId: streamOwnerId(nodeId, ctx.id) });
+        stream = openReplicationStream(mode, conn, { ownerId: remoteRegionOwner(nodeId), traceId: `stream:${nodeId}.${ctx.id}` });
       }
       await stream.prepare();
       return { conn, stream };

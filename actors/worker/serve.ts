@@ -6,30 +6,31 @@
 import { nodeOf } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { ActorContext } from '../../runtime/actor.js';
-import { ErrorCodes, RowanError } from '../../runtime/errors.js';
-import { shmPaths } from '../../runtime/fabric/shm.js';
-import { attachKvShared } from '../../runtime/kv/shared.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { attachKvShared, kvOf } from '../kv/shared.js';
 import { serveClients, type RpcServer } from '../../runtime/rpc/server.js';
-import { OwnerRole, Pool } from '../../shm/pool.js';
+import { OwnerRole } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
-import { BACKUP_LOG_OWNER_BASE, KvWorker } from './kv.js';
+import { backupLogOwner } from '../../config/base/ids.js';
+import { KvWorker } from './kv.js';
 import { openReplicas } from './replicas.js';
 
 export interface KvServing {
   worker: KvWorker;
   server: RpcServer;
   endpoint: { host: string; port: number };
-  close(): Promise<void>;
+  /** Resolves 'keep-pool-mapped' when requests were still running (the pool must stay mapped). */
+  close(): Promise<void | 'keep-pool-mapped'>;
 }
 
 export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
-  const kv = ctx.kv!;
+  const kv = kvOf(ctx)!;
   const me = nodeOf(kv.cluster, kv.nodeId);
   const port = me.workerPorts[ctx.id];
   if (port === undefined) {
     throw new RowanError(ErrorCodes.BAD_CONFIG, `node ${kv.nodeId} lists ${me.workerPorts.length} worker ports; worker ${ctx.id} has none`);
   }
-  const pool = Pool.open(shmPaths(ctx.config.dataDir).pool, { mode: ctx.config.persistence, reserveSegments: ctx.config.gc.reserveSegments });
+  const pool = ctx.pool;
   const replicas = openReplicas(kv.cluster, kv.nodeId, ctx, kv.shareLogs);
   const worker = new KvWorker({
     nodeId: kv.nodeId,
@@ -41,7 +42,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     workers: ctx.config.roles.find((r) => r.role === 'worker')?.count ?? ctx.id + 1,
     replica: async (id, shard) => replicas.channel(id, shard),
     limits: defaultLimits,
-    ...(kv.cluster.replication === 'rpc' ? { backupLog: TLog.recover(pool, BACKUP_LOG_OWNER_BASE + ctx.id, defaultLimits, OwnerRole.Worker) } : {}),
+    ...(kv.cluster.replication === 'rpc' ? { backupLog: TLog.recover(pool, backupLogOwner(ctx.id), defaultLimits, OwnerRole.Worker) } : {}),
   });
   const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log });
   return {
@@ -55,8 +56,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
       let quiet = await worker.quiesce(2000);
       await replicas.close(); // fails replication still waiting on a backup, which ends its request
       if (!quiet) quiet = await worker.quiesce(1000);
-      if (quiet) pool.close();
-      else ctx.log.warn('requests still running at stop: leaving the pool mapped until the process exits');
+      return quiet ? undefined : 'keep-pool-mapped';
     },
   };
 }

@@ -6,6 +6,7 @@
 import { defineActor, runActor } from '../../runtime/actor.js';
 import { I64 } from '../../shm/counters.js';
 import type { WorkerInbound } from './protocol.js';
+import { kvOf } from '../kv/shared.js';
 import { startKvServing, type KvServing } from './serve.js';
 
 let serving: KvServing | null = null;
@@ -16,9 +17,10 @@ export const workerActor = defineActor<WorkerInbound>({
   accepts: [],
   handlers: {},
   init: async (ctx) => {
-    if (!ctx.kv) return;
+    const kv = kvOf(ctx);
+    if (!kv) return;
     serving = await startKvServing(ctx);
-    ctx.log.info({ endpoint: serving.endpoint, node: ctx.kv.nodeId }, `worker ${ctx.name} serving clients`);
+    ctx.log.info({ endpoint: serving.endpoint, node: kv.nodeId }, `worker ${ctx.name} serving clients`);
     return { endpoint: serving.endpoint };
   },
   tickMs: (c) => c.replication.commitVerPeriodMs,
@@ -36,8 +38,9 @@ export const workerActor = defineActor<WorkerInbound>({
       });
   },
   drain: async () => {
-    await serving?.close();
+    const keep = await serving?.close();
     serving = null;
+    return keep;
   },
 });
 

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { planCluster, shardOfHash } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
-import { attachKvShared, createKvShared, indexEntry, nextVersion, type KvShared } from '../../runtime/kv/shared.js';
+import { attachKvShared, createKvShared, indexEntry, nextVersion, type KvShared } from '../../actors/kv/shared.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64, hash64Into, type KeyHash } from '../../shm/hash.js';
 import { encodedSize, EntryType, readEntryAt, storedSizeAt } from '../../shm/log.js';

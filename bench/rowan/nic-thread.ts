@@ -4,9 +4,12 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { NicServer } from '../../actors/nic/server.js';
 import { gettid } from '../../native/libc.js';
+import { monotonicClock } from '../../config/base/clock.js';
+import { shmPaths } from '../../runtime/fabric/shm.js';
+import { Pool } from '../../shm/pool.js';
 
 const { dataDir } = workerData as { dataDir: string };
-NicServer.listen({ dataDir, mode: 'pagecache', host: '127.0.0.1', port: 0 }).then(
+NicServer.listen({ dataDir, pool: () => Pool.open(shmPaths(dataDir).pool, { mode: 'pagecache' }), clock: monotonicClock, host: '127.0.0.1', port: 0 }).then(
   (nic) => {
     parentPort!.postMessage({ ok: true, endpoint: nic.endpoint, tid: gettid() });
     parentPort!.on('message', (m) => {

@@ -64,7 +64,7 @@ export function nodeDlwa(dataDir: string, node: number): NodeDlwa {
       const start = pool.segmentOffset(seg);
       const end = start + pool.segmentBytes;
       const s: Stream = { offs: [], lens: [], shards: [], versions: [] };
-      if (m.role === OwnerRole.Control) {
+      if (m.role === OwnerRole.Control || m.role === OwnerRole.Remote) {
         for (const b of scanBlogBlocks(bytes, start, end, defaultLimits)) {
           s.offs.push(b.offset); s.lens.push(b.size); s.shards.push(b.shard); s.versions.push(b.version);
         }

@@ -3,7 +3,7 @@
 // the clean actors must reclaim segments continuously to keep the writes going. This module reads the
 // cluster's GC counters (what `rowan status` reports) and puts the two pools' rows side by side.
 import type { Row } from '../report.js';
-import { collectClusterStatus } from '../../runtime/cluster-status.js';
+import { collectClusterStatus } from '../../bin/cluster-status.js';
 
 /** Sums over the cluster's nodes of what their clean actors and workers report, plus pool headroom. */
 export interface GcTotals {

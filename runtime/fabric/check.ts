@@ -2,7 +2,7 @@
 // node's control actor does not yet post its b-log through the verbs receive queue (the transport is
 // built and tested through fake contexts; the node runs the emulated queue), so a node refuses it
 // rather than silently replicating over something else.
-import { ErrorCodes, RowanError } from '../errors.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { FabricKind } from './fabric.js';
 import { openVerbsFabric } from './verbs-connect.js';
 

@@ -3,8 +3,8 @@
 // memory), `verbs` (libibverbs). Workers hold one RowanConnection per remote receiver, as a worker
 // thread holds one RC QP per remote control thread in the paper (§5.2).
 
-export type FabricKind = 'shm' | 'tcp' | 'verbs';
-export const FABRIC_KINDS: readonly FabricKind[] = ['shm', 'tcp', 'verbs'];
+import type { FabricKind } from '../../config/base/fabric-kinds.js';
+export { FABRIC_KINDS, type FabricKind } from '../../config/base/fabric-kinds.js';
 
 export interface SenderStats {
   /** Writes acknowledged (persistent at the receiver). */

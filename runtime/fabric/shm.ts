@@ -3,13 +3,13 @@
 // the receiver's current posted buffer with a CAS on the queue cursor, copies the write into the
 // receiver's mapped pool, persists it, writes the completion into the ring CQ and acks. No receiver
 // thread is on the data path.
-import { join } from 'node:path';
+import { dataDirFiles } from '../../config/base/files.js';
 import { Pool, OwnerRole } from '../../shm/pool.js';
 import type { PersistMode } from '../../native/pmem2.js';
-import type { PersistentRegion } from '../../shm/region.js';
+import type { PersistentRegion } from '../../config/base/region.js';
 import { tracedRegion, type PersistTrace } from '../../shm/trace.js';
-import { ErrorCodes, RowanError } from '../errors.js';
-import { monotonicClock, type Clock } from '../rowan/clock.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { monotonicClock, type Clock } from '../../config/base/clock.js';
 import { SRQ_CLOSED, SharedReceiveQueue } from '../rowan/srq.js';
 import { ABANDONED, LATE, land, landOnce } from '../rowan/land.js';
 import {
@@ -22,7 +22,7 @@ import {
 
 /** Where a node keeps the files a shm sender maps. */
 export function shmPaths(dataDir: string): { pool: string; srq: string } {
-  return { pool: join(dataDir, 'pool.pm'), srq: join(dataDir, 'rowan.srq') };
+  return dataDirFiles(dataDir);
 }
 
 // tryWrite results beyond NO_BUFFER / SRQ_CLOSED (the landing rules live in runtime/rowan/land.ts,
@@ -157,7 +157,7 @@ export class ShmConnection implements RowanConnection {
 
   async allocateRegion(ownerId: number): Promise<RemoteRegion> {
     this.checkOpen();
-    const segment = this.pool.allocate(OwnerRole.Control, ownerId);
+    const segment = this.pool.allocate(OwnerRole.Remote, ownerId);
     return { segment, offset: this.pool.segmentOffset(segment), length: this.pool.segmentBytes };
   }
 

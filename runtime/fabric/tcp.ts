@@ -33,9 +33,9 @@ import {
   type HelloInfo,
   type Reply,
   type Request,
-} from '../../actors/nic/frames.js';
-import { ErrorCodes, RowanError, fromRecord } from '../errors.js';
-import { monotonicClock, type Clock } from '../rowan/clock.js';
+} from './nic-frames.js';
+import { ErrorCodes, RowanError, fromRecord } from '../../config/base/errors.js';
+import { monotonicClock, type Clock } from '../../config/base/clock.js';
 import { defaultSenderOptions, type RemoteRegion, type RowanConnection, type RowanSenderOptions, type SenderStats } from './fabric.js';
 
 export interface TcpConnectOptions extends Partial<RowanSenderOptions> {

@@ -20,7 +20,7 @@ import { createServer, connect as netConnect, type Server, type Socket } from 'n
 import { OwnerRole, type Pool } from '../../shm/pool.js';
 import * as verbs from '../../native/verbs.js';
 import * as abi from '../../native/verbs-abi.js';
-import { ErrorCodes, RowanError, fromRecord, toRecord } from '../errors.js';
+import { ErrorCodes, RowanError, fromRecord, toRecord } from '../../config/base/errors.js';
 import type { RemoteRegion } from './fabric.js';
 import type { VerbsReceiverQueue } from './verbs-receiver.js';
 
@@ -330,7 +330,7 @@ export async function listenVerbs(o: ListenVerbsOptions): Promise<VerbsListener>
   const host = o.host ?? '127.0.0.1';
   const live = new Set<ControlChannel>();
   const alloc = o.allocateRegion ?? ((owner: number): RemoteRegion => {
-    const segment = o.pool.allocate(OwnerRole.Control, o.ownerId ?? owner);
+    const segment = o.pool.allocate(OwnerRole.Remote, o.ownerId ?? owner);
     return { segment, offset: o.pool.segmentOffset(segment), length: o.pool.segmentBytes };
   });
   const server: Server = createServer((socket) => {

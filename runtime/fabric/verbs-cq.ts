@@ -8,8 +8,8 @@
 // deadlines). That is a busy poll, as the paper's workers do; it stops as soon as nothing is pending,
 // so an idle worker costs nothing. Tests turn `autoPoll` off and call poll() themselves.
 import { pollCq, type VerbsCq, type WorkCompletion } from '../../native/verbs.js';
-import { invariant } from '../errors.js';
-import { monotonicClock, type Clock } from '../rowan/clock.js';
+import { invariant } from '../../config/base/errors.js';
+import { monotonicClock, type Clock } from '../../config/base/clock.js';
 
 export type CompletionHandler = (wc: WorkCompletion, now: number) => void;
 export type Ticker = (now: number) => void;

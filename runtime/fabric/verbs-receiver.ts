@@ -24,12 +24,17 @@ import type { Pool } from '../../shm/pool.js';
 import { defaultLimits } from '../../config/limits.js';
 import * as verbs from '../../native/verbs.js';
 import * as abi from '../../native/verbs-abi.js';
-import { ErrorCodes, RowanError, invariant } from '../errors.js';
+import { ErrorCodes, RowanError, invariant } from '../../config/base/errors.js';
 import type { PostedBuffer } from '../rowan/srq.js';
-import type { VerbsFabric } from './verbs-connect.js';
 
 /** What RowanReceiver needs of a receive queue: posting segments, and counting them. */
 import type { ReceiveQueue } from '../rowan/srq.js';
+
+/** What the receiver needs of an opened device (a VerbsFabric, verbs-connect.ts): its context and PD. */
+export interface VerbsDevice {
+  readonly ctx: verbs.VerbsContext;
+  readonly pd: verbs.VerbsPd;
+}
 export type { ReceiveQueue };
 
 /** Already-created verbs objects a VerbsReceiverQueue runs on (create() makes them; tests fake them). */
@@ -131,7 +136,7 @@ export class VerbsReceiverQueue implements ReceiveQueue {
    * Build the queue on a device: the SRQ, the pool's MR (LOCAL_WRITE for the RNIC's receives,
    * REMOTE_WRITE/READ for one-sided verbs and the persistence READ) and the ring CQ.
    */
-  static create(fabric: VerbsFabric, pool: Pool, o: VerbsReceiverQueueOptions = {}): VerbsReceiverQueue {
+  static create(fabric: VerbsDevice, pool: Pool, o: VerbsReceiverQueueOptions = {}): VerbsReceiverQueue {
     const access = abi.IBV_ACCESS_LOCAL_WRITE | abi.IBV_ACCESS_REMOTE_WRITE | abi.IBV_ACCESS_REMOTE_READ;
     const maxWr = o.maxWr ?? DEFAULT_MAX_WR;
     const undo: (() => void)[] = [];
@@ -139,7 +144,9 @@ export class VerbsReceiverQueue implements ReceiveQueue {
       for (const f of undo.reverse()) f();
     };
     try {
-      const mr = verbs.regMr(fabric.pd, pool.region.address, pool.region.size, access);
+      const base = pool.region.address;
+      invariant(base !== undefined, 'the verbs receiver needs a pool mapped in this process (its address registers with the RNIC)');
+      const mr = verbs.regMr(fabric.pd, base, pool.region.size, access);
       undo.push(() => verbs.deregMr(mr));
       const srq = verbs.createSrq(fabric.pd, maxWr);
       undo.push(() => verbs.destroySrq(srq));
@@ -151,7 +158,7 @@ export class VerbsReceiverQueue implements ReceiveQueue {
         cq,
         lkey: mr.lkey,
         rkey: mr.rkey,
-        poolBase: pool.region.address,
+        poolBase: base,
         bytes: pool.region.bytes,
         segmentBytes: pool.segmentBytes,
         bufferBytes: o.bufferBytes ?? defaultLimits.mtuBytes,

@@ -32,7 +32,7 @@ import {
 } from '../../native/verbs-abi.js';
 import { NativeBuffer } from '../../native/verbs-mem.js';
 import * as verbs from '../../native/verbs.js';
-import { ErrorCodes, RowanError, invariant } from '../errors.js';
+import { ErrorCodes, RowanError, invariant } from '../../config/base/errors.js';
 import {
   defaultSenderOptions,
   type RemoteRegion,

@@ -6,8 +6,8 @@
 // The paper's sender re-issues any write slower than 1 ms, because a real sender cannot see when the
 // receiver declares a buffer Used (§4.3). Whoever lands the write here can: the queue's `usedBelow`
 // word says which buffers the receiver has handed to digest, so the exact rule replaces the timer.
-import type { PersistentRegion } from '../../shm/region.js';
-import { ErrorCodes, RowanError } from '../errors.js';
+import type { PersistentRegion } from '../../config/base/region.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { STALE_RESERVATION, type SharedReceiveQueue } from './srq.js';
 
 /** landOnce result: the reservation was in a buffer already declared Used; nothing was written. */

@@ -11,9 +11,9 @@
 // before its segment is declared Used or is written again into a later segment.
 import type { Pool } from '../../shm/pool.js';
 import { OwnerRole, SegmentState } from '../../shm/pool.js';
-import { ErrorCodes, RowanError } from '../errors.js';
-import type { Clock } from './clock.js';
-import { monotonicClock } from './clock.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { Clock } from '../../config/base/clock.js';
+import { monotonicClock } from '../../config/base/clock.js';
 import type { ReceiveQueue } from './srq.js';
 
 export interface ReceiverOptions {

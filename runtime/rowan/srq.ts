@@ -7,7 +7,7 @@ import { existsSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { PmemMapping } from '../../native/pmem2.js';
 import { defaultLimits } from '../../config/limits.js';
-import { ErrorCodes, RowanError, invariant } from '../errors.js';
+import { ErrorCodes, RowanError, invariant } from '../../config/base/errors.js';
 import * as L from './srq-layout.js';
 
 export interface PostedBuffer {

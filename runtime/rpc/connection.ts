@@ -17,8 +17,8 @@
 // client). A connection that does not complete HELLO within handshakeMs, or stays idle with nothing
 // running for idleMs, is closed, and TCP keepalive finds peers that vanished: no connection leaks.
 import type { Socket } from 'node:net';
-import { ErrorCodes, RowanError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { Logger } from '../../config/base/log.js';
 import {
   FrameReader,
   Op,

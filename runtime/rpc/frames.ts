@@ -13,7 +13,7 @@
 //
 // Decoded keys and values are views into the received bytes, not copies. The reader never writes into
 // a buffer it has handed out, so a view stays valid for as long as someone holds it.
-import { ErrorCodes, RowanError, invariant, type ErrorCode } from '../errors.js';
+import { ErrorCodes, RowanError, invariant, type ErrorCode } from '../../config/base/errors.js';
 import * as L from './frames-layout.js';
 
 export { Op, Status, PROTOCOL_VERSION, type FrameLimits } from './frames-layout.js';

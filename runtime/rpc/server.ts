@@ -2,8 +2,8 @@
 // listener whose connections speak the frames of ./frames.ts to a KvHandler. The per-connection logic
 // (handshake, pipelining, flow control, bad input) lives in ./connection.ts.
 import { createServer, type Server } from 'node:net';
-import { ErrorCodes, RowanError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { Logger } from '../../config/base/log.js';
 import { ClientConnection, newServerStats, type ConnectionOptions, type ServerStats } from './connection.js';
 import type { FrameLimits } from './frames-layout.js';
 import type { KvHandler } from './handler.js';

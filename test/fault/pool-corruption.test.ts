@@ -29,7 +29,7 @@ import {
   SB_VERSION,
   SUPERBLOCK_BYTES,
 } from '../../shm/pool-layout.js';
-import { ErrorCodes, RowanError } from '../../runtime/errors.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rowan-pool-fault-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -8,7 +8,7 @@ import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/client/client.js';
+import { RowanClient } from '../../actors/kv/client/client.js';
 import { shardOfHash } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import { FileConfigStore } from '../../config/store.js';

@@ -12,11 +12,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/client/client.js';
+import { RowanClient } from '../../actors/kv/client/client.js';
 import { shardOfHash } from '../../config/cluster.js';
 import { FileConfigStore } from '../../config/store.js';
-import { collectClusterStatus, formatClusterStatus } from '../../runtime/cluster-status.js';
-import { RowanError } from '../../runtime/errors.js';
+import { collectClusterStatus, formatClusterStatus } from '../../bin/cluster-status.js';
+import { RowanError } from '../../config/base/errors.js';
 import { hash64 } from '../../shm/hash.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 

@@ -11,7 +11,7 @@ import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/client/client.js';
+import { RowanClient } from '../../actors/kv/client/client.js';
 import { shardOfHash, type ClusterConfig, type ClusterReplicationMode } from '../../config/cluster.js';
 import { FileConfigStore } from '../../config/store.js';
 import { hash64 } from '../../shm/hash.js';

@@ -14,13 +14,13 @@ import { defaultConfig } from '../../config/defaults.js';
 import { validateConfig } from '../../config/validate.js';
 import { schedGetaffinity } from '../../native/libc.js';
 import { startNode, type RowanNode } from '../../runtime/node.js';
-import { formatStatus } from '../../runtime/status.js';
+import { formatStatus } from '../../bin/status-format.js';
 import { TcpConnection } from '../../runtime/fabric/tcp.js';
 import { Pool } from '../../shm/pool.js';
 import { TestReceiver, verifyLanding } from '../fixtures/rowan-receiver.js';
 import { encodeWrite, type SenderJob } from '../fixtures/rowan-sender.js';
 import { rawPeer } from '../fixtures/nic-raw-peer.js';
-import { Op, OP_ERROR, encodeRequest, encodeSend, FRAME_VERSION } from '../../actors/nic/frames.js';
+import { Op, OP_ERROR, encodeRequest, encodeSend, FRAME_VERSION } from '../../runtime/fabric/nic-frames.js';
 
 const senderScript = new URL('../fixtures/rowan-sender.js', import.meta.url).pathname;
 

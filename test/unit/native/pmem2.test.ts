@@ -14,7 +14,7 @@ import {
   pmem2CodeName,
   type PersistMode,
 } from '../../../native/pmem2.js';
-import { ErrorCodes, RowanError } from '../../../runtime/errors.js';
+import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rowan-pmem2-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

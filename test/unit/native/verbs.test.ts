@@ -7,7 +7,7 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { constants as osConstants } from 'node:os';
-import { ErrorCodes, InvariantError, RowanError } from '../../../runtime/errors.js';
+import { ErrorCodes, InvariantError, RowanError } from '../../../config/base/errors.js';
 import * as abi from '../../../native/verbs-abi.js';
 import * as verbs from '../../../native/verbs.js';
 import {

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultConfig } from '../../../config/defaults.js';
 import { schedGetaffinity } from '../../../native/libc.js';
 import { spawnActor, type ActorHandle } from '../../../runtime/actor.js';
-import { RowanError } from '../../../runtime/errors.js';
+import { RowanError } from '../../../config/base/errors.js';
 import { createCounters, readCounters } from '../../../shm/counters.js';
 import { Doorbell, Inbox, Outbox, RecordKind } from '../../../shm/mailbox.js';
 import { Ring } from '../../../shm/ring.js';

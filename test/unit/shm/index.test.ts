@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ShardIndex, type EntryReader } from '../../../shm/index.js';
 import { hash64, type KeyHash } from '../../../shm/hash.js';
-import { ErrorCodes, RowanError } from '../../../runtime/errors.js';
+import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
 import { INDEX_MAGIC } from '../../../shm/index-layout.js';
 
 const enc = new TextEncoder();

@@ -4,9 +4,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { defaultLimits, type Limits } from '../../../config/limits.js';
-import { ErrorCodes } from '../../../runtime/errors.js';
+import { ErrorCodes } from '../../../config/base/errors.js';
+import { BlockAssembler } from '../../../shm/log-assembler.js';
 import {
-  BlockAssembler, EntryType, encodeBlocks, encodeEntry, encodedSize, entrySize, keyEqualsAt, readBlock,
+  EntryType, encodeBlocks, encodeEntry, encodedSize, entrySize, keyEqualsAt, readBlock,
   readEntryAt, scanBlocks, scanEntries, versionAt, type EntryInput, type LogEntry,
 } from '../../../shm/log.js';
 import { JS_CRC_MAX_BYTES, blockChecksum, crc32cJs } from '../../../shm/log-checksum.js';

@@ -16,7 +16,7 @@ import {
   encodeMeta,
   type MetaFields,
 } from '../../../shm/pool-layout.js';
-import { ErrorCodes, RowanError } from '../../../runtime/errors.js';
+import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rowan-pool-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { defaultLimits, type Limits } from '../../../config/limits.js';
-import { ErrorCodes, RowanError } from '../../../runtime/errors.js';
+import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
 import { LogAppender } from '../../../shm/appender.js';
 import { EntryType, encodeEntry, readEntryAt, type EntryInput } from '../../../shm/log.js';
-import { MemoryRegion } from '../../../shm/region.js';
+import { MemoryRegion } from '../../../config/base/region.js';
 import { OwnerRole, Pool, SegmentState, type SegmentMeta } from '../../../shm/pool.js';
 import { TLog, type TLogPool } from '../../../shm/tlog.js';
 

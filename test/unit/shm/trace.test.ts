@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MemoryRegion } from '../../../shm/region.js';
+import { MemoryRegion } from '../../../config/base/region.js';
 import { PersistTrace, tracedRegion } from '../../../shm/trace.js';
 import { modelDlwa } from '../../../bench/dlwa/xpbuffer.js';
 

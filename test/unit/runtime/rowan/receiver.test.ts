@@ -1,19 +1,20 @@
 // The Rowan receive queue and receiver on a manual clock, single-threaded: what gets posted, when a
 // segment counts as consumed and Used, how hand-off batches and re-posting behave, and the sender-side
 // rules for stale reservations.
+import { monotonicClock } from '../../../../config/base/clock.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool, SegmentState } from '../../../../shm/pool.js';
-import { ManualClock } from '../../../../runtime/rowan/clock.js';
+import { ManualClock } from '../../../../config/base/clock.js';
 import { RowanReceiver } from '../../../../runtime/rowan/receiver.js';
 import { NO_BUFFER, SRQ_CLOSED, SharedReceiveQueue } from '../../../../runtime/rowan/srq.js';
 import { ABANDONED, LATE, ShmConnection, shmPaths } from '../../../../runtime/fabric/shm.js';
 import { TcpConnection } from '../../../../runtime/fabric/tcp.js';
 import { NicServer } from '../../../../actors/nic/server.js';
-import { RowanError } from '../../../../runtime/errors.js';
+import { RowanError } from '../../../../config/base/errors.js';
 
 const SEG = 64 * 1024;
 
@@ -173,7 +174,7 @@ test('a receiver starved by a full pool makes a waiting shm write fail PM_FULL; 
 
 test('over tcp: the nic answers a starved receiver with PM_FULL, and the sender reports PM_FULL', async () => {
   const t = setup({ segments: 2, preallocate: 2, batch: 1 });
-  const nic = await NicServer.listen({ dataDir: t.dir, mode: 'pagecache', host: '127.0.0.1', port: 0, parkMs: 5 });
+  const nic = await NicServer.listen({ dataDir: t.dir, pool: () => t.pool, clock: monotonicClock, host: '127.0.0.1', port: 0, parkMs: 5 });
   const tcp = await TcpConnection.connect({ host: '127.0.0.1', port: nic.endpoint.port, noBufferTimeoutMs: 60 });
   try {
     t.conn.tryWrite(stride(SEG / 64));

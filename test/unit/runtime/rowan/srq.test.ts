@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, openSync, rmSync, writeSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MemoryRegion } from '../../../../shm/region.js';
+import { MemoryRegion } from '../../../../config/base/region.js';
 import { NO_BUFFER, SRQ_CLOSED, STALE_RESERVATION, SharedReceiveQueue } from '../../../../runtime/rowan/srq.js';
 import { LATE, landOnce } from '../../../../runtime/rowan/land.js';
 import { W_VERSION } from '../../../../runtime/rowan/srq-layout.js';

@@ -1,0 +1,104 @@
+// Applying replicated log blocks to a node's backup indexes (§4.4 digest, §4.7 cold start). Used by
+// digest actors for Used b-log segments and by the cold start for every b-log segment in the pool.
+//
+// A single-block entry is indexed where it lies in the b-log. The blocks of a multi-block entry may lie
+// apart (Figure 7), and an index item must point at one contiguous entry, so once all blocks are in
+// the entry is appended to a log the applier owns (a TLog of role Digest) and indexed there.
+// Updates are version-conditional: duplicates from re-issued writes and out-of-order arrival are
+// harmless. COMMITVER entries are recorded for commit tracking (§4.4) and not indexed; `maxVer` collects
+// the highest version of each owned shard seen since the caller last reset it (MaxVerArray, §4.4).
+// Every index change is reflected in the node's live-byte accounting when it keeps one.
+import type { Limits } from '../../config/limits.js';
+import { hash64Into, type KeyHash } from '../../shm/hash.js';
+import { PoolEntryReader } from '../../shm/entry-reader.js';
+import { BlockAssembler } from '../../shm/log-assembler.js';
+import { EntryType, type Block } from '../../shm/log.js';
+import type { PersistentRegion } from '../../config/base/region.js';
+import type { TLog } from '../../shm/tlog.js';
+import type { KvShared } from './shared.js';
+import { indexEntry, raiseVersion } from './shared.js';
+
+export interface ApplyStats {
+  blocks: number;
+  indexed: number;
+  stale: number;
+  /** Blocks of shards another applier (or no replica on this node) owns. */
+  skipped: number;
+  reassembled: number;
+  commitVers: number;
+}
+
+export class BlockApplier {
+  private readonly assembler: BlockAssembler;
+  private readonly reader: PoolEntryReader;
+  private readonly hash: KeyHash = { hi: 0, lo: 0 };
+  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, reassembled: 0, commitVers: 0 };
+  /** Highest CommitVer seen per shard (CommitVerArray, §4.4). */
+  readonly commitVer = new Map<number, number>();
+  /** Highest PUT/DEL version per owned shard since the caller last replaced it (MaxVerArray, §4.4). */
+  maxVer = new Map<number, number>();
+
+  constructor(
+    region: PersistentRegion,
+    private readonly shared: KvShared,
+    /** Which shards this applier updates. */
+    private readonly owns: (shard: number) => boolean,
+    /** Where reassembled multi-block entries are kept. */
+    private readonly log: TLog,
+    limits: Limits,
+  ) {
+    this.assembler = new BlockAssembler(limits);
+    this.reader = new PoolEntryReader(region, limits);
+  }
+
+  apply(b: Block): void {
+    this.stats.blocks++;
+    if (!this.owns(b.shard) || !this.shared.indexes[b.shard]) {
+      this.stats.skipped++;
+      return;
+    }
+    // Versions seen in replicated entries keep this node's shard version above them, so a backup
+    // promoted to primary continues after every version it holds (§4.5 phase 2).
+    raiseVersion(this.shared.versions, b.shard, b.version);
+    if (b.type === EntryType.CommitVer) {
+      this.stats.commitVers++;
+      if ((this.commitVer.get(b.shard) ?? 0) < b.version) this.commitVer.set(b.shard, b.version);
+      return;
+    }
+    if ((this.maxVer.get(b.shard) ?? 0) < b.version) this.maxVer.set(b.shard, b.version);
+    if (b.cnt === 1) {
+      this.index(b.shard, b.payload.subarray(0, b.keyLen), b.offset, b.version);
+      return;
+    }
+    const e = this.assembler.add(b);
+    if (e === null) return;
+    this.stats.reassembled++;
+    // Already indexed at this version or newer (a re-issued write, or a cold start that met this entry
+    // in the digest log first): copying it again would only grow the log.
+    const have = this.shared.indexes[e.shard]!.get(e.key, hash64Into(e.key, this.hash), this.reader);
+    if (have !== 0 && this.reader.versionAt(have) >= e.version) {
+      this.stats.stale++;
+      return;
+    }
+    const at = this.log.append({ type: e.type, shard: e.shard, version: e.version, key: e.key, value: e.value });
+    this.index(e.shard, e.key, at, e.version);
+  }
+
+  /** Offsets of the blocks of multi-block entries still waiting for more blocks. */
+  pendingBlockOffsets(): number[] {
+    return this.assembler.pendingOffsets();
+  }
+
+  /** Give up partial entries (their remaining blocks are not coming). */
+  dropPending(): number {
+    const n = this.assembler.pending;
+    this.assembler.clear();
+    return n;
+  }
+
+  private index(shard: number, key: Uint8Array, addr: number, version: number): void {
+    const r = indexEntry(this.shared, shard, key, hash64Into(key, this.hash), addr, version, this.reader);
+    if (r === 'stale') this.stats.stale++;
+    else this.stats.indexed++;
+  }
+}

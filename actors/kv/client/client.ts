@@ -1,0 +1,230 @@
+// RowanClient: the TypeScript client of ROWAN-KV (DESIGN §7). A request goes straight to the worker
+// serving its key's shard on the shard's primary (§4.1), over one pipelined connection per worker port
+// (opened lazily), and carries the configuration term the client routed with.
+//
+//   const c = await RowanClient.connect({ cluster: 'cluster.json' });   // or { endpoints: ['127.0.0.1:7500'] }
+//   await c.put('k', 'v'); const v = await c.get('k'); await c.del('k'); await c.close();
+//
+// Failure handling (all RowanErrors):
+//   STALE_TERM / WRONG_SHARD from a server: the configuration moved on (§4.5). Refresh it (re-read the
+//     cluster file, or CONFIG from any reachable node), re-route, retry -- at most `retries` times,
+//     backing off while the cluster has not published a newer term yet.
+//   PEER_GONE: the connection died or could not be opened: reconnect once and re-send (PUT and DEL are
+//     idempotent), then give up with PEER_GONE.
+//   TIMEOUT: no response within timeoutMs for one attempt.
+//   KEY_TOO_LARGE / VALUE_TOO_LARGE: refused locally, before anything is sent.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ClusterConfig } from '../../../config/cluster.js';
+import { defaultLimits } from '../../../config/limits.js';
+import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
+import { Op, Status, encodeRequest, type FrameLimits, type Response } from '../../../runtime/rpc/frames.js';
+import { initialConfig, parseClusterJson, refreshConfig, type ClusterSource } from './config-source.js';
+import { RpcConnection, endpointKey, remoteError, type Endpoint } from './connection.js';
+import { checkSizes, parseEndpoint, primaryEndpoint, shardOfKey, toBytes, workerEndpoint } from './routing.js';
+import { Slots } from './slots.js';
+
+export interface ClientOptions {
+  /** The cluster configuration, or the path of its JSON file (the embedded config store). */
+  cluster?: ClusterConfig | string;
+  /** Worker ports ("host:port") to fetch the configuration from (at connect if no cluster is given, and on refresh). */
+  endpoints?: string[];
+  /** Per attempt: connect + HELLO, or one request's response. Default 5000. */
+  timeoutMs?: number;
+  /** Requests outstanding at once over all connections; more wait their turn. Default 1024. */
+  maxInFlight?: number;
+  /** Configuration refreshes per request on STALE_TERM / WRONG_SHARD. Default 5. */
+  retries?: number;
+  /** Key and value limits checked before sending (default: config/limits.ts). */
+  limits?: FrameLimits;
+}
+
+interface ConnEntry {
+  opening: Promise<RpcConnection>;
+  conn: RpcConnection | null;
+}
+
+type KeyOp = typeof Op.PUT | typeof Op.GET | typeof Op.DEL | typeof Op.GET_REPLICA;
+
+const BACKOFF_MS_MAX = 200;
+
+export class RowanClient {
+  /** Per "host:port": the connection, opened lazily; an entry whose open failed removes itself. */
+  private readonly conns = new Map<string, ConnEntry>();
+  private readonly slots: Slots;
+  private refreshing: Promise<void> | null = null;
+  private closed = false;
+
+  private constructor(
+    private cfg: ClusterConfig,
+    private source: ClusterSource,
+    private readonly timeoutMs: number,
+    private readonly retries: number,
+    private readonly limits: FrameLimits,
+    maxInFlight: number,
+  ) {
+    this.slots = new Slots(maxInFlight);
+  }
+
+  static async connect(o: ClientOptions): Promise<RowanClient> {
+    const timeoutMs = positiveInt(o.timeoutMs ?? 5000, 'timeoutMs');
+    const maxInFlight = positiveInt(o.maxInFlight ?? 1024, 'maxInFlight');
+    const retries = o.retries ?? 5;
+    if (!Number.isInteger(retries) || retries < 0) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `retries: ${retries} is not a count`);
+    const limits = o.limits ?? { keyBytesMax: defaultLimits.keyBytesMax, valueBytesMax: defaultLimits.valueBytesMax };
+    const endpoints = (o.endpoints ?? []).map(parseEndpoint);
+    // Bootstrap through a throwaway client whose configuration is not known yet.
+    const boot = new RowanClient(null as unknown as ClusterConfig, { file: null, endpoints }, timeoutMs, retries, limits, maxInFlight);
+    try {
+      const { config, source } = await initialConfig(o.cluster, endpoints, (e) => boot.fetchConfig(e));
+      boot.cfg = config;
+      boot.source = source;
+      return boot;
+    } catch (err) {
+      await boot.close();
+      throw err;
+    }
+  }
+
+  /** The configuration requests are routed with now. */
+  config(): ClusterConfig {
+    return this.cfg;
+  }
+
+  async put(key: Uint8Array | string, value: Uint8Array | string): Promise<void> {
+    const k = toBytes(key);
+    const v = toBytes(value);
+    checkSizes(k, v, this.limits);
+    await this.keyOp(Op.PUT, k, v, null);
+  }
+
+  /** The value (a Buffer of its own), or null if the key has none. */
+  async get(key: Uint8Array | string): Promise<Uint8Array | null> {
+    const k = toBytes(key);
+    checkSizes(k, null, this.limits);
+    return valueOf(await this.keyOp(Op.GET, k, null, null));
+  }
+
+  async del(key: Uint8Array | string): Promise<void> {
+    const k = toBytes(key);
+    checkSizes(k, null, this.limits);
+    await this.keyOp(Op.DEL, k, null, null);
+  }
+
+  /** Node `nodeId`'s own copy of `key` (primary or backup index), for tests and inspection. */
+  async getReplica(nodeId: number, key: Uint8Array | string): Promise<Uint8Array | null> {
+    const k = toBytes(key);
+    checkSizes(k, null, this.limits);
+    return valueOf(await this.keyOp(Op.GET_REPLICA, k, null, nodeId));
+  }
+
+  /** Fetch a newer configuration now (as on STALE_TERM); returns the one in use afterwards. */
+  async refreshConfig(): Promise<ClusterConfig> {
+    await this.refresh(this.cfg.term);
+    return this.cfg;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.conns.values()];
+    this.conns.clear();
+    await Promise.all(all.map((entry) => entry.opening.then((c) => c.close(), () => {})));
+  }
+
+  /** One key request: route, send, and on a stale configuration refresh and re-route (bounded). */
+  private async keyOp(op: KeyOp, key: Uint8Array, value: Uint8Array | null, replicaNode: number | null): Promise<Response> {
+    await this.slots.acquire();
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const cfg = this.cfg;
+        const to = replicaNode === null ? primaryEndpoint(cfg, key) : workerEndpoint(cfg, replicaNode, shardOfKey(cfg, key));
+        const term = cfg.term;
+        const r = await this.send(to, (id) =>
+          op === Op.PUT ? encodeRequest({ op, id, term, key, value: value! }) : encodeRequest({ op, id, term, key }),
+        );
+        if (r.status !== Status.ERROR) return r;
+        const err = remoteError(r);
+        const moved = err.code === ErrorCodes.STALE_TERM || err.code === ErrorCodes.WRONG_SHARD;
+        if (!moved || attempt >= this.retries) throw err;
+        await this.refresh(term);
+        // The cluster may not have published a newer term yet: give it a moment before re-sending.
+        if (this.cfg.term <= term) await sleep(Math.min(BACKOFF_MS_MAX, 5 * 2 ** attempt));
+      }
+    } finally {
+      this.slots.release();
+    }
+  }
+
+  /** Refresh unless someone already moved past `sentTerm`; concurrent callers share one refresh. */
+  private async refresh(sentTerm: number): Promise<void> {
+    if (this.cfg.term > sentTerm) return;
+    this.refreshing ??= refreshConfig(this.cfg, this.source, (e) => this.fetchConfig(e))
+      .then((next) => {
+        if (next.term >= this.cfg.term) this.cfg = next;
+      })
+      .finally(() => (this.refreshing = null));
+    await this.refreshing;
+  }
+
+  private async fetchConfig(e: Endpoint): Promise<ClusterConfig> {
+    const r = await this.send(e, (id) => encodeRequest({ op: Op.CONFIG, id, term: 0 }));
+    if (r.status === Status.CONFIG) return parseClusterJson(r.json, endpointKey(e));
+    if (r.status === Status.ERROR) throw remoteError(r);
+    throw new RowanError(ErrorCodes.BAD_FRAME, `${endpointKey(e)} answered CONFIG with status ${r.status}`);
+  }
+
+  /** Send over the connection to `e`; if it is (or goes) dead, reconnect once, then PEER_GONE. */
+  private async send(e: Endpoint, build: (id: number) => Uint8Array): Promise<Response> {
+    for (let tries = 0; ; tries++) {
+      let conn: RpcConnection | null = null;
+      try {
+        conn = await this.connection(e);
+        return await conn.request(build);
+      } catch (err) {
+        const gone = err instanceof RowanError && err.code === ErrorCodes.PEER_GONE;
+        if (gone) this.forget(e, conn);
+        if (!gone || tries >= 1 || this.closed) throw err;
+      }
+    }
+  }
+
+  /** The open connection to `e`, opening one if there is none (or only a dead one). */
+  private async connection(e: Endpoint): Promise<RpcConnection> {
+    const k = endpointKey(e);
+    for (let i = 0; i < 2; i++) {
+      if (this.closed) throw new RowanError(ErrorCodes.PEER_GONE, 'the client is closed');
+      let entry = this.conns.get(k);
+      if (!entry) {
+        const opened: ConnEntry = { opening: RpcConnection.open(e, this.timeoutMs, this.limits), conn: null };
+        opened.opening.then(
+          (c) => (opened.conn = c),
+          () => this.conns.get(k) === opened && this.conns.delete(k),
+        );
+        this.conns.set(k, opened);
+        entry = opened;
+      }
+      const c = await entry.opening;
+      if (c.alive) return c;
+      this.forget(e, c);
+    }
+    throw new RowanError(ErrorCodes.PEER_GONE, `worker ${k}: connection died as soon as it opened`);
+  }
+
+  /** Drop a dead connection so the next request opens a fresh one (failed opens drop themselves). */
+  private forget(e: Endpoint, conn: RpcConnection | null): void {
+    const k = endpointKey(e);
+    const entry = this.conns.get(k);
+    if (entry && conn !== null && entry.conn === conn) this.conns.delete(k);
+  }
+}
+
+/** A read's value as a Buffer of its own: the frame it came in may share a socket chunk with others. */
+function valueOf(r: Response): Uint8Array | null {
+  if (r.status === Status.VALUE) return Buffer.from(r.value);
+  if (r.status === Status.NOT_FOUND) return null;
+  throw new RowanError(ErrorCodes.BAD_FRAME, `a read was answered with status ${r.status}`);
+}
+
+function positiveInt(v: number, name: string): number {
+  if (!Number.isInteger(v) || v < 1) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `${name}: ${v} is not a positive integer`);
+  return v;
+}

@@ -1,0 +1,53 @@
+// Where a key goes (§4.1): its 64-bit hash picks the shard owning that range of the hash space, the
+// configuration names the shard's primary, and the primary's worker `shard % workerPorts.length`
+// serves it -- so one shard's requests always meet the same worker (and its t-log) on a node.
+import { nodeOf, shardOfHash, type ClusterConfig } from '../../../config/cluster.js';
+import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
+import type { FrameLimits } from '../../../runtime/rpc/frames.js';
+import { hash64Into, type KeyHash } from '../../../shm/hash.js';
+import type { Endpoint } from './connection.js';
+
+/** Keys and values given as strings travel as their UTF-8 bytes. */
+export function toBytes(x: Uint8Array | string): Uint8Array {
+  return typeof x === 'string' ? Buffer.from(x, 'utf8') : x;
+}
+
+/** Refuse locally what a server would refuse, with the same codes. */
+export function checkSizes(key: Uint8Array, value: Uint8Array | null, limits: FrameLimits): void {
+  if (key.length > limits.keyBytesMax)
+    throw new RowanError(ErrorCodes.KEY_TOO_LARGE, `key is ${key.length} bytes, limit ${limits.keyBytesMax}`);
+  if (value !== null && value.length > limits.valueBytesMax)
+    throw new RowanError(ErrorCodes.VALUE_TOO_LARGE, `value is ${value.length} bytes, limit ${limits.valueBytesMax}`);
+}
+
+const scratch: KeyHash = { hi: 0, lo: 0 };
+
+export function shardOfKey(cfg: ClusterConfig, key: Uint8Array): number {
+  return shardOfHash(hash64Into(key, scratch).hi, cfg.shardCount);
+}
+
+/** The worker port of node `nodeId` that serves `shard`. */
+export function workerEndpoint(cfg: ClusterConfig, nodeId: number, shard: number): Endpoint {
+  const n = nodeOf(cfg, nodeId);
+  return { host: n.host, port: n.workerPorts[shard % n.workerPorts.length]! };
+}
+
+/** The worker port serving `key` on its shard's primary. */
+export function primaryEndpoint(cfg: ClusterConfig, key: Uint8Array): Endpoint {
+  const shard = shardOfKey(cfg, key);
+  return workerEndpoint(cfg, cfg.shards[shard]!.primary, shard);
+}
+
+/** Every worker port of every node (where a configuration can be asked for). */
+export function allEndpoints(cfg: ClusterConfig): Endpoint[] {
+  return cfg.nodes.flatMap((n) => n.workerPorts.map((port) => ({ host: n.host, port })));
+}
+
+/** "host:port" or "[v6]:port" -> Endpoint; BAD_ARGUMENT otherwise. */
+export function parseEndpoint(s: string): Endpoint {
+  const m = /^(?:\[([^\]]+)\]|([^:\s]+)):(\d{1,5})$/.exec(s.trim());
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || !(port >= 1 && port <= 65535))
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `endpoint '${s}' is not host:port (port 1-65535)`);
+  return { host: (m[1] ?? m[2])!, port };
+}

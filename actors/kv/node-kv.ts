@@ -1,0 +1,73 @@
+// A node that serves ROWAN-KV: read the cluster configuration, create the shared shard versions and
+// indexes, and rebuild them from the pool (cold start, §4.7) before any actor runs. The result rides in
+// every worker's and digest's start message.
+import type { ClusterConfig } from '../../config/cluster.js';
+import { nodeOf } from '../../config/cluster.js';
+import { defaultLimits } from '../../config/limits.js';
+import { FileConfigStore } from '../../config/store.js';
+import type { Pool } from '../../shm/pool.js';
+import { monotonicClock, type Clock } from '../../config/base/clock.js';
+import type { NodeApplication } from '../../runtime/application.js';
+import { collectGcStatus } from './gc-status.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { Logger } from '../../config/base/log.js';
+import { SharedLog } from './baselines.js';
+import { shmPaths } from '../../runtime/fabric/shm.js';
+import { closeStaleQueue } from '../../runtime/rowan/srq.js';
+import { rebuildIndexes } from './recovery.js';
+import { attachKvShared, createKvShared, heldShards, type KvStart } from './shared.js';
+
+export interface NodeKvOptions {
+  /** The embedded configuration store: a cluster JSON file (config/store.ts). */
+  clusterFile: string;
+  nodeId: number;
+  /** Index capacity per shard held (keys). */
+  keysPerShard?: number;
+}
+
+export const DEFAULT_KEYS_PER_SHARD = 1 << 16;
+
+/** ROWAN-KV as the node's application: cold start before the actors, its state in the start messages
+ *  of the roles that serve it, and the storage/GC section of the node's status. */
+export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = monotonicClock): NodeApplication {
+  let start: KvStart | undefined;
+  return {
+    prepare(pool, log) {
+      start = prepareNodeKv(o, dataDir, pool, log, clock);
+    },
+    payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' ? start : undefined),
+    status: (pool, actors, uptimeMs) => collectGcStatus(pool, start?.shared.gc, actors, uptimeMs),
+  };
+}
+
+export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): KvStart {
+  const cluster: ClusterConfig = new FileConfigStore(o.clusterFile).readSync();
+  const me = nodeOf(cluster, o.nodeId);
+  if (me.dataDir !== dataDir) {
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `node ${o.nodeId} of ${o.clusterFile} keeps its data in ${me.dataDir}, not ${dataDir}`);
+  }
+  // Senders of other nodes may still have the previous incarnation's receive queue mapped (after a
+  // crash it was never shut down): close it before reading the b-log, so nothing lands behind the scan.
+  closeStaleQueue(shmPaths(dataDir).srq);
+  const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool);
+  const shared = attachKvShared(buffers, pool.region);
+  let last = 0;
+  const rep = rebuildIndexes(pool, shared, defaultLimits, clock, (done, total) => {
+    const now = clock.now();
+    if (now - last > 1000 || done === total) {
+      last = now;
+      log.info({ done, total }, 'cold start: rebuilding indexes from the logs');
+    }
+  });
+  log.info(
+    { ...rep, term: cluster.term, shards: heldShards(cluster, o.nodeId).length, nodes: cluster.nodes.length },
+    `cold start: ${rep.indexed} entries indexed from ${rep.logSegments} log and ${rep.blogSegments} b-log segments in ${rep.ms.toFixed(0)} ms`,
+  );
+  const start: KvStart = { cluster, nodeId: o.nodeId, shared: buffers };
+  if (cluster.replication === 'share') {
+    // Share-KV: one remote log per (this node, backup node), its cursor shared by all our workers.
+    start.shareLogs = {};
+    for (const n of cluster.nodes) if (n.id !== o.nodeId) start.shareLogs[n.id] = SharedLog.create({ nodeId: o.nodeId }).buffer;
+  }
+  return start;
+}

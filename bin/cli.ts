@@ -1,0 +1,205 @@
+// The `rowan` command (bin/rowan is a shim into main()). Exit codes: 0 ok; 1 the node failed or is not
+// running; 2 bad usage (unknown role, bad CPU list, bad config, unusable data dir, unknown option).
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Command, CommanderError, Option } from 'commander';
+import { loadConfigFile, resolveConfig } from '../config/load.js';
+import { persistenceModes, roles, type ConfigInput } from '../config/model.js';
+import { FABRIC_KINDS, type FabricKind } from '../config/base/fabric-kinds.js';
+import { formatCpuList, parseCpuList, parseRoles } from '../config/parse.js';
+import { schedGetaffinity } from '../native/libc.js';
+import { probeSocket, requestControl, socketPath } from '../runtime/endpoint.js';
+import { registerKvCommands } from './cli-kv.js';
+import { kvApplication } from '../actors/kv/node-kv.js';
+import { registerClusterCommand } from './cluster-cli.js';
+import { collectClusterStatus, formatClusterStatus } from './cluster-status.js';
+import { ErrorCodes, RowanError } from '../config/base/errors.js';
+import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
+import { startNode } from '../runtime/node.js';
+import type { NodeStatus } from '../runtime/status.js';
+import { formatStatus } from './status-format.js';
+
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+// A persistence mode the machine cannot give (dax without a DAX fs) is a wrong choice of flag, so usage too.
+const usageCodes: string[] = [
+  ErrorCodes.BAD_ARGUMENT,
+  ErrorCodes.BAD_CONFIG,
+  ErrorCodes.UNKNOWN_ROLE,
+  ErrorCodes.DATA_DIR,
+  ErrorCodes.PMEM2_MODE_UNAVAILABLE,
+];
+
+/** Test seam: swap a role's thread entry while keeping the whole CLI path (fixtures only). */
+export interface CliExtras {
+  entries?: Partial<Record<string, URL>>;
+}
+
+interface StartOpts {
+  dataDir: string;
+  roles?: string;
+  cores?: string;
+  config?: string;
+  persistence?: string;
+  logLevel?: LogLevel;
+  fabric?: string;
+  fabricPort?: string;
+  cluster?: string;
+  nodeId?: string;
+}
+
+/** --cluster FILE --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
+function clusterFlags(o: StartOpts): { clusterFile: string; nodeId: number } | null {
+  if (o.cluster === undefined && o.nodeId === undefined) return null;
+  if (o.cluster === undefined || o.nodeId === undefined)
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--cluster and --node-id go together');
+  const nodeId = Number(o.nodeId);
+  if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId > 1023)
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--node-id: '${o.nodeId}' is not a node id (0-1023)`);
+  return { clusterFile: resolve(o.cluster), nodeId };
+}
+
+async function start(o: StartOpts, extras: CliExtras): Promise<number> {
+  const allowed = schedGetaffinity(0);
+  const flags: ConfigInput = {};
+  if (o.roles !== undefined) flags.roles = parseRoles(o.roles, '--roles');
+  if (o.cores !== undefined) {
+    const cores = parseCpuList(o.cores, '--cores');
+    const missing = cores.filter((c) => !allowed.includes(c));
+    if (missing.length)
+      throw new RowanError(
+        ErrorCodes.BAD_ARGUMENT,
+        `--cores: CPU ${formatCpuList(missing)} is not available to this process (allowed: ${formatCpuList(allowed)})`,
+      );
+    flags.cores = cores;
+  }
+  if (o.persistence !== undefined) flags.persistence = o.persistence as ConfigInput['persistence'];
+  if (o.logLevel !== undefined) flags.logLevel = o.logLevel;
+  if (o.fabric !== undefined || o.fabricPort !== undefined) {
+    const port = o.fabricPort === undefined ? undefined : Number(o.fabricPort);
+    if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535))
+      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--fabric-port: '${o.fabricPort}' is not a port (0-65535; 0 = any free port)`);
+    flags.fabric = { ...(o.fabric !== undefined ? { kind: o.fabric as FabricKind } : {}), ...(port !== undefined ? { port } : {}) };
+  }
+  const file = o.config === undefined ? undefined : loadConfigFile(o.config);
+  const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, flags, ...(file ? { file } : {}) });
+  const log = createLogger(config.logLevel);
+  const kv = clusterFlags(o);
+  const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication(kv, config.dataDir) } : {}) });
+  const code = await node.closed;
+  // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
+  setTimeout(() => {
+    log.warn('event loop still busy after shutdown; exiting');
+    process.exit(code);
+  }, 3000).unref();
+  return code;
+}
+
+function existingDataDir(dir: string): string {
+  const abs = resolve(dir);
+  let isDir = false;
+  try {
+    isDir = statSync(abs).isDirectory();
+  } catch {
+    throw new RowanError(ErrorCodes.DATA_DIR, `data dir ${abs} does not exist`);
+  }
+  if (!isDir) throw new RowanError(ErrorCodes.DATA_DIR, `data dir ${abs} is not a directory`);
+  return abs;
+}
+
+async function status(o: { dataDir?: string; cluster?: string; json?: boolean }): Promise<number> {
+  if (o.cluster !== undefined) {
+    const cs = await collectClusterStatus(resolve(o.cluster));
+    process.stdout.write(o.json ? JSON.stringify(cs, null, 2) + '\n' : formatClusterStatus(cs) + '\n');
+    return cs.nodes.every((n) => n.status) ? EXIT_OK : EXIT_FAILED;
+  }
+  if (o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'status needs --data-dir DIR (one node) or --cluster FILE (all nodes)');
+  const s = (await requestControl(socketPath(existingDataDir(o.dataDir)), { op: 'status' })) as NodeStatus;
+  process.stdout.write(o.json ? JSON.stringify(s, null, 2) + '\n' : formatStatus(s) + '\n');
+  return EXIT_OK;
+}
+
+async function stop(o: { dataDir: string; timeout: string }): Promise<number> {
+  const path = socketPath(existingDataDir(o.dataDir));
+  const timeoutMs = Number(o.timeout);
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--timeout: '${o.timeout}' is not a positive integer`);
+  const r = (await requestControl(path, { op: 'stop' })) as { pid: number };
+  // The node removes its socket once every actor is stopped; bounded by --timeout.
+  for (let waited = 0; waited < timeoutMs; waited += 50) {
+    if ((await probeSocket(path)) !== 'live') {
+      process.stdout.write(`rowan: node pid ${r.pid} stopped\n`);
+      return EXIT_OK;
+    }
+    await sleep(50);
+  }
+  process.stderr.write(`rowan: node pid ${r.pid} still running after ${timeoutMs} ms\n`);
+  return EXIT_FAILED;
+}
+
+function program(extras: CliExtras, setCode: (c: number) => void): Command {
+  const p = new Command('rowan')
+    .description('ROWAN-KV node: a replicated persistent-memory key-value store as pinned worker-thread actors')
+    .exitOverride()
+    .showHelpAfterError('(run rowan --help for usage)');
+  const run = (f: () => Promise<number>) => async () => setCode(await f());
+  p.command('start')
+    .description('start a node in the foreground; SIGTERM or SIGINT (or rowan stop) drains and stops it')
+    .requiredOption('--data-dir <dir>', 'node directory for pool.pm and rowan.sock (created if its parent exists)')
+    .option('--roles <list>', `actors to run as role[:count][@cpus],... ; roles: ${roles.join(', ')} (default: one of each)`)
+    .option('--cores <cpus>', 'CPUs the actors are spread over, e.g. 0-1 or 0,1 (default: every CPU this process may use)')
+    .option('--config <file>', 'JSON config file merged over the defaults (paper parameters)')
+    .addOption(new Option('--persistence <mode>', 'how pool writes are made durable (default: pagecache)').choices(persistenceModes))
+    .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
+    .addOption(new Option('--fabric <kind>', 'how Rowan writes reach this node; tcp starts the nic actor (default: shm)').choices(FABRIC_KINDS))
+    .option('--fabric-port <port>', 'TCP port of the nic (default: 7400; 0 = any free port, shown by rowan status)')
+    .option('--cluster <file>', 'serve ROWAN-KV as a node of the cluster in this JSON file (written by rowan cluster)')
+    .option('--node-id <n>', "this node's id in --cluster")
+    .action(function (this: Command) {
+      return run(() => start(this.opts<StartOpts>(), extras))();
+    });
+  p.command('status')
+    .description("print a running node's actors (role, tid, cores read back in the thread, counters), its segments by owner and state with their live share, garbage collection and commit progress, and ring depths; or with --cluster every node's state, segments by state, live share, GC and the shard distribution")
+    .option('--data-dir <dir>', 'the node directory given to rowan start')
+    .option('--cluster <file>', 'the cluster configuration (rowan cluster writes DIR/cluster.json): report every node')
+    .option('--json', 'print the status as JSON')
+    .action(function (this: Command) {
+      return run(() => status(this.opts()))();
+    });
+  p.command('stop')
+    .description('ask a running node to drain and stop, and wait until it has')
+    .requiredOption('--data-dir <dir>', 'the node directory given to rowan start')
+    .option('--timeout <ms>', 'how long to wait for the node to stop', '10000')
+    .action(function (this: Command) {
+      return run(() => stop(this.opts()))();
+    });
+  registerKvCommands(p, setCode);
+  registerClusterCommand(p, run);
+  return p;
+}
+
+/** Run the CLI with `argv` (process.argv form) and set process.exitCode. */
+export async function main(argv: string[], extras: CliExtras = {}): Promise<void> {
+  let code = EXIT_OK;
+  try {
+    await program(extras, (c) => (code = c)).parseAsync(argv);
+  } catch (err) {
+    code = exitCodeOf(err);
+  }
+  process.exitCode = code;
+}
+
+function exitCodeOf(err: unknown): number {
+  if (err instanceof CommanderError) {
+    // Commander already printed its message (unknown option, missing --data-dir, bad choice).
+    return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+  }
+  if (err instanceof RowanError) {
+    process.stderr.write(`rowan: ${err.message} (${err.code})\n`);
+    return usageCodes.includes(err.code) ? EXIT_USAGE : EXIT_FAILED;
+  }
+  process.stderr.write(`rowan: ${(err as Error)?.stack ?? String(err)}\n`);
+  return EXIT_FAILED;
+}

@@ -1,0 +1,161 @@
+// `rowan cluster`: a local ROWAN-KV cluster on this machine, the README's main command. It writes (or
+// reuses) DIR/cluster.json, the embedded configuration store, then runs one `rowan start` process per
+// node on 127.0.0.1 with emulated PM under DIR/node-N, prints the endpoints and serves until Ctrl-C,
+// when it stops every node (SIGTERM: drain, persist, unmap) and exits. Run it again on the same DIR
+// and the nodes cold-start from their pools: everything acknowledged before is served again.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
+import { FileConfigStore } from '../config/store.js';
+import { ErrorCodes, RowanError } from '../config/base/errors.js';
+
+export interface ClusterOpts {
+  dir: string;
+  nodes: string;
+  shards: string;
+  replication: string;
+  replicationMode: string;
+  workers: string;
+  basePort: string;
+  fabric: string;
+  poolMib: string;
+  segmentKib: string;
+}
+
+const bin = new URL('../../bin/rowan', import.meta.url).pathname;
+
+function int(name: string, v: string, lo: number, hi: number): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < lo || n > hi) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--${name}: '${v}' is not an integer in [${lo}, ${hi}]`);
+  return n;
+}
+
+/** The cluster in DIR: the stored one if there is one (a restart), else a new plan. */
+function clusterFor(dir: string, o: ClusterOpts): { cluster: ClusterConfig; fresh: boolean } {
+  const file = join(dir, 'cluster.json');
+  if (existsSync(file)) return { cluster: new FileConfigStore(file).readSync(), fresh: false };
+  if (!(CLUSTER_REPLICATION_MODES as readonly string[]).includes(o.replicationMode)) {
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--replication-mode: '${o.replicationMode}' (${CLUSTER_REPLICATION_MODES.join('|')})`);
+  }
+  const n = int('nodes', o.nodes, 1, 16);
+  const workers = int('workers', o.workers, 1, 8);
+  const base = int('base-port', o.basePort, 1024, 60000);
+  if (o.fabric !== 'shm' && o.fabric !== 'tcp') throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--fabric: '${o.fabric}' (shm|tcp)`);
+  const nodes = Array.from({ length: n }, (_, id) => ({
+    id,
+    host: '127.0.0.1',
+    dataDir: join(dir, `node-${id}`),
+    workerPorts: Array.from({ length: workers }, (_, w) => base + id * 10 + w),
+    fabric: { kind: o.fabric as 'shm' | 'tcp', host: '127.0.0.1', port: base + 500 + id },
+  }));
+  const cluster = planCluster({
+    nodes,
+    shardCount: int('shards', o.shards, 1, 4096),
+    replicationFactor: Math.min(int('replication', o.replication, 1, 16), n),
+    replication: o.replicationMode as ClusterReplicationMode,
+  });
+  return { cluster, fresh: true };
+}
+
+function waitReady(child: ChildProcess, logFile: string, id: number, timeoutMs: number): Promise<void> {
+  return new Promise((resolveReady, reject) => {
+    const t0 = Date.now();
+    const timer = setInterval(() => {
+      const text = existsSync(logFile) ? readFileSync(logFile, 'utf8') : '';
+      if (text.includes('"msg":"node ready"')) {
+        clearInterval(timer);
+        resolveReady();
+      } else if (child.exitCode !== null || Date.now() - t0 > timeoutMs) {
+        clearInterval(timer);
+        const last = text.trim().split('\n').slice(-3).join('\n');
+        reject(new RowanError(ErrorCodes.ACTOR_FAILED, `node ${id} did not start (see ${logFile}):\n${last}`));
+      }
+    }, 100);
+  });
+}
+
+export async function runCluster(o: ClusterOpts): Promise<number> {
+  const dir = resolve(o.dir);
+  mkdirSync(dir, { recursive: true });
+  const { cluster, fresh } = clusterFor(dir, o);
+  const file = join(dir, 'cluster.json');
+  if (fresh) await new FileConfigStore(file).write(cluster, null);
+  // The node config (pool size) is fixed when the cluster is made: a restart must map the same pools.
+  const nodeConfig = join(dir, 'node-config.json');
+  if (fresh || !existsSync(nodeConfig)) {
+    const segmentBytes = int('segment-kib', o.segmentKib, 64, 4096) * 1024;
+    if ((segmentBytes & (segmentBytes - 1)) !== 0) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--segment-kib: '${o.segmentKib}' is not a power of two`);
+    const poolSegments = Math.max(8, Math.floor((int('pool-mib', o.poolMib, 8, 4096) * 1024 * 1024) / segmentBytes));
+    writeFileSync(nodeConfig, JSON.stringify({ pool: { segmentCount: poolSegments, segmentBytes } }, null, 2) + '\n');
+  }
+  console.log(`${fresh ? 'new' : 'existing'} cluster in ${dir}: ${cluster.nodes.length} nodes, ${cluster.shardCount} shards, replication ${cluster.replicationFactor} (${cluster.replication}), term ${cluster.term}`);
+  if (!fresh && o.replicationMode !== cluster.replication) {
+    console.log(`note: --replication-mode ${o.replicationMode} ignored; the stored cluster replicates with ${cluster.replication}`);
+  }
+
+  const children: ChildProcess[] = [];
+  let stopping = false;
+  const stopAll = () => {
+    if (stopping) return;
+    stopping = true;
+    console.log('stopping the cluster ...');
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  };
+  process.once('SIGINT', stopAll);
+  process.once('SIGTERM', stopAll);
+
+  for (const n of cluster.nodes) {
+    mkdirSync(n.dataDir, { recursive: true });
+    const logFile = join(dir, `node-${n.id}.log`);
+    const out = openSync(logFile, 'w');
+    const args = [bin, 'start', '--data-dir', n.dataDir, '--cluster', file, '--node-id', String(n.id), '--config', nodeConfig,
+      '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port)];
+    // Own process group: a terminal ^C reaches only this launcher, which stops each node once (SIGTERM).
+    const child = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true });
+    children.push(child);
+    process.stdout.write(`starting node ${n.id} (log ${logFile}) ... `);
+    try {
+      await waitReady(child, logFile, n.id, 120_000);
+    } catch (err) {
+      console.log('failed');
+      console.error((err as Error).message);
+      stopAll();
+      return 1;
+    }
+    console.log(`ready: clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}`);
+  }
+  // The command as this user can type it: bin/rowan from the checkout (rowan is not on PATH).
+  const rel = relative(process.cwd(), bin);
+  const cmd = rel.startsWith('..') ? bin : rel;
+  console.log(`\nserving. Try:\n  ${cmd} put hello world --cluster ${file}\n  ${cmd} get hello --cluster ${file}\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
+
+  const codes = await Promise.all(children.map((c) => new Promise<number>((r) => (c.exitCode !== null ? r(c.exitCode) : c.once('exit', (code) => r(code ?? 1))))));
+  if (!stopping) {
+    console.error(`a node exited unexpectedly (codes ${codes.join(', ')}); stopping the rest`);
+    stopAll();
+    return 1;
+  }
+  const bad = codes.filter((c) => c !== 0).length;
+  console.log(bad ? `cluster stopped; ${bad} node(s) exited non-zero (see the node logs)` : 'cluster stopped');
+  return bad ? 1 : 0;
+}
+
+export function registerClusterCommand(p: Command, run: (f: () => Promise<number>) => () => Promise<void>): void {
+  p.command('cluster')
+    .description('run a local ROWAN-KV cluster: N node processes on 127.0.0.1 with emulated PM under --dir; Ctrl-C stops it, running it again restarts it with its data')
+    .option('--dir <dir>', 'cluster directory: cluster.json, node-N/ data dirs, node-N.log', './rowan-cluster')
+    .option('--nodes <n>', 'nodes (processes) for a new cluster', '3')
+    .option('--shards <n>', 'shards for a new cluster', '48')
+    .option('--replication <n>', 'replicas per shard, primary included', '3')
+    .option('--replication-mode <mode>', `how primaries replicate to backups, for a new cluster (ROWAN §6.1): ${CLUSTER_REPLICATION_MODES.join('|')}`, 'rowan')
+    .option('--workers <n>', 'worker actors (client ports) per node', '1')
+    .option('--base-port <port>', 'node N listens on base + 10N + worker; its NIC on base + 500 + N', '7100')
+    .option('--fabric <kind>', 'how replication writes reach each node: shm (same host) or tcp (its NIC actor)', 'shm')
+    .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', '128')
+    .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', '4096')
+    .action(function (this: Command) {
+      return run(() => runCluster(this.opts<ClusterOpts>()))();
+    });
+}

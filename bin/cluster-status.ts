@@ -1,0 +1,63 @@
+// `rowan status --cluster FILE`: the whole cluster at a glance. Every node is asked over its control
+// socket (runtime/endpoint.ts); the shard distribution comes from the configuration store.
+import type { ClusterConfig } from '../config/cluster.js';
+import { FileConfigStore } from '../config/store.js';
+import { requestControl, socketPath } from '../runtime/endpoint.js';
+import type { KvNodeStatus as NodeStatus } from '../actors/kv/gc-status.js';
+
+export interface ClusterStatus {
+  term: number;
+  replicationFactor: number;
+  shardCount: number;
+  nodes: { id: number; dataDir: string; clientPorts: number[]; primaryOf: number; backupOf: number; status: NodeStatus | null; error?: string }[];
+  shards: ClusterConfig['shards'];
+}
+
+export async function collectClusterStatus(file: string): Promise<ClusterStatus> {
+  const c = new FileConfigStore(file).readSync();
+  const nodes = await Promise.all(
+    c.nodes.map(async (n) => {
+      const base = {
+        id: n.id,
+        dataDir: n.dataDir,
+        clientPorts: n.workerPorts,
+        primaryOf: c.shards.filter((s) => s.primary === n.id).length,
+        backupOf: c.shards.filter((s) => s.backups.includes(n.id)).length,
+      };
+      try {
+        return { ...base, status: (await requestControl(socketPath(n.dataDir), { op: 'status' }, 3000)) as NodeStatus };
+      } catch (err) {
+        return { ...base, status: null, error: (err as Error).message };
+      }
+    }),
+  );
+  return { term: c.term, replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards };
+}
+
+function pad(rows: string[][]): string[] {
+  const w = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(w[i]!)).join('  ').trimEnd());
+}
+
+export function formatClusterStatus(s: ClusterStatus): string {
+  const out = [`cluster term ${s.term}: ${s.nodes.length} nodes, ${s.shardCount} shards, replication ${s.replicationFactor}`, ''];
+  const head = ['NODE', 'STATE', 'PID', 'CLIENT_PORTS', 'PRIMARY', 'BACKUP', 'SEG_FREE', 'SEG_USING', 'SEG_USED', 'SEG_COMMITTED', 'LIVE', 'GC_SEGS', 'GC_MB/S', 'BLOG_WRITES', 'DIGESTED_BLOCKS'];
+  const rows = s.nodes.map((n) => {
+    const st = n.status;
+    const counts = st?.pool?.counts as Record<string, number> | undefined;
+    const sum = (role: string, k: 'BLOG_WRITES' | 'DIGESTED_BLOCKS') =>
+      String(st ? st.actors.filter((a) => a.role === role).reduce((acc, a) => acc + Number(a.counters[k] ?? 0), 0) : '-');
+    return [
+      String(n.id), st ? 'up' : 'down', st ? String(st.pid) : '-', n.clientPorts.join(','), String(n.primaryOf), String(n.backupOf),
+      String(counts?.free ?? '-'), String(counts?.using ?? '-'), String(counts?.used ?? '-'), String(counts?.committed ?? '-'),
+      st?.storage?.liveRatio == null ? '-' : `${(st.storage.liveRatio * 100).toFixed(0)}%`,
+      st?.storage ? String(st.storage.gc.segmentsReclaimed) : '-',
+      st?.storage ? st.storage.gc.mbPerBusySecond.toFixed(1) : '-',
+      sum('control', 'BLOG_WRITES'), sum('digest', 'DIGESTED_BLOCKS'),
+    ];
+  });
+  out.push(...pad([head, ...rows]), '');
+  out.push(...pad([['SHARD', 'PRIMARY', 'BACKUPS'], ...s.shards.map((sh) => [String(sh.id), String(sh.primary), sh.backups.join(',')])]));
+  for (const n of s.nodes) if (n.error) out.push('', `node ${n.id}: ${n.error}`);
+  return out.join('\n');
+}

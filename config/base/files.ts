@@ -1,0 +1,20 @@
+// The files of a node's data dir, named once (DESIGN §3, §4): every layer that opens one takes its
+// name from here.
+import { join } from 'node:path';
+
+/** The PM pool (superblock, segment meta table, segments): native/pmem2.ts maps it. */
+export const POOL_FILE = 'pool.pm';
+/** The Rowan receive queue the control actor posts b-log buffers in (runtime/rowan/srq.ts). */
+export const SRQ_FILE = 'rowan.srq';
+/** The node's control socket (runtime/endpoint.ts). */
+export const CONTROL_SOCKET_FILE = 'rowan.sock';
+
+export interface DataDirFiles {
+  pool: string;
+  srq: string;
+  socket: string;
+}
+
+export function dataDirFiles(dataDir: string): DataDirFiles {
+  return { pool: join(dataDir, POOL_FILE), srq: join(dataDir, SRQ_FILE), socket: join(dataDir, CONTROL_SOCKET_FILE) };
+}

@@ -1,0 +1,17 @@
+// The seam between the generic node (runtime/node.ts) and the application its actors run. The node
+// opens the pool, spawns and supervises actors and answers `status`; what the actors compute, and
+// what they need beyond rings, counters, pool, clock and transport, is the application's business.
+// ROWAN-KV is one (actors/kv/node-kv.ts kvApplication).
+import type { Logger } from '../config/base/log.js';
+import type { Pool } from '../shm/pool.js';
+import type { ActorStatus } from './status.js';
+
+export interface NodeApplication {
+  /** On the node's main thread once the pool is open, before any actor starts (cold start goes here).
+   *  A throw fails the node's start. */
+  prepare(pool: Pool, log: Logger): void;
+  /** The start-message payload of one actor of `role` (structured-cloneable), or undefined. */
+  payload(role: string): unknown;
+  /** The application's section of the node's status (plain data), from the pool and the actors. */
+  status?(pool: Pool, actors: ActorStatus[], uptimeMs: number): unknown;
+}

@@ -1,0 +1,38 @@
+// How an actor reaches another node's Rowan receiver (CONVENTIONS 9: transport is injected). Roles get
+// a Transport in their context and never pick a fabric class themselves; the node gives them the
+// real one (shm or tcp, by the peer's fabric), the simulator (test/sim/) gives them its own.
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { FabricKind } from '../../config/base/fabric-kinds.js';
+import type { RowanConfig } from '../../config/model.js';
+import type { RowanConnection } from './fabric.js';
+import { ShmConnection } from './shm.js';
+import { TcpConnection } from './tcp.js';
+
+/** Where a peer node's receiver is: its data dir (shm maps files from it) and its fabric endpoint. */
+export interface PeerEndpoint {
+  id: number;
+  dataDir: string;
+  fabric: { kind: FabricKind; host: string; port: number };
+}
+
+export interface Transport {
+  /** A Rowan connection to `peer`'s receiver (rejects while it is not up; callers retry). */
+  connect(peer: PeerEndpoint): Promise<RowanConnection>;
+}
+
+/** The real fabrics, as the node's configuration sets them up. */
+export function fabricTransport(config: RowanConfig): Transport {
+  return {
+    async connect(peer) {
+      switch (peer.fabric.kind) {
+        case 'shm':
+          // (Concurrent mappings by several actors are retried inside native/pmem2.ts.)
+          return ShmConnection.connect(peer.dataDir, { mode: config.persistence, retryMs: config.replication.retryMs });
+        case 'tcp':
+          return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs });
+        default:
+          throw new RowanError(ErrorCodes.FABRIC_UNAVAILABLE, `node ${peer.id} asks for the ${peer.fabric.kind} fabric, which an actor cannot open here`);
+      }
+    },
+  };
+}
