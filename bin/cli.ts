@@ -13,6 +13,7 @@ import { probeSocket, requestControl, socketPath } from '../runtime/endpoint.js'
 import { registerKvCommands } from './cli-kv.js';
 import { kvApplication } from '../actors/kv/node-kv.js';
 import { registerClusterCommand } from './cluster-cli.js';
+import { registerManagerCommand } from './manager-cli.js';
 import { collectClusterStatus, formatClusterStatus } from './cluster-status.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
@@ -49,17 +50,18 @@ interface StartOpts {
   fabricPort?: string;
   cluster?: string;
   nodeId?: string;
+  manager?: string;
 }
 
 /** --cluster FILE --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
-function clusterFlags(o: StartOpts): { clusterFile: string; nodeId: number } | null {
+function clusterFlags(o: StartOpts): { clusterFile: string; nodeId: number; manager?: string } | null {
   if (o.cluster === undefined && o.nodeId === undefined) return null;
   if (o.cluster === undefined || o.nodeId === undefined)
     throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--cluster and --node-id go together');
   const nodeId = Number(o.nodeId);
   if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId > 1023)
     throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--node-id: '${o.nodeId}' is not a node id (0-1023)`);
-  return { clusterFile: resolve(o.cluster), nodeId };
+  return { clusterFile: resolve(o.cluster), nodeId, ...(o.manager !== undefined ? { manager: o.manager } : {}) };
 }
 
 async function start(o: StartOpts, extras: CliExtras): Promise<number> {
@@ -157,6 +159,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--fabric-port <port>', 'TCP port of the nic (default: 7400; 0 = any free port, shown by rowan status)')
     .option('--cluster <file>', 'serve ROWAN-KV as a node of the cluster in this JSON file (written by rowan cluster)')
     .option('--node-id <n>', "this node's id in --cluster")
+    .option('--manager <host:port>', 'hold a lease with this configuration manager and follow its configurations (failover); without it the configuration is static')
     .action(function (this: Command) {
       return run(() => start(this.opts<StartOpts>(), extras))();
     });
@@ -177,6 +180,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     });
   registerKvCommands(p, setCode);
   registerClusterCommand(p, run);
+  registerManagerCommand(p, run);
   return p;
 }
 

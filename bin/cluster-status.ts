@@ -3,10 +3,14 @@
 import type { ClusterConfig } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
 import { requestControl, socketPath } from '../runtime/endpoint.js';
+import { FAILOVER_MODES } from '../actors/manager/plan.js';
 import type { KvNodeStatus as NodeStatus } from '../actors/kv/gc-status.js';
 
 export interface ClusterStatus {
   term: number;
+  replication: string;
+  /** Nodes the configuration manager removed (their lease expired); they hold no shard. */
+  dead: number[];
   replicationFactor: number;
   shardCount: number;
   nodes: { id: number; dataDir: string; clientPorts: number[]; primaryOf: number; backupOf: number; status: NodeStatus | null; error?: string }[];
@@ -31,7 +35,7 @@ export async function collectClusterStatus(file: string): Promise<ClusterStatus>
       }
     }),
   );
-  return { term: c.term, replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards };
+  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards };
 }
 
 function pad(rows: string[][]): string[] {
@@ -40,15 +44,17 @@ function pad(rows: string[][]): string[] {
 }
 
 export function formatClusterStatus(s: ClusterStatus): string {
-  const out = [`cluster term ${s.term}: ${s.nodes.length} nodes, ${s.shardCount} shards, replication ${s.replicationFactor}`, ''];
-  const head = ['NODE', 'STATE', 'PID', 'CLIENT_PORTS', 'PRIMARY', 'BACKUP', 'SEG_FREE', 'SEG_USING', 'SEG_USED', 'SEG_COMMITTED', 'LIVE', 'GC_SEGS', 'GC_MB/S', 'BLOG_WRITES', 'DIGESTED_BLOCKS'];
+  const out = [`cluster term ${s.term}: ${s.nodes.length} nodes (${s.dead.length ? `dead: ${s.dead.join(',')}` : 'none dead'}), ${s.shardCount} shards, replication ${s.replicationFactor} (${s.replication})`];
+  if (!FAILOVER_MODES.includes(s.replication)) out.push(`failover: NOT SUPPORTED for replication mode ${s.replication} (backups index one-sided writes only at a cold start): a dead node's shards stay unserved`);
+  out.push('');
+  const head = ['NODE', 'STATE', 'TERM', 'LEASE', 'PID', 'CLIENT_PORTS', 'PRIMARY', 'BACKUP', 'SEG_FREE', 'SEG_USING', 'SEG_USED', 'SEG_COMMITTED', 'LIVE', 'GC_SEGS', 'GC_MB/S', 'BLOG_WRITES', 'DIGESTED_BLOCKS'];
   const rows = s.nodes.map((n) => {
     const st = n.status;
     const counts = st?.pool?.counts as Record<string, number> | undefined;
     const sum = (role: string, k: 'BLOG_WRITES' | 'DIGESTED_BLOCKS') =>
       String(st ? st.actors.filter((a) => a.role === role).reduce((acc, a) => acc + Number(a.counters[k] ?? 0), 0) : '-');
     return [
-      String(n.id), st ? 'up' : 'down', st ? String(st.pid) : '-', n.clientPorts.join(','), String(n.primaryOf), String(n.backupOf),
+      String(n.id), s.dead.includes(n.id) ? (st ? 'dead(fenced)' : 'dead') : st ? 'up' : 'down', st?.storage?.config ? String(st.storage.config.term) : '-', st?.storage?.config?.lease ?? '-', st ? String(st.pid) : '-', n.clientPorts.join(','), String(n.primaryOf), String(n.backupOf),
       String(counts?.free ?? '-'), String(counts?.using ?? '-'), String(counts?.used ?? '-'), String(counts?.committed ?? '-'),
       st?.storage?.liveRatio == null ? '-' : `${(st.storage.liveRatio * 100).toFixed(0)}%`,
       st?.storage ? String(st.storage.gc.segmentsReclaimed) : '-',

@@ -62,6 +62,15 @@ export interface ClusterConfig {
   nodes: ClusterNode[];
   shards: ShardPlacement[];
   migrations: MigrationTask[];
+  /** Nodes the configuration manager removed from the membership after their lease expired (§4.5
+   *  phase 1); they hold no shard. Absent = none. Their entries stay in `nodes` (addresses, status). */
+  dead?: number[];
+}
+
+/** The live membership: every node not listed dead. */
+export function liveNodes(c: ClusterConfig): ClusterNode[] {
+  const dead = new Set(c.dead ?? []);
+  return c.nodes.filter((n) => !dead.has(n.id));
 }
 
 /** The shard whose hash range holds a key hash with these high 32 bits. */
@@ -142,14 +151,21 @@ export function validateCluster(raw: unknown): ClusterConfig {
   }
   if (!isInt(c.replicationFactor, 1, c.nodes.length)) fail('replicationFactor', `must be in [1, ${c.nodes.length}] (the node count)`, c.replicationFactor);
   if (!isInt(c.shardCount, 1, SHARD_COUNT_MAX)) fail('shardCount', `must be in [1, ${SHARD_COUNT_MAX}]`, c.shardCount);
+  if (c.dead !== undefined && (!Array.isArray(c.dead) || !c.dead.every((d) => ids.has(d)))) fail('dead', 'must list node ids', c.dead);
+  const dead = new Set(c.dead ?? []);
+  if (dead.size >= c.nodes.length) fail('dead', 'must leave at least one live node', c.dead);
+  // A degraded configuration (a node died, no re-replication yet) has fewer backups than the factor asks.
+  const backupsMin = dead.size === 0 ? c.replicationFactor - 1 : 0;
   if (!Array.isArray(c.shards) || c.shards.length !== c.shardCount) fail('shards', `must list all ${c.shardCount} shards`);
   for (const [i, s] of c.shards.entries()) {
     const f = `shards[${i}]`;
     if (s.id !== i) fail(`${f}.id`, `must be ${i} (shards are listed in order)`, s.id);
-    if (!ids.has(s.primary)) fail(`${f}.primary`, 'must be a node id', s.primary);
-    if (!Array.isArray(s.backups) || s.backups.length !== c.replicationFactor - 1) fail(`${f}.backups`, `must list ${c.replicationFactor - 1} nodes`, s.backups);
+    if (!ids.has(s.primary) || dead.has(s.primary)) fail(`${f}.primary`, 'must be a live node id', s.primary);
+    if (!Array.isArray(s.backups) || s.backups.length < backupsMin || s.backups.length > c.replicationFactor - 1)
+      fail(`${f}.backups`, `must list ${c.replicationFactor - 1} nodes`, s.backups);
     const replicas = new Set([s.primary, ...s.backups]);
-    if (replicas.size !== c.replicationFactor || !s.backups.every((b) => ids.has(b))) fail(`${f}.backups`, 'must be distinct node ids other than the primary', s.backups);
+    if (replicas.size !== s.backups.length + 1 || !s.backups.every((b) => ids.has(b) && !dead.has(b)))
+      fail(`${f}.backups`, 'must be distinct live node ids other than the primary', s.backups);
   }
   if (!Array.isArray(c.migrations)) fail('migrations', 'must be a list');
   return c;

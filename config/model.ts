@@ -5,9 +5,10 @@ import type { FabricKind } from './base/fabric-kinds.js';
 
 /**
  * The thread roles of the paper (§4.1, §5.1); one actor per thread. `nic` is the soft RNIC of the tcp
- * fabric (DESIGN §4), started when `fabric.kind` is tcp or when listed.
+ * fabric (DESIGN §4), started when `fabric.kind` is tcp or when listed. `manager` is the configuration
+ * manager (§4.5), which `rowan manager` runs alone in a process of its own.
  */
-export const roles = ['worker', 'control', 'digest', 'clean', 'migration', 'nic'] as const;
+export const roles = ['worker', 'control', 'digest', 'clean', 'migration', 'nic', 'manager'] as const;
 export type Role = (typeof roles)[number];
 
 /** dax: real PM; msync: any file, durable across power loss; pagecache: survives process crashes only. */

@@ -12,6 +12,10 @@ export interface NodeApplication {
   prepare(pool: Pool, log: Logger): void;
   /** The start-message payload of one actor of `role` (structured-cloneable), or undefined. */
   payload(role: string): unknown;
+  /** On the main thread once every actor is READY (ROWAN-KV: the lease with the configuration manager). */
+  started?(log: Logger): void;
+  /** On the main thread when the node begins to stop, before any actor is stopped. */
+  stopping?(): void;
   /** The application's section of the node's status (plain data), from the pool and the actors. */
   status?(pool: Pool, actors: ActorStatus[], uptimeMs: number): unknown;
 }

@@ -126,6 +126,7 @@ export class RowanNode {
         process.once(sig, h);
         this.signalHandlers.push([sig, h]);
       }
+    this.app?.started?.(this.log);
     this.log.info({ actors: this.plans.length, socket: path }, 'node ready');
   }
 
@@ -226,6 +227,7 @@ export class RowanNode {
     if (this.shuttingDown) return this.closed;
     this.shuttingDown = true;
     this.log.info({ reason, code }, 'node stopping');
+    this.app?.stopping?.();
     for (const [sig, h] of this.signalHandlers) process.off(sig, h);
     if (this.signalHandlers.length) {
       process.once('SIGINT', () => process.exit(130)); // a second ^C ends it at once

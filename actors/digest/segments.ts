@@ -11,6 +11,7 @@
 // shared `votes` word of the segment; the last vote moves the segment Used -> Committed, where clean
 // actors can reclaim it. Partial entries that stay incomplete for PARTIAL_GIVE_UP_SEGMENTS further
 // segments are dropped (a sender that died mid-entry; its write was never acknowledged).
+import { ConfigCell } from '../kv/config-cell.js';
 import { defaultLimits } from '../../config/limits.js';
 import { BlockApplier } from '../kv/apply.js';
 import { ReadEpochs } from '../kv/gc-state.js';
@@ -50,13 +51,25 @@ export class DigestSegments {
     this.applier = null;
     this.epochSlot = ReadEpochs.slotOf('digest', who.id);
     if (kv) {
-      const backupOf = new Set(kv.cluster.shards.filter((s) => s.backups.includes(kv.nodeId)).map((s) => s.id));
+      // The shards this node backs up follow the node's configuration cell: a shard promoted here
+      // (§4.5 phase 2) is no longer taken from the b-log, whoever still writes into it.
+      const cell = ConfigCell.attach(kv.cell);
+      let backupOf = new Set<number>();
+      let term = -1;
+      const backs = (shard: number): boolean => {
+        if (cell.term() !== term) {
+          const c = cell.config();
+          term = c.term;
+          backupOf = new Set(c.shards.filter((s) => s.backups.includes(kv.nodeId)).map((s) => s.id));
+        }
+        return backupOf.has(shard);
+      };
       this.shared = attachKvShared(kv.shared, this.pool.region);
       if (this.shared.gc) this.votes = new Int32Array(this.shared.gc.buffers.votes);
       this.applier = new BlockApplier(
         this.pool.region,
         this.shared,
-        (shard) => backupOf.has(shard) && shard % who.count === who.id,
+        (shard) => shard % who.count === who.id && backs(shard),
         TLog.recover(this.pool, who.id, defaultLimits, OwnerRole.Digest),
         defaultLimits,
       );

@@ -101,4 +101,13 @@ export function formatGcStatus(s: GcStatus, table: (head: string[], rows: string
 }
 
 /** A ROWAN-KV node's status: the runtime's, with this file's storage section. */
-export type KvNodeStatus = NodeStatus<GcStatus>;
+/** The node's configuration cell as `status` reports it (actors/kv/node-kv.ts). */
+export interface ConfigStatus {
+  term: number;
+  /** A prepared, uncommitted term (requests wait); 0 = none. */
+  pendingTerm: number;
+  /** 'none' (no manager), 'valid N ms', 'expired' or 'evicted'. */
+  lease: string;
+}
+
+export type KvNodeStatus = NodeStatus<GcStatus & { config?: ConfigStatus }>;

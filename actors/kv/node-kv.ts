@@ -15,6 +15,9 @@ import { SharedLog } from './baselines.js';
 import { shmPaths } from '../../runtime/fabric/shm.js';
 import { closeStaleQueue } from '../../runtime/rowan/srq.js';
 import { rebuildIndexes } from './recovery.js';
+import { ConfigCell } from './config-cell.js';
+import { LeaseClient } from './lease.js';
+import { heldVersions, promoteShards } from './promote.js';
 import { attachKvShared, createKvShared, heldShards, type KvStart } from './shared.js';
 
 export interface NodeKvOptions {
@@ -23,6 +26,9 @@ export interface NodeKvOptions {
   nodeId: number;
   /** Index capacity per shard held (keys). */
   keysPerShard?: number;
+  /** The configuration manager ("host:port"): the node holds a lease with it, serves only while the
+   *  lease holds, and follows its new configurations (§4.5). Absent: a static configuration, no lease. */
+  manager?: string;
 }
 
 export const DEFAULT_KEYS_PER_SHARD = 1 << 16;
@@ -31,13 +37,57 @@ export const DEFAULT_KEYS_PER_SHARD = 1 << 16;
  *  of the roles that serve it, and the storage/GC section of the node's status. */
 export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = monotonicClock): NodeApplication {
   let start: KvStart | undefined;
+  let nodePool: Pool | undefined;
+  let lease: LeaseClient | null = null;
   return {
     prepare(pool, log) {
+      nodePool = pool;
       start = prepareNodeKv(o, dataDir, pool, log, clock);
     },
     payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' ? start : undefined),
-    status: (pool, actors, uptimeMs) => collectGcStatus(pool, start?.shared.gc, actors, uptimeMs),
+    started(log) {
+      const cell = ConfigCell.attach(start!.cell);
+      if (o.manager === undefined) {
+        log.info('no configuration manager (--manager): static configuration, no lease, no failover');
+        return;
+      }
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log);
+    },
+    stopping() {
+      lease?.stop();
+    },
+    status: (pool, actors, uptimeMs) => {
+      const cell = start ? ConfigCell.attach(start.cell) : null;
+      const until = cell?.leaseUntil() ?? Infinity;
+      return {
+        ...collectGcStatus(pool, start?.shared.gc, actors, uptimeMs),
+        ...(cell
+          ? {
+              config: {
+                term: cell.term(),
+                pendingTerm: cell.pendingTerm(),
+                lease: o.manager === undefined ? 'none' : cell.evicted() ? 'evicted' : until > clock.now() ? `valid ${(until - clock.now()).toFixed(0)} ms` : 'expired',
+              },
+            }
+          : {}),
+      };
+    },
   };
+}
+
+function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger): LeaseClient {
+  const at = manager.lastIndexOf(':');
+  const host = manager.slice(0, at);
+  const port = Number(manager.slice(at + 1));
+  if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${manager}' is not host:port`);
+  const shared = attachKvShared(start.shared, pool.region);
+  const client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
+    versionsFor: (shards) => heldVersions(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits),
+    promote: (shards, floors) => ({ entries: promoteShards(pool, shared, shards, floors, defaultLimits).indexed }),
+  });
+  client.start();
+  log.info({ manager }, `holding a lease with the configuration manager at ${manager}`);
+  return client;
 }
 
 export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): KvStart {
@@ -63,7 +113,8 @@ export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log
     { ...rep, term: cluster.term, shards: heldShards(cluster, o.nodeId).length, nodes: cluster.nodes.length },
     `cold start: ${rep.indexed} entries indexed from ${rep.logSegments} log and ${rep.blogSegments} b-log segments in ${rep.ms.toFixed(0)} ms`,
   );
-  const start: KvStart = { cluster, nodeId: o.nodeId, shared: buffers };
+  const cell = ConfigCell.create(cluster, o.manager !== undefined, clock);
+  const start: KvStart = { cluster, cell: cell.buffer, nodeId: o.nodeId, shared: buffers };
   if (cluster.replication === 'share') {
     // Share-KV: one remote log per (this node, backup node), its cursor shared by all our workers.
     start.shareLogs = {};

@@ -21,7 +21,10 @@ export interface KvSharedBuffers {
 
 /** What a worker or digest actor of a ROWAN-KV node gets in its start message. */
 export interface KvStart {
+  /** The configuration at start; the current one is in `cell`. */
   cluster: ClusterConfig;
+  /** The node's configuration cell (./config-cell.ts): the configuration now, the lease, the blocks. */
+  cell: SharedArrayBuffer;
   nodeId: number;
   shared: KvSharedBuffers;
   /** share replication mode: this node's shared remote-log state per backup node id (SharedLog

@@ -5,6 +5,8 @@ import type { Limits } from '../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { ReadEpochs } from '../kv/gc-state.js';
 import type { KvShared, ReplicaChannel } from '../kv/shared.js';
+import type { ConfigCell } from '../kv/config-cell.js';
+import { monotonicClock, type Clock } from '../../config/base/clock.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import type { ShardIndex } from '../../shm/index.js';
 import type { PersistentRegion } from '../../config/base/region.js';
@@ -13,6 +15,11 @@ import type { TLog } from '../../shm/tlog.js';
 export interface KvWorkerDeps {
   nodeId: number;
   config: () => ClusterConfig;
+  /** The node's configuration cell: lease fencing and failover blocks per request (absent in unit
+   *  tests that drive a static configuration: then only the term is checked). */
+  cell?: ConfigCell;
+  /** Monotonic ms, the same in every thread (lease checks). */
+  clock?: Clock;
   region: PersistentRegion;
   tlog: TLog;
   shared: KvShared;
@@ -57,6 +64,11 @@ export class WorkerCore {
 
   exitEpoch(): void {
     this.d.shared.gc?.epochs.exit(this.epochSlot);
+  }
+
+  /** Monotonic ms (the injected clock; process-wide, see config/base/clock.ts). */
+  now(): number {
+    return (this.d.clock ?? monotonicClock).now();
   }
 
   indexOf(shard: number): ShardIndex {

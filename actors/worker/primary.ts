@@ -24,6 +24,15 @@ import type { WorkerCore } from './core.js';
  *  reserve of 3 (config gc.reserveSegments) one is the clean log in use, one its next, one for DELs. */
 export const DEL_KEEP_FREE = 1;
 
+/** How long a request waits for a pending configuration to commit or a promoted shard to catch up
+ *  before it is refused with STALE_TERM (a manager that died mid-failover must not hang clients). */
+export const ADMIT_WAIT_MS = 2000;
+
+/** Replication failures that mean the backup node is gone (not a refusal of this entry). */
+const BACKUP_GONE: ReadonlySet<string> = new Set([ErrorCodes.PEER_GONE, ErrorCodes.RECEIVER_CLOSED, ErrorCodes.REPLICATION_FAILED, ErrorCodes.WRITE_TIMEOUT]);
+/** How long a write waits for the manager to remove a gone backup (a lease and then some). */
+const BACKUP_GONE_WAIT_MS = 3000;
+
 export class PrimaryPath {
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
 
@@ -34,7 +43,7 @@ export class PrimaryPath {
 
   async write(type: EntryType, key: Uint8Array, value: Uint8Array | undefined, clientTerm: number): Promise<void> {
     const { d, stats } = this.core;
-    const { c, shard, hash } = this.route(key, clientTerm, false);
+    const { c, shard, hash } = await this.admit(key, clientTerm, false);
     const placement = c.shards[shard]!;
     const e: EntryInput = { type, shard, version: 0, key, ...(value ? { value } : {}) };
     const size = entrySize(e, d.limits); // size and shape checks before a version is consumed
@@ -50,9 +59,16 @@ export class PrimaryPath {
         // A single-block entry is replicated as the very bytes just persisted in the t-log (immutable
         // while indexed), not encoded and checksummed a second time; larger entries go block by block.
         const blocks = size <= d.limits.mtuBytes ? [d.region.bytes.subarray(addr, addr + size)] : encodeBlocks(e, d.limits);
-        await Promise.all(placement.backups.map((b) => this.replicateTo(b, shard, blocks))); // on every backup (②)
+        await Promise.all(placement.backups.map((b) => this.replicateOrOutlive(b, shard, blocks))); // on every backup (②)
       }
       this.core.indexOf(shard); // still held (WRONG_SHARD otherwise)
+      // Lease safety (§4.5): acknowledge only while the lease still holds. The manager reassigns this
+      // node's shards only after the lease has certainly expired, so an acknowledged write is never
+      // one the new primary's scan can have missed. Past it the entry may or may not survive there.
+      const cell = d.cell;
+      if (cell && !cell.leaseValid(this.core.now())) {
+        throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `the lease expired while shard ${shard}'s write was replicating; it may or may not survive the failover`);
+      }
       this.core.enterEpoch();
       try {
         indexEntry(d.shared, shard, key, hash, addr, e.version, this.core.reader); // now visible (③)
@@ -68,8 +84,8 @@ export class PrimaryPath {
     }
   }
 
-  get(key: Uint8Array, clientTerm: number): Uint8Array | null {
-    const { shard } = this.route(key, clientTerm, true);
+  async get(key: Uint8Array, clientTerm: number): Promise<Uint8Array | null> {
+    const { shard } = await this.admit(key, clientTerm, true);
     this.core.stats.gets++;
     return this.lookup(shard, key);
   }
@@ -96,6 +112,30 @@ export class PrimaryPath {
     }
   }
 
+  /**
+   * Replicate to backup `node`; if it is gone (its receiver closed, its connection dropped), wait for
+   * the configuration manager's next configuration: once it no longer lists `node` as a backup of the
+   * shard, the entry is on every replica that configuration has, and the write may complete (§4.5:
+   * a write is acknowledged once persistent on all replicas of the configuration it completes in).
+   * Without a configuration cell, or if the node stays listed, the failure stands.
+   */
+  private async replicateOrOutlive(node: number, shard: number, blocks: Uint8Array[]): Promise<void> {
+    try {
+      await this.replicateTo(node, shard, blocks);
+    } catch (err) {
+      const cell = this.core.d.cell;
+      if (!cell || !(err instanceof RowanError) || !BACKUP_GONE.has(err.code)) throw err;
+      const t0 = this.core.now();
+      for (;;) {
+        const c = cell.config();
+        if (!c.shards[shard]!.backups.includes(node)) return;
+        const waited = this.core.now() - t0;
+        if (waited >= BACKUP_GONE_WAIT_MS || !cell.leaseValid(this.core.now())) throw err;
+        await cell.changed(BACKUP_GONE_WAIT_MS - waited);
+      }
+    }
+  }
+
   private async replicateTo(node: number, shard: number, blocks: Uint8Array[]): Promise<void> {
     let ch: ReplicaChannel;
     try {
@@ -106,6 +146,29 @@ export class PrimaryPath {
     for (const b of blocks) {
       await ch.write(b);
       this.core.stats.replicationWrites++;
+    }
+  }
+
+  /**
+   * Admission (§4.5): refuse when the lease expired (LEASE_EXPIRED) or the term differs (STALE_TERM);
+   * wait while a configuration is prepared but not committed, or while the key's shard is being
+   * promoted here (phase 2), at most ADMIT_WAIT_MS, then STALE_TERM (the client refreshes and retries).
+   */
+  private async admit(key: Uint8Array, clientTerm: number, read: boolean): Promise<{ c: ClusterConfig; shard: number; hash: KeyHash }> {
+    const cell = this.core.d.cell;
+    if (!cell) return this.route(key, clientTerm, read);
+    let waitedMs = 0;
+    for (;;) {
+      const t0 = this.core.now();
+      if (cell.admit(clientTerm, t0) === 'ok') {
+        const r = this.route(key, clientTerm, read);
+        if (!cell.shardBlocked(r.shard)) return r;
+      }
+      if (waitedMs >= ADMIT_WAIT_MS) {
+        throw new RowanError(ErrorCodes.STALE_TERM, `node ${this.core.d.nodeId} is reconfiguring (term ${cell.term()}, pending ${cell.pendingTerm()}); retry`);
+      }
+      await cell.changed(ADMIT_WAIT_MS - waitedMs);
+      waitedMs += this.core.now() - t0;
     }
   }
 

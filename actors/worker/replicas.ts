@@ -30,6 +30,9 @@ import type { ReplicaChannel } from '../kv/shared.js';
 
 export interface ReplicaSet {
   channel(nodeId: number, shard: number): ReplicaChannel;
+  /** Close the links to a node the configuration removed (§4.5 phase 1: "destroy QPs used for
+   *  communicating with the failed server"): writes still waiting on it fail, which ends their requests. */
+  drop(nodeId: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -77,6 +80,15 @@ class Links<K, L> {
     for (const p of this.open.values()) await p.then((l) => this.dispose(l)).catch(() => {});
     this.open.clear();
   }
+
+  /** Close and forget the links whose key matches. */
+  async drop(match: (k: K) => boolean): Promise<void> {
+    for (const [k, p] of [...this.open]) {
+      if (!match(k)) continue;
+      this.open.delete(k);
+      await p.then((l) => this.dispose(l)).catch(() => {});
+    }
+  }
 }
 
 /** rowan: the Rowan connection itself. */
@@ -84,6 +96,7 @@ function rowanReplicas(cluster: ClusterConfig, ctx: ActorContext): ReplicaSet {
   const links = new Links<number, RowanConnection>((id) => connectTo(cluster, id, ctx), (c) => c.close());
   return {
     channel: (id) => ({ write: (bytes) => links.use(id, (c) => c.write(bytes)) }),
+    drop: (id) => links.drop((k) => k === id),
     close: () => links.close(),
   };
 }
@@ -120,12 +133,13 @@ function streamReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContex
   });
   return {
     channel: (id) => ({ write: (bytes) => links.use(id, (l) => l.stream.write(bytes)) }),
+    drop: (id) => links.drop((k) => k === id),
     close: () => links.close(),
   };
 }
 
-/** rpc: REPLICATE to the backup worker that serves the shard's port. */
-function rpcReplicas(cluster: ClusterConfig): ReplicaSet {
+/** rpc: REPLICATE to the backup worker that serves the shard's port, with the node's current term. */
+function rpcReplicas(cluster: ClusterConfig, term: () => number): ReplicaSet {
   const timeoutMs = 10_000;
   const links = new Links<string, RpcConnection>(
     (k) => {
@@ -135,7 +149,7 @@ function rpcReplicas(cluster: ClusterConfig): ReplicaSet {
     (c) => c.close(),
   );
   const send = async (c: RpcConnection, block: Uint8Array): Promise<number> => {
-    const r = await c.request((rid) => encodeRequest({ op: Op.REPLICATE, id: rid, term: cluster.term, block }));
+    const r = await c.request((rid) => encodeRequest({ op: Op.REPLICATE, id: rid, term: term(), block }));
     if (r.status === Status.ERROR) throw remoteError(r);
     if (r.status !== Status.OK) throw new RowanError(ErrorCodes.BAD_FRAME, `REPLICATE answered with status ${r.status}`);
     return 0; // no pool offset: the backup worker chose where the entry lives
@@ -146,16 +160,23 @@ function rpcReplicas(cluster: ClusterConfig): ReplicaSet {
       const key = `${id}:${ports[shard % ports.length]!}`;
       return { write: (bytes) => links.use(key, (c) => send(c, bytes)) };
     },
+    drop: (id) => links.drop((k) => k.startsWith(`${id}:`)),
     close: () => links.close(),
   };
 }
 
-export function openReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContext, shareLogs?: Record<number, SharedArrayBuffer>): ReplicaSet {
+export function openReplicas(
+  cluster: ClusterConfig,
+  nodeId: number,
+  ctx: ActorContext,
+  shareLogs?: Record<number, SharedArrayBuffer>,
+  term: () => number = () => cluster.term,
+): ReplicaSet {
   switch (cluster.replication) {
     case 'rowan':
       return rowanReplicas(cluster, ctx);
     case 'rpc':
-      return rpcReplicas(cluster);
+      return rpcReplicas(cluster, term);
     default:
       return streamReplicas(cluster, nodeId, ctx, shareLogs);
   }

@@ -12,6 +12,7 @@ import { serveClients, type RpcServer } from '../../runtime/rpc/server.js';
 import { OwnerRole } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { backupLogOwner } from '../../config/base/ids.js';
+import { ConfigCell } from '../kv/config-cell.js';
 import { KvWorker } from './kv.js';
 import { openReplicas } from './replicas.js';
 
@@ -19,6 +20,8 @@ export interface KvServing {
   worker: KvWorker;
   server: RpcServer;
   endpoint: { host: string; port: number };
+  /** Every tick: close replication links to nodes a new configuration removed. */
+  followConfig(): Promise<void>;
   /** Resolves 'keep-pool-mapped' when requests were still running (the pool must stay mapped). */
   close(): Promise<void | 'keep-pool-mapped'>;
 }
@@ -31,10 +34,13 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     throw new RowanError(ErrorCodes.BAD_CONFIG, `node ${kv.nodeId} lists ${me.workerPorts.length} worker ports; worker ${ctx.id} has none`);
   }
   const pool = ctx.pool;
-  const replicas = openReplicas(kv.cluster, kv.nodeId, ctx, kv.shareLogs);
+  const cell = ConfigCell.attach(kv.cell);
+  const replicas = openReplicas(kv.cluster, kv.nodeId, ctx, kv.shareLogs, () => cell.term());
   const worker = new KvWorker({
     nodeId: kv.nodeId,
-    config: () => kv.cluster,
+    config: () => cell.config(),
+    cell,
+    clock: ctx.clock,
     region: pool.region,
     tlog: TLog.recover(pool, ctx.id, defaultLimits),
     shared: attachKvShared(kv.shared, pool.region),
@@ -45,10 +51,23 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     ...(kv.cluster.replication === 'rpc' ? { backupLog: TLog.recover(pool, backupLogOwner(ctx.id), defaultLimits, OwnerRole.Worker) } : {}),
   });
   const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log });
+  let seenTerm = cell.term();
+  const dropped = new Set<number>();
   return {
     worker,
     server,
     endpoint: { host: me.host, port: server.port },
+    followConfig: async () => {
+      if (cell.term() === seenTerm) return;
+      const c = cell.config();
+      seenTerm = c.term;
+      for (const id of c.dead ?? []) {
+        if (dropped.has(id)) continue;
+        dropped.add(id);
+        ctx.log.info({ node: id, term: c.term }, `node ${id} left the configuration: closing replication links to it`);
+        await replicas.drop(id);
+      }
+    },
     close: async () => {
       // Stop taking requests, let those in flight finish (their t-log appends and index updates go
       // through the pool mapping), and unmap only then: unmapping under a running request would fault.

@@ -28,8 +28,8 @@ export const workerActor = defineActor<WorkerInbound>({
     const s = serving;
     if (!s || disseminating) return;
     disseminating = true;
-    s.worker
-      .disseminateCommitVers()
+    s.followConfig()
+      .then(() => s.worker.disseminateCommitVers())
       .catch((err: unknown) => ctx.log.warn({ err: (err as Error).message }, 'CommitVer dissemination failed; retried next period'))
       .finally(() => {
         disseminating = false;

@@ -4,7 +4,18 @@ export interface Clock {
   now(): number;
 }
 
-export const monotonicClock: Clock = { now: () => performance.now() };
+/**
+ * CLOCK_MONOTONIC in milliseconds, the same in every thread of the process (and every process of the
+ * host). Not performance.now(): each worker_thread has its own timeOrigin, so two threads' readings
+ * of performance.now() are not comparable -- and a lease expiry one thread writes into shared memory
+ * must mean the same instant to the thread that checks it (actors/kv/config-cell.ts).
+ */
+export const monotonicClock: Clock = {
+  now: () => {
+    const [s, ns] = process.hrtime();
+    return s * 1e3 + ns / 1e6;
+  },
+};
 
 export class ManualClock implements Clock {
   constructor(private t = 0) {}

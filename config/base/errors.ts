@@ -50,6 +50,11 @@ export const ErrorCodes = {
   TIMEOUT: 'ROWAN_ERR_TIMEOUT',
   NO_HANDSHAKE: 'ROWAN_ERR_NO_HANDSHAKE',
   REPLICATION_FAILED: 'ROWAN_ERR_REPLICATION_FAILED',
+  /** The node's lease with the configuration manager has expired: it serves nothing (not applied). */
+  LEASE_EXPIRED: 'ROWAN_ERR_LEASE_EXPIRED',
+  /** A PUT/DEL was sent but no answer came back (connection lost, timeout): it may or may not have
+   *  been applied. The client does not re-send it (a re-send could apply it twice). */
+  OUTCOME_UNKNOWN: 'ROWAN_ERR_OUTCOME_UNKNOWN',
   /** A failure that was not a RowanError (a bug), as reported across the wire. */
   INTERNAL: 'ROWAN_ERR_INTERNAL',
   // actor runtime

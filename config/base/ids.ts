@@ -10,6 +10,8 @@
 //   Worker   [BACKUP_LOG_BASE, +ACTORS)     RPC-KV backup log of worker w         backupLogOwner(w)
 //   Control  [0, ACTORS)                    b-log segments of control actor c     blogOwner(c)
 //   Digest   [0, ACTORS)                    digest log of digest actor d          actorOwner(d)
+//            PROMOTION_ACTOR_ID              the node main thread's promotion scan (§4.5 phase 2)
+//                                           (also its read-epoch slot among the digest ones)
 //   Clean    [0, ACTORS)                    clean log of clean actor k            actorOwner(k)
 //   Migration[0, ACTORS)                    migration actor m                     actorOwner(m)
 //   Remote   [0, NODE_ID_MAX]               regions a remote node writes one-sidedly (baselines
@@ -29,6 +31,11 @@ export const NODE_ID_MAX = 1023;
 /** Actors of one role per node (config/limits.ts actorsPerRoleMax; the commit tracker's inflight table,
  *  actors/kv/gc-state.ts, has a row per worker). */
 export const ACTORS_PER_ROLE_MAX = 64;
+
+/** The digest-role id the node's main thread uses while it promotes shards (§4.5 phase 2): the owner
+ *  id of the log it reassembles multi-block entries into, and its read-epoch slot. Digest actors are
+ *  numbered from 0, and a node never runs ACTORS_PER_ROLE_MAX of them. */
+export const PROMOTION_ACTOR_ID = ACTORS_PER_ROLE_MAX - 1;
 
 /** First owner id of the RPC-KV backup logs (role Worker). */
 export const BACKUP_LOG_OWNER_BASE = 512;

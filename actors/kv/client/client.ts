@@ -5,14 +5,25 @@
 //   const c = await RowanClient.connect({ cluster: 'cluster.json' });   // or { endpoints: ['127.0.0.1:7500'] }
 //   await c.put('k', 'v'); const v = await c.get('k'); await c.del('k'); await c.close();
 //
-// Failure handling (all RowanErrors):
-//   STALE_TERM / WRONG_SHARD from a server: the configuration moved on (§4.5). Refresh it (re-read the
-//     cluster file, or CONFIG from any reachable node), re-route, retry -- at most `retries` times,
-//     backing off while the cluster has not published a newer term yet.
-//   PEER_GONE: the connection died or could not be opened: reconnect once and re-send (PUT and DEL are
-//     idempotent), then give up with PEER_GONE.
-//   TIMEOUT: no response within timeoutMs for one attempt.
-//   KEY_TOO_LARGE / VALUE_TOO_LARGE: refused locally, before anything is sent.
+// Failure handling (all RowanErrors). What an error means for a PUT/DEL (§4.5; DESIGN §6):
+//   NOT APPLIED -- refused before anything was persisted; safe to retry, and the client does:
+//     STALE_TERM / WRONG_SHARD / LEASE_EXPIRED from a server: the configuration moved on, or the node
+//       fenced itself (lease expired). Refresh (re-read the cluster file, or CONFIG from any reachable
+//       node), re-route, retry;
+//     PEER_GONE before the request was sent (the connection could not be opened: a dead primary);
+//     these are retried until the configuration moves on: at most `retries` re-routes, and while no
+//     newer configuration exists the client backs off and asks again for up to timeoutMs.
+//     KEY_TOO_LARGE / VALUE_TOO_LARGE (refused locally), BAD_ARGUMENT, PM_FULL refused up front by
+//     the primary's t-log: not applied, not retried.
+//   OUTCOME UNKNOWN -- the request may or may not have been applied (and may still be, later):
+//     OUTCOME_UNKNOWN: the connection died or timed out with the PUT/DEL outstanding (the cause is in
+//       the message), or the primary's lease expired while it replicated;
+//     REPLICATION_FAILED, PEER_GONE, RECEIVER_CLOSED, WRITE_TIMEOUT, PM_FULL from a server: the
+//       primary persisted the entry in its t-log and replication to a backup failed part-way.
+//     The client never re-sends these: a re-send could apply the write twice and, with another
+//     client's write in between, let a reader see 1, 2, 1.
+//   GETs are re-sent on any of the above (a read applies nothing); TIMEOUT / PEER_GONE once out of
+//   tries.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClusterConfig } from '../../../config/cluster.js';
 import { defaultLimits } from '../../../config/limits.js';
@@ -32,7 +43,9 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Requests outstanding at once over all connections; more wait their turn. Default 1024. */
   maxInFlight?: number;
-  /** Configuration refreshes per request on STALE_TERM / WRONG_SHARD. Default 5. */
+  /** Re-routes per request to a newer configuration (STALE_TERM / WRONG_SHARD / LEASE_EXPIRED, or a
+   *  primary that cannot be reached); while none is published yet the client waits up to timeoutMs.
+   *  0 = never retry. Default 5. */
   retries?: number;
   /** Key and value limits checked before sending (default: config/limits.ts). */
   limits?: FrameLimits;
@@ -45,7 +58,10 @@ interface ConnEntry {
 
 type KeyOp = typeof Op.PUT | typeof Op.GET | typeof Op.DEL | typeof Op.GET_REPLICA;
 
-const BACKOFF_MS_MAX = 200;
+const BACKOFF_MS_MAX = 100;
+
+/** Server answers that mean "not applied, the configuration moved on or is moving": refresh, retry. */
+const RETRY_CODES: ReadonlySet<string> = new Set([ErrorCodes.STALE_TERM, ErrorCodes.WRONG_SHARD, ErrorCodes.LEASE_EXPIRED]);
 
 export class RowanClient {
   /** Per "host:port": the connection, opened lazily; an entry whose open failed removes itself. */
@@ -134,20 +150,44 @@ export class RowanClient {
   private async keyOp(op: KeyOp, key: Uint8Array, value: Uint8Array | null, replicaNode: number | null): Promise<Response> {
     await this.slots.acquire();
     try {
-      for (let attempt = 0; ; attempt++) {
+      const t0 = performance.now();
+      const write = op === Op.PUT || op === Op.DEL;
+      for (let reroutes = 0, waits = 0; ; ) {
         const cfg = this.cfg;
         const to = replicaNode === null ? primaryEndpoint(cfg, key) : workerEndpoint(cfg, replicaNode, shardOfKey(cfg, key));
         const term = cfg.term;
-        const r = await this.send(to, (id) =>
-          op === Op.PUT ? encodeRequest({ op, id, term, key, value: value! }) : encodeRequest({ op, id, term, key }),
-        );
-        if (r.status !== Status.ERROR) return r;
-        const err = remoteError(r);
-        const moved = err.code === ErrorCodes.STALE_TERM || err.code === ErrorCodes.WRONG_SHARD;
-        if (!moved || attempt >= this.retries) throw err;
-        await this.refresh(term);
-        // The cluster may not have published a newer term yet: give it a moment before re-sending.
-        if (this.cfg.term <= term) await sleep(Math.min(BACKOFF_MS_MAX, 5 * 2 ** attempt));
+        let err: RowanError;
+        try {
+          const r = await this.send(to, (id) =>
+            op === Op.PUT ? encodeRequest({ op, id, term, key, value: value! }) : encodeRequest({ op, id, term, key }),
+          );
+          if (r.status !== Status.ERROR) return r;
+          err = remoteError(r);
+          if (!RETRY_CODES.has(err.code)) throw err;
+        } catch (e) {
+          if (!(e instanceof RowanError)) throw e;
+          err = e;
+          const sent = err.details?.['sent'] !== false;
+          if (RETRY_CODES.has(err.code)) {
+            // answered above
+          } else if ((err.code === ErrorCodes.PEER_GONE || err.code === ErrorCodes.TIMEOUT) && (!sent || !write)) {
+            if (this.closed) throw err;
+          } else if ((err.code === ErrorCodes.PEER_GONE || err.code === ErrorCodes.TIMEOUT) && write) {
+            throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `${op === Op.PUT ? 'PUT' : 'DEL'} outcome unknown: ${err.code}: ${err.message}`, { cause: err.code });
+          } else {
+            throw err;
+          }
+        }
+        if (this.retries === 0) throw err;
+        // A node that answered (STALE_TERM ...) costs one of `retries`; an unreachable one does not:
+        // its shards move only once the manager has failed it over, which takes about a lease.
+        const answered = RETRY_CODES.has(err.code);
+        if (answered && reroutes++ >= this.retries) throw err;
+        await this.refresh(term).catch(() => {});
+        if (this.cfg.term > term) continue;
+        // No newer configuration yet (the manager is still failing a node over): back off and ask again.
+        if (!answered && performance.now() - t0 > this.timeoutMs) throw err;
+        await sleep(Math.min(BACKOFF_MS_MAX, 2 * 2 ** waits++));
       }
     } finally {
       this.slots.release();
@@ -172,18 +212,26 @@ export class RowanClient {
     throw new RowanError(ErrorCodes.BAD_FRAME, `${endpointKey(e)} answered CONFIG with status ${r.status}`);
   }
 
-  /** Send over the connection to `e`; if it is (or goes) dead, reconnect once, then PEER_GONE. */
+  /**
+   * Send over the connection to `e`. A PEER_GONE from opening the connection carries details.sent =
+   * false (nothing was sent: safe to retry); one from a request in flight may have been applied, and
+   * is never re-sent here (the caller decides: reads retry, writes report OUTCOME_UNKNOWN).
+   */
   private async send(e: Endpoint, build: (id: number) => Uint8Array): Promise<Response> {
-    for (let tries = 0; ; tries++) {
-      let conn: RpcConnection | null = null;
-      try {
-        conn = await this.connection(e);
-        return await conn.request(build);
-      } catch (err) {
-        const gone = err instanceof RowanError && err.code === ErrorCodes.PEER_GONE;
-        if (gone) this.forget(e, conn);
-        if (!gone || tries >= 1 || this.closed) throw err;
+    let conn: RpcConnection;
+    try {
+      conn = await this.connection(e);
+    } catch (err) {
+      if (err instanceof RowanError && (err.code === ErrorCodes.PEER_GONE || err.code === ErrorCodes.TIMEOUT)) {
+        throw new RowanError(err.code, err.message, { ...err.details, sent: false });
       }
+      throw err;
+    }
+    try {
+      return await conn.request(build);
+    } catch (err) {
+      if (err instanceof RowanError && err.code === ErrorCodes.PEER_GONE) this.forget(e, conn);
+      throw err;
     }
   }
 

@@ -1,0 +1,191 @@
+// The node-wide configuration cell (§4.5, DESIGN §6): the cluster configuration this node serves, its
+// lease with the configuration manager and the failover blocks, in one SharedArrayBuffer that the
+// node's main thread writes (actors/kv/lease.ts) and every worker and digest actor reads per request,
+// without a restart.
+//
+//   byte 0   Int32 SEQ      seqlock: odd while the main thread rewrites the configuration bytes
+//        4   Int32 TERM     term of the configuration in the bytes (the committed one)
+//        8   Int32 PENDING  term of a prepared, not yet committed configuration; 0 = none. While set,
+//                           requests wait (phase 1: "servers block all requests")
+//       12   Int32 LEN      bytes of the configuration's JSON
+//       16   Int32 LEASE    the lease holds until BASE + LEASE ms (floored); LEASE_NONE = no manager,
+//                           no lease needed (a node started without --manager)
+//       20   Int32 EVICTED  1 once the manager removed this node from the membership
+//       24   Int32 CHANGE   bumped (and notified) on every change: waiters sleep on it
+//       28   Int32 SHARDS   shard count, immutable
+//       32   Float64 BASE   monotonicClock.now() at creation, immutable
+//       64   Uint8 x shardCount  BLOCKED: 1 while a promoted shard catches up (phase 2)
+//      JSON  the configuration, UTF-8, from jsonOffset() for `capacity` bytes
+//
+// Readers pay one Atomics.load of TERM per request and re-parse only when it changed; the lease is one
+// more load and one monotonicClock read (process-wide CLOCK_MONOTONIC, the same in every thread).
+import { monotonicClock, type Clock } from '../../config/base/clock.js';
+import { validateCluster, type ClusterConfig } from '../../config/cluster.js';
+import { ErrorCodes, RowanError, invariant } from '../../config/base/errors.js';
+
+const SEQ = 0;
+const TERM = 1;
+const PENDING = 2;
+const LEN = 3;
+const LEASE = 4;
+const EVICTED = 5;
+const CHANGE = 6;
+const SHARDS = 7;
+const BASE_BYTE = 32;
+const BLOCKED_BYTE = 64;
+/** LEASE value of a node that runs without a configuration manager: always valid. */
+export const LEASE_NONE = -1;
+
+function jsonOffset(shardCount: number): number {
+  return BLOCKED_BYTE + Math.ceil(shardCount / 8) * 8;
+}
+
+export class ConfigCell {
+  private readonly i32: Int32Array;
+  private readonly blocked: Uint8Array;
+  private readonly base: number;
+  private readonly json: Uint8Array;
+  private cached: ClusterConfig | null = null;
+  private cachedTerm = -1;
+
+  private constructor(readonly buffer: SharedArrayBuffer) {
+    this.i32 = new Int32Array(buffer, 0, 8);
+    this.base = new Float64Array(buffer, BASE_BYTE, 1)[0]!;
+    const shardCount = new Int32Array(buffer, SHARDS * 4, 1)[0]!;
+    this.blocked = new Uint8Array(buffer, BLOCKED_BYTE, shardCount);
+    this.json = new Uint8Array(buffer, jsonOffset(shardCount));
+  }
+
+  /** On the node's main thread: a cell holding `c`; leased = a manager grants leases (fenced until
+   *  the first grant), else the node serves without one. */
+  static create(c: ClusterConfig, leased: boolean, clock: Clock = monotonicClock): ConfigCell {
+    const text = new TextEncoder().encode(JSON.stringify(c));
+    // Room for the configuration to grow (dead list, moved shards) well past its first size.
+    const capacity = Math.max(64 * 1024, text.length * 4);
+    const sab = new SharedArrayBuffer(jsonOffset(c.shardCount) + capacity);
+    new Float64Array(sab, BASE_BYTE, 1)[0] = clock.now(); // immutable from here; published by postMessage
+    new Int32Array(sab, SHARDS * 4, 1)[0] = c.shardCount;
+    const cell = new ConfigCell(sab);
+    cell.i32[LEASE] = leased ? 0 : LEASE_NONE;
+    cell.publish(c);
+    return cell;
+  }
+
+  static attach(sab: SharedArrayBuffer): ConfigCell {
+    return new ConfigCell(sab);
+  }
+
+  // ---- readers (any thread) ------------------------------------------------------------------------
+
+  /** The committed configuration; re-parsed only when its term changed. */
+  config(): ClusterConfig {
+    const term = Atomics.load(this.i32, TERM); // acquires the bytes published before it (see publish)
+    if (term === this.cachedTerm && this.cached) return this.cached;
+    for (let spins = 0; ; spins++) {
+      const s1 = Atomics.load(this.i32, SEQ);
+      if ((s1 & 1) === 0) {
+        const t = Atomics.load(this.i32, TERM);
+        const len = Atomics.load(this.i32, LEN);
+        const bytes = this.json.slice(0, len);
+        if (Atomics.load(this.i32, SEQ) === s1) {
+          this.cached = validateCluster(JSON.parse(new TextDecoder().decode(bytes)));
+          this.cachedTerm = t;
+          return this.cached;
+        }
+      }
+      invariant(spins < 1_000_000, 'config cell: the writer never finished a configuration');
+    }
+  }
+
+  term(): number {
+    return Atomics.load(this.i32, TERM);
+  }
+
+  pendingTerm(): number {
+    return Atomics.load(this.i32, PENDING);
+  }
+
+  /** Whether the lease holds at `now` (monotonicClock). */
+  leaseValid(now: number): boolean {
+    const l = Atomics.load(this.i32, LEASE);
+    return l === LEASE_NONE || now < this.base + l;
+  }
+
+  /** The instant the lease ends (Infinity without a manager). */
+  leaseUntil(): number {
+    const l = Atomics.load(this.i32, LEASE);
+    return l === LEASE_NONE ? Infinity : this.base + l;
+  }
+
+  evicted(): boolean {
+    return Atomics.load(this.i32, EVICTED) === 1;
+  }
+
+  shardBlocked(shard: number): boolean {
+    return Atomics.load(this.blocked, shard) === 1;
+  }
+
+  /** Resolves when anything in the cell changes, or after timeoutMs. */
+  async changed(timeoutMs: number): Promise<void> {
+    const seen = Atomics.load(this.i32, CHANGE);
+    const w = Atomics.waitAsync(this.i32, CHANGE, seen, timeoutMs); // woken by notify() below
+    if (w.async) await w.value;
+  }
+
+  /** A request may run now: not fenced, no configuration pending, its shard not blocked. 'wait' when
+   *  it should wait for the cell to change; throws when the node must refuse. */
+  admit(clientTerm: number, now: number): 'ok' | 'wait' {
+    if (!this.leaseValid(now)) {
+      throw new RowanError(ErrorCodes.LEASE_EXPIRED, this.evicted() ? 'this node was removed from the cluster; it serves nothing' : 'this node\'s lease with the configuration manager has expired; it serves nothing until renewed');
+    }
+    const pending = this.pendingTerm();
+    if (pending !== 0) return 'wait';
+    const term = this.term();
+    if (clientTerm !== term) {
+      throw new RowanError(ErrorCodes.STALE_TERM, `request routed with term ${clientTerm}, this node is at term ${term}`);
+    }
+    return 'ok';
+  }
+
+  // ---- the writer (the node's main thread only) ----------------------------------------------------
+
+  /** Store `c` as the committed configuration. */
+  publish(c: ClusterConfig): void {
+    const text = new TextEncoder().encode(JSON.stringify(c));
+    if (text.length > this.json.length) throw new RowanError(ErrorCodes.BAD_CONFIG, `configuration of ${text.length} B exceeds the cell's ${this.json.length} B`);
+    Atomics.add(this.i32, SEQ, 1); // odd: readers retry until the bytes below are complete
+    this.json.set(text);
+    Atomics.store(this.i32, LEN, text.length);
+    Atomics.store(this.i32, TERM, c.term); // readers that see the new term re-read under the seqlock
+    Atomics.add(this.i32, SEQ, 1); // even again: the bytes, LEN and TERM are one consistent configuration
+    this.notify();
+  }
+
+  setPending(term: number): void {
+    Atomics.store(this.i32, PENDING, term); // requests now wait (or run again, for 0)
+    this.notify();
+  }
+
+  /** The lease holds until `until` (monotonicClock ms); floored, so the cell never claims more. */
+  setLease(until: number): void {
+    Atomics.store(this.i32, LEASE, Math.max(0, Math.floor(until - this.base))); // workers fence at the new instant
+    this.notify();
+  }
+
+  /** Fence now, for good: the manager removed this node. */
+  evict(): void {
+    Atomics.store(this.i32, EVICTED, 1);
+    Atomics.store(this.i32, LEASE, 0); // every request is refused from here on
+    this.notify();
+  }
+
+  setShardBlocked(shard: number, blocked: boolean): void {
+    Atomics.store(this.blocked, shard, blocked ? 1 : 0); // the shard's requests wait / run again
+    this.notify();
+  }
+
+  private notify(): void {
+    Atomics.add(this.i32, CHANGE, 1);
+    Atomics.notify(this.i32, CHANGE); // wakes every request waiting in changed()
+  }
+}

@@ -1,0 +1,159 @@
+// A node's side of the configuration manager (§4.5), on the node's main thread: it holds the lease
+// and applies the manager's configurations to the node's configuration cell (./config-cell.ts), which
+// every worker and digest actor reads per request.
+//
+// Why the main thread and not the control actor: the main thread creates the cell and the shard
+// state, holds the pool mapping the promotion scan needs (./promote.ts), and is on no data path --
+// the control actor ticks the b-log receiver every usedGraceMs / 2, and a renewal must not queue
+// behind that work. Safety does not depend on which thread renews: workers check the lease expiry in
+// the cell on every request and before acknowledging a write, so a main thread that stalls only
+// fences its node sooner.
+//
+// Lease (timing argument in actors/manager/leases.ts): each renew remembers when it was sent; its
+// grant extends the lease to t_send + leaseMs - driftMs, never shortening it.
+import { connect, type Socket } from 'node:net';
+import type { Clock } from '../../config/base/clock.js';
+import type { ClusterConfig } from '../../config/cluster.js';
+import type { Logger } from '../../config/base/log.js';
+import type { ConfigCell } from './config-cell.js';
+import { LineReader, encodeLine, type ManagerToNode, type NodeToManager } from './manager-protocol.js';
+
+export interface LeaseHooks {
+  /** Phase 1: the highest version this node holds of each shard whose primary changes. */
+  versionsFor(shards: number[]): Record<string, number>;
+  /** Phase 2: catch the promoted shards up and raise their versions above `floors`. */
+  promote(shards: number[], floors: Record<string, number>): { entries: number };
+}
+
+/** Before the first grant tells the period. */
+const FIRST_RENEW_MS = 10;
+const RECONNECT_MS = 20;
+
+export class LeaseClient {
+  private socket: Socket | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private renewMs = FIRST_RENEW_MS;
+  private seq = 0;
+  private readonly sentAt = new Map<number, number>();
+  private leaseUntil = 0;
+  private stopped = false;
+  private evicted = false;
+
+  constructor(
+    private readonly manager: { host: string; port: number },
+    private readonly nodeId: number,
+    private readonly cell: ConfigCell,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly hooks: LeaseHooks,
+  ) {}
+
+  start(): void {
+    this.connect();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.socket?.destroy();
+  }
+
+  private connect(): void {
+    if (this.stopped || this.evicted) return;
+    const s = connect({ host: this.manager.host, port: this.manager.port });
+    s.setNoDelay(true);
+    const reader = new LineReader<ManagerToNode>();
+    s.on('connect', () => {
+      this.socket = s;
+      this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term() });
+      this.sentAt.set(0, this.clock.now()); // the hello is renew 0
+      this.schedule();
+    });
+    s.on('data', (chunk: Buffer) => {
+      try {
+        for (const m of reader.push(chunk)) this.onMessage(m);
+      } catch (err) {
+        this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
+        s.destroy();
+      }
+    });
+    s.on('error', () => {});
+    s.on('close', () => {
+      if (this.socket === s) this.socket = null;
+      clearInterval(this.timer);
+      if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), RECONNECT_MS).unref();
+    });
+  }
+
+  private schedule(): void {
+    clearInterval(this.timer);
+    this.timer = setInterval(() => this.renew(), this.renewMs);
+  }
+
+  private renew(): void {
+    const seq = ++this.seq;
+    this.sentAt.set(seq, this.clock.now());
+    if (this.sentAt.size > 64) this.sentAt.delete(this.sentAt.keys().next().value!);
+    this.send({ t: 'renew', node: this.nodeId, seq, term: this.cell.term() });
+  }
+
+  private send(m: NodeToManager): void {
+    this.socket?.write(encodeLine(m));
+  }
+
+  private onMessage(m: ManagerToNode): void {
+    switch (m.t) {
+      case 'grant': {
+        const sent = this.sentAt.get(m.seq);
+        if (sent === undefined) return;
+        const until = sent + m.leaseMs - m.driftMs;
+        if (until > this.leaseUntil) {
+          this.leaseUntil = until;
+          this.cell.setLease(until); // workers serve until then
+        }
+        if (m.renewMs !== this.renewMs) {
+          this.renewMs = m.renewMs;
+          this.schedule();
+        }
+        return;
+      }
+      case 'prepare':
+        return this.prepare(m.term, m.config);
+      case 'commit':
+        return this.commit(m.term, m.config, m.floors);
+      case 'evicted':
+        this.evicted = true;
+        this.cell.evict();
+        this.log.error({ term: m.term }, 'the configuration manager removed this node from the cluster (its lease expired): serving nothing from now on');
+        this.stop();
+        return;
+    }
+  }
+
+  private prepare(term: number, next: ClusterConfig): void {
+    if (term <= this.cell.term()) return;
+    this.cell.setPending(term); // requests wait from here until the commit
+    const old = this.cell.config();
+    const changed = next.shards.filter((s) => s.primary !== old.shards[s.id]!.primary).map((s) => s.id);
+    const versions = this.hooks.versionsFor(changed);
+    this.send({ t: 'prepared', node: this.nodeId, term, versions });
+    this.log.info({ term, changed: changed.length }, `prepared term ${term}: requests blocked`);
+  }
+
+  private commit(term: number, next: ClusterConfig, floors: Record<string, number>): void {
+    if (term <= this.cell.term()) return;
+    const t0 = this.clock.now();
+    const old = this.cell.config();
+    const mine = next.shards.filter((s) => s.primary === this.nodeId && old.shards[s.id]!.primary !== this.nodeId).map((s) => s.id);
+    for (const s of mine) this.cell.setShardBlocked(s, true); // before the new configuration is visible
+    this.cell.publish(next);
+    this.cell.setPending(0);
+    this.log.info({ term, promoted: mine.length }, `committed term ${term}`);
+    if (mine.length === 0) return;
+    const r = this.hooks.promote(mine, floors);
+    for (const s of mine) this.cell.setShardBlocked(s, false);
+    const ms = this.clock.now() - t0;
+    this.send({ t: 'promoted', node: this.nodeId, term, shards: mine, ms, entries: r.entries });
+    this.log.info({ term, shards: mine, ms, entries: r.entries }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);
+  }
+}

@@ -1,0 +1,226 @@
+// The configuration manager's logic (§4.5 phase 1), independent of sockets and threads (CONVENTIONS 9):
+// the server (./server.ts) feeds it messages and connection closes, a timer calls tick(), and it talks
+// back through each node's Link. Time comes from the injected clock.
+//
+// Failover of node X, one at a time:
+//   detected   X's connection dropped (a hint) or its lease certainly expired; X gets no more grants
+//   stored     the new configuration (./plan.ts) written with a compare-and-set on the term
+//   prepared   every live member acknowledged `prepare` (it blocks requests) -- or timed out
+//   (wait)     until X's lease has certainly expired (./leases.ts): never a second primary
+//   committed  `commit` sent: members serve the new configuration; promoted shards catch up first
+//   promoted   every new primary reported phase 2 done
+// Each step is one log line with `event` and `at` (monotonic ms, comparable across processes on this
+// host): `rowan cluster` prints them, the failover benchmark plots them.
+import type { Clock } from '../../config/base/clock.js';
+import { liveNodes, type ClusterConfig } from '../../config/cluster.js';
+import type { ConfigStore } from '../../config/store.js';
+import type { Logger } from '../../config/base/log.js';
+import { LeaseTable, type LeaseTiming } from './leases.js';
+import { FAILOVER_MODES, planFailover, type FailoverPlan } from './plan.js';
+import type { ManagerToNode, NodeToManager } from './protocol.js';
+
+export interface Link {
+  send(m: ManagerToNode): void;
+}
+
+/** A member that has not acknowledged `prepare` by then is left behind (its lease will tell). */
+export const PREPARE_TIMEOUT_MS = 2000;
+export const FAILOVER_RETRY_MS = 1000;
+
+export interface FailoverRecord {
+  node: number;
+  term: number;
+  moved: FailoverPlan['moved'];
+  detectedAt: number;
+  storedAt?: number;
+  preparedAt?: number;
+  committedAt?: number;
+  promotedAt?: number;
+}
+
+export class ConfigManager {
+  private cfg: ClusterConfig;
+  readonly leases: LeaseTable;
+  private readonly links = new Map<number, Link>();
+  /** Nodes being (or queued to be) failed over: they get no more grants. */
+  private readonly failing = new Set<number>();
+  private readonly queue: number[] = [];
+  private running = false;
+  private closed = false;
+  private prepared: { term: number; waiting: Set<number>; versions: Map<number, number>; done: () => void } | null = null;
+  private promoting: { rec: FailoverRecord; waiting: Set<number> } | null = null;
+  readonly history: FailoverRecord[] = [];
+
+  constructor(
+    private readonly store: ConfigStore,
+    initial: ClusterConfig,
+    readonly timing: LeaseTiming,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly sleep: (ms: number) => Promise<void>,
+  ) {
+    this.cfg = initial;
+    this.leases = new LeaseTable(timing, clock.now());
+    if (!FAILOVER_MODES.includes(initial.replication)) {
+      log.warn({ mode: initial.replication }, `replication mode ${initial.replication}: NO FAILOVER -- its backups index one-sided writes only at a cold start, so a promoted backup would lack acknowledged writes; a dead node's shards stay unserved`);
+    }
+  }
+
+  config(): ClusterConfig {
+    return this.cfg;
+  }
+
+  /** Stop: no more failovers (one in progress ends at its next step). */
+  close(): void {
+    this.closed = true;
+    this.queue.length = 0;
+  }
+
+  members(): number[] {
+    return liveNodes(this.cfg).map((n) => n.id);
+  }
+
+  onMessage(m: NodeToManager, link: Link): void {
+    const now = this.clock.now();
+    switch (m.t) {
+      case 'hello':
+      case 'renew': {
+        if (!this.members().includes(m.node)) {
+          link.send({ t: 'evicted', term: this.cfg.term });
+          return;
+        }
+        this.links.set(m.node, link);
+        if (this.failing.has(m.node)) return; // no grant: its lease runs out
+        this.leases.renewed(m.node, now);
+        const { leaseMs, renewMs, driftMs } = this.timing;
+        link.send({ t: 'grant', seq: m.t === 'renew' ? m.seq : 0, leaseMs, renewMs, driftMs, term: this.cfg.term });
+        // A member that missed a commit (paused past a prepare timeout) catches up here.
+        if (m.term < this.cfg.term && !this.running) link.send({ t: 'commit', term: this.cfg.term, config: this.cfg, floors: {} });
+        return;
+      }
+      case 'prepared': {
+        const p = this.prepared;
+        if (!p || m.term !== p.term) return;
+        for (const [s, v] of Object.entries(m.versions)) p.versions.set(Number(s), Math.max(v, p.versions.get(Number(s)) ?? 0));
+        p.waiting.delete(m.node);
+        if (p.waiting.size === 0) p.done();
+        return;
+      }
+      case 'promoted': {
+        const pr = this.promoting;
+        if (!pr || m.term !== pr.rec.term) return;
+        this.log.info({ node: m.node, term: m.term, shards: m.shards, entries: m.entries, ms: m.ms }, `node ${m.node} promoted ${m.shards.length} shard(s) in ${m.ms.toFixed(1)} ms`);
+        pr.waiting.delete(m.node);
+        if (pr.waiting.size === 0) this.mark(pr.rec, 'promoted');
+        return;
+      }
+    }
+  }
+
+  /** A node's connection closed: a hint that it failed (its lease still has to expire first). */
+  onClose(node: number, link: Link): void {
+    if (this.links.get(node) !== link) return;
+    this.links.delete(node);
+    if (this.members().includes(node)) this.suspect(node, 'connection closed');
+  }
+
+  /** Periodic: members whose lease certainly expired are failed over. */
+  tick(): void {
+    for (const n of this.leases.expired(this.members(), this.clock.now())) this.suspect(n, 'lease expired');
+  }
+
+  private suspect(node: number, why: string): void {
+    if (this.failing.has(node)) return;
+    if (!FAILOVER_MODES.includes(this.cfg.replication)) {
+      this.failing.add(node);
+      this.log.error({ node, why, mode: this.cfg.replication }, `node ${node} failed (${why}); replication mode ${this.cfg.replication} does not fail over: its shards stay unserved`);
+      return;
+    }
+    this.failing.add(node);
+    this.queue.push(node);
+    this.log.warn({ node, why }, `node ${node} suspected failed: ${why}`);
+    if (!this.running) void this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.queue.length > 0) {
+        const node = this.queue.shift()!;
+        if (this.closed) return;
+        try {
+          await this.failover(node);
+        } catch (err) {
+          // A store that refused (another manager moved the term) or a plan that cannot be made (the
+          // node holds a shard's last replica): say so once and try again a second later.
+          this.log.error({ node, err: (err as Error).message }, `failover of node ${node} failed; retrying in ${FAILOVER_RETRY_MS} ms`);
+          void this.sleep(FAILOVER_RETRY_MS).then(() => {
+            this.failing.delete(node);
+            if (!this.closed) this.suspect(node, 'retry');
+          });
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async failover(node: number): Promise<void> {
+    const rec: FailoverRecord = { node, term: this.cfg.term + 1, moved: [], detectedAt: this.clock.now() };
+    this.history.push(rec);
+    this.event(rec, 'detected', rec.detectedAt);
+    const plan = planFailover(this.cfg, node);
+    rec.moved = plan.moved;
+    await this.store.write(plan.next, this.cfg.term); // compare-and-set on the term
+    this.mark(rec, 'stored');
+    const old = this.cfg;
+    this.cfg = plan.next;
+    // Phase 1: push, and every live member blocks and acknowledges.
+    const members = this.members();
+    const versions = new Map<number, number>();
+    await new Promise<void>((resolve) => {
+      const waiting = new Set(members.filter((n) => this.links.has(n)));
+      let settled = false;
+      const done = () => {
+        if (settled) return;
+        settled = true;
+        this.prepared = null;
+        resolve();
+      };
+      this.prepared = { term: plan.next.term, waiting, versions, done };
+      for (const n of members) this.links.get(n)?.send({ t: 'prepare', term: plan.next.term, config: plan.next });
+      if (waiting.size === 0) done();
+      void this.sleep(PREPARE_TIMEOUT_MS).then(() => {
+        if (!settled) this.log.warn({ term: plan.next.term, missing: [...waiting] }, 'prepare not acknowledged by every member in time; committing without them');
+        done();
+      });
+    });
+    this.mark(rec, 'prepared');
+    // Never reassign before the failed node's lease has certainly expired.
+    const wait = this.leases.certainlyExpiredAt(node) - this.clock.now();
+    if (wait > 0) await this.sleep(wait);
+    if (this.closed) return;
+    const floors: Record<string, number> = {};
+    for (const m of plan.moved) floors[m.shard] = versions.get(m.shard) ?? 0;
+    const promotedTo = new Set(plan.moved.map((m) => m.to));
+    this.promoting = { rec, waiting: new Set([...promotedTo].filter((n) => this.links.has(n))) };
+    for (const n of members) this.links.get(n)?.send({ t: 'commit', term: plan.next.term, config: plan.next, floors });
+    this.links.get(node)?.send({ t: 'evicted', term: plan.next.term });
+    this.mark(rec, 'committed');
+    this.log.warn(
+      { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length },
+      `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')})`,
+    );
+    if (this.promoting.waiting.size === 0) this.mark(rec, 'promoted');
+  }
+
+  private mark(rec: FailoverRecord, step: 'stored' | 'prepared' | 'committed' | 'promoted'): void {
+    const at = this.clock.now();
+    rec[`${step}At`] = at;
+    this.event(rec, step, at);
+  }
+
+  private event(rec: FailoverRecord, event: string, at: number): void {
+    this.log.info({ event, at, node: rec.node, term: rec.term, sinceDetectedMs: +(at - rec.detectedAt).toFixed(2) }, `failover ${event}: node ${rec.node}, term ${rec.term}`);
+  }
+}

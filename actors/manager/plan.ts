@@ -1,0 +1,53 @@
+// Phase 1's new configuration (§4.5): term + 1, the failed node out of the membership, for every shard
+// it was primary of a backup promoted to primary, and the failed node removed from every backup list.
+// Pure: the manager stores and pushes what this returns.
+import { liveNodes, validateCluster, type ClusterConfig } from '../../config/cluster.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+
+export interface ShardMove {
+  shard: number;
+  from: number;
+  to: number;
+}
+
+export interface FailoverPlan {
+  next: ClusterConfig;
+  /** Shards whose primary changed. */
+  moved: ShardMove[];
+  /** Shards that lost a backup only. */
+  degraded: number[];
+}
+
+/** Replication modes whose backups index replicated entries online (a promotion can start from them). */
+export const FAILOVER_MODES: readonly string[] = ['rowan', 'rpc'];
+
+export function planFailover(c: ClusterConfig, failed: number): FailoverPlan {
+  if (!liveNodes(c).some((n) => n.id === failed)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `node ${failed} is not a live member at term ${c.term}`);
+  const moved: ShardMove[] = [];
+  const degraded: number[] = [];
+  // Spread the promotions: among a shard's surviving backups, the one that received the fewest so far
+  // (ties: the first in the backup list, the next in ring order).
+  const promotedTo = new Map<number, number>();
+  const shards = c.shards.map((s) => {
+    const backups = s.backups.filter((b) => b !== failed);
+    if (s.primary !== failed) {
+      if (backups.length !== s.backups.length) degraded.push(s.id);
+      return { id: s.id, primary: s.primary, backups };
+    }
+    if (backups.length === 0) {
+      throw new RowanError(ErrorCodes.BAD_CONFIG, `shard ${s.id} has no replica left once node ${failed} is gone (replication ${c.replicationFactor})`);
+    }
+    let to = backups[0]!;
+    for (const b of backups) if ((promotedTo.get(b) ?? 0) < (promotedTo.get(to) ?? 0)) to = b;
+    promotedTo.set(to, (promotedTo.get(to) ?? 0) + 1);
+    moved.push({ shard: s.id, from: failed, to });
+    return { id: s.id, primary: to, backups: backups.filter((b) => b !== to) };
+  });
+  const next = validateCluster({
+    ...structuredClone(c),
+    term: c.term + 1,
+    shards,
+    dead: [...(c.dead ?? []), failed].sort((a, b) => a - b),
+  });
+  return { next, moved, degraded };
+}

@@ -1,0 +1,20 @@
+// What the configuration manager actor takes and sends. Its ring traffic is only the runtime's
+// PING/PONG: the actor's thread serves the manager's TCP port itself, whose messages (one JSON object
+// per line, shared with every node's lease client) are in actors/kv/manager-protocol.ts.
+import type { PingRecord, PongRecord } from '../../shm/mailbox.js';
+
+export type ManagerInbound = PingRecord;
+export type ManagerOutbound = PongRecord;
+
+export { LineReader, encodeLine, LINE_BYTES_MAX, type ManagerToNode, type NodeToManager } from '../kv/manager-protocol.js';
+
+/** The manager actor's start payload (`rowan manager` builds it). */
+export interface ManagerStart {
+  /** The embedded configuration store: the cluster JSON file. */
+  clusterFile: string;
+  host: string;
+  port: number;
+  leaseMs: number;
+  renewMs?: number;
+  driftMs?: number;
+}
