@@ -53,6 +53,11 @@ const benches: Record<string, Bench> = {
     module: './ycsb.bench.js',
     plot: { label: (r) => `${r.mode} ${r.workload} ${r.keys} ${r.size}`, value: 'opsPerSec', unit: 'ops/s' },
   },
+  failover: {
+    title: 'failover (Figure 14): ms after a primary is SIGKILLed under YCSB A until detected / committed / promoted / every shard served, p50 and p99',
+    module: './failover.bench.js',
+    plot: { label: (r) => String(r.phase), value: ['afterKillP50Ms', 'afterKillP99Ms'], unit: 'ms after the kill' },
+  },
   'ycsb-gc': {
     title: 'YCSB Load A / A on Rowan-KV with big pools vs small pools under GC pressure: ops/s, latency (µs), segments reclaimed',
     module: './ycsb.bench.js',

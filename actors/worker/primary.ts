@@ -124,7 +124,13 @@ export class PrimaryPath {
       await this.replicateTo(node, shard, blocks);
     } catch (err) {
       const cell = this.core.d.cell;
-      if (!cell || !(err instanceof RowanError) || !BACKUP_GONE.has(err.code)) throw err;
+      if (!(err instanceof RowanError)) throw err;
+      // The entry is in our t-log and maybe on other backups: whatever the backup said (even a
+      // STALE_TERM from an RPC-KV backup that moved on), for the client the outcome is unknown.
+      if (!BACKUP_GONE.has(err.code) && err.code !== ErrorCodes.PM_FULL) {
+        throw new RowanError(ErrorCodes.REPLICATION_FAILED, `backup node ${node} refused shard ${shard}'s entry: ${err.code}: ${err.message}`);
+      }
+      if (!cell || !BACKUP_GONE.has(err.code)) throw err;
       const t0 = this.core.now();
       for (;;) {
         const c = cell.config();

@@ -21,6 +21,8 @@ import { allShardsServed, nodePids, probeKeys, storedTerm, waitFor } from '../fi
 import { KvLoad, type LoadCounts } from '../fixtures/failover-load.js';
 
 const CYCLES = Number(process.env['ROWAN_FAILOVER_CYCLES'] ?? 1);
+/** rowan (default) or rpc: the replication modes that fail over. */
+const MODE = process.env['ROWAN_FAILOVER_MODE'] ?? 'rowan';
 const KILLS_PER_CYCLE = 2;
 const SHARDS = 8;
 const KEYS = Array.from({ length: 6 }, (_, i) => `key-${i}`);
@@ -38,7 +40,7 @@ interface Totals {
 
 async function cycle(fabric: 'shm' | 'tcp', t: Totals): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), `rowan-failover-${fabric}-`));
-  const run = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--fabric', fabric, '--lease-ms', '200']);
+  const run = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--fabric', fabric, '--lease-ms', '200', '--replication-mode', MODE, ...(MODE === 'rpc' ? ['--workers', '2'] : [])]);
   const clients: RowanClient[] = [];
   try {
     await run.ready;
@@ -92,12 +94,12 @@ function pct(xs: number[], p: number): number {
 }
 
 for (const fabric of ['shm', 'tcp'] as const) {
-  test(`SIGKILL of random nodes under load (${fabric}): every shard served again, history linearizable, no acknowledged write lost`, { timeout: CYCLES * 120_000 }, async () => {
+  test(`SIGKILL of random nodes under load (${fabric}, ${MODE}): every shard served again, history linearizable, no acknowledged write lost`, { timeout: CYCLES * 120_000 }, async () => {
     const t: Totals = { kills: 0, primariesKilled: 0, servedMs: [], counts: { ok: 0, fail: 0, unknown: 0, codes: {} }, ops: 0, checked: 0 };
     for (let c = 0; c < CYCLES; c++) await cycle(fabric, t);
     assert.equal(t.kills, CYCLES * KILLS_PER_CYCLE);
     console.log(
-      `failover kill test (${fabric}): ${t.kills} SIGKILLs (${t.primariesKilled} of primaries) in ${CYCLES} cycle(s); ` +
+      `failover kill test (${fabric}, ${MODE}): ${t.kills} SIGKILLs (${t.primariesKilled} of primaries) in ${CYCLES} cycle(s); ` +
         `every shard served again after p50 ${pct(t.servedMs, 50).toFixed(0)} ms, max ${Math.max(...t.servedMs).toFixed(0)} ms; ` +
         `${t.ops} ops: ${t.counts.ok} ok, ${t.counts.fail} not applied, ${t.counts.unknown} unknown ${JSON.stringify(t.counts.codes)}; ` +
         `linearizable per key (${t.checked} ops checked), 0 acknowledged writes lost`,

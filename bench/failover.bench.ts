@@ -1,0 +1,153 @@
+// Failover benchmark (ROWAN Figure 14): a write-intensive YCSB load (A: 50 % PUT, Zipfian 0.99,
+// ZippyDB object sizes) on a fresh local 3-node cluster, throughput in 2 ms buckets, node 0 (a
+// primary of a third of the shards) SIGKILLed 100 ms into the recorded window. Marks, from the
+// configuration manager's log (monotonic ms, the same CLOCK_MONOTONIC this process reads):
+//   detected   the manager suspects the node (its connection dropped)
+//   committed  the new configuration is committed (after the node's lease certainly expired)
+//   promoted   every new primary finished phase 2 (index caught up, versions raised)
+//   served     a GET of every shard succeeded again (probed from this process)
+// Repeated for --kills (default 20, --quick 3) fresh clusters; p50/p99 of each mark after the kill.
+//
+//   npm run bench -- failover [--quick] [--kills=N] [--lease-ms=50]
+// Writes bench/results/failover.json (per-kill marks, summary and the timelines) and failover.svg
+// (p50/p99 per phase), plus failover-timeline.svg (the Figure 14 plot).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RowanClient } from '../actors/kv/client/client.js';
+import { monotonicClock } from '../config/base/clock.js';
+import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/cluster.js';
+import { allShardsServed, nodePids, probeKeys } from '../test/fixtures/failover-cluster.js';
+import { progress, resultsDir, type Row } from './report.js';
+import { timelineSvg, type Run } from './failover/timeline.js';
+import { valueOf, workloads } from './ycsb/driver.js';
+import { sizeDists, valueSizeSampler } from './ycsb/sizes.js';
+import { ZipfianChooser, keyOf, mulberry32 } from './ycsb/zipfian.js';
+
+const BUCKET_MS = 2;
+const KILL_AT_MS = 100;
+const AFTER_MS = 700;
+const KEYS = 2000;
+const CONCURRENCY = 32;
+const SHARDS = 12;
+const PHASES = ['detected', 'committed', 'promoted', 'served'] as const;
+
+function flag(name: string, dflt: number): number {
+  const a = process.argv.find((x) => x.startsWith(`--${name}=`));
+  return a ? Number(a.split('=')[1]) : dflt;
+}
+
+/** The manager's failover events after `since` (monotonic ms): first `at` of each. */
+function managerEvents(dir: string, since: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of readFileSync(join(dir, 'manager.log'), 'utf8').split('\n')) {
+    if (!line.includes('"event"')) continue;
+    const e = JSON.parse(line) as { event: string; at: number };
+    if (e.at >= since && out[e.event] === undefined) out[e.event] = e.at;
+  }
+  return out;
+}
+
+async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row }> {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-failover-bench-'));
+  const cluster = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', String(leaseMs), '--pool-mib', '64']);
+  try {
+    await cluster.ready;
+    const file = join(dir, 'cluster.json');
+    const pid = nodePids(cluster.output()).get(0)!;
+    const c = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
+    const probe = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
+    const size = valueSizeSampler(sizeDists.zippydb, mulberry32(k + 1));
+    for (let b = 0; b < KEYS; b += 256) await Promise.all(Array.from({ length: Math.min(256, KEYS - b) }, (_, j) => c.put(keyOf(b + j), valueOf(size(), b + j))));
+    const keys = new ZipfianChooser(KEYS, 0.99, mulberry32(100 + k));
+    const rand = mulberry32(200 + k);
+    const w = workloads.a;
+    const buckets = new Array<number>(Math.ceil((KILL_AT_MS + AFTER_MS) / BUCKET_MS)).fill(0);
+    let errors = 0;
+    let stop = false;
+    // Warm up 200 ms unrecorded, then record from t0; SIGKILL at t0 + KILL_AT_MS.
+    const tWarm = monotonicClock.now();
+    const t0 = tWarm + 200;
+    const loop = async () => {
+      for (let i = 0; !stop && i < 1_000_000; i++) {
+        const id = keys.next();
+        try {
+          if (rand() < w.putFraction) await c.put(keyOf(id), valueOf(size(), i));
+          else await c.get(keyOf(id));
+          const at = monotonicClock.now() - t0;
+          if (at >= 0 && at < buckets.length * BUCKET_MS) buckets[Math.floor(at / BUCKET_MS)]!++;
+        } catch {
+          errors++;
+        }
+      }
+    };
+    const loops = Array.from({ length: CONCURRENCY }, loop);
+    while (monotonicClock.now() < t0 + KILL_AT_MS) await sleep(1);
+    const tKill = monotonicClock.now();
+    process.kill(pid, 'SIGKILL');
+    await allShardsServed(probe, probeKeys(SHARDS), 20_000);
+    const served = monotonicClock.now() - tKill;
+    while (monotonicClock.now() < t0 + KILL_AT_MS + AFTER_MS) await sleep(5);
+    stop = true;
+    await Promise.all(loops);
+    await Promise.all([c.close(), probe.close()]);
+    // The manager's log is flushed as it goes; give its last line a moment to land (bounded).
+    let ev = managerEvents(dir, tKill - 50);
+    for (let i = 0; i < 100 && ev['promoted'] === undefined; i++) {
+      await sleep(20);
+      ev = managerEvents(dir, tKill - 50);
+    }
+    const marks: Record<string, number> = { served };
+    for (const p of ['detected', 'stored', 'prepared', 'committed', 'promoted']) if (ev[p] !== undefined) marks[p] = ev[p]! - tKill;
+    const row: Row = { kill: k, leaseMs, errors, ...Object.fromEntries(Object.entries(marks).map(([n, v]) => [`${n}Ms`, +v.toFixed(2)])) };
+    return { run: { buckets, marks }, row };
+  } finally {
+    await stopCluster(cluster.child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function pct(xs: number[], p: number): number {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))]! : NaN;
+}
+
+export async function run(): Promise<Row[]> {
+  const quick = process.argv.includes('--quick');
+  const kills = flag('kills', quick ? 3 : 20);
+  const leaseMs = flag('lease-ms', 50);
+  const runs: Run[] = [];
+  const perKill: Row[] = [];
+  for (let k = 0; k < kills; k++) {
+    progress(`failover: kill ${k + 1}/${kills}`, k, kills);
+    const r = await oneKill(k, leaseMs);
+    runs.push(r.run);
+    perKill.push(r.row);
+  }
+  const summary: Row[] = [];
+  const p50: Record<string, number> = {};
+  for (const p of ['detected', 'stored', 'prepared', 'committed', 'promoted', 'served']) {
+    const xs = runs.map((r) => r.marks[p] ?? NaN);
+    p50[p] = pct(xs, 0.5);
+    summary.push({ phase: p, afterKillP50Ms: +pct(xs, 0.5).toFixed(1), afterKillP99Ms: +pct(xs, 0.99).toFixed(1), kills: xs.filter(Number.isFinite).length });
+  }
+  // Phase lengths: detection, commit (detected -> committed: store, prepare, lease wait), promotion.
+  const span = (a: string, b: string) => runs.map((r) => (r.marks[b] ?? NaN) - (r.marks[a] ?? 0));
+  for (const [name, a, b] of [['detect (kill->detected)', 'kill', 'detected'], ['commit (detected->committed)', 'detected', 'committed'], ['promote (committed->promoted)', 'committed', 'promoted'], ['serve (promoted->served)', 'promoted', 'served']] as const) {
+    const xs = span(a, b);
+    summary.push({ phase: name, afterKillP50Ms: +pct(xs, 0.5).toFixed(1), afterKillP99Ms: +pct(xs, 0.99).toFixed(1), kills: xs.filter(Number.isFinite).length });
+  }
+  const servedSorted = [...runs].sort((a, b) => (a.marks['served'] ?? 0) - (b.marks['served'] ?? 0));
+  const median = servedSorted[Math.floor(servedSorted.length / 2)]!;
+  const marks: Record<string, number> = {};
+  for (const p of PHASES) if (Number.isFinite(p50[p])) marks[p] = p50[p]!;
+  writeFileSync(
+    join(resultsDir, 'failover-timeline.svg'),
+    timelineSvg(`Failover under YCSB A (ZippyDB), ${kills} kills, lease ${leaseMs} ms: throughput per ${BUCKET_MS} ms`, runs, BUCKET_MS, KILL_AT_MS, median, marks),
+  );
+  writeFileSync(join(resultsDir, 'failover-runs.json'), JSON.stringify({ bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, leaseMs, perKill, runs }, null, 1) + '\n');
+  console.log(`per kill:\n${perKill.map((r) => JSON.stringify(r)).join('\n')}\ntimeline: ${join(resultsDir, 'failover-timeline.svg')}`);
+  return summary;
+}
