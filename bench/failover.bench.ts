@@ -8,7 +8,7 @@
 //   served     a GET of every shard succeeded again (probed from this process)
 // Repeated for --kills (default 20, --quick 3) fresh clusters; p50/p99 of each mark after the kill.
 //
-//   npm run bench -- failover [--quick] [--kills=N] [--lease-ms=50]
+//   npm run bench -- failover [--quick] [--kills=N] [--lease-ms=200]
 // Writes bench/results/failover.json (per-kill marks, summary and the timelines) and failover.svg
 // (p50/p99 per phase), plus failover-timeline.svg (the Figure 14 plot).
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -105,7 +105,8 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
     return { run: { buckets, marks }, row };
   } finally {
     await stopCluster(cluster.child);
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env['ROWAN_BENCH_KEEP']) console.log(`kept ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -117,14 +118,20 @@ function pct(xs: number[], p: number): number {
 export async function run(): Promise<Row[]> {
   const quick = process.argv.includes('--quick');
   const kills = flag('kills', quick ? 3 : 20);
-  const leaseMs = flag('lease-ms', 50);
+  const leaseMs = flag('lease-ms', 200);
   const runs: Run[] = [];
   const perKill: Row[] = [];
   for (let k = 0; k < kills; k++) {
     progress(`failover: kill ${k + 1}/${kills}`, k, kills);
-    const r = await oneKill(k, leaseMs);
-    runs.push(r.run);
-    perKill.push(r.row);
+    try {
+      const r = await oneKill(k, leaseMs);
+      runs.push(r.run);
+      perKill.push(r.row);
+    } catch (err) {
+      // A live node fenced by a late renewal (a false failover) leaves too few nodes to measure.
+      perKill.push({ kill: k, leaseMs, failed: String((err as Error).message).slice(0, 120) });
+      console.error(`failover bench: kill ${k} not measured: ${(err as Error).message}`);
+    }
   }
   const summary: Row[] = [];
   const p50: Record<string, number> = {};

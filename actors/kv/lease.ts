@@ -20,9 +20,9 @@ import { LineReader, encodeLine, type ManagerToNode, type NodeToManager } from '
 
 export interface LeaseHooks {
   /** Phase 1: the highest version this node holds of each shard whose primary changes. */
-  versionsFor(shards: number[]): Record<string, number>;
+  versionsFor(shards: number[]): Promise<Record<string, number>>;
   /** Phase 2: catch the promoted shards up and raise their versions above `floors`. */
-  promote(shards: number[], floors: Record<string, number>): { entries: number };
+  promote(shards: number[], floors: Record<string, number>): Promise<{ entries: number }>;
 }
 
 /** Before the first grant tells the period. */
@@ -118,9 +118,11 @@ export class LeaseClient {
         return;
       }
       case 'prepare':
-        return this.prepare(m.term, m.config);
+        this.prepare(m.term, m.config).catch((err: Error) => this.log.error({ err: err.message }, 'prepare failed'));
+        return;
       case 'commit':
-        return this.commit(m.term, m.config, m.floors);
+        this.commit(m.term, m.config, m.floors).catch((err: Error) => this.log.error({ err: err.message }, 'commit failed'));
+        return;
       case 'evicted':
         this.evicted = true;
         this.cell.evict();
@@ -130,17 +132,17 @@ export class LeaseClient {
     }
   }
 
-  private prepare(term: number, next: ClusterConfig): void {
+  private async prepare(term: number, next: ClusterConfig): Promise<void> {
     if (term <= this.cell.term()) return;
     this.cell.setPending(term); // requests wait from here until the commit
     const old = this.cell.config();
     const changed = next.shards.filter((s) => s.primary !== old.shards[s.id]!.primary).map((s) => s.id);
-    const versions = this.hooks.versionsFor(changed);
+    const versions = await this.hooks.versionsFor(changed);
     this.send({ t: 'prepared', node: this.nodeId, term, versions });
     this.log.info({ term, changed: changed.length }, `prepared term ${term}: requests blocked`);
   }
 
-  private commit(term: number, next: ClusterConfig, floors: Record<string, number>): void {
+  private async commit(term: number, next: ClusterConfig, floors: Record<string, number>): Promise<void> {
     if (term <= this.cell.term()) return;
     const t0 = this.clock.now();
     const old = this.cell.config();
@@ -150,7 +152,7 @@ export class LeaseClient {
     this.cell.setPending(0);
     this.log.info({ term, promoted: mine.length }, `committed term ${term}`);
     if (mine.length === 0) return;
-    const r = this.hooks.promote(mine, floors);
+    const r = await this.hooks.promote(mine, floors);
     for (const s of mine) this.cell.setShardBlocked(s, false);
     const ms = this.clock.now() - t0;
     this.send({ t: 'promoted', node: this.nodeId, term, shards: mine, ms, entries: r.entries });

@@ -83,7 +83,7 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
   const shared = attachKvShared(start.shared, pool.region);
   const client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
     versionsFor: (shards) => heldVersions(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits),
-    promote: (shards, floors) => ({ entries: promoteShards(pool, shared, shards, floors, defaultLimits).indexed }),
+    promote: async (shards, floors) => ({ entries: (await promoteShards(pool, shared, shards, floors, defaultLimits)).indexed }),
   });
   client.start();
   log.info({ manager }, `holding a lease with the configuration manager at ${manager}`);

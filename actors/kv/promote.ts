@@ -42,7 +42,7 @@ function undigested(pool: Pool): number[] {
 
 /** Highest version of each of `shards` this node holds: its shard versions (raised by digest and
  *  RPC-KV backups) and the blocks in its undigested b-log segments. For the prepare acknowledgement. */
-export function heldVersions(pool: Pool, shared: KvShared, shards: number[], limits: Limits): Record<string, number> {
+export async function heldVersions(pool: Pool, shared: KvShared, shards: number[], limits: Limits): Promise<Record<string, number>> {
   const want = new Set(shards);
   const out: Record<string, number> = {};
   for (const s of shards) out[s] = Number(Atomics.load(shared.versions, s));
@@ -51,26 +51,35 @@ export function heldVersions(pool: Pool, shared: KvShared, shards: number[], lim
     for (const b of scanBlogBlocks(pool.region.bytes, start, start + pool.segmentBytes, limits)) {
       if (want.has(b.shard) && b.version > out[b.shard]!) out[b.shard] = b.version;
     }
+    await yieldToRenewals();
   }
   return out;
 }
 
-export function promoteShards(pool: Pool, shared: KvShared, shards: number[], floors: Record<string, number>, limits: Limits): PromotionReport {
+/** The scans run on the node's main thread, which also renews the lease: a scan of many segments
+ *  must not hold back a renewal (the manager would take the node for dead). */
+function yieldToRenewals(): Promise<void> {
+  return new Promise((r) => setImmediate(r));
+}
+
+export async function promoteShards(pool: Pool, shared: KvShared, shards: number[], floors: Record<string, number>, limits: Limits): Promise<PromotionReport> {
   const want = new Set(shards);
   const log = TLog.recover(pool, PROMOTION_ACTOR_ID, limits, OwnerRole.Digest);
   const applier = new BlockApplier(pool.region, shared, (s) => want.has(s), log, limits);
   const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
   const segs = undigested(pool);
-  shared.gc?.epochs.enter(slot);
-  try {
-    for (const seg of segs) {
-      const start = pool.segmentOffset(seg);
+  for (const seg of segs) {
+    const start = pool.segmentOffset(seg);
+    // A read epoch per segment (the applier reads indexed entries), released before yielding.
+    shared.gc?.epochs.enter(slot);
+    try {
       for (const b of scanBlogBlocks(pool.region.bytes, start, start + pool.segmentBytes, limits)) {
         if (want.has(b.shard) && b.type !== EntryType.CommitVer) applier.apply(b);
       }
+    } finally {
+      shared.gc?.epochs.exit(slot);
     }
-  } finally {
-    shared.gc?.epochs.exit(slot);
+    await yieldToRenewals();
   }
   applier.dropPending(); // a multi-block entry missing blocks was never acknowledged
   const versions: Record<string, number> = {};

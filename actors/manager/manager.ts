@@ -124,9 +124,16 @@ export class ConfigManager {
     if (this.members().includes(node)) this.suspect(node, 'connection closed');
   }
 
-  /** Periodic: members whose lease certainly expired are failed over. */
+  /**
+   * Periodic: members whose lease certainly expired are failed over. Checked again after the event
+   * loop has read its sockets: timers run before I/O, so after a stall of this thread the tick would
+   * otherwise see renewals that are already waiting in the socket as missing.
+   */
   tick(): void {
-    for (const n of this.leases.expired(this.members(), this.clock.now())) this.suspect(n, 'lease expired');
+    if (this.leases.expired(this.members(), this.clock.now()).length === 0) return;
+    setImmediate(() => {
+      for (const n of this.leases.expired(this.members(), this.clock.now())) this.suspect(n, 'lease expired');
+    });
   }
 
   private suspect(node: number, why: string): void {
