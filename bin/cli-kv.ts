@@ -1,4 +1,4 @@
-// `rowan put|get|del`: one request through RowanClient (actors/client), for people and scripts.
+// `rowan put|get|del`: one request through RowanClient (actors/kv/client), for people and scripts.
 // Exit codes as for every rowan command: 0 ok; 1 the request failed (the code is printed: PEER_GONE,
 // TIMEOUT, STALE_TERM after the retries, ...) or, for get, the key has no value; 2 bad usage.
 import { Command, Option } from 'commander';

@@ -23,7 +23,8 @@ import { BlockApplier } from './apply.js';
 import { raiseVersion, type KvShared } from './shared.js';
 
 /** Owner id of the digest log that cold start writes reassembled b-log entries to. */
-export const RECOVERY_LOG_OWNER = 1023;
+export { RECOVERY_LOG_OWNER } from '../../config/base/ids.js';
+import { RECOVERY_LOG_OWNER } from '../../config/base/ids.js';
 
 export interface RecoveryReport {
   logSegments: number;

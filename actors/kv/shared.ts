@@ -4,7 +4,7 @@
 //             workers; the next PUT/DEL of shard s gets versions[s] + 1.
 //   indexes   one SAB-resident bucket hash table per shard this node holds (primary or backup).
 //   gc        commit tracking and garbage collection state (./gc-state.ts), when the node has a pool.
-// Nothing here is persistent: a cold start rebuilds it from the logs (runtime/kv/recovery.ts).
+// Nothing here is persistent: a cold start rebuilds it from the logs (actors/kv/recovery.ts).
 import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { KeyHash } from '../../shm/hash.js';

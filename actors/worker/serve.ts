@@ -11,7 +11,7 @@ import { attachKvShared, kvOf } from '../kv/shared.js';
 import { serveClients, type RpcServer } from '../../runtime/rpc/server.js';
 import { OwnerRole } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
-import { backupLogOwner } from '../../config/base/ids.js';
+import { backupLogOwner, tlogOwner } from '../../config/base/ids.js';
 import { KvWorker } from './kv.js';
 import { openReplicas } from './replicas.js';
 
@@ -36,7 +36,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     nodeId: kv.nodeId,
     config: () => kv.cluster,
     region: pool.region,
-    tlog: TLog.recover(pool, ctx.id, defaultLimits),
+    tlog: TLog.recover(pool, tlogOwner(ctx.id), defaultLimits),
     shared: attachKvShared(kv.shared, pool.region),
     workerId: ctx.id,
     workers: ctx.config.roles.find((r) => r.role === 'worker')?.count ?? ctx.id + 1,

@@ -19,7 +19,7 @@
 //   any failure                                          ERROR  0xff  codeLength u8, code (ASCII),
 //                                                                     message (UTF-8, the rest)
 // u64 fields travel as two u32 halves and must be safe integers. An error reply carries the request
-// id when the header was readable (0 otherwise) and a stable code (runtime/errors.ts).
+// id when the header was readable (0 otherwise) and a stable code (config/base/errors.ts).
 //
 // Decoding never trusts a field: a frame whose header is unreadable (bad version or flags, a length
 // below the header or above the limit) poisons the stream -- the decoder throws and the reader must
