@@ -1,5 +1,7 @@
 // The `rowan` command (bin/rowan is a shim into main()). Exit codes: 0 ok; 1 the node failed or is not
 // running; 2 bad usage (unknown role, bad CPU list, bad config, unusable data dir, unknown option).
+import type { NodeKvOptions } from '../actors/kv/node-kv.js';
+import { defaultLimits } from '../config/limits.js';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -49,17 +51,32 @@ interface StartOpts {
   fabricPort?: string;
   cluster?: string;
   nodeId?: string;
+  indexKeys?: string;
+  indexKeysMax?: string;
 }
 
 /** --cluster FILE --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
-function clusterFlags(o: StartOpts): { clusterFile: string; nodeId: number } | null {
+function clusterFlags(o: StartOpts): NodeKvOptions | null {
   if (o.cluster === undefined && o.nodeId === undefined) return null;
   if (o.cluster === undefined || o.nodeId === undefined)
     throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--cluster and --node-id go together');
   const nodeId = Number(o.nodeId);
   if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId > 1023)
     throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--node-id: '${o.nodeId}' is not a node id (0-1023)`);
-  return { clusterFile: resolve(o.cluster), nodeId };
+  const keys = (flag: string, v: string | undefined, dflt: number): number => {
+    if (v === undefined) return dflt;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 2 ** 28) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `${flag}: '${v}' is not a key count in [1, 2^28]`);
+    return n;
+  };
+  const keysPerShard = keys('--index-keys', o.indexKeys, defaultLimits.indexKeysPerShard);
+  const keysPerShardMax = keys('--index-keys-max', o.indexKeysMax, Math.max(keysPerShard, defaultLimits.indexKeysPerShardMax));
+  if (keysPerShardMax < keysPerShard) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--index-keys-max ${keysPerShardMax} is below --index-keys ${keysPerShard}`);
+  // A primary keeps indexHeadroomBuckets overflow buckets free (refusing new keys below it): the
+  // maximum must leave room for at least as many again.
+  const keysMin = 2 * defaultLimits.indexHeadroomBuckets * (defaultLimits.indexBucketItems - 1);
+  if (keysPerShardMax < keysMin) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--index-keys-max ${keysPerShardMax} is below ${keysMin}, the least that leaves room for the index headroom`);
+  return { clusterFile: resolve(o.cluster), nodeId, keysPerShard, keysPerShardMax };
 }
 
 async function start(o: StartOpts, extras: CliExtras): Promise<number> {
@@ -157,6 +174,8 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--fabric-port <port>', 'TCP port of the nic (default: 7400; 0 = any free port, shown by rowan status)')
     .option('--cluster <file>', 'serve ROWAN-KV as a node of the cluster in this JSON file (written by rowan cluster)')
     .option('--node-id <n>', "this node's id in --cluster")
+    .option('--index-keys <n>', `keys each shard's index is sized for at start; it grows on demand (default: ${defaultLimits.indexKeysPerShard})`)
+    .option('--index-keys-max <n>', `most keys one shard's index may grow to; past it a PUT of a new key gets ROWAN_ERR_INDEX_FULL, not applied (default: ${defaultLimits.indexKeysPerShardMax})`)
     .action(function (this: Command) {
       return run(() => start(this.opts<StartOpts>(), extras))();
     });

@@ -22,6 +22,8 @@ export interface ClusterOpts {
   fabric: string;
   poolMib: string;
   segmentKib: string;
+  indexKeys?: string;
+  indexKeysMax?: string;
 }
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
@@ -111,7 +113,8 @@ export async function runCluster(o: ClusterOpts): Promise<number> {
     const logFile = join(dir, `node-${n.id}.log`);
     const out = openSync(logFile, 'w');
     const args = [bin, 'start', '--data-dir', n.dataDir, '--cluster', file, '--node-id', String(n.id), '--config', nodeConfig,
-      '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port)];
+      '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
+      ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : [])];
     // Own process group: a terminal ^C reaches only this launcher, which stops each node once (SIGTERM).
     const child = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true });
     children.push(child);
@@ -155,6 +158,8 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--fabric <kind>', 'how replication writes reach each node: shm (same host) or tcp (its NIC actor)', 'shm')
     .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', '128')
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', '4096')
+    .option('--index-keys <n>', "keys each shard's index is sized for at start (grows on demand; see rowan start --help)")
+    .option('--index-keys-max <n>', "most keys one shard's index may grow to (see rowan start --help)")
     .action(function (this: Command) {
       return run(() => runCluster(this.opts<ClusterOpts>()))();
     });

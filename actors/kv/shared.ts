@@ -64,9 +64,11 @@ export function createKvShared(
   nodeId: number,
   keysPerShard: number,
   pool?: { dataOffset: number; segmentBytes: number; segmentCount: number },
+  keysPerShardMax = Math.max(keysPerShard, defaultLimits.indexKeysPerShardMax),
 ): KvSharedBuffers {
   const held = new Set(heldShards(c, nodeId));
-  const opts = ShardIndex.optionsFor(keysPerShard);
+  // Sized for keysPerShard, growing on demand up to keysPerShardMax (shm/index.ts "Growth").
+  const opts = ShardIndex.optionsFor(keysPerShard, undefined, undefined, keysPerShardMax);
   return {
     nodeId,
     versions: new SharedArrayBuffer(8 * c.shardCount),

@@ -36,6 +36,17 @@ export class PrimaryPath {
     const { d, stats } = this.core;
     const { c, shard, hash } = this.route(key, clientTerm, false);
     const placement = c.shards[shard]!;
+    if (type === EntryType.Del || this.core.indexOf(shard).freeOverflowBuckets() < d.limits.indexHeadroomBuckets) {
+      // Only a key the index holds needs a DEL; and near its maximum the index takes no new key. Both
+      // are decided before a version is consumed or anything is persisted ("not applied").
+      if (!this.present(shard, key, hash)) {
+        if (type === EntryType.Del) return;
+        throw new RowanError(
+          ErrorCodes.INDEX_FULL,
+          `shard ${shard}'s index is at its maximum (limits.indexKeysPerShardMax ${d.limits.indexKeysPerShardMax} keys): a PUT of a new key is refused, not applied`,
+        );
+      }
+    }
     const e: EntryInput = { type, shard, version: 0, key, ...(value ? { value } : {}) };
     const size = entrySize(e, d.limits); // size and shape checks before a version is consumed
     const commit = this.commit;
@@ -79,6 +90,15 @@ export class PrimaryPath {
     const c = this.core.d.config();
     const shard = shardOfHash(hash64Into(key, this.hash).hi, c.shardCount);
     return this.lookup(shard, key);
+  }
+
+  private present(shard: number, key: Uint8Array, hash: KeyHash): boolean {
+    this.core.enterEpoch();
+    try {
+      return this.core.indexOf(shard).get(key, hash, this.core.reader) !== 0;
+    } finally {
+      this.core.exitEpoch();
+    }
   }
 
   private lookup(shard: number, key: Uint8Array): Uint8Array | null {
