@@ -22,7 +22,7 @@
 // (the primary counts an entry replicated only after its final block's reply, which comes after the
 // whole entry is persistent here).
 import type { ClusterConfig } from '../../config/cluster.js';
-import { shardOfHash } from '../../config/cluster.js';
+import { shardOfKey } from '../../config/slots.js';
 import type { Limits } from '../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../runtime/errors.js';
 import { CommitTracker } from '../../runtime/kv/commit.js';
@@ -171,7 +171,7 @@ export class KvWorker {
   async getReplica(key: Uint8Array): Promise<Uint8Array | null> {
     if (this.stopping) throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, 'this worker is stopping');
     const c = this.d.config();
-    const shard = shardOfHash(hash64Into(key, this.hash).hi, c.shardCount);
+    const shard = shardOfKey(key, c.shardCount);
     return this.lookup(shard, key);
   }
 
@@ -296,7 +296,7 @@ export class KvWorker {
       throw new RowanError(ErrorCodes.KEY_TOO_LARGE, `key of ${key.length} bytes (1..${this.d.limits.keyBytesMax})`);
     }
     const h = hash64Into(key, { hi: 0, lo: 0 });
-    const shard = shardOfHash(h.hi, c.shardCount);
+    const shard = shardOfKey(key, c.shardCount);
     if (c.shards[shard]!.primary !== this.d.nodeId) {
       throw new RowanError(ErrorCodes.WRONG_SHARD, `shard ${shard} is served by node ${c.shards[shard]!.primary}, not ${this.d.nodeId}${read ? '' : ' (writes go to the primary)'}`);
     }
