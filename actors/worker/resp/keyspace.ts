@@ -9,6 +9,9 @@ import { EntryType, readEntryAt } from '../../../shm/log.js';
 import type { PersistentRegion } from '../../../shm/region.js';
 
 export const CURSOR_SHARD = 2 ** 32;
+/** Buckets one SCAN call may walk at least, and per step (a step finishes its buckets' chains). */
+const SCAN_BUCKETS_MIN = 16_384;
+const SCAN_STEP_BUCKETS = 64;
 
 export function cursorOf(shard: number, bucket: number): number {
   return shard * CURSOR_SHARD + bucket;
@@ -69,23 +72,29 @@ export class Keyspace {
   }
 
   /**
-   * Walk shard `shard` from home bucket `bucket`: at most `count` buckets (at least one), keys matching
-   * `match` appended to out. Returns the next bucket, or -1 when the shard is done.
+   * Walk shard `shard` from home bucket `bucket` until `count` keys matched or a bucket budget is
+   * spent (the tables are sized for the pool, not the data: most buckets of a young store are empty, so
+   * COUNT counts keys here, not buckets as in Redis). Matching keys are appended to out. Returns the
+   * next bucket, or -1 when the shard is done.
    */
   scanShard(shard: number, bucket: number, count: number, match: ((s: string) => boolean) | null, out: Buffer[]): number {
     const index = this.shared.indexes[shard];
     if (!index || bucket >= index.bucketCount) return -1;
     const bytes = this.region.bytes;
+    const budget = Math.max(SCAN_BUCKETS_MIN, count * 16);
+    const want = out.length + count;
+    let next = bucket;
     // Addresses taken from the index stay readable until exit (read epochs: GC frees nothing under us).
     this.shared.gc?.epochs.enter(this.epochSlot);
-    let next: number;
     try {
-      next = index.forEachInBuckets(bucket, Math.max(1, count), (addr) => {
-        const e = readEntryAt(bytes, addr, this.limits);
-        if (e === null || e.type !== EntryType.Put) return;
-        const k = Buffer.from(e.key);
-        if (match === null || match(k.toString('latin1'))) out.push(k);
-      });
+      while (next < index.bucketCount && next - bucket < budget && out.length < want) {
+        next = index.forEachInBuckets(next, SCAN_STEP_BUCKETS, (addr) => {
+          const e = readEntryAt(bytes, addr, this.limits);
+          if (e === null || e.type !== EntryType.Put) return;
+          const k = Buffer.from(e.key);
+          if (match === null || match(k.toString('latin1'))) out.push(k);
+        });
+      }
     } finally {
       this.shared.gc?.epochs.exit(this.epochSlot);
     }
