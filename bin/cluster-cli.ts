@@ -51,6 +51,11 @@ function clusterFor(dir: string, o: ClusterOpts): { cluster: ClusterConfig; fres
     dataDir: join(dir, `node-${id}`),
     workerPorts: Array.from({ length: workers }, (_, w) => base + id * 10 + w),
     fabric: { kind: o.fabric as 'shm' | 'tcp', host: '127.0.0.1', port: base + 500 + id },
+    // RESP (Redis protocol): single-endpoint ports and Redis Cluster ports (actors/worker/resp/).
+    resp: {
+      ports: Array.from({ length: workers }, (_, w) => base + 200 + id * 10 + w),
+      clusterPorts: Array.from({ length: workers }, (_, w) => base + 600 + id * 10 + w),
+    },
   }));
   const cluster = planCluster({
     nodes,
@@ -127,7 +132,8 @@ export async function runCluster(o: ClusterOpts): Promise<number> {
       stopAll();
       return 1;
     }
-    console.log(`ready: clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}`);
+    const resp = n.resp ? `; redis on ${n.resp.ports.map((p) => `${n.host}:${p}`).join(', ')} (cluster ${n.resp.clusterPorts.join(', ')})` : '';
+    console.log(`ready: clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}${resp}`);
   }
   // The command as this user can type it: bin/rowan from the checkout (rowan is not on PATH).
   const rel = relative(process.cwd(), bin);
@@ -154,7 +160,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--replication <n>', 'replicas per shard, primary included', '3')
     .option('--replication-mode <mode>', `how primaries replicate to backups, for a new cluster (ROWAN §6.1): ${CLUSTER_REPLICATION_MODES.join('|')}`, 'rowan')
     .option('--workers <n>', 'worker actors (client ports) per node', '1')
-    .option('--base-port <port>', 'node N listens on base + 10N + worker; its NIC on base + 500 + N', '7100')
+    .option('--base-port <port>', 'node N listens on base + 10N + worker, RESP on base + 200 + 10N + worker (Redis Cluster: base + 600 + 10N + worker); its NIC on base + 500 + N', '7100')
     .option('--fabric <kind>', 'how replication writes reach each node: shm (same host) or tcp (its NIC actor)', 'shm')
     .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', '128')
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', '4096')

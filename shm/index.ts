@@ -247,6 +247,27 @@ export class ShardIndex {
     }
   }
 
+  /**
+   * Call `cb` with the addresses in home buckets [from, from + count) and their overflow chains; returns
+   * the next home bucket (bucketCount once the table is done). For SCAN (DESIGN §7): a key never leaves
+   * its home bucket's chain (the table never resizes), so a walk split over any number of calls visits
+   * every key present for the whole walk at least once. Weakly consistent like forEach.
+   */
+  forEachInBuckets(from: number, count: number, cb: (addr: number) => void): number {
+    const end = Math.min(this.bucketCount, from + count);
+    for (let h = from; h < end; h++) {
+      for (let b = h, hops = 0; hops <= this.overflowCapacity; b = this.linkOf(b), hops++) {
+        const base = b * this.bucketSlots;
+        for (let s = base; s < base + this.itemsPerBucket; s++) {
+          const addr = this.decode(Atomics.load(this.i64, s)); // some moment's item, as in forEach
+          if (addr !== 0) cb(addr);
+        }
+        if (this.linkOf(b) === L.LINK_NONE) break;
+      }
+    }
+    return end;
+  }
+
   stats(): ShardIndexStats {
     let maxChain = 0;
     for (let b = 0; b < this.bucketCount; b++) {

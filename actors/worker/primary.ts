@@ -12,7 +12,7 @@
 // Index reads and updates run inside this worker's read epoch (actors/kv/gc-state.ts), and every
 // index change moves live bytes between segments, for the clean actors (actors/clean/gc.ts).
 import type { ClusterConfig } from '../../config/cluster.js';
-import { shardOfHash } from '../../config/cluster.js';
+import { shardOfKey } from '../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { CommitTracker } from '../kv/commit.js';
 import { indexEntry, nextVersion, type ReplicaChannel } from '../kv/shared.js';
@@ -88,7 +88,7 @@ export class PrimaryPath {
   /** This node's copy of a key, whether it is the shard's primary or a backup (for inspection/tests). */
   getReplica(key: Uint8Array): Uint8Array | null {
     const c = this.core.d.config();
-    const shard = shardOfHash(hash64Into(key, this.hash).hi, c.shardCount);
+    const shard = shardOfKey(key, c.shardCount);
     return this.lookup(shard, key);
   }
 
@@ -140,7 +140,7 @@ export class PrimaryPath {
       throw new RowanError(ErrorCodes.KEY_TOO_LARGE, `key of ${key.length} bytes (1..${d.limits.keyBytesMax})`);
     }
     const h = hash64Into(key, { hi: 0, lo: 0 });
-    const shard = shardOfHash(h.hi, c.shardCount);
+    const shard = shardOfKey(key, c.shardCount);
     if (c.shards[shard]!.primary !== d.nodeId) {
       throw new RowanError(ErrorCodes.WRONG_SHARD, `shard ${shard} is served by node ${c.shards[shard]!.primary}, not ${d.nodeId}${read ? '' : ' (writes go to the primary)'}`);
     }

@@ -8,6 +8,8 @@ export const ErrorCodes = {
   // configuration and command line
   BAD_CONFIG: 'ROWAN_ERR_BAD_CONFIG',
   BAD_ARGUMENT: 'ROWAN_ERR_BAD_ARGUMENT',
+  /** A cluster configuration of another format version (e.g. 1: keys routed by hash, not slot). */
+  CLUSTER_FORMAT: 'ROWAN_ERR_CLUSTER_FORMAT',
   // native seam
   NATIVE_LIBRARY: 'ROWAN_ERR_NATIVE_LIBRARY',
   PMEM2: 'ROWAN_ERR_PMEM2',

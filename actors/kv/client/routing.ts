@@ -1,10 +1,10 @@
-// Where a key goes (§4.1): its 64-bit hash picks the shard owning that range of the hash space, the
+// Where a key goes (§4.1): its Redis hash slot picks the shard owning that slot range (config/slots.ts), the
 // configuration names the shard's primary, and the primary's worker `shard % workerPorts.length`
 // serves it -- so one shard's requests always meet the same worker (and its t-log) on a node.
-import { nodeOf, shardOfHash, type ClusterConfig } from '../../../config/cluster.js';
+import { nodeOf, type ClusterConfig } from '../../../config/cluster.js';
+import { shardOfKey as shardOfKeyIn } from '../../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
 import type { FrameLimits } from '../../../runtime/rpc/frames.js';
-import { hash64Into, type KeyHash } from '../../../shm/hash.js';
 import type { Endpoint } from './connection.js';
 
 /** Keys and values given as strings travel as their UTF-8 bytes. */
@@ -20,10 +20,8 @@ export function checkSizes(key: Uint8Array, value: Uint8Array | null, limits: Fr
     throw new RowanError(ErrorCodes.VALUE_TOO_LARGE, `value is ${value.length} bytes, limit ${limits.valueBytesMax}`);
 }
 
-const scratch: KeyHash = { hi: 0, lo: 0 };
-
 export function shardOfKey(cfg: ClusterConfig, key: Uint8Array): number {
-  return shardOfHash(hash64Into(key, scratch).hi, cfg.shardCount);
+  return shardOfKeyIn(key, cfg.shardCount);
 }
 
 /** The worker port of node `nodeId` that serves `shard`. */
