@@ -136,7 +136,8 @@ export class PrimaryPath {
     if (clientTerm !== c.term) {
       throw new RowanError(ErrorCodes.STALE_TERM, `request routed with term ${clientTerm}, this node is at term ${c.term}`);
     }
-    if (key.length === 0 || key.length > d.limits.keyBytesMax) {
+    if (key.length === 0) throw new RowanError(ErrorCodes.KEY_EMPTY, 'the key is empty (1..' + d.limits.keyBytesMax + ' bytes)');
+    if (key.length > d.limits.keyBytesMax) {
       throw new RowanError(ErrorCodes.KEY_TOO_LARGE, `key of ${key.length} bytes (1..${d.limits.keyBytesMax})`);
     }
     const h = hash64Into(key, { hi: 0, lo: 0 });

@@ -8,12 +8,16 @@ import type { FrameLimits } from '../../../runtime/rpc/frames.js';
 import type { Endpoint } from './connection.js';
 
 /** Keys and values given as strings travel as their UTF-8 bytes. */
-export function toBytes(x: Uint8Array | string): Uint8Array {
-  return typeof x === 'string' ? Buffer.from(x, 'utf8') : x;
+export function toBytes(x: Uint8Array | string, what = 'key'): Uint8Array {
+  if (typeof x === 'string') return Buffer.from(x, 'utf8');
+  if (x instanceof Uint8Array) return x;
+  // Callers from JavaScript (or `as any`) get a RowanError, never a TypeError or RangeError from deep inside.
+  throw new RowanError(ErrorCodes.BAD_ARGUMENT, `${what} must be a string or a Uint8Array, got ${x === null ? 'null' : typeof x}`);
 }
 
 /** Refuse locally what a server would refuse, with the same codes. */
 export function checkSizes(key: Uint8Array, value: Uint8Array | null, limits: FrameLimits): void {
+  if (key.length === 0) throw new RowanError(ErrorCodes.KEY_EMPTY, 'the key is empty (keys are 1 or more bytes)');
   if (key.length > limits.keyBytesMax)
     throw new RowanError(ErrorCodes.KEY_TOO_LARGE, `key is ${key.length} bytes, limit ${limits.keyBytesMax}`);
   if (value !== null && value.length > limits.valueBytesMax)

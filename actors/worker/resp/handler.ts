@@ -13,7 +13,7 @@ import { RespErr, err, type Reply } from '../../../runtime/resp/reply.js';
 import { COMMAND_BY_NAME, orderOf } from './commands.js';
 import type { RespContext } from './context.js';
 
-const NOT_APPLIED = new Set<string>([ErrorCodes.KEY_TOO_LARGE, ErrorCodes.VALUE_TOO_LARGE, ErrorCodes.BAD_ARGUMENT, ErrorCodes.ENTRY_TOO_LARGE]);
+const NOT_APPLIED = new Set<string>([ErrorCodes.KEY_TOO_LARGE, ErrorCodes.KEY_EMPTY, ErrorCodes.VALUE_TOO_LARGE, ErrorCodes.BAD_ARGUMENT, ErrorCodes.ENTRY_TOO_LARGE]);
 const RETRY = new Set<string>([ErrorCodes.NODE_NOT_RUNNING, ErrorCodes.STALE_TERM, ErrorCodes.WRONG_SHARD]);
 
 export function rowanErrorReply(e: unknown): RespErr {
