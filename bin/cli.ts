@@ -1,5 +1,6 @@
 // The `rowan` command (bin/rowan is a shim into main()). Exit codes: 0 ok; 1 the node failed or is not
 // running; 2 bad usage (unknown role, bad CPU list, bad config, unusable data dir, unknown option).
+import { readFileSync } from 'node:fs';
 import type { NodeKvOptions } from '../actors/kv/node-kv.js';
 import { defaultLimits } from '../config/limits.js';
 import { statSync } from 'node:fs';
@@ -156,8 +157,18 @@ async function stop(o: { dataDir: string; timeout: string }): Promise<number> {
   return EXIT_FAILED;
 }
 
+/** The version in this package's package.json (dist/bin/cli.js -> ../../package.json). */
+function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
 function program(extras: CliExtras, setCode: (c: number) => void): Command {
   const p = new Command('rowan')
+    .version(packageVersion(), '-V, --version', 'print the version of rowan')
     .description('ROWAN-KV node: a replicated persistent-memory key-value store as pinned worker-thread actors')
     .exitOverride()
     .showHelpAfterError('(run rowan --help for usage)');
@@ -201,6 +212,11 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
 
 /** Run the CLI with `argv` (process.argv form) and set process.exitCode. */
 export async function main(argv: string[], extras: CliExtras = {}): Promise<void> {
+  // `rowan ... | head`: a reader that went away is not an error of ours.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? EXIT_OK);
+    throw err;
+  });
   let code = EXIT_OK;
   try {
     await program(extras, (c) => (code = c)).parseAsync(argv);
