@@ -1,5 +1,7 @@
 // The `rowan` command (bin/rowan is a shim into main()). Exit codes: 0 ok; 1 the node failed or is not
 // running; 2 bad usage (unknown role, bad CPU list, bad config, unusable data dir, unknown option).
+import { LAUNCHER_PID_ENV } from './cluster-lifecycle.js';
+import { constants } from 'node:os';
 import { readFileSync } from 'node:fs';
 import type { NodeKvOptions } from '../actors/kv/node-kv.js';
 import { defaultLimits } from '../config/limits.js';
@@ -11,7 +13,7 @@ import { loadConfigFile, resolveConfig } from '../config/load.js';
 import { persistenceModes, roles, type ConfigInput } from '../config/model.js';
 import { FABRIC_KINDS, type FabricKind } from '../config/base/fabric-kinds.js';
 import { formatCpuList, parseCpuList, parseRoles } from '../config/parse.js';
-import { schedGetaffinity } from '../native/libc.js';
+import { schedGetaffinity, setParentDeathSignal } from '../native/libc.js';
 import { probeSocket, requestControl, socketPath } from '../runtime/endpoint.js';
 import { registerKvCommands } from './cli-kv.js';
 import { kvApplication } from '../actors/kv/node-kv.js';
@@ -80,7 +82,18 @@ function clusterFlags(o: StartOpts): NodeKvOptions | null {
   return { clusterFile: resolve(o.cluster), nodeId, keysPerShard, keysPerShardMax };
 }
 
+
+/** A node started by a launcher stops (SIGTERM: drain) when the launcher dies, however it dies. */
+function followLauncher(): void {
+  const pid = process.env[LAUNCHER_PID_ENV];
+  if (pid === undefined) return;
+  setParentDeathSignal(constants.signals.SIGTERM);
+  // The launcher may have died before the line above: then no signal will come.
+  if (String(process.ppid) !== pid) throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, `the launcher (pid ${pid}) is gone; not starting`);
+}
+
 async function start(o: StartOpts, extras: CliExtras): Promise<number> {
+  followLauncher();
   const allowed = schedGetaffinity(0);
   const flags: ConfigInput = {};
   if (o.roles !== undefined) flags.roles = parseRoles(o.roles, '--roles');
