@@ -135,7 +135,8 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
   process.once('SIGTERM', stopAll);
   process.once('SIGHUP', stopAll); // the terminal closed: stop the nodes rather than leave them running
 
-  for (const n of cluster.nodes) {
+  // All nodes start at once (each cold-starts its own pool); the launcher reports each as it is ready.
+  const starting = cluster.nodes.map((n) => {
     mkdirSync(n.dataDir, { recursive: true });
     const logFile = join(dir, `node-${n.id}.log`);
     const out = openNodeLog(logFile);
@@ -148,17 +149,19 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
     const child = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: { ...process.env, [LAUNCHER_PID_ENV]: String(process.pid) } });
     closeQuietly(out);
     children.push(child);
-    process.stdout.write(`starting node ${n.id} (log ${logFile}) ... `);
-    try {
-      await waitReady(child, logFile, n.id, 120_000);
-    } catch (err) {
-      console.log('failed');
-      console.error((err as Error).message);
-      stopAll();
-      return 1;
-    }
-    const resp = n.resp ? `; redis on ${n.resp.ports.map((p) => `${n.host}:${p}`).join(', ')} (cluster ${n.resp.clusterPorts.join(', ')})` : '';
-    console.log(`ready: clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}${resp}`);
+    console.log(`starting node ${n.id} (log ${logFile})`);
+    return waitReady(child, logFile, n.id, 120_000).then(() => {
+      const resp = n.resp ? `; redis on ${n.resp.ports.map((p) => `${n.host}:${p}`).join(', ')} (cluster ${n.resp.clusterPorts.join(', ')})` : '';
+      console.log(`node ${n.id} ready: clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}${resp}`);
+    });
+  });
+  const started = await Promise.allSettled(starting);
+  const failed = started.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed.length > 0) {
+    for (const f of failed) console.error((f.reason as Error).message);
+    stopAll();
+    await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : new Promise((r) => c.once('exit', r)))));
+    return 1;
   }
   // The command as this user can type it: bin/rowan from the checkout (rowan is not on PATH).
   const rel = relative(process.cwd(), bin);
