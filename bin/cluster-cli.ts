@@ -4,13 +4,13 @@
 // when it stops every node (SIGTERM: drain, persist, unmap) and exits. Run it again on the same DIR
 // and the nodes cold-start from their pools: everything acknowledged before is served again.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
-import { LAUNCHER_PID_ENV, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, stopCluster } from './cluster-lifecycle.js';
+import { LAUNCHER_PID_ENV, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, readLogFrom, stopCluster } from './cluster-lifecycle.js';
 
 export interface ClusterOpts {
   dir: string;
@@ -67,11 +67,11 @@ function clusterFor(dir: string, o: ClusterOpts): { cluster: ClusterConfig; fres
   return { cluster, fresh: true };
 }
 
-function waitReady(child: ChildProcess, logFile: string, id: number, timeoutMs: number): Promise<void> {
+function waitReady(child: ChildProcess, logFile: string, from: number, id: number, timeoutMs: number): Promise<void> {
   return new Promise((resolveReady, reject) => {
     const t0 = Date.now();
     const timer = setInterval(() => {
-      const text = existsSync(logFile) ? readFileSync(logFile, 'utf8') : '';
+      const text = readLogFrom(logFile, from); // this run's lines only: the log is appended to
       if (text.includes('"msg":"node ready"')) {
         clearInterval(timer);
         resolveReady();
@@ -139,7 +139,7 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
   const starting = cluster.nodes.map((n) => {
     mkdirSync(n.dataDir, { recursive: true });
     const logFile = join(dir, `node-${n.id}.log`);
-    const out = openNodeLog(logFile);
+    const { fd: out, from } = openNodeLog(logFile);
     const args = [bin, 'start', '--data-dir', n.dataDir, '--cluster', file, '--node-id', String(n.id), '--config', nodeConfig,
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : [])];
@@ -150,7 +150,7 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
     closeQuietly(out);
     children.push(child);
     console.log(`starting node ${n.id} (log ${logFile})`);
-    return waitReady(child, logFile, n.id, 120_000).then(() => {
+    return waitReady(child, logFile, from, n.id, 120_000).then(() => {
       const resp = n.resp ? `; redis on ${n.resp.ports.map((p) => `${n.host}:${p}`).join(', ')} (cluster ${n.resp.clusterPorts.join(', ')})` : '';
       console.log(`node ${n.id} ready: clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}${resp}`);
     });

@@ -96,8 +96,11 @@ export async function checkPortsFree(cluster: ClusterConfig): Promise<void> {
   }
 }
 
-/** Open node-N.log for appending, moving a log over NODE_LOG_ROTATE_BYTES to node-N.log.1 first. */
-export function openNodeLog(file: string): number {
+/**
+ * Open node-N.log for appending, moving a log over NODE_LOG_ROTATE_BYTES to node-N.log.1 first.
+ * `from`: where this run's lines start (what came before is an earlier run's, e.g. its "node ready").
+ */
+export function openNodeLog(file: string): { fd: number; from: number } {
   try {
     if (statSync(file).size > NODE_LOG_ROTATE_BYTES) renameSync(file, `${file}.1`);
   } catch {
@@ -105,7 +108,16 @@ export function openNodeLog(file: string): number {
   }
   const fd = openSync(file, 'a');
   writeFileSync(fd, `--- rowan cluster (pid ${process.pid}) starting this node at ${new Date().toISOString()} ---\n`);
-  return fd;
+  return { fd, from: statSync(file).size };
+}
+
+/** The text of `file` from byte `from` on (this run's part of a node log). */
+export function readLogFrom(file: string, from: number): string {
+  try {
+    return readFileSync(file).subarray(from).toString('utf8');
+  } catch {
+    return '';
+  }
 }
 
 export function closeQuietly(fd: number): void {
