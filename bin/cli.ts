@@ -56,6 +56,7 @@ interface StartOpts {
   nodeId?: string;
   indexKeys?: string;
   indexKeysMax?: string;
+  metricsPort?: string;
 }
 
 /** --cluster FILE --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
@@ -92,6 +93,12 @@ function followLauncher(): void {
   if (String(process.ppid) !== pid) throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, `the launcher (pid ${pid}) is gone; not starting`);
 }
 
+function metricsPort(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--metrics-port: '${v}' is not a port (0-65535)`);
+  return n;
+}
+
 async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   followLauncher();
   const allowed = schedGetaffinity(0);
@@ -119,7 +126,7 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, flags, ...(file ? { file } : {}) });
   const log = createLogger(config.logLevel);
   const kv = clusterFlags(o);
-  const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication(kv, config.dataDir) } : {}) });
+  const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication(kv, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
   setTimeout(() => {
@@ -198,6 +205,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--fabric-port <port>', 'TCP port of the nic (default: 7400; 0 = any free port, shown by rowan status)')
     .option('--cluster <file>', 'serve ROWAN-KV as a node of the cluster in this JSON file (written by rowan cluster)')
     .option('--node-id <n>', "this node's id in --cluster")
+    .option('--metrics-port <port>', 'serve Prometheus metrics on GET http://127.0.0.1:<port>/metrics (0: any free port, logged; default: none)')
     .option('--index-keys <n>', `keys each shard's index is sized for at start; it grows on demand (default: ${defaultLimits.indexKeysPerShard})`)
     .option('--index-keys-max <n>', `most keys one shard's index may grow to; past it a PUT of a new key gets ROWAN_ERR_INDEX_FULL, not applied (default: ${defaultLimits.indexKeysPerShardMax})`)
     .action(function (this: Command) {

@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
-import { LAUNCHER_PID_ENV, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, readLogFrom, stopCluster } from './cluster-lifecycle.js';
+import { LAUNCHER_PID_ENV, metricsPortOf, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, readLogFrom, stopCluster } from './cluster-lifecycle.js';
 
 export interface ClusterOpts {
   dir: string;
@@ -142,6 +142,7 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
     const { fd: out, from } = openNodeLog(logFile);
     const args = [bin, 'start', '--data-dir', n.dataDir, '--cluster', file, '--node-id', String(n.id), '--config', nodeConfig,
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
+      '--metrics-port', String(metricsPortOf(cluster, n.id)),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : [])];
     // Own process group: a terminal ^C reaches only this launcher, which stops each node once (SIGTERM).
     // ROWAN_LAUNCHER_PID: the node sets a parent-death signal, so it goes down with this launcher
@@ -152,7 +153,7 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
     console.log(`starting node ${n.id} (log ${logFile})`);
     return waitReady(child, logFile, from, n.id, 120_000).then(() => {
       const resp = n.resp ? `; redis on ${n.resp.ports.map((p) => `${n.host}:${p}`).join(', ')} (cluster ${n.resp.clusterPorts.join(', ')})` : '';
-      console.log(`node ${n.id} ready: clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}${resp}`);
+      console.log(`node ${n.id} ready: clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}${resp}; metrics http://${n.host}:${metricsPortOf(cluster, n.id)}/metrics`);
     });
   });
   const started = await Promise.allSettled(starting);
@@ -191,7 +192,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--replication <n>', 'replicas per shard, primary included', asIs, 3)
     .option('--replication-mode <mode>', `how primaries replicate to backups, for a new cluster (ROWAN §6.1): ${CLUSTER_REPLICATION_MODES.join('|')}`, 'rowan')
     .option('--workers <n>', 'worker actors (client ports) per node', asIs, 1)
-    .option('--base-port <port>', 'node N listens on base + 10N + worker, RESP on base + 200 + 10N + worker (Redis Cluster: base + 600 + 10N + worker); its NIC on base + 500 + N', asIs, 7100)
+    .option('--base-port <port>', 'node N listens on base + 10N + worker, RESP on base + 200 + 10N + worker (Redis Cluster: base + 600 + 10N + worker); its NIC on base + 500 + N; metrics on base + 800 + N', asIs, 7100)
     .option('--fabric <kind>', 'how replication writes reach each node: shm (same host) or tcp (its NIC actor)', 'shm')
     .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', asIs, 128)
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', asIs, 4096)

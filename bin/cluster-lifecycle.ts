@@ -73,6 +73,11 @@ export async function claimClusterDir(dir: string, cluster: ClusterConfig | null
   };
 }
 
+/** Node `id`'s metrics port: base + 800 + id, base being node 0's first client port (see --base-port). */
+export function metricsPortOf(cluster: ClusterConfig, id: number): number {
+  return cluster.nodes[0]!.workerPorts[0]! + 800 + id;
+}
+
 /** Every TCP port the nodes of `cluster` will listen on. */
 export function clusterPorts(cluster: ClusterConfig): { host: string; port: number; what: string }[] {
   return cluster.nodes.flatMap((n) => [
@@ -80,6 +85,7 @@ export function clusterPorts(cluster: ClusterConfig): { host: string; port: numb
     ...(n.fabric.kind === 'tcp' ? [{ host: n.fabric.host, port: n.fabric.port, what: `node ${n.id} nic port` }] : []),
     ...(n.resp?.ports ?? []).map((port) => ({ host: n.host, port, what: `node ${n.id} RESP port` })),
     ...(n.resp?.clusterPorts ?? []).map((port) => ({ host: n.host, port, what: `node ${n.id} RESP cluster port` })),
+    { host: '127.0.0.1', port: metricsPortOf(cluster, n.id), what: `node ${n.id} metrics port` },
   ]);
 }
 

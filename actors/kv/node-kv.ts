@@ -9,6 +9,9 @@ import type { Pool } from '../../shm/pool.js';
 import { monotonicClock, type Clock } from '../../config/base/clock.js';
 import type { NodeApplication } from '../../runtime/application.js';
 import { collectGcStatus } from './gc-status.js';
+import { ACTORS_PER_ROLE_MAX } from '../../config/base/ids.js';
+import { RequestHistograms } from '../../shm/histogram.js';
+import { REQUEST_OPS, createRequestHistograms, kvMetrics } from './metrics.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import { SharedLog } from './baselines.js';
@@ -38,6 +41,14 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
     },
     payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' ? start : undefined),
     status: (pool, actors, uptimeMs) => collectGcStatus(pool, start?.shared.gc, actors, uptimeMs),
+    metrics: (e, pool, actors, uptimeMs) =>
+      kvMetrics(e, {
+        term: start?.cluster.term ?? 0,
+        histograms: start?.metrics ? new RequestHistograms(start.metrics, ACTORS_PER_ROLE_MAX, REQUEST_OPS.length) : null,
+        pool,
+        actors,
+        storage: collectGcStatus(pool, start?.shared.gc, actors, uptimeMs),
+      }),
   };
 }
 
@@ -64,7 +75,7 @@ export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log
     { ...rep, term: cluster.term, shards: heldShards(cluster, o.nodeId).length, nodes: cluster.nodes.length },
     `cold start: ${rep.indexed} entries indexed from ${rep.logSegments} log and ${rep.blogSegments} b-log segments in ${rep.ms.toFixed(0)} ms`,
   );
-  const start: KvStart = { cluster, nodeId: o.nodeId, shared: buffers };
+  const start: KvStart = { cluster, nodeId: o.nodeId, shared: buffers, metrics: createRequestHistograms(ACTORS_PER_ROLE_MAX).buffer };
   if (cluster.replication === 'share') {
     // Share-KV: one remote log per (this node, backup node), its cursor shared by all our workers.
     start.shareLogs = {};

@@ -27,6 +27,8 @@ export interface KvStart {
   /** share replication mode: this node's shared remote-log state per backup node id (SharedLog
    *  buffers), made once per node so all its workers take addresses from one counter per backup. */
   shareLogs?: Record<number, SharedArrayBuffer>;
+  /** Request latency histograms, one slot per worker (shm/histogram.ts, actors/kv/metrics.ts). */
+  metrics?: SharedArrayBuffer;
 }
 
 /** The ROWAN-KV payload of an actor's start message (the runtime carries it as `app`), or undefined

@@ -9,6 +9,8 @@ import { PoolEntryReader } from '../../shm/entry-reader.js';
 import type { ShardIndex } from '../../shm/index.js';
 import type { PersistentRegion } from '../../config/base/region.js';
 import type { TLog } from '../../shm/tlog.js';
+import type { RequestHistograms } from '../../shm/histogram.js';
+import type { Clock } from '../../config/base/clock.js';
 
 export interface KvWorkerDeps {
   nodeId: number;
@@ -25,6 +27,8 @@ export interface KvWorkerDeps {
   /** This worker's id and the node's worker count (commit tracking and read epochs, when shared.gc). */
   workerId?: number;
   workers?: number;
+  /** Request latency histograms (slot = this worker's id) and the clock that times requests. */
+  metrics?: { histograms: RequestHistograms; clock: Clock };
 }
 
 export interface KvWorkerStats {

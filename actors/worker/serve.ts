@@ -3,6 +3,8 @@
 // receiver; the cluster's replication mode picks the channel kind, ./replicas.ts), and its client port
 // (DESIGN §7: clients talk to worker threads directly). In rpc mode the port also takes REPLICATE
 // requests from other nodes' workers, appended to this worker's backup log.
+import { RequestHistograms } from '../../shm/histogram.js';
+import { REQUEST_OPS } from '../kv/metrics.js';
 import { nodeOf } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { ActorContext } from '../../runtime/actor.js';
@@ -11,7 +13,7 @@ import { attachKvShared, kvOf } from '../kv/shared.js';
 import { serveClients, type RpcServer } from '../../runtime/rpc/server.js';
 import { OwnerRole } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
-import { backupLogOwner, tlogOwner } from '../../config/base/ids.js';
+import { ACTORS_PER_ROLE_MAX, backupLogOwner, tlogOwner } from '../../config/base/ids.js';
 import { KvWorker } from './kv.js';
 import { openReplicas } from './replicas.js';
 import { rowanInfo } from './resp/rowan-info.js';
@@ -43,6 +45,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     tlog: TLog.recover(pool, tlogOwner(ctx.id), defaultLimits),
     shared: attachKvShared(kv.shared, pool.region),
     workerId: ctx.id,
+    ...(kv.metrics ? { metrics: { histograms: new RequestHistograms(kv.metrics, ACTORS_PER_ROLE_MAX, REQUEST_OPS.length), clock: ctx.clock } } : {}),
     workers: ctx.config.roles.find((r) => r.role === 'worker')?.count ?? ctx.id + 1,
     replica: async (id, shard) => replicas.channel(id, shard),
     limits: defaultLimits,
