@@ -24,14 +24,29 @@ export const MAX_REISSUES = 16;
  * NO_BUFFER / SRQ_CLOSED (srq.ts) / ABANDONED / LATE. Throws ENTRY_TOO_LARGE for a write no buffer fits.
  */
 export function landOnce(srq: SharedReceiveQueue, region: PersistentRegion, bytes: Uint8Array, senderId: number): number {
-  const len = bytes.length;
+  const at = reserveLanding(srq, bytes.length);
+  if (at < 0) return at;
+  return copyLanding(srq, region, bytes, at, srq.lastSeq, srq.claimCompletion(), senderId);
+}
+
+/**
+ * landOnce's first step: reserve a slot for `len` bytes. Returns its pool offset (its buffer is
+ * srq.lastSeq; claim the CQ slot next and call copyLanding), or NO_BUFFER / SRQ_CLOSED / ABANDONED.
+ * Split out so a simulator can run other events between the reservation and the copy.
+ */
+export function reserveLanding(srq: SharedReceiveQueue, len: number): number {
   // ABANDONED comes from here: reserve() re-reads usedBelow right after its CAS, and a slot in a
   // buffer the receiver has declared Used (digest may have read or even recycled it) stays empty --
   // the b-log scan steps over holes -- and the write is re-issued.
-  const at = srq.reserve(len);
-  if (at < 0) return at;
-  const seq = srq.lastSeq;
-  const cq = srq.claimCompletion();
+  return srq.reserve(len);
+}
+
+/**
+ * landOnce's second step: copy into the slot reserved at `at` in buffer `seq`, persist, and fill CQ
+ * slot `cq`. Returns `at`, or LATE (re-issue the write).
+ */
+export function copyLanding(srq: SharedReceiveQueue, region: PersistentRegion, bytes: Uint8Array, at: number, seq: number, cq: number, senderId: number): number {
+  const len = bytes.length;
   region.bytes.set(bytes, at);
   region.persist(at, len);
   // Persisted, but if the buffer went Used meanwhile digest may have scanned past it: re-issue (the

@@ -54,6 +54,45 @@ export interface SrqCreateOptions {
 
 const TWO32 = 2 ** 32;
 
+/** The memory a queue lives in: a mapped file (native/pmem2.ts PmemMapping) or a SharedArrayBuffer. */
+interface QueueMemory {
+  readonly bytes: Uint8Array;
+  readonly size: number;
+  close(): void;
+}
+
+/** Check the options and size the cursor; BAD_CONFIG on a bad combination. */
+function checkGeometry(o: SrqCreateOptions): L.CursorGeometry {
+  const stride = o.strideBytes ?? 64;
+  const bufferBytesMax = o.bufferBytesMax ?? defaultLimits.segmentBytes;
+  if (!Number.isInteger(o.postCap) || o.postCap < 2) bad(`postCap must be an integer >= 2, got ${o.postCap}`);
+  if (!Number.isInteger(o.cqCap) || o.cqCap < 2 || (o.cqCap & (o.cqCap - 1)) !== 0)
+    bad(`cqCap must be a power of two >= 2, got ${o.cqCap}`);
+  if (!Number.isInteger(bufferBytesMax) || bufferBytesMax < stride || bufferBytesMax % stride !== 0)
+    bad(`bufferBytesMax must be a positive multiple of the ${stride} B stride, got ${bufferBytesMax}`);
+  const g = L.cursorGeometry(bufferBytesMax, stride, o.postCap);
+  if (!g) bad(`postCap ${o.postCap} is too large for a one-word cursor over buffers of up to ${bufferBytesMax} B`);
+  return g;
+}
+
+/** Write a fresh queue's header into zeroed memory (the magic last). */
+function format(bytes: Uint8Array, o: SrqCreateOptions, g: L.CursorGeometry, incarnation: Uint8Array): void {
+  const i32 = new Int32Array(bytes.buffer, bytes.byteOffset, bytes.length >> 2);
+  const inc = new DataView(incarnation.buffer, incarnation.byteOffset, 8);
+  i32[L.W_VERSION] = L.SRQ_VERSION;
+  i32[L.W_POST_CAP] = o.postCap;
+  i32[L.W_CQ_CAP] = o.cqCap;
+  i32[L.W_STRIDE] = o.strideBytes ?? 64;
+  i32[L.W_INCARNATION_LO] = inc.getInt32(0, true);
+  i32[L.W_INCARNATION_HI] = inc.getInt32(4, true);
+  i32[L.W_RING] = g.ring;
+  i32[L.W_STRIDE_BITS] = g.strideBits;
+  i32[L.W_CQ_SHARDS] = L.cqShardsFor(o.cqCap);
+  for (let n = 0; n < g.ring; n++) i32[L.postedSlotWord(g.ring, n) + L.SLOT_SEQ] = L.SLOT_EMPTY;
+  // Publishes the header: an attacher that sees the magic sees every field above.
+  Atomics.store(i32, L.W_MAGIC, L.SRQ_MAGIC);
+}
+
 export class SharedReceiveQueue implements ReceiveQueue {
   readonly path: string;
   readonly postCap: number;
@@ -65,7 +104,7 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /** Buffer seq of this object's last successful reserve() (sender-local). */
   lastSeq = -1;
   private unmapped = false;
-  private readonly map: PmemMapping;
+  private readonly map: QueueMemory;
   private readonly i32: Int32Array;
   private readonly u32: Uint32Array;
   private readonly strideBits: number;
@@ -85,7 +124,7 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /** Sender-local: the cursor word as this sender last saw or left it (reserve's first CAS guess). */
   private cursorSeen = 0;
 
-  private constructor(path: string, map: PmemMapping) {
+  private constructor(path: string, map: QueueMemory) {
     this.path = path;
     this.map = map;
     const buf = map.bytes.buffer;
@@ -114,35 +153,26 @@ export class SharedReceiveQueue implements ReceiveQueue {
    * reserving in it.
    */
   static create(path: string, o: SrqCreateOptions): SharedReceiveQueue {
-    const stride = o.strideBytes ?? 64;
-    const bufferBytesMax = o.bufferBytesMax ?? defaultLimits.segmentBytes;
-    if (!Number.isInteger(o.postCap) || o.postCap < 2) bad(`postCap must be an integer >= 2, got ${o.postCap}`);
-    if (!Number.isInteger(o.cqCap) || o.cqCap < 2 || (o.cqCap & (o.cqCap - 1)) !== 0)
-      bad(`cqCap must be a power of two >= 2, got ${o.cqCap}`);
-    if (!Number.isInteger(bufferBytesMax) || bufferBytesMax < stride || bufferBytesMax % stride !== 0)
-      bad(`bufferBytesMax must be a positive multiple of the ${stride} B stride, got ${bufferBytesMax}`);
-    const g = L.cursorGeometry(bufferBytesMax, stride, o.postCap);
-    if (!g) bad(`postCap ${o.postCap} is too large for a one-word cursor over buffers of up to ${bufferBytesMax} B`);
+    const g = checkGeometry(o);
     if (existsSync(path)) closeStale(path);
     const tmp = `${path}.${process.pid}.tmp`;
     writeFileSync(tmp, Buffer.alloc(L.srqBytes(g.ring, o.cqCap)));
     const map = PmemMapping.map(tmp, { mode: 'pagecache', label: path });
-    const i32 = new Int32Array(map.bytes.buffer, map.bytes.byteOffset, map.size >> 2);
-    const inc = randomBytes(8);
-    i32[L.W_VERSION] = L.SRQ_VERSION;
-    i32[L.W_POST_CAP] = o.postCap;
-    i32[L.W_CQ_CAP] = o.cqCap;
-    i32[L.W_STRIDE] = stride;
-    i32[L.W_INCARNATION_LO] = inc.readInt32LE(0);
-    i32[L.W_INCARNATION_HI] = inc.readInt32LE(4);
-    i32[L.W_RING] = g.ring;
-    i32[L.W_STRIDE_BITS] = g.strideBits;
-    i32[L.W_CQ_SHARDS] = L.cqShardsFor(o.cqCap);
-    for (let n = 0; n < g.ring; n++) i32[L.postedSlotWord(g.ring, n) + L.SLOT_SEQ] = L.SLOT_EMPTY;
-    // Publishes the header: an attacher that sees the magic sees every field above.
-    Atomics.store(i32, L.W_MAGIC, L.SRQ_MAGIC);
+    format(map.bytes, o, g, randomBytes(8));
     renameSync(tmp, path);
     return new SharedReceiveQueue(path, map);
+  }
+
+  /**
+   * A queue in DRAM (a SharedArrayBuffer) rather than a file: for senders that are threads of the
+   * receiver's process, and for the single-threaded simulator (test/sim/), which passes its own
+   * `incarnation` (8 bytes) so a run does not depend on randomness it does not own.
+   */
+  static inMemory(o: SrqCreateOptions, incarnation: Uint8Array = randomBytes(8)): SharedReceiveQueue {
+    const g = checkGeometry(o);
+    const bytes = new Uint8Array(new SharedArrayBuffer(L.srqBytes(g.ring, o.cqCap)));
+    format(bytes, o, g, incarnation);
+    return new SharedReceiveQueue('(memory)', { bytes, size: bytes.length, close: () => {} });
   }
 
   /** Sender side: map an existing queue. ROWAN_ERR_RECEIVER_NOT_READY if there is none (yet). */
