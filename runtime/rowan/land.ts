@@ -5,7 +5,10 @@
 //
 // The paper's sender re-issues any write slower than 1 ms, because a real sender cannot see when the
 // receiver declares a buffer Used (§4.3). Whoever lands the write here can: the queue's `usedBelow`
-// word says which buffers the receiver has handed to digest, so the exact rule replaces the timer.
+// word says which buffers the receiver has declared Used, and a hold per reservation (srq-layout.ts)
+// keeps the receiver from handing a buffer to digest -- which may free and reuse it -- while a copy
+// into it is still to come. A lander can be descheduled for any time between reserve and copy (it is
+// a thread or a process, not an RNIC's DMA engine), so a timer could not make this safe.
 import type { PersistentRegion } from '../../config/base/region.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { STALE_RESERVATION, type SharedReceiveQueue } from './srq.js';
@@ -49,10 +52,12 @@ export function copyLanding(srq: SharedReceiveQueue, region: PersistentRegion, b
   const len = bytes.length;
   region.bytes.set(bytes, at);
   region.persist(at, len);
-  // Persisted, but if the buffer went Used meanwhile digest may have scanned past it: re-issue (the
-  // duplicate is harmless: digest applies entries version-conditionally). Seq-cst atomics make this
-  // exact: if we read usedBelow <= seq here, the receiver's hand-off comes after our persist.
-  if (srq.usedBelow() > seq) {
+  // Persisted; now drop the hold reserve() took. The receiver hands a buffer to digest only once its
+  // holds are 0, so digest scans the buffer after this persist -- even if it went Used meanwhile.
+  // Unless the receiver fenced the hold (we stalled past its timeout): then the buffer was handed on
+  // as a copy without waiting for us, and the write is re-issued (the duplicate is harmless: digest
+  // applies entries version-conditionally; the fenced buffer is never reused, so our bytes harm nothing).
+  if (!srq.release(seq)) {
     srq.voidCompletion(cq, senderId);
     return LATE;
   }

@@ -14,7 +14,7 @@ import { Cleaner, type CleanerOptions } from '../../actors/clean/gc.js';
 import { rebuildIndexes } from '../../actors/kv/recovery.js';
 import { attachKvShared, createKvShared, type KvShared, type KvSharedBuffers, type ReplicaChannel } from '../../actors/kv/shared.js';
 import { RowanReceiver } from '../../runtime/rowan/receiver.js';
-import { SharedReceiveQueue } from '../../runtime/rowan/srq.js';
+import { SharedReceiveQueue, type ReceiveQueue } from '../../runtime/rowan/srq.js';
 import { Pool } from '../../shm/pool.js';
 import { poolGeometry } from '../../shm/pool-layout.js';
 import { TLog } from '../../shm/tlog.js';
@@ -37,6 +37,11 @@ export interface SimNodeOptions {
   cleanPeriodMs: number;
   commitVerPeriodMs: number;
   liveThresholdPercent: number;
+  /** Receiver: how long a Used buffer waits for copies still to come before it is fenced (ms). */
+  holdTimeoutMs: number;
+  /** The receiver as it was before issue 10's fix: it hands buffers on without looking at the
+   *  queue's holds (to show the stalled-sender seed still fails without the fix). */
+  receiverIgnoresHolds?: boolean;
   /** Mutation hooks (the mutation test): alter the shared state or the cleaner a node boots with. */
   mutateShared?: (s: KvShared) => void;
   makeCleaner?: (o: CleanerOptions) => Cleaner;
@@ -61,7 +66,7 @@ export class SimNode {
   private used: number[] = [];
   private channels = new Map<number, RowanConnection & { broken?: boolean }>();
   private transport!: Transport;
-  readonly counts = { boots: 0, crashes: 0, digested: 0, cleaned: 0 };
+  readonly counts = { boots: 0, crashes: 0, digested: 0, cleaned: 0, quarantined: 0 };
 
   constructor(
     readonly id: number,
@@ -95,9 +100,11 @@ export class SimNode {
     const incBytes = new Uint8Array(8);
     new DataView(incBytes.buffer).setUint32(0, this.id * 65536 + this.inc, true);
     this.srq = SharedReceiveQueue.inMemory({ postCap: o.preallocate * 2 + 2, cqCap: 64, bufferBytesMax: o.segmentBytes }, incBytes);
+    const srq = this.srq;
     this.receiver = new RowanReceiver({
       pool: this.pool,
-      srq: this.srq,
+      srq: o.receiverIgnoresHolds ? withoutHolds(srq) : srq,
+      holdTimeoutMs: o.holdTimeoutMs,
       ownerId: 0,
       preallocate: o.preallocate,
       batch: o.batch,
@@ -130,7 +137,9 @@ export class SimNode {
     this.cleaner = o.makeCleaner ? o.makeCleaner(co) : new Cleaner(co);
     this.up = true;
     this.every(o.controlTickMs, 'control', () => {
+      const q = this.receiver.quarantined.length;
       this.receiver.tick();
+      this.counts.quarantined += this.receiver.quarantined.length - q;
       const segs = this.used;
       this.used = [];
       for (const s of segs) {
@@ -193,6 +202,18 @@ export class SimNode {
     };
     this.loop.at(periodMs, [what, this.id], tick, async);
   }
+}
+
+/** The queue as the receiver saw it before the fix: no holds to wait for. */
+function withoutHolds(q: SharedReceiveQueue): ReceiveQueue {
+  return {
+    postCap: q.postCap,
+    post: (b) => q.post(b),
+    posted: () => q.posted(),
+    outstanding: () => q.outstanding(),
+    markUsedBelow: (seq) => q.markUsedBelow(seq),
+    markStarved: (starved) => q.markStarved(starved),
+  };
 }
 
 /** Bytes of a region holding a pool of this geometry. */

@@ -1,9 +1,10 @@
 // npm run sim -- --seeds N        run seeds 1..N, print the failing ones and seeds/second
 // npm run sim -- --seed S         replay one seed and print its findings and trace hash
-// options: --mutation index-ignores-versions|gc-frees-live, --verbose
+// options: --mutation index-ignores-versions|gc-frees-live, --unfixed (receiver without the
+//          stalled-sender fix), --from F (first seed), --verbose
 import { performance } from 'node:perf_hooks';
 import type { MutationName } from './mutations.js';
-import { runSeed, type SimResult } from './simulation.js';
+import { defaultSimOptions, runSeed, type SimOptions, type SimResult } from './simulation.js';
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -24,7 +25,9 @@ async function main(): Promise<void> {
   const mutation = arg('mutation') as MutationName | undefined;
   const verbose = process.argv.includes('--verbose');
   const one = arg('seed');
-  const opts = mutation ? { mutation } : {};
+  const opts: Partial<SimOptions> = mutation ? { mutation } : {};
+  // --unfixed: the receiver ignores the queue's holds, as before the stalled-sender fix.
+  if (process.argv.includes('--unfixed')) opts.node = { ...defaultSimOptions.node, receiverIgnoresHolds: true };
   if (one !== undefined) {
     const r = await runSeed(Number(one), opts);
     show(r, true);

@@ -46,6 +46,7 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
     cleanPeriodMs: 4,
     commitVerPeriodMs: 15,
     liveThresholdPercent: 75,
+    holdTimeoutMs: 50,
   },
   net: { delayMinMs: 0.02, delayMaxMs: 1.5, lossP: 0, stallP: 0, stallMinMs: 20, stallMaxMs: 300, noBufferRetryMs: 0.5, noBufferTimeoutMs: 200 },
   clients: { clients: 4, opsPerClient: 80, keys: 8, thinkMaxMs: 4, timeoutMs: 400, bigValueP: 0.03 },
@@ -68,7 +69,7 @@ export interface SimResult {
   ops: { ok: number; fail: number; unknown: number };
   faults: string[];
   net: SimNet['stats'];
-  /** Per node: segments digested, segments cleaned (freed + emptied), boots. */
+  /** Per node: segments digested, cleaned (freed + emptied), boots, buffers fenced and quarantined. */
   nodes: string[];
   /** Backups whose answers after the cold start fit the writes but not what clients read (see above). */
   divergent: number;
@@ -137,7 +138,7 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
       if (checkHistory([...workload, ...backup], '').length > 0) divergent++;
     });
   }
-  return { seed, ok: findings.length === 0, findings, divergent, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.boots}b`), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats };
+  return { seed, ok: findings.length === 0, findings, divergent, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.boots}b/${n.counts.quarantined}q`), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats };
 }
 
 function primaryOf(c: ClusterConfig, key: string): number {
