@@ -15,7 +15,8 @@ import { STALE_RESERVATION, type SharedReceiveQueue } from './srq.js';
 
 /** landOnce result: the reservation was in a buffer already declared Used; nothing was written. */
 export const ABANDONED = STALE_RESERVATION;
-/** landOnce result: written and persisted, but its buffer went Used meanwhile; re-issue it. */
+/** landOnce result: written and persisted, but the receiver fenced its hold meanwhile (it stalled past
+ *  the receiver's holdTimeoutMs, and the buffer went on to digest without it); re-issue it. */
 export const LATE = -4;
 
 /** A write re-issued this many times fails instead (its lander is starved of CPU). */

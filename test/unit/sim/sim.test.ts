@@ -64,7 +64,13 @@ test(`regression: stalled-sender seed ${STALLED_SENDER_SEED} fails with a receiv
   assert.equal(unfixed.ok, false, 'the seed no longer reaches the hazard: pick a new one with npm run sim -- --unfixed');
   assert.ok(unfixed.net.strayCopies > 0, 'a lander copied into a buffer already declared Used');
   assert.ok(unfixed.findings.some((f) => f.check === 'gc' && /no verified entry/.test(f.detail)), describe(unfixed));
+  // The sim's receivers fence holds after 50 ms: this stall outlasts that, so the buffer went to digest
+  // as a copy, the original was quarantined and the lander re-issued its write.
   const fixed = await runSeed(STALLED_SENDER_SEED);
   assert.ok(fixed.ok, describe(fixed));
-  assert.ok(fixed.net.stalls > 0);
+  assert.ok(fixed.net.late > 0 && fixed.nodes.some((n) => !n.endsWith('/0q')), 'the fence path ran');
+  // With a timeout longer than the stall the receiver simply waits for the copy.
+  const waits = await runSeed(STALLED_SENDER_SEED, { node: { ...defaultSimOptions.node, holdTimeoutMs: 10_000 } });
+  assert.ok(waits.ok, describe(waits));
+  assert.ok(waits.nodes.every((n) => n.endsWith('/0q')) && waits.net.late === 0, 'nothing fenced, nothing re-issued');
 });
