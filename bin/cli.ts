@@ -1,5 +1,10 @@
 // The `rowan` command (bin/rowan is a shim into main()). Exit codes: 0 ok; 1 the node failed or is not
 // running; 2 bad usage (unknown role, bad CPU list, bad config, unusable data dir, unknown option).
+import { LAUNCHER_PID_ENV } from './cluster-lifecycle.js';
+import { constants } from 'node:os';
+import { readFileSync } from 'node:fs';
+import type { NodeKvOptions } from '../actors/kv/node-kv.js';
+import { defaultLimits } from '../config/limits.js';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -8,7 +13,7 @@ import { loadConfigFile, resolveConfig } from '../config/load.js';
 import { persistenceModes, roles, type ConfigInput } from '../config/model.js';
 import { FABRIC_KINDS, type FabricKind } from '../config/base/fabric-kinds.js';
 import { formatCpuList, parseCpuList, parseRoles } from '../config/parse.js';
-import { schedGetaffinity } from '../native/libc.js';
+import { schedGetaffinity, setParentDeathSignal } from '../native/libc.js';
 import { probeSocket, requestControl, socketPath } from '../runtime/endpoint.js';
 import { registerKvCommands } from './cli-kv.js';
 import { kvApplication } from '../actors/kv/node-kv.js';
@@ -49,20 +54,46 @@ interface StartOpts {
   fabricPort?: string;
   cluster?: string;
   nodeId?: string;
+  indexKeys?: string;
+  indexKeysMax?: string;
 }
 
 /** --cluster FILE --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
-function clusterFlags(o: StartOpts): { clusterFile: string; nodeId: number } | null {
+function clusterFlags(o: StartOpts): NodeKvOptions | null {
   if (o.cluster === undefined && o.nodeId === undefined) return null;
   if (o.cluster === undefined || o.nodeId === undefined)
     throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--cluster and --node-id go together');
   const nodeId = Number(o.nodeId);
   if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId > 1023)
     throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--node-id: '${o.nodeId}' is not a node id (0-1023)`);
-  return { clusterFile: resolve(o.cluster), nodeId };
+  const keys = (flag: string, v: string | undefined, dflt: number): number => {
+    if (v === undefined) return dflt;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 2 ** 28) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `${flag}: '${v}' is not a key count in [1, 2^28]`);
+    return n;
+  };
+  const keysPerShard = keys('--index-keys', o.indexKeys, defaultLimits.indexKeysPerShard);
+  const keysPerShardMax = keys('--index-keys-max', o.indexKeysMax, Math.max(keysPerShard, defaultLimits.indexKeysPerShardMax));
+  if (keysPerShardMax < keysPerShard) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--index-keys-max ${keysPerShardMax} is below --index-keys ${keysPerShard}`);
+  // A primary keeps indexHeadroomBuckets overflow buckets free (refusing new keys below it): the
+  // maximum must leave room for at least as many again.
+  const keysMin = 2 * defaultLimits.indexHeadroomBuckets * (defaultLimits.indexBucketItems - 1);
+  if (keysPerShardMax < keysMin) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--index-keys-max ${keysPerShardMax} is below ${keysMin}, the least that leaves room for the index headroom`);
+  return { clusterFile: resolve(o.cluster), nodeId, keysPerShard, keysPerShardMax };
+}
+
+
+/** A node started by a launcher stops (SIGTERM: drain) when the launcher dies, however it dies. */
+function followLauncher(): void {
+  const pid = process.env[LAUNCHER_PID_ENV];
+  if (pid === undefined) return;
+  setParentDeathSignal(constants.signals.SIGTERM);
+  // The launcher may have died before the line above: then no signal will come.
+  if (String(process.ppid) !== pid) throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, `the launcher (pid ${pid}) is gone; not starting`);
 }
 
 async function start(o: StartOpts, extras: CliExtras): Promise<number> {
+  followLauncher();
   const allowed = schedGetaffinity(0);
   const flags: ConfigInput = {};
   if (o.roles !== undefined) flags.roles = parseRoles(o.roles, '--roles');
@@ -139,8 +170,18 @@ async function stop(o: { dataDir: string; timeout: string }): Promise<number> {
   return EXIT_FAILED;
 }
 
+/** The version in this package's package.json (dist/bin/cli.js -> ../../package.json). */
+function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
 function program(extras: CliExtras, setCode: (c: number) => void): Command {
   const p = new Command('rowan')
+    .version(packageVersion(), '-V, --version', 'print the version of rowan')
     .description('ROWAN-KV node: a replicated persistent-memory key-value store as pinned worker-thread actors')
     .exitOverride()
     .showHelpAfterError('(run rowan --help for usage)');
@@ -157,6 +198,8 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--fabric-port <port>', 'TCP port of the nic (default: 7400; 0 = any free port, shown by rowan status)')
     .option('--cluster <file>', 'serve ROWAN-KV as a node of the cluster in this JSON file (written by rowan cluster)')
     .option('--node-id <n>', "this node's id in --cluster")
+    .option('--index-keys <n>', `keys each shard's index is sized for at start; it grows on demand (default: ${defaultLimits.indexKeysPerShard})`)
+    .option('--index-keys-max <n>', `most keys one shard's index may grow to; past it a PUT of a new key gets ROWAN_ERR_INDEX_FULL, not applied (default: ${defaultLimits.indexKeysPerShardMax})`)
     .action(function (this: Command) {
       return run(() => start(this.opts<StartOpts>(), extras))();
     });
@@ -182,6 +225,11 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
 
 /** Run the CLI with `argv` (process.argv form) and set process.exitCode. */
 export async function main(argv: string[], extras: CliExtras = {}): Promise<void> {
+  // `rowan ... | head`: a reader that went away is not an error of ours.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? EXIT_OK);
+    throw err;
+  });
   let code = EXIT_OK;
   try {
     await program(extras, (c) => (code = c)).parseAsync(argv);

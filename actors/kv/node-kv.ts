@@ -21,11 +21,12 @@ export interface NodeKvOptions {
   /** The embedded configuration store: a cluster JSON file (config/store.ts). */
   clusterFile: string;
   nodeId: number;
-  /** Index capacity per shard held (keys). */
+  /** Keys each shard's index is sized for at start, and the most it may grow to (limits.indexKeysPerShard*). */
   keysPerShard?: number;
+  keysPerShardMax?: number;
 }
 
-export const DEFAULT_KEYS_PER_SHARD = 1 << 16;
+export const DEFAULT_KEYS_PER_SHARD = defaultLimits.indexKeysPerShard;
 
 /** ROWAN-KV as the node's application: cold start before the actors, its state in the start messages
  *  of the roles that serve it, and the storage/GC section of the node's status. */
@@ -49,7 +50,7 @@ export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log
   // Senders of other nodes may still have the previous incarnation's receive queue mapped (after a
   // crash it was never shut down): close it before reading the b-log, so nothing lands behind the scan.
   closeStaleQueue(shmPaths(dataDir).srq);
-  const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool);
+  const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax);
   const shared = attachKvShared(buffers, pool.region);
   let last = 0;
   const rep = rebuildIndexes(pool, shared, defaultLimits, clock, (done, total) => {

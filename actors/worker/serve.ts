@@ -11,14 +11,18 @@ import { attachKvShared, kvOf } from '../kv/shared.js';
 import { serveClients, type RpcServer } from '../../runtime/rpc/server.js';
 import { OwnerRole } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
-import { backupLogOwner } from '../../config/base/ids.js';
+import { backupLogOwner, tlogOwner } from '../../config/base/ids.js';
 import { KvWorker } from './kv.js';
 import { openReplicas } from './replicas.js';
+import { rowanInfo } from './resp/rowan-info.js';
+import { startRespServing, type RespServing } from './resp/serve-resp.js';
 
 export interface KvServing {
   worker: KvWorker;
   server: RpcServer;
   endpoint: { host: string; port: number };
+  /** The RESP ports (Redis protocol), when the node entry lists them. */
+  resp: RespServing | null;
   /** Resolves 'keep-pool-mapped' when requests were still running (the pool must stay mapped). */
   close(): Promise<void | 'keep-pool-mapped'>;
 }
@@ -36,7 +40,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     nodeId: kv.nodeId,
     config: () => kv.cluster,
     region: pool.region,
-    tlog: TLog.recover(pool, ctx.id, defaultLimits),
+    tlog: TLog.recover(pool, tlogOwner(ctx.id), defaultLimits),
     shared: attachKvShared(kv.shared, pool.region),
     workerId: ctx.id,
     workers: ctx.config.roles.find((r) => r.role === 'worker')?.count ?? ctx.id + 1,
@@ -45,11 +49,20 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     ...(kv.cluster.replication === 'rpc' ? { backupLog: TLog.recover(pool, backupLogOwner(ctx.id), defaultLimits, OwnerRole.Worker) } : {}),
   });
   const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log });
+  const resp = me.resp
+    ? await startRespServing({
+        host: me.host, ports: { single: me.resp.ports[ctx.id]!, cluster: me.resp.clusterPorts[ctx.id]! }, worker, cluster: () => kv.cluster,
+        nodeId: kv.nodeId, workerId: ctx.id, shared: attachKvShared(kv.shared, pool.region), region: pool.region, limits: defaultLimits,
+        info: { dataDir: ctx.config.dataDir, persistence: ctx.config.persistence, rowan: () => rowanInfo(pool, kv.shared.gc, worker, ctx.counters.local) }, log: ctx.log,
+      })
+    : null;
   return {
     worker,
     server,
     endpoint: { host: me.host, port: server.port },
+    resp,
     close: async () => {
+      await resp?.close();
       // Stop taking requests, let those in flight finish (their t-log appends and index updates go
       // through the pool mapping), and unmap only then: unmapping under a running request would fault.
       await server.close();

@@ -10,6 +10,7 @@
 //   Worker   [BACKUP_LOG_BASE, +ACTORS)     RPC-KV backup log of worker w         backupLogOwner(w)
 //   Control  [0, ACTORS)                    b-log segments of control actor c     blogOwner(c)
 //   Digest   [0, ACTORS)                    digest log of digest actor d          actorOwner(d)
+//   Digest   RECOVERY_LOG_OWNER             cold start's log of reassembled multi-block entries
 //   Clean    [0, ACTORS)                    clean log of clean actor k            actorOwner(k)
 //   Migration[0, ACTORS)                    migration actor m                     actorOwner(m)
 //   Remote   [0, NODE_ID_MAX]               regions a remote node writes one-sidedly (baselines
@@ -32,6 +33,9 @@ export const ACTORS_PER_ROLE_MAX = 64;
 
 /** First owner id of the RPC-KV backup logs (role Worker). */
 export const BACKUP_LOG_OWNER_BASE = 512;
+
+/** Cold start's own digest-role log (actors/kv/recovery.ts): clear of the digest actors' ids. */
+export const RECOVERY_LOG_OWNER = OWNER_ID_MAX;
 
 /** CPUs a cpu_set_t can name (native/libc.ts CPU_SETSIZE): cores are in [0, CPU_ID_MAX]. */
 export const CPU_ID_MAX = 1023;
@@ -71,4 +75,4 @@ export function remoteRegionOwner(senderNodeId: number): number {
 check(ACTORS_PER_ROLE_MAX <= BACKUP_LOG_OWNER_BASE, 't-log owner ids must stay below the backup logs');
 check(BACKUP_LOG_OWNER_BASE + ACTORS_PER_ROLE_MAX - 1 <= OWNER_ID_MAX, 'backup log owner ids must fit the owner field');
 check(NODE_ID_MAX <= OWNER_ID_MAX, 'every node id must name its remote regions in the owner field');
-check(ACTORS_PER_ROLE_MAX - 1 <= OWNER_ID_MAX, 'actor ids must fit the owner field');
+check(ACTORS_PER_ROLE_MAX - 1 < RECOVERY_LOG_OWNER, 'the recovery log must not share a digest actor\'s owner id');

@@ -8,9 +8,8 @@
 // Every PUT writes a value no other PUT writes (its id, then filler of a random length; the history
 // records the id), so the checker can tell writes apart.
 import type { ClusterConfig } from '../../config/cluster.js';
-import { shardOfHash } from '../../config/cluster.js';
+import { shardOfKey as shardOfKeyBytes } from '../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import { hash64 } from '../../shm/hash.js';
 import type { Operation } from '../check/linearizability.js';
 import type { EventLoop } from './loop.js';
 import type { SimNode } from './node.js';
@@ -33,14 +32,14 @@ const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 /** Requests refused before anything was appended (the operation certainly did not take effect). */
-const REFUSED: readonly string[] = [ErrorCodes.WRONG_SHARD, ErrorCodes.STALE_TERM, ErrorCodes.KEY_TOO_LARGE, ErrorCodes.VALUE_TOO_LARGE, ErrorCodes.NODE_NOT_RUNNING];
+const REFUSED: readonly string[] = [ErrorCodes.INDEX_FULL, ErrorCodes.WRONG_SHARD, ErrorCodes.STALE_TERM, ErrorCodes.KEY_TOO_LARGE, ErrorCodes.VALUE_TOO_LARGE, ErrorCodes.NODE_NOT_RUNNING];
 
 export function keyName(i: number): string {
   return `key-${i}`;
 }
 
 export function shardOfKey(cluster: ClusterConfig, key: string): number {
-  return shardOfHash(hash64(enc.encode(key)).hi, cluster.shardCount);
+  return shardOfKeyBytes(enc.encode(key), cluster.shardCount);
 }
 
 export class SimClients {

@@ -5,8 +5,7 @@
 // drives each role's periodic work; a crash stops all of it at once and a boot starts a new
 // incarnation from the region's durable image, exactly as a node process restarts from its pool.
 import type { ClusterConfig } from '../../config/cluster.js';
-import { shardOfHash } from '../../config/cluster.js';
-import { hash64 } from '../../shm/hash.js';
+import { shardOfKey } from '../../config/slots.js';
 import { defaultLimits } from '../../config/limits.js';
 import { KvWorker } from '../../actors/worker/kv.js';
 import { DigestSegments } from '../../actors/digest/segments.js';
@@ -28,6 +27,8 @@ export interface SimNodeOptions {
   segmentCount: number;
   reserveSegments: number;
   keysPerShard: number;
+  /** The most an index may grow to (small: a growable buffer reserves its maximum). */
+  keysPerShardMax: number;
   /** Receiver: segments kept posted, per batch, and the Used grace (ms). */
   preallocate: number;
   batch: number;
@@ -93,7 +94,7 @@ export class SimNode {
     const o = this.o;
     const limits = defaultLimits;
     this.pool = Pool.onRegion(this.region, { segmentBytes: o.segmentBytes, segmentCount: o.segmentCount, reserveSegments: o.reserveSegments });
-    this.buffers = createKvShared(this.cluster, this.id, o.keysPerShard, this.pool);
+    this.buffers = createKvShared(this.cluster, this.id, o.keysPerShard, this.pool, o.keysPerShardMax);
     this.shared = attachKvShared(this.buffers, this.pool.region);
     o.mutateShared?.(this.shared);
     rebuildIndexes(this.pool, this.shared, limits, this.loop.clock);
@@ -170,7 +171,7 @@ export class SimNode {
 
   /** Does this node hold a replica (primary or backup) of `key`'s shard? */
   holds(key: string): boolean {
-    return this.shared.indexes[shardOfHash(hash64(new TextEncoder().encode(key)).hi, this.cluster.shardCount)] != null;
+    return this.shared.indexes[shardOfKey(new TextEncoder().encode(key), this.cluster.shardCount)] != null;
   }
 
   /** Where a Rowan write to this node lands now, or null while it is down. */

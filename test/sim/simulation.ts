@@ -39,6 +39,7 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
     segmentCount: 32,
     reserveSegments: 3,
     keysPerShard: 64,
+    keysPerShardMax: 4096,
     preallocate: 3,
     batch: 1,
     graceMs: 2,

@@ -1,0 +1,67 @@
+// What the jobs of a ROWAN-KV worker share (actors/worker/kv.ts composes them): its dependencies, the
+// pool reader, the request counters, its read-epoch slot and the shard-index lookup.
+import type { ClusterConfig } from '../../config/cluster.js';
+import type { Limits } from '../../config/limits.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { ReadEpochs } from '../kv/gc-state.js';
+import type { KvShared, ReplicaChannel } from '../kv/shared.js';
+import { PoolEntryReader } from '../../shm/entry-reader.js';
+import type { ShardIndex } from '../../shm/index.js';
+import type { PersistentRegion } from '../../config/base/region.js';
+import type { TLog } from '../../shm/tlog.js';
+
+export interface KvWorkerDeps {
+  nodeId: number;
+  config: () => ClusterConfig;
+  region: PersistentRegion;
+  tlog: TLog;
+  shared: KvShared;
+  /** The replication channel to a backup node for a shard (opened lazily by the caller, then cached;
+   *  only rpc mode looks at the shard: it picks the backup worker port shard % workerPorts.length). */
+  replica: (nodeId: number, shard: number) => Promise<ReplicaChannel>;
+  limits: Limits;
+  /** rpc mode: the log this worker appends replicated entries to as a backup (absent: REPLICATE refused). */
+  backupLog?: TLog;
+  /** This worker's id and the node's worker count (commit tracking and read epochs, when shared.gc). */
+  workerId?: number;
+  workers?: number;
+}
+
+export interface KvWorkerStats {
+  puts: number;
+  dels: number;
+  gets: number;
+  replicationWrites: number;
+  /** rpc mode, as a backup: REPLICATE blocks taken and entries appended to the backup log. */
+  replicatedBlocks: number;
+  replicatedEntries: number;
+  /** PUT/DEL refused because the pool (here or at a backup) had no free segment. */
+  pmFull: number;
+}
+
+export class WorkerCore {
+  readonly reader: PoolEntryReader;
+  readonly stats: KvWorkerStats = { puts: 0, dels: 0, gets: 0, replicationWrites: 0, replicatedBlocks: 0, replicatedEntries: 0, pmFull: 0 };
+  private readonly epochSlot: number;
+
+  constructor(readonly d: KvWorkerDeps) {
+    this.reader = new PoolEntryReader(d.region, d.limits);
+    this.epochSlot = ReadEpochs.slotOf('worker', d.workerId ?? 0);
+  }
+
+  /** Bracket a synchronous stretch that takes addresses from an index: they stay readable until exit
+   *  (read epochs, actors/kv/gc-state.ts). Explicit calls, no closure, on the PUT/GET path. */
+  enterEpoch(): void {
+    this.d.shared.gc?.epochs.enter(this.epochSlot);
+  }
+
+  exitEpoch(): void {
+    this.d.shared.gc?.epochs.exit(this.epochSlot);
+  }
+
+  indexOf(shard: number): ShardIndex {
+    const index = this.d.shared.indexes[shard];
+    if (!index) throw new RowanError(ErrorCodes.WRONG_SHARD, `this node holds no replica of shard ${shard}`);
+    return index;
+  }
+}

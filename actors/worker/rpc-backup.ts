@@ -1,0 +1,61 @@
+// REPLICATE (RPC-KV, ROWAN §6.1, cluster replication mode `rpc`): this worker is a backup's worker and
+// takes one block a primary's worker sends over the client protocol. It appends the block's entry to
+// its backup log (a TLog of role Worker, owner backupLogOwner(workerId), config/base/ids.ts: a
+// contiguous log of whole entries, exactly what cold start reads a t-log as), persists it, updates the
+// shard's index and only then replies -- the backup's CPU is on the replication path, which is the
+// point of the baseline. Multi-block entries are gathered in a BlockAssembler; a non-final block is
+// acknowledged from memory (the primary counts an entry replicated only after its final block's reply,
+// which comes after the whole entry is persistent here).
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { indexEntry, raiseVersion } from '../kv/shared.js';
+import { hash64Into, type KeyHash } from '../../shm/hash.js';
+import { BlockAssembler } from '../../shm/log-assembler.js';
+import { EntryType, readBlock, type EntryInput } from '../../shm/log.js';
+import type { WorkerCore } from './core.js';
+
+export class RpcBackup {
+  private readonly hash: KeyHash = { hi: 0, lo: 0 };
+  private assembler: BlockAssembler | null = null;
+
+  constructor(private readonly core: WorkerCore) {}
+
+  replicate(block: Uint8Array, clientTerm: number): void {
+    const { d, stats } = this.core;
+    const c = d.config();
+    if (clientTerm !== c.term) {
+      throw new RowanError(ErrorCodes.STALE_TERM, `replication routed with term ${clientTerm}, this node is at term ${c.term}`);
+    }
+    const log = d.backupLog;
+    if (!log) throw new RowanError(ErrorCodes.UNKNOWN_OP, `node ${d.nodeId} does not replicate over RPC (cluster mode ${c.replication})`);
+    const b = readBlock(block, 0, block.length, d.limits);
+    if (b === null) throw new RowanError(ErrorCodes.BAD_FRAME, `REPLICATE carries ${block.length} B that are not one intact log block`);
+    const placement = c.shards[b.shard];
+    if (!placement || !placement.backups.includes(d.nodeId)) {
+      throw new RowanError(ErrorCodes.WRONG_SHARD, `node ${d.nodeId} is no backup of shard ${b.shard}`);
+    }
+    this.core.indexOf(b.shard); // held here (WRONG_SHARD otherwise), checked before anything is appended
+    stats.replicatedBlocks++;
+    // Versions seen keep this node's shard version above them (a promoted backup continues after them).
+    raiseVersion(d.shared.versions, b.shard, b.version);
+    let e: EntryInput;
+    if (b.cnt === 1) {
+      e = { type: b.type, shard: b.shard, version: b.version };
+      if (b.type !== EntryType.CommitVer) e.key = b.payload.subarray(0, b.keyLen);
+      if (b.type === EntryType.Put) e.value = b.payload.subarray(b.keyLen, b.keyLen + b.valueLen);
+    } else {
+      this.assembler ??= new BlockAssembler(d.limits);
+      const whole = this.assembler.add(b); // copies the payload: the received bytes may be freed
+      if (whole === null) return;
+      e = { type: whole.type, shard: whole.shard, version: whole.version, key: whole.key, value: whole.value };
+    }
+    const addr = log.append(e); // persisted in this worker's backup log
+    stats.replicatedEntries++;
+    if (e.type === EntryType.CommitVer) return;
+    this.core.enterEpoch();
+    try {
+      indexEntry(d.shared, b.shard, e.key!, hash64Into(e.key!, this.hash), addr, e.version, this.core.reader);
+    } finally {
+      this.core.exitEpoch();
+    }
+  }
+}
