@@ -58,6 +58,12 @@ const benches: Record<string, Bench> = {
     module: './failover.bench.js',
     plot: { label: (r) => String(r.phase), value: ['afterKillP50Ms', 'afterKillP99Ms'], unit: 'ms after the kill' },
   },
+  redis: {
+    title: 'Redis front end vs Redis 7 (primary + 2 replicas, AOF): same clients, ops/s and latency (ms); ratios rowan / Redis',
+    module: './redis.bench.js',
+    plot: { label: (r) => `${r.system} | ${r.client} ${r.test}`, value: 'opsPerSec', unit: 'ops/s' },
+    columns: ['system', 'client', 'test', 'opsPerSec', 'p50ms', 'p99ms', 'errors', 'vsRedis', 'vsRedisSetWait2'],
+  },
   'ycsb-gc': {
     title: 'YCSB Load A / A on Rowan-KV with big pools vs small pools under GC pressure: ops/s, latency (µs), segments reclaimed',
     module: './ycsb.bench.js',

@@ -1,6 +1,7 @@
-// `rowan put|get|del`: one request through RowanClient (actors/client), for people and scripts.
+// `rowan put|get|del`: one request through RowanClient (actors/kv/client), for people and scripts.
 // Exit codes as for every rowan command: 0 ok; 1 the request failed (the code is printed: PEER_GONE,
 // TIMEOUT, STALE_TERM after the retries, ...) or, for get, the key has no value; 2 bad usage.
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { RowanClient, type ClientOptions } from '../actors/kv/client/client.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
@@ -13,6 +14,32 @@ interface KvOpts {
   endpoint?: string;
   timeout: string;
   raw?: boolean;
+  json?: boolean;
+  valueFile?: string;
+}
+
+/** Values above this are refused before reading stdin or a file to the end (the store's limit is lower). */
+const VALUE_INPUT_BYTES_MAX = 64 * 1024 * 1024;
+
+/** The value of `put`: the argument, or with `-` standard input, or --value-file's bytes, exactly. */
+function valueOf(arg: string | undefined, o: KvOpts): Uint8Array | string {
+  if (o.valueFile !== undefined) {
+    if (arg !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'give the value as an argument or with --value-file, not both');
+    return readInput(o.valueFile, o.valueFile);
+  }
+  if (arg === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'put needs a value: an argument, - for standard input, or --value-file <file>');
+  return arg === '-' ? readInput(0, 'standard input') : arg;
+}
+
+function readInput(from: string | number, what: string): Uint8Array {
+  let b: Buffer;
+  try {
+    b = readFileSync(from);
+  } catch (err) {
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `cannot read the value from ${what}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  if (b.length > VALUE_INPUT_BYTES_MAX) throw new RowanError(ErrorCodes.VALUE_TOO_LARGE, `the value from ${what} is ${b.length} bytes`);
+  return b;
 }
 
 const target = `Exactly one of --cluster or --endpoint says where the cluster is. The request goes to the worker
@@ -53,23 +80,31 @@ export function registerKvCommands(p: Command, setCode: (code: number) => void):
   addTarget(
     p
       .command('put')
-      .description('store <value> (UTF-8) under <key> (UTF-8); done means persisted on every replica')
+      .description('store <value> under <key> (UTF-8); done means persisted on every replica. <value> - reads the bytes from standard input')
       .argument('<key>')
-      .argument('<value>'),
-  ).action(async function (this: Command, key: string, value: string) {
-    setCode(await withClient(this.opts<KvOpts>(), async (c) => (await c.put(key, value), EXIT_OK)));
+      .argument('[value]', 'the value (UTF-8), or - for standard input; or use --value-file')
+      .option('--value-file <file>', "the value is this file's bytes, exactly"),
+  ).action(async function (this: Command, key: string, value: string | undefined) {
+    const o = this.opts<KvOpts>();
+    const v = valueOf(value, o);
+    setCode(await withClient(o, async (c) => (await c.put(key, v), EXIT_OK)));
   });
   addTarget(
     p
       .command('get')
       .description("print <key>'s value and a newline on stdout; no value: a message on stderr, exit 1")
       .argument('<key>')
-      .option('--raw', 'print the value bytes exactly, without the newline'),
+      .option('--raw', 'print the value bytes exactly, without the newline')
+      .option('--json', 'print {"key", "value" (UTF-8, or null), "base64"} as one JSON line (exit 0 also without a value)'),
   ).action(async function (this: Command, key: string) {
     const o = this.opts<KvOpts>();
     setCode(
       await withClient(o, async (c) => {
         const v = await c.get(key);
+        if (o.json) {
+          process.stdout.write(JSON.stringify({ key, value: v === null ? null : Buffer.from(v).toString('utf8'), base64: v === null ? null : Buffer.from(v).toString('base64') }) + '\n');
+          return EXIT_OK;
+        }
         if (v === null) {
           process.stderr.write(`rowan: key '${key}' has no value (${ErrorCodes.NOT_FOUND})\n`);
           return EXIT_FAILED;

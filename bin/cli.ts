@@ -1,5 +1,9 @@
 // The `rowan` command (bin/rowan is a shim into main()). Exit codes: 0 ok; 1 the node failed or is not
 // running; 2 bad usage (unknown role, bad CPU list, bad config, unusable data dir, unknown option).
+import { followLauncher } from './cluster-lifecycle.js';
+import { readFileSync } from 'node:fs';
+import type { NodeKvOptions } from '../actors/kv/node-kv.js';
+import { defaultLimits } from '../config/limits.js';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -51,20 +55,44 @@ interface StartOpts {
   cluster?: string;
   nodeId?: string;
   manager?: string;
+  indexKeys?: string;
+  indexKeysMax?: string;
+  metricsPort?: string;
 }
 
 /** --cluster FILE --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
-function clusterFlags(o: StartOpts): { clusterFile: string; nodeId: number; manager?: string } | null {
+function clusterFlags(o: StartOpts): NodeKvOptions | null {
   if (o.cluster === undefined && o.nodeId === undefined) return null;
   if (o.cluster === undefined || o.nodeId === undefined)
     throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--cluster and --node-id go together');
   const nodeId = Number(o.nodeId);
   if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId > 1023)
     throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--node-id: '${o.nodeId}' is not a node id (0-1023)`);
-  return { clusterFile: resolve(o.cluster), nodeId, ...(o.manager !== undefined ? { manager: o.manager } : {}) };
+  const keys = (flag: string, v: string | undefined, dflt: number): number => {
+    if (v === undefined) return dflt;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 2 ** 28) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `${flag}: '${v}' is not a key count in [1, 2^28]`);
+    return n;
+  };
+  const keysPerShard = keys('--index-keys', o.indexKeys, defaultLimits.indexKeysPerShard);
+  const keysPerShardMax = keys('--index-keys-max', o.indexKeysMax, Math.max(keysPerShard, defaultLimits.indexKeysPerShardMax));
+  if (keysPerShardMax < keysPerShard) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--index-keys-max ${keysPerShardMax} is below --index-keys ${keysPerShard}`);
+  // A primary keeps indexHeadroomBuckets overflow buckets free (refusing new keys below it): the
+  // maximum must leave room for at least as many again.
+  const keysMin = 2 * defaultLimits.indexHeadroomBuckets * (defaultLimits.indexBucketItems - 1);
+  if (keysPerShardMax < keysMin) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--index-keys-max ${keysPerShardMax} is below ${keysMin}, the least that leaves room for the index headroom`);
+  return { clusterFile: resolve(o.cluster), nodeId, keysPerShard, keysPerShardMax, ...(o.manager !== undefined ? { manager: o.manager } : {}) };
+}
+
+
+function metricsPort(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--metrics-port: '${v}' is not a port (0-65535)`);
+  return n;
 }
 
 async function start(o: StartOpts, extras: CliExtras): Promise<number> {
+  followLauncher();
   const allowed = schedGetaffinity(0);
   const flags: ConfigInput = {};
   if (o.roles !== undefined) flags.roles = parseRoles(o.roles, '--roles');
@@ -90,7 +118,7 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, flags, ...(file ? { file } : {}) });
   const log = createLogger(config.logLevel);
   const kv = clusterFlags(o);
-  const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication(kv, config.dataDir) } : {}) });
+  const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication(kv, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
   setTimeout(() => {
@@ -141,8 +169,18 @@ async function stop(o: { dataDir: string; timeout: string }): Promise<number> {
   return EXIT_FAILED;
 }
 
+/** The version in this package's package.json (dist/bin/cli.js -> ../../package.json). */
+function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
 function program(extras: CliExtras, setCode: (c: number) => void): Command {
   const p = new Command('rowan')
+    .version(packageVersion(), '-V, --version', 'print the version of rowan')
     .description('ROWAN-KV node: a replicated persistent-memory key-value store as pinned worker-thread actors')
     .exitOverride()
     .showHelpAfterError('(run rowan --help for usage)');
@@ -160,6 +198,9 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--cluster <file>', 'serve ROWAN-KV as a node of the cluster in this JSON file (written by rowan cluster)')
     .option('--node-id <n>', "this node's id in --cluster")
     .option('--manager <host:port>', 'hold a lease with this configuration manager and follow its configurations (failover); without it the configuration is static')
+    .option('--metrics-port <port>', 'serve Prometheus metrics on GET http://127.0.0.1:<port>/metrics (0: any free port, logged; default: none)')
+    .option('--index-keys <n>', `keys each shard's index is sized for at start; it grows on demand (default: ${defaultLimits.indexKeysPerShard})`)
+    .option('--index-keys-max <n>', `most keys one shard's index may grow to; past it a PUT of a new key gets ROWAN_ERR_INDEX_FULL, not applied (default: ${defaultLimits.indexKeysPerShardMax})`)
     .action(function (this: Command) {
       return run(() => start(this.opts<StartOpts>(), extras))();
     });
@@ -186,6 +227,11 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
 
 /** Run the CLI with `argv` (process.argv form) and set process.exitCode. */
 export async function main(argv: string[], extras: CliExtras = {}): Promise<void> {
+  // `rowan ... | head`: a reader that went away is not an error of ours.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? EXIT_OK);
+    throw err;
+  });
   let code = EXIT_OK;
   try {
     await program(extras, (c) => (code = c)).parseAsync(argv);

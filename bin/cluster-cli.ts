@@ -9,34 +9,34 @@
 // the launcher keeps running and prints each failover as the configuration file changes. A manager
 // that dies is restarted (the nodes' leases run out meanwhile: no node serves without a manager).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { DEFAULT_LEASE_MS } from '../actors/manager/leases.js';
+import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, readLogFrom, stopCluster } from './cluster-lifecycle.js';
 
 export interface ClusterOpts {
   dir: string;
-  nodes: string;
-  shards: string;
-  replication: string;
+  nodes: string | number;
+  shards: string | number;
+  replication: string | number;
   replicationMode: string;
-  workers: string;
-  basePort: string;
+  workers: string | number;
+  basePort: string | number;
   fabric: string;
-  poolMib: string;
-  segmentKib: string;
-  leaseMs: string;
+  poolMib: string | number;
+  segmentKib: string | number;
+  leaseMs: string | number;
+  indexKeys?: string;
+  indexKeysMax?: string;
 }
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
 
-/** The manager listens on base + MANAGER_PORT_OFFSET (nodes on base + 10N + w, NICs on base + 500 + N). */
-export const MANAGER_PORT_OFFSET = 490;
-
-function int(name: string, v: string, lo: number, hi: number): number {
+function int(name: string, v: string | number, lo: number, hi: number): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < lo || n > hi) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--${name}: '${v}' is not an integer in [${lo}, ${hi}]`);
   return n;
@@ -59,6 +59,11 @@ function clusterFor(dir: string, o: ClusterOpts): { cluster: ClusterConfig; fres
     dataDir: join(dir, `node-${id}`),
     workerPorts: Array.from({ length: workers }, (_, w) => base + id * 10 + w),
     fabric: { kind: o.fabric as 'shm' | 'tcp', host: '127.0.0.1', port: base + 500 + id },
+    // RESP (Redis protocol): single-endpoint ports and Redis Cluster ports (actors/worker/resp/).
+    resp: {
+      ports: Array.from({ length: workers }, (_, w) => base + 200 + id * 10 + w),
+      clusterPorts: Array.from({ length: workers }, (_, w) => base + 600 + id * 10 + w),
+    },
   }));
   const cluster = planCluster({
     nodes,
@@ -69,58 +74,79 @@ function clusterFor(dir: string, o: ClusterOpts): { cluster: ClusterConfig; fres
   return { cluster, fresh: true };
 }
 
-function waitReady(child: ChildProcess, logFile: string, id: number, timeoutMs: number, from = 0): Promise<void> {
+function waitReady(child: ChildProcess, logFile: string, from: number, id: number, timeoutMs: number): Promise<void> {
   return new Promise((resolveReady, reject) => {
     const t0 = Date.now();
     const timer = setInterval(() => {
-      const text = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(from) : '';
+      const text = readLogFrom(logFile, from); // this run's lines only: the log is appended to
       if (text.includes('"msg":"node ready"')) {
         clearInterval(timer);
         resolveReady();
       } else if (child.exitCode !== null || Date.now() - t0 > timeoutMs) {
         clearInterval(timer);
         const last = text.trim().split('\n').slice(-3).join('\n');
-        reject(new RowanError(ErrorCodes.ACTOR_FAILED, `${id < 0 ? 'the manager' : `node ${id}`} did not start (see ${logFile}):\n${last}`));
+        reject(new RowanError(ErrorCodes.ACTOR_FAILED, `${id < 0 ? 'the configuration manager' : `node ${id}`} did not start (see ${logFile}):\n${last}`));
       }
     }, 100);
   });
 }
 
-export async function runCluster(o: ClusterOpts): Promise<number> {
+/** Flags that only shape a new cluster: on an existing one they are ignored, and said so. */
+const NEW_CLUSTER_FLAGS: [keyof ClusterOpts, string][] = [
+  ['nodes', '--nodes'], ['shards', '--shards'], ['replication', '--replication'], ['replicationMode', '--replication-mode'],
+  ['workers', '--workers'], ['basePort', '--base-port'], ['fabric', '--fabric'], ['poolMib', '--pool-mib'], ['segmentKib', '--segment-kib'],
+];
+
+export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> = new Set()): Promise<number> {
   const dir = resolve(o.dir);
   mkdirSync(dir, { recursive: true });
   const { cluster, fresh } = clusterFor(dir, o);
   const file = join(dir, 'cluster.json');
+  // Nothing is written before we know the cluster is not running already and every port is free.
+  const release = await claimClusterDir(dir, fresh ? null : cluster);
+  try {
+    await checkPortsFree(cluster);
+    return await launch(dir, file, cluster, fresh, o, explicit);
+  } finally {
+    release();
+  }
+}
+
+async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: boolean, o: ClusterOpts, explicit: ReadonlySet<string>): Promise<number> {
   if (fresh) await new FileConfigStore(file).write(cluster, null);
   // The node config (pool size) is fixed when the cluster is made: a restart must map the same pools.
   const nodeConfig = join(dir, 'node-config.json');
   if (fresh || !existsSync(nodeConfig)) {
     const segmentBytes = int('segment-kib', o.segmentKib, 64, 4096) * 1024;
     if ((segmentBytes & (segmentBytes - 1)) !== 0) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--segment-kib: '${o.segmentKib}' is not a power of two`);
-    const poolSegments = Math.max(8, Math.floor((int('pool-mib', o.poolMib, 8, 4096) * 1024 * 1024) / segmentBytes));
+    const poolSegments = Math.floor((int('pool-mib', o.poolMib, 8, 4096) * 1024 * 1024) / segmentBytes);
+    if (poolSegments < 8)
+      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--pool-mib ${o.poolMib} holds ${poolSegments} segments of ${segmentBytes / 1024} KiB; a pool needs at least 8 (a smaller --segment-kib, or a larger --pool-mib)`);
     writeFileSync(nodeConfig, JSON.stringify({ pool: { segmentCount: poolSegments, segmentBytes } }, null, 2) + '\n');
   }
   console.log(`${fresh ? 'new' : 'existing'} cluster in ${dir}: ${cluster.nodes.length} nodes, ${cluster.shardCount} shards, replication ${cluster.replicationFactor} (${cluster.replication}), term ${cluster.term}`);
-  if (!fresh && o.replicationMode !== cluster.replication) {
-    console.log(`note: --replication-mode ${o.replicationMode} ignored; the stored cluster replicates with ${cluster.replication}`);
+  if (!fresh) {
+    const ignored = NEW_CLUSTER_FLAGS.filter(([k]) => explicit.has(k)).map(([, flag]) => flag);
+    if (ignored.length > 0) console.log(`warning: ${ignored.join(', ')} ignored: they shape a new cluster, and ${dir} holds one already (delete it to start afresh)`);
   }
 
   const children = new Map<number, ChildProcess>();
   let manager: ChildProcess | null = null;
   let stopping = false;
   let wake: () => void = () => {};
+  const live = (c: ChildProcess | null): c is ChildProcess => c !== null && c.exitCode === null && c.signalCode === null;
   // The manager stops first: nodes that drain and close their lease connections must not look like
-  // failures (it would fail them over and a restart would find them dead).
+  // failures (it would fail them over, and a restart would find them dead).
   const stopAll = () => {
     if (stopping) return;
     stopping = true;
     console.log('stopping the cluster ...');
     const nodes = () => {
-      for (const c of children.values()) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
+      for (const c of children.values()) if (live(c)) c.kill('SIGTERM');
       wake();
     };
     const m = manager;
-    if (!m || m.exitCode !== null || m.signalCode !== null) return nodes();
+    if (!live(m)) return nodes();
     const timer = setTimeout(nodes, 5000);
     m.once('exit', () => {
       clearTimeout(timer);
@@ -130,52 +156,61 @@ export async function runCluster(o: ClusterOpts): Promise<number> {
   };
   process.once('SIGINT', stopAll);
   process.once('SIGTERM', stopAll);
+  process.once('SIGHUP', stopAll); // the terminal closed: stop the nodes rather than leave them running
+  const launcherEnv = { ...process.env, [LAUNCHER_PID_ENV]: String(process.pid) };
 
-  const managerPort = int('base-port', o.basePort, 1024, 60000) + MANAGER_PORT_OFFSET;
+  const managerPort = managerPortOf(cluster);
+  const leaseMs = int('lease-ms', o.leaseMs, 4, 600_000);
   const startManager = async (): Promise<void> => {
     const logFile = join(dir, 'manager.log');
-    const out = openSync(logFile, 'a');
-    const args = [bin, 'manager', '--cluster', file, '--port', String(managerPort), '--lease-ms', String(int('lease-ms', o.leaseMs, 4, 600_000)), '--data-dir', join(dir, 'manager')];
-    manager = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true });
-    const from = existsSync(logFile) ? readFileSync(logFile, 'utf8').length : 0;
-    process.stdout.write(`starting the configuration manager (log ${logFile}) ... `);
-    await waitReady(manager, logFile, -1, 60_000, from);
-    console.log(`ready on 127.0.0.1:${managerPort}, lease ${o.leaseMs} ms`);
+    const { fd: out, from } = openNodeLog(logFile);
+    const args = [bin, 'manager', '--cluster', file, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager')];
+    // Like a node: its own process group, and down with this launcher however the launcher dies.
+    manager = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
+    closeQuietly(out);
+    console.log(`starting the configuration manager (log ${logFile})`);
+    await waitReady(manager, logFile, from, -1, 60_000);
+    console.log(`configuration manager ready on 127.0.0.1:${managerPort}, lease ${leaseMs} ms`);
   };
   try {
     await startManager();
   } catch (err) {
-    console.log('failed');
     console.error((err as Error).message);
     stopAll();
     return 1;
   }
 
   const dead = new Set(cluster.dead ?? []);
-  for (const n of cluster.nodes) {
-    if (dead.has(n.id)) {
-      console.log(`node ${n.id} is dead in the stored configuration (term ${cluster.term}); it does not rejoin (re-replication is not built yet)`);
-      continue;
-    }
+  for (const id of dead) console.log(`node ${id} is dead in the stored configuration (term ${cluster.term}); it does not rejoin (re-replication is not built yet)`);
+  // All live nodes start at once (each cold-starts its own pool); the launcher reports each as it is ready.
+  const starting = cluster.nodes.filter((n) => !dead.has(n.id)).map((n) => {
     mkdirSync(n.dataDir, { recursive: true });
     const logFile = join(dir, `node-${n.id}.log`);
-    const out = openSync(logFile, 'w');
+    const { fd: out, from } = openNodeLog(logFile);
     const args = [bin, 'start', '--data-dir', n.dataDir, '--cluster', file, '--node-id', String(n.id), '--config', nodeConfig,
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
-      '--manager', `127.0.0.1:${managerPort}`];
+      '--manager', `127.0.0.1:${managerPort}`, '--metrics-port', String(metricsPortOf(cluster, n.id)),
+      ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : [])];
     // Own process group: a terminal ^C reaches only this launcher, which stops each node once (SIGTERM).
-    const child = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true });
+    // ROWAN_LAUNCHER_PID: the node sets a parent-death signal, so it goes down with this launcher
+    // however the launcher dies (SIGKILL included), instead of living on under PID 1.
+    const child = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
+    closeQuietly(out);
     children.set(n.id, child);
-    process.stdout.write(`starting node ${n.id} (log ${logFile}) ... `);
-    try {
-      await waitReady(child, logFile, n.id, 120_000);
-    } catch (err) {
-      console.log('failed');
-      console.error((err as Error).message);
-      stopAll();
-      return 1;
-    }
-    console.log(`ready (pid ${child.pid}): clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}`);
+    console.log(`starting node ${n.id} (log ${logFile})`);
+    return waitReady(child, logFile, from, n.id, 120_000).then(() => {
+      const resp = n.resp ? `; redis on ${n.resp.ports.map((p) => `${n.host}:${p}`).join(', ')} (cluster ${n.resp.clusterPorts.join(', ')})` : '';
+      console.log(`node ${n.id} ready (pid ${child.pid}): clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}${resp}; metrics http://${n.host}:${metricsPortOf(cluster, n.id)}/metrics`);
+    });
+  });
+  const started = await Promise.allSettled(starting);
+  const failed = started.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed.length > 0) {
+    for (const f of failed) console.error((f.reason as Error).message);
+    stopAll();
+    const all = [...children.values(), ...(manager ? [manager] : [])];
+    await Promise.all(all.map((c) => (live(c) ? new Promise((r) => c.once('exit', r)) : null)));
+    return 1;
   }
   // The command as this user can type it: bin/rowan from the checkout (rowan is not on PATH).
   const rel = relative(process.cwd(), bin);
@@ -213,8 +248,7 @@ export async function runCluster(o: ClusterOpts): Promise<number> {
     console.log(describeChange(seen, now));
     seen = now;
   }, 50);
-  const alive = () => [...children.values()].some((c) => c.exitCode === null && c.signalCode === null);
-  while (alive() || (stopping && manager !== null && (manager as ChildProcess).exitCode === null && (manager as ChildProcess).signalCode === null)) {
+  while ([...children.values()].some(live) || (stopping && live(manager))) {
     await new Promise<void>((r) => {
       wake = r;
       setTimeout(r, 1000).unref();
@@ -237,21 +271,41 @@ export function describeChange(before: ClusterConfig, after: ClusterConfig): str
   return `failover: term ${before.term} -> ${after.term}; dead node(s) ${died.join(',') || '-'}; ${moved.length} shard(s) moved${moved.length ? ` (${moved.join(' ')})` : ''}; live nodes ${after.nodes.filter((n) => !(after.dead ?? []).includes(n.id)).map((n) => n.id).join(',')}`;
 }
 
+/** Keep a flag's text as given (int() parses it); the default stays a number so --help prints it as one. */
+const asIs = (v: string): string | number => v;
+
 export function registerClusterCommand(p: Command, run: (f: () => Promise<number>) => () => Promise<void>): void {
   p.command('cluster')
     .description('run a local ROWAN-KV cluster: N node processes on 127.0.0.1 with emulated PM under --dir; Ctrl-C stops it, running it again restarts it with its data')
     .option('--dir <dir>', 'cluster directory: cluster.json, node-N/ data dirs, node-N.log', './rowan-cluster')
-    .option('--nodes <n>', 'nodes (processes) for a new cluster', '3')
-    .option('--shards <n>', 'shards for a new cluster', '48')
-    .option('--replication <n>', 'replicas per shard, primary included', '3')
+    .option('--nodes <n>', 'nodes (processes) for a new cluster', asIs, 3)
+    .option('--shards <n>', 'shards for a new cluster', asIs, 48)
+    .option('--replication <n>', 'replicas per shard, primary included', asIs, 3)
     .option('--replication-mode <mode>', `how primaries replicate to backups, for a new cluster (ROWAN §6.1): ${CLUSTER_REPLICATION_MODES.join('|')}`, 'rowan')
-    .option('--workers <n>', 'worker actors (client ports) per node', '1')
-    .option('--base-port <port>', 'node N listens on base + 10N + worker; its NIC on base + 500 + N', '7100')
+    .option('--workers <n>', 'worker actors (client ports) per node', asIs, 1)
+    .option('--base-port <port>', 'node N listens on base + 10N + worker, RESP on base + 200 + 10N + worker (Redis Cluster: base + 600 + 10N + worker); its NIC on base + 500 + N; metrics on base + 800 + N; the configuration manager on base + 490', asIs, 7100)
     .option('--fabric <kind>', 'how replication writes reach each node: shm (same host) or tcp (its NIC actor)', 'shm')
-    .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', '128')
-    .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', '4096')
-    .option('--lease-ms <ms>', 'lease the configuration manager grants; a dead node is failed over after it expires (paper: 10)', String(DEFAULT_LEASE_MS))
+    .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', asIs, 128)
+    .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', asIs, 4096)
+    .option('--lease-ms <ms>', 'lease the configuration manager grants; a dead node is failed over after it expires (paper: 10)', asIs, DEFAULT_LEASE_MS)
+    .option('--index-keys <n>', "keys each shard's index is sized for at start (grows on demand; see rowan start --help)")
+    .option('--index-keys-max <n>', "most keys one shard's index may grow to (see rowan start --help)")
     .action(function (this: Command) {
-      return run(() => runCluster(this.opts<ClusterOpts>()))();
+      const explicit = new Set(Object.keys(this.opts()).filter((k) => this.getOptionValueSource(k) === 'cli'));
+      return run(() => runCluster(this.opts<ClusterOpts>(), explicit))();
+    })
+    .command('stop')
+    .description('stop the cluster in --dir: its launcher (which drains every node), or the nodes themselves when no launcher runs')
+    .option('--timeout <ms>', 'how long to wait', (v) => Number(v), 30_000)
+    .action(function (this: Command) {
+      // --dir is the cluster command's own option (rowan cluster stop --dir DIR): read it from there.
+      const o = this.optsWithGlobals<{ dir: string; timeout: number }>();
+      return run(async () => {
+        const dir = resolve(o.dir);
+        const file = join(dir, 'cluster.json');
+        if (!existsSync(file)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no cluster in ${dir} (${file} is missing)`);
+        console.log(await stopCluster(dir, new FileConfigStore(file).readSync(), o.timeout));
+        return 0;
+      })();
     });
 }

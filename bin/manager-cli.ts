@@ -12,6 +12,7 @@ import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { startNode } from '../runtime/node.js';
 import { DEFAULT_LEASE_MS, leaseTiming } from '../actors/manager/leases.js';
 import type { ManagerStart } from '../actors/manager/protocol.js';
+import { followLauncher } from './cluster-lifecycle.js';
 
 export interface ManagerOpts {
   cluster: string;
@@ -30,6 +31,7 @@ function num(name: string, v: string, lo: number, hi: number): number {
 }
 
 export async function runManager(o: ManagerOpts): Promise<number> {
+  followLauncher();
   const clusterFile = resolve(o.cluster);
   const timing = leaseTiming(num('lease-ms', o.leaseMs, 4, 600_000), o.renewMs === undefined ? undefined : num('renew-ms', o.renewMs, 1, 600_000));
   const start: ManagerStart = { clusterFile, host: o.host, port: num('port', o.port, 0, 65535), ...timing };

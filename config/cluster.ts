@@ -2,17 +2,20 @@
 // Every node and client caches it; requests carry the term they were routed with and a node rejects a
 // stale one (ROWAN_ERR_STALE_TERM), after which the client refreshes its copy.
 //
-// Sharding (§4.1): a key's 64-bit hash picks the shard owning a contiguous range of the hash space.
-// With `shardCount` shards, shard s owns [s, s+1) * 2^64 / shardCount; routing uses the hash's high
-// 32 bits only (hi * shardCount / 2^32), which is exact for shard counts up to 2^16 and never builds a
-// BigInt on the hot path.
+// Sharding (§4.1, DESIGN §7): a key's Redis Cluster hash slot (CRC16 mod 16384, hash tags honoured)
+// picks the shard owning a contiguous range of the slot space (config/slots.ts), so Redis cluster
+// clients route by CLUSTER SLOTS. Format 1 (before slots) routed by the 64-bit key hash; its files and
+// pools are refused (ROWAN_ERR_CLUSTER_FORMAT, ROWAN_ERR_POOL_VERSION), never misread.
 import { NODE_ID_MAX } from './base/ids.js';
 import type { FabricKind } from './base/fabric-kinds.js';
 import { FABRIC_KINDS } from './base/fabric-kinds.js';
 import { ErrorCodes, RowanError } from './base/errors.js';
+import { SLOT_COUNT } from './slots.js';
 
-export const CLUSTER_FORMAT = 1;
-export const SHARD_COUNT_MAX = 1 << 16;
+/** 2: keys route by hash slot (config/slots.ts); 1 routed by the 64-bit key hash. */
+export const CLUSTER_FORMAT = 2;
+/** Every shard owns at least one slot. */
+export const SHARD_COUNT_MAX = SLOT_COUNT;
 
 /**
  * How a primary's worker replicates each log entry to a shard's backups (ROWAN §6.1, DESIGN §4):
@@ -37,6 +40,10 @@ export interface ClusterNode {
   workerPorts: number[];
   /** How Rowan writes reach this node: shm (same host) or tcp (its NIC actor's port). */
   fabric: { kind: FabricKind; host: string; port: number };
+  /** RESP (Redis protocol) ports, one each per worker (actors/worker/resp/): `ports` serve
+   *  single-endpoint clients and forward what this node does not own; `clusterPorts` behave as Redis
+   *  Cluster nodes (-MOVED) and are what CLUSTER SLOTS/NODES advertise. Absent: no RESP. */
+  resp?: { ports: number[]; clusterPorts: number[] };
 }
 
 export interface ShardPlacement {
@@ -71,17 +78,6 @@ export interface ClusterConfig {
 export function liveNodes(c: ClusterConfig): ClusterNode[] {
   const dead = new Set(c.dead ?? []);
   return c.nodes.filter((n) => !dead.has(n.id));
-}
-
-/** The shard whose hash range holds a key hash with these high 32 bits. */
-export function shardOfHash(hi: number, shardCount: number): number {
-  return Math.floor((hi >>> 0) * shardCount / 2 ** 32);
-}
-
-/** [lo, hi) of shard s in the 64-bit hash space. */
-export function shardRange(s: number, shardCount: number): { lo: bigint; hi: bigint } {
-  const span = 2n ** 64n;
-  return { lo: (span * BigInt(s)) / BigInt(shardCount), hi: (span * BigInt(s + 1)) / BigInt(shardCount) };
 }
 
 export interface PlanOptions {
@@ -130,7 +126,10 @@ function isInt(v: unknown, lo: number, hi: number): v is number {
 export function validateCluster(raw: unknown): ClusterConfig {
   const c = raw as ClusterConfig;
   if (typeof c !== 'object' || c === null) fail('', 'must be an object', raw);
-  if (c.format !== CLUSTER_FORMAT) fail('format', `must be ${CLUSTER_FORMAT}`, c.format);
+  if (c.format !== CLUSTER_FORMAT) {
+    throw new RowanError(ErrorCodes.CLUSTER_FORMAT, `cluster config format ${JSON.stringify(c.format)}, this build reads format ${CLUSTER_FORMAT}` +
+      (c.format === 1 ? ' (format 1 routed keys by their 64-bit hash, format 2 by Redis hash slot: its pools cannot be read either; make a new cluster)' : ''));
+  }
   if (!isInt(c.term, 1, Number.MAX_SAFE_INTEGER)) fail('term', 'must be a positive integer', c.term);
   // A configuration from before replication modes existed is a ROWAN-KV one.
   if (c.replication === undefined) c.replication = 'rowan';
@@ -148,6 +147,13 @@ export function validateCluster(raw: unknown): ClusterConfig {
       fail(`${f}.workerPorts`, 'must list one port (1-65535) per worker', n.workerPorts);
     if (!n.fabric || !(FABRIC_KINDS as readonly string[]).includes(n.fabric.kind)) fail(`${f}.fabric.kind`, `must be one of ${FABRIC_KINDS.join('|')}`, n.fabric?.kind);
     if (!isInt(n.fabric.port, 0, 65535)) fail(`${f}.fabric.port`, 'must be a port', n.fabric.port);
+    if (n.resp !== undefined) {
+      for (const k of ['ports', 'clusterPorts'] as const) {
+        const ps = n.resp[k];
+        if (!Array.isArray(ps) || ps.length !== n.workerPorts.length || !ps.every((p) => isInt(p, 1, 65535)))
+          fail(`${f}.resp.${k}`, 'must list one port (1-65535) per worker', ps);
+      }
+    }
   }
   if (!isInt(c.replicationFactor, 1, c.nodes.length)) fail('replicationFactor', `must be in [1, ${c.nodes.length}] (the node count)`, c.replicationFactor);
   if (!isInt(c.shardCount, 1, SHARD_COUNT_MAX)) fail('shardCount', `must be in [1, ${SHARD_COUNT_MAX}]`, c.shardCount);

@@ -15,6 +15,13 @@ export interface Limits {
   valueBytesMax: number;
   /** Items per index bucket: 8 x 64-bit = one 64-byte cache line. */
   indexBucketItems: number;
+  /** Keys one shard's index is sized for at start, and the most it may grow to (shm/index.ts). */
+  indexKeysPerShard: number;
+  indexKeysPerShardMax: number;
+  /** Overflow buckets a primary keeps free in a shard's index: below this headroom it refuses PUTs of
+   *  new keys (INDEX_FULL, before anything is persisted), so inserts already in flight and the backups'
+   *  digests -- whose indexes hold the same keys -- always find room. */
+  indexHeadroomBuckets: number;
   /** Actors (threads) of one role in one node. */
   actorsPerRoleMax: number;
   /** Capacity bounds of one actor-to-actor ring (shm/ring.ts), in Int32 words. */
@@ -29,6 +36,9 @@ export const defaultLimits: Readonly<Limits> = Object.freeze({
   keyBytesMax: 1024,
   valueBytesMax: 1024 * 1024,
   indexBucketItems: 8,
+  indexKeysPerShard: 1 << 16,
+  indexKeysPerShardMax: 1 << 22,
+  indexHeadroomBuckets: 256,
   actorsPerRoleMax: ACTORS_PER_ROLE_MAX,
   ringWordsMin: 64,
   ringWordsMax: 1 << 24,
@@ -50,6 +60,10 @@ export function checkLimits(l: Limits): Limits {
   if (l.valueBytesMax < 0 || l.valueBytesMax > l.segmentBytes / 2)
     bad('valueBytesMax must be at most half a segment, so any entry fits in one segment');
   if (l.indexBucketItems < 2) bad('indexBucketItems must be >= 2');
+  if (!Number.isInteger(l.indexKeysPerShard) || l.indexKeysPerShard < 1 || l.indexKeysPerShardMax < l.indexKeysPerShard)
+    bad('index keys per shard must satisfy 1 <= indexKeysPerShard <= indexKeysPerShardMax');
+  if (l.indexKeysPerShardMax / (l.indexBucketItems - 1) < 2 * l.indexHeadroomBuckets)
+    bad('indexKeysPerShardMax must leave room for twice indexHeadroomBuckets overflow buckets');
   if (l.actorsPerRoleMax < 1) bad('actorsPerRoleMax must be >= 1');
   if (l.ringWordsMin < 2 || l.ringWordsMax < l.ringWordsMin || l.ringWordsMax > 2 ** 30)
     bad('ring words must satisfy 2 <= ringWordsMin <= ringWordsMax <= 2^30 (u32 ring pointers)');

@@ -128,6 +128,23 @@ export function threadCpuMicros(): number {
   return Number(timespec[0]!) * 1e6 + Number(timespec[1]!) / 1000;
 }
 
+/** prctl(2) option: the signal this process gets when its parent (the thread that forked it) exits. */
+const PR_SET_PDEATHSIG = 1;
+type Prctl = (option: number, arg2: number, arg3: number, arg4: number, arg5: number) => number;
+let prctl: Prctl | undefined;
+
+/**
+ * Ask the kernel to send `signal` to this process when its parent dies (prctl PR_SET_PDEATHSIG), so a
+ * node started by a launcher goes down with it instead of living on under PID 1. The caller checks
+ * getppid() afterwards: a parent that died before this call is not caught by it.
+ */
+export function setParentDeathSignal(signal: number): void {
+  prctl ??= libc().func('int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)') as unknown as Prctl;
+  if (prctl(PR_SET_PDEATHSIG, signal, 0, 0, 0) !== 0) {
+    throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `prctl(PR_SET_PDEATHSIG) failed: ${errnoName(koffi.errno())}`);
+  }
+}
+
 /** The kernel keeps 15 bytes of a thread's name (16 with the NUL). */
 export const THREAD_NAME_BYTES_MAX = 15;
 let setname: ((thread: bigint | number, name: string) => number) | undefined;

@@ -188,8 +188,13 @@ class ActorThread {
     c[I64.MESSAGES_IN]!++;
     switch (msg.kind) {
       case RecordKind.PING:
-        // Answered by the runtime for every role: proves the actor's loop and both rings are alive.
-        if (this.outboxes.has(from) && this.send(from, { kind: RecordKind.PONG, seq: msg.seq })) c[I64.PINGS]!++;
+        // Answered by the runtime for every role: proves the actor's loop and both rings are alive. The
+        // count is published before the PONG goes out, so whoever has the PONG also sees it counted
+        // (`rowan status` pings, then reads the counters: it used to read them one publish early).
+        if (!this.outboxes.has(from)) return;
+        c[I64.PINGS]!++;
+        this.counters.publish();
+        if (!this.send(from, { kind: RecordKind.PONG, seq: msg.seq })) c[I64.PINGS]!--; // ring full: no PONG
         return;
       case RecordKind.PONG:
         return;

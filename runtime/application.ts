@@ -4,6 +4,7 @@
 // ROWAN-KV is one (actors/kv/node-kv.ts kvApplication).
 import type { Logger } from '../config/base/log.js';
 import type { Pool } from '../shm/pool.js';
+import type { Exposition } from './metrics.js';
 import type { ActorStatus } from './status.js';
 
 export interface NodeApplication {
@@ -18,4 +19,6 @@ export interface NodeApplication {
   stopping?(): void;
   /** The application's section of the node's status (plain data), from the pool and the actors. */
   status?(pool: Pool, actors: ActorStatus[], uptimeMs: number): unknown;
+  /** The application's families for GET /metrics (runtime/metrics.ts), appended to `e`. */
+  metrics?(e: Exposition, pool: Pool, actors: ActorStatus[], uptimeMs: number): void;
 }

@@ -67,7 +67,9 @@ function serve(sock: Socket, handle: ControlHandler): void {
     const line = buf.slice(0, nl);
     buf = '';
     sock.pause();
-    void answer(line, handle).then((resp) => sock.end(JSON.stringify(resp) + '\n'));
+    // Closed on our side once the answer is flushed: a client that never closes its end (its process
+    // busy or stopped) must not hold the node's shutdown, which waits for open connections.
+    void answer(line, handle).then((resp) => sock.end(JSON.stringify(resp) + '\n', () => sock.destroy()));
   });
 }
 
@@ -100,6 +102,7 @@ export function requestControl(path: string, req: ControlRequest, timeoutMs = 50
     });
     s.once('end', () => {
       clearTimeout(timer);
+      s.destroy();
       try {
         const resp = JSON.parse(buf) as ControlResponse;
         if (resp.ok) resolve(resp.result);

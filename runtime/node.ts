@@ -19,6 +19,7 @@ import { openNodePool, type NodePool } from './pool-hook.js';
 import { checkNodeFabric } from './fabric/check.js';
 import { monotonicClock, type Clock } from '../config/base/clock.js';
 import type { NodeApplication } from './application.js';
+import { Exposition, runtimeMetrics, serveMetrics } from './metrics.js';
 import { pump } from './pump.js';
 import { collectStatus, type NodeStatus } from './status.js';
 import type { SpawnSpec } from './spawn.js';
@@ -34,6 +35,8 @@ export interface NodeOptions {
   entries?: Partial<Record<string, URL>>;
   /** The application the actors run (ROWAN-KV: actors/kv/node-kv.ts kvApplication); none = bare actors. */
   app?: NodeApplication;
+  /** Serve Prometheus metrics on GET http://host:port/metrics (runtime/metrics.ts); absent = none. */
+  metrics?: { host: string; port: number };
 }
 
 /**
@@ -74,6 +77,9 @@ export class RowanNode {
   private readonly outboxes = new Map<string, Outbox>();
   private readonly pongs = new Map<number, (at: number) => void>();
   private server: Server | undefined;
+  private metricsServer: import('node:http').Server | undefined;
+  /** Where GET /metrics is served, once listening. */
+  metricsEndpoint: { host: string; port: number } | null = null;
   private pool: { pool: NodePool; path: string } | null = null;
   private shuttingDown = false;
   private pingSeq = 0;
@@ -86,6 +92,7 @@ export class RowanNode {
     readonly wiring: Wiring,
     private readonly entries: Partial<Record<string, URL>>,
     private readonly app?: NodeApplication,
+    private readonly metrics?: { host: string; port: number },
   ) {
     this.closed = new Promise((r) => (this.resolveClosed = r));
     for (const l of wiring.links)
@@ -115,6 +122,12 @@ export class RowanNode {
       const bad = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (bad) throw bad.reason;
       this.server = await listenControl(path, (req) => this.control(req));
+      if (this.metrics) {
+        const m = await serveMetrics({ ...this.metrics, collect: async () => this.metricsText(), log: this.log });
+        this.metricsServer = m.server;
+        this.metricsEndpoint = { host: this.metrics.host, port: m.port };
+        this.log.info({ metrics: `http://${this.metrics.host}:${m.port}/metrics` }, 'metrics served');
+      }
       if (this.shuttingDown) throw new RowanError(ErrorCodes.ACTOR_FAILED, 'an actor failed while the node was starting');
     } catch (err) {
       await this.shutdown(1, 'start failed');
@@ -216,6 +229,15 @@ export class RowanNode {
     return collectStatus(this, this.actors, pings, this.pool, this.app?.status?.bind(this.app));
   }
 
+  /** The exposition for one scrape: from shared counters, without pinging the actors. */
+  private metricsText(): string {
+    const s = collectStatus(this, this.actors, new Map(), this.pool, undefined);
+    const e = new Exposition();
+    runtimeMetrics(e, s.actors, s.uptimeMs);
+    if (this.pool) this.app?.metrics?.(e, this.pool.pool, s.actors, s.uptimeMs);
+    return e.text();
+  }
+
   private async control(req: ControlRequest): Promise<unknown> {
     if (req.op === 'status') return this.status();
     setImmediate(() => void this.shutdown(0, 'rowan stop'));
@@ -233,6 +255,10 @@ export class RowanNode {
       process.once('SIGINT', () => process.exit(130)); // a second ^C ends it at once
       // A SIGTERM while draining (a supervisor repeating itself) must not kill the drain half-way.
       process.on('SIGTERM', () => this.log.info('SIGTERM while stopping: already draining'));
+    }
+    if (this.metricsServer) {
+      this.metricsServer.closeAllConnections();
+      await new Promise<void>((r) => this.metricsServer!.close(() => r()));
     }
     if (this.server) {
       await new Promise<void>((r) => this.server!.close(() => r()));
@@ -263,7 +289,7 @@ export async function startNode(o: NodeOptions): Promise<RowanNode> {
   prepareDataDir(cfg.dataDir);
   socketPath(cfg.dataDir); // a data dir too long for a unix socket fails here, before any thread starts
   const plans = placeActors(nodeRoles(cfg), cfg.cores);
-  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.app);
+  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.app, o.metrics);
   await node.boot(o.handleSignals ?? false);
   return node;
 }

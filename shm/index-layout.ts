@@ -7,7 +7,8 @@
 //   |  [0] MAGIC 'RIDX'   [1] LAYOUT_VERSION |  primary buckets 0 .. bucketCount-1, then the        |
 //   |  [2] BUCKET_COUNT   [3] OVERFLOW_CAP   |  overflow area bucketCount .. +overflowCapacity-1,    |
 //   |  [4] BUCKET_SLOTS   [5] OVERFLOW_USED  |  handed out in order by the OVERFLOW_USED bump counter |
-//   |  [6] ITEMS          [7..15] reserved   |                                                      |
+//   |  [6] ITEMS          [7] OVERFLOW_MAX   |  (the buffer is a growable SharedArrayBuffer: the     |
+//   |  [8..15] reserved                      |   overflow area grows up to OVERFLOW_MAX buckets)     |
 //   +----------------------------------------+------------------------------------------------------+
 //
 //   one bucket = BUCKET_SLOTS x 64-bit slots (8 x 8 B = one 64-byte cache line by default):
@@ -25,7 +26,7 @@
 // slot for the same cache-line reason; it is only ever touched by inserters.
 
 export const INDEX_MAGIC = 0x52494458; // 'RIDX'
-export const INDEX_LAYOUT_VERSION = 1;
+export const INDEX_LAYOUT_VERSION = 2;
 
 export const HEADER_BYTES = 64;
 export const HEADER_I32 = HEADER_BYTES / 4;
@@ -40,6 +41,8 @@ export const H_BUCKET_SLOTS = 4;
 export const H_OVERFLOW_USED = 5;
 /** Live items (inserted minus removed). */
 export const H_ITEMS = 6;
+/** Overflow buckets the buffer may grow to (its maxByteLength); OVERFLOW_CAP is what it holds now. */
+export const H_OVERFLOW_MAX = 7;
 
 export const SLOT_BYTES = 8;
 /** Within a slot viewed as two int32s (little-endian): the low and high words. */
@@ -67,6 +70,11 @@ export const LOCK_CONTENDED = 2;
 /** Bytes needed for a table of this shape. */
 export function indexBytes(bucketCount: number, overflowCapacity: number, bucketSlots: number): number {
   return HEADER_BYTES + (bucketCount + overflowCapacity) * bucketSlots * SLOT_BYTES;
+}
+
+/** Overflow buckets a buffer of `byteLength` holds (the inverse of indexBytes). */
+export function overflowCapacityOf(byteLength: number, bucketCount: number, bucketSlots: number): number {
+  return Math.floor((byteLength - HEADER_BYTES) / (bucketSlots * SLOT_BYTES)) - bucketCount;
 }
 
 /** int32 index of a slot's low word; the hi word is the next one. `slot` counts 64-bit slots. */

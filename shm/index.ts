@@ -14,6 +14,12 @@
 //   only then fills an empty slot or links a new overflow bucket: two inserters of one key serialise, the
 //   second finds the first's slot and becomes an update. Only lock holders fill empty slots; updates
 //   and removes never move an item between slots, so a key lives in at most one slot.
+// - Growth: the buffer is a growable SharedArrayBuffer. The primary buckets are fixed; the overflow
+//   area starts at `overflowBuckets` and doubles on demand (SharedArrayBuffer.prototype.grow, visible
+//   to every thread that attached it: the typed-array views here track the buffer's length) up to
+//   `overflowBucketsMax`. So the table never fills below its configured maximum; past the primary
+//   buckets' planned load, chains grow longer (lookups slow down linearly) instead of failing.
+//   INDEX_FULL means the maximum itself is reached.
 // - Overflow buckets are never unlinked; removed items leave holes that later inserts reuse. A key that
 //   is removed and re-inserted (into another slot) may be missed by a lookup racing with both; a key
 //   that stays present is never missed, because it never leaves its slot.
@@ -41,6 +47,8 @@ export interface ShardIndexOptions {
   overflowBuckets: number;
   /** 64-bit slots per bucket including the link slot; default `indexBucketItems` (8 = one cache line). */
   bucketItems?: number;
+  /** Overflow buckets the table may grow to (default: overflowBuckets, a fixed table). */
+  overflowBucketsMax?: number;
 }
 
 export type UpsertResult = 'inserted' | 'updated' | 'stale';
@@ -48,6 +56,8 @@ export type UpsertResult = 'inserted' | 'updated' | 'stale';
 export interface ShardIndexStats {
   buckets: number;
   overflowBuckets: number;
+  /** What the overflow area may grow to. */
+  overflowBucketsMax: number;
   overflowUsed: number;
   /** Items a bucket holds (slots minus the link slot). */
   itemsPerBucket: number;
@@ -68,11 +78,16 @@ const LOCK_WAIT_MS = 1;
 export class ShardIndex {
   readonly buffer: SharedArrayBuffer;
   readonly bucketCount: number;
-  readonly overflowCapacity: number;
+  /** Overflow buckets the table may grow to. */
+  readonly overflowMax: number;
   readonly bucketSlots: number;
   readonly itemsPerBucket: number;
-  private readonly i32: Int32Array;
-  private readonly i64: BigInt64Array;
+  // Fixed-length views over the (growable) buffer, remade when it has grown (refreshViews): V8 reads a
+  // fixed-length view as fast as one over a plain SharedArrayBuffer, a length-tracking one ~3x slower.
+  private i32: Int32Array;
+  private i64: BigInt64Array;
+  /** Buckets the current views cover. */
+  private viewBuckets = 0;
   // Per-instance (per-thread) scratch to convert between a BigInt item and its int32 halves without
   // BigInt arithmetic; an instance is used by one thread, so no sharing.
   private readonly scratch64 = new BigInt64Array(1);
@@ -84,28 +99,54 @@ export class ShardIndex {
 
   private constructor(sab: SharedArrayBuffer) {
     this.buffer = sab;
-    this.i32 = new Int32Array(sab);
+    this.i32 = new Int32Array(sab, 0, L.HEADER_I32);
     this.bucketCount = this.i32[L.H_BUCKET_COUNT]!;
-    this.overflowCapacity = this.i32[L.H_OVERFLOW_CAPACITY]!;
+    this.overflowMax = this.i32[L.H_OVERFLOW_MAX]!;
     this.bucketSlots = this.i32[L.H_BUCKET_SLOTS]!;
     this.itemsPerBucket = this.bucketSlots - 1;
-    this.i64 = new BigInt64Array(sab, L.HEADER_BYTES);
+    this.i64 = new BigInt64Array(0);
+    this.refreshViews();
+  }
+
+  /** Remake the views over the buffer's current length (another thread may have grown it). */
+  private refreshViews(): void {
+    // byteLength of a growable SharedArrayBuffer is a sequentially consistent read: a bucket whose link
+    // we loaded (published after the grow that made room for it) is inside it.
+    const len = this.buffer.byteLength;
+    this.i32 = new Int32Array(this.buffer, 0, len / 4);
+    this.i64 = new BigInt64Array(this.buffer, L.HEADER_BYTES, (len - L.HEADER_BYTES) / 8);
+    this.viewBuckets = (len - L.HEADER_BYTES) / (this.bucketSlots * L.SLOT_BYTES);
+  }
+
+  /** Overflow buckets the buffer holds now (its byte length is read sequentially consistently). */
+  get overflowCapacity(): number {
+    return L.overflowCapacityOf(this.buffer.byteLength, this.bucketCount, this.bucketSlots);
+  }
+
+  /** Overflow buckets not handed out yet, up to the maximum: how many chain extensions are left. */
+  freeOverflowBuckets(): number {
+    return Math.max(0, this.overflowMax - Atomics.load(this.i32, L.H_OVERFLOW_USED));
   }
 
   static create(opts: ShardIndexOptions): ShardIndex {
     const slots = opts.bucketItems ?? defaultLimits.indexBucketItems;
     const { buckets, overflowBuckets } = opts;
+    const overflowMax = opts.overflowBucketsMax ?? overflowBuckets;
     const bad = (m: string): never => {
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `ShardIndex.create: ${m}`, { ...opts });
     };
     if (!Number.isInteger(buckets) || buckets < 1) bad('buckets must be a positive integer');
     if (!Number.isInteger(overflowBuckets) || overflowBuckets < 0) bad('overflowBuckets must be >= 0');
     if (!Number.isInteger(slots) || slots < 2) bad('bucketItems must be >= 2 (items + link slot)');
-    if ((buckets + overflowBuckets) * slots >= 2 ** 30) bad('table too large for int32 slot indexes');
-    const sab = new SharedArrayBuffer(L.indexBytes(buckets, overflowBuckets, slots));
+    if (!Number.isInteger(overflowMax) || overflowMax < overflowBuckets) bad('overflowBucketsMax must be >= overflowBuckets');
+    if ((buckets + overflowMax) * slots >= 2 ** 30) bad('table too large for int32 slot indexes');
+    const bytes = L.indexBytes(buckets, overflowBuckets, slots);
+    const maxBytes = L.indexBytes(buckets, overflowMax, slots);
+    const sab = maxBytes > bytes ? new SharedArrayBuffer(bytes, { maxByteLength: maxBytes }) : new SharedArrayBuffer(bytes);
     const h = new Int32Array(sab, 0, L.HEADER_I32);
     h[L.H_BUCKET_COUNT] = buckets;
     h[L.H_OVERFLOW_CAPACITY] = overflowBuckets;
+    h[L.H_OVERFLOW_MAX] = overflowMax;
     h[L.H_BUCKET_SLOTS] = slots;
     h[L.H_LAYOUT_VERSION] = L.INDEX_LAYOUT_VERSION;
     // Publishes a fully initialised header: an attacher that reads MAGIC sees the fields above.
@@ -122,15 +163,22 @@ export class ShardIndex {
     // Pairs with the MAGIC store in create(): seeing the magic means the header fields are visible.
     if (Atomics.load(h, L.H_MAGIC) !== L.INDEX_MAGIC) bad('bad magic');
     if (h[L.H_LAYOUT_VERSION] !== L.INDEX_LAYOUT_VERSION) bad(`layout version ${h[L.H_LAYOUT_VERSION]}`);
-    const want = L.indexBytes(h[L.H_BUCKET_COUNT]!, h[L.H_OVERFLOW_CAPACITY]!, h[L.H_BUCKET_SLOTS]!);
-    if (sab.byteLength !== want) bad(`size ${sab.byteLength} != ${want}`);
+    const min = L.indexBytes(h[L.H_BUCKET_COUNT]!, h[L.H_OVERFLOW_CAPACITY]!, h[L.H_BUCKET_SLOTS]!);
+    const max = L.indexBytes(h[L.H_BUCKET_COUNT]!, h[L.H_OVERFLOW_MAX]!, h[L.H_BUCKET_SLOTS]!);
+    if (sab.byteLength < min || sab.byteLength > max) bad(`size ${sab.byteLength} outside [${min}, ${max}]`);
     return new ShardIndex(sab);
   }
 
-  /** Options for a table expected to hold `items` keys at about `loadFactor` of the primary slots. */
-  static optionsFor(items: number, loadFactor = 0.6, bucketItems = defaultLimits.indexBucketItems): ShardIndexOptions {
+  /**
+   * Options for a table expected to hold `items` keys at about `loadFactor` of the primary slots, that
+   * may grow to hold `itemsMax` keys (default: `items`, plus the overflow the planned load leaves).
+   */
+  static optionsFor(items: number, loadFactor = 0.6, bucketItems = defaultLimits.indexBucketItems, itemsMax = items): ShardIndexOptions {
     const buckets = Math.max(1, Math.ceil(items / ((bucketItems - 1) * loadFactor)));
-    return { buckets, overflowBuckets: Math.max(16, Math.ceil(buckets / 4)), bucketItems };
+    const overflowBuckets = Math.max(16, Math.ceil(buckets / 4));
+    // Every key past the primary slots needs at most one overflow slot: itemsMax / items-per-bucket.
+    const overflowBucketsMax = Math.max(overflowBuckets, Math.ceil(itemsMax / (bucketItems - 1)));
+    return { buckets, overflowBuckets, bucketItems, overflowBucketsMax };
   }
 
   /** After an upsert that returned 'updated': the address it replaced (live-byte accounting). */
@@ -188,6 +236,7 @@ export class ShardIndex {
     // Buckets claimed so far; one claimed but not yet linked is still empty (all-zero items), so harmless.
     const used = Math.min(Atomics.load(this.i32, L.H_OVERFLOW_USED), this.overflowCapacity);
     const end = this.bucketCount + used;
+    if (end > this.viewBuckets) this.refreshViews();
     for (let b = 0; b < end; b++) {
       const base = b * this.bucketSlots;
       for (let s = base; s < base + this.itemsPerBucket; s++) {
@@ -196,6 +245,27 @@ export class ShardIndex {
         if (addr !== 0) cb(addr);
       }
     }
+  }
+
+  /**
+   * Call `cb` with the addresses in home buckets [from, from + count) and their overflow chains; returns
+   * the next home bucket (bucketCount once the table is done). For SCAN (DESIGN §7): a key never leaves
+   * its home bucket's chain (the table never resizes), so a walk split over any number of calls visits
+   * every key present for the whole walk at least once. Weakly consistent like forEach.
+   */
+  forEachInBuckets(from: number, count: number, cb: (addr: number) => void): number {
+    const end = Math.min(this.bucketCount, from + count);
+    for (let h = from; h < end; h++) {
+      for (let b = h, hops = 0; hops <= this.overflowCapacity; b = this.linkOf(b), hops++) {
+        const base = b * this.bucketSlots;
+        for (let s = base; s < base + this.itemsPerBucket; s++) {
+          const addr = this.decode(Atomics.load(this.i64, s)); // some moment's item, as in forEach
+          if (addr !== 0) cb(addr);
+        }
+        if (this.linkOf(b) === L.LINK_NONE) break;
+      }
+    }
+    return end;
   }
 
   stats(): ShardIndexStats {
@@ -210,6 +280,7 @@ export class ShardIndex {
     return {
       buckets: this.bucketCount,
       overflowBuckets: this.overflowCapacity,
+      overflowBucketsMax: this.overflowMax,
       overflowUsed: Math.min(Atomics.load(this.i32, L.H_OVERFLOW_USED), this.overflowCapacity),
       itemsPerBucket: this.itemsPerBucket,
       items,
@@ -230,12 +301,14 @@ export class ShardIndex {
 
   private linkOf(bucket: number): number {
     // Sees LINK_NONE or a published overflow bucket whose item store precedes this link (insertLocked).
-    return Atomics.load(this.i32, L.slotLoWord(bucket * this.bucketSlots + this.itemsPerBucket));
+    const next = Atomics.load(this.i32, L.slotLoWord(bucket * this.bucketSlots + this.itemsPerBucket));
+    if (next >= this.viewBuckets) this.refreshViews(); // linked after a grow this thread has not seen
+    return next;
   }
 
   /** Slot of `key`'s item in the chain at `head` (foundItem/foundAddr set), or NOT_FOUND. */
   private find(head: number, tag: number, key: Uint8Array, reader: EntryReader): number {
-    const i32 = this.i32;
+    let i32 = this.i32;
     const items = this.itemsPerBucket;
     let bucket = head;
     for (;;) {
@@ -253,6 +326,7 @@ export class ShardIndex {
       }
       bucket = this.linkOf(bucket);
       if (bucket === L.LINK_NONE) return NOT_FOUND;
+      i32 = this.i32; // linkOf may have remade the views
     }
   }
 
@@ -281,7 +355,7 @@ export class ShardIndex {
 
   /** Put `item` in the first empty slot of the chain, or in a new overflow bucket. Chain lock held. */
   private insertLocked(head: number, item: bigint): void {
-    const i32 = this.i32;
+    let i32 = this.i32;
     let bucket = head;
     for (;;) {
       const base = bucket * this.bucketSlots;
@@ -297,22 +371,46 @@ export class ShardIndex {
       const next = this.linkOf(bucket);
       if (next === L.LINK_NONE) break;
       bucket = next;
+      i32 = this.i32; // linkOf may have remade the views
     }
-    // Claims the next overflow bucket; other inserters (any chain) get distinct ones. Past the capacity
+    // Claims the next overflow bucket; other inserters (any chain) get distinct ones. Past the maximum
     // the counter just keeps overshooting (every later claim fails too); stats() clamps it.
     const claimed = Atomics.add(i32, L.H_OVERFLOW_USED, 1);
-    if (claimed >= this.overflowCapacity) {
-      throw new RowanError(ErrorCodes.INDEX_FULL, `index full: all ${this.overflowCapacity} overflow buckets in use`, {
+    if (claimed >= this.overflowMax) {
+      throw new RowanError(ErrorCodes.INDEX_FULL, `index full: all ${this.overflowMax} overflow buckets in use (its configured maximum)`, {
         buckets: this.bucketCount,
-        overflowBuckets: this.overflowCapacity,
+        overflowBuckets: this.overflowMax,
       });
     }
+    if (claimed >= this.overflowCapacity) this.grow(claimed + 1);
     const fresh = this.bucketCount + claimed;
+    if (fresh >= this.viewBuckets) this.refreshViews(); // grown, by us or by another thread
+    i32 = this.i32;
     // Fills the unreachable bucket first; nobody can observe it before the link store below.
     Atomics.store(this.i64, fresh * this.bucketSlots, item);
     // Publishes the chain extension: a reader that follows the link sees the item stored above.
     Atomics.store(i32, L.slotLoWord(bucket * this.bucketSlots + this.itemsPerBucket), fresh);
     this.countItem(1);
+  }
+
+  /**
+   * Grow the overflow area to hold at least `buckets` buckets: double it, up to the maximum. Several
+   * threads may grow at once (each holds some chain's lock, not a table lock); grow() only ever makes
+   * the buffer longer, so whoever asks for less than it already has has nothing to do.
+   */
+  private grow(buckets: number): void {
+    const want = Math.min(this.overflowMax, Math.max(buckets, 2 * this.overflowCapacity));
+    const bytes = L.indexBytes(this.bucketCount, want, this.bucketSlots);
+    try {
+      if (this.buffer.byteLength < bytes) this.buffer.grow(bytes);
+    } catch (err) {
+      // Another thread grew it first (to at least what we need), or the memory is not there.
+      if (this.buffer.byteLength < L.indexBytes(this.bucketCount, buckets, this.bucketSlots)) {
+        throw new RowanError(ErrorCodes.INDEX_FULL, `index cannot grow to ${want} overflow buckets: ${(err as Error).message}`);
+      }
+    }
+    // Statistics and attach() only: readers derive the capacity from the buffer's length.
+    Atomics.store(this.i32, L.H_OVERFLOW_CAPACITY, this.overflowCapacity);
   }
 
   private replaceItem(hash: KeyHash, expectedAddr: number, newAddr: number): boolean {
@@ -322,7 +420,7 @@ export class ShardIndex {
     const lo = this.scratch32[0]! | 0;
     const hi = this.scratch32[1]! | 0;
     const replacement = newAddr === 0 ? 0n : this.encode(tag, newAddr);
-    const i32 = this.i32;
+    let i32 = this.i32;
     let bucket = this.headOf(hash);
     for (;;) {
       const base = bucket * this.bucketSlots;
@@ -337,6 +435,7 @@ export class ShardIndex {
       }
       bucket = this.linkOf(bucket);
       if (bucket === L.LINK_NONE) return false;
+      i32 = this.i32; // linkOf may have remade the views
     }
   }
 

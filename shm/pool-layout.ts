@@ -30,7 +30,8 @@ import { OWNER_ID_BITS, OWNER_ID_MAX } from '../config/base/ids.js';
 import { crc32c } from '@node-rs/crc32';
 
 export const POOL_MAGIC = Buffer.from('ROWAN-PM', 'ascii');
-export const POOL_FORMAT_VERSION = 1;
+/** 2: log entries' shard ids come from Redis hash slots (config/slots.ts); 1 from the 64-bit key hash. */
+export const POOL_FORMAT_VERSION = 2;
 
 export const SUPERBLOCK_BYTES = 4096;
 export const SB_MAGIC = 0;

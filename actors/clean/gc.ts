@@ -9,13 +9,14 @@
 //      address (ShardIndex.relocate): if a PUT/DEL or digest replaced the item meanwhile the CAS fails
 //      and the copy is dead -- a newer version is never overwritten, an older one never resurrected;
 //   3. retire it under a new read epoch; a later pass frees it (Committed -> Free) once no worker/digest/
-//      clean actor is still inside a stretch that began before that epoch (runtime/kv/gc-state.ts,
+//      clean actor is still inside a stretch that began before that epoch (actors/kv/gc-state.ts,
 //      ReadEpochs): nobody can hold an address in the segment. Nothing waits: passes run every few ms.
 //   4. its live bytes must be 0 by then (every index change moves bytes between segments); if not, a
 //      rescan decides (an index still pointing in keeps the segment for a later clean).
 // Live bytes move with every relocation (LiveBytes.moved), so the accounting stays current. Copies go
 // to segments of role Clean, which may use the pool's reserve (config gc.reserveSegments): GC can
 // always make room. Tombstones (DEL) the index points at are live and are copied like PUTs.
+import { actorOwner } from '../../config/base/ids.js';
 import type { Limits } from '../../config/limits.js';
 import { threadCpuMicros } from '../../native/libc.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -88,7 +89,7 @@ export class Cleaner {
   constructor(private readonly o: CleanerOptions) {
     if (!o.shared.gc) throw new RowanError(ErrorCodes.BAD_CONFIG, 'clean: the node keeps no GC state (attach the shared buffers with the pool mapping)');
     this.gc = o.shared.gc;
-    this.out = TLog.recover(o.pool, o.id, o.limits, OwnerRole.Clean);
+    this.out = TLog.recover(o.pool, actorOwner(o.id), o.limits, OwnerRole.Clean);
     this.reader = new PoolEntryReader(o.pool.region, o.limits);
     this.slot = ReadEpochs.slotOf('clean', o.id);
   }

@@ -2,6 +2,7 @@
 // shared receive queue, keeps free segments posted, and forwards Used segments to every digest actor
 // (each digests the shards it owns from every segment, §4.4). A batch that does not fit a digest ring
 // waits in a backlog and is retried next tick: segments are never dropped.
+import { blogOwner } from '../../config/base/ids.js';
 import type { ActorContext } from '../../runtime/actor.js';
 import { RowanReceiver } from '../../runtime/rowan/receiver.js';
 import { SharedReceiveQueue } from '../../runtime/rowan/srq.js';
@@ -31,7 +32,7 @@ export class ControlBlog {
     this.receiver = new RowanReceiver({
       pool: this.pool,
       srq: this.srq,
-      ownerId: ctx.id,
+      ownerId: blogOwner(ctx.id),
       preallocate: c.blog.preallocSegments,
       batch: c.blog.batchSegments,
       graceMs: c.blog.usedGraceMs,

@@ -1,6 +1,6 @@
 // What a digest actor does with a Used b-log segment (§4.4): parse it in order with the hole-skipping
 // b-log scan (runtime/rowan/blog-scan.ts), verifying every block, and, in a node that serves a cluster,
-// apply the blocks of the shards this actor owns to their backup indexes (runtime/kv/apply.ts). Each
+// apply the blocks of the shards this actor owns to their backup indexes (actors/kv/apply.ts). Each
 // digest actor owns the backup shards s with s % digestCount === its id.
 //
 // Committed detection (§4.4): while parsing a segment the applier collects its MaxVerArray (highest
@@ -12,6 +12,7 @@
 // actors can reclaim it. Partial entries that stay incomplete for PARTIAL_GIVE_UP_SEGMENTS further
 // segments are dropped (a sender that died mid-entry; its write was never acknowledged).
 import { ConfigCell } from '../kv/config-cell.js';
+import { actorOwner } from '../../config/base/ids.js';
 import { defaultLimits } from '../../config/limits.js';
 import { BlockApplier } from '../kv/apply.js';
 import { ReadEpochs } from '../kv/gc-state.js';
@@ -70,7 +71,7 @@ export class DigestSegments {
         this.pool.region,
         this.shared,
         (shard) => shard % who.count === who.id && backs(shard),
-        TLog.recover(this.pool, who.id, defaultLimits, OwnerRole.Digest),
+        TLog.recover(this.pool, actorOwner(who.id), defaultLimits, OwnerRole.Digest),
         defaultLimits,
       );
     }

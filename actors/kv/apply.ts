@@ -8,6 +8,7 @@
 // harmless. COMMITVER entries are recorded for commit tracking (§4.4) and not indexed; `maxVer` collects
 // the highest version of each owned shard seen since the caller last reset it (MaxVerArray, §4.4).
 // Every index change is reflected in the node's live-byte accounting when it keeps one.
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Limits } from '../../config/limits.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
@@ -26,13 +27,15 @@ export interface ApplyStats {
   skipped: number;
   reassembled: number;
   commitVers: number;
+  /** Entries that found their shard's index at its maximum (counted, never fatal). */
+  indexFull: number;
 }
 
 export class BlockApplier {
   private readonly assembler: BlockAssembler;
   private readonly reader: PoolEntryReader;
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
-  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, reassembled: 0, commitVers: 0 };
+  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, reassembled: 0, commitVers: 0, indexFull: 0 };
   /** Highest CommitVer seen per shard (CommitVerArray, §4.4). */
   readonly commitVer = new Map<number, number>();
   /** Highest PUT/DEL version per owned shard since the caller last replaced it (MaxVerArray, §4.4). */
@@ -97,7 +100,17 @@ export class BlockApplier {
   }
 
   private index(shard: number, key: Uint8Array, addr: number, version: number): void {
-    const r = indexEntry(this.shared, shard, key, hash64Into(key, this.hash), addr, version, this.reader);
+    let r;
+    try {
+      r = indexEntry(this.shared, shard, key, hash64Into(key, this.hash), addr, version, this.reader);
+    } catch (err) {
+      // A full index never stops digest or cold start (the node keeps serving). It cannot happen while
+      // primaries keep their headroom (limits.indexHeadroomBuckets; a backup's index of a shard holds
+      // the same keys as the primary's); the entry stays in the pool and is counted, not lost silently.
+      if (!(err instanceof RowanError && err.code === ErrorCodes.INDEX_FULL)) throw err;
+      this.stats.indexFull++;
+      return;
+    }
     if (r === 'stale') this.stats.stale++;
     else this.stats.indexed++;
   }

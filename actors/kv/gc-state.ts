@@ -10,7 +10,7 @@
 //   epochs    read epochs for safe reclamation: a segment is only freed once no actor can still be
 //             reading an address it took from the index before the entries moved (ReadEpochs below).
 //   inflight  per (worker, shard) the lowest version that worker has claimed and not finished; the
-//             primary's CommitVer of a shard is below every such version (runtime/kv/commit.ts).
+//             primary's CommitVer of a shard is below every such version (actors/kv/commit.ts).
 //   sent      per shard, the highest CommitVer already written to the backups.
 import { ACTORS_PER_ROLE_MAX } from '../../config/base/ids.js';
 import type { Limits } from '../../config/limits.js';

@@ -9,6 +9,9 @@ import type { Pool } from '../../shm/pool.js';
 import { monotonicClock, type Clock } from '../../config/base/clock.js';
 import type { NodeApplication } from '../../runtime/application.js';
 import { collectGcStatus } from './gc-status.js';
+import { ACTORS_PER_ROLE_MAX } from '../../config/base/ids.js';
+import { RequestHistograms } from '../../shm/histogram.js';
+import { REQUEST_OPS, createRequestHistograms, kvMetrics } from './metrics.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import { SharedLog } from './baselines.js';
@@ -24,14 +27,15 @@ export interface NodeKvOptions {
   /** The embedded configuration store: a cluster JSON file (config/store.ts). */
   clusterFile: string;
   nodeId: number;
-  /** Index capacity per shard held (keys). */
+  /** Keys each shard's index is sized for at start, and the most it may grow to (limits.indexKeysPerShard*). */
   keysPerShard?: number;
   /** The configuration manager ("host:port"): the node holds a lease with it, serves only while the
    *  lease holds, and follows its new configurations (§4.5). Absent: a static configuration, no lease. */
   manager?: string;
+  keysPerShardMax?: number;
 }
 
-export const DEFAULT_KEYS_PER_SHARD = 1 << 16;
+export const DEFAULT_KEYS_PER_SHARD = defaultLimits.indexKeysPerShard;
 
 /** ROWAN-KV as the node's application: cold start before the actors, its state in the start messages
  *  of the roles that serve it, and the storage/GC section of the node's status. */
@@ -72,6 +76,14 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
           : {}),
       };
     },
+    metrics: (e, pool, actors, uptimeMs) =>
+      kvMetrics(e, {
+        term: start ? ConfigCell.attach(start.cell).term() : 0,
+        histograms: start?.metrics ? new RequestHistograms(start.metrics, ACTORS_PER_ROLE_MAX, REQUEST_OPS.length) : null,
+        pool,
+        actors,
+        storage: collectGcStatus(pool, start?.shared.gc, actors, uptimeMs),
+      }),
   };
 }
 
@@ -99,7 +111,7 @@ export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log
   // Senders of other nodes may still have the previous incarnation's receive queue mapped (after a
   // crash it was never shut down): close it before reading the b-log, so nothing lands behind the scan.
   closeStaleQueue(shmPaths(dataDir).srq);
-  const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool);
+  const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax);
   const shared = attachKvShared(buffers, pool.region);
   let last = 0;
   const rep = rebuildIndexes(pool, shared, defaultLimits, clock, (done, total) => {
@@ -114,7 +126,7 @@ export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log
     `cold start: ${rep.indexed} entries indexed from ${rep.logSegments} log and ${rep.blogSegments} b-log segments in ${rep.ms.toFixed(0)} ms`,
   );
   const cell = ConfigCell.create(cluster, o.manager !== undefined, clock);
-  const start: KvStart = { cluster, cell: cell.buffer, nodeId: o.nodeId, shared: buffers };
+  const start: KvStart = { cluster, cell: cell.buffer, nodeId: o.nodeId, shared: buffers, metrics: createRequestHistograms(ACTORS_PER_ROLE_MAX).buffer };
   if (cluster.replication === 'share') {
     // Share-KV: one remote log per (this node, backup node), its cursor shared by all our workers.
     start.shareLogs = {};

@@ -11,6 +11,7 @@
 // they are ordinary candidates for garbage collection. (Failover, which would replay uncommitted
 // segments to other replicas, is not built.) Clean logs (role Clean) are contiguous logs like t-logs.
 // Finally the live-byte accounting is recounted from the rebuilt indexes.
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Clock } from '../../config/base/clock.js';
 import type { Limits } from '../../config/limits.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
@@ -23,7 +24,8 @@ import { BlockApplier } from './apply.js';
 import { raiseVersion, type KvShared } from './shared.js';
 
 /** Owner id of the digest log that cold start writes reassembled b-log entries to. */
-export const RECOVERY_LOG_OWNER = 1023;
+export { RECOVERY_LOG_OWNER } from '../../config/base/ids.js';
+import { RECOVERY_LOG_OWNER } from '../../config/base/ids.js';
 
 export interface RecoveryReport {
   logSegments: number;
@@ -35,6 +37,8 @@ export interface RecoveryReport {
   committedUsed: number;
   /** Posted b-log segments nothing was written to, freed. */
   freedEmpty: number;
+  /** Entries whose shard index was at its maximum (counted; cold start goes on). */
+  indexFull: number;
   ms: number;
 }
 
@@ -62,7 +66,7 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clo
   const bytes = pool.region.bytes;
   const reader = new PoolEntryReader(pool.region, limits);
   const hash = { hi: 0, lo: 0 };
-  const r: RecoveryReport = { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, ms: 0 };
+  const r: RecoveryReport = { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, ms: 0 };
   const live = (s: number) => pool.meta(s).state !== SegmentState.Free;
   const logs = [
     ...pool.segments({ role: OwnerRole.Worker }),
@@ -80,7 +84,15 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clo
       if (!index) continue;
       raiseVersion(shared.versions, e.shard, e.version);
       if (e.type === EntryType.CommitVer) continue;
-      const res = index.upsert(e.key, hash64Into(e.key, hash), e.offset, e.version, reader);
+      let res;
+      try {
+        res = index.upsert(e.key, hash64Into(e.key, hash), e.offset, e.version, reader);
+      } catch (err) {
+        // A full index never stops a cold start (the node must come up and serve what it has).
+        if (!(err instanceof RowanError && err.code === ErrorCodes.INDEX_FULL)) throw err;
+        r.indexFull++;
+        continue;
+      }
       if (res === 'stale') r.stale++;
       else r.indexed++;
     }
@@ -117,6 +129,7 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clo
   r.entries += applier.stats.blocks;
   r.indexed += applier.stats.indexed;
   r.stale += applier.stats.stale;
+  r.indexFull += applier.stats.indexFull;
   r.ms = clock.now() - t0;
   return r;
 }

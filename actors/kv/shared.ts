@@ -4,7 +4,7 @@
 //             workers; the next PUT/DEL of shard s gets versions[s] + 1.
 //   indexes   one SAB-resident bucket hash table per shard this node holds (primary or backup).
 //   gc        commit tracking and garbage collection state (./gc-state.ts), when the node has a pool.
-// Nothing here is persistent: a cold start rebuilds it from the logs (runtime/kv/recovery.ts).
+// Nothing here is persistent: a cold start rebuilds it from the logs (actors/kv/recovery.ts).
 import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { KeyHash } from '../../shm/hash.js';
@@ -30,6 +30,8 @@ export interface KvStart {
   /** share replication mode: this node's shared remote-log state per backup node id (SharedLog
    *  buffers), made once per node so all its workers take addresses from one counter per backup. */
   shareLogs?: Record<number, SharedArrayBuffer>;
+  /** Request latency histograms, one slot per worker (shm/histogram.ts, actors/kv/metrics.ts). */
+  metrics?: SharedArrayBuffer;
 }
 
 /** The ROWAN-KV payload of an actor's start message (the runtime carries it as `app`), or undefined
@@ -67,9 +69,11 @@ export function createKvShared(
   nodeId: number,
   keysPerShard: number,
   pool?: { dataOffset: number; segmentBytes: number; segmentCount: number },
+  keysPerShardMax = Math.max(keysPerShard, defaultLimits.indexKeysPerShardMax),
 ): KvSharedBuffers {
   const held = new Set(heldShards(c, nodeId));
-  const opts = ShardIndex.optionsFor(keysPerShard);
+  // Sized for keysPerShard, growing on demand up to keysPerShardMax (shm/index.ts "Growth").
+  const opts = ShardIndex.optionsFor(keysPerShard, undefined, undefined, keysPerShardMax);
   return {
     nodeId,
     versions: new SharedArrayBuffer(8 * c.shardCount),

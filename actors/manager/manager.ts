@@ -4,9 +4,12 @@
 //
 // Failover of node X, one at a time:
 //   detected   X's connection dropped (a hint) or its lease certainly expired; X gets no more grants
+//   (wait)     until X's lease has certainly expired (./leases.ts): never a second primary. Planning
+//              waits too: nodes that died with X (the whole cluster, in a power loss) have dropped
+//              their connections by then, and no shard is handed to one of them -- with none live
+//              the failover waits and retries, so a cluster restarted after it keeps every node
 //   stored     the new configuration (./plan.ts) written with a compare-and-set on the term
 //   prepared   every live member acknowledged `prepare` (it blocks requests) -- or timed out
-//   (wait)     until X's lease has certainly expired (./leases.ts): never a second primary
 //   committed  `commit` sent: members serve the new configuration; promoted shards catch up first
 //   promoted   every new primary reported phase 2 done
 // Each step is one log line with `event` and `at` (monotonic ms, comparable across processes on this
@@ -163,7 +166,10 @@ export class ConfigManager {
           this.log.error({ node, err: (err as Error).message }, `failover of node ${node} failed; retrying in ${FAILOVER_RETRY_MS} ms`);
           void this.sleep(FAILOVER_RETRY_MS).then(() => {
             this.failing.delete(node);
-            if (!this.closed) this.suspect(node, 'retry');
+            if (this.closed || !this.members().includes(node)) return;
+            // Back (restarted, or it was only slow) before anything was reassigned: grant it again.
+            if (this.links.has(node)) return this.log.warn({ node }, `node ${node} is back before its failover could be made; it keeps its shards`);
+            this.suspect(node, 'retry');
           });
         }
       }
@@ -174,9 +180,14 @@ export class ConfigManager {
 
   private async failover(node: number): Promise<void> {
     const rec: FailoverRecord = { node, term: this.cfg.term + 1, moved: [], detectedAt: this.clock.now() };
-    this.history.push(rec);
     this.event(rec, 'detected', rec.detectedAt);
-    const plan = planFailover(this.cfg, node);
+    // Never reassign before the failed node's lease has certainly expired.
+    const wait = this.leases.certainlyExpiredAt(node) - this.clock.now();
+    if (wait > 0) await this.sleep(wait);
+    if (this.closed) return;
+    const live = new Set(this.members().filter((n) => n !== node && this.links.has(n) && !this.failing.has(n)));
+    const plan = planFailover(this.cfg, node, live);
+    this.history.push(rec);
     rec.moved = plan.moved;
     await this.store.write(plan.next, this.cfg.term); // compare-and-set on the term
     this.mark(rec, 'stored');
@@ -203,9 +214,6 @@ export class ConfigManager {
       });
     });
     this.mark(rec, 'prepared');
-    // Never reassign before the failed node's lease has certainly expired.
-    const wait = this.leases.certainlyExpiredAt(node) - this.clock.now();
-    if (wait > 0) await this.sleep(wait);
     if (this.closed) return;
     const floors: Record<string, number> = {};
     for (const m of plan.moved) floors[m.shard] = versions.get(m.shard) ?? 0;

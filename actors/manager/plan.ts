@@ -21,7 +21,12 @@ export interface FailoverPlan {
 /** Replication modes whose backups index replicated entries online (a promotion can start from them). */
 export const FAILOVER_MODES: readonly string[] = ['rowan', 'rpc'];
 
-export function planFailover(c: ClusterConfig, failed: number): FailoverPlan {
+/**
+ * `live`: the members that may take a shard (holding a lease, not being failed over themselves);
+ * absent, every surviving backup may. A shard whose surviving backups are none of them cannot move now
+ * (several nodes died at once, or the whole cluster did): the plan throws and the manager retries.
+ */
+export function planFailover(c: ClusterConfig, failed: number, live?: ReadonlySet<number>): FailoverPlan {
   if (!liveNodes(c).some((n) => n.id === failed)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `node ${failed} is not a live member at term ${c.term}`);
   const moved: ShardMove[] = [];
   const degraded: number[] = [];
@@ -37,8 +42,12 @@ export function planFailover(c: ClusterConfig, failed: number): FailoverPlan {
     if (backups.length === 0) {
       throw new RowanError(ErrorCodes.BAD_CONFIG, `shard ${s.id} has no replica left once node ${failed} is gone (replication ${c.replicationFactor})`);
     }
-    let to = backups[0]!;
-    for (const b of backups) if ((promotedTo.get(b) ?? 0) < (promotedTo.get(to) ?? 0)) to = b;
+    const candidates = live ? backups.filter((b) => live.has(b)) : backups;
+    if (candidates.length === 0) {
+      throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, `shard ${s.id}: none of its other replicas (node ${backups.join(', node ')}) is live to take over from node ${failed}`);
+    }
+    let to = candidates[0]!;
+    for (const b of candidates) if ((promotedTo.get(b) ?? 0) < (promotedTo.get(to) ?? 0)) to = b;
     promotedTo.set(to, (promotedTo.get(to) ?? 0) + 1);
     moved.push({ shard: s.id, from: failed, to });
     return { id: s.id, primary: to, backups: backups.filter((b) => b !== to) };

@@ -11,6 +11,7 @@ import { PoolEntryReader } from '../../shm/entry-reader.js';
 import type { ShardIndex } from '../../shm/index.js';
 import type { PersistentRegion } from '../../config/base/region.js';
 import type { TLog } from '../../shm/tlog.js';
+import type { RequestHistograms } from '../../shm/histogram.js';
 
 export interface KvWorkerDeps {
   nodeId: number;
@@ -32,6 +33,8 @@ export interface KvWorkerDeps {
   /** This worker's id and the node's worker count (commit tracking and read epochs, when shared.gc). */
   workerId?: number;
   workers?: number;
+  /** Request latency histograms (slot = this worker's id) and the clock that times requests. */
+  metrics?: { histograms: RequestHistograms; clock: Clock };
 }
 
 export interface KvWorkerStats {

@@ -8,6 +8,7 @@
 import type { ClusterConfig } from '../../config/cluster.js';
 import { CommitTracker } from '../kv/commit.js';
 import { EntryType } from '../../shm/log.js';
+import { OP_DEL, OP_GET, OP_PUT } from '../kv/metrics.js';
 import { WorkerCore, type KvWorkerDeps, type KvWorkerStats } from './core.js';
 import { RequestGate } from './gate.js';
 import { PrimaryPath } from './primary.js';
@@ -46,18 +47,52 @@ export class KvWorker {
   }
 
   async put(key: Uint8Array, value: Uint8Array, clientTerm: number): Promise<void> {
-    await this.gate.track(() => this.primary.write(EntryType.Put, key, value, clientTerm));
+    const t0 = this.started();
+    try {
+      await this.gate.track(() => this.primary.write(EntryType.Put, key, value, clientTerm));
+    } catch (err) {
+      this.timed(OP_PUT, t0, false);
+      throw err;
+    }
+    this.timed(OP_PUT, t0, true);
     this.core.stats.puts++;
   }
 
   async del(key: Uint8Array, clientTerm: number): Promise<void> {
-    await this.gate.track(() => this.primary.write(EntryType.Del, key, undefined, clientTerm));
+    const t0 = this.started();
+    try {
+      await this.gate.track(() => this.primary.write(EntryType.Del, key, undefined, clientTerm));
+    } catch (err) {
+      this.timed(OP_DEL, t0, false);
+      throw err;
+    }
+    this.timed(OP_DEL, t0, true);
     this.core.stats.dels++;
   }
 
   async get(key: Uint8Array, clientTerm: number): Promise<Uint8Array | null> {
+    const t0 = this.started();
     this.gate.check();
-    return this.primary.get(key, clientTerm);
+    let v: Uint8Array | null;
+    try {
+      v = await this.primary.get(key, clientTerm);
+    } catch (err) {
+      this.timed(OP_GET, t0, false);
+      throw err;
+    }
+    this.timed(OP_GET, t0, true);
+    return v;
+  }
+
+  // ---- request metrics (actors/kv/metrics.ts): a clock read at each end, no allocation ----------
+
+  private started(): number {
+    return this.d.metrics ? this.d.metrics.clock.now() : 0;
+  }
+
+  private timed(op: number, t0: number, ok: boolean): void {
+    const m = this.d.metrics;
+    if (m) m.histograms.record(this.d.workerId ?? 0, op, (m.clock.now() - t0) / 1000, ok);
   }
 
   /** This node's copy of a key, whether it is the shard's primary or a backup (for inspection/tests). */

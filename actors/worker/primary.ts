@@ -12,7 +12,7 @@
 // Index reads and updates run inside this worker's read epoch (actors/kv/gc-state.ts), and every
 // index change moves live bytes between segments, for the clean actors (actors/clean/gc.ts).
 import type { ClusterConfig } from '../../config/cluster.js';
-import { shardOfHash } from '../../config/cluster.js';
+import { shardOfKey } from '../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { CommitTracker } from '../kv/commit.js';
 import { indexEntry, nextVersion, type ReplicaChannel } from '../kv/shared.js';
@@ -45,6 +45,17 @@ export class PrimaryPath {
     const { d, stats } = this.core;
     const { c, shard, hash } = await this.admit(key, clientTerm, false);
     const placement = c.shards[shard]!;
+    if (type === EntryType.Del || this.core.indexOf(shard).freeOverflowBuckets() < d.limits.indexHeadroomBuckets) {
+      // Only a key the index holds needs a DEL; and near its maximum the index takes no new key. Both
+      // are decided before a version is consumed or anything is persisted ("not applied").
+      if (!this.present(shard, key, hash)) {
+        if (type === EntryType.Del) return;
+        throw new RowanError(
+          ErrorCodes.INDEX_FULL,
+          `shard ${shard}'s index is at its maximum (limits.indexKeysPerShardMax ${d.limits.indexKeysPerShardMax} keys): a PUT of a new key is refused, not applied`,
+        );
+      }
+    }
     const e: EntryInput = { type, shard, version: 0, key, ...(value ? { value } : {}) };
     const size = entrySize(e, d.limits); // size and shape checks before a version is consumed
     const commit = this.commit;
@@ -93,8 +104,17 @@ export class PrimaryPath {
   /** This node's copy of a key, whether it is the shard's primary or a backup (for inspection/tests). */
   getReplica(key: Uint8Array): Uint8Array | null {
     const c = this.core.d.config();
-    const shard = shardOfHash(hash64Into(key, this.hash).hi, c.shardCount);
+    const shard = shardOfKey(key, c.shardCount);
     return this.lookup(shard, key);
+  }
+
+  private present(shard: number, key: Uint8Array, hash: KeyHash): boolean {
+    this.core.enterEpoch();
+    try {
+      return this.core.indexOf(shard).get(key, hash, this.core.reader) !== 0;
+    } finally {
+      this.core.exitEpoch();
+    }
   }
 
   private lookup(shard: number, key: Uint8Array): Uint8Array | null {
@@ -185,11 +205,12 @@ export class PrimaryPath {
     if (clientTerm !== c.term) {
       throw new RowanError(ErrorCodes.STALE_TERM, `request routed with term ${clientTerm}, this node is at term ${c.term}`);
     }
-    if (key.length === 0 || key.length > d.limits.keyBytesMax) {
+    if (key.length === 0) throw new RowanError(ErrorCodes.KEY_EMPTY, 'the key is empty (1..' + d.limits.keyBytesMax + ' bytes)');
+    if (key.length > d.limits.keyBytesMax) {
       throw new RowanError(ErrorCodes.KEY_TOO_LARGE, `key of ${key.length} bytes (1..${d.limits.keyBytesMax})`);
     }
     const h = hash64Into(key, { hi: 0, lo: 0 });
-    const shard = shardOfHash(h.hi, c.shardCount);
+    const shard = shardOfKey(key, c.shardCount);
     if (c.shards[shard]!.primary !== d.nodeId) {
       throw new RowanError(ErrorCodes.WRONG_SHARD, `shard ${shard} is served by node ${c.shards[shard]!.primary}, not ${d.nodeId}${read ? '' : ' (writes go to the primary)'}`);
     }

@@ -4,7 +4,7 @@
 //
 //   rowan   RowanConnection.write: the backup's MP-SRQ places the block in its one b-log; the backup's
 //           digest indexes it online once the segment is Used (ROWAN-KV).
-//   rwrite  the baseline ReplicationStream (runtime/fabric/baselines.ts) over the Rowan connection: a
+//   rwrite  the baseline ReplicationStream (actors/kv/baselines.ts) over the Rowan connection: a
 //   batch   remote log per (this worker, backup) made of regions from allocateRegion, written with
 //   share   one-sided writeAt; batch adds 256 B / 5 µs batching; share uses one remote log per
 //           (this node, backup) shared by the node's workers through a SharedArrayBuffer counter made

@@ -3,6 +3,8 @@
 // receiver; the cluster's replication mode picks the channel kind, ./replicas.ts), and its client port
 // (DESIGN §7: clients talk to worker threads directly). In rpc mode the port also takes REPLICATE
 // requests from other nodes' workers, appended to this worker's backup log.
+import { RequestHistograms } from '../../shm/histogram.js';
+import { REQUEST_OPS } from '../kv/metrics.js';
 import { nodeOf } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { ActorContext } from '../../runtime/actor.js';
@@ -11,10 +13,12 @@ import { attachKvShared, kvOf } from '../kv/shared.js';
 import { serveClients, type RpcServer } from '../../runtime/rpc/server.js';
 import { OwnerRole } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
-import { backupLogOwner } from '../../config/base/ids.js';
+import { ACTORS_PER_ROLE_MAX, backupLogOwner, tlogOwner } from '../../config/base/ids.js';
 import { ConfigCell } from '../kv/config-cell.js';
 import { KvWorker } from './kv.js';
 import { openReplicas } from './replicas.js';
+import { rowanInfo } from './resp/rowan-info.js';
+import { startRespServing, type RespServing } from './resp/serve-resp.js';
 
 export interface KvServing {
   worker: KvWorker;
@@ -22,6 +26,8 @@ export interface KvServing {
   endpoint: { host: string; port: number };
   /** Every tick: close replication links to nodes a new configuration removed. */
   followConfig(): Promise<void>;
+  /** The RESP ports (Redis protocol), when the node entry lists them. */
+  resp: RespServing | null;
   /** Resolves 'keep-pool-mapped' when requests were still running (the pool must stay mapped). */
   close(): Promise<void | 'keep-pool-mapped'>;
 }
@@ -42,9 +48,10 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     cell,
     clock: ctx.clock,
     region: pool.region,
-    tlog: TLog.recover(pool, ctx.id, defaultLimits),
+    tlog: TLog.recover(pool, tlogOwner(ctx.id), defaultLimits),
     shared: attachKvShared(kv.shared, pool.region),
     workerId: ctx.id,
+    ...(kv.metrics ? { metrics: { histograms: new RequestHistograms(kv.metrics, ACTORS_PER_ROLE_MAX, REQUEST_OPS.length), clock: ctx.clock } } : {}),
     workers: ctx.config.roles.find((r) => r.role === 'worker')?.count ?? ctx.id + 1,
     replica: async (id, shard) => replicas.channel(id, shard),
     limits: defaultLimits,
@@ -53,6 +60,13 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
   const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log });
   let seenTerm = cell.term();
   const dropped = new Set<number>();
+  const resp = me.resp
+    ? await startRespServing({
+        host: me.host, ports: { single: me.resp.ports[ctx.id]!, cluster: me.resp.clusterPorts[ctx.id]! }, worker, cluster: () => cell.config(),
+        nodeId: kv.nodeId, workerId: ctx.id, shared: attachKvShared(kv.shared, pool.region), region: pool.region, limits: defaultLimits,
+        info: { dataDir: ctx.config.dataDir, persistence: ctx.config.persistence, rowan: () => rowanInfo(pool, kv.shared.gc, worker, ctx.counters.local) }, log: ctx.log,
+      })
+    : null;
   return {
     worker,
     server,
@@ -68,7 +82,9 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
         await replicas.drop(id);
       }
     },
+    resp,
     close: async () => {
+      await resp?.close();
       // Stop taking requests, let those in flight finish (their t-log appends and index updates go
       // through the pool mapping), and unmap only then: unmapping under a running request would fault.
       await server.close();

@@ -13,7 +13,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { planCluster, shardOfHash } from '../../config/cluster.js';
+import { planCluster } from '../../config/cluster.js';
+import { shardOfKey } from '../../config/slots.js';
 import { defaultLimits } from '../../config/limits.js';
 import { attachKvShared, createKvShared, indexEntry, nextVersion, type KvShared } from '../../actors/kv/shared.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
@@ -94,7 +95,7 @@ export function createGcFixture(s: GcFillSpec): GcFixture {
     const put = (log: TLog, i: number) => {
       const key = enc.encode(keyOf(i));
       const hash = hash64(key);
-      const shard = shardOfHash(hash.hi, shardCount);
+      const shard = shardOfKey(key, shardCount);
       const version = nextVersion(shared.versions, shard);
       const addr = log.append({ type: EntryType.Put, shard, version, key, value: valueOf(i, version, s.valueBytes, filler) });
       indexEntry(shared, shard, key, hash, addr, version, reader);
@@ -139,7 +140,7 @@ export function verifyGcFixture(f: GcFixture, cleaned: number[]): void {
   for (let i = 0; i < f.keys; i++) {
     const key = enc.encode(keyOf(i));
     hash64Into(key, hash);
-    const addr = f.shared.indexes[shardOfHash(hash.hi, f.shared.indexes.length)]!.get(key, hash, reader);
+    const addr = f.shared.indexes[shardOfKey(key, f.shared.indexes.length)]!.get(key, hash, reader);
     if (addr === 0) throw new Error(`gc verify: key ${i} lost`);
     const e = readEntryAt(bytes, addr, limits);
     if (e === null || e.type !== EntryType.Put) throw new Error(`gc verify: key ${i}: no intact PUT at ${addr}`);

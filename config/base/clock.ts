@@ -17,6 +17,10 @@ export const monotonicClock: Clock = {
   },
 };
 
+/** Wall-clock milliseconds since the epoch, for what is shown to people and protocols as a date
+ *  (Redis CLUSTER NODES, CLIENT INFO ages); never for timeouts. */
+export const wallClock: Clock = { now: () => Date.now() };
+
 export class ManualClock implements Clock {
   constructor(private t = 0) {}
   now(): number {

@@ -8,6 +8,8 @@ export const ErrorCodes = {
   // configuration and command line
   BAD_CONFIG: 'ROWAN_ERR_BAD_CONFIG',
   BAD_ARGUMENT: 'ROWAN_ERR_BAD_ARGUMENT',
+  /** A cluster configuration of another format version (e.g. 1: keys routed by hash, not slot). */
+  CLUSTER_FORMAT: 'ROWAN_ERR_CLUSTER_FORMAT',
   // native seam
   NATIVE_LIBRARY: 'ROWAN_ERR_NATIVE_LIBRARY',
   PMEM2: 'ROWAN_ERR_PMEM2',
@@ -29,6 +31,7 @@ export const ErrorCodes = {
   // log entries
   ENTRY_TOO_LARGE: 'ROWAN_ERR_ENTRY_TOO_LARGE',
   KEY_TOO_LARGE: 'ROWAN_ERR_KEY_TOO_LARGE',
+  KEY_EMPTY: 'ROWAN_ERR_KEY_EMPTY',
   VALUE_TOO_LARGE: 'ROWAN_ERR_VALUE_TOO_LARGE',
   SEGMENT_FULL: 'ROWAN_ERR_SEGMENT_FULL',
   // index

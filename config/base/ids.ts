@@ -12,6 +12,7 @@
 //   Digest   [0, ACTORS)                    digest log of digest actor d          actorOwner(d)
 //            PROMOTION_ACTOR_ID              the node main thread's promotion scan (§4.5 phase 2)
 //                                           (also its read-epoch slot among the digest ones)
+//   Digest   RECOVERY_LOG_OWNER             cold start's log of reassembled multi-block entries
 //   Clean    [0, ACTORS)                    clean log of clean actor k            actorOwner(k)
 //   Migration[0, ACTORS)                    migration actor m                     actorOwner(m)
 //   Remote   [0, NODE_ID_MAX]               regions a remote node writes one-sidedly (baselines
@@ -39,6 +40,9 @@ export const PROMOTION_ACTOR_ID = ACTORS_PER_ROLE_MAX - 1;
 
 /** First owner id of the RPC-KV backup logs (role Worker). */
 export const BACKUP_LOG_OWNER_BASE = 512;
+
+/** Cold start's own digest-role log (actors/kv/recovery.ts): clear of the digest actors' ids. */
+export const RECOVERY_LOG_OWNER = OWNER_ID_MAX;
 
 /** CPUs a cpu_set_t can name (native/libc.ts CPU_SETSIZE): cores are in [0, CPU_ID_MAX]. */
 export const CPU_ID_MAX = 1023;
@@ -78,4 +82,4 @@ export function remoteRegionOwner(senderNodeId: number): number {
 check(ACTORS_PER_ROLE_MAX <= BACKUP_LOG_OWNER_BASE, 't-log owner ids must stay below the backup logs');
 check(BACKUP_LOG_OWNER_BASE + ACTORS_PER_ROLE_MAX - 1 <= OWNER_ID_MAX, 'backup log owner ids must fit the owner field');
 check(NODE_ID_MAX <= OWNER_ID_MAX, 'every node id must name its remote regions in the owner field');
-check(ACTORS_PER_ROLE_MAX - 1 <= OWNER_ID_MAX, 'actor ids must fit the owner field');
+check(ACTORS_PER_ROLE_MAX - 1 < RECOVERY_LOG_OWNER, 'the recovery log must not share a digest actor\'s owner id');

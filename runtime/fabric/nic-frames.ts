@@ -19,7 +19,7 @@
 //   any failure                                          ERROR  0xff  codeLength u8, code (ASCII),
 //                                                                     message (UTF-8, the rest)
 // u64 fields travel as two u32 halves and must be safe integers. An error reply carries the request
-// id when the header was readable (0 otherwise) and a stable code (runtime/errors.ts).
+// id when the header was readable (0 otherwise) and a stable code (config/base/errors.ts).
 //
 // Decoding never trusts a field: a frame whose header is unreadable (bad version or flags, a length
 // below the header or above the limit) poisons the stream -- the decoder throws and the reader must
@@ -199,35 +199,58 @@ export function errorReply(id: number, err: unknown): Buffer {
 export class FrameDecoder {
   private buf: Uint8Array = new Uint8Array(0);
   private pos = 0;
+  /** Chunks received after `buf`, not merged yet: merged once the bytes asked for have all arrived, so
+   *  a frame that trickles in as many small chunks is copied once, not once per chunk (linear time). */
+  private queued: Uint8Array[] = [];
+  private queuedBytes = 0;
   private poisoned: RowanError | null = null;
+  /** Bytes copied while merging chunks (at most about twice what was received; a regression test reads it). */
+  copiedBytes = 0;
 
   /** Frames above this many bytes poison the stream; a sender raises it to what its nic announced. */
   constructor(public frameBytesMax: number = FRAME_BYTES_MAX_DEFAULT) {}
 
   push(chunk: Uint8Array): void {
-    if (this.pos >= this.buf.length) {
+    if (this.pos >= this.buf.length && this.queuedBytes === 0) {
       this.buf = chunk;
+      this.pos = 0;
     } else {
-      // Keep the unread tail and append: tails are at most one frame, so this copy is bounded.
-      const rest = this.buf.length - this.pos;
-      const merged = new Uint8Array(rest + chunk.length);
-      merged.set(this.buf.subarray(this.pos), 0);
-      merged.set(chunk, rest);
-      this.buf = merged;
+      this.queued.push(chunk);
+      this.queuedBytes += chunk.length;
     }
-    this.pos = 0;
   }
 
   /** Bytes received and not yet returned as frames. */
   buffered(): number {
-    return this.buf.length - this.pos;
+    return this.buf.length - this.pos + this.queuedBytes;
+  }
+
+  /** Make `n` unread bytes contiguous in `buf` if they have all arrived; false if not yet. */
+  private have(n: number): boolean {
+    const inBuf = this.buf.length - this.pos;
+    if (inBuf >= n) return true;
+    if (inBuf + this.queuedBytes < n) return false;
+    // Everything buffered goes into one array: the unread tail (less than n bytes) and every queued chunk.
+    const merged = new Uint8Array(inBuf + this.queuedBytes);
+    merged.set(this.buf.subarray(this.pos), 0);
+    let at = inBuf;
+    for (const c of this.queued) {
+      merged.set(c, at);
+      at += c.length;
+    }
+    this.copiedBytes += merged.length;
+    this.buf = merged;
+    this.pos = 0;
+    this.queued = [];
+    this.queuedBytes = 0;
+    return true;
   }
 
   next(): RawFrame | null {
     if (this.poisoned) throw this.poisoned;
-    const b = this.buf;
-    const p = this.pos;
-    if (b.length - p < HEADER_BYTES) return null;
+    if (!this.have(HEADER_BYTES)) return null;
+    let b = this.buf;
+    let p = this.pos;
     const length = (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) >>> 0;
     const id = (b[p + 8]! | (b[p + 9]! << 8) | (b[p + 10]! << 16) | (b[p + 11]! << 24)) >>> 0;
     if (b[p + 4] !== FRAME_VERSION || b[p + 6] !== 0 || b[p + 7] !== 0) {
@@ -241,8 +264,10 @@ export class FrameDecoder {
         frameError(ErrorCodes.FRAME_TOO_LARGE, `frame of ${length + LENGTH_BYTES} B exceeds the ${this.frameBytesMax} B limit`, id),
       );
     }
+    if (!this.have(LENGTH_BYTES + length)) return null;
+    b = this.buf;
+    p = this.pos;
     const end = p + LENGTH_BYTES + length;
-    if (end > b.length) return null;
     this.pos = end;
     return { op: b[p + 5]!, id, body: b.subarray(p + HEADER_BYTES, end) };
   }

@@ -5,14 +5,18 @@
 //
 // The paper's sender re-issues any write slower than 1 ms, because a real sender cannot see when the
 // receiver declares a buffer Used (§4.3). Whoever lands the write here can: the queue's `usedBelow`
-// word says which buffers the receiver has handed to digest, so the exact rule replaces the timer.
+// word says which buffers the receiver has declared Used, and a hold per reservation (srq-layout.ts)
+// keeps the receiver from handing a buffer to digest -- which may free and reuse it -- while a copy
+// into it is still to come. A lander can be descheduled for any time between reserve and copy (it is
+// a thread or a process, not an RNIC's DMA engine), so a timer could not make this safe.
 import type { PersistentRegion } from '../../config/base/region.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { STALE_RESERVATION, type SharedReceiveQueue } from './srq.js';
 
 /** landOnce result: the reservation was in a buffer already declared Used; nothing was written. */
 export const ABANDONED = STALE_RESERVATION;
-/** landOnce result: written and persisted, but its buffer went Used meanwhile; re-issue it. */
+/** landOnce result: written and persisted, but the receiver fenced its hold meanwhile (it stalled past
+ *  the receiver's holdTimeoutMs, and the buffer went on to digest without it); re-issue it. */
 export const LATE = -4;
 
 /** A write re-issued this many times fails instead (its lander is starved of CPU). */
@@ -24,20 +28,37 @@ export const MAX_REISSUES = 16;
  * NO_BUFFER / SRQ_CLOSED (srq.ts) / ABANDONED / LATE. Throws ENTRY_TOO_LARGE for a write no buffer fits.
  */
 export function landOnce(srq: SharedReceiveQueue, region: PersistentRegion, bytes: Uint8Array, senderId: number): number {
-  const len = bytes.length;
+  const at = reserveLanding(srq, bytes.length);
+  if (at < 0) return at;
+  return copyLanding(srq, region, bytes, at, srq.lastSeq, srq.claimCompletion(), senderId);
+}
+
+/**
+ * landOnce's first step: reserve a slot for `len` bytes. Returns its pool offset (its buffer is
+ * srq.lastSeq; claim the CQ slot next and call copyLanding), or NO_BUFFER / SRQ_CLOSED / ABANDONED.
+ * Split out so a simulator can run other events between the reservation and the copy.
+ */
+export function reserveLanding(srq: SharedReceiveQueue, len: number): number {
   // ABANDONED comes from here: reserve() re-reads usedBelow right after its CAS, and a slot in a
   // buffer the receiver has declared Used (digest may have read or even recycled it) stays empty --
   // the b-log scan steps over holes -- and the write is re-issued.
-  const at = srq.reserve(len);
-  if (at < 0) return at;
-  const seq = srq.lastSeq;
-  const cq = srq.claimCompletion();
+  return srq.reserve(len);
+}
+
+/**
+ * landOnce's second step: copy into the slot reserved at `at` in buffer `seq`, persist, and fill CQ
+ * slot `cq`. Returns `at`, or LATE (re-issue the write).
+ */
+export function copyLanding(srq: SharedReceiveQueue, region: PersistentRegion, bytes: Uint8Array, at: number, seq: number, cq: number, senderId: number): number {
+  const len = bytes.length;
   region.bytes.set(bytes, at);
   region.persist(at, len);
-  // Persisted, but if the buffer went Used meanwhile digest may have scanned past it: re-issue (the
-  // duplicate is harmless: digest applies entries version-conditionally). Seq-cst atomics make this
-  // exact: if we read usedBelow <= seq here, the receiver's hand-off comes after our persist.
-  if (srq.usedBelow() > seq) {
+  // Persisted; now drop the hold reserve() took. The receiver hands a buffer to digest only once its
+  // holds are 0, so digest scans the buffer after this persist -- even if it went Used meanwhile.
+  // Unless the receiver fenced the hold (we stalled past its timeout): then the buffer was handed on
+  // as a copy without waiting for us, and the write is re-issued (the duplicate is harmless: digest
+  // applies entries version-conditionally; the fenced buffer is never reused, so our bytes harm nothing).
+  if (!srq.release(seq)) {
     srq.voidCompletion(cq, senderId);
     return LATE;
   }

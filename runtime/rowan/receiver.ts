@@ -5,10 +5,16 @@
 //      increasing address order (§4.3: 512 preallocated, batches of 128, scaled to the pool);
 //   2. finds consumed segments by the non-zero first 64 bits of a later segment (§4.3: a log entry's
 //      first 64 bits hold its non-zero type, and segments are zeroed before they are posted);
-//   3. waits the grace period (2 ms) for writes still in flight, marks those segments Used in the
-//      segment meta table, and hands them to digest in batches.
-// Senders re-issue any write slower than the retry bound (1 ms < grace), so a write either lands
-// before its segment is declared Used or is written again into a later segment.
+//   3. waits the grace period (2 ms) for writes still in flight, declares those buffers Used in the
+//      queue (no reservation lands there any more), waits until every reservation already made in a
+//      buffer has finished its copy (the queue's holds, srq-layout.ts), then marks the segment Used in
+//      the segment meta table and hands it to digest, in b-log order and in batches.
+// Why wait for the holds: a segment handed to digest may be committed, cleaned, freed and reused as
+// any other log; a sender descheduled between its reservation and its copy would then write into
+// someone else's log (the hazard of issue 10, found by test/sim/). A hold still there after
+// `holdTimeoutMs` belongs to a sender that died or stalls that long: the receiver fences it and hands
+// digest a copy of the buffer in a fresh segment instead, and keeps the original out of use (Using,
+// "quarantined") for the rest of this incarnation, so a late copy can land there and harm nothing.
 import type { Pool } from '../../shm/pool.js';
 import { OwnerRole, SegmentState } from '../../shm/pool.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -29,8 +35,12 @@ export interface ReceiverOptions {
   graceMs: number;
   /** Receives Used b-log segments, in b-log order, in batches of at most `batch`. */
   onUsed: (segments: number[]) => void;
+  /** How long a Used buffer waits for its reservations' copies before it is fenced (default 1 s). */
+  holdTimeoutMs?: number;
   clock?: Clock;
 }
+
+const HOLD_TIMEOUT_MS_DEFAULT = 1000;
 
 export interface ReceiverStats {
   posted: number;
@@ -39,6 +49,10 @@ export interface ReceiverStats {
   handedOff: number;
   postFailures: number;
   outstanding: number;
+  /** Used buffers waiting for copies still in progress, now. */
+  draining: number;
+  /** Buffers fenced after holdTimeoutMs and kept out of use (a copy of each went to digest). */
+  quarantined: number;
 }
 
 export class RowanReceiver {
@@ -50,6 +64,12 @@ export class RowanReceiver {
   /** Buffers below this seq are known consumed; consumedAt[i] is when buffer firstSeq+i was seen so. */
   private consumedUpTo = 0;
   private consumedAt: number[] = [];
+  /** Buffers below this seq are declared Used in the queue (>= firstSeq: some may still be draining). */
+  private usedBelow = 0;
+  /** When the oldest Used buffer started waiting for its holds, or -1. */
+  private drainSince = -1;
+  /** Fenced buffers kept Using and out of use (see the header). */
+  readonly quarantined: number[] = [];
   private readonly counts = { consumed: 0, used: 0, handedOff: 0, postFailures: 0 };
 
   constructor(o: ReceiverOptions) {
@@ -63,6 +83,7 @@ export class RowanReceiver {
     this.clock = o.clock ?? monotonicClock;
     this.firstSeq = o.srq.posted();
     this.consumedUpTo = this.firstSeq;
+    this.usedBelow = this.firstSeq;
   }
 
   /** Post the initial segments. */
@@ -82,6 +103,8 @@ export class RowanReceiver {
       posted: this.postedSegs.length,
       ...this.counts,
       outstanding: this.o.srq.outstanding(),
+      draining: this.usedBelow - this.firstSeq,
+      quarantined: this.quarantined.length,
     };
   }
 
@@ -117,15 +140,34 @@ export class RowanReceiver {
 
   private retireUsed(): void {
     const now = this.clock.now();
-    let n = 0;
-    while (n < this.consumedAt.length && now - this.consumedAt[n]! >= this.o.graceMs) n++;
-    if (n === 0) return;
-    const segs = this.postedSegs.splice(0, n);
-    this.consumedAt.splice(0, n);
-    this.firstSeq += n;
-    for (const s of segs) this.o.pool.transition(s, SegmentState.Using, SegmentState.Used);
-    this.o.srq.markUsedBelow(this.firstSeq);
-    this.counts.used += n;
+    // 1. Buffers past their grace are declared Used: no reservation made from now on lands in them.
+    let m = this.usedBelow - this.firstSeq;
+    while (m < this.consumedAt.length && now - this.consumedAt[m]! >= this.o.graceMs) m++;
+    if (this.firstSeq + m > this.usedBelow) {
+      this.usedBelow = this.firstSeq + m;
+      this.o.srq.markUsedBelow(this.usedBelow);
+    }
+    // 2. Hand them on, in order, once no copy into them is still to come (read after step 1's store:
+    //    a hold not seen here was taken after it, and its sender abandons the slot).
+    const segs: number[] = [];
+    while (this.firstSeq < this.usedBelow) {
+      let seg = this.postedSegs[0]!;
+      if ((this.o.srq.holds?.(this.firstSeq) ?? 0) > 0) {
+        if (this.drainSince < 0) this.drainSince = now;
+        if (now - this.drainSince < (this.o.holdTimeoutMs ?? HOLD_TIMEOUT_MS_DEFAULT)) break;
+        const copy = this.fenceAndCopy(this.firstSeq, seg);
+        if (copy < 0) break; // the holds moved, or no free segment for the copy: next tick
+        seg = copy;
+      }
+      this.drainSince = -1;
+      this.postedSegs.shift();
+      this.consumedAt.shift();
+      this.firstSeq++;
+      this.o.pool.transition(seg, SegmentState.Using, SegmentState.Used);
+      segs.push(seg);
+    }
+    if (segs.length === 0) return;
+    this.counts.used += segs.length;
     for (let i = 0; i < segs.length; i += this.o.batch) {
       const chunk = segs.slice(i, i + this.o.batch);
       this.o.onUsed(chunk);
@@ -133,10 +175,39 @@ export class RowanReceiver {
     }
   }
 
+  /**
+   * Give up waiting for buffer `seq`'s holds: fence them, copy the buffer into a fresh segment (what
+   * digest gets instead) and keep the original Using, out of use. Returns the copy's segment, or -1.
+   */
+  private fenceAndCopy(seq: number, seg: number): number {
+    const pool = this.o.pool;
+    let copy: number;
+    try {
+      copy = pool.allocate(OwnerRole.Control, this.o.ownerId);
+    } catch (err) {
+      if (err instanceof RowanError && err.code === ErrorCodes.PM_FULL) return -1;
+      throw err;
+    }
+    if (!this.o.srq.fence?.(seq)) {
+      pool.free(copy); // Using -> Free: nothing was written to it
+      return -1;
+    }
+    // A late copy may land in the original while we read it: a torn block fails its checksum in the
+    // copy and digest's scan steps over it; a whole one is a duplicate its sender re-issues anyway.
+    const from = pool.segmentOffset(seg);
+    const to = pool.segmentOffset(copy);
+    pool.region.bytes.copyWithin(to, from, from + pool.segmentBytes);
+    pool.region.persist(to, pool.segmentBytes);
+    this.quarantined.push(seg);
+    return copy;
+  }
+
   /** Keep `preallocate` segments posted ahead of the writers, posting whole batches. */
   private replenish(): void {
     const ahead = this.firstSeq + this.postedSegs.length - this.consumedUpTo;
-    let want = this.o.preallocate - ahead;
+    // Never more than postCap buffers past the oldest one not yet handed on: a posted-ring slot (and
+    // its holds word) is reused only once the buffer it held was handed on.
+    let want = Math.min(this.o.preallocate - ahead, this.o.srq.postCap - this.postedSegs.length);
     while (want > 0) {
       const n = Math.min(want, this.o.batch);
       const segs: number[] = [];

@@ -15,6 +15,7 @@
 //   128  +------+--------+------------------------------------------------+   reservation CASes it
 //        |noBuf |attached|cqVoid|starved|                                 |   rare
 //   256  posted ring:  ring x { poolOffset lo u32, hi u32, lengthBytes u32, seq i32 }
+//        holds:        ring x { tag | count i32 }, padded to 64 B
 //        CQ tails:     cqShards x { tail u32, pad to 64 B }   (a cache line each)
 //        CQ rings:     cqShards x cqCap/cqShards x { poolOffset lo u32, hi u32, length u32, sender u32 }
 //
@@ -35,10 +36,11 @@
 //           strideBits holds the stride count of the largest buffer the queue accepts (bufferBytesMax),
 //           so a reservation never carries into the seq bits. Why a seq that wraps at 2^seqBits is
 //           safe: see SharedReceiveQueue.reserve (srq.ts).
-// usedBelow buffers with seq below this have been declared Used by the receiver (and may be digested
-//           and recycled). A shm sender checks it after reserving (a stale reservation is abandoned)
-//           and after persisting (a write that landed as its buffer went Used is re-issued): an exact
-//           version of the paper's 1 ms retry rule, possible because shm senders see receiver state.
+// usedBelow buffers with seq below this have been declared Used by the receiver: no reservation may
+//           land there any more, and once their holds are 0 they are handed to digest (and may be
+//           recycled). A shm sender checks it after reserving (a stale reservation is abandoned); a
+//           write whose hold was fenced is re-issued: an exact version of the paper's 1 ms retry rule,
+//           possible because shm senders see receiver state.
 //           The receiver keeps posted - usedBelow below 2^seqBits (post() asserts it).
 // CQ        the ring CQ, in cqShards shards: each attaching sender takes the next shard round-robin
 //           (attached counts them) and writes its completions there, so two senders do not bounce
@@ -49,6 +51,22 @@
 //           a void entry (length 0) and counts it in cqVoid. Completions of the queue = the sum of
 //           the tails - cqVoid. The rings simply overwrite: the receiver never polls per write
 //           (§3.2.2, "ring CQ").
+// holds     per posted-ring slot, the reservations of its buffer whose copy has not finished: bits
+//           [0, 16) count, [16, 30) the buffer's seq mod 2^14 (its tag), bit 30 Fenced. post() stores
+//           (tag, 0) before it publishes the slot. A sender adds a hold to the buffer it is about to
+//           reserve in *before* its cursor CAS (a CAS on the word that fails if the tag is not its
+//           buffer's), and drops it after the copy is persistent (a CAS that fails if the word was
+//           fenced). The receiver declares a buffer Used (usedBelow) and only then reads its holds: it
+//           hands the buffer to digest -- after which it may be freed and reused -- only once they are 0.
+//           Seq-cst order makes that exact (a Dekker pair): a sender whose hold the receiver did not see
+//           took it after usedBelow moved, so its check of usedBelow after the CAS abandons the slot.
+//           A hold still there after the receiver's timeout (its sender died, or is stalled that long)
+//           is fenced: the receiver copies the buffer to a fresh segment for digest and keeps the old one
+//           out of use, so a copy that still lands there harms nothing, and its sender, finding its
+//           hold fenced, re-issues the write. The receiver posts a buffer into a slot only once the
+//           buffer that slot held before was handed off, so a tag is never reused under live holds
+//           (it repeats every 2^14 buffers: a sender would have to stall that long between its hold
+//           and its copy for a release to hit the wrong buffer).
 // noBuf     reservations that found no posted buffer (receiver not ready, or too slow to re-post).
 // starved   1 while the receiver could not keep buffers posted because its pool had no free segment
 //           (senders that find no buffer report PM_FULL instead of a bare timeout), else 0.
@@ -58,8 +76,9 @@
 // caches instead of being invalidated by other senders' reservations and completions.
 
 export const SRQ_MAGIC = 0x51525352; // 'RSRQ' little-endian
-/** 2: one-word cursor with a wrapping seq, seq per posted slot, sharded CQ, hot words on their own lines. */
-export const SRQ_VERSION = 2;
+/** 2: one-word cursor with a wrapping seq, seq per posted slot, sharded CQ, hot words on their own lines.
+ *  3: holds per posted buffer (the receiver hands a buffer to digest only once its copies are done). */
+export const SRQ_VERSION = 3;
 
 export const SrqState = { Init: 0, Ready: 1, Closed: 2 } as const;
 export type SrqState = (typeof SrqState)[keyof typeof SrqState];
@@ -130,8 +149,29 @@ export function cqShardsFor(cqCap: number): number {
   return Math.min(CQ_SHARDS_MAX, cqCap);
 }
 
+/** Hold word fields (see the header). */
+export const HOLD_COUNT_MASK = 0xffff;
+export const HOLD_TAG_SHIFT = 16;
+export const HOLD_TAG_MASK = 0x3fff;
+export const HOLD_FENCED = 1 << 30;
+
+/** The hold word of a live buffer `seq` with `count` holds. */
+export function holdWord(seq: number, count: number): number {
+  return ((seq & HOLD_TAG_MASK) << HOLD_TAG_SHIFT) | count;
+}
+
+/** Bytes of the holds array: one word per ring slot, padded to a cache line. */
+function holdsBytes(ring: number): number {
+  return Math.ceil((ring * 4) / 64) * 64;
+}
+
+/** Int32 word index of the hold word of the slot buffer `seq` sits in. */
+export function holdsWord(ring: number, seq: number): number {
+  return (HEADER_BYTES + ring * POSTED_SLOT_BYTES + (seq & (ring - 1)) * 4) >> 2;
+}
+
 export function srqBytes(ring: number, cqCap: number): number {
-  return HEADER_BYTES + ring * POSTED_SLOT_BYTES + cqShardsFor(cqCap) * CQ_TAIL_BYTES + cqCap * CQ_SLOT_BYTES;
+  return HEADER_BYTES + ring * POSTED_SLOT_BYTES + holdsBytes(ring) + cqShardsFor(cqCap) * CQ_TAIL_BYTES + cqCap * CQ_SLOT_BYTES;
 }
 
 /** Int32 word index of the posted-ring slot for buffer `seq` (any seq congruent mod `ring` shares it). */
@@ -141,11 +181,11 @@ export function postedSlotWord(ring: number, seq: number): number {
 
 /** Int32 word index of CQ shard `shard`'s tail. */
 export function cqTailWord(ring: number, shard: number): number {
-  return (HEADER_BYTES + ring * POSTED_SLOT_BYTES + shard * CQ_TAIL_BYTES) >> 2;
+  return (HEADER_BYTES + ring * POSTED_SLOT_BYTES + holdsBytes(ring) + shard * CQ_TAIL_BYTES) >> 2;
 }
 
 /** Int32 word index of slot 0 of CQ shard `shard`'s ring (its slots follow, CQ_SLOT_BYTES apart). */
 export function cqRingWord(ring: number, cqCap: number, shard: number): number {
   const shards = cqShardsFor(cqCap);
-  return (HEADER_BYTES + ring * POSTED_SLOT_BYTES + shards * CQ_TAIL_BYTES + shard * (cqCap / shards) * CQ_SLOT_BYTES) >> 2;
+  return (HEADER_BYTES + ring * POSTED_SLOT_BYTES + holdsBytes(ring) + shards * CQ_TAIL_BYTES + shard * (cqCap / shards) * CQ_SLOT_BYTES) >> 2;
 }

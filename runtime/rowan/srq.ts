@@ -34,6 +34,12 @@ export interface ReceiveQueue {
   markUsedBelow(seq: number): void;
   /** The receiver could (false) or could not (true) allocate the segments it wanted to post. */
   markStarved?(starved: boolean): void;
+  /** Reservations in buffer `seq` whose copy has not finished (absent: a hardware RNIC's queue, whose
+   *  DMA cannot outlive the grace). The receiver hands a buffer to digest only once this is 0. */
+  holds?(seq: number): number;
+  /** Give up on buffer `seq`'s holds (their senders died or stalled past the receiver's timeout): from
+   *  now on their releases fail and they re-issue. False if the holds changed meanwhile (look again). */
+  fence?(seq: number): boolean;
 }
 
 /** reserve() results that are not pool offsets. */
@@ -54,6 +60,45 @@ export interface SrqCreateOptions {
 
 const TWO32 = 2 ** 32;
 
+/** The memory a queue lives in: a mapped file (native/pmem2.ts PmemMapping) or a SharedArrayBuffer. */
+interface QueueMemory {
+  readonly bytes: Uint8Array;
+  readonly size: number;
+  close(): void;
+}
+
+/** Check the options and size the cursor; BAD_CONFIG on a bad combination. */
+function checkGeometry(o: SrqCreateOptions): L.CursorGeometry {
+  const stride = o.strideBytes ?? 64;
+  const bufferBytesMax = o.bufferBytesMax ?? defaultLimits.segmentBytes;
+  if (!Number.isInteger(o.postCap) || o.postCap < 2) bad(`postCap must be an integer >= 2, got ${o.postCap}`);
+  if (!Number.isInteger(o.cqCap) || o.cqCap < 2 || (o.cqCap & (o.cqCap - 1)) !== 0)
+    bad(`cqCap must be a power of two >= 2, got ${o.cqCap}`);
+  if (!Number.isInteger(bufferBytesMax) || bufferBytesMax < stride || bufferBytesMax % stride !== 0)
+    bad(`bufferBytesMax must be a positive multiple of the ${stride} B stride, got ${bufferBytesMax}`);
+  const g = L.cursorGeometry(bufferBytesMax, stride, o.postCap);
+  if (!g) bad(`postCap ${o.postCap} is too large for a one-word cursor over buffers of up to ${bufferBytesMax} B`);
+  return g;
+}
+
+/** Write a fresh queue's header into zeroed memory (the magic last). */
+function format(bytes: Uint8Array, o: SrqCreateOptions, g: L.CursorGeometry, incarnation: Uint8Array): void {
+  const i32 = new Int32Array(bytes.buffer, bytes.byteOffset, bytes.length >> 2);
+  const inc = new DataView(incarnation.buffer, incarnation.byteOffset, 8);
+  i32[L.W_VERSION] = L.SRQ_VERSION;
+  i32[L.W_POST_CAP] = o.postCap;
+  i32[L.W_CQ_CAP] = o.cqCap;
+  i32[L.W_STRIDE] = o.strideBytes ?? 64;
+  i32[L.W_INCARNATION_LO] = inc.getInt32(0, true);
+  i32[L.W_INCARNATION_HI] = inc.getInt32(4, true);
+  i32[L.W_RING] = g.ring;
+  i32[L.W_STRIDE_BITS] = g.strideBits;
+  i32[L.W_CQ_SHARDS] = L.cqShardsFor(o.cqCap);
+  for (let n = 0; n < g.ring; n++) i32[L.postedSlotWord(g.ring, n) + L.SLOT_SEQ] = L.SLOT_EMPTY;
+  // Publishes the header: an attacher that sees the magic sees every field above.
+  Atomics.store(i32, L.W_MAGIC, L.SRQ_MAGIC);
+}
+
 export class SharedReceiveQueue implements ReceiveQueue {
   readonly path: string;
   readonly postCap: number;
@@ -65,7 +110,7 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /** Buffer seq of this object's last successful reserve() (sender-local). */
   lastSeq = -1;
   private unmapped = false;
-  private readonly map: PmemMapping;
+  private readonly map: QueueMemory;
   private readonly i32: Int32Array;
   private readonly u32: Uint32Array;
   private readonly strideBits: number;
@@ -85,7 +130,7 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /** Sender-local: the cursor word as this sender last saw or left it (reserve's first CAS guess). */
   private cursorSeen = 0;
 
-  private constructor(path: string, map: PmemMapping) {
+  private constructor(path: string, map: QueueMemory) {
     this.path = path;
     this.map = map;
     const buf = map.bytes.buffer;
@@ -114,35 +159,26 @@ export class SharedReceiveQueue implements ReceiveQueue {
    * reserving in it.
    */
   static create(path: string, o: SrqCreateOptions): SharedReceiveQueue {
-    const stride = o.strideBytes ?? 64;
-    const bufferBytesMax = o.bufferBytesMax ?? defaultLimits.segmentBytes;
-    if (!Number.isInteger(o.postCap) || o.postCap < 2) bad(`postCap must be an integer >= 2, got ${o.postCap}`);
-    if (!Number.isInteger(o.cqCap) || o.cqCap < 2 || (o.cqCap & (o.cqCap - 1)) !== 0)
-      bad(`cqCap must be a power of two >= 2, got ${o.cqCap}`);
-    if (!Number.isInteger(bufferBytesMax) || bufferBytesMax < stride || bufferBytesMax % stride !== 0)
-      bad(`bufferBytesMax must be a positive multiple of the ${stride} B stride, got ${bufferBytesMax}`);
-    const g = L.cursorGeometry(bufferBytesMax, stride, o.postCap);
-    if (!g) bad(`postCap ${o.postCap} is too large for a one-word cursor over buffers of up to ${bufferBytesMax} B`);
+    const g = checkGeometry(o);
     if (existsSync(path)) closeStale(path);
     const tmp = `${path}.${process.pid}.tmp`;
     writeFileSync(tmp, Buffer.alloc(L.srqBytes(g.ring, o.cqCap)));
     const map = PmemMapping.map(tmp, { mode: 'pagecache', label: path });
-    const i32 = new Int32Array(map.bytes.buffer, map.bytes.byteOffset, map.size >> 2);
-    const inc = randomBytes(8);
-    i32[L.W_VERSION] = L.SRQ_VERSION;
-    i32[L.W_POST_CAP] = o.postCap;
-    i32[L.W_CQ_CAP] = o.cqCap;
-    i32[L.W_STRIDE] = stride;
-    i32[L.W_INCARNATION_LO] = inc.readInt32LE(0);
-    i32[L.W_INCARNATION_HI] = inc.readInt32LE(4);
-    i32[L.W_RING] = g.ring;
-    i32[L.W_STRIDE_BITS] = g.strideBits;
-    i32[L.W_CQ_SHARDS] = L.cqShardsFor(o.cqCap);
-    for (let n = 0; n < g.ring; n++) i32[L.postedSlotWord(g.ring, n) + L.SLOT_SEQ] = L.SLOT_EMPTY;
-    // Publishes the header: an attacher that sees the magic sees every field above.
-    Atomics.store(i32, L.W_MAGIC, L.SRQ_MAGIC);
+    format(map.bytes, o, g, randomBytes(8));
     renameSync(tmp, path);
     return new SharedReceiveQueue(path, map);
+  }
+
+  /**
+   * A queue in DRAM (a SharedArrayBuffer) rather than a file: for senders that are threads of the
+   * receiver's process, and for the single-threaded simulator (test/sim/), which passes its own
+   * `incarnation` (8 bytes) so a run does not depend on randomness it does not own.
+   */
+  static inMemory(o: SrqCreateOptions, incarnation: Uint8Array = randomBytes(8)): SharedReceiveQueue {
+    const g = checkGeometry(o);
+    const bytes = new Uint8Array(new SharedArrayBuffer(L.srqBytes(g.ring, o.cqCap)));
+    format(bytes, o, g, incarnation);
+    return new SharedReceiveQueue('(memory)', { bytes, size: bytes.length, close: () => {} });
   }
 
   /** Sender side: map an existing queue. ROWAN_ERR_RECEIVER_NOT_READY if there is none (yet). */
@@ -228,6 +264,9 @@ export class SharedReceiveQueue implements ReceiveQueue {
       this.u32[w + L.SLOT_OFFSET_LO] = lo;
       this.u32[w + L.SLOT_OFFSET_HI] = (b.offset - lo) / TWO32;
       this.u32[w + L.SLOT_LENGTH] = b.length;
+      // The slot's previous buffer was handed off (the receiver posts no further ahead), so no live
+      // hold is lost here; published to senders by the seq store below.
+      Atomics.store(this.i32, L.holdsWord(this.ring, n0 + i), L.holdWord(n0 + i, 0));
       // Publishes the slot as buffer n0 + i: a sender that loads this seq sees its offset and length.
       Atomics.store(this.i32, w + L.SLOT_SEQ, n0 + i);
     }
@@ -323,18 +362,28 @@ export class SharedReceiveQueue implements ReceiveQueue {
       }
       const strides = c & this.strideMask;
       if (strides + need <= this.curStrides) {
+        const seq = this.curSeq;
+        // A hold on the buffer before the reservation exists (srq-layout.ts, holds): the receiver does
+        // not hand the buffer on while it sees it. No hold: the slot holds a later buffer or was fenced.
+        if (!this.takeHold(seq)) {
+          this.curLow = -1;
+          c = this.cursorSeen = Atomics.load(this.i32, L.W_CURSOR); // latest reservation state
+          continue;
+        }
         // Publishes the reservation: [strides, strides+need) of the cursor's buffer is ours alone.
         // strides + need fits the stride field (post() bounds buffer lengths), so nothing carries.
         const seen = Atomics.compareExchange(this.i32, L.W_CURSOR, c, c + need);
         if (seen !== c) {
+          this.release(seq);
           c = seen;
           continue;
         }
         this.cursorSeen = c + need;
-        const seq = this.curSeq;
-        // Reads the receiver's latest Used mark: a buffer below it may be digested or recycled already
-        // (we were descheduled), or our seq is 2^seqBits stale (see above). Either way, write nothing.
+        // Reads the receiver's latest Used mark after our hold was published: a buffer below it may be
+        // handed on (if the receiver read its holds before ours), or our seq is 2^seqBits stale (see
+        // above). Either way, write nothing.
         if (Atomics.load(this.i32, L.W_USED_BELOW) > seq) {
+          this.release(seq);
           this.curLow = -1;
           return STALE_RESERVATION;
         }
@@ -381,6 +430,52 @@ export class SharedReceiveQueue implements ReceiveQueue {
   private noBuffer(): number {
     Atomics.add(this.i32, L.W_NO_BUFFER, 1); // statistics only
     return NO_BUFFER;
+  }
+
+  /** Add a hold to buffer `seq` if its slot still holds it and it is not fenced (see the layout). */
+  private takeHold(seq: number): boolean {
+    const w = L.holdsWord(this.ring, seq);
+    for (;;) {
+      const h = Atomics.load(this.i32, w); // the slot's tag and holds as last published
+      if (h >>> L.HOLD_TAG_SHIFT !== (seq & L.HOLD_TAG_MASK)) return false;
+      // Publishes our hold before the cursor CAS that reserves (the receiver reads it after usedBelow).
+      if (Atomics.compareExchange(this.i32, w, h, h + 1) === h) return true;
+    }
+  }
+
+  /**
+   * Drop the hold a reservation in buffer `seq` took (reserve() returned it in lastSeq), once its copy
+   * is persistent. False if the receiver fenced the buffer meanwhile: the copy may have landed after
+   * the buffer was handed on, so the write must be re-issued.
+   */
+  release(seq: number): boolean {
+    this.mapped();
+    const w = L.holdsWord(this.ring, seq);
+    for (;;) {
+      const h = Atomics.load(this.i32, w); // the slot's tag and holds as last published
+      if (h >>> L.HOLD_TAG_SHIFT !== (seq & L.HOLD_TAG_MASK)) return false;
+      invariant((h & L.HOLD_COUNT_MASK) > 0, `release of buffer ${seq} without a hold`);
+      // Publishes that our copy is done: the receiver may hand the buffer on once the count is 0.
+      if (Atomics.compareExchange(this.i32, w, h, h - 1) === h) return true;
+    }
+  }
+
+  /** Holds on buffer `seq` (receiver side; the buffer must not have been handed on). */
+  holds(seq: number): number {
+    this.mapped();
+    const h = Atomics.load(this.i32, L.holdsWord(this.ring, seq)); // the latest holds of the slot
+    invariant(h >>> L.HOLD_TAG_SHIFT === (seq & L.HOLD_TAG_MASK), `buffer ${seq} is no longer in its slot`);
+    return h & L.HOLD_COUNT_MASK;
+  }
+
+  /** Fence buffer `seq`'s holds (receiver side): later releases of them fail. False if they changed. */
+  fence(seq: number): boolean {
+    this.mapped();
+    const w = L.holdsWord(this.ring, seq);
+    const h = Atomics.load(this.i32, w); // the holds we decided to give up on
+    if (h >>> L.HOLD_TAG_SHIFT !== (seq & L.HOLD_TAG_MASK)) return false;
+    // Publishes the fence: a sender's hold CAS or release CAS on this word fails from now on.
+    return Atomics.compareExchange(this.i32, w, h, h | L.HOLD_FENCED) === h;
   }
 
   /**

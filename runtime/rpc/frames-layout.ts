@@ -102,7 +102,7 @@ export const BLOB_OFF = 4;
 /** ERROR: codeLen u16 · code · msgLen u32 · message. */
 export const ERROR_CODE_LEN_OFF = 0;
 export const ERROR_CODE_OFF = 2;
-/** An error code is a stable ROWAN_ERR_ name (runtime/errors.ts); longer ones are refused. */
+/** An error code is a stable ROWAN_ERR_ name (config/base/errors.ts); longer ones are refused. */
 export const ERROR_CODE_BYTES_MAX = 64;
 /** Error messages are for people; the encoder cuts them here so an ERROR stays small. */
 export const ERROR_MESSAGE_BYTES_MAX = 4096;

@@ -13,9 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { RowanClient } from '../../actors/kv/client/client.js';
-import { shardOfHash } from '../../config/cluster.js';
+import { shardOfKey } from '../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import { hash64 } from '../../shm/hash.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { nodePids, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
 
@@ -34,7 +33,7 @@ test('a dead primary is failed over: writes to its shards succeed through the cl
     const c1 = readCluster(file);
     const client = await RowanClient.connect({ cluster: file, retries: 5 });
     const keys = Array.from({ length: 120 }, (_, i) => `k-${i}`);
-    const shardOf = (k: string) => shardOfHash(hash64(enc(k)).hi, c1.shardCount);
+    const shardOf = (k: string) => shardOfKey(enc(k), c1.shardCount);
     for (const k of keys) await client.put(k, `v1-${k}`);
 
     // 1. SIGKILL node 0, then write to the shards it was primary of: no error reaches the caller.

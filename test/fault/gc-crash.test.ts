@@ -10,10 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../../actors/kv/client/client.js';
-import { shardOfHash } from '../../config/cluster.js';
+import { shardOfKey } from '../../config/slots.js';
 import { FileConfigStore } from '../../config/store.js';
 import { collectClusterStatus } from '../../bin/cluster-status.js';
-import { hash64 } from '../../shm/hash.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 
 const POOL = ['--pool-mib', '8', '--segment-kib', '256'];
@@ -44,7 +43,7 @@ test('SIGKILL of every node during GC loses no acknowledged write', { timeout: 3
         const ok = (got: number) => got === a || (got > a && issued.get(k)!.includes(got));
         const primary = nOf(dec(await client.get(k)));
         assert.ok(ok(primary), `round ${round}: ${k} reads write ${primary}, newest acknowledged is ${a}`);
-        const shard = cluster.shards[shardOfHash(hash64(enc(k)).hi, cluster.shardCount)]!;
+        const shard = cluster.shards[shardOfKey(enc(k), cluster.shardCount)]!;
         for (const b of shard.backups) {
           const got = nOf(dec(await client.getReplica(b, k)));
           // A backup may lag its primary by the writes of the segment it had not digested yet, but it

@@ -29,6 +29,9 @@ test('SIGKILLed shm senders leave no torn block that the b-log scan accepts', { 
       // the rest are killed wherever they happen to be.
       const tear = k % 2 === 1 ? 50 + Math.floor(Math.random() * 200) : -1;
       const p = fork(child, [rx.dataDir, String(k), String(tear)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+      // Taken now: a sender that ends by itself before the kill must not leave us waiting for an exit
+      // event that already happened.
+      const exited = new Promise((r) => p.once('exit', r));
       let tornAt = -1;
       const torn = new Promise<void>((resolve) => p.on('message', (m: { torn?: number }) => {
         if (m.torn !== undefined) {
@@ -44,7 +47,7 @@ test('SIGKILLed shm senders leave no torn block that the b-log scan accepts', { 
       else await sleep(5 + Math.random() * 60);
       p.kill('SIGKILL');
       if (tornAt >= 0) tornSlots++;
-      await new Promise((r) => p.once('exit', r));
+      await exited;
     }
     rx.drain();
     const stats = newBlogScanStats();

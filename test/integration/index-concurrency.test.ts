@@ -44,11 +44,14 @@ async function runPhase(sh: Shared, phase: IndexWorkerData['phase'], seed: numbe
   return out;
 }
 
-async function round(mode: S.HashMode, nKeys: number, ops: number, seed: number): Promise<void> {
+async function round(mode: S.HashMode, nKeys: number, ops: number, seed: number, grow = false): Promise<void> {
   // 'collide': 2 buckets of 7 items for 16 keys -> chains; 'spread': 512 buckets for 20k keys -> chains.
-  const ix = mode === 'collide'
-    ? ShardIndex.create({ buckets: 2, overflowBuckets: 8 })
-    : ShardIndex.create({ buckets: 512, overflowBuckets: 4096 });
+  // grow: 64 buckets and ONE overflow bucket to start with, so the threads grow the buffer as they race.
+  const ix = grow
+    ? ShardIndex.create({ buckets: 64, overflowBuckets: 1, overflowBucketsMax: 8192 })
+    : mode === 'collide'
+      ? ShardIndex.create({ buckets: 2, overflowBuckets: 8 })
+      : ShardIndex.create({ buckets: 512, overflowBuckets: 4096 });
   const logSab = new SharedArrayBuffer(S.SharedFakeLog.bytes(WORKERS * ops + 1));
   const ctrlSab = new SharedArrayBuffer(S.ctrlBytes(nKeys));
   const sh: Shared = {
@@ -57,7 +60,7 @@ async function round(mode: S.HashMode, nKeys: number, ops: number, seed: number)
     ctrl: new Int32Array(ctrlSab),
     base: { indexSab: ix.buffer, logSab, ctrlSab, mode, nKeys, ops },
   };
-  const label = `${mode} seed ${seed}`;
+  const label = `${mode}${grow ? ' growing' : ''} seed ${seed}`;
 
   const mixed = await runPhase(sh, 'mixed', seed);
   const sum = (f: (r: IndexWorkerReport) => number): number => mixed.reduce((a, r) => a + f(r), 0);
@@ -91,6 +94,7 @@ async function round(mode: S.HashMode, nKeys: number, ops: number, seed: number)
   assert.equal(sum((r) => r.results.inserted), present);
   assert.equal(sum((r) => r.upserts), Atomics.load(sh.ctrl, S.C_NEXT_ADDR));
   assert.ok(st.maxChain > 1, `${label}: the test should exercise chains`);
+  if (grow) assert.ok(st.overflowBuckets >= st.overflowUsed && st.overflowUsed > 64, `${label}: the overflow area should have grown (${st.overflowBuckets} buckets, ${st.overflowUsed} used)`);
   assert.ok(sum((r) => r.results.stale) > 0 || mode === 'spread', `${label}: expected stale races`);
 
   // Removal race: every worker tries to remove every key; each key must be removed exactly once.
@@ -119,5 +123,8 @@ for (const seed of [1, 2, 3]) {
   });
   test(`many keys forcing chains, seed ${seed}`, async () => {
     await round('spread', 20_000, 150_000, seed);
+  });
+  test(`many keys into a table that grows while the threads race, seed ${seed}`, async () => {
+    await round('spread', 20_000, 150_000, seed, true);
   });
 }

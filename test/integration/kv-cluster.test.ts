@@ -9,11 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../../actors/kv/client/client.js';
-import { shardOfHash } from '../../config/cluster.js';
+import { shardOfKey } from '../../config/slots.js';
 import { defaultLimits } from '../../config/limits.js';
 import { FileConfigStore } from '../../config/store.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
-import { hash64 } from '../../shm/hash.js';
 import { EntryType } from '../../shm/log.js';
 import { OwnerRole, Pool } from '../../shm/pool.js';
 
@@ -52,7 +51,7 @@ test('a 3-node cluster replicates, digests, survives a full restart', { timeout:
     for (let i = 0; i < N; i++) assert.equal(dec(await client.get(key(i))), expected(i), `primary read of ${key(i)}`);
     let replicaReads = 0;
     for (let i = 0; i < N; i++) {
-      const shard = cluster.shards[shardOfHash(hash64(enc(key(i))).hi, cluster.shardCount)]!;
+      const shard = cluster.shards[shardOfKey(enc(key(i)), cluster.shardCount)]!;
       for (const b of shard.backups) {
         assert.equal(dec(await client.getReplica(b, key(i))), expected(i), `backup ${b} index for ${key(i)}`);
         replicaReads++;
@@ -78,7 +77,7 @@ test('a 3-node cluster replicates, digests, survives a full restart', { timeout:
       }
       pool.close();
       for (let i = 0; i < N; i++) {
-        const shard = cluster.shards[shardOfHash(hash64(enc(key(i))).hi, cluster.shardCount)]!;
+        const shard = cluster.shards[shardOfKey(enc(key(i)), cluster.shardCount)]!;
         if (!shard.backups.includes(node.id)) continue;
         assert.ok(seen.has(key(i)), `node ${node.id}'s b-log lacks ${key(i)}`);
         assert.equal(seen.get(key(i)), expected(i), `node ${node.id}'s b-log, newest ${key(i)}`);

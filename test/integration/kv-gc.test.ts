@@ -13,11 +13,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../../actors/kv/client/client.js';
-import { shardOfHash } from '../../config/cluster.js';
+import { shardOfKey } from '../../config/slots.js';
 import { FileConfigStore } from '../../config/store.js';
 import { collectClusterStatus, formatClusterStatus } from '../../bin/cluster-status.js';
 import { RowanError } from '../../config/base/errors.js';
-import { hash64 } from '../../shm/hash.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 
 const POOL = ['--pool-mib', '8', '--segment-kib', '256'];
@@ -76,7 +75,7 @@ test('overwrites of 20x the pool capacity run in a bounded pool; primaries and b
     let backupReads = 0;
     for (const [k, { v }] of newest) {
       assert.equal(dec(await client.get(k)), v, `primary read of ${k}`);
-      const shard = cluster.shards[shardOfHash(hash64(enc(k)).hi, cluster.shardCount)]!;
+      const shard = cluster.shards[shardOfKey(enc(k), cluster.shardCount)]!;
       for (const b of shard.backups) {
         assert.equal(dec(await client.getReplica(b, k)), v, `node ${b}'s backup index for ${k}`);
         backupReads++;

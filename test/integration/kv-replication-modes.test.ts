@@ -12,9 +12,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../../actors/kv/client/client.js';
-import { shardOfHash, type ClusterConfig, type ClusterReplicationMode } from '../../config/cluster.js';
+import { type ClusterConfig, type ClusterReplicationMode } from '../../config/cluster.js';
+import { shardOfKey } from '../../config/slots.js';
 import { FileConfigStore } from '../../config/store.js';
-import { hash64 } from '../../shm/hash.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
@@ -36,7 +36,7 @@ const expected = (i: number) => (i < 80 ? `v2-${i}` : i < 130 ? null : v1(i));
 async function checkBackups(client: RowanClient, cluster: ClusterConfig, what: string): Promise<number> {
   let reads = 0;
   for (let i = 0; i < N; i++) {
-    const shard = cluster.shards[shardOfHash(hash64(enc(key(i))).hi, cluster.shardCount)]!;
+    const shard = cluster.shards[shardOfKey(enc(key(i)), cluster.shardCount)]!;
     for (const b of shard.backups) {
       assert.equal(dec(await client.getReplica(b, key(i))), expected(i), `${what}: backup ${b} index for ${key(i)}`);
       reads++;
@@ -74,7 +74,7 @@ for (const mode of MODES) {
       else {
         // The one-sided baselines land in remote logs the digest never reads: no backup index has them yet.
         for (let i = 130; i < N; i++) {
-          const shard = cluster.shards[shardOfHash(hash64(enc(key(i))).hi, cluster.shardCount)]!;
+          const shard = cluster.shards[shardOfKey(enc(key(i)), cluster.shardCount)]!;
           for (const b of shard.backups) assert.equal(await client.getReplica(b, key(i)), null, `${mode}: backup ${b} indexed ${key(i)} online`);
         }
       }

@@ -1,4 +1,4 @@
-// The interface every replication writer implements (runtime/fabric/baselines.ts picks one by mode).
+// The interface every replication writer implements (actors/kv/baselines.ts picks one by mode).
 import type { Clock } from '../../../config/base/clock.js';
 import type { RemoteRegion } from '../../../runtime/fabric/fabric.js';
 

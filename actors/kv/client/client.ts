@@ -108,7 +108,7 @@ export class RowanClient {
 
   async put(key: Uint8Array | string, value: Uint8Array | string): Promise<void> {
     const k = toBytes(key);
-    const v = toBytes(value);
+    const v = toBytes(value, 'value');
     checkSizes(k, v, this.limits);
     await this.keyOp(Op.PUT, k, v, null);
   }

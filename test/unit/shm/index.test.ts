@@ -87,6 +87,37 @@ test('tag collisions with different keys are told apart by keyEquals', () => {
   keys.forEach((k, i) => assert.equal(ix.get(k, same, log), i === 2 ? n : addrs[i]));
 });
 
+test('a growable table takes 50x its initial overflow and finds every key; INDEX_FULL only at its maximum', () => {
+  const ix = ShardIndex.create({ buckets: 4, overflowBuckets: 2, bucketItems: 4, overflowBucketsMax: 400 });
+  const log = new FakeLog();
+  const before = ix.buffer.byteLength;
+  const keys: Uint8Array[] = [];
+  for (let i = 0; i < 600; i++) {
+    const k = new TextEncoder().encode(`grow-${i}`);
+    keys.push(k);
+    ix.upsert(k, hash64(k), log.append(k, 1), 1, log);
+  }
+  assert.ok(ix.buffer.byteLength > before, 'the buffer grew');
+  assert.ok(ix.stats().overflowBuckets >= 100, `grew to ${ix.stats().overflowBuckets} overflow buckets`);
+  for (const k of keys) assert.notEqual(ix.get(k, hash64(k), log), 0, 'every key is found after growth');
+  // An attacher (another thread would do the same) sees the grown table.
+  const other = ShardIndex.attach(ix.buffer);
+  for (const k of keys) assert.notEqual(other.get(k, hash64(k), log), 0);
+  // Past the maximum: INDEX_FULL, and the table still answers.
+  let err: unknown;
+  for (let i = 0; i < 2000 && !err; i++) {
+    const k = new TextEncoder().encode(`over-${i}`);
+    try {
+      ix.upsert(k, hash64(k), log.append(k, 1), 1, log);
+    } catch (e) {
+      err = e;
+    }
+  }
+  assert.ok(err instanceof RowanError && err.code === ErrorCodes.INDEX_FULL, String(err));
+  assert.equal(ix.freeOverflowBuckets(), 0);
+  for (const k of keys) assert.notEqual(ix.get(k, hash64(k), log), 0);
+});
+
 test('full buckets chain into overflow buckets; INDEX_FULL when none is left', () => {
   const ix = ShardIndex.create({ buckets: 2, overflowBuckets: 3, bucketItems: 4 }); // 3 items per bucket
   const log = new FakeLog();

@@ -1,4 +1,4 @@
-// runtime/fabric/baselines.ts over the shm fabric: every mode lands each write exactly where it says
+// actors/kv/baselines.ts over the shm fabric: every mode lands each write exactly where it says
 // (read back through the connection), rwrite keeps one log per stream, share one log per node with
 // contiguous addresses (across two connections standing in for two sender threads), and batch sends
 // at 256 B and on its timeout and resolves a write only once its whole batch is persistent.

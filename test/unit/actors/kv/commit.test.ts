@@ -1,4 +1,4 @@
-// CommitVer on the primary (§4.4, runtime/kv/commit.ts): with several workers claiming versions of one
+// CommitVer on the primary (§4.4, actors/kv/commit.ts): with several workers claiming versions of one
 // shard and finishing them out of order, CommitVer never covers an unfinished version, and reaches the
 // shard's version once everything is done. Plus live-byte accounting and read epochs (gc-state.ts).
 import { test } from 'node:test';

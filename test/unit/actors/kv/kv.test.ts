@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { planCluster, shardOfHash, type ClusterConfig } from '../../../../config/cluster.js';
+import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
+import { shardOfKey } from '../../../../config/slots.js';
 import { defaultLimits } from '../../../../config/limits.js';
 import { KvWorker } from '../../../../actors/worker/kv.js';
 import { ShmConnection, shmPaths } from '../../../../runtime/fabric/shm.js';
@@ -17,7 +18,6 @@ import { attachKvShared, createKvShared, type KvShared } from '../../../../actor
 import { scanBlogBlocks } from '../../../../runtime/rowan/blog-scan.js';
 import { RowanReceiver } from '../../../../runtime/rowan/receiver.js';
 import { SharedReceiveQueue } from '../../../../runtime/rowan/srq.js';
-import { hash64 } from '../../../../shm/hash.js';
 import { OwnerRole, Pool } from '../../../../shm/pool.js';
 import { TLog } from '../../../../shm/tlog.js';
 
@@ -82,7 +82,7 @@ test('PUT/GET/DEL on the primary, replicated to both backups, and rebuilt by a c
     const keys: string[] = [];
     for (let i = 0; keys.length < 300; i++) {
       const k = `key-${i}`;
-      if (cluster.shards[shardOfHash(hash64(enc(k)).hi, cluster.shardCount)]!.primary === 0) keys.push(k);
+      if (cluster.shards[shardOfKey(enc(k), cluster.shardCount)]!.primary === 0) keys.push(k);
     }
     await Promise.all(keys.map((k) => worker.put(enc(k), enc(`v1-${k}`), 1)));
     await Promise.all(keys.slice(0, 100).map((k) => worker.put(enc(k), enc(`v2-${k}`), 1))); // overwrites
@@ -94,7 +94,7 @@ test('PUT/GET/DEL on the primary, replicated to both backups, and rebuilt by a c
     for (const [i, k] of keys.entries()) assert.equal(dec(await worker.get(enc(k), 1)), expect(k, i), `primary ${k}`);
 
     await assert.rejects(worker.put(enc(keys[0]!), enc('v'), 0), { code: 'ROWAN_ERR_STALE_TERM' });
-    const foreign = Array.from({ length: 100 }, (_, i) => `f-${i}`).find((k) => cluster.shards[shardOfHash(hash64(enc(k)).hi, 12)]!.primary !== 0)!;
+    const foreign = Array.from({ length: 100 }, (_, i) => `f-${i}`).find((k) => cluster.shards[shardOfKey(enc(k), 12)]!.primary !== 0)!;
     await assert.rejects(worker.put(enc(foreign), enc('v'), 1), { code: 'ROWAN_ERR_WRONG_SHARD' });
     await assert.rejects(worker.put(enc('k'.repeat(2000)), enc('v'), 1), { code: 'ROWAN_ERR_KEY_TOO_LARGE' });
 
@@ -142,7 +142,7 @@ test('a cold start does not copy multi-block b-log entries again once they are i
     const { encodeBlocks, EntryType } = await import('../../../../shm/log.js');
     for (let i = 0; i < 3; i++) {
       const key = enc(`big-${i}`);
-      const shard = shardOfHash(hash64(key).hi, cluster.shardCount);
+      const shard = shardOfKey(key, cluster.shardCount);
       for (const b of encodeBlocks({ type: EntryType.Put, shard, version: i + 1, key, value: enc('y'.repeat(10_000)) }, defaultLimits)) await conn.write(b);
     }
     const digestSegments = () => n.pool.segments({ role: OwnerRole.Digest }).length;

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  ACTORS_PER_ROLE_MAX, NODE_ID_MAX, OWNER_ID_MAX, actorOwner, backupLogOwner, blogOwner, remoteRegionOwner, tlogOwner,
+  ACTORS_PER_ROLE_MAX, NODE_ID_MAX, RECOVERY_LOG_OWNER, OWNER_ID_MAX, actorOwner, backupLogOwner, blogOwner, remoteRegionOwner, tlogOwner,
 } from '../../../../config/base/ids.js';
 import { OwnerRole } from '../../../../shm/pool-layout.js';
 import { defaultLimits } from '../../../../config/limits.js';
@@ -28,6 +28,7 @@ test('owner ids are unique per role for node ids 0..NODE_ID_MAX and the maximum 
     claim(OwnerRole.Digest, actorOwner(a), `digest log ${a}`);
     claim(OwnerRole.Clean, actorOwner(a), `clean log ${a}`);
   }
+  claim(OwnerRole.Digest, RECOVERY_LOG_OWNER, 'the recovery log');
   for (let n = 0; n <= NODE_ID_MAX; n++) claim(OwnerRole.Remote, remoteRegionOwner(n), `regions of node ${n}`);
   assert.equal(byRole.get(OwnerRole.Remote)!.size, NODE_ID_MAX + 1);
 });

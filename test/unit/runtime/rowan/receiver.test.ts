@@ -18,7 +18,7 @@ import { RowanError } from '../../../../config/base/errors.js';
 
 const SEG = 64 * 1024;
 
-function setup(o: { segments?: number; preallocate?: number; batch?: number } = {}) {
+function setup(o: { segments?: number; preallocate?: number; batch?: number; holdTimeoutMs?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-rx-unit-'));
   const p = shmPaths(dir);
   const pool = Pool.create(p.pool, { segmentCount: o.segments ?? 16, segmentBytes: SEG });
@@ -27,6 +27,7 @@ function setup(o: { segments?: number; preallocate?: number; batch?: number } = 
   const handed: number[][] = [];
   const rx = new RowanReceiver({
     pool, srq, ownerId: 3, preallocate: o.preallocate ?? 4, batch: o.batch ?? 2, graceMs: 2, clock,
+    ...(o.holdTimeoutMs === undefined ? {} : { holdTimeoutMs: o.holdTimeoutMs }),
     onUsed: (s) => handed.push(s),
   });
   rx.start();
@@ -189,7 +190,7 @@ test('over tcp: the nic answers a starved receiver with PM_FULL, and the sender 
   }
 });
 
-test('a reservation in a buffer already declared Used is abandoned; one that went Used during the copy is LATE', async () => {
+test('a reservation in a buffer already declared Used is abandoned; one that went Used during the copy lands; one fenced during the copy is LATE', async () => {
   const t = setup();
   try {
     // Publish "buffer 0 is Used" while writes still land in it: exactly the stale-sender race.
@@ -197,15 +198,80 @@ test('a reservation in a buffer already declared Used is abandoned; one that wen
     assert.equal(t.conn.tryWrite(stride(1)), ABANDONED);
     t.srq.markUsedBelow(0);
     assert.ok(t.conn.tryWrite(stride(1)) >= 0);
-    // LATE needs usedBelow to move between the copy and the check: drive it through a region whose
-    // persist publishes it, as the control actor would at that instant.
+    // Drive the receiver's side through a region whose persist acts at that instant, as the control
+    // actor could. Declared Used during the copy: the write holds the buffer, so it counts.
     const region = (t.conn as unknown as { region: { persist: (o: number, l: number) => void } }).region;
     const persist = region.persist.bind(region);
     region.persist = (o, l) => {
       persist(o, l);
       t.srq.markUsedBelow(1);
     };
+    assert.ok(t.conn.tryWrite(stride(1)) >= 0);
+    assert.equal(t.srq.holds(0), 0, 'the hold was dropped after the persist');
+    // Fenced during the copy (the receiver gave up waiting): the buffer went on without it; re-issue.
+    t.srq.markUsedBelow(0);
+    region.persist = (o, l) => {
+      persist(o, l);
+      t.srq.markUsedBelow(1);
+      assert.ok(t.srq.fence(0));
+    };
     assert.equal(t.conn.tryWrite(stride(1)), LATE);
+  } finally {
+    await t.done();
+  }
+});
+
+// Regression for the stalled-sender hazard (issue 10; test/sim seed 256): a sender descheduled between
+// its reservation and its copy must not find its buffer digested, freed and reused as another log.
+test('a Used buffer is handed on only once the copies reserved in it are done; past holdTimeoutMs it is fenced, copied and kept out of use', async () => {
+  const t = setup({ holdTimeoutMs: 100 });
+  const rx = t.rx;
+  const handed: number[][] = t.handed;
+  try {
+    const stalled = SharedReceiveQueue.attach(shmPaths(t.dir).srq);
+    const at = stalled.reserve(128); // reserved in buffer 0, the copy not done yet
+    assert.equal(stalled.lastSeq, 0);
+    const seg0 = t.pool.segmentOf(t.srq.buffer(0).offset);
+    t.conn.tryWrite(stride(SEG / 64 - 2, 7)); // fills the rest of buffer 0
+    t.conn.tryWrite(stride(1, 8)); // starts buffer 1: buffer 0 is consumed
+    rx.tick();
+    t.clock.advance(5);
+    rx.tick();
+    assert.equal(t.srq.usedBelow(), 1, 'buffer 0 is declared Used');
+    assert.deepEqual(handed.length, 0, 'but not handed on while a copy into it is still to come');
+    assert.equal(t.pool.meta(seg0).state, SegmentState.Using);
+    // The stalled sender finishes: now it goes, with the late write in it.
+    const late = new Uint8Array(128).fill(9);
+    t.pool.region.bytes.set(late, at);
+    assert.equal(stalled.release(0), true);
+    rx.tick();
+    assert.deepEqual(handed, [[seg0]]);
+    assert.equal(t.pool.meta(seg0).state, SegmentState.Used);
+
+    // Buffer 1 gets a hold that never goes (its sender died): after holdTimeoutMs it is fenced, digest
+    // gets a copy, and the original stays Using, never reused.
+    assert.equal(stalled.reserve(64) > 0, true);
+    assert.equal(stalled.lastSeq, 1);
+    const seg1 = t.pool.segmentOf(t.srq.buffer(1).offset);
+    t.conn.tryWrite(stride(SEG / 64 - 2, 5));
+    t.conn.tryWrite(stride(1, 6)); // starts buffer 2
+    rx.tick();
+    t.clock.advance(5);
+    rx.tick();
+    assert.equal(handed.length, 1, 'buffer 1 waits for its hold');
+    t.clock.advance(100);
+    rx.tick();
+    assert.equal(handed.length, 2);
+    const [copy] = handed[1]!;
+    assert.notEqual(copy, seg1, 'digest gets a copy');
+    const o1 = t.pool.segmentOffset(seg1);
+    const oc = t.pool.segmentOffset(copy!);
+    assert.deepEqual(t.pool.region.bytes.subarray(oc, oc + SEG), t.pool.region.bytes.subarray(o1, o1 + SEG));
+    assert.equal(t.pool.meta(seg1).state, SegmentState.Using, 'the original is quarantined');
+    assert.deepEqual(rx.quarantined, [seg1]);
+    assert.equal(rx.stats().quarantined, 1);
+    assert.equal(stalled.release(1), false, 'the dead sender\'s release, had it come, finds its hold fenced');
+    stalled.close();
   } finally {
     await t.done();
   }

@@ -1,0 +1,124 @@
+// The command table of rowan's Redis front end: arity, flags and key positions as Redis 7 declares them
+// (COMMAND / COMMAND DOCS / COMMAND COUNT serve them, so redis-cli's hints and cluster clients' key
+// extraction work), the implementation, and how a request orders within a pipelined connection.
+import type { RespConnection, RequestOrder } from '../../../runtime/resp/connection.js';
+import { RMap, RSet, Simple, err, type Reply } from '../../../runtime/resp/reply.js';
+import * as admin from './admin.js';
+import { cluster } from './cluster-cmds.js';
+import type { RespContext } from './context.js';
+import { info } from './info.js';
+import * as keys from './keys.js';
+import { dbsize, nodeDbsize, scan, scanShardCmd } from './scan.js';
+
+type Run = (ctx: RespContext, args: Buffer[], conn: RespConnection) => Reply | Promise<Reply>;
+
+export interface Command {
+  name: string;
+  /** Redis arity: n = exactly n arguments (name included), -n = at least n. */
+  arity: number;
+  flags: string[];
+  firstKey: number;
+  lastKey: number;
+  step: number;
+  group: string;
+  summary: string;
+  /** keys: waits for earlier requests of the connection on the same keys; barrier: for all of them. */
+  order: 'free' | 'barrier' | 'keys';
+  run: Run;
+  /** Internal (node to node): not listed by COMMAND. */
+  internal?: boolean;
+}
+
+const c = (name: string, arity: number, flags: string, k: [number, number, number], group: string, order: Command['order'], summary: string, run: Run, internal = false): Command => ({
+  name, arity, flags: flags ? flags.split(' ') : [], firstKey: k[0], lastKey: k[1], step: k[2], group, summary, order, run, internal,
+});
+const NK: [number, number, number] = [0, 0, 0];
+
+export const COMMANDS: Command[] = [
+  c('get', 2, 'readonly fast', [1, 1, 1], 'string', 'keys', 'Returns the string value of a key.', keys.get),
+  c('set', -3, 'write denyoom', [1, 1, 1], 'string', 'keys', 'Sets the string value of a key (acknowledged once persistent on every replica).', keys.set),
+  c('setnx', 3, 'write denyoom fast', [1, 1, 1], 'string', 'keys', 'Set the string value of a key only when the key does not exist.', keys.setnx),
+  c('getdel', 2, 'write fast', [1, 1, 1], 'string', 'keys', 'Returns the string value of a key after deleting the key.', keys.getdel),
+  c('strlen', 2, 'readonly fast', [1, 1, 1], 'string', 'keys', 'Returns the length of a string value.', keys.strlen),
+  c('del', -2, 'write', [1, -1, 1], 'keyspace', 'keys', 'Deletes one or more keys.', keys.del),
+  c('exists', -2, 'readonly fast', [1, -1, 1], 'keyspace', 'keys', 'Determines whether one or more keys exist.', keys.exists),
+  c('mget', -2, 'readonly fast', [1, -1, 1], 'string', 'keys', 'Atomically returns the string values of one or more keys.', keys.mget),
+  c('mset', -3, 'write denyoom', [1, -1, 2], 'string', 'keys', 'Sets the string values of one or more keys (each persistent on every replica).', keys.mset),
+  c('scan', -2, 'readonly', NK, 'keyspace', 'barrier', 'Iterates over the key names in the database.', scan),
+  c('dbsize', 1, 'readonly fast', NK, 'server', 'barrier', 'Returns the number of keys in the database.', dbsize),
+  c('wait', 3, '', NK, 'generic', 'barrier', 'Blocks until writes are replicated: in rowan they are when acknowledged.', admin.wait),
+  c('ping', -1, 'fast', NK, 'connection', 'free', 'Returns the server\'s liveliness response.', admin.ping),
+  c('echo', 2, 'fast', NK, 'connection', 'free', 'Returns the given string.', (_x, a) => a[1]!),
+  c('hello', -1, 'noscript loading stale fast no_auth', NK, 'connection', 'barrier', 'Handshakes with the Redis server.', admin.hello),
+  c('auth', -2, 'noscript loading stale fast no_auth', NK, 'connection', 'barrier', 'Authenticates the connection.', admin.auth),
+  c('select', 2, 'loading stale fast', NK, 'connection', 'barrier', 'Changes the selected database (only 0 exists).', admin.select),
+  c('quit', -1, 'noscript loading stale fast no_auth', NK, 'connection', 'barrier', 'Closes the connection.', admin.quit),
+  c('reset', 1, 'noscript loading stale fast no_auth', NK, 'connection', 'barrier', 'Resets the connection.', admin.reset),
+  c('client', -2, 'noscript loading stale', NK, 'connection', 'barrier', 'CLIENT ID | SETNAME | GETNAME | INFO | LIST | SETINFO.', admin.client),
+  c('info', -1, 'loading stale', NK, 'server', 'barrier', 'Returns information and statistics about the server.', info),
+  c('config', -2, 'admin noscript loading stale', NK, 'server', 'free', 'CONFIG GET for the settings that exist.', admin.config),
+  c('command', -1, 'loading stale', NK, 'server', 'free', 'Returns detailed information about all commands.', (_x, a) => command(a)),
+  c('cluster', -2, '', NK, 'cluster', 'free', 'CLUSTER SLOTS | SHARDS | NODES | INFO | MYID | KEYSLOT.', cluster),
+  c('readonly', 1, 'loading stale fast', NK, 'cluster', 'free', 'Enables read-only queries (a no-op: reads go to primaries).', () => new Simple('OK')),
+  c('readwrite', 1, 'loading stale fast', NK, 'cluster', 'free', 'Enables read-write queries.', () => new Simple('OK')),
+  c('asking', 1, 'fast', NK, 'cluster', 'free', 'A no-op: rowan never answers -ASK.', () => new Simple('OK')),
+  c('rowan.scanshard', -4, 'readonly', NK, 'rowan', 'barrier', 'Internal: one SCAN step of a shard this node is the primary of.', (x, a) => scanShardCmd(x, a), true),
+  c('rowan.dbsize', 1, 'readonly', NK, 'rowan', 'barrier', 'Internal: live keys of the shards this node is the primary of.', (x) => nodeDbsize(x), true),
+];
+
+export const COMMAND_BY_NAME = new Map(COMMANDS.map((x) => [x.name, x]));
+const PUBLIC = COMMANDS.filter((x) => !x.internal);
+
+/** The keys a request names (by the table's key positions). */
+export function keysOf(cmd: Command, args: Buffer[]): Buffer[] {
+  if (cmd.firstKey === 0) return [];
+  const last = cmd.lastKey < 0 ? args.length + cmd.lastKey : cmd.lastKey;
+  const out: Buffer[] = [];
+  for (let i = cmd.firstKey; i <= last && i < args.length; i += cmd.step) out.push(args[i]!);
+  return out;
+}
+
+export function orderOf(cmd: Command | undefined, args: Buffer[]): RequestOrder {
+  if (!cmd || cmd.order === 'free') return 'free';
+  if (cmd.order === 'barrier') return 'barrier';
+  return keysOf(cmd, args);
+}
+
+function commandInfo(x: Command): Reply {
+  return [x.name, x.arity, new RSet(x.flags.map((f) => new Simple(f))), x.firstKey, x.lastKey, x.step, new RSet([]), [], [], []];
+}
+
+function commandDocs(x: Command): Reply {
+  return new RMap([
+    ['summary', x.summary],
+    ['since', '1.0.0'],
+    ['group', x.group],
+    ['complexity', x.firstKey ? 'O(1) per key' : 'O(1)'],
+  ]);
+}
+
+function command(args: Buffer[]): Reply {
+  if (args.length === 1) return PUBLIC.map(commandInfo);
+  const sub = args[1]!.toString('latin1').toLowerCase();
+  const named = args.slice(2).map((a) => a.toString('latin1').toLowerCase());
+  switch (sub) {
+    case 'count':
+      return PUBLIC.length;
+    case 'info':
+      return named.map((n) => (COMMAND_BY_NAME.has(n) && !COMMAND_BY_NAME.get(n)!.internal ? commandInfo(COMMAND_BY_NAME.get(n)!) : null));
+    case 'docs': {
+      const list = named.length === 0 ? PUBLIC : PUBLIC.filter((x) => named.includes(x.name));
+      return new RMap(list.map((x) => [x.name, commandDocs(x)]));
+    }
+    case 'list':
+      return PUBLIC.map((x) => x.name);
+    case 'getkeys': {
+      const cmd = COMMAND_BY_NAME.get(args[2]?.toString('latin1').toLowerCase() ?? '');
+      if (!cmd) return err('ERR Invalid command specified');
+      const ks = keysOf(cmd, args.slice(2));
+      return ks.length > 0 ? ks : err('ERR The command has no key arguments');
+    }
+    default:
+      return err(`ERR unknown subcommand '${args[1]!.toString('latin1').slice(0, 128)}'. Try COMMAND HELP.`);
+  }
+}

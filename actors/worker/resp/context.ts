@@ -1,0 +1,76 @@
+// What the RESP commands of one worker port see: the worker's KV logic, the cluster view, the port's
+// mode, the keyspace walker and the counters INFO reports. One per port (two per worker: the
+// single-endpoint port and the cluster port), sharing the worker, view, keyspace and per-key locks.
+import type { Clock } from '../../../config/base/clock.js';
+import type { RespServer } from '../../../runtime/resp/server.js';
+import type { KvWorker } from '../kv.js';
+import type { Keyspace } from './keyspace.js';
+import type { NodeView } from './node-view.js';
+
+/**
+ *   single   what a single-endpoint client (plain redis-cli, redis-benchmark) talks to: a key this
+ *            node is not the primary of is forwarded to its owner's cluster port; multi-key commands
+ *            may span slots (split per key, not atomic).
+ *   cluster  a Redis Cluster node: -MOVED for a slot this node does not own, -CROSSSLOT for keys of
+ *            several slots; the port CLUSTER SLOTS/NODES advertise.
+ */
+export type RespMode = 'single' | 'cluster';
+
+export interface RespKvStats {
+  hits: number;
+  misses: number;
+  moved: number;
+  forwarded: number;
+  crossSlot: number;
+  errors: number;
+}
+
+/** Per-key FIFO locks: every RESP write of a key through this worker runs alone, so conditional
+ *  commands (SET NX/XX/GET, SETNX, GETDEL, DEL's count) are atomic against RESP writes of this worker. */
+export class KeyLocks {
+  private readonly tails = new Map<string, Promise<void>>();
+
+  run<T>(key: Uint8Array, f: () => Promise<T>): Promise<T> {
+    const k = Buffer.from(key.buffer, key.byteOffset, key.length).toString('latin1');
+    const prev = this.tails.get(k);
+    const run = prev ? prev.then(f) : f();
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tails.set(k, tail);
+    void tail.then(() => {
+      if (this.tails.get(k) === tail) this.tails.delete(k);
+    });
+    return run;
+  }
+
+  get size(): number {
+    return this.tails.size;
+  }
+}
+
+export interface RespContext {
+  mode: RespMode;
+  worker: KvWorker;
+  view: NodeView;
+  keyspace: Keyspace;
+  locks: KeyLocks;
+  stats: RespKvStats;
+  /** Both RESP listeners of this worker (INFO clients, CLIENT LIST), once started. */
+  servers: RespServer[];
+  /** This port. */
+  port: number;
+  /** INFO's server/persistence/rowan sections. */
+  info: InfoSource;
+  startedMs: number;
+  /** Wall-clock ms (config/base/clock.ts wallClock unless injected). */
+  clock: Clock;
+}
+
+export interface InfoSource {
+  dataDir: string;
+  persistence: string;
+  /** Sections of the rowan part of INFO, as key -> value lines. */
+  rowan(): Record<string, string | number>;
+}

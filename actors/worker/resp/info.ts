@@ -1,0 +1,71 @@
+// INFO: Redis's sections (server, clients, memory, persistence, stats, replication, cpu, cluster,
+// keyspace) filled with what rowan has, and a rowan section (pool segments, GC, Rowan counters).
+// Field names follow Redis where the meaning matches; rowan-only facts are prefixed rowan_.
+import { arch, platform, release } from 'node:os';
+import { Verbatim, type Reply } from '../../../runtime/resp/reply.js';
+import { REDIS_COMPAT_VERSION } from './admin.js';
+import type { RespContext } from './context.js';
+
+type Section = [string, Record<string, string | number>];
+
+function sections(ctx: RespContext, wanted: Set<string>): Section[] {
+  const c = ctx.view.config();
+  const mem = process.memoryUsage();
+  const cpu = process.cpuUsage();
+  const upS = Math.floor((ctx.clock.now() - ctx.startedMs) / 1000);
+  const all = wanted.has('all') || wanted.has('everything') || wanted.size === 0 || wanted.has('default');
+  const want = (s: string) => all || wanted.has(s);
+  const out: Section[] = [];
+  const conns = ctx.servers.reduce((n, s) => n + s.stats.connected, 0);
+  if (want('server'))
+    out.push(['Server', {
+      redis_version: REDIS_COMPAT_VERSION, redis_mode: 'cluster', os: `${platform()} ${release()} ${arch()}`, arch_bits: 64,
+      process_id: process.pid, tcp_port: ctx.port, uptime_in_seconds: upS, uptime_in_days: Math.floor(upS / 86400),
+      executable: process.execPath, rowan_node: ctx.view.nodeId, rowan_worker: ctx.view.workerId, rowan_port_mode: ctx.mode, rowan_term: c.term,
+    }]);
+  if (want('clients'))
+    out.push(['Clients', { connected_clients: conns, maxclients: 10000, blocked_clients: 0, rowan_key_locks: ctx.locks.size }]);
+  if (want('memory'))
+    out.push(['Memory', { used_memory: mem.heapUsed + mem.external, used_memory_rss: mem.rss, used_memory_peak: mem.rss, maxmemory: 0, maxmemory_policy: 'noeviction', mem_allocator: 'v8' }]);
+  if (want('persistence'))
+    out.push(['Persistence', {
+      loading: 0, async_loading: 0, rdb_changes_since_last_save: 0, rdb_bgsave_in_progress: 0, aof_enabled: 0, aof_rewrite_in_progress: 0,
+      rowan_persistence: ctx.info.persistence, rowan_data_dir: ctx.info.dataDir, rowan_ack: 'persistent on every replica',
+    }]);
+  if (want('stats')) {
+    const w = ctx.worker.stats;
+    out.push(['Stats', {
+      total_connections_received: ctx.servers.reduce((n, s) => n + s.stats.accepted, 0),
+      total_commands_processed: ctx.servers.reduce((n, s) => n + s.stats.commands, 0),
+      rejected_connections: 0, keyspace_hits: ctx.stats.hits, keyspace_misses: ctx.stats.misses, expired_keys: 0, evicted_keys: 0,
+      total_error_replies: ctx.stats.errors, protocol_errors: ctx.servers.reduce((n, s) => n + s.stats.protocolErrors, 0),
+      rowan_moved_replies: ctx.stats.moved, rowan_forwarded: ctx.stats.forwarded, rowan_crossslot_replies: ctx.stats.crossSlot,
+      rowan_puts: w.puts, rowan_gets: w.gets, rowan_dels: w.dels, rowan_replication_writes: w.replicationWrites, rowan_pm_full_refusals: w.pmFull,
+    }]);
+  }
+  if (want('replication')) {
+    const mine = ctx.view.ownShards(false).length;
+    const backups = c.shards.filter((s) => s.backups.includes(ctx.view.nodeId)).length;
+    out.push(['Replication', {
+      role: 'master', connected_slaves: c.replicationFactor - 1, master_repl_offset: 0,
+      rowan_replication_factor: c.replicationFactor, rowan_replication_mode: c.replication, rowan_primary_shards: mine, rowan_backup_shards: backups,
+    }]);
+  }
+  if (want('cpu'))
+    out.push(['CPU', { used_cpu_sys: (cpu.system / 1e6).toFixed(6), used_cpu_user: (cpu.user / 1e6).toFixed(6) }]);
+  if (want('cluster')) out.push(['Cluster', { cluster_enabled: 1 }]);
+  if (want('keyspace')) {
+    const keys = ctx.keyspace.count(ctx.mode === 'cluster' ? ctx.view.ownShards(true) : ctx.view.ownShards(false));
+    out.push(['Keyspace', keys > 0 ? { db0: `keys=${keys},expires=0,avg_ttl=0` } : {}]);
+  }
+  if (want('rowan')) out.push(['Rowan', ctx.info.rowan()]);
+  return out;
+}
+
+export function info(ctx: RespContext, args: Buffer[]): Reply {
+  const wanted = new Set(args.slice(1).map((a) => a.toString('latin1').toLowerCase()));
+  const text = sections(ctx, wanted)
+    .map(([name, kv]) => `# ${name}\r\n` + Object.entries(kv).map(([k, v]) => `${k}:${v}\r\n`).join(''))
+    .join('\r\n');
+  return new Verbatim(text);
+}

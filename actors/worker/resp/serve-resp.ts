@@ -1,0 +1,73 @@
+// A worker's two RESP listeners (DESIGN §7; ClusterNode.resp): the single-endpoint port (forwards what
+// this node does not own) and the cluster port (a Redis Cluster node: -MOVED). Both run on the worker
+// actor's thread, next to its binary-protocol port, on the same KvWorker.
+//
+// Why separate ports rather than detecting RESP from a connection's first bytes: the binary protocol
+// begins with a little-endian length whose first byte may be '*' or a letter, so detection would need
+// a peek, a guess and a second error path in the binary server for every connection; a port says what
+// it speaks, and a second port is also how a cluster client (which connects to what CLUSTER SLOTS lists)
+// is told apart from a single-endpoint client (which should be forwarded, not redirected).
+import { wallClock, type Clock } from '../../../config/base/clock.js';
+import type { ClusterConfig } from '../../../config/cluster.js';
+import type { Limits } from '../../../config/limits.js';
+import type { KvShared } from '../../kv/shared.js';
+import type { Logger } from '../../../config/base/log.js';
+import { respLimits } from '../../../runtime/resp/limits.js';
+import { serveResp, type RespServer } from '../../../runtime/resp/server.js';
+import type { PersistentRegion } from '../../../config/base/region.js';
+import type { KvWorker } from '../kv.js';
+import { KeyLocks, type InfoSource, type RespContext, type RespKvStats, type RespMode } from './context.js';
+import { KvRespHandler } from './handler.js';
+import { Keyspace } from './keyspace.js';
+import { NodeView } from './node-view.js';
+
+export interface RespServing {
+  servers: RespServer[];
+  ports: { single: number; cluster: number };
+  close(): Promise<void>;
+}
+
+export interface RespServeDeps {
+  host: string;
+  ports: { single: number; cluster: number };
+  worker: KvWorker;
+  cluster: () => ClusterConfig;
+  nodeId: number;
+  workerId: number;
+  shared: KvShared;
+  region: PersistentRegion;
+  limits: Limits;
+  info: InfoSource;
+  log?: Logger;
+  /** Wall clock for INFO uptime, CLIENT ages, CLUSTER NODES (default wallClock). */
+  clock?: Clock;
+}
+
+export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
+  const limits = respLimits(d.limits.valueBytesMax);
+  const view = new NodeView(d.cluster, d.nodeId, d.workerId, limits.bulkBytesMax);
+  const keyspace = new Keyspace(d.shared, d.region, d.limits, d.workerId);
+  const locks = new KeyLocks();
+  const stats: RespKvStats = { hits: 0, misses: 0, moved: 0, forwarded: 0, crossSlot: 0, errors: 0 };
+  const servers: RespServer[] = [];
+  const clock = d.clock ?? wallClock;
+  const startedMs = clock.now();
+  const open = async (mode: RespMode, port: number, idBase: number) => {
+    const ctx: RespContext = { mode, worker: d.worker, view, keyspace, locks, stats, servers, port, info: d.info, startedMs, clock };
+    const s = await serveResp({ host: d.host, port, handler: new KvRespHandler(ctx), limits, idBase, ...(d.log ? { log: d.log } : {}) });
+    ctx.port = s.port;
+    servers.push(s);
+    return s;
+  };
+  // Connection ids unique on the node: worker w's two ports count from (2w+1) * 2^32 and (2w+2) * 2^32.
+  const single = await open('single', d.ports.single, (2 * d.workerId + 1) * 2 ** 32);
+  const clusterPort = await open('cluster', d.ports.cluster, (2 * d.workerId + 2) * 2 ** 32);
+  return {
+    servers,
+    ports: { single: single.port, cluster: clusterPort.port },
+    close: async () => {
+      view.close();
+      await Promise.all(servers.map((s) => s.close()));
+    },
+  };
+}

@@ -1,0 +1,240 @@
+// One RESP client connection: parse requests (./parser.ts), run them through a RespHandler, answer in
+// request order (pipelining). Requests run concurrently when the handler says they may: a request
+// naming a key that an earlier, still running request of this connection names waits for it, and a
+// "barrier" request (connection state, whole-keyspace reads) waits for everything before it, so a
+// pipeline reads its own writes exactly as it would on Redis. Replies are encoded with the protocol
+// version the connection had when the request ran (HELLO is a barrier).
+//
+// Bounds (./limits.ts): a protocol error is answered `-ERR Protocol error: ...` after the replies before
+// it, then the connection closes; more than pipelineMax unanswered requests or writeBytesMax queued
+// reply bytes pause reading the socket until they drain.
+import type { Socket } from 'node:net';
+import type { RespLimits } from './limits.js';
+import { RespProtocolError, RespRequestParser } from './parser.js';
+import { RespErr, RespWriter, err, type Reply } from './reply.js';
+
+/** How a request orders against the running requests of its connection. */
+export type RequestOrder = 'free' | 'barrier' | Buffer[];
+
+export interface RespHandler {
+  order(args: Buffer[]): RequestOrder;
+  execute(args: Buffer[], conn: RespConnection): Reply | Promise<Reply>;
+  /** The reply for an exception thrown by execute. */
+  errorReply(e: unknown): Reply;
+}
+
+export interface RespConnStats {
+  connected: number;
+  accepted: number;
+  commands: number;
+  protocolErrors: number;
+}
+
+interface Pending {
+  done: boolean;
+  reply: Reply;
+  proto: number;
+  keys: string[] | null;
+}
+
+export class RespConnection {
+  /** RESP version of replies: 2 until HELLO 3. */
+  proto = 2;
+  name: string | null = null;
+  /** Close once the reply of the request now running is written (QUIT). */
+  closeAfterReply = false;
+  readonly createdMs = Date.now();
+  lastCommand = '';
+  private readonly parser: RespRequestParser;
+  private readonly writer = new RespWriter();
+  private readonly queue: Pending[] = [];
+  private qhead = 0;
+  private readonly inFlightKeys = new Map<string, number>();
+  private running = 0;
+  private waiting: Buffer[] | null = null;
+  private stopParsing = false;
+  private paused = false;
+  private flushQueued = false;
+  private closed = false;
+
+  constructor(
+    readonly socket: Socket,
+    readonly id: number,
+    private readonly handler: RespHandler,
+    private readonly limits: RespLimits,
+    private readonly stats: RespConnStats,
+    private readonly onClose: (c: RespConnection) => void,
+  ) {
+    this.parser = new RespRequestParser(limits);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('drain', () => this.maybeResume());
+    socket.on('error', () => socket.destroy());
+    socket.on('close', () => {
+      this.closed = true;
+      this.stats.connected--;
+      this.onClose(this);
+    });
+  }
+
+  get bufferedBytes(): number {
+    return this.parser.bufferedBytes;
+  }
+
+  get pendingReplies(): number {
+    return this.queue.length - this.qhead;
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.stopParsing) return;
+    try {
+      this.parser.push(chunk);
+    } catch (e) {
+      this.protocolError(e as RespProtocolError);
+      return;
+    }
+    this.pump();
+  }
+
+  /** Parse and start requests while the bounds allow. */
+  private pump(): void {
+    while (!this.stopParsing && !this.closed && this.waiting === null) {
+      if (this.pendingReplies >= this.limits.pipelineMax || this.socket.writableLength > this.limits.writeBytesMax) {
+        this.pause();
+        break;
+      }
+      let args: Buffer[] | null;
+      try {
+        args = this.parser.next();
+      } catch (e) {
+        this.protocolError(e as RespProtocolError);
+        break;
+      }
+      if (args === null) break;
+      this.dispatch(args);
+    }
+    this.flush();
+  }
+
+  private pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    this.socket.pause();
+  }
+
+  private maybeResume(): void {
+    if (this.closed) return;
+    if (this.paused && this.pendingReplies < this.limits.pipelineMax && this.socket.writableLength <= this.limits.writeBytesMax) {
+      this.paused = false;
+      this.socket.resume();
+    }
+    if (this.waiting === null || this.canRun(this.waiting)) this.pumpWaiting();
+  }
+
+  private pumpWaiting(): void {
+    const w = this.waiting;
+    if (w !== null) {
+      this.waiting = null;
+      this.dispatch(w);
+    }
+    this.pump();
+  }
+
+  private canRun(args: Buffer[]): boolean {
+    const o = this.handler.order(args);
+    if (o === 'free') return true;
+    if (o === 'barrier') return this.running === 0;
+    for (const k of o) if (this.inFlightKeys.has(k.toString('latin1'))) return false;
+    return true;
+  }
+
+  private dispatch(args: Buffer[]): void {
+    if (!this.canRun(args)) {
+      this.waiting = args;
+      return;
+    }
+    this.stats.commands++;
+    const p: Pending = { done: false, reply: null, proto: this.proto, keys: null };
+    this.queue.push(p);
+    let r: Reply | Promise<Reply>;
+    try {
+      r = this.handler.execute(args, this);
+    } catch (e) {
+      r = this.handler.errorReply(e);
+    }
+    if (this.closeAfterReply) this.stopParsing = true; // QUIT: nothing after it runs
+    if (!(r instanceof Promise)) {
+      p.reply = r;
+      p.done = true;
+      p.proto = this.proto; // HELLO/RESET answer in the version they switch to, as Redis does
+      return;
+    }
+    const o = this.handler.order(args);
+    if (Array.isArray(o)) {
+      p.keys = o.map((k) => k.toString('latin1'));
+      for (const k of p.keys) this.inFlightKeys.set(k, (this.inFlightKeys.get(k) ?? 0) + 1);
+    }
+    this.running++;
+    r.then(
+      (v) => this.settle(p, v),
+      (e: unknown) => this.settle(p, this.handler.errorReply(e)),
+    );
+  }
+
+  private settle(p: Pending, reply: Reply): void {
+    p.reply = reply;
+    p.done = true;
+    this.running--;
+    if (p.keys) {
+      for (const k of p.keys) {
+        const n = this.inFlightKeys.get(k)! - 1;
+        if (n === 0) this.inFlightKeys.delete(k);
+        else this.inFlightKeys.set(k, n);
+      }
+    }
+    if (!this.flushQueued) {
+      // One write for every reply that completes in this tick.
+      this.flushQueued = true;
+      process.nextTick(() => {
+        this.flushQueued = false;
+        this.flush();
+        this.maybeResume();
+      });
+    }
+  }
+
+  /** Write the finished replies at the head of the queue, in order. */
+  private flush(): void {
+    if (this.closed) return;
+    let end = false;
+    while (this.qhead < this.queue.length && this.queue[this.qhead]!.done) {
+      const p = this.queue[this.qhead++]!;
+      this.writer.write(p.reply, p.proto);
+      if (p.reply instanceof RespErr && p.reply.s.startsWith('ERR Protocol error')) end = true;
+    }
+    if (this.qhead === this.queue.length) {
+      this.queue.length = 0;
+      this.qhead = 0;
+    } else if (this.qhead > 1024) {
+      this.queue.splice(0, this.qhead);
+      this.qhead = 0;
+    }
+    if (this.writer.length > 0) this.socket.write(this.writer.take());
+    if ((end || (this.closeAfterReply && this.pendingReplies === 0 && this.waiting === null))) {
+      this.stopParsing = true;
+      this.socket.end();
+    }
+  }
+
+  private protocolError(e: RespProtocolError): void {
+    if (!(e instanceof RespProtocolError)) throw e;
+    this.stats.protocolErrors++;
+    this.stopParsing = true;
+    this.waiting = null;
+    this.queue.push({ done: true, reply: err(`ERR ${e.message}`), proto: this.proto, keys: null });
+    this.flush();
+  }
+}

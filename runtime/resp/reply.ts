@@ -1,0 +1,126 @@
+// RESP replies as values, and their encoding for a connection's protocol version (RESP2 or RESP3,
+// chosen by HELLO). One value type serves both: a map is a RESP3 map or a RESP2 flat array, a null is
+// `_` or `$-1`, a verbatim string is `=` or a bulk string, as Redis itself encodes them.
+//
+//   Uint8Array / string  bulk string (a string as its UTF-8 bytes)
+//   number               integer (must be an integer)
+//   null                 null (RESP2: null bulk string)
+//   Reply[]              array
+//   Simple / RespErr     simple string / error (`+OK`, `-ERR ...`): no CR or LF inside
+//   RMap / RSet / Verbatim / NullArray    RESP3 types with their RESP2 fallbacks
+
+export class Simple {
+  constructor(readonly s: string) {}
+}
+export class RespErr {
+  /** `s` starts with the error code: "ERR ...", "MOVED 3999 127.0.0.1:7001", "CROSSSLOT ...". */
+  constructor(readonly s: string) {}
+}
+export class RMap {
+  constructor(readonly entries: [Reply, Reply][]) {}
+}
+export class RSet {
+  constructor(readonly items: Reply[]) {}
+}
+export class Verbatim {
+  constructor(readonly text: string) {}
+}
+export class NullArray {}
+
+export type Reply = Uint8Array | string | number | null | Reply[] | Simple | RespErr | RMap | RSet | Verbatim | NullArray;
+
+export const OK = new Simple('OK');
+export const NULL_ARRAY = new NullArray();
+
+export function err(s: string): RespErr {
+  return new RespErr(s.replace(/[\r\n]+/g, ' '));
+}
+
+/** A growable output buffer replies are encoded into, handed to the socket in one write per batch. */
+export class RespWriter {
+  private buf = Buffer.allocUnsafe(16 * 1024);
+  private len = 0;
+
+  get length(): number {
+    return this.len;
+  }
+
+  /** The bytes written so far (a copy-free view when small batches are the norm), and reset. */
+  take(): Buffer {
+    const out = this.buf.subarray(0, this.len);
+    // The socket keeps the view until written: start a fresh buffer rather than overwrite it.
+    this.buf = Buffer.allocUnsafe(Math.max(16 * 1024, Math.min(this.len, 1024 * 1024)));
+    this.len = 0;
+    return out;
+  }
+
+  private ensure(n: number): void {
+    if (this.len + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.len + n));
+    this.buf.copy(next, 0, 0, this.len);
+    this.buf = next;
+  }
+
+  private ascii(s: string): void {
+    this.ensure(s.length);
+    this.len += this.buf.write(s, this.len, 'latin1');
+  }
+
+  private head(type: string, n: number): void {
+    this.ascii(`${type}${n}\r\n`);
+  }
+
+  private bulk(b: Uint8Array | string): void {
+    if (typeof b === 'string') {
+      const n = Buffer.byteLength(b, 'utf8');
+      this.head('$', n);
+      this.ensure(n + 2);
+      this.len += this.buf.write(b, this.len, 'utf8');
+    } else {
+      this.head('$', b.length);
+      this.ensure(b.length + 2);
+      this.buf.set(b, this.len);
+      this.len += b.length;
+    }
+    this.buf[this.len++] = 13;
+    this.buf[this.len++] = 10;
+  }
+
+  /** Encode one reply for protocol `proto` (2 or 3). */
+  write(r: Reply, proto: number): void {
+    if (r === null) this.ascii(proto === 3 ? '_\r\n' : '$-1\r\n');
+    else if (typeof r === 'string' || r instanceof Uint8Array) this.bulk(r);
+    else if (typeof r === 'number') this.ascii(`:${r}\r\n`);
+    else if (Array.isArray(r)) {
+      this.head('*', r.length);
+      for (const x of r) this.write(x, proto);
+    } else if (r instanceof Simple) this.ascii(`+${r.s}\r\n`);
+    else if (r instanceof RespErr) {
+      this.ensure(Buffer.byteLength(r.s) + 3);
+      this.buf[this.len++] = 0x2d;
+      this.len += this.buf.write(r.s, this.len, 'utf8');
+      this.buf[this.len++] = 13;
+      this.buf[this.len++] = 10;
+    } else if (r instanceof RMap) {
+      this.head(proto === 3 ? '%' : '*', proto === 3 ? r.entries.length : r.entries.length * 2);
+      for (const [k, v] of r.entries) {
+        this.write(k, proto);
+        this.write(v, proto);
+      }
+    } else if (r instanceof RSet) {
+      this.head(proto === 3 ? '~' : '*', r.items.length);
+      for (const x of r.items) this.write(x, proto);
+    } else if (r instanceof Verbatim) {
+      if (proto !== 3) this.bulk(r.text);
+      else {
+        const n = Buffer.byteLength(r.text, 'utf8') + 4;
+        this.head('=', n);
+        this.ensure(n + 2);
+        this.len += this.buf.write('txt:', this.len, 'latin1');
+        this.len += this.buf.write(r.text, this.len, 'utf8');
+        this.buf[this.len++] = 13;
+        this.buf[this.len++] = 10;
+      }
+    } else if (r instanceof NullArray) this.ascii(proto === 3 ? '_\r\n' : '*-1\r\n');
+  }
+}

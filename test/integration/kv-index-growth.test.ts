@@ -1,0 +1,116 @@
+// Issue "no input can crash a node", finding 1: a shard's index used to hold a fixed 65,536 keys; past
+// it the primary answered INDEX_FULL with the entry already in its t-log and on both backups, each
+// backup's digest threw and took its node down, and cold start refused to start. Now the index grows
+// on demand up to a configured maximum; at the maximum a PUT of a new key is refused before anything
+// is persisted, and neither digest nor cold start can die on a full index.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { RowanClient } from '../../actors/kv/client/client.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+
+const dec = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
+
+async function inBatches(n: number, size: number, f: (i: number) => Promise<unknown>): Promise<void> {
+  for (let b = 0; b < n; b += size) await Promise.all(Array.from({ length: Math.min(size, n - b) }, (_, j) => f(b + j)));
+}
+
+/** Overwrites of 20 keys created first, 3 MB in all: every backup's b-log moves past the segments
+ *  holding the writes before it, so they are Used and digested (a segment being written is not, §4.3). */
+async function pushSegments(client: RowanClient): Promise<void> {
+  const big = 'f'.repeat(2048);
+  await inBatches(1500, 100, (i) => client.put(`fill-${i % 20}`, big));
+}
+
+/** Reads every key of `keys` on its primary and on both backups; returns how many backup reads agreed. */
+async function checkAll(client: RowanClient, keys: number, value: (i: number) => string | null, backupEvery: number): Promise<number> {
+  let backupReads = 0;
+  await inBatches(keys, 500, async (i) => {
+    assert.equal(dec(await client.get(`k${i}`)), value(i), `primary read of k${i}`);
+    if (i % backupEvery !== 0) return;
+    for (const node of [1, 2]) {
+      assert.equal(dec(await client.getReplica(node, `k${i}`)), value(i), `backup ${node} read of k${i}`);
+      backupReads++;
+    }
+  });
+  return backupReads;
+}
+
+test('150k keys into one shard: its index grows, no node dies, and a restart serves every key', { timeout: 600_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-index-growth-'));
+  const base = randomBasePort();
+  // One shard: every key lands in the same index (sized for 65,536 keys at start, the old fixed size).
+  const flags = ['--shards', '1', '--pool-mib', '128'];
+  let run = launchCluster(dir, base, flags);
+  const N = 150_000;
+  try {
+    await run.ready;
+    let client = await RowanClient.connect({ cluster: join(dir, 'cluster.json') });
+    await inBatches(20, 20, (i) => client.put(`fill-${i}`, '-'));
+    await inBatches(N, 1000, (i) => client.put(`k${i}`, `v${i}`));
+    await pushSegments(client);
+    const backupReads = await checkAll(client, N, (i) => `v${i}`, 97);
+    await client.close();
+    assert.equal(await stopCluster(run.child), 0, run.output());
+
+    run = launchCluster(dir, base, flags); // cold start rebuilds a 150k-key index on every node
+    await run.ready;
+    client = await RowanClient.connect({ cluster: join(dir, 'cluster.json') });
+    const after = await checkAll(client, N, (i) => `v${i}`, 97);
+    await client.close();
+    console.log(`# index growth: ${N} keys in one shard, ${backupReads} backup reads before and ${after} after a full restart`);
+  } finally {
+    await stopCluster(run.child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('at its configured maximum the index refuses new keys before persisting them; updates, DELs, digests and restarts go on', { timeout: 300_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-index-max-'));
+  const base = randomBasePort();
+  const flags = ['--shards', '1', '--index-keys', '512', '--index-keys-max', '4096'];
+  let run = launchCluster(dir, base, flags);
+  try {
+    await run.ready;
+    let client = await RowanClient.connect({ cluster: join(dir, 'cluster.json') });
+    await inBatches(20, 20, (i) => client.put(`fill-${i}`, '-'));
+    let acked = 0;
+    let refused: RowanError | null = null;
+    for (let i = 0; i < 20_000 && !refused; i++) {
+      try {
+        await client.put(`k${i}`, `v${i}`);
+        acked++;
+      } catch (err) {
+        refused = err as RowanError;
+      }
+    }
+    assert.ok(refused, 'a PUT of a new key must be refused at the maximum');
+    assert.equal(refused.code, ErrorCodes.INDEX_FULL, String(refused));
+    assert.ok(acked >= 1000 && acked <= 4096, `${acked} keys acknowledged before the refusal`);
+    // Not applied: the refused key is nowhere, now or after a restart.
+    assert.equal(dec(await client.get(`k${acked}`)), null);
+    // Keys already held still take updates and DELs; a DEL of an absent key is a no-op, not a new item.
+    await inBatches(acked, 500, (i) => client.put(`k${i}`, `w${i}`));
+    await inBatches(100, 100, (i) => client.del(`k${i}`));
+    await client.del('never-written');
+    await assert.rejects(client.put('another-new-key', 'x'), (e: RowanError) => e.code === ErrorCodes.INDEX_FULL);
+    const expect = (i: number) => (i < 100 ? null : i < acked ? `w${i}` : null);
+    await pushSegments(client);
+    await checkAll(client, acked + 1, expect, 13); // the backups' digests took all of it and are alive
+    await client.close();
+    assert.equal(await stopCluster(run.child), 0, run.output());
+
+    run = launchCluster(dir, base, flags);
+    await run.ready;
+    client = await RowanClient.connect({ cluster: join(dir, 'cluster.json') });
+    await checkAll(client, acked + 1, expect, 13);
+    await client.close();
+    console.log(`# index maximum: ${acked} keys acknowledged, then ${refused.code}; all served after a restart`);
+  } finally {
+    await stopCluster(run.child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

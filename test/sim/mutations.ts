@@ -1,0 +1,43 @@
+// Deliberately broken components for the mutation test: each one is injected through the simulated
+// node's options (never by editing the store's code), and the simulator must catch it on some seed.
+//   index-ignores-versions  every index update wins, whatever the version it carries (a reordered or
+//                           re-issued older write replaces a newer one);
+//   gc-frees-live           the cleaner frees Committed segments without moving their live entries out
+//                           (it believes every segment holds nothing live).
+import { Cleaner, type CleanerOptions } from '../../actors/clean/gc.js';
+import type { KvShared } from '../../actors/kv/shared.js';
+import type { ShardIndex } from '../../shm/index.js';
+import type { SimNodeOptions } from './node.js';
+
+export type MutationName = 'index-ignores-versions' | 'gc-frees-live';
+
+/** The highest version an index item can carry: an upsert with it is never stale. */
+const VERSION_ALWAYS_NEWER = 2 ** 48 - 1;
+
+function ignoreVersions(index: ShardIndex): ShardIndex {
+  const m = Object.create(index) as ShardIndex;
+  m.upsert = (key, hash, addr, _version, reader) => index.upsert(key, hash, addr, VERSION_ALWAYS_NEWER, reader);
+  return m;
+}
+
+class FreesLiveCleaner extends Cleaner {
+  constructor(o: CleanerOptions) {
+    const gc = o.shared.gc!;
+    const live = Object.create(gc.live) as typeof gc.live;
+    live.get = () => 0;
+    super({ ...o, shared: { ...o.shared, gc: { ...gc, live } } });
+  }
+
+  override relocateLive(): boolean {
+    return true;
+  }
+}
+
+export const mutations: Record<MutationName, Partial<SimNodeOptions>> = {
+  'index-ignores-versions': {
+    mutateShared: (s: KvShared) => {
+      s.indexes = s.indexes.map((ix) => (ix ? ignoreVersions(ix) : null));
+    },
+  },
+  'gc-frees-live': { makeCleaner: (o) => new FreesLiveCleaner(o) },
+};

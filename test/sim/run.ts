@@ -1,0 +1,55 @@
+// npm run sim -- --seeds N        run seeds 1..N, print the failing ones and seeds/second
+// npm run sim -- --seed S         replay one seed and print its findings and trace hash
+// options: --mutation index-ignores-versions|gc-frees-live, --unfixed (receiver without the
+//          stalled-sender fix), --from F (first seed), --verbose
+import { performance } from 'node:perf_hooks';
+import type { MutationName } from './mutations.js';
+import { defaultSimOptions, runSeed, type SimOptions, type SimResult } from './simulation.js';
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+function show(r: SimResult, verbose: boolean): void {
+  console.log(
+    `seed ${r.seed}: ${r.ok ? 'ok' : 'FAILED'}  trace ${r.trace}  events ${r.events}  sim ${r.simMs.toFixed(0)} ms  ` +
+      `ops ok/fail/unknown ${r.ops.ok}/${r.ops.fail}/${r.ops.unknown}  stalls ${r.net.stalls}  divergent ${r.divergent}  nodes ${r.nodes.join(' ')}  net ${JSON.stringify(r.net)}  faults: ${r.faults.join('; ') || 'none'}`,
+  );
+  if (verbose || !r.ok) for (const f of r.findings.slice(0, 8)) console.log(`  [${f.check}${f.node === undefined ? '' : ` node ${f.node}`}] ${f.detail}`);
+}
+
+async function main(): Promise<void> {
+  let unhandled: unknown = null;
+  process.on('unhandledRejection', (e) => (unhandled ??= e));
+  const mutation = arg('mutation') as MutationName | undefined;
+  const verbose = process.argv.includes('--verbose');
+  const one = arg('seed');
+  const opts: Partial<SimOptions> = mutation ? { mutation } : {};
+  // --unfixed: the receiver ignores the queue's holds, as before the stalled-sender fix.
+  if (process.argv.includes('--unfixed')) opts.node = { ...defaultSimOptions.node, receiverIgnoresHolds: true };
+  if (one !== undefined) {
+    const r = await runSeed(Number(one), opts);
+    show(r, true);
+    if (unhandled) console.log(`unhandled rejection: ${String(unhandled)}`);
+    process.exitCode = r.ok && !unhandled ? 0 : 1;
+    return;
+  }
+  const n = Number(arg('seeds') ?? 100);
+  const first = Number(arg('from') ?? 1);
+  const failed: number[] = [];
+  const t0 = performance.now();
+  for (let s = first; s < first + n; s++) {
+    const r = await runSeed(s, opts);
+    if (!r.ok) {
+      failed.push(s);
+      show(r, false);
+    } else if (verbose) show(r, false);
+  }
+  const secs = (performance.now() - t0) / 1000;
+  console.log(`${n} seeds (${first}..${first + n - 1}) in ${secs.toFixed(1)} s: ${(n / secs).toFixed(1)} seeds/s; ${failed.length} failed${failed.length ? `: ${failed.join(' ')}` : ''}`);
+  if (unhandled) console.log(`unhandled rejection: ${String(unhandled)}`);
+  process.exitCode = failed.length === 0 && !unhandled ? 0 : 1;
+}
+
+void main();

@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { respLimits } from '../../../../runtime/resp/limits.js';
+import { RespProtocolError, RespRequestParser, splitArgs } from '../../../../runtime/resp/parser.js';
+import { RMap, RespWriter, Simple, Verbatim, err } from '../../../../runtime/resp/reply.js';
+
+const L = respLimits(1024 * 1024);
+const b = (s: string) => Buffer.from(s, 'latin1');
+const strs = (a: Buffer[] | null) => a?.map((x) => x.toString('latin1')) ?? null;
+
+function frame(args: string[]): string {
+  return `*${args.length}\r\n` + args.map((a) => `$${Buffer.byteLength(a, 'latin1')}\r\n${a}\r\n`).join('');
+}
+
+function drain(p: RespRequestParser): string[][] {
+  const out: string[][] = [];
+  for (let a = p.next(); a !== null; a = p.next()) out.push(strs(a)!);
+  return out;
+}
+
+test('pipelined multibulk requests parse the same however the bytes are split', () => {
+  const reqs = [['SET', 'k', 'v'.repeat(300)], ['GET', 'k'], ['MSET', 'a', '', 'b', 'x\r\ny'], ['PING']];
+  const wire = reqs.map(frame).join('');
+  for (let cut = 1; cut < wire.length; cut += 7) {
+    const p = new RespRequestParser(L);
+    const got: string[][] = [];
+    p.push(b(wire.slice(0, cut)));
+    got.push(...drain(p));
+    p.push(b(wire.slice(cut)));
+    got.push(...drain(p));
+    assert.deepEqual(got, reqs, `split at ${cut}`);
+    assert.equal(p.bufferedBytes, 0);
+  }
+  // byte by byte
+  const p = new RespRequestParser(L);
+  const got: string[][] = [];
+  for (const ch of wire) {
+    p.push(b(ch));
+    got.push(...drain(p));
+  }
+  assert.deepEqual(got, reqs);
+});
+
+test('arguments of a request that arrived whole are views into the received chunk (zero copy)', () => {
+  const chunk = b(frame(['SET', 'key', 'value']));
+  const p = new RespRequestParser(L);
+  p.push(chunk);
+  const a = p.next()!;
+  assert.equal(a[2]!.buffer, chunk.buffer);
+});
+
+test('inline commands with quotes and escapes, as redis-cli/telnet send them', () => {
+  const p = new RespRequestParser(L);
+  p.push(b('PING\r\nSET "a b" \'c\\\'d\' "\\x41\\n"\n\r\n  ECHO   x  \r\n'));
+  assert.deepEqual(drain(p), [['PING'], ['SET', 'a b', "c'd", 'A\n'], ['ECHO', 'x']]);
+  assert.equal(splitArgs(b('"unbalanced')), null);
+  assert.equal(splitArgs(b('"a"b')), null);
+});
+
+test('bounds: huge bulk length, huge array count, endless inline, bad type byte -> Redis protocol errors', () => {
+  const bad = (wire: string | Buffer, msg: RegExp) => {
+    const p = new RespRequestParser(L);
+    assert.throws(() => {
+      p.push(typeof wire === 'string' ? b(wire) : wire);
+      p.next();
+    }, (e: Error) => e instanceof RespProtocolError && msg.test(e.message));
+  };
+  bad('*1\r\n$9999999999\r\n', /^Protocol error: invalid bulk length$/);
+  bad(`*1\r\n$${L.bulkBytesMax + 1}\r\n`, /invalid bulk length/);
+  bad('*1\r\n$-5\r\n', /invalid bulk length/);
+  bad(`*${L.argsMax + 1}\r\n`, /^Protocol error: invalid multibulk length$/);
+  bad('*1\r\n+OK\r\n', /expected '\$', got '\+'/);
+  bad('*12x\r\n', /invalid mbulk length/);
+  bad('*' + '1'.repeat(40), /too big mbulk count string/);
+  bad(Buffer.alloc(L.inlineBytesMax + 10, 0x41), /too big inline request/);
+  bad('*1\r\n$3\r\nabcXY', /expected CRLF/);
+  bad('SET "a\r\n', /unbalanced quotes/);
+});
+
+test('a request larger than requestBytesMax is refused from its header or while it arrives, not buffered', () => {
+  const small = { ...L, requestBytesMax: 64 * 1024, bulkBytesMax: 1 << 20 };
+  const p = new RespRequestParser(small);
+  p.push(b('*2\r\n$3\r\nSET\r\n$500000\r\n'));
+  assert.throws(() => p.next(), /too big request/); // the declared length alone exceeds the bound
+  const q = new RespRequestParser(small);
+  q.push(b('*100000\r\n'));
+  assert.throws(() => {
+    for (let i = 0; i < 100; i++) {
+      q.push(b('$1000\r\n' + 'a'.repeat(1000) + '\r\n'));
+      q.next();
+    }
+  }, /too big request/);
+  assert.ok(q.bufferedBytes <= small.requestBytesMax + 1100);
+});
+
+test('10^5 fuzzed frames: only RespProtocolError, never another exception, buffered bytes bounded', () => {
+  let seed = 0x2545f491;
+  const rnd = (n: number) => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+  const pieces = ['*', '$', '\r\n', '\r', '\n', '-1', '0', '3', '99999999999', 'GET', ' ', '"', "'", '\\x', '*2\r\n$3\r\nGET\r\n$1\r\nk\r\n', '\x00\xff'];
+  const small = { ...L, requestBytesMax: 256 * 1024 };
+  let protocolErrors = 0;
+  let requests = 0;
+  let p = new RespRequestParser(small);
+  for (let i = 0; i < 100_000; i++) {
+    let s = '';
+    const n = 1 + rnd(8);
+    for (let k = 0; k < n; k++) s += rnd(4) === 0 ? String.fromCharCode(rnd(256)) : pieces[rnd(pieces.length)]!;
+    try {
+      p.push(b(s));
+      while (p.next() !== null) requests++;
+    } catch (e) {
+      assert.ok(e instanceof RespProtocolError, `frame ${i}: ${(e as Error).stack}`);
+      protocolErrors++;
+      p = new RespRequestParser(small); // the connection closes; a new one starts clean
+    }
+    assert.ok(p.bufferedBytes <= small.requestBytesMax + 64, `frame ${i}: ${p.bufferedBytes} B buffered`);
+  }
+  assert.ok(protocolErrors > 100 && requests > 100, `both outcomes exercised (${protocolErrors} errors, ${requests} requests)`);
+});
+
+test('replies encode per protocol version: maps, nulls and verbatim strings fall back in RESP2', () => {
+  const enc = (r: Parameters<RespWriter['write']>[0], proto: number) => {
+    const w = new RespWriter();
+    w.write(r, proto);
+    return w.take().toString('latin1');
+  };
+  assert.equal(enc(null, 2), '$-1\r\n');
+  assert.equal(enc(null, 3), '_\r\n');
+  assert.equal(enc(new RMap([['a', 1]]), 2), '*2\r\n$1\r\na\r\n:1\r\n');
+  assert.equal(enc(new RMap([['a', 1]]), 3), '%1\r\n$1\r\na\r\n:1\r\n');
+  assert.equal(enc(new Verbatim('x'), 3), '=5\r\ntxt:x\r\n');
+  assert.equal(enc(new Verbatim('x'), 2), '$1\r\nx\r\n');
+  assert.equal(enc([new Simple('OK'), err('ERR a\r\nb'), 'é'], 2), '*3\r\n+OK\r\n-ERR a b\r\n$2\r\n\xc3\xa9\r\n');
+});
