@@ -32,12 +32,20 @@ async function see(want: RegExp): Promise<string> {
   throw new Error(`the screen never showed ${want}:\n${tmux('capture-pane', '-p', '-t', session)}`);
 }
 
-/** Type a line into the terminal and wait (bounded) until the screen shows `want`. */
+/**
+ * Type a line into the terminal and wait (bounded) until its answer shows `want` and redis-cli prompts
+ * again. Only the screen below the typed line counts: an earlier line may match too (the SET before a
+ * GET shows the value), and typing on before the answer came would go to a redis-cli still waiting.
+ */
 async function typeAndSee(line: string, want: RegExp): Promise<string> {
   tmux('send-keys', '-t', session, line, 'Enter');
   for (let i = 0; i < 100; i++) {
     const screen = tmux('capture-pane', '-p', '-t', session);
-    if (want.test(screen)) return screen;
+    const lines = screen.trimEnd().split('\n');
+    let typed = lines.length - 1;
+    while (typed >= 0 && !lines[typed]!.endsWith(`> ${line}`)) typed--;
+    const answer = typed < 0 ? '' : lines.slice(typed + 1).join('\n');
+    if (want.test(answer) && /> *$/.test(lines[lines.length - 1] ?? '')) return screen;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`the screen never showed ${want} after typing '${line}':\n${tmux('capture-pane', '-p', '-t', session)}`);
