@@ -36,12 +36,14 @@ export function workerOfShard(n: ClusterNode, shard: number): number {
   return shard % n.workerPorts.length;
 }
 
-/** The Redis Cluster view of a configuration; nodes without RESP ports are left out. */
+/** The Redis Cluster view of a configuration; nodes without RESP ports, and dead ones (failed over:
+ *  they serve no slot), are left out. */
 export function buildSlotMap(c: ClusterConfig): SlotMap {
   const endpoints: RedisEndpoint[] = [];
   const at = new Map<string, number>();
+  const dead = new Set(c.dead ?? []);
   for (const n of c.nodes) {
-    if (!n.resp) continue;
+    if (!n.resp || dead.has(n.id)) continue;
     for (let w = 0; w < n.workerPorts.length; w++) {
       at.set(`${n.id}/${w}`, endpoints.length);
       endpoints.push({ id: redisNodeId(n.id, w), nodeId: n.id, worker: w, host: n.host, port: n.resp.clusterPorts[w]!, ranges: [] });
