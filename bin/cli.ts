@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfigFile, resolveConfig } from '../config/load.js';
+import { configFromEnv } from '../config/env.js';
 import { persistenceModes, roles, type ConfigInput } from '../config/model.js';
 import { FABRIC_KINDS, type FabricKind } from '../config/base/fabric-kinds.js';
 import { formatCpuList, parseCpuList, parseRoles } from '../config/parse.js';
@@ -18,6 +19,7 @@ import { registerKvCommands } from './cli-kv.js';
 import { kvApplication } from '../actors/kv/node-kv.js';
 import { registerClusterCommand } from './cluster-cli.js';
 import { registerManagerCommand } from './manager-cli.js';
+import { registerConfigCommand } from './config-cli.js';
 import { collectClusterStatus, formatClusterStatus } from './cluster-status.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
@@ -115,7 +117,7 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
     flags.fabric = { ...(o.fabric !== undefined ? { kind: o.fabric as FabricKind } : {}), ...(port !== undefined ? { port } : {}) };
   }
   const file = o.config === undefined ? undefined : loadConfigFile(o.config);
-  const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, flags, ...(file ? { file } : {}) });
+  const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, env: configFromEnv(process.env), flags, ...(file ? { file } : {}) });
   const log = createLogger(config.logLevel);
   const kv = clusterFlags(o);
   const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication(kv, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
@@ -222,6 +224,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
   registerKvCommands(p, setCode);
   registerClusterCommand(p, run);
   registerManagerCommand(p, run);
+  registerConfigCommand(p, run);
   return p;
 }
 

@@ -11,9 +11,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { logLevels } from '../config/base/log.js';
 import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
+import { requestControl, socketPath } from '../runtime/endpoint.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { DEFAULT_LEASE_MS } from '../actors/manager/leases.js';
 import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, readLogFrom, stopCluster } from './cluster-lifecycle.js';
@@ -30,6 +32,7 @@ export interface ClusterOpts {
   poolMib: string | number;
   segmentKib: string | number;
   leaseMs: string | number;
+  logLevel?: string;
   indexKeys?: string;
   indexKeysMax?: string;
 }
@@ -74,21 +77,29 @@ function clusterFor(dir: string, o: ClusterOpts): { cluster: ClusterConfig; fres
   return { cluster, fresh: true };
 }
 
-function waitReady(child: ChildProcess, logFile: string, from: number, id: number, timeoutMs: number): Promise<void> {
-  return new Promise((resolveReady, reject) => {
-    const t0 = Date.now();
-    const timer = setInterval(() => {
-      const text = readLogFrom(logFile, from); // this run's lines only: the log is appended to
-      if (text.includes('"msg":"node ready"')) {
-        clearInterval(timer);
-        resolveReady();
-      } else if (child.exitCode !== null || Date.now() - t0 > timeoutMs) {
-        clearInterval(timer);
-        const last = text.trim().split('\n').slice(-3).join('\n');
-        reject(new RowanError(ErrorCodes.ACTOR_FAILED, `${id < 0 ? 'the configuration manager' : `node ${id}`} did not start (see ${logFile}):\n${last}`));
-      }
-    }, 100);
-  });
+/**
+ * Ready when this run's part of the log says "node ready", or -- with a --log-level that hides info
+ * lines -- when the process answers status on its control socket in `dataDir` with its own pid.
+ */
+async function waitReady(child: ChildProcess, logFile: string, from: number, id: number, timeoutMs: number, dataDir: string): Promise<void> {
+  const t0 = Date.now();
+  const answers = async (): Promise<boolean> => {
+    try {
+      const st = (await requestControl(socketPath(dataDir), { op: 'status' }, 1000)) as { pid?: number };
+      return st.pid === child.pid;
+    } catch {
+      return false;
+    }
+  };
+  for (;;) {
+    const text = readLogFrom(logFile, from); // this run's lines only: the log is appended to
+    if (text.includes('"msg":"node ready"') || (existsSync(socketPath(dataDir)) && (await answers()))) return;
+    if (child.exitCode !== null || child.signalCode !== null || Date.now() - t0 > timeoutMs) {
+      const last = text.trim().split('\n').slice(-3).join('\n');
+      throw new RowanError(ErrorCodes.ACTOR_FAILED, `${id < 0 ? 'the configuration manager' : `node ${id}`} did not start (see ${logFile}):\n${last}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** Flags that only shape a new cluster: on an existing one they are ignored, and said so. */
@@ -164,12 +175,12 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
   const startManager = async (): Promise<void> => {
     const logFile = join(dir, 'manager.log');
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'manager', '--cluster', file, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager')];
+    const args = [bin, 'manager', '--cluster', file, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), ...(o.logLevel ? ['--log-level', o.logLevel] : [])];
     // Like a node: its own process group, and down with this launcher however the launcher dies.
     manager = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
     closeQuietly(out);
     console.log(`starting the configuration manager (log ${logFile})`);
-    await waitReady(manager, logFile, from, -1, 60_000);
+    await waitReady(manager, logFile, from, -1, 60_000, join(dir, 'manager'));
     console.log(`configuration manager ready on 127.0.0.1:${managerPort}, lease ${leaseMs} ms`);
   };
   try {
@@ -189,7 +200,7 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
     const { fd: out, from } = openNodeLog(logFile);
     const args = [bin, 'start', '--data-dir', n.dataDir, '--cluster', file, '--node-id', String(n.id), '--config', nodeConfig,
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
-      '--manager', `127.0.0.1:${managerPort}`, '--metrics-port', String(metricsPortOf(cluster, n.id)),
+      '--manager', `127.0.0.1:${managerPort}`, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : [])];
     // Own process group: a terminal ^C reaches only this launcher, which stops each node once (SIGTERM).
     // ROWAN_LAUNCHER_PID: the node sets a parent-death signal, so it goes down with this launcher
@@ -198,7 +209,7 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
     closeQuietly(out);
     children.set(n.id, child);
     console.log(`starting node ${n.id} (log ${logFile})`);
-    return waitReady(child, logFile, from, n.id, 120_000).then(() => {
+    return waitReady(child, logFile, from, n.id, 120_000, n.dataDir).then(() => {
       const resp = n.resp ? `; redis on ${n.resp.ports.map((p) => `${n.host}:${p}`).join(', ')} (cluster ${n.resp.clusterPorts.join(', ')})` : '';
       console.log(`node ${n.id} ready (pid ${child.pid}): clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}${resp}; metrics http://${n.host}:${metricsPortOf(cluster, n.id)}/metrics`);
     });
@@ -288,6 +299,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', asIs, 128)
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', asIs, 4096)
     .option('--lease-ms <ms>', 'lease the configuration manager grants; a dead node is failed over after it expires (paper: 10)', asIs, DEFAULT_LEASE_MS)
+    .addOption(new Option('--log-level <level>', 'log level of the nodes and the configuration manager (their logs: DIR/node-N.log, DIR/manager.log; default: info, or ROWAN_LOG_LEVEL)').choices(logLevels))
     .option('--index-keys <n>', "keys each shard's index is sized for at start (grows on demand; see rowan start --help)")
     .option('--index-keys-max <n>', "most keys one shard's index may grow to (see rowan start --help)")
     .action(function (this: Command) {

@@ -4,10 +4,10 @@
 // `rowan start --manager host:port` hold their lease with it.
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { resolveConfig } from '../config/load.js';
 import { schedGetaffinity } from '../native/libc.js';
-import { createLogger, type LogLevel } from '../config/base/log.js';
+import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { startNode } from '../runtime/node.js';
 import { DEFAULT_LEASE_MS, leaseTiming } from '../actors/manager/leases.js';
@@ -63,6 +63,7 @@ export function registerManagerCommand(p: Command, run: (f: () => Promise<number
     .option('--port <port>', 'port nodes renew their leases on (0 = any free port)', '7090')
     .option('--lease-ms <ms>', 'lease length granted to nodes', String(DEFAULT_LEASE_MS))
     .option('--renew-ms <ms>', 'how often nodes renew (default lease / 5)')
+    .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
     .option('--data-dir <dir>', "the manager process's runtime directory (default: manager/ next to the cluster file)")
     .action(function (this: Command) {
       return run(() => runManager(this.opts<ManagerOpts>()))();

@@ -1,4 +1,5 @@
-// Resolving a configuration: defaults (config/defaults.ts) <- optional JSON file <- CLI flags, then
+// Resolving a configuration: defaults (config/defaults.ts) <- optional JSON file <- ROWAN_* environment
+// variables (config/env.ts) <- CLI flags, then
 // validate. Objects merge field by field, arrays and scalars replace. A key the model does not know
 // is an error (a typo in a config file must not silently fall back to a default).
 import { readFileSync } from 'node:fs';
@@ -46,12 +47,14 @@ export interface ResolveOptions {
   /** CPUs this process may use; the default `cores` and the check of configured ones. */
   allowedCores: number[];
   file?: ConfigInput;
+  /** The ROWAN_* environment variables' layer (configFromEnv). */
+  env?: ConfigInput;
   flags?: ConfigInput;
 }
 
 export function resolveConfig(o: ResolveOptions): RowanConfig {
   let cfg = defaultConfig(o.dataDir, o.allowedCores) as unknown as Obj;
-  for (const layer of [o.file, o.flags]) {
+  for (const layer of [o.file, o.env, o.flags]) {
     if (!layer) continue;
     const l = { ...layer } as Obj;
     if (typeof l.roles === 'string') l.roles = parseRoles(l.roles);
@@ -59,7 +62,7 @@ export function resolveConfig(o: ResolveOptions): RowanConfig {
   }
   const c = cfg as unknown as RowanConfig;
   // The paper's b-log numbers follow the pool size unless a layer set them.
-  const setBlog = (k: 'preallocSegments' | 'batchSegments') => o.file?.blog?.[k] !== undefined || o.flags?.blog?.[k] !== undefined;
+  const setBlog = (k: 'preallocSegments' | 'batchSegments') => [o.file, o.env, o.flags].some((l) => l?.blog?.[k] !== undefined);
   const scaled = scaleBlogToPool(c.pool.segmentCount);
   if (!setBlog('preallocSegments')) c.blog.preallocSegments = scaled.preallocSegments;
   if (!setBlog('batchSegments')) c.blog.batchSegments = Math.min(scaled.batchSegments, c.blog.preallocSegments);

@@ -1,0 +1,109 @@
+// The node configuration's schema (zod): every key with its type, range and meaning, in one place. It
+// gives the checks (validateConfig parses with it before the cross-field rules of ./validate.ts), the
+// `ROWAN_*` environment variables (one per leaf key, ./env.ts), `rowan config` (the table of keys)
+// and `rowan config --json-schema` (a JSON Schema for config files). The README's table is generated
+// from it and a test keeps the two equal.
+import { z } from 'zod';
+import { CPU_ID_MAX } from './base/ids.js';
+import { logLevels } from './base/log.js';
+import { FABRIC_KINDS } from './base/fabric-kinds.js';
+import { defaultLimits } from './limits.js';
+import { persistenceModes, roles } from './model.js';
+
+const intIn = (min: number, max: number) => z.number({ message: `must be an integer in [${min}, ${max}]` }).int({ message: `must be an integer in [${min}, ${max}]` }).min(min, { message: `must be an integer in [${min}, ${max}]` }).max(max, { message: `must be an integer in [${min}, ${max}]` });
+const numIn = (min: number, max: number) => z.number({ message: `must be a number in [${min}, ${max}]` }).min(min, { message: `must be a number in [${min}, ${max}]` }).max(max, { message: `must be a number in [${min}, ${max}]` });
+const oneOf = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { message: `must be one of ${values.join('|')}` });
+const cpuList = z.array(intIn(0, CPU_ID_MAX), { message: 'must be a non-empty list of CPU numbers' }).min(1, { message: 'must be a non-empty list of CPU numbers' });
+
+const roleSpec = z.strictObject({
+  role: oneOf(roles),
+  count: intIn(1, defaultLimits.actorsPerRoleMax),
+  cores: cpuList.optional(),
+});
+
+export const configSchema = z.strictObject({
+  dataDir: z.string({ message: 'must be a non-empty path' }).min(1, { message: 'must be a non-empty path' }).describe('directory of the pool file, control socket and pid file (rowan start --data-dir; not from the environment)'),
+  persistence: oneOf(persistenceModes).describe('dax: real PM; msync: any file, survives power loss; pagecache: survives process crashes only'),
+  roles: z.array(roleSpec, { message: 'must name at least one role' }).min(1, { message: 'must name at least one role' }).describe('actors per role, e.g. "worker:2,control,digest,clean" (one thread each; control and nic at most one)'),
+  cores: cpuList.describe('CPUs the actors are pinned to, round-robin (default: every CPU this process may use)'),
+  logLevel: oneOf(logLevels).describe('log level of the node and its actors'),
+  fabric: z.strictObject({
+    kind: oneOf(FABRIC_KINDS as unknown as readonly [string, ...string[]]).describe('how Rowan writes reach this node: shm (same host), tcp (the nic actor), verbs (RDMA)'),
+    host: z.string({ message: 'must be a non-empty address' }).min(1, { message: 'must be a non-empty address' }).describe('address the nic listens on'),
+    port: intIn(0, 65535).describe('port the nic listens on (0: any free port)'),
+  }),
+  pool: z.strictObject({
+    segmentCount: intIn(1, 1 << 20).describe('PM segments in the pool'),
+    segmentBytes: intIn(64 * 1024, 1 << 30).describe('bytes per PM segment, a power of two (paper: 4 MiB)'),
+  }),
+  blog: z.strictObject({
+    preallocSegments: intIn(1, 1 << 20).describe('free b-log segments posted at start (paper: 512; at most pool.segmentCount)'),
+    batchSegments: intIn(1, 1 << 20).describe('used segments handed to digest, and free ones posted, per round (paper: 128; at most blog.preallocSegments)'),
+    usedGraceMs: numIn(0, 60_000).describe('wait after a segment looks consumed before calling it used (paper: 2 ms)'),
+  }),
+  replication: z.strictObject({
+    retryMs: numIn(0.001, 60_000).describe('a replication write slower than this is re-issued (paper: 1 ms)'),
+    commitVerPeriodMs: numIn(1, 60_000).describe('primaries write <shard, CommitVer> to backups this often (paper: 15 ms)'),
+  }),
+  gc: z.strictObject({
+    liveThresholdPercent: numIn(0, 100).describe('clean a committed segment whose live bytes fall below this share (paper: 75 %)'),
+    reserveSegments: intIn(0, 1 << 19).describe('free segments only clean actors may take (at most half the pool)'),
+    periodMs: numIn(1, 60_000).describe('how often each clean actor looks for segments to clean'),
+  }),
+  leaseMs: numIn(1, 600_000).describe('not read by a node: the configuration manager grants the lease (rowan manager/cluster --lease-ms)'),
+  resharding: z.strictObject({
+    periodMs: numIn(1, 3_600_000).describe('resharding is not built yet: not read (paper: 500 ms)'),
+    overloadPercent: numIn(0, 1000).describe('resharding is not built yet: not read (paper: 30 %)'),
+    targetPercent: numIn(0, 1000).describe('resharding is not built yet: not read (paper: 5 %; at most overloadPercent)'),
+  }),
+  runtime: z.strictObject({
+    ringWords: intIn(defaultLimits.ringWordsMin, defaultLimits.ringWordsMax).describe('capacity of each actor-to-actor ring, in Int32 words'),
+    readyTimeoutMs: intIn(1, 600_000).describe('an actor that has not reported READY by then fails the start'),
+    stopTimeoutMs: intIn(1, 600_000).describe('an actor that has not stopped by then is terminated'),
+    restarts: z.partialRecord(oneOf(roles), intIn(0, 1000)).describe('restarts allowed per role before a failure takes the node down, e.g. {"clean":3} (default: none)'),
+  }),
+});
+
+export interface ConfigKey {
+  /** Dotted path, e.g. pool.segmentCount. */
+  key: string;
+  /** The environment variable that sets it, e.g. ROWAN_POOL_SEGMENT_COUNT (null: not settable so). */
+  env: string | null;
+  /** number | integer | string | enum values | list | map. */
+  type: string;
+  description: string;
+  schema: z.ZodType;
+}
+
+export function envName(key: string): string {
+  return 'ROWAN_' + key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/\./g, '_').toUpperCase();
+}
+
+function typeOf(s: z.ZodType): string {
+  if (s instanceof z.ZodOptional) return typeOf(s.unwrap() as z.ZodType);
+  if (s instanceof z.ZodEnum) return (s.options as string[]).join('|');
+  if (s instanceof z.ZodNumber) return s.format === 'safeint' || s.format?.includes('int') ? 'integer' : 'number';
+  if (s instanceof z.ZodString) return 'string';
+  if (s instanceof z.ZodArray) return 'list';
+  if (s instanceof z.ZodRecord) return 'map';
+  return 'value';
+}
+
+/** Every leaf key of the schema, in declaration order. */
+export function configKeys(): ConfigKey[] {
+  const out: ConfigKey[] = [];
+  const walk = (obj: z.ZodObject, prefix: string): void => {
+    for (const [k, s] of Object.entries(obj.shape) as [string, z.ZodType][]) {
+      const key = prefix ? `${prefix}.${k}` : k;
+      if (s instanceof z.ZodObject && key !== 'runtime.restarts') walk(s, key);
+      else out.push({ key, env: key === 'dataDir' ? null : envName(key), type: typeOf(s), description: s.description ?? '', schema: s });
+    }
+  };
+  walk(configSchema, '');
+  return out;
+}
+
+/** A JSON Schema for config files (`rowan config --json-schema`). */
+export function configJsonSchema(): unknown {
+  return z.toJSONSchema(configSchema.partial(), { unrepresentable: 'any' });
+}
