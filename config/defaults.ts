@@ -51,6 +51,7 @@ export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
     blog: { ...scaleBlogToPool(defaultSegmentCount), usedGraceMs: paper.usedGraceMs },
     replication: { retryMs: paper.replicationRetryMs, commitVerPeriodMs: paper.commitVerPeriodMs },
     gc: { liveThresholdPercent: paper.gcLiveThresholdPercent, reserveSegments: 3, periodMs: 5 },
+    clients: { connectionsMax: 1024, inFlightMax: 1024, readsInFlightMax: 16, writeBytesMax: 4 * 1024 * 1024 },
     leaseMs: paper.leaseMs,
     resharding: {
       periodMs: paper.reshardPeriodMs,

@@ -67,6 +67,17 @@ export interface RowanConfig {
     /** How often each clean actor looks for segments to clean. */
     periodMs: number;
   };
+  /** What one client port (a worker's) lets its clients hold (bounded memory, runtime/rpc/). */
+  clients: {
+    /** Connections at once; one more is answered ROWAN_ERR_TOO_MANY_CONNECTIONS and closed. */
+    connectionsMax: number;
+    /** Requests running at once on one connection before it stops reading. */
+    inFlightMax: number;
+    /** GETs running at once on one connection (each may answer a value of up to valueBytesMax). */
+    readsInFlightMax: number;
+    /** Response bytes the peer has not read yet before the connection stops reading. */
+    writeBytesMax: number;
+  };
   /** Lease between servers and the CM (§6.1: 10 ms). */
   leaseMs: number;
   resharding: {

@@ -50,6 +50,12 @@ export const configSchema = z.strictObject({
     reserveSegments: intIn(0, 1 << 19).describe('free segments only clean actors may take (at most half the pool)'),
     periodMs: numIn(1, 60_000).describe('how often each clean actor looks for segments to clean'),
   }),
+  clients: z.strictObject({
+    connectionsMax: intIn(1, 1 << 20).describe('connections one client port holds at once; one more gets ROWAN_ERR_TOO_MANY_CONNECTIONS and is closed'),
+    inFlightMax: intIn(1, 1 << 16).describe('requests running at once on one connection before it stops reading (TCP pushes back)'),
+    readsInFlightMax: intIn(1, 1 << 16).describe('GETs running at once on one connection: with writeBytesMax, bounds the memory one connection can hold to writeBytesMax + readsInFlightMax x the largest value'),
+    writeBytesMax: intIn(64 * 1024, 1 << 30).describe('response bytes the peer has not read before the connection stops reading'),
+  }),
   leaseMs: numIn(1, 600_000).describe('not read by a node: the configuration manager grants the lease (rowan manager/cluster --lease-ms)'),
   resharding: z.strictObject({
     periodMs: numIn(1, 3_600_000).describe('resharding is not built yet: not read (paper: 500 ms)'),

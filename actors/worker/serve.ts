@@ -57,7 +57,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     limits: defaultLimits,
     ...(kv.cluster.replication === 'rpc' ? { backupLog: TLog.recover(pool, backupLogOwner(ctx.id), defaultLimits, OwnerRole.Worker) } : {}),
   });
-  const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log });
+  const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log, ...ctx.config.clients });
   let seenTerm = cell.term();
   const dropped = new Set<number>();
   const resp = me.resp

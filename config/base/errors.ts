@@ -52,6 +52,8 @@ export const ErrorCodes = {
   NOT_FOUND: 'ROWAN_ERR_NOT_FOUND',
   TIMEOUT: 'ROWAN_ERR_TIMEOUT',
   NO_HANDSHAKE: 'ROWAN_ERR_NO_HANDSHAKE',
+  /** A client port already holds clients.connectionsMax connections: this one is refused (not applied). */
+  TOO_MANY_CONNECTIONS: 'ROWAN_ERR_TOO_MANY_CONNECTIONS',
   REPLICATION_FAILED: 'ROWAN_ERR_REPLICATION_FAILED',
   /** The node's lease with the configuration manager has expired: it serves nothing (not applied). */
   LEASE_EXPIRED: 'ROWAN_ERR_LEASE_EXPIRED',

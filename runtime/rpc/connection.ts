@@ -12,9 +12,9 @@
 //   - a peer that ends or dies mid-frame: the partial frame is dropped, never executed.
 // The handler only ever sees fully checked requests, so nothing partial is ever written.
 //
-// Flow control: while inFlightMax requests run, or more than writeBytesMax of responses wait for the
-// peer to read them, no further frame is decoded and the socket is paused (TCP pushes back on the
-// client). A connection that does not complete HELLO within handshakeMs, or stays idle with nothing
+// Flow control: while inFlightMax requests (or readsInFlightMax GETs) run, or more than writeBytesMax
+// of responses wait for the peer to read them, no further frame is decoded and the socket is paused
+// (TCP pushes back on the client). A connection that does not complete HELLO within handshakeMs, or stays idle with nothing
 // running for idleMs, is closed, and TCP keepalive finds peers that vanished: no connection leaks.
 import type { Socket } from 'node:net';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -40,6 +40,9 @@ export interface ConnectionOptions {
   log: Logger | undefined;
   /** Requests running at once on one connection before its socket is paused. */
   inFlightMax: number;
+  /** GETs running at once: each may answer up to valueBytesMax, so this and writeBytesMax bound the
+   *  memory a connection whose peer reads nothing can hold (writeBytesMax + readsInFlightMax values). */
+  readsInFlightMax: number;
   /** Response bytes waiting for the peer before decoding stops and the socket is paused. */
   writeBytesMax: number;
   /** A connection that has not completed HELLO within this is closed. */
@@ -61,10 +64,12 @@ export interface ServerStats {
   truncated: number;
   /** Handler throws that were not RowanErrors (answered ROWAN_ERR_INTERNAL). */
   internalErrors: number;
+  /** Connections refused over clients.connectionsMax. */
+  refused: number;
 }
 
 export function newServerStats(): ServerStats {
-  return { connections: 0, open: 0, requests: 0, errorResponses: 0, badStreams: 0, truncated: 0, internalErrors: 0 };
+  return { connections: 0, open: 0, requests: 0, errorResponses: 0, badStreams: 0, truncated: 0, internalErrors: 0, refused: 0 };
 }
 
 type State = 'open' | 'closing' | 'closed';
@@ -75,6 +80,7 @@ export class ClientConnection {
   private helloed = false;
   private peerEnded = false;
   private inFlight = 0;
+  private readsInFlight = 0;
   private paused = false;
   private corked = false;
   private lingerTimer: NodeJS.Timeout | null = null;
@@ -161,7 +167,7 @@ export class ClientConnection {
   }
 
   private overLimit(): boolean {
-    return this.inFlight >= this.o.inFlightMax || this.socket.writableLength > this.o.writeBytesMax;
+    return this.inFlight >= this.o.inFlightMax || this.readsInFlight >= this.o.readsInFlightMax || this.socket.writableLength > this.o.writeBytesMax;
   }
 
   private frame(f: Uint8Array): void {
@@ -218,15 +224,18 @@ export class ClientConnection {
   /** Hand one checked request to the handler; its response is written whenever it completes. */
   private run(req: Exclude<Request, { op: typeof Op.HELLO | typeof Op.CONFIG }>): void {
     this.inFlight++;
+    const read = req.op === Op.GET || req.op === Op.GET_REPLICA;
+    if (read) this.readsInFlight++;
     this.stats.requests++;
     this.invoke(req).then(
-      (res) => this.done(res, false),
-      (err: unknown) => this.done(this.failure(req.id, err), true),
+      (res) => this.done(res, false, read),
+      (err: unknown) => this.done(this.failure(req.id, err), true, read),
     );
   }
 
-  private done(res: Buffer, isError: boolean): void {
+  private done(res: Buffer, isError: boolean, read: boolean): void {
     this.inFlight--;
+    if (read) this.readsInFlight--;
     this.respond(res, isError);
     this.pump();
   }

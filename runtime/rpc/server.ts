@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:net';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
+import { errorResponse } from './frames.js';
 import { ClientConnection, newServerStats, type ConnectionOptions, type ServerStats } from './connection.js';
 import type { FrameLimits } from './frames-layout.js';
 import type { KvHandler } from './handler.js';
@@ -21,7 +22,10 @@ export interface ServeOptions {
   limits: FrameLimits;
   log?: Logger;
   inFlightMax?: number;
+  readsInFlightMax?: number;
   writeBytesMax?: number;
+  /** Connections at once; one more is answered TOO_MANY_CONNECTIONS and closed. */
+  connectionsMax?: number;
   handshakeMs?: number;
   idleMs?: number;
   lingerMs?: number;
@@ -37,7 +41,9 @@ export interface RpcServer {
 export const RPC_DEFAULTS = Object.freeze({
   host: '127.0.0.1',
   inFlightMax: 1024,
+  readsInFlightMax: 16,
   writeBytesMax: 4 * 1024 * 1024,
+  connectionsMax: 1024,
   handshakeMs: 10_000,
   idleMs: 5 * 60_000,
   lingerMs: 2_000,
@@ -49,6 +55,7 @@ export async function serveClients(o: ServeOptions): Promise<RpcServer> {
     limits: { keyBytesMax: o.limits.keyBytesMax, valueBytesMax: o.limits.valueBytesMax },
     log: o.log,
     inFlightMax: o.inFlightMax ?? RPC_DEFAULTS.inFlightMax,
+    readsInFlightMax: o.readsInFlightMax ?? RPC_DEFAULTS.readsInFlightMax,
     writeBytesMax: o.writeBytesMax ?? RPC_DEFAULTS.writeBytesMax,
     handshakeMs: o.handshakeMs ?? RPC_DEFAULTS.handshakeMs,
     idleMs: o.idleMs ?? RPC_DEFAULTS.idleMs,
@@ -57,7 +64,17 @@ export async function serveClients(o: ServeOptions): Promise<RpcServer> {
   const stats = newServerStats();
   const conns = new Set<ClientConnection>();
   // allowHalfOpen: a client may send its requests and shut down its sending side; it still gets answers.
+  const connectionsMax = o.connectionsMax ?? RPC_DEFAULTS.connectionsMax;
   const server = createServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
+    if (conns.size >= connectionsMax) {
+      // Refused with a reason the client can read (request id 0), not a bare reset.
+      stats.refused++;
+      const e = new RowanError(ErrorCodes.TOO_MANY_CONNECTIONS, `this port already serves ${connectionsMax} connections (clients.connectionsMax)`);
+      socket.on('error', () => {});
+      socket.end(errorResponse(0, 0, e));
+      setTimeout(() => socket.destroy(), opts.lingerMs).unref();
+      return;
+    }
     conns.add(new ClientConnection(socket, opts, stats, (c) => conns.delete(c)));
   });
   server.on('error', (err) => o.log?.error({ err }, 'rpc: client listener error'));
