@@ -22,6 +22,10 @@ export interface Limits {
    *  new keys (INDEX_FULL, before anything is persisted), so inserts already in flight and the backups'
    *  digests -- whose indexes hold the same keys -- always find room. */
   indexHeadroomBuckets: number;
+  /** A multi-block entry a backup received only part of over REPLICATE (RPC-KV) is dropped after this
+   *  (its primary died or gave up mid-entry: it was never acknowledged), and at most this many are held. */
+  partialEntryMs: number;
+  partialEntriesMax: number;
   /** Actors (threads) of one role in one node. */
   actorsPerRoleMax: number;
   /** Capacity bounds of one actor-to-actor ring (shm/ring.ts), in Int32 words. */
@@ -39,6 +43,8 @@ export const defaultLimits: Readonly<Limits> = Object.freeze({
   indexKeysPerShard: 1 << 16,
   indexKeysPerShardMax: 1 << 22,
   indexHeadroomBuckets: 256,
+  partialEntryMs: 10_000,
+  partialEntriesMax: 256,
   actorsPerRoleMax: ACTORS_PER_ROLE_MAX,
   ringWordsMin: 64,
   ringWordsMax: 1 << 24,

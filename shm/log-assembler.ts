@@ -24,6 +24,8 @@ interface Pending {
   blockOffsets: number[];
   received: number;
   bytes: number;
+  /** When its first block came (the caller's clock; 0 when the caller keeps no time). */
+  bornAt: number;
 }
 
 export class BlockAssembler {
@@ -56,9 +58,24 @@ export class BlockAssembler {
     this.open.clear();
   }
 
+  /**
+   * Drop pending entries whose first block came more than `maxAgeMs` before `now`, and the oldest
+   * beyond `maxPending`: an entry whose other blocks never come (its sender died mid-entry) must not
+   * hold memory forever. Returns how many were dropped.
+   */
+  expire(now: number, maxAgeMs: number, maxPending: number): number {
+    let dropped = 0;
+    for (const [id, p] of this.open) {
+      if (now - p.bornAt <= maxAgeMs && this.open.size <= maxPending) break; // insertion order: the rest are younger
+      this.open.delete(id);
+      dropped++;
+    }
+    return dropped;
+  }
+
   /** Take one verified block; returns the entry once all of its blocks have arrived, else null. The
    *  block's payload is copied, so the log bytes may be reused after add() returns. */
-  add(block: Block): AssembledEntry | null {
+  add(block: Block, now = 0): AssembledEntry | null {
     if (block.cnt === 1) {
       return {
         offset: block.offset, type: block.type, shard: block.shard, version: block.version, bytes: block.size,
@@ -72,7 +89,7 @@ export class BlockAssembler {
       p = {
         type: block.type, keyLen: block.keyLen, valueLen: block.valueLen, cnt: block.cnt,
         payload: new Uint8Array(block.keyLen + block.valueLen), blockOffsets: new Array<number>(block.cnt).fill(-1),
-        received: 0, bytes: 0,
+        received: 0, bytes: 0, bornAt: now,
       };
       this.open.set(id, p);
     } else if (p.type !== block.type || p.keyLen !== block.keyLen || p.valueLen !== block.valueLen || p.cnt !== block.cnt) {

@@ -45,13 +45,15 @@ export interface KvWorkerStats {
   /** rpc mode, as a backup: REPLICATE blocks taken and entries appended to the backup log. */
   replicatedBlocks: number;
   replicatedEntries: number;
+  /** Multi-block REPLICATE entries dropped half-received (limits.partialEntryMs / partialEntriesMax). */
+  partialEntriesDropped: number;
   /** PUT/DEL refused because the pool (here or at a backup) had no free segment. */
   pmFull: number;
 }
 
 export class WorkerCore {
   readonly reader: PoolEntryReader;
-  readonly stats: KvWorkerStats = { puts: 0, dels: 0, gets: 0, replicationWrites: 0, replicatedBlocks: 0, replicatedEntries: 0, pmFull: 0 };
+  readonly stats: KvWorkerStats = { puts: 0, dels: 0, gets: 0, replicationWrites: 0, replicatedBlocks: 0, replicatedEntries: 0, partialEntriesDropped: 0, pmFull: 0 };
   private readonly epochSlot: number;
 
   constructor(readonly d: KvWorkerDeps) {

@@ -44,7 +44,9 @@ export class RpcBackup {
       if (b.type === EntryType.Put) e.value = b.payload.subarray(b.keyLen, b.keyLen + b.valueLen);
     } else {
       this.assembler ??= new BlockAssembler(d.limits);
-      const whole = this.assembler.add(b); // copies the payload: the received bytes may be freed
+      const now = this.core.now();
+      const whole = this.assembler.add(b, now); // copies the payload: the received bytes may be freed
+      stats.partialEntriesDropped += this.assembler.expire(now, d.limits.partialEntryMs, d.limits.partialEntriesMax);
       if (whole === null) return;
       e = { type: whole.type, shard: whole.shard, version: whole.version, key: whole.key, value: whole.value };
     }

@@ -280,6 +280,23 @@ describe('scattered blocks (Figure 7)', () => {
     assert.equal([...scanEntries(log, 0, log.length, SMALL)].length, 0);
   });
 
+  it('BlockAssembler drops entries whose other blocks never come: by age and beyond a count', () => {
+    const asm = new BlockAssembler(SMALL);
+    // The first block of 5 multi-block entries, at t = 0, 10, 20, 30, 40 ms; their other blocks never come.
+    for (let i = 0; i < 5; i++) assert.equal(asm.add(readBlock(encodeBlocks(put(3, 700, 100 + i, 1), SMALL)[0]!, 0, 4096, SMALL)!, i * 10), null);
+    assert.equal(asm.pending, 5);
+    assert.equal(asm.expire(45, 100, 10), 0, 'none is old, and 5 is within the count');
+    assert.equal(asm.expire(115, 100, 10), 2, 'the two born at 0 and 10 ms are over 100 ms old');
+    assert.equal(asm.expire(115, 100, 1), 2, 'beyond a count of 1, the oldest go first');
+    assert.equal(asm.pending, 1);
+    // The one left still completes when its remaining blocks come.
+    const last = encodeBlocks(put(3, 700, 104, 1), SMALL);
+    let done = null;
+    for (const blk of last.slice(1)) done = asm.add(readBlock(blk, 0, 4096, SMALL)!, 130);
+    assert.equal(done?.version, 104);
+    assert.equal(asm.pending, 0);
+  });
+
   it('a block that disagrees with its pending entry is dropped', () => {
     const asm = new BlockAssembler(SMALL);
     const [first] = encodeBlocks(put(3, 600, 5, 1), SMALL);
