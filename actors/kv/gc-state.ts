@@ -72,6 +72,13 @@ export class LiveBytes {
     Atomics.add(this.counts, this.segmentOf(addr), storedSizeAt(this.bytes, addr, this.limits));
   }
 
+  /** As upserted(), for a caller that knows the new entry's stored size (a log scan): no read of it. */
+  upsertedSized(result: 'inserted' | 'updated' | 'stale', replaced: number, addr: number, size: number): void {
+    if (result === 'stale') return;
+    if (result === 'updated') Atomics.sub(this.counts, this.segmentOf(replaced), storedSizeAt(this.bytes, replaced, this.limits));
+    Atomics.add(this.counts, this.segmentOf(addr), size);
+  }
+
   /** An index item moved from `oldAddr` to `newAddr` (updated, or relocated by GC). */
   moved(oldAddr: number, newAddr: number): void {
     // As in added(): the bytes of the entry the index no longer points at stop counting as live.

@@ -10,7 +10,8 @@
 // actor hands over only segments it retires itself), and with every entry now indexed from the pool
 // they are ordinary candidates for garbage collection. (Failover, which would replay uncommitted
 // segments to other replicas, is not built.) Clean logs (role Clean) are contiguous logs like t-logs.
-// Finally the live-byte accounting is recounted from the rebuilt indexes.
+// The live-byte accounting starts from zero and follows every index change as it is made (a scanned
+// entry's size is known: no second pass over the indexes reading each live entry's header from PM).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Clock } from '../../config/base/clock.js';
 import type { Limits } from '../../config/limits.js';
@@ -75,6 +76,8 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clo
   ].filter(live);
   const blog = [...pool.segments({ role: OwnerRole.Control }), ...pool.segments({ role: OwnerRole.Remote })].filter(live);
   const total = logs.length + blog.length;
+  const liveBytes = shared.gc?.live ?? null;
+  liveBytes?.reset(); // before any upsert: every index change below is accounted as it is made
 
   for (const seg of logs) {
     const start = pool.segmentOffset(seg);
@@ -93,6 +96,7 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clo
         r.indexFull++;
         continue;
       }
+      liveBytes?.upsertedSized(res, index.replaced, e.offset, e.bytes);
       if (res === 'stale') r.stale++;
       else r.indexed++;
     }
@@ -120,11 +124,6 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clo
     if (m.role === OwnerRole.Control) recycleBlogSegment(pool, seg, m.state, blocks, r);
     r.blogSegments++;
     progress?.(r.logSegments + r.blogSegments, total);
-  }
-  const liveBytes = shared.gc?.live;
-  if (liveBytes) {
-    liveBytes.reset();
-    for (const index of shared.indexes) index?.forEach((addr) => liveBytes.added(addr));
   }
   r.entries += applier.stats.blocks;
   r.indexed += applier.stats.indexed;
