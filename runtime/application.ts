@@ -10,7 +10,7 @@ import type { ActorStatus } from './status.js';
 export interface NodeApplication {
   /** On the node's main thread once the pool is open, before any actor starts (cold start goes here).
    *  A throw fails the node's start. */
-  prepare(pool: Pool, log: Logger): void;
+  prepare(pool: Pool, log: Logger): void | Promise<void>;
   /** The start-message payload of one actor of `role` (structured-cloneable), or undefined. */
   payload(role: string): unknown;
   /** On the main thread once every actor is READY (ROWAN-KV: the lease with the configuration manager). */

@@ -115,7 +115,7 @@ export class RowanNode {
       { persistence: mode, pool: this.pool.path, poolId: this.pool.pool.poolId },
       `persistence mode: ${mode}`,
     );
-    this.app?.prepare(this.pool.pool, this.log);
+    await this.app?.prepare(this.pool.pool, this.log);
     void this.pumpMain();
     try {
       const results = await Promise.allSettled(this.plans.map((p) => this.spawn(p)));

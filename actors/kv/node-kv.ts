@@ -17,7 +17,8 @@ import type { Logger } from '../../config/base/log.js';
 import { SharedLog } from './baselines.js';
 import { shmPaths } from '../../runtime/fabric/shm.js';
 import { closeStaleQueue } from '../../runtime/rowan/srq.js';
-import { rebuildIndexes } from './recovery.js';
+import { availableParallelism } from 'node:os';
+import { rebuildIndexesParallel } from './recovery.js';
 import { ConfigCell } from './config-cell.js';
 import { LeaseClient } from './lease.js';
 import { heldVersions, promoteShards } from './promote.js';
@@ -33,6 +34,8 @@ export interface NodeKvOptions {
    *  lease holds, and follows its new configurations (§4.5). Absent: a static configuration, no lease. */
   manager?: string;
   keysPerShardMax?: number;
+  /** Threads that rebuild the indexes from the logs at cold start (default: the CPUs, at most 4). */
+  coldStartThreads?: number;
 }
 
 export const DEFAULT_KEYS_PER_SHARD = defaultLimits.indexKeysPerShard;
@@ -44,9 +47,9 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   let nodePool: Pool | undefined;
   let lease: LeaseClient | null = null;
   return {
-    prepare(pool, log) {
+    async prepare(pool, log) {
       nodePool = pool;
-      start = prepareNodeKv(o, dataDir, pool, log, clock);
+      start = await prepareNodeKv(o, dataDir, pool, log, clock);
     },
     payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' ? start : undefined),
     started(log) {
@@ -102,7 +105,7 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
   return client;
 }
 
-export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): KvStart {
+export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): Promise<KvStart> {
   const cluster: ClusterConfig = new FileConfigStore(o.clusterFile).readSync();
   const me = nodeOf(cluster, o.nodeId);
   if (me.dataDir !== dataDir) {
@@ -112,13 +115,13 @@ export function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log
   // crash it was never shut down): close it before reading the b-log, so nothing lands behind the scan.
   closeStaleQueue(shmPaths(dataDir).srq);
   const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax);
-  const shared = attachKvShared(buffers, pool.region);
   let last = 0;
-  const rep = rebuildIndexes(pool, shared, defaultLimits, clock, (done, total) => {
+  const threads = o.coldStartThreads ?? Math.min(4, availableParallelism());
+  const rep = await rebuildIndexesParallel(pool, buffers, defaultLimits, clock, threads, (done, total) => {
     const now = clock.now();
     if (now - last > 1000 || done === total) {
       last = now;
-      log.info({ done, total }, 'cold start: rebuilding indexes from the logs');
+      log.info({ done, total, threads }, `cold start: rebuilding indexes from the logs, ${done} of ${total} segments`);
     }
   });
   log.info(

@@ -22,7 +22,9 @@ import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { BlockApplier } from './apply.js';
-import { raiseVersion, type KvShared } from './shared.js';
+import { attachKvShared, raiseVersion, type KvShared, type KvSharedBuffers } from './shared.js';
+import { runPoolThreads } from '../../runtime/pool-threads.js';
+import type { PersistMode } from '../../native/pmem2.js';
 
 /** Owner id of the digest log that cold start writes reassembled b-log entries to. */
 export { RECOVERY_LOG_OWNER } from '../../config/base/ids.js';
@@ -62,12 +64,12 @@ function recycleBlogSegment(pool: Pool, seg: number, state: number, blocks: numb
   }
 }
 
-export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clock: Clock, progress?: (done: number, total: number) => void): RecoveryReport {
-  const t0 = clock.now();
-  const bytes = pool.region.bytes;
-  const reader = new PoolEntryReader(pool.region, limits);
-  const hash = { hi: 0, lo: 0 };
-  const r: RecoveryReport = { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, ms: 0 };
+function emptyReport(): RecoveryReport {
+  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, ms: 0 };
+}
+
+/** The segments cold start reads: contiguous logs, and b-log (and baseline remote-log) segments. */
+function recoverySegments(pool: Pool): { logs: number[]; blog: number[] } {
   const live = (s: number) => pool.meta(s).state !== SegmentState.Free;
   const logs = [
     ...pool.segments({ role: OwnerRole.Worker }),
@@ -75,11 +77,83 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clo
     ...pool.segments({ role: OwnerRole.Clean }),
   ].filter(live);
   const blog = [...pool.segments({ role: OwnerRole.Control }), ...pool.segments({ role: OwnerRole.Remote })].filter(live);
-  const total = logs.length + blog.length;
-  const liveBytes = shared.gc?.live ?? null;
-  liveBytes?.reset(); // before any upsert: every index change below is accounted as it is made
+  return { logs, blog };
+}
 
-  for (const seg of logs) {
+export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clock: Clock, progress?: (done: number, total: number) => void): RecoveryReport {
+  const t0 = clock.now();
+  const r = emptyReport();
+  const { logs, blog } = recoverySegments(pool);
+  const total = logs.length + blog.length;
+  shared.gc?.live.reset(); // before any upsert: every index change below is accounted as it is made
+
+  const counts = scanLogSegments(pool, shared, logs, limits, (c) => progress?.(c.logSegments, total));
+  Object.assign(r, counts);
+  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock);
+}
+
+/**
+ * Cold start with `threads` helper threads for the contiguous logs (the bulk of a node's entries):
+ * each maps the pool (runtime/pool-threads.ts) and indexes an interleaved share of the log segments
+ * (./recovery-thread.ts) -- safe at once: index upserts are version-conditional under bucket locks, the
+ * shard versions and live bytes atomic. The b-log pass that follows stays on this thread (multi-block
+ * entries are reassembled across segments). `threads` 1 is rebuildIndexes() itself.
+ */
+export async function rebuildIndexesParallel(
+  pool: Pool,
+  buffers: KvSharedBuffers,
+  limits: Limits,
+  clock: Clock,
+  threads: number,
+  progress?: (done: number, total: number) => void,
+): Promise<RecoveryReport> {
+  const shared = attachKvShared(buffers, pool.region);
+  const { logs, blog } = recoverySegments(pool);
+  // Few segments, or a pool that is not a file (the simulator's memory): one thread.
+  if (threads <= 1 || logs.length < 2 * threads || pool.mode === 'memory') return rebuildIndexes(pool, shared, limits, clock, progress);
+  const t0 = clock.now();
+  const r = emptyReport();
+  const total = logs.length + blog.length;
+  shared.gc?.live.reset(); // before any upsert, in any thread
+  const shares = Array.from({ length: threads }, (_, i) => logs.filter((_, j) => j % threads === i));
+  const done = new Array<number>(threads).fill(0);
+  const results = await runPoolThreads<RecoveryThreadPayload, LogScanCounts>({
+    poolPath: pool.path,
+    mode: pool.mode as PersistMode,
+    module: new URL('./recovery-thread.js', import.meta.url).href,
+    payloads: shares.map((segs) => ({ buffers, segs, limits })),
+    onProgress: (i, p) => {
+      done[i] = (p as LogScanCounts).logSegments;
+      progress?.(done.reduce((a, b) => a + b, 0), total);
+    },
+  });
+  for (const c of results) for (const k of Object.keys(c) as (keyof LogScanCounts)[]) r[k] += c[k];
+  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock);
+}
+
+/** What one cold-start helper thread (./recovery-thread.ts) gets. */
+export interface RecoveryThreadPayload {
+  buffers: KvSharedBuffers;
+  segs: number[];
+  limits: Limits;
+}
+
+export interface LogScanCounts {
+  logSegments: number;
+  entries: number;
+  indexed: number;
+  stale: number;
+  indexFull: number;
+}
+
+/** Index every entry of the contiguous log segments `segs` (t-logs, digest and clean logs). */
+export function scanLogSegments(pool: Pool, shared: KvShared, segs: number[], limits: Limits, onSegment?: (c: LogScanCounts) => void): LogScanCounts {
+  const bytes = pool.region.bytes;
+  const reader = new PoolEntryReader(pool.region, limits);
+  const hash = { hi: 0, lo: 0 };
+  const liveBytes = shared.gc?.live ?? null;
+  const r: LogScanCounts = { logSegments: 0, entries: 0, indexed: 0, stale: 0, indexFull: 0 };
+  for (const seg of segs) {
     const start = pool.segmentOffset(seg);
     for (const e of scanEntries(bytes, start, start + pool.segmentBytes, limits)) {
       r.entries++;
@@ -101,9 +175,13 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clo
       else r.indexed++;
     }
     r.logSegments++;
-    progress?.(r.logSegments, total);
+    onSegment?.(r);
   }
+  return r;
+}
 
+function rebuildBlog(pool: Pool, shared: KvShared, limits: Limits, blog: number[], r: RecoveryReport, onSegment: () => void, t0: number, clock: Clock): RecoveryReport {
+  const bytes = pool.region.bytes;
   const applier = new BlockApplier(
     pool.region,
     shared,
@@ -123,7 +201,7 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clo
     // still write into it after this node restarted, so it must not be freed or handed to GC.
     if (m.role === OwnerRole.Control) recycleBlogSegment(pool, seg, m.state, blocks, r);
     r.blogSegments++;
-    progress?.(r.logSegments + r.blogSegments, total);
+    onSegment();
   }
   r.entries += applier.stats.blocks;
   r.indexed += applier.stats.indexed;

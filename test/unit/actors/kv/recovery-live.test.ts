@@ -11,13 +11,13 @@ import { tlogOwner } from '../../../../config/base/ids.js';
 import { planCluster } from '../../../../config/cluster.js';
 import { defaultLimits } from '../../../../config/limits.js';
 import { shardOfKey } from '../../../../config/slots.js';
-import { rebuildIndexes } from '../../../../actors/kv/recovery.js';
+import { rebuildIndexes, rebuildIndexesParallel } from '../../../../actors/kv/recovery.js';
 import { attachKvShared, createKvShared } from '../../../../actors/kv/shared.js';
 import { EntryType, storedSizeAt } from '../../../../shm/log.js';
 import { Pool } from '../../../../shm/pool.js';
 import { TLog } from '../../../../shm/tlog.js';
 
-test('cold start counts live bytes per segment as a recount from the rebuilt indexes does', () => {
+test('cold start counts live bytes per segment as a recount from the rebuilt indexes does; with 3 threads it builds the same indexes', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-recovery-live-'));
   try {
     const c = planCluster({ nodes: [{ id: 0, host: '127.0.0.1', dataDir: dir, workerPorts: [1], fabric: { kind: 'shm', host: '127.0.0.1', port: 2 } }], shardCount: 4, replicationFactor: 1, replication: 'rowan' });
@@ -47,6 +47,17 @@ test('cold start counts live bytes per segment as a recount from the rebuilt ind
       });
     assert.deepEqual([...shared.gc!.live.counts], [...recount]);
     assert.ok(recount.some((n) => n > 0));
+
+    // The same pool rebuilt by 3 helper threads: the same items, versions and live bytes.
+    const items = (sh: typeof shared) => sh.indexes.map((ix) => { const a: number[] = []; ix?.forEach((addr) => a.push(addr)); return a.sort((x, y) => x - y); });
+    const buffers = createKvShared(c, 0, 4096, pool);
+    const rep3 = await rebuildIndexesParallel(pool, buffers, defaultLimits, monotonicClock, 3);
+    const shared3 = attachKvShared(buffers, pool.region);
+    assert.equal(rep3.indexed + rep3.stale, rep.indexed + rep.stale);
+    assert.ok(rep3.logSegments >= 6, `${rep3.logSegments} log segments: enough for 3 threads`);
+    assert.deepEqual(items(shared3), items(shared));
+    assert.deepEqual([...shared3.versions], [...shared.versions]);
+    assert.deepEqual([...shared3.gc!.live.counts], [...recount]);
     pool.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
