@@ -16,13 +16,15 @@ import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigCell } from './config-cell.js';
-import { LineReader, encodeLine, type ManagerToNode, type NodeToManager } from './manager-protocol.js';
+import { LineReader, encodeLine, type GatherEntry, type ManagerToNode, type NodeToManager } from './manager-protocol.js';
 
 export interface LeaseHooks {
-  /** Phase 1: the highest version this node holds of each shard whose primary changes. */
-  versionsFor(shards: number[]): Promise<Record<string, number>>;
-  /** Phase 2: catch the promoted shards up and raise their versions above `floors`. */
-  promote(shards: number[], floors: Record<string, number>): Promise<{ entries: number }>;
+  /** Phase 1: the highest version this node holds of each shard whose primary changes, and the
+   *  entries of those shards it gathers (./gather.ts). */
+  prepare(shards: number[]): Promise<{ versions: Record<string, number>; entries: GatherEntry[]; truncated: boolean }>;
+  /** Phase 2: persist and index `scatter`, catch the promoted shards (maybe none) up and raise their
+   *  versions above `floors`. `entries`: b-log entries indexed; `scattered`: scattered ones absorbed. */
+  promote(shards: number[], floors: Record<string, number>, scatter: GatherEntry[]): Promise<{ entries: number; scattered: number }>;
 }
 
 /** Before the first grant tells the period. */
@@ -38,6 +40,10 @@ export class LeaseClient {
   private leaseUntil = 0;
   private stopped = false;
   private evicted = false;
+  /** Commits run one after the other: a promotion is the promotion log's only writer. */
+  private commits: Promise<void> = Promise.resolve();
+  /** Entries this node gathered for the prepare of the term in progress. */
+  private gathered = { term: 0, n: 0 };
 
   constructor(
     private readonly manager: { host: string; port: number },
@@ -121,7 +127,9 @@ export class LeaseClient {
         this.prepare(m.term, m.config).catch((err: Error) => this.log.error({ err: err.message }, 'prepare failed'));
         return;
       case 'commit':
-        this.commit(m.term, m.config, m.floors).catch((err: Error) => this.log.error({ err: err.message }, 'commit failed'));
+        this.commits = this.commits
+          .then(() => this.commit(m.term, m.config, m.floors, m.scatter ?? []))
+          .catch((err: Error) => this.log.error({ err: err.message }, 'commit failed'));
         return;
       case 'evicted':
         this.evicted = true;
@@ -137,25 +145,43 @@ export class LeaseClient {
     this.cell.setPending(term); // requests wait from here until the commit
     const old = this.cell.config();
     const changed = next.shards.filter((s) => s.primary !== old.shards[s.id]!.primary).map((s) => s.id);
-    const versions = await this.hooks.versionsFor(changed);
-    this.send({ t: 'prepared', node: this.nodeId, term, versions });
-    this.log.info({ term, changed: changed.length }, `prepared term ${term}: requests blocked`);
+    const r = await this.hooks.prepare(changed);
+    this.gathered = { term, n: r.entries.length };
+    this.send({ t: 'prepared', node: this.nodeId, term, versions: r.versions, entries: r.entries, truncated: r.truncated });
+    this.log.info({ term, changed: changed.length, gathered: r.entries.length, truncated: r.truncated }, `prepared term ${term}: requests blocked; ${r.entries.length} entries gathered`);
   }
 
-  private async commit(term: number, next: ClusterConfig, floors: Record<string, number>): Promise<void> {
+  private async commit(term: number, next: ClusterConfig, floors: Record<string, number>, scatter: GatherEntry[]): Promise<void> {
     if (term <= this.cell.term()) return;
     const t0 = this.clock.now();
     const old = this.cell.config();
     const mine = next.shards.filter((s) => s.primary === this.nodeId && old.shards[s.id]!.primary !== this.nodeId).map((s) => s.id);
+    const gathered = this.gathered.term === term ? this.gathered.n : 0;
+    if (mine.length === 0) {
+      // A node that stays backup persists what it lacked before it serves the new term (its requests
+      // are still blocked by the prepare): the shard's replicas agree before anything builds on them.
+      // A failure here (the pool full) is logged and the node goes on: it must not stay blocked.
+      if (scatter.length > 0) {
+        try {
+          const r = await this.hooks.promote([], floors, scatter);
+          this.log.info({ term, gathered, scattered: r.scattered, sent: scatter.length }, `absorbed ${r.scattered} scattered entries (of ${scatter.length})`);
+        } catch (err) {
+          this.log.error({ term, err: (err as Error).message, sent: scatter.length }, 'could not absorb the scattered entries; this replica may lack some of them');
+        }
+      }
+      this.cell.publish(next);
+      this.cell.setPending(0);
+      this.log.info({ term, promoted: 0 }, `committed term ${term}`);
+      return;
+    }
     for (const s of mine) this.cell.setShardBlocked(s, true); // before the new configuration is visible
     this.cell.publish(next);
     this.cell.setPending(0);
     this.log.info({ term, promoted: mine.length }, `committed term ${term}`);
-    if (mine.length === 0) return;
-    const r = await this.hooks.promote(mine, floors);
+    const r = await this.hooks.promote(mine, floors, scatter);
     for (const s of mine) this.cell.setShardBlocked(s, false);
     const ms = this.clock.now() - t0;
-    this.send({ t: 'promoted', node: this.nodeId, term, shards: mine, ms, entries: r.entries });
-    this.log.info({ term, shards: mine, ms, entries: r.entries }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);
+    this.send({ t: 'promoted', node: this.nodeId, term, shards: mine, ms, entries: r.entries, gathered, scattered: r.scattered });
+    this.log.info({ term, shards: mine, ms, entries: r.entries, gathered, scattered: r.scattered }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);
   }
 }

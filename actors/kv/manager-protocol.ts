@@ -4,14 +4,27 @@
 //
 //   node -> CM   hello      {node, pid, term}          once per connection
 //                renew      {node, seq, term}          every renewMs; term = the node's committed term
-//                prepared   {node, term, versions}     phase 1 ack: the node blocks requests; versions =
-//                                                      the highest version it holds per affected shard
-//                promoted   {node, term, shards, ms}   phase 2 done for the shards promoted to it
+//                prepared   {node, term, versions,     phase 1 ack: the node blocks requests; versions =
+//                            entries, truncated}       the highest version it holds per affected shard;
+//                                                      entries = what it gathered for phase 2 (below)
+//                promoted   {node, term, shards, ms,   phase 2 done for the shards promoted to it
+//                            entries, gathered, scattered}
 //   CM -> node   grant      {seq, leaseMs, renewMs, driftMs, term}
 //                prepare    {term, config}             block, ack with prepared
-//                commit     {term, config, floors}     serve `config`; promoted shards catch up first
-//                                                      and start above floors[shard]
+//                commit     {term, config, floors,     serve `config`; promoted shards catch up first
+//                            scatter}                  and start above floors[shard]; scatter = the
+//                                                      gathered entries this node did not report
 //                evicted    {term}                     removed from the membership: serve nothing
+//
+// Gather/scatter (§4.5 phase 2). In `prepared` a node lists the complete PUT/DEL entries of the shards
+// changing primary found in its Using/Used b-log segments with a version above the highest CommitVer
+// it saw for the shard there (at or below it the old primary had finished the write: on every replica,
+// or failed with an outcome the client was told is unknown). The manager takes the union per shard and
+// sends every surviving replica, in `commit`, the entries it did not report. Both directions are
+// bounded, well under LINE_BYTES_MAX: a node lists at most GATHER_BYTES_MAX bytes of entries (as
+// encoded on the line) and says `truncated` if it had more; a node is sent at most SCATTER_BYTES_MAX.
+// What does not fit is left out and the manager logs an error (the set could not be made complete);
+// the failover itself goes on as it would without gathering.
 //
 // It lives in actors/kv/ because both sides use it: the manager role (actors/manager/) and every
 // node's lease client (./lease.ts).
@@ -21,17 +34,40 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 export type NodeToManager =
   | { t: 'hello'; node: number; pid: number; term: number }
   | { t: 'renew'; node: number; seq: number; term: number }
-  | { t: 'prepared'; node: number; term: number; versions: Record<string, number> }
-  | { t: 'promoted'; node: number; term: number; shards: number[]; ms: number; entries: number };
+  | { t: 'prepared'; node: number; term: number; versions: Record<string, number>; entries?: GatherEntry[]; truncated?: boolean }
+  | { t: 'promoted'; node: number; term: number; shards: number[]; ms: number; entries: number; gathered?: number; scattered?: number };
 
 export type ManagerToNode =
   | { t: 'grant'; seq: number; leaseMs: number; renewMs: number; driftMs: number; term: number }
   | { t: 'prepare'; term: number; config: ClusterConfig }
-  | { t: 'commit'; term: number; config: ClusterConfig; floors: Record<string, number> }
+  | { t: 'commit'; term: number; config: ClusterConfig; floors: Record<string, number>; scatter?: GatherEntry[] }
   | { t: 'evicted'; term: number };
+
+/** One gathered log entry: shard, version, type (EntryType PUT or DEL), key and value in base64. */
+export interface GatherEntry {
+  s: number;
+  v: number;
+  t: number;
+  k: string;
+  x: string;
+}
 
 /** Lines longer than this are a broken peer, not a message (a configuration of 4096 shards is ~200 KB). */
 export const LINE_BYTES_MAX = 8 * 1024 * 1024;
+
+/** Encoded bytes of entries a node lists in `prepared`. */
+export const GATHER_BYTES_MAX = 2 * 1024 * 1024;
+/** Encoded bytes of entries the manager sends one node in `commit` (e.g. the union of two other
+ *  replicas' lists); with the configuration (~200 KB for 4096 shards) the line stays under 8 MiB. */
+export const SCATTER_BYTES_MAX = 5 * 1024 * 1024;
+if (SCATTER_BYTES_MAX + 1024 * 1024 > LINE_BYTES_MAX || GATHER_BYTES_MAX + 1024 * 1024 > LINE_BYTES_MAX) {
+  throw new Error('manager-protocol: gather/scatter limits must leave room for the rest of a line');
+}
+
+/** Bytes an entry takes on a line (its JSON; numbers at their widest), counted against the limits above. */
+export function gatherEntryBytes(e: GatherEntry): number {
+  return e.k.length + e.x.length + 56;
+}
 
 /** Splits a byte stream into JSON messages, one per line. */
 export class LineReader<T> {

@@ -21,7 +21,8 @@ import { availableParallelism } from 'node:os';
 import { rebuildIndexesParallel } from './recovery.js';
 import { ConfigCell } from './config-cell.js';
 import { LeaseClient } from './lease.js';
-import { heldVersions, promoteShards } from './promote.js';
+import { gatherForPrepare } from './gather.js';
+import { promoteShards } from './promote.js';
 import { attachKvShared, createKvShared, heldShards, type KvStart } from './shared.js';
 
 export interface NodeKvOptions {
@@ -97,8 +98,11 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
   if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${manager}' is not host:port`);
   const shared = attachKvShared(start.shared, pool.region);
   const client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
-    versionsFor: (shards) => heldVersions(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits),
-    promote: async (shards, floors) => ({ entries: (await promoteShards(pool, shared, shards, floors, defaultLimits)).indexed }),
+    prepare: (shards) => gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits),
+    promote: async (shards, floors, scatter) => {
+      const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter);
+      return { entries: r.indexed, scattered: r.scattered.absorbed };
+    },
   });
   client.start();
   log.info({ manager }, `holding a lease with the configuration manager at ${manager}`);

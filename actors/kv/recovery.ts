@@ -8,8 +8,9 @@
 // regions of the one-sided baselines (also role Control) are indexed but keep their state.
 // Used b-log segments become Committed: this incarnation's digest actors never see them (the control
 // actor hands over only segments it retires itself), and with every entry now indexed from the pool
-// they are ordinary candidates for garbage collection. (Failover, which would replay uncommitted
-// segments to other replicas, is not built.) Clean logs (role Clean) are contiguous logs like t-logs.
+// they are ordinary candidates for garbage collection. (Gather/scatter, ./gather.ts, runs at a live
+// failover only: entries of these segments are not gathered by a later one.) Clean logs (role Clean)
+// are contiguous logs like t-logs.
 // The live-byte accounting starts from zero and follows every index change as it is made (a scanned
 // entry's size is known: no second pass over the indexes reading each live entry's header from PM).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';

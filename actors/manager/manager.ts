@@ -9,8 +9,10 @@
 //              their connections by then, and no shard is handed to one of them -- with none live
 //              the failover waits and retries, so a cluster restarted after it keeps every node
 //   stored     the new configuration (./plan.ts) written with a compare-and-set on the term
-//   prepared   every live member acknowledged `prepare` (it blocks requests) -- or timed out
-//   committed  `commit` sent: members serve the new configuration; promoted shards catch up first
+//   prepared   every live member acknowledged `prepare` (it blocks requests) -- or timed out; each
+//              listed the entries of the moved shards it may hold alone (gather, ./gather.ts)
+//   committed  `commit` sent, with each surviving replica of a moved shard the gathered entries it
+//              lacks (scatter): members serve the new configuration; promoted shards catch up first
 //   promoted   every new primary reported phase 2 done
 // Each step is one log line with `event` and `at` (monotonic ms, comparable across processes on this
 // host): `rowan cluster` prints them, the failover benchmark plots them.
@@ -18,6 +20,7 @@ import type { Clock } from '../../config/base/clock.js';
 import { liveNodes, type ClusterConfig } from '../../config/cluster.js';
 import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
+import { planScatter, type MemberReport } from './gather.js';
 import { LeaseTable, type LeaseTiming } from './leases.js';
 import { FAILOVER_MODES, planFailover, type FailoverPlan } from './plan.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
@@ -39,6 +42,9 @@ export interface FailoverRecord {
   preparedAt?: number;
   committedAt?: number;
   promotedAt?: number;
+  /** Distinct entries gathered for the moved shards, and entries scattered (summed over members). */
+  gathered?: number;
+  scattered?: number;
 }
 
 export class ConfigManager {
@@ -50,7 +56,13 @@ export class ConfigManager {
   private readonly queue: number[] = [];
   private running = false;
   private closed = false;
-  private prepared: { term: number; waiting: Set<number>; versions: Map<number, number>; done: () => void } | null = null;
+  private prepared: {
+    term: number;
+    waiting: Set<number>;
+    versions: Map<number, number>;
+    reports: Map<number, MemberReport>;
+    done: () => void;
+  } | null = null;
   private promoting: { rec: FailoverRecord; waiting: Set<number> } | null = null;
   readonly history: FailoverRecord[] = [];
 
@@ -104,7 +116,9 @@ export class ConfigManager {
       case 'prepared': {
         const p = this.prepared;
         if (!p || m.term !== p.term) return;
+        if (!p.waiting.has(m.node)) return;
         for (const [s, v] of Object.entries(m.versions)) p.versions.set(Number(s), Math.max(v, p.versions.get(Number(s)) ?? 0));
+        p.reports.set(m.node, { entries: m.entries ?? [], truncated: m.truncated ?? false });
         p.waiting.delete(m.node);
         if (p.waiting.size === 0) p.done();
         return;
@@ -112,7 +126,10 @@ export class ConfigManager {
       case 'promoted': {
         const pr = this.promoting;
         if (!pr || m.term !== pr.rec.term) return;
-        this.log.info({ node: m.node, term: m.term, shards: m.shards, entries: m.entries, ms: m.ms }, `node ${m.node} promoted ${m.shards.length} shard(s) in ${m.ms.toFixed(1)} ms`);
+        this.log.info(
+          { node: m.node, term: m.term, shards: m.shards, entries: m.entries, gathered: m.gathered ?? 0, scattered: m.scattered ?? 0, ms: m.ms },
+          `node ${m.node} promoted ${m.shards.length} shard(s) in ${m.ms.toFixed(1)} ms`,
+        );
         pr.waiting.delete(m.node);
         if (pr.waiting.size === 0) this.mark(pr.rec, 'promoted');
         return;
@@ -196,6 +213,7 @@ export class ConfigManager {
     // Phase 1: push, and every live member blocks and acknowledges.
     const members = this.members();
     const versions = new Map<number, number>();
+    const reports = new Map<number, MemberReport>();
     await new Promise<void>((resolve) => {
       const waiting = new Set(members.filter((n) => this.links.has(n)));
       let settled = false;
@@ -205,7 +223,7 @@ export class ConfigManager {
         this.prepared = null;
         resolve();
       };
-      this.prepared = { term: plan.next.term, waiting, versions, done };
+      this.prepared = { term: plan.next.term, waiting, versions, reports, done };
       for (const n of members) this.links.get(n)?.send({ t: 'prepare', term: plan.next.term, config: plan.next });
       if (waiting.size === 0) done();
       void this.sleep(PREPARE_TIMEOUT_MS).then(() => {
@@ -217,14 +235,23 @@ export class ConfigManager {
     if (this.closed) return;
     const floors: Record<string, number> = {};
     for (const m of plan.moved) floors[m.shard] = versions.get(m.shard) ?? 0;
+    const scatter = planScatter(plan.next, plan.moved.map((m) => m.shard), reports, new Set(members.filter((n) => this.links.has(n))));
+    rec.gathered = scatter.gathered;
+    rec.scattered = scatter.scattered;
+    if (scatter.incomplete.length > 0) {
+      this.log.error({ term: plan.next.term, why: scatter.incomplete }, `gather/scatter for term ${plan.next.term} cannot be complete: ${scatter.incomplete.join('; ')}`);
+    }
     const promotedTo = new Set(plan.moved.map((m) => m.to));
     this.promoting = { rec, waiting: new Set([...promotedTo].filter((n) => this.links.has(n))) };
-    for (const n of members) this.links.get(n)?.send({ t: 'commit', term: plan.next.term, config: plan.next, floors });
+    for (const n of members) {
+      const mine = scatter.perMember.get(n);
+      this.links.get(n)?.send({ t: 'commit', term: plan.next.term, config: plan.next, floors, ...(mine ? { scatter: mine } : {}) });
+    }
     this.links.get(node)?.send({ t: 'evicted', term: plan.next.term });
     this.mark(rec, 'committed');
     this.log.warn(
-      { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length },
-      `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')})`,
+      { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length, gathered: scatter.gathered, scattered: scatter.scattered },
+      `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
     );
     if (this.promoting.waiting.size === 0) this.mark(rec, 'promoted');
   }

@@ -10,7 +10,8 @@
 //   Worker   [BACKUP_LOG_BASE, +ACTORS)     RPC-KV backup log of worker w         backupLogOwner(w)
 //   Control  [0, ACTORS)                    b-log segments of control actor c     blogOwner(c)
 //   Digest   [0, ACTORS)                    digest log of digest actor d          actorOwner(d)
-//            PROMOTION_ACTOR_ID              the node main thread's promotion scan (§4.5 phase 2)
+//            PROMOTION_ACTOR_ID              the node main thread's promotion log (§4.5 phase 2):
+//                                           reassembled entries and scattered ones (actors/kv/gather.ts)
 //                                           (also its read-epoch slot among the digest ones)
 //   Digest   RECOVERY_LOG_OWNER             cold start's log of reassembled multi-block entries
 //   Clean    [0, ACTORS)                    clean log of clean actor k            actorOwner(k)

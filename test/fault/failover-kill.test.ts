@@ -11,7 +11,7 @@
 // i.e. 25 cycles x 2 kills x 2 fabrics.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../../actors/kv/client/client.js';
@@ -36,6 +36,26 @@ interface Totals {
   counts: LoadCounts;
   ops: number;
   checked: number;
+  /** Gather/scatter (§4.5 phase 2), from the manager's log: distinct entries gathered, entries sent. */
+  gathered: number;
+  scattered: number;
+}
+
+/** Sum the gathered/scattered counts of the manager's "failover of node" lines (one JSON object each). */
+function gatherCounts(dir: string, t: Totals): void {
+  const file = join(dir, 'manager.log');
+  if (!existsSync(file)) return;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (!line.includes('"gathered"')) continue;
+    try {
+      const o = JSON.parse(line) as { msg?: string; gathered?: number; scattered?: number };
+      if (!o.msg?.startsWith('failover of node')) continue;
+      t.gathered += o.gathered ?? 0;
+      t.scattered += o.scattered ?? 0;
+    } catch {
+      // a line cut by the kill of the launcher's last child: not a failover record
+    }
+  }
 }
 
 async function cycle(fabric: 'shm' | 'tcp', t: Totals): Promise<void> {
@@ -81,6 +101,7 @@ async function cycle(fabric: 'shm' | 'tcp', t: Totals): Promise<void> {
     for (const k of ['ok', 'fail', 'unknown'] as const) t.counts[k] += load.counts[k];
     for (const [c, n] of Object.entries(load.counts.codes)) t.counts.codes[c] = (t.counts.codes[c] ?? 0) + n;
     assert.match(run.output(), /failover: term 1 -> 2/);
+    gatherCounts(dir, t);
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     await stopCluster(run.child);
@@ -95,14 +116,15 @@ function pct(xs: number[], p: number): number {
 
 for (const fabric of ['shm', 'tcp'] as const) {
   test(`SIGKILL of random nodes under load (${fabric}, ${MODE}): every shard served again, history linearizable, no acknowledged write lost`, { timeout: CYCLES * 120_000 }, async () => {
-    const t: Totals = { kills: 0, primariesKilled: 0, servedMs: [], counts: { ok: 0, fail: 0, unknown: 0, codes: {} }, ops: 0, checked: 0 };
+    const t: Totals = { kills: 0, primariesKilled: 0, servedMs: [], counts: { ok: 0, fail: 0, unknown: 0, codes: {} }, ops: 0, checked: 0, gathered: 0, scattered: 0 };
     for (let c = 0; c < CYCLES; c++) await cycle(fabric, t);
     assert.equal(t.kills, CYCLES * KILLS_PER_CYCLE);
     console.log(
       `failover kill test (${fabric}, ${MODE}): ${t.kills} SIGKILLs (${t.primariesKilled} of primaries) in ${CYCLES} cycle(s); ` +
         `every shard served again after p50 ${pct(t.servedMs, 50).toFixed(0)} ms, max ${Math.max(...t.servedMs).toFixed(0)} ms; ` +
         `${t.ops} ops: ${t.counts.ok} ok, ${t.counts.fail} not applied, ${t.counts.unknown} unknown ${JSON.stringify(t.counts.codes)}; ` +
-        `linearizable per key (${t.checked} ops checked), 0 acknowledged writes lost`,
+        `linearizable per key (${t.checked} ops checked), 0 acknowledged writes lost; ` +
+        `gather/scatter: ${t.gathered} entries above CommitVer gathered, ${t.scattered} scattered to replicas lacking them`,
     );
   });
 }
