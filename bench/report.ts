@@ -52,6 +52,20 @@ export interface PlotSpec {
 const palette = ['#3b6ea8', '#d9822b', '#5a9e4b', '#a8453b'];
 
 /** A horizontal bar chart as SVG; one bar per row and plotted column. */
+/** Words of `s` in lines of at most `width` characters (a longer word gets a line of its own). */
+function wrapWords(s: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const w of s.split(' ')) {
+    if (line && line.length + 1 + w.length > width) {
+      lines.push(line);
+      line = w;
+    } else line = line ? `${line} ${w}` : w;
+  }
+  if (line) lines.push(line);
+  return lines;
+}
+
 export function barChartSvg(title: string, rows: Row[], spec: PlotSpec): string {
   const series = Array.isArray(spec.value) ? spec.value : [spec.value];
   const data = rows.flatMap((r) =>
@@ -63,7 +77,10 @@ export function barChartSvg(title: string, rows: Row[], spec: PlotSpec): string 
   const gap = 5;
   const left = 320;
   const plotW = 520;
-  const top = 40 + (series.length > 1 ? 18 : 0);
+  // A long title wraps (at ~8.5 px per bold 15 px character) instead of running off the picture.
+  const titleLines = wrapWords(title, Math.floor((left + plotW + 120) / 8.5));
+  const shift = (titleLines.length - 1) * 18;
+  const top = 40 + shift + (series.length > 1 ? 18 : 0);
   const h = top + data.length * (barH + gap) + 30;
   const max = Math.max(...data.map((d) => d.v), 1);
   const scale = (v: number) =>
@@ -72,8 +89,8 @@ export function barChartSvg(title: string, rows: Row[], spec: PlotSpec): string 
   const legend =
     series.length > 1
       ? series
-          .map((c, i) => `<rect x="${10 + i * 160}" y="32" width="12" height="12" fill="${palette[i % palette.length]}"/>` +
-            `<text x="${26 + i * 160}" y="43">${esc(c)}</text>`)
+          .map((c, i) => `<rect x="${10 + i * 160}" y="${32 + shift}" width="12" height="12" fill="${palette[i % palette.length]}"/>` +
+            `<text x="${26 + i * 160}" y="${43 + shift}">${esc(c)}</text>`)
           .join('')
       : '';
   const bars = data
@@ -90,7 +107,7 @@ export function barChartSvg(title: string, rows: Row[], spec: PlotSpec): string 
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${left + plotW + 140}" height="${h}" font-family="sans-serif" font-size="12">`,
     `<rect width="100%" height="100%" fill="white"/>`,
-    `<text x="10" y="22" font-size="15" font-weight="bold">${esc(title)}</text>`,
+    ...titleLines.map((t, i) => `<text x="10" y="${22 + i * 18}" font-size="15" font-weight="bold">${esc(t)}</text>`),
     legend,
     `<text x="${left}" y="${h - 8}" fill="#555">${esc(spec.unit)}${spec.log ? ' (log scale)' : ''}</text>`,
     bars,
