@@ -2,8 +2,9 @@
 // actor runs (ROWAN-KV: cold start's log scan, actors/kv/recovery-threads.ts). Each thread maps the
 // pool file itself (as every actor does: a mapping is per thread), imports the application's module by
 // URL -- the runtime does not know the application -- and calls its `onPoolThread(pool, payload,
-// report)`; `report` posts progress to the caller. Results come back in payload order; the first
-// thread that throws rejects the whole run (the others are terminated).
+// report)`; `report` posts progress to the caller. Results come back in payload order once every
+// thread has unmapped and exited (see pool-thread-main.ts: no unmap while another thread may map);
+// the first thread that throws rejects the whole run (the others are terminated).
 import { Worker } from 'node:worker_threads';
 import type { PersistMode } from '../native/pmem2.js';
 
@@ -42,12 +43,21 @@ export function runPoolThreads<P, R>(o: PoolThreadsOptions<P>): Promise<R[]> {
         if (m.t === 'progress') o.onProgress?.(i, m.p);
         else if (m.t === 'done') {
           results[i] = m.r;
-          if (--left === 0 && !failed) resolve(results);
+          if (--left > 0 || failed) return;
+          // Every thread has mapped and finished: now they may all unmap; resolve once all have exited.
+          let exited = 0;
+          for (const x of workers) {
+            x.once('exit', () => {
+              if (++exited === workers.length && !failed) resolve(results);
+            });
+            x.postMessage('close');
+          }
         } else fail(Object.assign(new Error(m.e.message), m.e));
       });
       w.on('error', fail);
       w.on('exit', (code) => {
         if (results[i] === undefined && !failed) fail(new Error(`pool thread ${i} exited (code ${code}) without a result`));
+        else if (code !== 0 && !failed) fail(new Error(`pool thread ${i} exited with code ${code} while unmapping`));
       });
     });
   });
