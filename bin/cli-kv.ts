@@ -11,6 +11,8 @@ const EXIT_FAILED = 1;
 
 interface KvOpts {
   cluster?: string;
+  zookeeper?: string;
+  clusterName?: string;
   endpoint?: string;
   timeout: string;
   raw?: boolean;
@@ -42,7 +44,7 @@ function readInput(from: string | number, what: string): Uint8Array {
   return b;
 }
 
-const target = `Exactly one of --cluster or --endpoint says where the cluster is. The request goes to the worker
+const target = `Exactly one of --cluster, --zookeeper or --endpoint says where the cluster is. The request goes to the worker
 serving the key's shard on the shard's primary; if the cluster's term moved on, the client fetches the
 new configuration and retries.
 
@@ -50,11 +52,15 @@ Exit codes: 0 done; 1 the request failed (the error code is printed) or, for get
 2 bad usage (missing or conflicting options, unreadable cluster file).`;
 
 function clientOptions(o: KvOpts): ClientOptions {
-  if ((o.cluster === undefined) === (o.endpoint === undefined))
-    throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'give exactly one of --cluster <file> or --endpoint <host:port>');
+  if ([o.cluster, o.zookeeper, o.endpoint].filter((x) => x !== undefined).length !== 1)
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'give exactly one of --cluster <file>, --zookeeper <host:port> or --endpoint <host:port>');
+  if (o.clusterName !== undefined && o.zookeeper === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--cluster-name goes with --zookeeper');
   const timeoutMs = Number(o.timeout);
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--timeout: '${o.timeout}' is not a positive integer`);
-  const where: ClientOptions = o.cluster !== undefined ? { cluster: o.cluster } : { endpoints: o.endpoint!.split(',') };
+  const where: ClientOptions =
+    o.cluster !== undefined ? { cluster: o.cluster }
+    : o.zookeeper !== undefined ? { zookeeper: o.zookeeper, ...(o.clusterName !== undefined ? { clusterName: o.clusterName } : {}) }
+    : { endpoints: o.endpoint!.split(',') };
   return { ...where, timeoutMs, maxInFlight: 1 };
 }
 
@@ -70,6 +76,8 @@ async function withClient(o: KvOpts, f: (c: RowanClient) => Promise<number>): Pr
 function addTarget(cmd: Command): Command {
   return cmd
     .option('--cluster <file>', 'the cluster configuration JSON (the embedded config store file)')
+    .option('--zookeeper <host:port,...>', 'the configuration is in ZooKeeper at these servers (znode /rowan/<cluster-name>/config)')
+    .option('--cluster-name <name>', 'with --zookeeper: the cluster (default: default)')
     .option('--endpoint <host:port>', "any worker's client port, asked for the configuration (comma-separate several)")
     .addOption(new Option('--timeout <ms>', 'per attempt: connecting, or waiting for a response').default('5000'))
     .addHelpText('after', '\n' + target);

@@ -26,6 +26,8 @@ import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { startNode } from '../runtime/node.js';
 import type { NodeStatus } from '../runtime/status.js';
 import { formatStatus } from './status-format.js';
+import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
+import { describeStore, readStoreOnce } from '../config/store-spec.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
@@ -45,7 +47,7 @@ export interface CliExtras {
   entries?: Partial<Record<string, URL>>;
 }
 
-interface StartOpts {
+interface StartOpts extends StoreFlags {
   dataDir: string;
   roles?: string;
   cores?: string;
@@ -54,7 +56,6 @@ interface StartOpts {
   logLevel?: LogLevel;
   fabric?: string;
   fabricPort?: string;
-  cluster?: string;
   nodeId?: string;
   manager?: string;
   indexKeys?: string;
@@ -62,11 +63,12 @@ interface StartOpts {
   metricsPort?: string;
 }
 
-/** --cluster FILE --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
-function clusterFlags(o: StartOpts): NodeKvOptions | null {
-  if (o.cluster === undefined && o.nodeId === undefined) return null;
-  if (o.cluster === undefined || o.nodeId === undefined)
-    throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--cluster and --node-id go together');
+/** --cluster FILE (or --zookeeper) --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
+async function clusterFlags(o: StartOpts): Promise<NodeKvOptions | null> {
+  const spec = storeSpecOf(o);
+  if (spec === null && o.nodeId === undefined) return null;
+  if (spec === null || o.nodeId === undefined)
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--cluster (or --zookeeper) and --node-id go together');
   const nodeId = Number(o.nodeId);
   if (!Number.isInteger(nodeId) || nodeId < 0 || nodeId > 1023)
     throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--node-id: '${o.nodeId}' is not a node id (0-1023)`);
@@ -83,7 +85,9 @@ function clusterFlags(o: StartOpts): NodeKvOptions | null {
   // maximum must leave room for at least as many again.
   const keysMin = 2 * defaultLimits.indexHeadroomBuckets * (defaultLimits.indexBucketItems - 1);
   if (keysPerShardMax < keysMin) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--index-keys-max ${keysPerShardMax} is below ${keysMin}, the least that leaves room for the index headroom`);
-  return { clusterFile: resolve(o.cluster), nodeId, keysPerShard, keysPerShardMax, ...(o.manager !== undefined ? { manager: o.manager } : {}) };
+  // ZooKeeper is read here, once, at cold start (§4.7); later configurations come from the manager.
+  const stored = 'file' in spec ? {} : { cluster: await readStoreOnce(spec) };
+  return { clusterFile: describeStore(spec), ...stored, nodeId, keysPerShard, keysPerShardMax, ...(o.manager !== undefined ? { manager: o.manager } : {}) };
 }
 
 
@@ -119,7 +123,7 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   const file = o.config === undefined ? undefined : loadConfigFile(o.config);
   const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, env: configFromEnv(process.env), flags, ...(file ? { file } : {}) });
   const log = createLogger(config.logLevel);
-  const kv = clusterFlags(o);
+  const kv = await clusterFlags(o);
   const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication(kv, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
@@ -142,13 +146,14 @@ function existingDataDir(dir: string): string {
   return abs;
 }
 
-async function status(o: { dataDir?: string; cluster?: string; json?: boolean }): Promise<number> {
-  if (o.cluster !== undefined) {
-    const cs = await collectClusterStatus(resolve(o.cluster));
+async function status(o: StoreFlags & { dataDir?: string; json?: boolean }): Promise<number> {
+  const spec = storeSpecOf(o);
+  if (spec !== null) {
+    const cs = await collectClusterStatus(await readStoreOnce(spec));
     process.stdout.write(o.json ? JSON.stringify(cs, null, 2) + '\n' : formatClusterStatus(cs) + '\n');
     return cs.nodes.every((n) => n.status) ? EXIT_OK : EXIT_FAILED;
   }
-  if (o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'status needs --data-dir DIR (one node) or --cluster FILE (all nodes)');
+  if (o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'status needs --data-dir DIR (one node), or --cluster FILE or --zookeeper HOST:PORT (all nodes)');
   const s = (await requestControl(socketPath(existingDataDir(o.dataDir)), { op: 'status' })) as NodeStatus;
   process.stdout.write(o.json ? JSON.stringify(s, null, 2) + '\n' : formatStatus(s) + '\n');
   return EXIT_OK;
@@ -198,7 +203,9 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .addOption(new Option('--fabric <kind>', 'how Rowan writes reach this node; tcp starts the nic actor (default: shm)').choices(FABRIC_KINDS))
     .option('--fabric-port <port>', 'TCP port of the nic (default: 7400; 0 = any free port, shown by rowan status)')
     .option('--cluster <file>', 'serve ROWAN-KV as a node of the cluster in this JSON file (written by rowan cluster)')
-    .option('--node-id <n>', "this node's id in --cluster")
+    .option('--zookeeper <host:port,...>', 'instead of --cluster: read the cluster configuration from ZooKeeper at cold start (znode /rowan/<cluster-name>/config)')
+    .option('--cluster-name <name>', 'with --zookeeper: the cluster whose configuration to read (default: default)')
+    .option('--node-id <n>', "this node's id in the cluster (--cluster or --zookeeper)")
     .option('--manager <host:port>', 'hold a lease with this configuration manager and follow its configurations (failover); without it the configuration is static')
     .option('--metrics-port <port>', 'serve Prometheus metrics on GET http://127.0.0.1:<port>/metrics (0: any free port, logged; default: none)')
     .option('--index-keys <n>', `keys each shard's index is sized for at start; it grows on demand (default: ${defaultLimits.indexKeysPerShard})`)
@@ -206,14 +213,14 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .action(function (this: Command) {
       return run(() => start(this.opts<StartOpts>(), extras))();
     });
-  p.command('status')
+  const statusCmd = p.command('status')
     .description("print a running node's actors (role, tid, cores read back in the thread, counters), its segments by owner and state with their live share, garbage collection and commit progress, and ring depths; or with --cluster every node's state, segments by state, live share, GC and the shard distribution")
     .option('--data-dir <dir>', 'the node directory given to rowan start')
     .option('--cluster <file>', 'the cluster configuration (rowan cluster writes DIR/cluster.json): report every node')
-    .option('--json', 'print the status as JSON')
-    .action(function (this: Command) {
-      return run(() => status(this.opts()))();
-    });
+    .option('--json', 'print the status as JSON');
+  addZooKeeperFlags(statusCmd).action(function (this: Command) {
+    return run(() => status(this.opts()))();
+  });
   p.command('stop')
     .description('ask a running node to drain and stop, and wait until it has')
     .requiredOption('--data-dir <dir>', 'the node directory given to rowan start')

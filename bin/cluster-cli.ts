@@ -8,14 +8,22 @@
 // A node that dies is failed over by the manager (its shards move to their backups, the term goes up);
 // the launcher keeps running and prints each failover as the configuration file changes. A manager
 // that dies is restarted (the nodes' leases run out meanwhile: no node serves without a manager).
+//
+// With --zookeeper HOST:PORT the configuration lives in ZooKeeper only (znode /rowan/NAME/config, NAME
+// from --cluster-name): no DIR/cluster.json is written, so there is one truth. DIR/cluster-store.json
+// records where it is, so `rowan cluster` on DIR again (with or without --zookeeper) restarts the
+// cluster from the znode, and `rowan cluster stop` finds its nodes.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { logLevels } from '../config/base/log.js';
 import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
-import { FileConfigStore } from '../config/store.js';
 import { requestControl, socketPath } from '../runtime/endpoint.js';
+import { FileConfigStore, type ConfigStore } from '../config/store.js';
+import { ZooKeeperConfigStore, zkConfigPath, DEFAULT_ZK_CLUSTER_NAME } from '../config/zk-store.js';
+import { describeStore, type StoreSpec } from '../config/store-spec.js';
+import { ZK_FLAG_HELP, ZK_NAME_HELP, storeArgs } from './store-flags.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { DEFAULT_LEASE_MS } from '../actors/manager/leases.js';
 import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, readLogFrom, stopCluster } from './cluster-lifecycle.js';
@@ -35,6 +43,44 @@ export interface ClusterOpts {
   logLevel?: string;
   indexKeys?: string;
   indexKeysMax?: string;
+  zookeeper?: string;
+  clusterName?: string;
+}
+
+/** DIR/cluster-store.json: where a ZooKeeper-stored cluster's configuration is. */
+const STORE_POINTER = 'cluster-store.json';
+
+interface ZkPointer {
+  zookeeper: string;
+  clusterName: string;
+}
+
+function readPointer(dir: string): ZkPointer | null {
+  const f = join(dir, STORE_POINTER);
+  if (!existsSync(f)) return null;
+  try {
+    const p = JSON.parse(readFileSync(f, 'utf8')) as ZkPointer;
+    if (typeof p.zookeeper === 'string' && typeof p.clusterName === 'string') return p;
+  } catch {
+    // fall through
+  }
+  throw new RowanError(ErrorCodes.BAD_CONFIG, `${f} is not {"zookeeper", "clusterName"}`);
+}
+
+/** The store of the cluster in DIR: the ZooKeeper one named by the flags or DIR's pointer, else DIR/cluster.json. */
+function storeFor(dir: string, o: ClusterOpts): { spec: StoreSpec; clusterName: string } {
+  const pointer = readPointer(dir);
+  const file = join(dir, 'cluster.json');
+  if (o.zookeeper !== undefined) {
+    if (existsSync(file)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `${dir} holds a cluster whose configuration is in ${file}; it cannot move to ZooKeeper (use another --dir)`);
+    const clusterName = o.clusterName ?? pointer?.clusterName ?? DEFAULT_ZK_CLUSTER_NAME;
+    if (pointer && (pointer.zookeeper !== o.zookeeper || pointer.clusterName !== clusterName))
+      console.log(`note: ${dir} was run with --zookeeper ${pointer.zookeeper} --cluster-name ${pointer.clusterName}; now ${o.zookeeper} ${clusterName}`);
+    return { spec: { zookeeper: o.zookeeper, path: zkConfigPath(clusterName) }, clusterName };
+  }
+  if (o.clusterName !== undefined && !pointer) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--cluster-name goes with --zookeeper');
+  if (pointer) return { spec: { zookeeper: pointer.zookeeper, path: zkConfigPath(pointer.clusterName) }, clusterName: pointer.clusterName };
+  return { spec: { file }, clusterName: DEFAULT_ZK_CLUSTER_NAME };
 }
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
@@ -46,9 +92,17 @@ function int(name: string, v: string | number, lo: number, hi: number): number {
 }
 
 /** The cluster in DIR: the stored one if there is one (a restart), else a new plan. */
-function clusterFor(dir: string, o: ClusterOpts): { cluster: ClusterConfig; fresh: boolean } {
-  const file = join(dir, 'cluster.json');
-  if (existsSync(file)) return { cluster: new FileConfigStore(file).readSync(), fresh: false };
+async function clusterFor(dir: string, o: ClusterOpts, store: ConfigStore): Promise<{ cluster: ClusterConfig; fresh: boolean }> {
+  if (store instanceof FileConfigStore) {
+    if (existsSync(store.path)) return { cluster: store.readSync(), fresh: false };
+  } else if (store instanceof ZooKeeperConfigStore) {
+    const stored = await store.readIfExists();
+    if (stored) {
+      const foreign = stored.nodes.find((n) => !n.dataDir.startsWith(dir + '/'));
+      if (foreign) throw new RowanError(ErrorCodes.BAD_CONFIG, `the configuration in zk://${store.connect}${store.path} is another cluster's (node ${foreign.id} keeps its data in ${foreign.dataDir}, outside ${dir}); give another --cluster-name`);
+      return { cluster: stored, fresh: false };
+    }
+  }
   if (!(CLUSTER_REPLICATION_MODES as readonly string[]).includes(o.replicationMode)) {
     throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--replication-mode: '${o.replicationMode}' (${CLUSTER_REPLICATION_MODES.join('|')})`);
   }
@@ -111,20 +165,33 @@ const NEW_CLUSTER_FLAGS: [keyof ClusterOpts, string][] = [
 export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> = new Set()): Promise<number> {
   const dir = resolve(o.dir);
   mkdirSync(dir, { recursive: true });
-  const { cluster, fresh } = clusterFor(dir, o);
-  const file = join(dir, 'cluster.json');
-  // Nothing is written before we know the cluster is not running already and every port is free.
-  const release = await claimClusterDir(dir, fresh ? null : cluster);
+  const { spec, clusterName } = storeFor(dir, o);
+  const store: ConfigStore = 'file' in spec ? new FileConfigStore(spec.file) : await ZooKeeperConfigStore.open({ connect: spec.zookeeper, path: spec.path });
   try {
-    await checkPortsFree(cluster);
-    return await launch(dir, file, cluster, fresh, o, explicit);
+    const { cluster, fresh } = await clusterFor(dir, o, store);
+    // Nothing is written before we know the cluster is not running already and every port is free.
+    const release = await claimClusterDir(dir, fresh ? null : cluster);
+    try {
+      await checkPortsFree(cluster);
+      if (!('file' in spec)) writeFileSync(join(dir, STORE_POINTER), JSON.stringify({ zookeeper: spec.zookeeper, clusterName }, null, 2) + '\n');
+      return await launch(dir, { store, spec, clusterName }, cluster, fresh, o, explicit);
+    } finally {
+      release();
+    }
   } finally {
-    release();
+    if (store instanceof ZooKeeperConfigStore) store.close();
   }
 }
 
-async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: boolean, o: ClusterOpts, explicit: ReadonlySet<string>): Promise<number> {
-  if (fresh) await new FileConfigStore(file).write(cluster, null);
+interface Stored {
+  store: ConfigStore;
+  spec: StoreSpec;
+  clusterName: string;
+}
+
+async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: boolean, o: ClusterOpts, explicit: ReadonlySet<string>): Promise<number> {
+  const where = storeArgs(st.spec, st.clusterName);
+  if (fresh) await st.store.write(cluster, null);
   // The node config (pool size) is fixed when the cluster is made: a restart must map the same pools.
   const nodeConfig = join(dir, 'node-config.json');
   if (fresh || !existsSync(nodeConfig)) {
@@ -135,7 +202,7 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--pool-mib ${o.poolMib} holds ${poolSegments} segments of ${segmentBytes / 1024} KiB; a pool needs at least 8 (a smaller --segment-kib, or a larger --pool-mib)`);
     writeFileSync(nodeConfig, JSON.stringify({ pool: { segmentCount: poolSegments, segmentBytes } }, null, 2) + '\n');
   }
-  console.log(`${fresh ? 'new' : 'existing'} cluster in ${dir}: ${cluster.nodes.length} nodes, ${cluster.shardCount} shards, replication ${cluster.replicationFactor} (${cluster.replication}), term ${cluster.term}`);
+  console.log(`${fresh ? 'new' : 'existing'} cluster in ${dir}: ${cluster.nodes.length} nodes, ${cluster.shardCount} shards, replication ${cluster.replicationFactor} (${cluster.replication}), term ${cluster.term}; configuration in ${describeStore(st.spec)}`);
   if (!fresh) {
     const ignored = NEW_CLUSTER_FLAGS.filter(([k]) => explicit.has(k)).map(([, flag]) => flag);
     if (ignored.length > 0) console.log(`warning: ${ignored.join(', ')} ignored: they shape a new cluster, and ${dir} holds one already (delete it to start afresh)`);
@@ -175,7 +242,7 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
   const startManager = async (): Promise<void> => {
     const logFile = join(dir, 'manager.log');
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'manager', '--cluster', file, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), ...(o.logLevel ? ['--log-level', o.logLevel] : [])];
+    const args = [bin, 'manager', ...where, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), ...(o.logLevel ? ['--log-level', o.logLevel] : [])];
     // Like a node: its own process group, and down with this launcher however the launcher dies.
     manager = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
     closeQuietly(out);
@@ -198,7 +265,7 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
     mkdirSync(n.dataDir, { recursive: true });
     const logFile = join(dir, `node-${n.id}.log`);
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'start', '--data-dir', n.dataDir, '--cluster', file, '--node-id', String(n.id), '--config', nodeConfig,
+    const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig,
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
       '--manager', `127.0.0.1:${managerPort}`, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : [])];
@@ -226,7 +293,8 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
   // The command as this user can type it: bin/rowan from the checkout (rowan is not on PATH).
   const rel = relative(process.cwd(), bin);
   const cmd = rel.startsWith('..') ? bin : rel;
-  console.log(`\nserving. Try:\n  ${cmd} put hello world --cluster ${file}\n  ${cmd} get hello --cluster ${file}\n  ${cmd} status --cluster ${file}\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
+  const w = where.join(' ');
+  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${w}\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
 
   // Keep going when a node dies: report it, and report the failovers as the stored configuration moves.
   let codes = 0;
@@ -247,18 +315,19 @@ async function launch(dir: string, file: string, cluster: ClusterConfig, fresh: 
       });
     });
   watchManager(manager!);
+  // Poll the store (a file read, or one ZooKeeper getData); an unreadable one (being replaced, no
+  // ZooKeeper session) is read again next time.
   let seen = cluster;
+  let polling = false;
   const watch = setInterval(() => {
-    let now: ClusterConfig;
-    try {
-      now = new FileConfigStore(file).readSync();
-    } catch {
-      return; // being replaced: next time
-    }
-    if (now.term === seen.term) return;
-    console.log(describeChange(seen, now));
-    seen = now;
-  }, 50);
+    if (polling) return;
+    polling = true;
+    st.store.read().then((now) => {
+      if (now.term === seen.term) return;
+      console.log(describeChange(seen, now));
+      seen = now;
+    }, () => {}).finally(() => (polling = false));
+  }, 'file' in st.spec ? 50 : 100);
   while ([...children.values()].some(live) || (stopping && live(manager))) {
     await new Promise<void>((r) => {
       wake = r;
@@ -302,6 +371,8 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .addOption(new Option('--log-level <level>', 'log level of the nodes and the configuration manager (their logs: DIR/node-N.log, DIR/manager.log; default: info, or ROWAN_LOG_LEVEL)').choices(logLevels))
     .option('--index-keys <n>', "keys each shard's index is sized for at start (grows on demand; see rowan start --help)")
     .option('--index-keys-max <n>', "most keys one shard's index may grow to (see rowan start --help)")
+    .option('--zookeeper <host:port,...>', `${ZK_FLAG_HELP}: a new cluster's configuration is created there, not in DIR/cluster.json; DIR/${STORE_POINTER} remembers it, so running this again on DIR restarts the cluster from ZooKeeper`)
+    .option('--cluster-name <name>', ZK_NAME_HELP)
     .action(function (this: Command) {
       const explicit = new Set(Object.keys(this.opts()).filter((k) => this.getOptionValueSource(k) === 'cli'));
       return run(() => runCluster(this.opts<ClusterOpts>(), explicit))();
@@ -315,8 +386,18 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
       return run(async () => {
         const dir = resolve(o.dir);
         const file = join(dir, 'cluster.json');
-        if (!existsSync(file)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no cluster in ${dir} (${file} is missing)`);
-        console.log(await stopCluster(dir, new FileConfigStore(file).readSync(), o.timeout));
+        const pointer = readPointer(dir);
+        if (!existsSync(file) && !pointer) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no cluster in ${dir} (${file} is missing)`);
+        let cluster: ClusterConfig;
+        if (pointer) {
+          const zk = await ZooKeeperConfigStore.open({ connect: pointer.zookeeper, path: zkConfigPath(pointer.clusterName) });
+          try {
+            cluster = await zk.read();
+          } finally {
+            zk.close();
+          }
+        } else cluster = new FileConfigStore(file).readSync();
+        console.log(await stopCluster(dir, cluster, o.timeout));
         return 0;
       })();
     });

@@ -1,4 +1,4 @@
-// `rowan status --cluster FILE`: the whole cluster at a glance. Every node is asked over its control
+// `rowan status --cluster FILE` (or --zookeeper): the whole cluster at a glance. Every node is asked over its control
 // socket (runtime/endpoint.ts); the shard distribution comes from the configuration store.
 import type { ClusterConfig } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
@@ -17,8 +17,9 @@ export interface ClusterStatus {
   shards: ClusterConfig['shards'];
 }
 
-export async function collectClusterStatus(file: string): Promise<ClusterStatus> {
-  const c = new FileConfigStore(file).readSync();
+/** Every node of the stored configuration (or the cluster file's), asked for its status. */
+export async function collectClusterStatus(cluster: ClusterConfig | string): Promise<ClusterStatus> {
+  const c = typeof cluster === 'string' ? new FileConfigStore(cluster).readSync() : cluster;
   const nodes = await Promise.all(
     c.nodes.map(async (n) => {
       const base = {

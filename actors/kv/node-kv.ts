@@ -26,8 +26,12 @@ import { promoteShards } from './promote.js';
 import { attachKvShared, createKvShared, heldShards, type KvStart } from './shared.js';
 
 export interface NodeKvOptions {
-  /** The embedded configuration store: a cluster JSON file (config/store.ts). */
+  /** Where the configuration is stored, for messages: the cluster JSON file (the embedded store,
+   *  config/store.ts) or zk://host:port/znode. */
   clusterFile: string;
+  /** The configuration, read already from a store that cannot be read synchronously (ZooKeeper, §4.7:
+   *  a node reads it from the store at cold start). Absent: read clusterFile. */
+  cluster?: ClusterConfig;
   nodeId: number;
   /** Keys each shard's index is sized for at start, and the most it may grow to (limits.indexKeysPerShard*). */
   keysPerShard?: number;
@@ -110,7 +114,7 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
 }
 
 export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): Promise<KvStart> {
-  const cluster: ClusterConfig = new FileConfigStore(o.clusterFile).readSync();
+  const cluster: ClusterConfig = o.cluster ?? new FileConfigStore(o.clusterFile).readSync();
   const me = nodeOf(cluster, o.nodeId);
   if (me.dataDir !== dataDir) {
     throw new RowanError(ErrorCodes.BAD_CONFIG, `node ${o.nodeId} of ${o.clusterFile} keeps its data in ${me.dataDir}, not ${dataDir}`);

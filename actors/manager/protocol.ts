@@ -10,8 +10,10 @@ export { LineReader, encodeLine, LINE_BYTES_MAX, type ManagerToNode, type NodeTo
 
 /** The manager actor's start payload (`rowan manager` builds it). */
 export interface ManagerStart {
-  /** The embedded configuration store: the cluster JSON file. */
+  /** The embedded configuration store: the cluster JSON file (unused when `zookeeper` is given). */
   clusterFile: string;
+  /** The configuration in ZooKeeper instead: connect string and znode (config/zk-store.ts). */
+  zookeeper?: { connect: string; path: string };
   host: string;
   port: number;
   leaseMs: number;

@@ -70,6 +70,8 @@ export const ErrorCodes = {
   UNKNOWN_ROLE: 'ROWAN_ERR_UNKNOWN_ROLE',
   NODE_NOT_RUNNING: 'ROWAN_ERR_NODE_NOT_RUNNING',
   DATA_DIR: 'ROWAN_ERR_DATA_DIR',
+  /** The ZooKeeper configuration store cannot be reached, or its session is lost (config/zk-store.ts). */
+  ZOOKEEPER: 'ROWAN_ERR_ZOOKEEPER',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

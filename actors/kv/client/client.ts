@@ -29,6 +29,7 @@ import type { ClusterConfig } from '../../../config/cluster.js';
 import { defaultLimits } from '../../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
 import { Op, Status, encodeRequest, type FrameLimits, type Response } from '../../../runtime/rpc/frames.js';
+import { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath } from '../../../config/zk-store.js';
 import { initialConfig, parseClusterJson, refreshConfig, type ClusterSource } from './config-source.js';
 import { RpcConnection, endpointKey, remoteError, type Endpoint } from './connection.js';
 import { checkSizes, parseEndpoint, primaryEndpoint, shardOfKey, toBytes, workerEndpoint } from './routing.js';
@@ -37,6 +38,11 @@ import { Slots } from './slots.js';
 export interface ClientOptions {
   /** The cluster configuration, or the path of its JSON file (the embedded config store). */
   cluster?: ClusterConfig | string;
+  /** Instead of `cluster`: the configuration is in ZooKeeper at these servers ("host:port,..."), in
+   *  the znode of `clusterName` (/rowan/<clusterName>/config; default "default"). The client keeps a
+   *  session, reads the znode at connect and first on every refresh; close() ends the session. */
+  zookeeper?: string;
+  clusterName?: string;
   /** Worker ports ("host:port") to fetch the configuration from (at connect if no cluster is given, and on refresh). */
   endpoints?: string[];
   /** Per attempt: connect + HELLO, or one request's response. Default 5000. */
@@ -89,9 +95,9 @@ export class RowanClient {
     const limits = o.limits ?? { keyBytesMax: defaultLimits.keyBytesMax, valueBytesMax: defaultLimits.valueBytesMax };
     const endpoints = (o.endpoints ?? []).map(parseEndpoint);
     // Bootstrap through a throwaway client whose configuration is not known yet.
-    const boot = new RowanClient(null as unknown as ClusterConfig, { file: null, endpoints }, timeoutMs, retries, limits, maxInFlight);
+    const boot = new RowanClient(null as unknown as ClusterConfig, { store: null, endpoints }, timeoutMs, retries, limits, maxInFlight);
     try {
-      const { config, source } = await initialConfig(o.cluster, endpoints, (e) => boot.fetchConfig(e));
+      const { config, source } = await initialConfig(o.cluster, endpoints, (e) => boot.fetchConfig(e), o.zookeeper === undefined ? undefined : { connect: o.zookeeper, path: zkConfigPath(o.clusterName ?? DEFAULT_ZK_CLUSTER_NAME) });
       boot.cfg = config;
       boot.source = source;
       return boot;
@@ -141,6 +147,7 @@ export class RowanClient {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.source.close?.();
     const all = [...this.conns.values()];
     this.conns.clear();
     await Promise.all(all.map((entry) => entry.opening.then((c) => c.close(), () => {})));

@@ -1,0 +1,252 @@
+// The ZooKeeper configuration store (DESIGN §6): the cluster configuration's JSON in one znode
+// (default /rowan/<cluster-name>/config). The compare-and-set on the term is a versioned setData: read
+// the znode's data and stat version, check the term, setData(path, data, version); BADVERSION (someone
+// wrote in between) is ROWAN_ERR_STALE_TERM, as is a stored term other than the expected one. A new
+// configuration (expectedTerm null) is created, and one that exists already is an error.
+//
+// Session: the client connects within a bounded time or fails with ROWAN_ERR_ZOOKEEPER naming the
+// connect string. While the session is down (the server restarting, the network gone) every operation
+// waits a bounded time for it to come back and otherwise fails with ROWAN_ERR_ZOOKEEPER; an expired
+// session is replaced by a new one. onSession() reports each change. A setData whose answer was lost
+// with the connection is settled after reconnecting by reading the znode back: ours if it holds exactly
+// what we wrote.
+import zookeeper from 'node-zookeeper-client';
+import type { Client, Stat } from 'node-zookeeper-client';
+import { ErrorCodes, RowanError } from './base/errors.js';
+import { validateCluster, type ClusterConfig } from './cluster.js';
+import type { ConfigStore } from './store.js';
+
+export const DEFAULT_ZK_CLUSTER_NAME = 'default';
+export const DEFAULT_ZK_CONNECT_TIMEOUT_MS = 5000;
+export const DEFAULT_ZK_SESSION_TIMEOUT_MS = 10_000;
+
+/** The znode a cluster's configuration lives in. */
+export function zkConfigPath(clusterName: string): string {
+  if (!/^[A-Za-z0-9._-]+$/.test(clusterName) || clusterName === '.' || clusterName === '..')
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `cluster name '${clusterName}': letters, digits, '.', '_' and '-' only`);
+  return `/rowan/${clusterName}/config`;
+}
+
+export type ZkSessionState = 'connected' | 'disconnected' | 'expired' | 'closed';
+
+export interface ZooKeeperStoreOptions {
+  /** host:port[,host:port...] */
+  connect: string;
+  /** The znode (default zkConfigPath(DEFAULT_ZK_CLUSTER_NAME)). */
+  path?: string;
+  /** Bound on connecting, and on waiting for a lost session to come back during an operation. */
+  connectTimeoutMs?: number;
+  sessionTimeoutMs?: number;
+}
+
+const { Exception, State } = zookeeper;
+
+export class ZooKeeperConfigStore implements ConfigStore {
+  readonly connect: string;
+  readonly path: string;
+  private readonly connectTimeoutMs: number;
+  private readonly sessionTimeoutMs: number;
+  private client: Client | null = null;
+  private connected = false;
+  private closed = false;
+  private readonly waiters = new Set<() => void>();
+  private readonly listeners = new Set<(s: ZkSessionState) => void>();
+
+  private constructor(o: ZooKeeperStoreOptions) {
+    if (!/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/.test(o.connect))
+      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--zookeeper: '${o.connect}' is not host:port[,host:port...]`);
+    this.connect = o.connect;
+    this.path = o.path ?? zkConfigPath(DEFAULT_ZK_CLUSTER_NAME);
+    this.connectTimeoutMs = o.connectTimeoutMs ?? DEFAULT_ZK_CONNECT_TIMEOUT_MS;
+    this.sessionTimeoutMs = o.sessionTimeoutMs ?? DEFAULT_ZK_SESSION_TIMEOUT_MS;
+  }
+
+  /** Connect (bounded by connectTimeoutMs); fails with ROWAN_ERR_ZOOKEEPER when unreachable. */
+  static async open(o: ZooKeeperStoreOptions): Promise<ZooKeeperConfigStore> {
+    const s = new ZooKeeperConfigStore(o);
+    s.newClient();
+    try {
+      await s.session();
+    } catch (err) {
+      s.close();
+      throw new RowanError(ErrorCodes.ZOOKEEPER, `cannot reach ZooKeeper at ${s.connect} within ${s.connectTimeoutMs} ms`);
+    }
+    return s;
+  }
+
+  /** Session changes: 'disconnected' (operations fail until it is back), 'connected', 'expired'. */
+  onSession(f: (s: ZkSessionState) => void): () => void {
+    this.listeners.add(f);
+    return () => this.listeners.delete(f);
+  }
+
+  hasSession(): boolean {
+    return this.connected;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.connected = false;
+    this.client?.close();
+    this.client = null;
+    for (const w of this.waiters) w();
+    this.emit('closed');
+  }
+
+  private emit(s: ZkSessionState): void {
+    for (const f of this.listeners) f(s);
+  }
+
+  private newClient(): void {
+    const c = zookeeper.createClient(this.connect, { sessionTimeout: this.sessionTimeoutMs, spinDelay: 100, retries: 0 });
+    this.client = c;
+    c.on('state', (st) => {
+      if (this.client !== c || this.closed) return;
+      if (st === State.SYNC_CONNECTED) {
+        this.connected = true;
+        for (const w of this.waiters) w();
+        this.emit('connected');
+      } else if (st === State.DISCONNECTED) {
+        this.connected = false;
+        this.emit('disconnected');
+      } else if (st === State.EXPIRED) {
+        // The old session is gone for good: a new client makes a new one.
+        this.connected = false;
+        this.emit('expired');
+        c.close();
+        this.newClient();
+      }
+    });
+    c.connect();
+  }
+
+  /** The connected client, waiting (bounded) for the session to come back. */
+  private async session(): Promise<Client> {
+    if (this.closed) throw new RowanError(ErrorCodes.ZOOKEEPER, `ZooKeeper store ${this.connect}${this.path} is closed`);
+    if (!this.connected) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(t);
+          this.waiters.delete(done);
+          resolve();
+        };
+        const t = setTimeout(done, this.connectTimeoutMs);
+        this.waiters.add(done);
+      });
+      if (!this.connected || this.closed) throw new RowanError(ErrorCodes.ZOOKEEPER, `no ZooKeeper session with ${this.connect} (waited ${this.connectTimeoutMs} ms)`);
+    }
+    return this.client!;
+  }
+
+  /** One client call, bounded: a call the server never answers fails like a lost connection. */
+  private call<T>(what: string, f: (c: Client, cb: (err: unknown, v: T) => void) => void): Promise<T> {
+    return this.session().then(
+      (c) =>
+        new Promise<T>((resolve, reject) => {
+          const t = setTimeout(() => reject(zkError(what, this.connect, { code: Exception.CONNECTION_LOSS, name: 'TIMEOUT' })), this.connectTimeoutMs + this.sessionTimeoutMs);
+          f(c, (err, v) => {
+            clearTimeout(t);
+            if (err) reject(err);
+            else resolve(v);
+          });
+        }),
+    );
+  }
+
+  private async getData(): Promise<{ data: Buffer; stat: Stat } | null> {
+    try {
+      return await this.call<{ data: Buffer; stat: Stat }>('getData', (c, cb) => c.getData(this.path, (e, data, stat) => cb(e, { data, stat })));
+    } catch (err) {
+      if (codeOf(err) === Exception.NO_NODE) return null;
+      throw zkError(`read ${this.path}`, this.connect, err);
+    }
+  }
+
+  async read(): Promise<ClusterConfig> {
+    const r = await this.getData();
+    if (!r) throw new RowanError(ErrorCodes.BAD_CONFIG, `no cluster configuration in ZooKeeper ${this.connect} at ${this.path}`);
+    return parse(r.data, `${this.connect}${this.path}`);
+  }
+
+  /** The stored configuration, or null when the znode does not exist (a new cluster). */
+  async readIfExists(): Promise<ClusterConfig | null> {
+    const r = await this.getData();
+    return r ? parse(r.data, `${this.connect}${this.path}`) : null;
+  }
+
+  async write(next: ClusterConfig, expectedTerm: number | null): Promise<void> {
+    validateCluster(next);
+    const data = Buffer.from(JSON.stringify(next, null, 2) + '\n');
+    if (expectedTerm === null) {
+      await this.mkParents();
+      try {
+        await this.call<string>('create', (c, cb) => c.create(this.path, data, cb));
+      } catch (err) {
+        if (codeOf(err) === Exception.NODE_EXISTS)
+          throw new RowanError(ErrorCodes.BAD_CONFIG, `a cluster configuration exists already in ZooKeeper ${this.connect} at ${this.path}; not overwriting it`);
+        if (isConnectionLoss(err) && (await this.holds(data))) return;
+        throw zkError(`create ${this.path}`, this.connect, err);
+      }
+      return;
+    }
+    const cur = await this.getData();
+    if (!cur) throw new RowanError(ErrorCodes.BAD_CONFIG, `no cluster configuration in ZooKeeper ${this.connect} at ${this.path}`);
+    const term = parse(cur.data, `${this.connect}${this.path}`).term;
+    if (term !== expectedTerm) throw new RowanError(ErrorCodes.STALE_TERM, `cluster config in ZooKeeper is at term ${term}, not ${expectedTerm}`);
+    try {
+      await this.call<Stat>('setData', (c, cb) => c.setData(this.path, data, cur.stat.version, cb));
+    } catch (err) {
+      if (codeOf(err) === Exception.BAD_VERSION)
+        throw new RowanError(ErrorCodes.STALE_TERM, `cluster config in ZooKeeper changed under a write at term ${expectedTerm} (znode version ${cur.stat.version} moved on)`);
+      // The answer was lost with the connection: it may have been applied. Ours if the znode holds it.
+      if (isConnectionLoss(err) && (await this.holds(data))) return;
+      throw zkError(`setData ${this.path}`, this.connect, err);
+    }
+  }
+
+  private async holds(data: Buffer): Promise<boolean> {
+    try {
+      const r = await this.getData();
+      return r !== null && r.data.equals(data);
+    } catch {
+      return false;
+    }
+  }
+
+  private async mkParents(): Promise<void> {
+    const parent = this.path.slice(0, this.path.lastIndexOf('/'));
+    if (!parent) return;
+    try {
+      await this.call<string>('mkdirp', (c, cb) => c.mkdirp(parent, cb));
+    } catch (err) {
+      if (codeOf(err) !== Exception.NODE_EXISTS) throw zkError(`mkdirp ${parent}`, this.connect, err);
+    }
+  }
+}
+
+function parse(data: Buffer, from: string): ClusterConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(data.toString('utf8'));
+  } catch (err) {
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `${from} is not JSON: ${(err as Error).message}`);
+  }
+  return validateCluster(raw);
+}
+
+function codeOf(err: unknown): number | undefined {
+  const c = (err as { code?: unknown } | null)?.code;
+  return typeof c === 'number' ? c : undefined;
+}
+
+function isConnectionLoss(err: unknown): boolean {
+  const c = codeOf(err);
+  return c === Exception.CONNECTION_LOSS || c === Exception.SESSION_EXPIRED || c === Exception.OPERATION_TIMEOUT;
+}
+
+function zkError(what: string, connect: string, err: unknown): RowanError {
+  if (err instanceof RowanError) return err;
+  const name = (err as { name?: string } | null)?.name ?? String(err);
+  return new RowanError(ErrorCodes.ZOOKEEPER, `ZooKeeper ${connect}: ${what}: ${name}`);
+}
