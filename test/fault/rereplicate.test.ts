@@ -75,7 +75,7 @@ test('SIGKILL of one of 4 nodes (replication 3) under load: every shard back to 
     const s = copyStats(dir);
     assert.ok(s.shards >= 1, 'some shard was copied to a new backup');
     assert.match(run.output(), /re-replication: term \d+ -> \d+; new backup/);
-    assert.match(run.output(), /caught up: term \d+ -> \d+; .*every shard has 3 replicas/);
+    await waitFor('the launcher to report the catch-up', () => /caught up: term \d+ -> \d+; .*every shard has 3 replicas/.test(run.output()), 10_000, 50);
     console.log(
       `re-replication test: node ${victim} killed; every shard served again after ${servedMs.toFixed(0)} ms, back to 3 caught-up replicas after ${replicatedMs.toFixed(0)} ms; ` +
         `${s.shards} shard copies: ${s.entries} entries, ${(s.bytes / 1e6).toFixed(2)} MB copied, per copy max ${s.maxMs.toFixed(0)} ms, ${s.mbps.toFixed(2)} MB/s (bytes / summed copy time); ` +
