@@ -52,7 +52,7 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
   const { mkdtempSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const dir = mkdtempSync(join(tmpdir(), 'rowan-failover-bench-'));
-  const cluster = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', String(leaseMs), '--pool-mib', '64']);
+  const cluster = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', String(leaseMs), '--pool-mib', '64', '--no-restart']);
   try {
     await cluster.ready;
     const file = join(dir, 'cluster.json');

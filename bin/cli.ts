@@ -4,8 +4,9 @@ import { followLauncher } from './cluster-lifecycle.js';
 import { readFileSync } from 'node:fs';
 import type { NodeKvOptions } from '../actors/kv/node-kv.js';
 import { defaultLimits } from '../config/limits.js';
-import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { rmSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { POOL_FILE } from '../config/base/files.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfigFile, resolveConfig } from '../config/load.js';
@@ -61,6 +62,7 @@ interface StartOpts extends StoreFlags {
   indexKeys?: string;
   indexKeysMax?: string;
   metricsPort?: string;
+  rejoin?: boolean;
 }
 
 /** --cluster FILE (or --zookeeper) --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
@@ -85,9 +87,10 @@ async function clusterFlags(o: StartOpts): Promise<NodeKvOptions | null> {
   // maximum must leave room for at least as many again.
   const keysMin = 2 * defaultLimits.indexHeadroomBuckets * (defaultLimits.indexBucketItems - 1);
   if (keysPerShardMax < keysMin) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--index-keys-max ${keysPerShardMax} is below ${keysMin}, the least that leaves room for the index headroom`);
+  if (o.rejoin && o.manager === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--rejoin asks a configuration manager (--manager) to take the node back');
   // ZooKeeper is read here, once, at cold start (§4.7); later configurations come from the manager.
   const stored = 'file' in spec ? {} : { cluster: await readStoreOnce(spec) };
-  return { clusterFile: describeStore(spec), ...stored, nodeId, keysPerShard, keysPerShardMax, ...(o.manager !== undefined ? { manager: o.manager } : {}) };
+  return { clusterFile: describeStore(spec), ...stored, nodeId, keysPerShard, keysPerShardMax, ...(o.manager !== undefined ? { manager: o.manager } : {}), ...(o.rejoin ? { rejoin: true } : {}) };
 }
 
 
@@ -124,6 +127,8 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, env: configFromEnv(process.env), flags, ...(file ? { file } : {}) });
   const log = createLogger(config.logLevel);
   const kv = await clusterFlags(o);
+  // A failed-over node's data is stale: it rejoins with a fresh pool (§4.5 phase 3, actors/kv/node-kv.ts).
+  if (kv?.rejoin) rmSync(join(config.dataDir, POOL_FILE), { force: true });
   const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication(kv, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
@@ -206,6 +211,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--zookeeper <host:port,...>', 'instead of --cluster: read the cluster configuration from ZooKeeper at cold start (znode /rowan/<cluster-name>/config)')
     .option('--cluster-name <name>', 'with --zookeeper: the cluster whose configuration to read (default: default)')
     .option('--node-id <n>', "this node's id in the cluster (--cluster or --zookeeper)")
+    .option('--rejoin', 'with --manager: this node was failed over; discard its pool (stale data) and ask the manager to take it back as an empty member (rowan cluster does this when it restarts a dead node)')
     .option('--manager <host:port>', 'hold a lease with this configuration manager and follow its configurations (failover); without it the configuration is static')
     .option('--metrics-port <port>', 'serve Prometheus metrics on GET http://127.0.0.1:<port>/metrics (0: any free port, logged; default: none)')
     .option('--index-keys <n>', `keys each shard's index is sized for at start; it grows on demand (default: ${defaultLimits.indexKeysPerShard})`)

@@ -6,8 +6,10 @@
 // cold-start from their pools: everything acknowledged before is served again.
 //
 // A node that dies is failed over by the manager (its shards move to their backups, the term goes up);
-// the launcher keeps running and prints each failover as the configuration file changes. A manager
-// that dies is restarted (the nodes' leases run out meanwhile: no node serves without a manager).
+// the launcher keeps running, prints each failover as the configuration file changes, and restarts
+// the node with backoff (./cluster-supervise.ts): listed dead, it rejoins with an empty pool and
+// re-replication gives it shards again (§4.5 phase 3). A manager that dies is restarted (the nodes'
+// leases run out meanwhile: no node serves without a manager).
 //
 // With --zookeeper HOST:PORT the configuration lives in ZooKeeper only (znode /rowan/NAME/config, NAME
 // from --cluster-name): no DIR/cluster.json is written, so there is one truth. DIR/cluster-store.json
@@ -26,6 +28,7 @@ import { describeStore, type StoreSpec } from '../config/store-spec.js';
 import { ZK_FLAG_HELP, ZK_NAME_HELP, storeArgs } from './store-flags.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { DEFAULT_LEASE_MS } from '../actors/manager/leases.js';
+import { describeChange, RestartBackoff, waitListedDead } from './cluster-supervise.js';
 import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, readLogFrom, stopCluster } from './cluster-lifecycle.js';
 
 export interface ClusterOpts {
@@ -45,6 +48,8 @@ export interface ClusterOpts {
   indexKeysMax?: string;
   zookeeper?: string;
   clusterName?: string;
+  /** false (--no-restart): a node that dies stays down, as before supervision. */
+  restart?: boolean;
 }
 
 /** DIR/cluster-store.json: where a ZooKeeper-stored cluster's configuration is. */
@@ -259,28 +264,59 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   }
 
   const dead = new Set(cluster.dead ?? []);
-  for (const id of dead) console.log(`node ${id} is dead in the stored configuration (term ${cluster.term}); it does not rejoin (re-replication is not built yet)`);
-  // All live nodes start at once (each cold-starts its own pool); the launcher reports each as it is ready.
-  const starting = cluster.nodes.filter((n) => !dead.has(n.id)).map((n) => {
+  const supervise = o.restart !== false;
+  for (const id of dead) console.log(`node ${id} is dead in the stored configuration (term ${cluster.term}); ${supervise ? 'it rejoins with an empty pool (its data is stale)' : 'it stays down (--no-restart)'}`);
+  const backoff = new Map<number, RestartBackoff>();
+  // rejoin: the node was failed over; `rowan start --rejoin` discards its pool and asks to come back.
+  const spawnNode = (n: ClusterConfig['nodes'][number], rejoin: boolean): Promise<void> => {
     mkdirSync(n.dataDir, { recursive: true });
     const logFile = join(dir, `node-${n.id}.log`);
     const { fd: out, from } = openNodeLog(logFile);
     const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig,
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
       '--manager', `127.0.0.1:${managerPort}`, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
-      ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : [])];
+      ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : []),
+      ...(rejoin ? ['--rejoin'] : [])];
     // Own process group: a terminal ^C reaches only this launcher, which stops each node once (SIGTERM).
     // ROWAN_LAUNCHER_PID: the node sets a parent-death signal, so it goes down with this launcher
     // however the launcher dies (SIGKILL included), instead of living on under PID 1.
     const child = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
     closeQuietly(out);
     children.set(n.id, child);
-    console.log(`starting node ${n.id} (log ${logFile})`);
+    const b = backoff.get(n.id) ?? new RestartBackoff();
+    backoff.set(n.id, b);
+    b.started(Date.now());
+    console.log(`starting node ${n.id}${rejoin ? ' with an empty pool to rejoin' : ''} (log ${logFile})`);
+    if (readyToWatch) watchNode(n.id, child);
     return waitReady(child, logFile, from, n.id, 120_000, n.dataDir).then(() => {
       const resp = n.resp ? `; redis on ${n.resp.ports.map((p) => `${n.host}:${p}`).join(', ')} (cluster ${n.resp.clusterPorts.join(', ')})` : '';
       console.log(`node ${n.id} ready (pid ${child.pid}): clients on ${n.workerPorts.map((p) => `${n.host}:${p}`).join(', ')}${resp}; metrics http://${n.host}:${metricsPortOf(cluster, n.id)}/metrics`);
     });
-  });
+  };
+  let codes = 0;
+  let readyToWatch = false;
+  // Keep going when a node dies: report it, restart it (unless --no-restart), report the configuration changes.
+  const watchNode = (id: number, c: ChildProcess): void => {
+    c.once('exit', (code, signal) => {
+      if (code !== 0) codes++;
+      wake();
+      if (stopping) return;
+      if (!supervise) return console.log(`node ${id} (pid ${c.pid}) exited (${signal ?? `code ${code}`}); the configuration manager fails it over`);
+      const ms = backoff.get(id)!.next(Date.now());
+      console.log(`node ${id} (pid ${c.pid}) exited (${signal ?? `code ${code}`}); the configuration manager fails it over; restarting it in ${ms} ms`);
+      setTimeout(() => {
+        if (stopping) return;
+        void waitListedDead(st.store, id, () => stopping).then((isDead) => {
+          if (stopping) return;
+          const n = cluster.nodes.find((x) => x.id === id)!;
+          console.log(`restarting node ${id}: ${isDead ? 'failed over, it rejoins with an empty pool' : 'not failed over, it restarts with its data'}`);
+          spawnNode(n, isDead).catch((err: Error) => console.error(`node ${id} did not come back: ${err.message}`));
+        });
+      }, ms).unref();
+    });
+  };
+  // All nodes start at once (each cold-starts its own pool); the launcher reports each as it is ready.
+  const starting = cluster.nodes.filter((n) => supervise || !dead.has(n.id)).map((n) => spawnNode(n, dead.has(n.id)));
   const started = await Promise.allSettled(starting);
   const failed = started.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed.length > 0) {
@@ -296,15 +332,8 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   const w = where.join(' ');
   console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${w}\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
 
-  // Keep going when a node dies: report it, and report the failovers as the stored configuration moves.
-  let codes = 0;
-  for (const [id, c] of children) {
-    c.once('exit', (code, signal) => {
-      if (code !== 0) codes++;
-      if (!stopping) console.log(`node ${id} (pid ${c.pid}) exited (${signal ?? `code ${code}`}); the configuration manager fails it over`);
-      wake();
-    });
-  }
+  readyToWatch = true;
+  for (const [id, c] of children) watchNode(id, c);
   const watchManager = (m: ChildProcess) =>
     m.once('exit', (code, signal) => {
       if (stopping) return wake();
@@ -328,7 +357,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       seen = now;
     }, () => {}).finally(() => (polling = false));
   }, 'file' in st.spec ? 50 : 100);
-  while ([...children.values()].some(live) || (stopping && live(manager))) {
+  while ((supervise && !stopping) || [...children.values()].some(live) || (stopping && live(manager))) {
     await new Promise<void>((r) => {
       wake = r;
       setTimeout(r, 1000).unref();
@@ -344,12 +373,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   return codes ? 1 : 0;
 }
 
-/** One line per configuration change: the new term, who died, which shards moved where. */
-export function describeChange(before: ClusterConfig, after: ClusterConfig): string {
-  const died = (after.dead ?? []).filter((d) => !(before.dead ?? []).includes(d));
-  const moved = after.shards.filter((s) => before.shards[s.id]?.primary !== s.primary).map((s) => `${s.id}:${before.shards[s.id]?.primary}->${s.primary}`);
-  return `failover: term ${before.term} -> ${after.term}; dead node(s) ${died.join(',') || '-'}; ${moved.length} shard(s) moved${moved.length ? ` (${moved.join(' ')})` : ''}; live nodes ${after.nodes.filter((n) => !(after.dead ?? []).includes(n.id)).map((n) => n.id).join(',')}`;
-}
+export { describeChange };
 
 /** Keep a flag's text as given (int() parses it); the default stays a number so --help prints it as one. */
 const asIs = (v: string): string | number => v;
@@ -367,6 +391,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--fabric <kind>', 'how replication writes reach each node: shm (same host) or tcp (its NIC actor)', 'shm')
     .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', asIs, 128)
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', asIs, 4096)
+    .option('--no-restart', 'leave a node that dies down (default: restart it with backoff; a failed-over node rejoins with an empty pool and gets replicas again)')
     .option('--lease-ms <ms>', 'lease the configuration manager grants; a dead node is failed over after it expires (paper: 10)', asIs, DEFAULT_LEASE_MS)
     .addOption(new Option('--log-level <level>', 'log level of the nodes and the configuration manager (their logs: DIR/node-N.log, DIR/manager.log; default: info, or ROWAN_LOG_LEVEL)').choices(logLevels))
     .option('--index-keys <n>', "keys each shard's index is sized for at start (grows on demand; see rowan start --help)")

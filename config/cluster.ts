@@ -12,8 +12,12 @@ import { FABRIC_KINDS } from './base/fabric-kinds.js';
 import { ErrorCodes, RowanError } from './base/errors.js';
 import { SLOT_COUNT } from './slots.js';
 
-/** 2: keys route by hash slot (config/slots.ts); 1 routed by the 64-bit key hash. */
-export const CLUSTER_FORMAT = 2;
+/** 3: shards may list catching-up backups (`catchingUp`, §4.5 phase 3); 2: keys route by hash slot
+ *  (config/slots.ts) -- format 2 files read as format 3 with nobody catching up; 1 routed by the 64-bit
+ *  key hash. A format-2 build refuses format 3 (it would take a catching-up backup for a full one). */
+export const CLUSTER_FORMAT = 3;
+/** Formats this build reads (and upgrades to CLUSTER_FORMAT in memory). */
+const CLUSTER_FORMATS_READ: readonly number[] = [2, 3];
 /** Every shard owns at least one slot. */
 export const SHARD_COUNT_MAX = SLOT_COUNT;
 
@@ -72,6 +76,27 @@ export interface ClusterConfig {
   /** Nodes the configuration manager removed from the membership after their lease expired (§4.5
    *  phase 1); they hold no shard. Absent = none. Their entries stay in `nodes` (addresses, status). */
   dead?: number[];
+  /** Re-replication (§4.5 phase 3): backups listed in their shard's `backups` that are still copying
+   *  the shard's existing entries from its primary. They receive every new write as any backup does,
+   *  but are never promoted and do not count as a replica until the manager removes the mark (the
+   *  node reported it caught up). Absent = none. */
+  catchingUp?: CatchingUp[];
+}
+
+export interface CatchingUp {
+  shard: number;
+  node: number;
+}
+
+/** Whether `node` is a catching-up backup of `shard`. */
+export function isCatchingUp(c: ClusterConfig, shard: number, node: number): boolean {
+  return (c.catchingUp ?? []).some((x) => x.shard === shard && x.node === node);
+}
+
+/** The replicas of a shard that hold all of it: the primary and the backups not catching up. */
+export function fullReplicas(c: ClusterConfig, shard: number): number[] {
+  const s = c.shards[shard]!;
+  return [s.primary, ...s.backups.filter((b) => !isCatchingUp(c, shard, b))];
 }
 
 /** The live membership: every node not listed dead. */
@@ -126,10 +151,11 @@ function isInt(v: unknown, lo: number, hi: number): v is number {
 export function validateCluster(raw: unknown): ClusterConfig {
   const c = raw as ClusterConfig;
   if (typeof c !== 'object' || c === null) fail('', 'must be an object', raw);
-  if (c.format !== CLUSTER_FORMAT) {
+  if (!CLUSTER_FORMATS_READ.includes(c.format)) {
     throw new RowanError(ErrorCodes.CLUSTER_FORMAT, `cluster config format ${JSON.stringify(c.format)}, this build reads format ${CLUSTER_FORMAT}` +
       (c.format === 1 ? ' (format 1 routed keys by their 64-bit hash, format 2 by Redis hash slot: its pools cannot be read either; make a new cluster)' : ''));
   }
+  c.format = CLUSTER_FORMAT; // format 2 is format 3 with nobody catching up
   if (!isInt(c.term, 1, Number.MAX_SAFE_INTEGER)) fail('term', 'must be a positive integer', c.term);
   // A configuration from before replication modes existed is a ROWAN-KV one.
   if (c.replication === undefined) c.replication = 'rowan';
@@ -160,8 +186,9 @@ export function validateCluster(raw: unknown): ClusterConfig {
   if (c.dead !== undefined && (!Array.isArray(c.dead) || !c.dead.every((d) => ids.has(d)))) fail('dead', 'must list node ids', c.dead);
   const dead = new Set(c.dead ?? []);
   if (dead.size >= c.nodes.length) fail('dead', 'must leave at least one live node', c.dead);
-  // A degraded configuration (a node died, no re-replication yet) has fewer backups than the factor asks.
-  const backupsMin = dead.size === 0 ? c.replicationFactor - 1 : 0;
+  // A degraded configuration (a node died or rejoined empty, re-replication not done) has fewer backups
+  // than the factor asks; only a first configuration (term 1) must have them all.
+  const backupsMin = c.term === 1 && dead.size === 0 ? c.replicationFactor - 1 : 0;
   if (!Array.isArray(c.shards) || c.shards.length !== c.shardCount) fail('shards', `must list all ${c.shardCount} shards`);
   for (const [i, s] of c.shards.entries()) {
     const f = `shards[${i}]`;
@@ -174,6 +201,16 @@ export function validateCluster(raw: unknown): ClusterConfig {
       fail(`${f}.backups`, 'must be distinct live node ids other than the primary', s.backups);
   }
   if (!Array.isArray(c.migrations)) fail('migrations', 'must be a list');
+  if (c.catchingUp !== undefined) {
+    if (!Array.isArray(c.catchingUp)) fail('catchingUp', 'must be a list');
+    const seen = new Set<string>();
+    for (const [i, x] of c.catchingUp.entries()) {
+      const s = c.shards[x?.shard];
+      if (!s || !s.backups.includes(x.node) || seen.has(`${x.shard}:${x.node}`))
+        fail(`catchingUp[${i}]`, 'must name a backup of the shard, once', x);
+      seen.add(`${x.shard}:${x.node}`);
+    }
+  }
   return c;
 }
 

@@ -110,11 +110,28 @@ export interface AbsorbStats {
   skipped: number;
 }
 
+/** An entry to absorb, binary: shard, version, type (PUT or DEL), key, value. */
+export interface RawEntry {
+  s: number;
+  v: number;
+  t: number;
+  key: Uint8Array;
+  value: Uint8Array;
+}
+
 /**
  * Persist and index scattered entries. `log` is the promotion log (TLog.recover(pool, PROMOTION_ACTOR_ID,
  * limits, OwnerRole.Digest)); the caller owns it and must be the only one appending to it.
  */
 export function absorbScattered(pool: Pool, shared: KvShared, log: TLog, entries: GatherEntry[], limits: Limits): AbsorbStats {
+  return absorbEntries(pool, shared, log, entries.map((g) => ({ s: g.s, v: g.v, t: g.t, key: Buffer.from(g.k, 'base64'), value: Buffer.from(g.x, 'base64') })), limits);
+}
+
+/**
+ * absorbScattered for binary entries (also re-replication's copied batches, ./catchup.ts): each is
+ * appended to `log` and indexed unless the index holds its key at that version or a newer one.
+ */
+export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: Iterable<RawEntry>, limits: Limits): AbsorbStats {
   const st: AbsorbStats = { absorbed: 0, held: 0, skipped: 0 };
   const reader = new PoolEntryReader(pool.region, limits);
   const hash = { hi: 0, lo: 0 };
@@ -129,14 +146,14 @@ export function absorbScattered(pool: Pool, shared: KvShared, log: TLog, entries
         continue;
       }
       raiseVersion(shared.versions, g.s, g.v);
-      const key = Buffer.from(g.k, 'base64');
+      const key = g.key;
       hash64Into(key, hash);
       const have = index.get(key, hash, reader);
       if (have !== 0 && reader.versionAt(have) >= g.v) {
         st.held++;
         continue;
       }
-      const at = log.append({ type: g.t, shard: g.s, version: g.v, key, value: Buffer.from(g.x, 'base64') });
+      const at = log.append({ type: g.t, shard: g.s, version: g.v, key, value: g.value });
       indexEntry(shared, g.s, key, hash, at, g.v, reader);
       st.absorbed++;
     }

@@ -25,6 +25,8 @@ export interface LeaseHooks {
   /** Phase 2: persist and index `scatter`, catch the promoted shards (maybe none) up and raise their
    *  versions above `floors`. `entries`: b-log entries indexed; `scattered`: scattered ones absorbed. */
   promote(shards: number[], floors: Record<string, number>, scatter: GatherEntry[]): Promise<{ entries: number; scattered: number }>;
+  /** A configuration was published in the cell (and once at start): re-replication looks at it. */
+  configured?(): void;
 }
 
 /** Before the first grant tells the period. */
@@ -52,7 +54,14 @@ export class LeaseClient {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly hooks: LeaseHooks,
+    /** Started with an empty pool to rejoin after a failover (its hello asks to leave `dead`). */
+    private readonly rejoin = false,
   ) {}
+
+  /** Tell the manager something outside the lease exchange (re-replication's caughtUp). */
+  notify(m: NodeToManager): void {
+    this.send(m);
+  }
 
   start(): void {
     this.connect();
@@ -71,7 +80,7 @@ export class LeaseClient {
     const reader = new LineReader<ManagerToNode>();
     s.on('connect', () => {
       this.socket = s;
-      this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term() });
+      this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
       this.sentAt.set(0, this.clock.now()); // the hello is renew 0
       this.schedule();
     });
@@ -172,6 +181,7 @@ export class LeaseClient {
       this.cell.publish(next);
       this.cell.setPending(0);
       this.log.info({ term, promoted: 0 }, `committed term ${term}`);
+      this.hooks.configured?.();
       return;
     }
     for (const s of mine) this.cell.setShardBlocked(s, true); // before the new configuration is visible
@@ -180,6 +190,7 @@ export class LeaseClient {
     this.log.info({ term, promoted: mine.length }, `committed term ${term}`);
     const r = await this.hooks.promote(mine, floors, scatter);
     for (const s of mine) this.cell.setShardBlocked(s, false);
+    this.hooks.configured?.();
     const ms = this.clock.now() - t0;
     this.send({ t: 'promoted', node: this.nodeId, term, shards: mine, ms, entries: r.entries, gathered, scattered: r.scattered });
     this.log.info({ term, shards: mine, ms, entries: r.entries, gathered, scattered: r.scattered }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);

@@ -2,7 +2,11 @@
 // node's main thread) say to each other: one JSON object per line over TCP on loopback (a control
 // path: a few messages per lease period per node, never on the data path).
 //
-//   node -> CM   hello      {node, pid, term}          once per connection
+//   node -> CM   hello      {node, pid, term, rejoin}  once per connection; rejoin: a node started
+//                                                      with an empty pool asks to leave `dead`
+//                caughtUp   {node, term, shard, from,  re-replication (§4.5 phase 3): the shard's
+//                            entries, bytes, absorbed, entries are copied from primary `from`
+//                            ms}                       (./catchup.ts)
 //                renew      {node, seq, term}          every renewMs; term = the node's committed term
 //                prepared   {node, term, versions,     phase 1 ack: the node blocks requests; versions =
 //                            entries, truncated}       the highest version it holds per affected shard;
@@ -32,7 +36,8 @@ import type { ClusterConfig } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 export type NodeToManager =
-  | { t: 'hello'; node: number; pid: number; term: number }
+  | { t: 'hello'; node: number; pid: number; term: number; rejoin?: boolean }
+  | { t: 'caughtUp'; node: number; term: number; shard: number; from: number; entries: number; bytes: number; absorbed: number; ms: number }
   | { t: 'renew'; node: number; seq: number; term: number }
   | { t: 'prepared'; node: number; term: number; versions: Record<string, number>; entries?: GatherEntry[]; truncated?: boolean }
   | { t: 'promoted'; node: number; term: number; shards: number[]; ms: number; entries: number; gathered?: number; scattered?: number };

@@ -23,6 +23,10 @@ import { ConfigCell } from './config-cell.js';
 import { LeaseClient } from './lease.js';
 import { gatherForPrepare } from './gather.js';
 import { promoteShards } from './promote.js';
+import { CatchUp } from './catchup.js';
+import { TLog } from '../../shm/tlog.js';
+import { OwnerRole } from '../../shm/pool.js';
+import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
 import { attachKvShared, createKvShared, heldShards, type KvStart } from './shared.js';
 
 export interface NodeKvOptions {
@@ -41,6 +45,10 @@ export interface NodeKvOptions {
   keysPerShardMax?: number;
   /** Threads that rebuild the indexes from the logs at cold start (default: the CPUs, at most 4). */
   coldStartThreads?: number;
+  /** The node was failed over and restarts with an empty pool (`rowan start --rejoin`): it asks the
+   *  manager to take it back as a member holding no shard; re-replication then gives it some. A node
+   *  listed dead that does not say so is told `evicted`: it never serves its stale data. */
+  rejoin?: boolean;
 }
 
 export const DEFAULT_KEYS_PER_SHARD = defaultLimits.indexKeysPerShard;
@@ -50,7 +58,7 @@ export const DEFAULT_KEYS_PER_SHARD = defaultLimits.indexKeysPerShard;
 export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = monotonicClock): NodeApplication {
   let start: KvStart | undefined;
   let nodePool: Pool | undefined;
-  let lease: LeaseClient | null = null;
+  let lease: { client: LeaseClient; catchUp: CatchUp } | null = null;
   return {
     async prepare(pool, log) {
       nodePool = pool;
@@ -63,10 +71,11 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false);
     },
     stopping() {
-      lease?.stop();
+      lease?.catchUp.stop();
+      lease?.client.stop();
     },
     status: (pool, actors, uptimeMs) => {
       const cell = start ? ConfigCell.attach(start.cell) : null;
@@ -95,22 +104,29 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   };
 }
 
-function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger): LeaseClient {
+function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean): { client: LeaseClient; catchUp: CatchUp } {
   const at = manager.lastIndexOf(':');
   const host = manager.slice(0, at);
   const port = Number(manager.slice(at + 1));
   if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${manager}' is not host:port`);
   const shared = attachKvShared(start.shared, pool.region);
-  const client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
+  // The promotion log: one instance on this thread, appended to by promotions and re-replication.
+  let plog: TLog | null = null;
+  const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
+  let client: LeaseClient | null = null;
+  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m) });
+  client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
     prepare: (shards) => gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits),
     promote: async (shards, floors, scatter) => {
-      const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter);
+      const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog());
       return { entries: r.indexed, scattered: r.scattered.absorbed };
     },
-  });
+    configured: () => catchUp.onConfig(),
+  }, rejoin);
   client.start();
-  log.info({ manager }, `holding a lease with the configuration manager at ${manager}`);
-  return client;
+  catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
+  log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);
+  return { client, catchUp };
 }
 
 export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): Promise<KvStart> {
@@ -122,7 +138,9 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
   // Senders of other nodes may still have the previous incarnation's receive queue mapped (after a
   // crash it was never shut down): close it before reading the b-log, so nothing lands behind the scan.
   closeStaleQueue(shmPaths(dataDir).srq);
-  const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax);
+  // With a manager the node may be given any shard later (re-replication, §4.5 phase 3): every shard
+  // gets an index now (they are SharedArrayBuffers handed to the actors at start; unused ones stay small).
+  const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax, o.manager !== undefined);
   let last = 0;
   const threads = o.coldStartThreads ?? Math.min(4, availableParallelism());
   const rep = await rebuildIndexesParallel(pool, buffers, defaultLimits, clock, threads, (done, total) => {
@@ -132,6 +150,9 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
       log.info({ done, total, threads }, `cold start: rebuilding indexes from the logs, ${done} of ${total} segments`);
     }
   });
+  if (o.rejoin && rep.indexed > 0) {
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `--rejoin needs an empty pool, and ${dataDir}'s holds ${rep.indexed} entries (stale after a failover: remove the pool file)`);
+  }
   log.info(
     { ...rep, term: cluster.term, shards: heldShards(cluster, o.nodeId).length, nodes: cluster.nodes.length },
     `cold start: ${rep.indexed} entries indexed from ${rep.logSegments} log and ${rep.blogSegments} b-log segments in ${rep.ms.toFixed(0)} ms`,

@@ -46,10 +46,12 @@ export async function promoteShards(
   floors: Record<string, number>,
   limits: Limits,
   scatter: GatherEntry[] = [],
+  promotionLog?: TLog,
 ): Promise<PromotionReport> {
   const want = new Set(shards);
-  // The one promotion log: this function is its only writer, and runs once per commit.
-  const log = TLog.recover(pool, PROMOTION_ACTOR_ID, limits, OwnerRole.Digest);
+  // The one promotion log, on the node's main thread: appended to synchronously by this function and by
+  // re-replication (./catchup.ts) through the one instance the caller passes, else recovered here.
+  const log = promotionLog ?? TLog.recover(pool, PROMOTION_ACTOR_ID, limits, OwnerRole.Digest);
   const applier = new BlockApplier(pool.region, shared, (s) => want.has(s), log, limits);
   const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
   const segs = shards.length > 0 ? undigested(pool) : [];

@@ -70,8 +70,10 @@ export function createKvShared(
   keysPerShard: number,
   pool?: { dataOffset: number; segmentBytes: number; segmentCount: number },
   keysPerShardMax = Math.max(keysPerShard, defaultLimits.indexKeysPerShardMax),
+  /** An index for every shard, not only those held now (a node that may become a new backup). */
+  allShards = false,
 ): KvSharedBuffers {
-  const held = new Set(heldShards(c, nodeId));
+  const held = new Set(allShards ? c.shards.map((s) => s.id) : heldShards(c, nodeId));
   // Sized for keysPerShard, growing on demand up to keysPerShardMax (shm/index.ts "Growth").
   const opts = ShardIndex.optionsFor(keysPerShard, undefined, undefined, keysPerShardMax);
   return {

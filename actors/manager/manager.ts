@@ -17,13 +17,14 @@
 // Each step is one log line with `event` and `at` (monotonic ms, comparable across processes on this
 // host): `rowan cluster` prints them, the failover benchmark plots them.
 import type { Clock } from '../../config/base/clock.js';
-import { liveNodes, type ClusterConfig } from '../../config/cluster.js';
+import { isCatchingUp, liveNodes, type CatchingUp, type ClusterConfig } from '../../config/cluster.js';
 import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
 import { planScatter, type MemberReport } from './gather.js';
 import { LeaseTable, type LeaseTiming } from './leases.js';
 import { FAILOVER_MODES, planFailover, type FailoverPlan } from './plan.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
+import { planCaughtUp, planJoin, planRereplication } from './rereplicate.js';
 
 export interface Link {
   send(m: ManagerToNode): void;
@@ -65,6 +66,12 @@ export class ConfigManager {
   } | null = null;
   private promoting: { rec: FailoverRecord; waiting: Set<number> } | null = null;
   readonly history: FailoverRecord[] = [];
+  /** Configuration changes that move no primary (§4.5 phase 3), run between failovers by drain(). */
+  private readonly joins = new Set<number>();
+  private caughtUp: CatchingUp[] = [];
+  private rereplicateWanted = true;
+  /** Re-replications: when each new backup was added and when it was reported caught up. */
+  readonly rereplications: { shard: number; node: number; term: number; addedAt: number; caughtUpAt?: number; entries?: number; bytes?: number; ms?: number }[] = [];
 
   constructor(
     private readonly store: ConfigStore,
@@ -100,6 +107,15 @@ export class ConfigManager {
     switch (m.t) {
       case 'hello':
       case 'renew': {
+        if (this.joins.has(m.node)) return; // rejoining: no grant until it is a member again
+        if (m.t === 'hello' && m.rejoin && (this.cfg.dead ?? []).includes(m.node)) {
+          // A failed-over node restarted with an empty pool asks to come back (./rereplicate.ts planJoin).
+          this.links.set(m.node, link);
+          this.joins.add(m.node);
+          this.log.warn({ node: m.node }, `node ${m.node} asks to rejoin with an empty pool`);
+          this.kick();
+          return;
+        }
         if (!this.members().includes(m.node)) {
           link.send({ t: 'evicted', term: this.cfg.term });
           return;
@@ -111,6 +127,21 @@ export class ConfigManager {
         link.send({ t: 'grant', seq: m.t === 'renew' ? m.seq : 0, leaseMs, renewMs, driftMs, term: this.cfg.term });
         // A member that missed a commit (paused past a prepare timeout) catches up here.
         if (m.term < this.cfg.term && !this.running) link.send({ t: 'commit', term: this.cfg.term, config: this.cfg, floors: {} });
+        // A member (re)connecting may be what a degraded shard was waiting for.
+        if (m.t === 'hello') {
+          this.rereplicateWanted = true;
+          this.kick();
+        }
+        return;
+      }
+      case 'caughtUp': {
+        if (!isCatchingUp(this.cfg, m.shard, m.node) || this.cfg.shards[m.shard]!.primary !== m.from) return; // stale
+        if (this.caughtUp.some((x) => x.shard === m.shard && x.node === m.node)) return;
+        const r = this.rereplications.find((x) => x.shard === m.shard && x.node === m.node && x.caughtUpAt === undefined);
+        if (r) Object.assign(r, { entries: m.entries, bytes: m.bytes, ms: m.ms });
+        this.log.info({ node: m.node, shard: m.shard, from: m.from, entries: m.entries, bytes: m.bytes, ms: m.ms }, `node ${m.node} caught up on shard ${m.shard}: ${m.entries} entries, ${m.bytes} B in ${m.ms.toFixed(0)} ms`);
+        this.caughtUp.push({ shard: m.shard, node: m.node });
+        this.kick();
         return;
       }
       case 'prepared': {
@@ -141,6 +172,7 @@ export class ConfigManager {
   onClose(node: number, link: Link): void {
     if (this.links.get(node) !== link) return;
     this.links.delete(node);
+    this.joins.delete(node);
     if (this.members().includes(node)) this.suspect(node, 'connection closed');
   }
 
@@ -166,15 +198,37 @@ export class ConfigManager {
     this.failing.add(node);
     this.queue.push(node);
     this.log.warn({ node, why }, `node ${node} suspected failed: ${why}`);
-    if (!this.running) void this.drain();
+    this.kick();
+  }
+
+  private kick(): void {
+    if (!this.running && !this.closed) void this.drain();
+  }
+
+  private reconfigurationWanted(): boolean {
+    return this.joins.size > 0 || this.caughtUp.length > 0 || this.rereplicateWanted;
   }
 
   private async drain(): Promise<void> {
     this.running = true;
     try {
-      while (this.queue.length > 0) {
-        const node = this.queue.shift()!;
+      while (this.queue.length > 0 || this.reconfigurationWanted()) {
         if (this.closed) return;
+        if (this.queue.length === 0) {
+          // Failovers first; then joins, caught-up marks and new backups (§4.5 phase 3).
+          try {
+            await this.reconfigure();
+          } catch (err) {
+            this.log.error({ err: (err as Error).message }, `reconfiguration failed; retrying in ${FAILOVER_RETRY_MS} ms`);
+            void this.sleep(FAILOVER_RETRY_MS).then(() => {
+              this.rereplicateWanted = true;
+              this.kick();
+            });
+            return;
+          }
+          continue;
+        }
+        const node = this.queue.shift()!;
         try {
           await this.failover(node);
         } catch (err) {
@@ -254,6 +308,63 @@ export class ConfigManager {
       `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
     );
     if (this.promoting.waiting.size === 0) this.mark(rec, 'promoted');
+    this.rereplicateWanted = true; // the failed node's replicas are to be made again
+  }
+
+  /**
+   * One pass of the changes that move no primary: joins, caught-up marks, new backups. Each is stored
+   * with a compare-and-set on the term and pushed as a commit (members serve it at once: nothing to
+   * block, as no primary changes).
+   */
+  private async reconfigure(): Promise<void> {
+    for (const node of [...this.joins]) {
+      this.joins.delete(node);
+      const next = planJoin(this.cfg, node);
+      if (!next || !this.links.has(node)) continue;
+      await this.push(next);
+      this.failing.delete(node);
+      this.leases.renewed(node, this.clock.now()); // its lease window starts now (it gets grants from here)
+      this.log.warn({ node, term: next.term }, `node ${node} rejoined the cluster (term ${next.term}) holding no shard`);
+      this.rereplicateWanted = true;
+    }
+    if (this.caughtUp.length > 0) {
+      const done = this.caughtUp;
+      this.caughtUp = [];
+      const plan = planCaughtUp(this.cfg, done);
+      if (plan) {
+        await this.push(plan.next);
+        const at = this.clock.now();
+        for (const x of plan.cleared) {
+          const r = this.rereplications.find((y) => y.shard === x.shard && y.node === x.node && y.caughtUpAt === undefined);
+          if (r) r.caughtUpAt = at;
+        }
+        this.log.warn(
+          { event: 'caught-up', term: plan.next.term, cleared: plan.cleared, catchingUp: plan.next.catchingUp?.length ?? 0 },
+          `re-replication: term ${plan.next.term}, ${plan.cleared.map((x) => `${x.shard}@${x.node}`).join(' ')} caught up (${plan.next.catchingUp?.length ?? 0} still catching up)`,
+        );
+      }
+    }
+    if (this.rereplicateWanted) {
+      this.rereplicateWanted = false;
+      const eligible = new Set(this.members().filter((n) => this.links.has(n) && !this.failing.has(n)));
+      const plan = planRereplication(this.cfg, eligible);
+      if (plan) {
+        await this.push(plan.next);
+        const at = this.clock.now();
+        for (const x of plan.added) this.rereplications.push({ ...x, term: plan.next.term, addedAt: at });
+        this.log.warn(
+          { event: 're-replicate', term: plan.next.term, added: plan.added },
+          `re-replication: term ${plan.next.term}, new backups ${plan.added.map((x) => `${x.shard}->${x.node}`).join(' ')} (catching up)`,
+        );
+      }
+    }
+  }
+
+  /** Store `next` (compare-and-set on the term) and send every reachable member the commit. */
+  private async push(next: ClusterConfig): Promise<void> {
+    await this.store.write(next, this.cfg.term);
+    this.cfg = next;
+    for (const n of this.members()) this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors: {} });
   }
 
   private mark(rec: FailoverRecord, step: 'stored' | 'prepared' | 'committed' | 'promoted'): void {

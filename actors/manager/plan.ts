@@ -1,7 +1,7 @@
 // Phase 1's new configuration (§4.5): term + 1, the failed node out of the membership, for every shard
 // it was primary of a backup promoted to primary, and the failed node removed from every backup list.
 // Pure: the manager stores and pushes what this returns.
-import { liveNodes, validateCluster, type ClusterConfig } from '../../config/cluster.js';
+import { isCatchingUp, liveNodes, validateCluster, type ClusterConfig } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 export interface ShardMove {
@@ -39,12 +39,14 @@ export function planFailover(c: ClusterConfig, failed: number, live?: ReadonlySe
       if (backups.length !== s.backups.length) degraded.push(s.id);
       return { id: s.id, primary: s.primary, backups };
     }
-    if (backups.length === 0) {
-      throw new RowanError(ErrorCodes.BAD_CONFIG, `shard ${s.id} has no replica left once node ${failed} is gone (replication ${c.replicationFactor})`);
+    // A catching-up backup (§4.5 phase 3) lacks part of the shard: never promoted, not a replica here.
+    const full = backups.filter((b) => !isCatchingUp(c, s.id, b));
+    if (full.length === 0) {
+      throw new RowanError(ErrorCodes.BAD_CONFIG, `shard ${s.id} has no replica left once node ${failed} is gone (replication ${c.replicationFactor}${backups.length > 0 ? `; node ${backups.join(', node ')} still catching up` : ''})`);
     }
-    const candidates = live ? backups.filter((b) => live.has(b)) : backups;
+    const candidates = live ? full.filter((b) => live.has(b)) : full;
     if (candidates.length === 0) {
-      throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, `shard ${s.id}: none of its other replicas (node ${backups.join(', node ')}) is live to take over from node ${failed}`);
+      throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, `shard ${s.id}: none of its other replicas (node ${full.join(', node ')}) is live to take over from node ${failed}`);
     }
     let to = candidates[0]!;
     for (const b of candidates) if ((promotedTo.get(b) ?? 0) < (promotedTo.get(to) ?? 0)) to = b;
@@ -57,6 +59,7 @@ export function planFailover(c: ClusterConfig, failed: number, live?: ReadonlySe
     term: c.term + 1,
     shards,
     dead: [...(c.dead ?? []), failed].sort((a, b) => a - b),
+    ...(c.catchingUp ? { catchingUp: c.catchingUp.filter((x) => x.node !== failed) } : {}),
   });
   return { next, moved, degraded };
 }

@@ -13,6 +13,7 @@ import { WorkerCore, type KvWorkerDeps, type KvWorkerStats } from './core.js';
 import { RequestGate } from './gate.js';
 import { PrimaryPath } from './primary.js';
 import { RpcBackup } from './rpc-backup.js';
+import { CopySource } from './copy-source.js';
 
 export type { KvWorkerDeps, KvWorkerStats } from './core.js';
 export { DEL_KEEP_FREE } from './primary.js';
@@ -24,6 +25,7 @@ export class KvWorker {
   private readonly gate = new RequestGate();
   private readonly primary: PrimaryPath;
   private readonly backup: RpcBackup;
+  private readonly copy: CopySource;
 
   constructor(private readonly d: KvWorkerDeps) {
     this.core = new WorkerCore(d);
@@ -32,6 +34,8 @@ export class KvWorker {
     if (gc) this.commit = new CommitTracker(gc.buffers, d.shared.versions, d.config().shardCount, id, d.workers ?? id + 1);
     this.primary = new PrimaryPath(this.core, this.commit);
     this.backup = new RpcBackup(this.core);
+    // A batch rides in a VALUE reply, bounded by the client port's value limit.
+    this.copy = new CopySource(this.core, this.commit, d.limits.valueBytesMax);
   }
 
   get stats(): KvWorkerStats {
@@ -99,6 +103,12 @@ export class KvWorker {
   async getReplica(key: Uint8Array): Promise<Uint8Array | null> {
     this.gate.check();
     return this.primary.getReplica(key);
+  }
+
+  /** Re-replication (§4.5 phase 3): a batch of a shard this node is primary of, for a new backup. */
+  async copyShard(request: Uint8Array, clientTerm: number): Promise<Uint8Array> {
+    this.gate.check();
+    return this.copy.copyShard(request, clientTerm);
   }
 
   /** RPC-KV backup side: append the block's entry to the backup log (persist), index it, then reply. */

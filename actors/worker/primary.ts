@@ -60,17 +60,22 @@ export class PrimaryPath {
     const size = entrySize(e, d.limits); // size and shape checks before a version is consumed
     const commit = this.commit;
     e.version = commit ? commit.claim(shard) : nextVersion(d.shared.versions, shard);
+    // The backups as of the claim, not of the admission: a configuration published in between that adds
+    // a backup (re-replication, §4.5 phase 3) must see this write, whose version is past the copy's start
+    // (actors/worker/copy-source.ts). Backups only grow this way; a removed one is skipped as before.
+    const now = d.config().shards[shard]!;
+    const backups = now === placement || now.primary !== d.nodeId ? placement.backups : [...new Set([...placement.backups, ...now.backups])];
     let addr = -1;
     try {
       // Persisted in our t-log (①); pending: its segment is not committed before we are done with it.
       // A DEL makes room (its key's older entries become garbage), so it may use the GC reserve down to
       // DEL_KEEP_FREE segments: a store full of live data can still be emptied. Clean keeps the rest.
       addr = d.tlog.append(e, true, type === EntryType.Del ? DEL_KEEP_FREE : undefined);
-      if (placement.backups.length > 0) {
+      if (backups.length > 0) {
         // A single-block entry is replicated as the very bytes just persisted in the t-log (immutable
         // while indexed), not encoded and checksummed a second time; larger entries go block by block.
         const blocks = size <= d.limits.mtuBytes ? [d.region.bytes.subarray(addr, addr + size)] : encodeBlocks(e, d.limits);
-        await Promise.all(placement.backups.map((b) => this.replicateOrOutlive(b, shard, blocks))); // on every backup (②)
+        await Promise.all(backups.map((b) => this.replicateOrOutlive(b, shard, blocks))); // on every backup (②)
       }
       this.core.indexOf(shard); // still held (WRONG_SHARD otherwise)
       // Lease safety (§4.5): acknowledge only while the lease still holds. The manager reassigns this

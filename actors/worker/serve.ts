@@ -75,6 +75,8 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
       if (cell.term() === seenTerm) return;
       const c = cell.config();
       seenTerm = c.term;
+      // A node that rejoined (§4.5 phase 3) is reconnected on first use; if it dies again, drop again.
+      for (const id of dropped) if (!(c.dead ?? []).includes(id)) dropped.delete(id);
       for (const id of c.dead ?? []) {
         if (dropped.has(id)) continue;
         dropped.add(id);

@@ -224,7 +224,7 @@ export class ClientConnection {
   /** Hand one checked request to the handler; its response is written whenever it completes. */
   private run(req: Exclude<Request, { op: typeof Op.HELLO | typeof Op.CONFIG }>): void {
     this.inFlight++;
-    const read = req.op === Op.GET || req.op === Op.GET_REPLICA;
+    const read = req.op === Op.GET || req.op === Op.GET_REPLICA || req.op === Op.COPY_SHARD;
     if (read) this.readsInFlight++;
     this.stats.requests++;
     this.invoke(req).then(
@@ -253,9 +253,11 @@ export class ClientConnection {
         if (!h.replicate) throw new RowanError(ErrorCodes.UNKNOWN_OP, 'this server takes no REPLICATE requests');
         await h.replicate(req.block, req.term);
         return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });
+      case Op.COPY_SHARD:
       case Op.GET:
       case Op.GET_REPLICA: {
-        const v = req.op === Op.GET ? await h.get(req.key, req.term) : await h.getReplica(req.key);
+        if (req.op === Op.COPY_SHARD && !h.copyShard) throw new RowanError(ErrorCodes.UNKNOWN_OP, 'this server takes no COPY_SHARD requests');
+        const v = req.op === Op.GET ? await h.get(req.key, req.term) : req.op === Op.COPY_SHARD ? await h.copyShard!(req.key, req.term) : await h.getReplica(req.key);
         // A client would take an oversized VALUE for a broken stream; answer the request instead.
         if (v !== null && v.length > this.o.limits.valueBytesMax)
           throw new RowanError(ErrorCodes.VALUE_TOO_LARGE, `stored value of ${v.length} B exceeds the ${this.o.limits.valueBytesMax} B limit`);

@@ -24,7 +24,7 @@ const dec = (b: Uint8Array | null) => (b === null ? null : Buffer.from(b).toStri
 
 test('a dead primary is failed over: writes to its shards succeed through the client, status shows it; a node paused past its lease refuses after SIGCONT', { timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-lease-'));
-  const run = launchCluster(dir, randomBasePort(), ['--shards', '12', '--lease-ms', '200']);
+  const run = launchCluster(dir, randomBasePort(), ['--shards', '12', '--lease-ms', '200', '--no-restart']);
   const paused: number[] = [];
   try {
     await run.ready;

@@ -18,7 +18,7 @@ const skip = haveRedisTools();
 
 test('after a failover CLUSTER SLOTS drops the dead node, MOVED names the new primary, redis-cli -c and ioredis Cluster follow', { skip, timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-redis-failover-'));
-  const run = launchCluster(dir, randomBasePort(), ['--shards', '12', '--lease-ms', '200']);
+  const run = launchCluster(dir, randomBasePort(), ['--shards', '12', '--lease-ms', '200', '--no-restart']);
   let io: Cluster | null = null;
   try {
     await run.ready;

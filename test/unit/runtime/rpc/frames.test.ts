@@ -206,7 +206,7 @@ test('every kind of malformed request is a RowanError with its code and request 
     ['reserved non-zero', raw({ op: Op.GET, reserved: 0x100, body: getBody }), ErrorCodes.BAD_FRAME],
     ['term above 2^53', raw({ op: Op.GET, termHi: 2 ** 21, body: getBody }), ErrorCodes.BAD_FRAME],
     ['unknown op 0', raw({ op: 0, body: getBody }), ErrorCodes.UNKNOWN_OP],
-    ['unknown op 8', raw({ op: 8 }), ErrorCodes.UNKNOWN_OP],
+    ['unknown op 9', raw({ op: 9 }), ErrorCodes.UNKNOWN_OP],
     ['REPLICATE without a block', raw({ op: Op.REPLICATE }), ErrorCodes.BAD_FRAME],
     ['unknown op 255', raw({ op: 255, body: bytes(50) }), ErrorCodes.UNKNOWN_OP],
     ['HELLO too short', raw({ op: Op.HELLO, body: bytes(3) }), ErrorCodes.BAD_FRAME],

@@ -1,0 +1,56 @@
+// Re-replication's source side (§4.5 phase 3): the primary's worker answers COPY_SHARD with a batch of
+// the shard's indexed entries (actors/kv/copy-batch.ts). The shard keeps serving meanwhile.
+//
+// Nothing written is missed. The request carries the new backup's term and is admitted only at this
+// node's own term, so this node already serves a configuration listing the new backup: every PUT/DEL
+// claiming a version from now on replicates to it (PrimaryPath takes the backups after the claim).
+// Writes that claimed a version before may still be replicating to the old backups only; the first
+// batch (cursor 0) waits until the shard's CommitVer reaches the version counter read at admission
+// -- every such write has finished (indexed here if acknowledged) -- before it walks the index.
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { CommitTracker } from '../kv/commit.js';
+import { decodeCopyRequest, readBatch } from '../kv/copy-batch.js';
+import type { WorkerCore } from './core.js';
+
+/** How long the first batch waits for older writes of the shard to finish. */
+export const COPY_BARRIER_MS = 10_000;
+const BARRIER_POLL_MS = 2;
+
+export class CopySource {
+  constructor(
+    private readonly core: WorkerCore,
+    private readonly commit: CommitTracker | null,
+    private readonly frameMax: number,
+  ) {}
+
+  async copyShard(request: Uint8Array, clientTerm: number): Promise<Uint8Array> {
+    const req = decodeCopyRequest(request);
+    const { d } = this.core;
+    const cell = d.cell;
+    const t0 = this.core.now();
+    // Admission: at this node's term, the shard's primary, not being promoted.
+    for (;;) {
+      if (!cell || (cell.admit(clientTerm, this.core.now()) === 'ok' && !cell.shardBlocked(req.shard))) break;
+      if (this.core.now() - t0 > COPY_BARRIER_MS) throw new RowanError(ErrorCodes.STALE_TERM, `node ${d.nodeId} is reconfiguring; retry`);
+      await cell.changed(100);
+    }
+    const c = d.config();
+    if (clientTerm !== c.term) throw new RowanError(ErrorCodes.STALE_TERM, `request routed with term ${clientTerm}, this node is at term ${c.term}`);
+    const s = c.shards[req.shard];
+    if (!s || s.primary !== d.nodeId) throw new RowanError(ErrorCodes.WRONG_SHARD, `shard ${req.shard} is not served by node ${d.nodeId}`);
+    if (req.cursor === 0 && this.commit) {
+      const v0 = Number(Atomics.load(d.shared.versions, req.shard)); // every claim so far is at or below it
+      while (this.commit.commitVer(req.shard) < v0) {
+        if (this.core.now() - t0 > COPY_BARRIER_MS) throw new RowanError(ErrorCodes.TIMEOUT, `shard ${req.shard}: writes older than the copy still running after ${COPY_BARRIER_MS} ms; retry`);
+        await new Promise((r) => setTimeout(r, BARRIER_POLL_MS));
+      }
+    }
+    const index = this.core.indexOf(req.shard);
+    this.core.enterEpoch();
+    try {
+      return readBatch(index, d.region.bytes, req.shard, req, d.limits, this.frameMax);
+    } finally {
+      this.core.exitEpoch();
+    }
+  }
+}

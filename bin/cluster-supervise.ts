@@ -1,0 +1,70 @@
+// `rowan cluster` as a supervisor (§4.5 phase 3): a node process that dies is restarted with backoff
+// (1 s, 2 s, 4 s ... capped at RESTART_DELAY_MAX_MS; back to 1 s once a run lasted STABLE_RUN_MS). The
+// manager fails the dead node over first; once the stored configuration lists it dead its data is
+// stale, so it restarts with `--rejoin` (an empty pool) and the manager takes it back as a member
+// holding no shard, to which re-replication then gives shards. A node that is not listed dead within
+// DEAD_WAIT_MS (a mode without failover) restarts with its data, as a cold start would.
+import type { ClusterConfig } from '../config/cluster.js';
+import type { ConfigStore } from '../config/store.js';
+
+export const RESTART_DELAY_MS = 1000;
+export const RESTART_DELAY_MAX_MS = 30_000;
+export const STABLE_RUN_MS = 60_000;
+export const DEAD_WAIT_MS = 10_000;
+
+export class RestartBackoff {
+  private attempts = 0;
+  private startedAt = 0;
+
+  /** A run of the node began at `now` (Date.now(): the launcher is no actor). */
+  started(now: number): void {
+    this.startedAt = now;
+  }
+
+  /** The delay before the next restart of a node that exited at `now`. */
+  next(now: number): number {
+    if (now - this.startedAt >= STABLE_RUN_MS) this.attempts = 0;
+    const ms = Math.min(RESTART_DELAY_MS * 2 ** this.attempts, RESTART_DELAY_MAX_MS);
+    this.attempts++;
+    return ms;
+  }
+}
+
+/** Whether the stored configuration lists `id` dead, polled until it does, `give up` or DEAD_WAIT_MS. */
+export async function waitListedDead(store: ConfigStore, id: number, giveUp: () => boolean): Promise<boolean> {
+  const t0 = Date.now();
+  for (;;) {
+    try {
+      if (((await store.read()).dead ?? []).includes(id)) return true;
+    } catch {
+      // being replaced: read again
+    }
+    if (giveUp() || Date.now() - t0 > DEAD_WAIT_MS) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** One line per configuration change: failovers, rejoins, new backups, caught-up backups. */
+export function describeChange(before: ClusterConfig, after: ClusterConfig): string {
+  const lines: string[] = [];
+  const head = `term ${before.term} -> ${after.term}`;
+  const died = (after.dead ?? []).filter((d) => !(before.dead ?? []).includes(d));
+  const back = (before.dead ?? []).filter((d) => !(after.dead ?? []).includes(d));
+  const moved = after.shards.filter((s) => before.shards[s.id]?.primary !== s.primary).map((s) => `${s.id}:${before.shards[s.id]?.primary}->${s.primary}`);
+  const key = (x: { shard: number; node: number }) => `${x.shard}->${x.node}`;
+  const was = new Set((before.catchingUp ?? []).map(key));
+  const is = new Set((after.catchingUp ?? []).map(key));
+  const added = [...is].filter((k) => !was.has(k));
+  const caught = [...was].filter((k) => !is.has(k) && after.shards[Number(k.split('->')[0])]!.backups.includes(Number(k.split('->')[1])));
+  if (died.length > 0 || moved.length > 0) {
+    lines.push(`failover: ${head}; dead node(s) ${died.join(',') || '-'}; ${moved.length} shard(s) moved${moved.length ? ` (${moved.join(' ')})` : ''}; live nodes ${after.nodes.filter((n) => !(after.dead ?? []).includes(n.id)).map((n) => n.id).join(',')}`);
+  }
+  if (back.length > 0) lines.push(`rejoin: ${head}; node(s) ${back.join(',')} rejoined with an empty pool, holding no shard`);
+  if (added.length > 0) lines.push(`re-replication: ${head}; new backup(s) catching up: ${added.join(' ')} (shard->node)`);
+  if (caught.length > 0) {
+    const short = after.shards.filter((s) => s.backups.length + 1 < after.replicationFactor).length;
+    const left = after.catchingUp?.length ?? 0;
+    lines.push(`caught up: ${head}; ${caught.join(' ')} (shard->node)${left > 0 ? `; ${left} still catching up` : short > 0 ? `; ${short} shard(s) below ${after.replicationFactor} replicas` : `; every shard has ${after.replicationFactor} replicas`}`);
+  }
+  return lines.length > 0 ? lines.join('\n') : `configuration: ${head}`;
+}
