@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { RowanClient, type ClientOptions } from '../actors/kv/client/client.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
+import { SECRET_FILE_ENV } from '../config/base/secret.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -16,6 +17,7 @@ interface KvOpts {
   raw?: boolean;
   json?: boolean;
   valueFile?: string;
+  secretFile?: string;
 }
 
 /** Values above this are refused before reading stdin or a file to the end (the store's limit is lower). */
@@ -55,7 +57,9 @@ function clientOptions(o: KvOpts): ClientOptions {
   const timeoutMs = Number(o.timeout);
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--timeout: '${o.timeout}' is not a positive integer`);
   const where: ClientOptions = o.cluster !== undefined ? { cluster: o.cluster } : { endpoints: o.endpoint!.split(',') };
-  return { ...where, timeoutMs, maxInFlight: 1 };
+  // The secret: --secret-file, else ROWAN_SECRET_FILE, else (with --cluster) DIR/secret beside it.
+  const secretFile = o.secretFile ?? process.env[SECRET_FILE_ENV];
+  return { ...where, timeoutMs, maxInFlight: 1, ...(secretFile ? { secretFile } : {}) };
 }
 
 async function withClient(o: KvOpts, f: (c: RowanClient) => Promise<number>): Promise<number> {
@@ -72,6 +76,7 @@ function addTarget(cmd: Command): Command {
     .option('--cluster <file>', 'the cluster configuration JSON (the embedded config store file)')
     .option('--endpoint <host:port>', "any worker's client port, asked for the configuration (comma-separate several)")
     .addOption(new Option('--timeout <ms>', 'per attempt: connecting, or waiting for a response').default('5000'))
+    .option('--secret-file <file>', `the cluster secret (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file)`)
     .addHelpText('after', '\n' + target);
 }
 

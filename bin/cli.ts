@@ -5,7 +5,9 @@ import { readFileSync } from 'node:fs';
 import type { NodeKvOptions } from '../actors/kv/node-kv.js';
 import { defaultLimits } from '../config/limits.js';
 import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { SECRET_FILE, SECRET_FILE_ENV, readSecretFile } from '../config/base/secret.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfigFile, resolveConfig } from '../config/load.js';
@@ -60,6 +62,31 @@ interface StartOpts {
   indexKeys?: string;
   indexKeysMax?: string;
   metricsPort?: string;
+  secretFile?: string;
+  /** false with --no-auth. */
+  auth: boolean;
+}
+
+/**
+ * The cluster secret the node demands and proves (README "Security model"): --secret-file, else
+ * $ROWAN_SECRET_FILE, else the file `secret` beside --cluster's file; none of them is an error unless
+ * --no-auth says to serve unauthenticated (null).
+ */
+function nodeSecret(o: StartOpts): Uint8Array | null {
+  const file = o.secretFile ?? process.env[SECRET_FILE_ENV];
+  if (!o.auth) {
+    if (o.secretFile !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--no-auth and --secret-file contradict each other');
+    return null;
+  }
+  if (file !== undefined && file !== '') return readSecretFile(resolve(file));
+  if (o.cluster !== undefined) {
+    const beside = join(dirname(resolve(o.cluster)), SECRET_FILE);
+    if (existsSync(beside)) return readSecretFile(beside);
+  }
+  throw new RowanError(
+    ErrorCodes.BAD_ARGUMENT,
+    `no cluster secret: give --secret-file FILE (or ${SECRET_FILE_ENV}=FILE; rowan cluster writes DIR/secret, or create one: head -c 32 /dev/urandom | xxd -p -c 64 > FILE; chmod 600 FILE), or --no-auth to serve unauthenticated`,
+  );
 }
 
 /** --cluster FILE --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
@@ -120,7 +147,8 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, env: configFromEnv(process.env), flags, ...(file ? { file } : {}) });
   const log = createLogger(config.logLevel);
   const kv = clusterFlags(o);
-  const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication(kv, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
+  const secret = nodeSecret(o);
+  const node = await startNode({ config, log, handleSignals: true, secret, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication(kv, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
   setTimeout(() => {
@@ -201,6 +229,8 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--node-id <n>', "this node's id in --cluster")
     .option('--manager <host:port>', 'hold a lease with this configuration manager and follow its configurations (failover); without it the configuration is static')
     .option('--metrics-port <port>', 'serve Prometheus metrics on GET http://127.0.0.1:<port>/metrics (0: any free port, logged; default: none)')
+    .option('--secret-file <file>', `the cluster secret (64 hex characters, mode 0600) peers and clients must prove (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
+    .option('--no-auth', 'serve without authentication: anyone who reaches the fabric, client or Redis ports may read and write (a warning is logged)')
     .option('--index-keys <n>', `keys each shard's index is sized for at start; it grows on demand (default: ${defaultLimits.indexKeysPerShard})`)
     .option('--index-keys-max <n>', `most keys one shard's index may grow to; past it a PUT of a new key gets ROWAN_ERR_INDEX_FULL, not applied (default: ${defaultLimits.indexKeysPerShardMax})`)
     .action(function (this: Command) {
