@@ -6,6 +6,7 @@
 // (SET, GET; Redis also SET + WAIT 2, the guarantee closest to rowan's acknowledgement).
 // Needs redis-server and redis-tools (apt-get install redis-server redis-tools); installs nothing.
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { ClusterConfig } from '../config/cluster.js';
 import { ioredisDriver, redisBenchmark, type IoOp, type Measured } from './redis/drivers.js';
 import { haveRedis, startRedis } from './redis/servers.js';
@@ -22,6 +23,8 @@ interface Target {
   /** redis-benchmark/ioredis endpoints: single port, and cluster port (rowan only). */
   port: number;
   clusterPort?: number;
+  /** rowan: the cluster secret's text (its Redis password); real Redis here has none. */
+  password?: string;
 }
 
 async function drive(t: Target, rows: Row[]): Promise<void> {
@@ -38,13 +41,13 @@ async function drive(t: Target, rows: Row[]): Promise<void> {
     variants.push(['redis-benchmark --cluster -P 16', ['-p', String(t.clusterPort), '--cluster', '-P', '16']]);
   }
   for (const [client, args] of variants) {
-    const r = await redisBenchmark([...RB, ...args]);
+    const r = await redisBenchmark([...RB, ...(t.password ? ['-a', t.password] : []), ...args]);
     for (const test of ['SET', 'GET']) if (r[test]) add(client, test, r[test]!);
   }
   const ops: IoOp[] = t.clusterPort ? ['SET', 'GET'] : ['SET', 'SET+WAIT 2', 'GET'];
-  for (const op of ops) add('ioredis', op, await ioredisDriver({ port: t.port, cluster: false, op, clients: 50, ms: IO_MS, keys: 1_000_000, valueBytes: 91 }));
+  for (const op of ops) add('ioredis', op, await ioredisDriver({ port: t.port, password: t.password, cluster: false, op, clients: 50, ms: IO_MS, keys: 1_000_000, valueBytes: 91 }));
   if (t.clusterPort) {
-    for (const op of ['SET', 'GET'] as IoOp[]) add('ioredis Cluster', op, await ioredisDriver({ port: t.clusterPort, cluster: true, op, clients: 50, ms: IO_MS, keys: 1_000_000, valueBytes: 91 }));
+    for (const op of ['SET', 'GET'] as IoOp[]) add('ioredis Cluster', op, await ioredisDriver({ port: t.clusterPort, password: t.password, cluster: true, op, clients: 50, ms: IO_MS, keys: 1_000_000, valueBytes: 91 }));
   }
 }
 
@@ -68,7 +71,8 @@ export async function run(): Promise<Row[]> {
   try {
     const c = JSON.parse(readFileSync(rowan.file, 'utf8')) as ClusterConfig;
     const n0 = c.nodes[0]!;
-    await drive({ system: 'rowan', port: n0.resp!.ports[0]!, clusterPort: n0.resp!.clusterPorts[0]! }, rows);
+    const password = readFileSync(join(dirname(rowan.file), 'secret'), 'utf8').trim();
+    await drive({ system: 'rowan', port: n0.resp!.ports[0]!, clusterPort: n0.resp!.clusterPorts[0]!, password }, rows);
   } finally {
     await rowan.stop();
   }

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { RowanClient, type ClientOptions } from '../actors/kv/client/client.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
+import { SECRET_FILE_ENV } from '../config/base/secret.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -18,6 +19,7 @@ interface KvOpts {
   raw?: boolean;
   json?: boolean;
   valueFile?: string;
+  secretFile?: string;
 }
 
 /** Values above this are refused before reading stdin or a file to the end (the store's limit is lower). */
@@ -61,7 +63,9 @@ function clientOptions(o: KvOpts): ClientOptions {
     o.cluster !== undefined ? { cluster: o.cluster }
     : o.zookeeper !== undefined ? { zookeeper: o.zookeeper, ...(o.clusterName !== undefined ? { clusterName: o.clusterName } : {}) }
     : { endpoints: o.endpoint!.split(',') };
-  return { ...where, timeoutMs, maxInFlight: 1 };
+  // The secret: --secret-file, else ROWAN_SECRET_FILE, else (with --cluster) DIR/secret beside it.
+  const secretFile = o.secretFile ?? process.env[SECRET_FILE_ENV];
+  return { ...where, timeoutMs, maxInFlight: 1, ...(secretFile ? { secretFile } : {}) };
 }
 
 async function withClient(o: KvOpts, f: (c: RowanClient) => Promise<number>): Promise<number> {
@@ -80,6 +84,7 @@ function addTarget(cmd: Command): Command {
     .option('--cluster-name <name>', 'with --zookeeper: the cluster (default: default)')
     .option('--endpoint <host:port>', "any worker's client port, asked for the configuration (comma-separate several)")
     .addOption(new Option('--timeout <ms>', 'per attempt: connecting, or waiting for a response').default('5000'))
+    .option('--secret-file <file>', `the cluster secret (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file)`)
     .addHelpText('after', '\n' + target);
 }
 

@@ -4,9 +4,10 @@ import { followLauncher } from './cluster-lifecycle.js';
 import { readFileSync } from 'node:fs';
 import type { NodeKvOptions } from '../actors/kv/node-kv.js';
 import { defaultLimits } from '../config/limits.js';
-import { rmSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, rmSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { POOL_FILE } from '../config/base/files.js';
+import { SECRET_FILE, SECRET_FILE_ENV, readSecretFile } from '../config/base/secret.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfigFile, resolveConfig } from '../config/load.js';
@@ -63,6 +64,31 @@ interface StartOpts extends StoreFlags {
   indexKeysMax?: string;
   metricsPort?: string;
   rejoin?: boolean;
+  secretFile?: string;
+  /** false with --no-auth. */
+  auth: boolean;
+}
+
+/**
+ * The cluster secret the node demands and proves (README "Security model"): --secret-file, else
+ * $ROWAN_SECRET_FILE, else the file `secret` beside --cluster's file; none of them is an error unless
+ * --no-auth says to serve unauthenticated (null).
+ */
+function nodeSecret(o: StartOpts): Uint8Array | null {
+  const file = o.secretFile ?? process.env[SECRET_FILE_ENV];
+  if (!o.auth) {
+    if (o.secretFile !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--no-auth and --secret-file contradict each other');
+    return null;
+  }
+  if (file !== undefined && file !== '') return readSecretFile(resolve(file));
+  if (o.cluster !== undefined) {
+    const beside = join(dirname(resolve(o.cluster)), SECRET_FILE);
+    if (existsSync(beside)) return readSecretFile(beside);
+  }
+  throw new RowanError(
+    ErrorCodes.BAD_ARGUMENT,
+    `no cluster secret: give --secret-file FILE (or ${SECRET_FILE_ENV}=FILE; rowan cluster writes DIR/secret, or create one: head -c 32 /dev/urandom | xxd -p -c 64 > FILE; chmod 600 FILE), or --no-auth to serve unauthenticated`,
+  );
 }
 
 /** --cluster FILE (or --zookeeper) --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
@@ -127,9 +153,10 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, env: configFromEnv(process.env), flags, ...(file ? { file } : {}) });
   const log = createLogger(config.logLevel);
   const kv = await clusterFlags(o);
+  const secret = nodeSecret(o);
   // A failed-over node's data is stale: it rejoins with a fresh pool (§4.5 phase 3, actors/kv/node-kv.ts).
   if (kv?.rejoin) rmSync(join(config.dataDir, POOL_FILE), { force: true });
-  const node = await startNode({ config, log, handleSignals: true, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication(kv, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
+  const node = await startNode({ config, log, handleSignals: true, secret, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication({ ...kv, secret }, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
   setTimeout(() => {
@@ -214,6 +241,8 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--rejoin', 'with --manager: this node was failed over; discard its pool (stale data) and ask the manager to take it back as an empty member (rowan cluster does this when it restarts a dead node)')
     .option('--manager <host:port>', 'hold a lease with this configuration manager and follow its configurations (failover); without it the configuration is static')
     .option('--metrics-port <port>', 'serve Prometheus metrics on GET http://127.0.0.1:<port>/metrics (0: any free port, logged; default: none)')
+    .option('--secret-file <file>', `the cluster secret (64 hex characters, mode 0600) peers and clients must prove (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
+    .option('--no-auth', 'serve without authentication: anyone who reaches the fabric, client or Redis ports may read and write (a warning is logged)')
     .option('--index-keys <n>', `keys each shard's index is sized for at start; it grows on demand (default: ${defaultLimits.indexKeysPerShard})`)
     .option('--index-keys-max <n>', `most keys one shard's index may grow to; past it a PUT of a new key gets ROWAN_ERR_INDEX_FULL, not applied (default: ${defaultLimits.indexKeysPerShardMax})`)
     .action(function (this: Command) {

@@ -53,6 +53,8 @@ export interface ActorContext {
   readonly transport: Transport;
   /** The application's payload from the start message; the runtime does not interpret it. */
   readonly app: unknown;
+  /** The cluster secret, or null when the node runs without authentication (--no-auth). */
+  readonly secret: Uint8Array | null;
 }
 
 type Handler<M> = (msg: M, from: string, ctx: ActorContext) => void;
@@ -135,8 +137,9 @@ class ActorThread {
         return self.openPool();
       },
       clock: monotonicClock,
-      transport: fabricTransport(s.config),
+      transport: fabricTransport(s.config, s.secret),
       app: s.app,
+      secret: s.secret,
     };
   }
 

@@ -37,6 +37,10 @@ export interface NodeOptions {
   app?: NodeApplication;
   /** Serve Prometheus metrics on GET http://host:port/metrics (runtime/metrics.ts); absent = none. */
   metrics?: { host: string; port: number };
+  /** The cluster secret the node's ports demand and its actors prove (config/base/secret.ts); null =
+   *  no authentication (rowan start --no-auth, warned about in the log). Absent = null without the
+   *  warning: for nodes that serve no port (the configuration manager's). `rowan start` always sets it. */
+  secret?: Uint8Array | null;
 }
 
 /**
@@ -93,6 +97,7 @@ export class RowanNode {
     private readonly entries: Partial<Record<string, URL>>,
     private readonly app?: NodeApplication,
     private readonly metrics?: { host: string; port: number },
+    private readonly secret: Uint8Array | null = null,
   ) {
     this.closed = new Promise((r) => (this.resolveClosed = r));
     for (const l of wiring.links)
@@ -158,6 +163,7 @@ export class RowanNode {
         inbound: this.wiring.inbound(p.name),
         outbound: this.wiring.outbound(p.name),
         app: this.app?.payload(p.role),
+        secret: this.secret,
       },
     };
   }
@@ -289,7 +295,8 @@ export async function startNode(o: NodeOptions): Promise<RowanNode> {
   prepareDataDir(cfg.dataDir);
   socketPath(cfg.dataDir); // a data dir too long for a unix socket fails here, before any thread starts
   const plans = placeActors(nodeRoles(cfg), cfg.cores);
-  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.app, o.metrics);
+  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.app, o.metrics, o.secret ?? null);
+  if (o.secret === null) log.warn('authentication is off (--no-auth): the fabric nic, client and Redis ports serve anyone who can reach them');
   await node.boot(o.handleSignals ?? false);
   return node;
 }

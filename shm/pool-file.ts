@@ -193,7 +193,7 @@ function fsyncDir(dir: string): void {
 function writeTempPool(tmp: string, g: PoolGeometry, page: Buffer): void {
   let fd: number;
   try {
-    fd = openSync(tmp, 'wx', 0o644);
+    fd = openSync(tmp, 'wx', 0o600);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     fail(ErrorCodes.DATA_DIR, `cannot create ${tmp}: ${e.code ?? e.message}`, { errno: e.errno });

@@ -35,6 +35,8 @@ export interface CatchUpDeps {
   clock: Clock;
   logger: Logger;
   send(m: NodeToManager): void;
+  /** The cluster secret the primary's client port demands (null: the node serves without auth). */
+  secret: Uint8Array | null;
 }
 
 /** Re-sent while the mark stays (the manager may have missed it: reconnecting, failing over). */
@@ -108,7 +110,7 @@ export class CatchUp {
         try {
           if (!conn) {
             const n = nodeOf(c, primary);
-            conn = await RpcConnection.open({ host: n.host, port: n.workerPorts[shard % n.workerPorts.length]! }, REQUEST_TIMEOUT_MS, this.d.limits);
+            conn = await RpcConnection.open({ host: n.host, port: n.workerPorts[shard % n.workerPorts.length]! }, REQUEST_TIMEOUT_MS, this.d.limits, this.d.secret);
           }
           const key = encodeCopyRequest({ shard, cursor, bytesMax: COPY_BATCH_BYTES });
           const r = await conn.request((id) => encodeRequest({ op: Op.COPY_SHARD, id, term: c.term, key }));

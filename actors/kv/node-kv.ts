@@ -43,6 +43,8 @@ export interface NodeKvOptions {
    *  lease holds, and follows its new configurations (§4.5). Absent: a static configuration, no lease. */
   manager?: string;
   keysPerShardMax?: number;
+  /** The cluster secret (re-replication copies from the primary's client port, which demands it). */
+  secret?: Uint8Array | null;
   /** Threads that rebuild the indexes from the logs at cold start (default: the CPUs, at most 4). */
   coldStartThreads?: number;
   /** The node was failed over and restarts with an empty pool (`rowan start --rejoin`): it asks the
@@ -71,7 +73,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null);
     },
     stopping() {
       lease?.catchUp.stop();
@@ -104,7 +106,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   };
 }
 
-function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean): { client: LeaseClient; catchUp: CatchUp } {
+function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean, secret: Uint8Array | null): { client: LeaseClient; catchUp: CatchUp } {
   const at = manager.lastIndexOf(':');
   const host = manager.slice(0, at);
   const port = Number(manager.slice(at + 1));
@@ -114,7 +116,7 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
   let plog: TLog | null = null;
   const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
   let client: LeaseClient | null = null;
-  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m) });
+  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret });
   client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
     prepare: (shards) => gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits),
     promote: async (shards, floors, scatter) => {

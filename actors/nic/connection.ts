@@ -13,10 +13,29 @@
 // A stream that cannot be framed any more (garbage, an oversized length) gets an ERROR reply after the
 // frames before it have run, and is closed. A peer that dies mid-frame leaves a partial frame that is
 // never executed: nothing partial reaches the pool.
+//
+// Authentication (runtime/fabric/nic-frames.ts): a nic with a secret executes nothing for a peer until
+// it has proven the secret (HELLO, then AUTH). Any other frame first, a wrong proof, or a malformed
+// frame before that is answered with one ERROR (ROWAN_ERR_NOAUTH or ROWAN_ERR_AUTH_FAILED) and the
+// connection is closed; frames queued behind it are dropped unexecuted. Until then frames above
+// FRAME_BYTES_MAX_UNAUTHENTICATED poison the stream, so a stranger cannot make the nic buffer megabytes.
 import type { Socket } from 'node:net';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
-import { FRAME_VERSION, FrameDecoder, Op, encodeReply, errorReply, parseRequest, type RawFrame } from '../../runtime/fabric/nic-frames.js';
+import {
+  FRAME_BYTES_MAX_UNAUTHENTICATED,
+  FRAME_VERSION,
+  FrameDecoder,
+  NIC_LABEL,
+  Op,
+  SENDER_LABEL,
+  encodeReply,
+  errorReply,
+  parseRequest,
+  type RawFrame,
+  type Reply,
+} from '../../runtime/fabric/nic-frames.js';
+import { NONCE_BYTES, PROOF_BYTES, newNonce, proof, proofMatches } from '../../config/base/secret.js';
 import type { NicMemory, WaitCode } from './verbs.js';
 
 export interface NicStats {
@@ -33,10 +52,12 @@ export interface NicStats {
   badStreams: number;
   /** Connections that ended inside a frame (the partial frame was dropped). */
   truncated: number;
+  /** Connections refused because the peer did not prove the cluster secret. */
+  refused: number;
 }
 
 export function newNicStats(): NicStats {
-  return { connections: 0, frames: 0, sends: 0, bytesLanded: 0, reissues: 0, parks: 0, errorReplies: 0, badStreams: 0, truncated: 0 };
+  return { connections: 0, frames: 0, sends: 0, bytesLanded: 0, reissues: 0, parks: 0, errorReplies: 0, badStreams: 0, truncated: 0, refused: 0 };
 }
 
 export interface ConnectionOptions {
@@ -44,6 +65,8 @@ export interface ConnectionOptions {
   queueBytesMax: number;
   frameBytesMax: number;
   now: () => number;
+  /** The cluster secret peers must prove; null = every peer is trusted (rowan start --no-auth). */
+  secret: Uint8Array | null;
 }
 
 interface Waiting {
@@ -62,6 +85,13 @@ export class NicConnection {
   private fatal: RowanError | null = null;
   private paused = false;
   private dead = false;
+  /** The peer proved the secret (always true without one). */
+  private authed: boolean;
+  /** Nonces of the handshake: this nic's and the peer's, from its HELLO. */
+  private nonce: Uint8Array | null = null;
+  private peerNonce: Uint8Array | null = null;
+  /** Set when the peer is refused: the reply just written is the last, the connection closes. */
+  private refusal: RowanError | null = null;
 
   constructor(
     private readonly socket: Socket,
@@ -71,7 +101,8 @@ export class NicConnection {
     private readonly log: Logger | undefined,
     private readonly onGone: (c: NicConnection) => void,
   ) {
-    this.decoder = new FrameDecoder(o.frameBytesMax);
+    this.authed = o.secret === null;
+    this.decoder = new FrameDecoder(this.authed ? o.frameBytesMax : Math.min(o.frameBytesMax, FRAME_BYTES_MAX_UNAUTHENTICATED));
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('drain', () => this.flowControl());
@@ -117,6 +148,7 @@ export class NicConnection {
         this.queuedBytes -= f.body.length;
         this.stats.frames++;
         s.write(reply);
+        if (this.refusal) return this.refuse(this.refusal);
       }
       if (this.head === this.queue.length) {
         this.queue = [];
@@ -132,12 +164,17 @@ export class NicConnection {
   private execute(f: RawFrame): Buffer | null {
     try {
       const req = parseRequest(f);
+      if (!this.authed && req.op !== Op.HELLO && req.op !== Op.AUTH)
+        throw new RowanError(ErrorCodes.NOAUTH, 'authentication required: HELLO and AUTH with the cluster secret come first');
       switch (req.op) {
         case Op.HELLO:
           if (req.version !== FRAME_VERSION)
             throw new RowanError(ErrorCodes.BAD_FRAME, `peer speaks frame version ${req.version}, this nic ${FRAME_VERSION}`);
           this.senderId = req.senderId;
-          return encodeReply({ op: Op.HELLO, id: req.id, version: FRAME_VERSION, ...this.mem.hello() });
+          return encodeReply({ op: Op.HELLO, id: req.id, version: FRAME_VERSION, ...this.mem.hello(), ...this.challenge(req.nonce) });
+        case Op.AUTH:
+          this.authenticate(req.proof);
+          return encodeReply({ op: Op.AUTH, id: req.id });
         case Op.SEND: {
           const r = this.mem.send(req.data, this.senderId);
           if ('wait' in r) return this.wait(req.id, r.wait);
@@ -161,8 +198,41 @@ export class NicConnection {
       if (!(err instanceof RowanError)) throw err;
       this.waiting = null;
       this.stats.errorReplies++;
+      if (!this.authed) this.refusal = err; // a stranger gets one answer, then the door
       return errorReply(f.id, err);
     }
+  }
+
+  /** The nic's half of the handshake for a HELLO carrying the peer's nonce. */
+  private challenge(peerNonce: Uint8Array): Pick<Extract<Reply, { op: typeof Op.HELLO }>, 'auth' | 'nonce' | 'proof'> {
+    const secret = this.o.secret;
+    if (secret === null) return { auth: false, nonce: new Uint8Array(NONCE_BYTES), proof: new Uint8Array(PROOF_BYTES) };
+    this.nonce = newNonce();
+    this.peerNonce = new Uint8Array(peerNonce); // a copy: the frame's bytes are a view into a chunk
+    return { auth: true, nonce: this.nonce, proof: proof(secret, NIC_LABEL, this.peerNonce, this.nonce) };
+  }
+
+  /** Check the peer's AUTH proof; throws AUTH_FAILED (and the connection is refused) when it is wrong. */
+  private authenticate(got: Uint8Array): void {
+    const secret = this.o.secret;
+    if (secret === null || this.authed) return; // nothing to prove here
+    if (!this.nonce || !this.peerNonce) throw new RowanError(ErrorCodes.NOAUTH, 'AUTH before HELLO: HELLO carries the nonces AUTH proves');
+    if (!proofMatches(proof(secret, SENDER_LABEL, this.nonce, this.peerNonce), got))
+      throw new RowanError(ErrorCodes.AUTH_FAILED, 'the peer did not prove the cluster secret');
+    this.authed = true;
+    this.decoder.frameBytesMax = this.o.frameBytesMax;
+  }
+
+  /** Close a connection whose peer did not authenticate: its queued frames are dropped unexecuted. */
+  private refuse(err: RowanError): void {
+    this.stats.refused++;
+    this.log?.warn({ peer: this.socket.remoteAddress, port: this.socket.remotePort, code: err.code }, `refusing a fabric peer: ${err.message}`);
+    this.queue = [];
+    this.head = 0;
+    this.queuedBytes = 0;
+    this.dead = true;
+    this.socket.end();
+    this.socket.destroySoon();
   }
 
   /** Park on a SEND that found no buffer: retry soon, or answer retryably once parked too long. */

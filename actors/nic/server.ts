@@ -26,6 +26,9 @@ export interface NicServerOptions {
   queueBytesMax?: number;
   log?: Logger;
   clock: Clock;
+  /** The cluster secret every peer must prove before anything runs (README "Security model");
+   *  null serves every peer (rowan start --no-auth). */
+  secret: Uint8Array | null;
 }
 
 export class NicServer {
@@ -47,7 +50,7 @@ export class NicServer {
     const now = () => o.clock.now();
     const frameBytesMax = o.frameBytesMax ?? FRAME_BYTES_MAX_DEFAULT;
     const mem = new NicMemory({ dataDir: o.dataDir, pool: o.pool, frameBytesMax, now });
-    const connOpts = { parkMs: o.parkMs ?? NIC_PARK_MS, queueBytesMax: o.queueBytesMax ?? NIC_QUEUE_BYTES_MAX, frameBytesMax, now };
+    const connOpts = { parkMs: o.parkMs ?? NIC_PARK_MS, queueBytesMax: o.queueBytesMax ?? NIC_QUEUE_BYTES_MAX, frameBytesMax, now, secret: o.secret };
     const server = createServer({ noDelay: true });
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) => {

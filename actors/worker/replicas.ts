@@ -139,12 +139,12 @@ function streamReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContex
 }
 
 /** rpc: REPLICATE to the backup worker that serves the shard's port, with the node's current term. */
-function rpcReplicas(cluster: ClusterConfig, term: () => number): ReplicaSet {
+function rpcReplicas(cluster: ClusterConfig, term: () => number, secret: Uint8Array | null): ReplicaSet {
   const timeoutMs = 10_000;
   const links = new Links<string, RpcConnection>(
     (k) => {
       const [id, port] = k.split(':').map(Number) as [number, number];
-      return RpcConnection.open({ host: nodeOf(cluster, id).host, port }, timeoutMs, defaultLimits);
+      return RpcConnection.open({ host: nodeOf(cluster, id).host, port }, timeoutMs, defaultLimits, secret); // proves the cluster secret like any client
     },
     (c) => c.close(),
   );
@@ -176,7 +176,7 @@ export function openReplicas(
     case 'rowan':
       return rowanReplicas(cluster, ctx);
     case 'rpc':
-      return rpcReplicas(cluster, term);
+      return rpcReplicas(cluster, term, ctx.secret);
     default:
       return streamReplicas(cluster, nodeId, ctx, shareLogs);
   }

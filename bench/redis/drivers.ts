@@ -28,11 +28,11 @@ export function redisBenchmark(args: string[], timeoutMs = 600_000): Promise<Rec
 
 export type IoOp = 'SET' | 'GET' | 'SET+WAIT 2';
 
-export async function ioredisDriver(o: { port: number; cluster: boolean; op: IoOp; clients: number; ms: number; keys: number; valueBytes: number }): Promise<Measured> {
+export async function ioredisDriver(o: { port: number; password?: string | undefined; cluster: boolean; op: IoOp; clients: number; ms: number; keys: number; valueBytes: number }): Promise<Measured> {
   const value = 'x'.repeat(o.valueBytes);
   const conns = o.cluster
-    ? [new Cluster([{ host: '127.0.0.1', port: o.port }])]
-    : Array.from({ length: Math.min(o.clients, 50) }, () => new Redis({ port: o.port, lazyConnect: false }));
+    ? [new Cluster([{ host: '127.0.0.1', port: o.port }], o.password ? { redisOptions: { password: o.password } } : {})]
+    : Array.from({ length: Math.min(o.clients, 50) }, () => new Redis({ port: o.port, lazyConnect: false, ...(o.password ? { password: o.password } : {}) }));
   await Promise.all(conns.map((c) => c.ping()));
   const lat: number[] = [];
   let errors = 0;

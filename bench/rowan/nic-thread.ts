@@ -9,7 +9,7 @@ import { shmPaths } from '../../runtime/fabric/shm.js';
 import { Pool } from '../../shm/pool.js';
 
 const { dataDir } = workerData as { dataDir: string };
-NicServer.listen({ dataDir, pool: () => Pool.open(shmPaths(dataDir).pool, { mode: 'pagecache' }), clock: monotonicClock, host: '127.0.0.1', port: 0 }).then(
+NicServer.listen({ dataDir, pool: () => Pool.open(shmPaths(dataDir).pool, { mode: 'pagecache' }), clock: monotonicClock, host: '127.0.0.1', port: 0, secret: null }).then(
   (nic) => {
     parentPort!.postMessage({ ok: true, endpoint: nic.endpoint, tid: gettid() });
     parentPort!.on('message', (m) => {

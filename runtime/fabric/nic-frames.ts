@@ -9,8 +9,11 @@
 //   length counts the bytes after itself (8 + body) and is at most the decoder's frame limit.
 //
 //   request op        body                                   reply op (op | 0x80)   body
-//   HELLO  0x01  version u32, senderId u32               HELLO  0x81  version u32, stride u32,
-//                                                                     segmentBytes u32, frameBytesMax u32
+//   HELLO  0x01  version u32, senderId u32, nonce 32 B   HELLO  0x81  version u32, stride u32,
+//                                                                     segmentBytes u32, frameBytesMax u32,
+//                                                                     flags u32 (bit 0: auth required),
+//                                                                     nonce 32 B, proof 32 B
+//   AUTH   0x06  proof 32 B                              AUTH   0x86  (empty)
 //   SEND   0x02  data (whole 64 B strides)               SEND   0x82  offset u64, reissues u16,
 //                                                                     noBufferRetries u16
 //   WRITE  0x03  offset u64, data                        WRITE  0x83  (empty)
@@ -21,13 +24,30 @@
 // u64 fields travel as two u32 halves and must be safe integers. An error reply carries the request
 // id when the header was readable (0 otherwise) and a stable code (config/base/errors.ts).
 //
+// Authentication (version 2; README "Security model"): HELLO and AUTH are a mutual challenge-response
+// over the cluster secret (config/base/secret.ts). The nic's HELLO reply proves the secret with
+// HMAC(secret, NIC_LABEL | sender nonce | nic nonce); the sender checks it, then sends AUTH with
+// HMAC(secret, SENDER_LABEL | nic nonce | sender nonce). Until AUTH succeeded the nic executes nothing:
+// any other frame is answered ROWAN_ERR_NOAUTH and the connection is closed. A nic started without a
+// secret (--no-auth) sets no auth flag and a zero proof, and needs no AUTH. Version 1 peers fail at the
+// first header (BAD_FRAME: not version 2).
+//
 // Decoding never trusts a field: a frame whose header is unreadable (bad version or flags, a length
 // below the header or above the limit) poisons the stream -- the decoder throws and the reader must
 // reply and close, since nothing after it can be framed. A well-framed frame with an unknown op or a
 // malformed body throws a RowanError carrying the request id: the reader replies and goes on.
 import { ErrorCodes, RowanError, type ErrorCode } from '../../config/base/errors.js';
+import { NONCE_BYTES, PROOF_BYTES } from '../../config/base/secret.js';
 
-export const FRAME_VERSION = 1;
+/** 2: HELLO carries nonces and proofs, and AUTH exists (1 had no authentication). */
+export const FRAME_VERSION = 2;
+/** HMAC labels of the two sides' proofs (different, so a proof cannot be reflected back). */
+export const NIC_LABEL = 'rowan-nic-v2 nic';
+export const SENDER_LABEL = 'rowan-nic-v2 sender';
+/** HELLO reply flag: the nic requires AUTH. */
+export const HELLO_FLAG_AUTH = 1;
+/** Frames a peer may send before it has authenticated are small (HELLO, AUTH): larger ones poison. */
+export const FRAME_BYTES_MAX_UNAUTHENTICATED = 256;
 /** The length prefix. */
 export const LENGTH_BYTES = 4;
 /** Length prefix + version + op + flags + request id. */
@@ -43,6 +63,7 @@ export const Op = {
   WRITE: 0x03,
   READ: 0x04,
   ALLOC: 0x05,
+  AUTH: 0x06,
 } as const;
 export type RequestOp = (typeof Op)[keyof typeof Op];
 /** A reply's op is its request's op with this bit set. */
@@ -50,9 +71,12 @@ export const REPLY_BIT = 0x80;
 export const OP_ERROR = 0xff;
 
 const TWO32 = 2 ** 32;
+/** HELLO reply body: five u32 fields, the nonce and the proof. */
+const HELLO_REPLY_BYTES = 20 + NONCE_BYTES + PROOF_BYTES;
 
 export type Request =
-  | { op: typeof Op.HELLO; id: number; version: number; senderId: number }
+  | { op: typeof Op.HELLO; id: number; version: number; senderId: number; nonce: Uint8Array }
+  | { op: typeof Op.AUTH; id: number; proof: Uint8Array }
   | { op: typeof Op.SEND; id: number; data: Uint8Array }
   | { op: typeof Op.WRITE; id: number; offset: number; data: Uint8Array }
   | { op: typeof Op.READ; id: number; offset: number; length: number }
@@ -65,8 +89,18 @@ export interface HelloInfo {
   frameBytesMax: number;
 }
 
+/** The nic's half of the handshake in its HELLO reply. */
+export interface HelloAuth {
+  /** The nic requires AUTH (it has a secret). */
+  auth: boolean;
+  nonce: Uint8Array;
+  /** HMAC(secret, NIC_LABEL | sender nonce | nic nonce); zeros when `auth` is false. */
+  proof: Uint8Array;
+}
+
 export type Reply =
-  | ({ op: typeof Op.HELLO; id: number } & HelloInfo)
+  | ({ op: typeof Op.HELLO; id: number } & HelloInfo & HelloAuth)
+  | { op: typeof Op.AUTH; id: number }
   | { op: typeof Op.SEND; id: number; offset: number; reissues: number; noBufferRetries: number }
   | { op: typeof Op.WRITE; id: number }
   | { op: typeof Op.READ; id: number; data: Uint8Array }
@@ -112,9 +146,15 @@ export function encodeSend(id: number, data: Uint8Array): Buffer {
 export function encodeRequest(r: Request): Buffer {
   switch (r.op) {
     case Op.HELLO: {
-      const f = allocFrame(r.op, r.id, 8);
+      const f = allocFrame(r.op, r.id, 8 + NONCE_BYTES);
       f.writeUInt32LE(r.version, 12);
       f.writeUInt32LE(r.senderId, 16);
+      f.set(r.nonce.subarray(0, NONCE_BYTES), 20);
+      return f;
+    }
+    case Op.AUTH: {
+      const f = allocFrame(r.op, r.id, PROOF_BYTES);
+      f.set(r.proof.subarray(0, PROOF_BYTES), 12);
       return f;
     }
     case Op.SEND:
@@ -142,13 +182,18 @@ export function encodeRequest(r: Request): Buffer {
 export function encodeReply(r: Reply): Buffer {
   switch (r.op) {
     case Op.HELLO: {
-      const f = allocFrame(r.op | REPLY_BIT, r.id, 16);
+      const f = allocFrame(r.op | REPLY_BIT, r.id, HELLO_REPLY_BYTES);
       f.writeUInt32LE(r.version, 12);
       f.writeUInt32LE(r.stride, 16);
       f.writeUInt32LE(r.segmentBytes, 20);
       f.writeUInt32LE(r.frameBytesMax, 24);
+      f.writeUInt32LE(r.auth ? HELLO_FLAG_AUTH : 0, 28);
+      f.set(r.nonce.subarray(0, NONCE_BYTES), 32);
+      f.set(r.proof.subarray(0, PROOF_BYTES), 32 + NONCE_BYTES);
       return f;
     }
+    case Op.AUTH:
+      return allocFrame(r.op | REPLY_BIT, r.id, 0);
     case Op.SEND: {
       const f = allocFrame(r.op | REPLY_BIT, r.id, 12);
       putU64(f, 12, r.offset);
@@ -318,8 +363,11 @@ export function parseRequest(f: RawFrame): Request {
   const v = view(f.body);
   switch (f.op) {
     case Op.HELLO:
-      needBody(f, 'HELLO', 8);
-      return { op: Op.HELLO, id: f.id, version: v.getUint32(0, true), senderId: v.getUint32(4, true) };
+      needBody(f, 'HELLO', 8 + NONCE_BYTES);
+      return { op: Op.HELLO, id: f.id, version: v.getUint32(0, true), senderId: v.getUint32(4, true), nonce: f.body.subarray(8) };
+    case Op.AUTH:
+      needBody(f, 'AUTH', PROOF_BYTES);
+      return { op: Op.AUTH, id: f.id, proof: f.body };
     case Op.SEND:
       needBody(f, 'SEND', null, 1);
       return { op: Op.SEND, id: f.id, data: f.body };
@@ -344,7 +392,7 @@ export function parseReply(f: RawFrame): Reply {
   const v = view(f.body);
   switch (f.op) {
     case Op.HELLO | REPLY_BIT:
-      needBody(f, 'HELLO reply', 16);
+      needBody(f, 'HELLO reply', HELLO_REPLY_BYTES);
       return {
         op: Op.HELLO,
         id: f.id,
@@ -352,7 +400,13 @@ export function parseReply(f: RawFrame): Reply {
         stride: v.getUint32(4, true),
         segmentBytes: v.getUint32(8, true),
         frameBytesMax: v.getUint32(12, true),
+        auth: (v.getUint32(16, true) & HELLO_FLAG_AUTH) !== 0,
+        nonce: new Uint8Array(f.body.subarray(20, 20 + NONCE_BYTES)),
+        proof: new Uint8Array(f.body.subarray(20 + NONCE_BYTES)),
       };
+    case Op.AUTH | REPLY_BIT:
+      needBody(f, 'AUTH reply', 0);
+      return { op: Op.AUTH, id: f.id };
     case Op.SEND | REPLY_BIT:
       needBody(f, 'SEND reply', 12);
       return { op: Op.SEND, id: f.id, offset: u64(v, 0, f.id), reissues: v.getUint16(8, true), noBufferRetries: v.getUint16(10, true) };

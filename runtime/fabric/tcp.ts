@@ -18,6 +18,11 @@
 // a request unanswered for `requestTimeoutMs` fails with WRITE_TIMEOUT; a dead peer fails every
 // pending request with PEER_GONE (such a write may or may not have landed). Writes in flight together
 // land in the order they were issued unless one of them had to be re-sent after a retryable reply.
+//
+// Authentication (nic-frames.ts): connect() checks the nic's proof of the cluster secret in its HELLO
+// reply before proving its own with AUTH, so a sender never writes replication data to an impostor;
+// a nic without a secret is refused by a sender that has one (AUTH_FAILED), and a nic that wants one
+// refuses a sender without (NOAUTH). Nothing else is sent before the AUTH reply.
 import { CorkedWriter, RequestIds } from '../net/pipeline.js';
 import { connect as netConnect, type Socket } from 'node:net';
 import {
@@ -25,8 +30,10 @@ import {
   FRAME_VERSION,
   FrameDecoder,
   HEADER_BYTES,
+  NIC_LABEL,
   Op,
   OP_ERROR,
+  SENDER_LABEL,
   encodeRequest,
   encodeSend,
   parseReply,
@@ -35,6 +42,7 @@ import {
   type Request,
 } from './nic-frames.js';
 import { ErrorCodes, RowanError, fromRecord } from '../../config/base/errors.js';
+import { newNonce, proof, proofMatches } from '../../config/base/secret.js';
 import { monotonicClock, type Clock } from '../../config/base/clock.js';
 import { defaultSenderOptions, type RemoteRegion, type RowanConnection, type RowanSenderOptions, type SenderStats } from './fabric.js';
 
@@ -49,6 +57,9 @@ export interface TcpConnectOptions extends Partial<RowanSenderOptions> {
   /** Frame bytes in flight at most (one larger frame may go alone). */
   maxInFlightBytes?: number;
   clock?: Clock;
+  /** The cluster secret to prove to the nic, and to check the nic's proof against; absent or null
+   *  connects only to a nic that runs without authentication. */
+  secret?: Uint8Array | null;
 }
 
 const DEFAULTS = { connectTimeoutMs: 5000, requestTimeoutMs: 30_000, maxInFlight: 1024, maxInFlightBytes: 16 * 1024 * 1024 };
@@ -131,8 +142,10 @@ export class TcpConnection implements RowanConnection {
     });
     const c = new TcpConnection(socket, o);
     try {
-      const r = await c.request({ op: Op.HELLO, id: 0, version: FRAME_VERSION, senderId: c.o.senderId });
+      const nonce = newNonce();
+      const r = await c.request({ op: Op.HELLO, id: 0, version: FRAME_VERSION, senderId: c.o.senderId, nonce });
       if (r.op !== Op.HELLO) throw new RowanError(ErrorCodes.BAD_FRAME, `nic answered HELLO with op ${r.op}`);
+      await c.authenticate(r, nonce, o.secret ?? null);
       c.info = { version: r.version, stride: r.stride, segmentBytes: r.segmentBytes, frameBytesMax: r.frameBytesMax };
       c.decoder.frameBytesMax = Math.max(FRAME_BYTES_MAX_DEFAULT, r.frameBytesMax);
     } catch (err) {
@@ -140,6 +153,19 @@ export class TcpConnection implements RowanConnection {
       throw err;
     }
     return c;
+  }
+
+  /** Check the nic's proof, then prove the secret (one AUTH round trip, once per connection). */
+  private async authenticate(r: Extract<Reply, { op: typeof Op.HELLO }>, nonce: Uint8Array, secret: Uint8Array | null): Promise<void> {
+    if (!r.auth) {
+      if (secret === null) return;
+      throw new RowanError(ErrorCodes.AUTH_FAILED, `the nic at ${this.peer} does not authenticate (started with --no-auth?) and this node holds a cluster secret: not sending to it`);
+    }
+    if (secret === null) throw new RowanError(ErrorCodes.NOAUTH, `the nic at ${this.peer} requires the cluster secret, and this sender has none`);
+    if (!proofMatches(proof(secret, NIC_LABEL, nonce, r.nonce), r.proof))
+      throw new RowanError(ErrorCodes.AUTH_FAILED, `the nic at ${this.peer} did not prove the cluster secret (another cluster's node, or an impostor)`);
+    const a = await this.request({ op: Op.AUTH, id: 0, proof: proof(secret, SENDER_LABEL, r.nonce, nonce) });
+    if (a.op !== Op.AUTH) throw new RowanError(ErrorCodes.BAD_FRAME, `nic answered AUTH with op ${a.op}`);
   }
 
   /** What the nic said at HELLO: stride, segment size (0 = no pool yet), frame limit. */

@@ -21,7 +21,7 @@ export interface Transport {
 }
 
 /** The real fabrics, as the node's configuration sets them up. */
-export function fabricTransport(config: RowanConfig): Transport {
+export function fabricTransport(config: RowanConfig, secret: Uint8Array | null): Transport {
   return {
     async connect(peer) {
       switch (peer.fabric.kind) {
@@ -29,7 +29,7 @@ export function fabricTransport(config: RowanConfig): Transport {
           // (Concurrent mappings by several actors are retried inside native/pmem2.ts.)
           return ShmConnection.connect(peer.dataDir, { mode: config.persistence, retryMs: config.replication.retryMs });
         case 'tcp':
-          return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs });
+          return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs, secret });
         default:
           throw new RowanError(ErrorCodes.FABRIC_UNAVAILABLE, `node ${peer.id} asks for the ${peer.fabric.kind} fabric, which an actor cannot open here`);
       }

@@ -92,7 +92,8 @@ export class RespPeer {
   private out: Buffer[] = [];
   private flushQueued = false;
 
-  constructor(readonly host: string, readonly port: number, private readonly bulkBytesMax: number, private readonly timeoutMs = 5000) {
+  /** `password`: sent as AUTH first on every link (the peer's requirepass); null = none. */
+  constructor(readonly host: string, readonly port: number, private readonly bulkBytesMax: number, private readonly timeoutMs = 5000, private readonly password: string | null = null) {
     this.parser = new RespReplyParser(bulkBytesMax);
   }
 
@@ -103,6 +104,14 @@ export class RespPeer {
       s.once('connect', () => {
         clearTimeout(t);
         this.socket = s;
+        if (this.password !== null) {
+          // First on the link, so its reply is the first one: a refusal ends the link (and fails what follows).
+          this.waiters.push({
+            resolve: (r) => r instanceof RespErr && s.destroy(new Error(`AUTH refused: ${r.s}`)),
+            reject: () => {},
+          });
+          s.write(encodeCommand(['AUTH', this.password]));
+        }
         resolve(s);
       });
       s.on('data', (c: Buffer) => this.onData(c));

@@ -41,6 +41,8 @@ export class RespConnection {
   /** RESP version of replies: 2 until HELLO 3. */
   proto = 2;
   name: string | null = null;
+  /** AUTH succeeded (the handler decides whether commands need it: README "Security model"). */
+  authenticated = false;
   /** Close once the reply of the request now running is written (QUIT). */
   closeAfterReply = false;
   readonly createdMs = Date.now();

@@ -162,7 +162,7 @@ export class SharedReceiveQueue implements ReceiveQueue {
     const g = checkGeometry(o);
     if (existsSync(path)) closeStale(path);
     const tmp = `${path}.${process.pid}.tmp`;
-    writeFileSync(tmp, Buffer.alloc(L.srqBytes(g.ring, o.cqCap)));
+    writeFileSync(tmp, Buffer.alloc(L.srqBytes(g.ring, o.cqCap)), { mode: 0o600 });
     const map = PmemMapping.map(tmp, { mode: 'pagecache', label: path });
     format(map.bytes, o, g, randomBytes(8));
     renameSync(tmp, path);

@@ -12,6 +12,12 @@
 //   - a peer that ends or dies mid-frame: the partial frame is dropped, never executed.
 // The handler only ever sees fully checked requests, so nothing partial is ever written.
 //
+// Authentication (./frames-layout.ts): on a port with a secret, HELLO is answered CHALLENGE and the
+// connection is not authenticated until its AUTH proof checks out; before that every other request is
+// answered ROWAN_ERR_NOAUTH without reaching the handler, a wrong proof is answered
+// ROWAN_ERR_AUTH_FAILED and ends the connection, and the handshake deadline (handshakeMs) runs until
+// AUTH, so an unauthenticated connection cannot be held open either.
+//
 // Flow control: while inFlightMax requests (or readsInFlightMax GETs) run, or more than writeBytesMax
 // of responses wait for the peer to read them, no further frame is decoded and the socket is paused
 // (TCP pushes back on the client). A connection that does not complete HELLO within handshakeMs, or stays idle with nothing
@@ -31,7 +37,8 @@ import {
   type FrameLimits,
   type Request,
 } from './frames.js';
-import { CONFIG_JSON_BYTES_MAX, requestBytesMax } from './frames-layout.js';
+import { CLIENT_LABEL, CONFIG_JSON_BYTES_MAX, SERVER_LABEL, requestBytesMax } from './frames-layout.js';
+import { newNonce, proof, proofMatches } from '../../config/base/secret.js';
 import type { KvHandler } from './handler.js';
 
 export interface ConnectionOptions {
@@ -51,6 +58,8 @@ export interface ConnectionOptions {
   idleMs: number;
   /** After the server ends a connection, how long the peer has to close its side before a reset. */
   lingerMs: number;
+  /** The cluster secret clients must prove (HELLO, CHALLENGE, AUTH); null = none asked (--no-auth). */
+  secret: Uint8Array | null;
 }
 
 export interface ServerStats {
@@ -64,12 +73,15 @@ export interface ServerStats {
   truncated: number;
   /** Handler throws that were not RowanErrors (answered ROWAN_ERR_INTERNAL). */
   internalErrors: number;
+  /** Requests answered ROWAN_ERR_NOAUTH, and connections ended for a wrong AUTH proof. */
+  noAuth: number;
+  authFailures: number;
   /** Connections refused over clients.connectionsMax. */
   refused: number;
 }
 
 export function newServerStats(): ServerStats {
-  return { connections: 0, open: 0, requests: 0, errorResponses: 0, badStreams: 0, truncated: 0, internalErrors: 0, refused: 0 };
+  return { connections: 0, open: 0, requests: 0, errorResponses: 0, badStreams: 0, truncated: 0, internalErrors: 0, refused: 0, noAuth: 0, authFailures: 0 };
 }
 
 type State = 'open' | 'closing' | 'closed';
@@ -78,6 +90,11 @@ export class ClientConnection {
   private readonly reader: FrameReader;
   private state: State = 'open';
   private helloed = false;
+  /** The client proved the secret (from the start when the port has none). */
+  private authed: boolean;
+  /** This connection's CHALLENGE nonce and the client's HELLO nonce. */
+  private nonce: Uint8Array | null = null;
+  private peerNonce: Uint8Array | null = null;
   private peerEnded = false;
   private inFlight = 0;
   private readsInFlight = 0;
@@ -94,6 +111,7 @@ export class ClientConnection {
     private readonly onGone: (c: ClientConnection) => void,
   ) {
     this.reader = new FrameReader(requestBytesMax(o.limits));
+    this.authed = o.secret === null;
     stats.connections++;
     stats.open++;
     socket.setNoDelay(true);
@@ -181,14 +199,20 @@ export class ClientConnection {
       return;
     }
     if (!this.helloed) {
-      if (req.op === Op.HELLO) return this.hello(req.id, req.version);
+      if (req.op === Op.HELLO) return this.hello(req.id, req.version, req.nonce);
       const e = new RowanError(ErrorCodes.NO_HANDSHAKE, 'the first frame on a connection must be HELLO');
       this.respond(errorResponse(req.id, this.term(), e), true);
       return this.badStream(null);
     }
+    if (req.op === Op.AUTH) return this.auth(req.id, req.proof);
+    if (!this.authed && req.op !== Op.HELLO) {
+      this.stats.noAuth++;
+      const e = new RowanError(ErrorCodes.NOAUTH, 'authentication required: answer the HELLO challenge with AUTH (the cluster secret)');
+      return this.respond(errorResponse(req.id, this.term(), e), true);
+    }
     switch (req.op) {
       case Op.HELLO:
-        return this.hello(req.id, req.version);
+        return this.hello(req.id, req.version, req.nonce);
       case Op.CONFIG:
         return this.configResponse(req.id);
       default:
@@ -196,18 +220,45 @@ export class ClientConnection {
     }
   }
 
-  private hello(id: number, version: number): void {
-    if (version !== PROTOCOL_VERSION) {
-      const e = new RowanError(ErrorCodes.BAD_FRAME, `client speaks protocol version ${version}, this server ${PROTOCOL_VERSION}`);
+  private hello(id: number, version: number, peerNonce: Uint8Array | undefined): void {
+    if (version !== PROTOCOL_VERSION || !peerNonce) {
+      const why = version === 1 ? ' (version 1 has no authentication: upgrade the client)' : '';
+      const e = new RowanError(ErrorCodes.BAD_FRAME, `client speaks protocol version ${version}, this server ${PROTOCOL_VERSION}${why}`);
       this.respond(errorResponse(id, this.term(), e), true);
       return this.badStream(null);
     }
-    if (!this.helloed) {
-      this.helloed = true;
-      clearTimeout(this.handshakeTimer!);
-      this.handshakeTimer = null;
+    this.helloed = true;
+    const secret = this.o.secret;
+    if (secret === null || this.authed) {
+      this.handshakeDone();
+      return this.respond(encodeResponse({ status: Status.OK, id, term: this.term() }), false);
     }
+    this.nonce = newNonce();
+    this.peerNonce = new Uint8Array(peerNonce); // a copy: the request is a view into a received chunk
+    const p = proof(secret, SERVER_LABEL, this.peerNonce, this.nonce);
+    this.respond(encodeResponse({ status: Status.CHALLENGE, id, term: this.term(), nonce: this.nonce, proof: p }), false);
+  }
+
+  /** AUTH: the client's proof of the secret. Wrong: AUTH_FAILED, and the connection ends. */
+  private auth(id: number, got: Uint8Array): void {
+    const secret = this.o.secret;
+    if (secret !== null && !this.authed) {
+      if (!this.nonce || !this.peerNonce || !proofMatches(proof(secret, CLIENT_LABEL, this.nonce, this.peerNonce), got)) {
+        this.stats.authFailures++;
+        this.o.log?.warn({ peer: this.socket.remoteAddress }, 'rpc: a client failed authentication; closing its connection');
+        const e = new RowanError(ErrorCodes.AUTH_FAILED, 'authentication failed: the AUTH proof does not match this cluster\'s secret');
+        this.respond(errorResponse(id, this.term(), e), true);
+        return this.badStream(null);
+      }
+      this.authed = true;
+    }
+    this.handshakeDone();
     this.respond(encodeResponse({ status: Status.OK, id, term: this.term() }), false);
+  }
+
+  private handshakeDone(): void {
+    if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = null;
   }
 
   private configResponse(id: number): void {
@@ -222,7 +273,7 @@ export class ClientConnection {
   }
 
   /** Hand one checked request to the handler; its response is written whenever it completes. */
-  private run(req: Exclude<Request, { op: typeof Op.HELLO | typeof Op.CONFIG }>): void {
+  private run(req: Exclude<Request, { op: typeof Op.HELLO | typeof Op.CONFIG | typeof Op.AUTH }>): void {
     this.inFlight++;
     const read = req.op === Op.GET || req.op === Op.GET_REPLICA || req.op === Op.COPY_SHARD;
     if (read) this.readsInFlight++;
@@ -240,7 +291,7 @@ export class ClientConnection {
     this.pump();
   }
 
-  private async invoke(req: Exclude<Request, { op: typeof Op.HELLO | typeof Op.CONFIG }>): Promise<Buffer> {
+  private async invoke(req: Exclude<Request, { op: typeof Op.HELLO | typeof Op.CONFIG | typeof Op.AUTH }>): Promise<Buffer> {
     const h = this.o.handler;
     switch (req.op) {
       case Op.PUT:

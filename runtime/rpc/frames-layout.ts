@@ -13,7 +13,8 @@
 //   client routed with (0 for HELLO and CONFIG); termHi < 2^21 so the term is a safe integer.
 //
 //   op               body
-//   HELLO       1    protocolVersion u32                              (exactly 4 bytes)
+//   HELLO       1    protocolVersion u32 · client nonce (32 B)        (exactly 36 bytes; version 1's
+//                    HELLO had no nonce: its 4 bytes are still read, to answer "upgrade the client")
 //   PUT         2    keyLen u16 · valueLen u32 · key · value          (exactly 6 + keyLen + valueLen)
 //   GET         3    keyLen u16 · key                                 (exactly 2 + keyLen)
 //   DEL         4    keyLen u16 · key
@@ -21,6 +22,7 @@
 //   GET_REPLICA 6    keyLen u16 · key
 //   REPLICATE   7    one encoded log block (shm/log.ts), 1..mtu bytes   (RPC-KV replication, ROWAN §6.1:
 //                    a primary's worker to a backup's worker; the backup appends, persists, indexes)
+//   AUTH        8    proof (32 B) = HMAC(secret, CLIENT_LABEL · server nonce · client nonce)
 //
 // Response (worker port -> client), answered in completion order, matched by request id:
 //
@@ -36,11 +38,21 @@
 //   NOT_FOUND   2    (empty)                       GET, GET_REPLICA
 //   ERROR       3    codeLen u16 · code (ASCII) · msgLen u32 · message (UTF-8)
 //   CONFIG      4    len u32 · JSON of ClusterConfig
+//   CHALLENGE   5    server nonce (32 B) · proof (32 B)   HELLO, on a server with a secret: the proof is
+//                    HMAC(secret, SERVER_LABEL · client nonce · server nonce); the client checks it and
+//                    answers AUTH. Until AUTH is OK every other request is answered ERROR
+//                    ROWAN_ERR_NOAUTH and nothing runs; a wrong AUTH proof is answered
+//                    ROWAN_ERR_AUTH_FAILED and the connection is closed. A server without a secret
+//                    (rowan start --no-auth) answers HELLO with OK.
 //
 // An ERROR with request id 0 concerns the connection, not a request (client ids start at 1): the
 // stream could not be framed any more, and the server closes the connection after it.
 
-export const PROTOCOL_VERSION = 1;
+/** 2: HELLO carries a nonce, the CHALLENGE status and the AUTH op exist (authentication). */
+export const PROTOCOL_VERSION = 2;
+/** HMAC labels of the server's and the client's proofs (different: a proof cannot be reflected). */
+export const SERVER_LABEL = 'rowan-rpc-v2 server';
+export const CLIENT_LABEL = 'rowan-rpc-v2 client';
 
 // ---- header (both directions) ------------------------------------------------------------------------
 export const LENGTH_OFF = 0;
@@ -70,16 +82,29 @@ export const Op = {
   CONFIG: 5,
   GET_REPLICA: 6,
   REPLICATE: 7,
+  AUTH: 8,
   /** Re-replication (§4.5 phase 3): a batch of a shard's indexed entries from its primary. Shaped like
    *  GET (keyLen · key); the "key" is the copy request (actors/kv/copy-batch.ts), answered with VALUE. */
-  COPY_SHARD: 8,
+  COPY_SHARD: 9,
 } as const;
 export type OpCode = (typeof Op)[keyof typeof Op];
-export const OP_NAMES: Readonly<Record<number, string>> = { 1: 'HELLO', 2: 'PUT', 3: 'GET', 4: 'DEL', 5: 'CONFIG', 6: 'GET_REPLICA', 7: 'REPLICATE', 8: 'COPY_SHARD' };
+export const OP_NAMES: Readonly<Record<number, string>> = { 1: 'HELLO', 2: 'PUT', 3: 'GET', 4: 'DEL', 5: 'CONFIG', 6: 'GET_REPLICA', 7: 'REPLICATE', 8: 'AUTH', 9: 'COPY_SHARD' };
 
 // ---- request bodies (offsets relative to HEADER_BYTES) -----------------------------------------------
 export const HELLO_VERSION_OFF = 0;
-export const HELLO_BODY_BYTES = 4;
+export const HELLO_NONCE_OFF = 4;
+/** Nonces and proofs of the handshake (config/base/secret.ts). */
+export const NONCE_BYTES = 32;
+export const PROOF_BYTES = 32;
+export const HELLO_BODY_BYTES = HELLO_NONCE_OFF + NONCE_BYTES;
+/** A version 1 HELLO: the version alone. */
+export const HELLO_V1_BODY_BYTES = 4;
+/** AUTH: the proof. */
+export const AUTH_BODY_BYTES = PROOF_BYTES;
+/** CHALLENGE response: server nonce then proof. */
+export const CHALLENGE_NONCE_OFF = 0;
+export const CHALLENGE_PROOF_OFF = NONCE_BYTES;
+export const CHALLENGE_BODY_BYTES = NONCE_BYTES + PROOF_BYTES;
 /** GET, DEL, GET_REPLICA: keyLen u16 then the key. */
 export const KEY_LEN_OFF = 0;
 export const KEY_OFF = 2;
@@ -95,6 +120,7 @@ export const Status = {
   NOT_FOUND: 2,
   ERROR: 3,
   CONFIG: 4,
+  CHALLENGE: 5,
 } as const;
 export type StatusCode = (typeof Status)[keyof typeof Status];
 

@@ -25,7 +25,8 @@ const STAGE_BYTES = 16 * 1024;
 const EMPTY = new Uint8Array(0);
 
 export type Request =
-  | { op: typeof L.Op.HELLO; id: number; term: number; version: number }
+  | { op: typeof L.Op.HELLO; id: number; term: number; version: number; /** absent: zeros */ nonce?: Uint8Array }
+  | { op: typeof L.Op.AUTH; id: number; term: number; proof: Uint8Array }
   | { op: typeof L.Op.PUT; id: number; term: number; key: Uint8Array; value: Uint8Array }
   | { op: typeof L.Op.GET | typeof L.Op.DEL | typeof L.Op.GET_REPLICA | typeof L.Op.COPY_SHARD; id: number; term: number; key: Uint8Array }
   | { op: typeof L.Op.CONFIG; id: number; term: number }
@@ -35,7 +36,8 @@ export type Response =
   | { status: typeof L.Status.OK | typeof L.Status.NOT_FOUND; id: number; term: number }
   | { status: typeof L.Status.VALUE; id: number; term: number; value: Uint8Array }
   | { status: typeof L.Status.ERROR; id: number; term: number; code: string; message: string }
-  | { status: typeof L.Status.CONFIG; id: number; term: number; json: string };
+  | { status: typeof L.Status.CONFIG; id: number; term: number; json: string }
+  | { status: typeof L.Status.CHALLENGE; id: number; term: number; nonce: Uint8Array; proof: Uint8Array };
 
 /** A decoding failure; `details.requestId` is the id of the frame it concerns, or null if unknown. */
 function frameError(code: ErrorCode, message: string, requestId: number | null): RowanError {
@@ -76,6 +78,14 @@ export function encodeRequest(r: Request): Buffer {
     case L.Op.HELLO: {
       const f = header(r.op, r.id, r.term, L.HELLO_BODY_BYTES);
       f.writeUInt32LE(r.version, L.HEADER_BYTES + L.HELLO_VERSION_OFF);
+      f.fill(0, L.HEADER_BYTES + L.HELLO_NONCE_OFF);
+      if (r.nonce) f.set(r.nonce.subarray(0, L.NONCE_BYTES), L.HEADER_BYTES + L.HELLO_NONCE_OFF);
+      return f;
+    }
+    case L.Op.AUTH: {
+      const f = header(r.op, r.id, r.term, L.AUTH_BODY_BYTES);
+      f.fill(0, L.HEADER_BYTES);
+      f.set(r.proof.subarray(0, L.PROOF_BYTES), L.HEADER_BYTES);
       return f;
     }
     case L.Op.PUT: {
@@ -120,6 +130,12 @@ export function encodeResponse(r: Response): Buffer {
       return blob(r.status, r.id, r.term, r.value);
     case L.Status.CONFIG:
       return blob(r.status, r.id, r.term, Buffer.from(r.json, 'utf8'));
+    case L.Status.CHALLENGE: {
+      const f = header(r.status, r.id, r.term, L.CHALLENGE_BODY_BYTES);
+      f.set(r.nonce.subarray(0, L.NONCE_BYTES), L.HEADER_BYTES + L.CHALLENGE_NONCE_OFF);
+      f.set(r.proof.subarray(0, L.PROOF_BYTES), L.HEADER_BYTES + L.CHALLENGE_PROOF_OFF);
+      return f;
+    }
     case L.Status.ERROR: {
       const codeOk = ERROR_CODE_RE.test(r.code) && r.code.length <= L.ERROR_CODE_BYTES_MAX;
       const code = Buffer.from(codeOk ? r.code : 'ROWAN_ERR_INTERNAL', 'latin1');
@@ -339,9 +355,17 @@ export function decodeRequest(f: Uint8Array, limits: L.FrameLimits): Request {
   const h = readHead(f, 'request');
   const b = h.body;
   switch (h.first) {
-    case L.Op.HELLO:
+    case L.Op.HELLO: {
+      // Another version's HELLO is read far enough to name its version (the connection answers it).
+      if (b.length === L.HELLO_V1_BODY_BYTES && u32(b, L.HELLO_VERSION_OFF) !== L.PROTOCOL_VERSION)
+        return { op: L.Op.HELLO, id: h.id, term: h.term, version: u32(b, L.HELLO_VERSION_OFF) };
+      const version = u32(b, L.HELLO_VERSION_OFF);
       bodyIs(h, 'HELLO', L.HELLO_BODY_BYTES);
-      return { op: L.Op.HELLO, id: h.id, term: h.term, version: u32(b, L.HELLO_VERSION_OFF) };
+      return { op: L.Op.HELLO, id: h.id, term: h.term, version, nonce: b.subarray(L.HELLO_NONCE_OFF) };
+    }
+    case L.Op.AUTH:
+      bodyIs(h, 'AUTH', L.AUTH_BODY_BYTES);
+      return { op: L.Op.AUTH, id: h.id, term: h.term, proof: b };
     case L.Op.PUT: {
       if (b.length < L.PUT_KEY_OFF) bodyIs(h, 'PUT', L.PUT_KEY_OFF);
       const keyLen = u16(b, L.PUT_KEY_LEN_OFF);
@@ -405,6 +429,15 @@ export function decodeResponse(f: Uint8Array, limits: L.FrameLimits): Response {
       const json = text(blobOf(h, 'CONFIG', L.CONFIG_JSON_BYTES_MAX), 'utf8');
       return { status: L.Status.CONFIG, id: h.id, term: h.term, json };
     }
+    case L.Status.CHALLENGE:
+      bodyIs(h, 'CHALLENGE', L.CHALLENGE_BODY_BYTES);
+      return {
+        status: L.Status.CHALLENGE,
+        id: h.id,
+        term: h.term,
+        nonce: new Uint8Array(b.subarray(L.CHALLENGE_NONCE_OFF, L.CHALLENGE_PROOF_OFF)),
+        proof: new Uint8Array(b.subarray(L.CHALLENGE_PROOF_OFF)),
+      };
     case L.Status.ERROR: {
       if (b.length < L.ERROR_CODE_OFF) bodyIs(h, 'ERROR', L.ERROR_CODE_OFF);
       const codeLen = u16(b, L.ERROR_CODE_LEN_OFF);

@@ -18,6 +18,9 @@ export interface ServeOptions {
   /** 0 = any free port (the bound one is returned). */
   port: number;
   handler: KvHandler;
+  /** The cluster secret clients must prove before any request runs (README "Security model");
+   *  null serves anyone (rowan start --no-auth, and tests of the protocol itself). */
+  secret: Uint8Array | null;
   /** keyBytesMax and valueBytesMax (config/limits.ts); they also bound the frame size. */
   limits: FrameLimits;
   log?: Logger;
@@ -60,6 +63,7 @@ export async function serveClients(o: ServeOptions): Promise<RpcServer> {
     handshakeMs: o.handshakeMs ?? RPC_DEFAULTS.handshakeMs,
     idleMs: o.idleMs ?? RPC_DEFAULTS.idleMs,
     lingerMs: o.lingerMs ?? RPC_DEFAULTS.lingerMs,
+    secret: o.secret,
   };
   const stats = newServerStats();
   const conns = new Set<ClientConnection>();

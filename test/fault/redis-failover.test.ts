@@ -12,7 +12,7 @@ import { Cluster } from 'ioredis';
 import { keySlot, shardOfSlot } from '../../config/slots.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { nodePids, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
-import { cli, haveRedisTools, readCluster, respPorts } from '../fixtures/redis.js';
+import { cli, haveRedisTools, readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
 
 const skip = haveRedisTools();
 
@@ -22,9 +22,10 @@ test('after a failover CLUSTER SLOTS drops the dead node, MOVED names the new pr
   let io: Cluster | null = null;
   try {
     await run.ready;
+    const password = useClusterPassword(dir);
     const c1 = readCluster(dir);
     const ports = respPorts(c1).cluster;
-    io = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { clusterRetryStrategy: (n) => (n > 100 ? null : 50), maxRedirections: 32 });
+    io = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { clusterRetryStrategy: (n) => (n > 100 ? null : 50), maxRedirections: 32, redisOptions: { password } });
     const keys = Array.from({ length: 60 }, (_, i) => `rf:${i}`);
     for (const k of keys) assert.equal(await io.set(k, `v1-${k}`), 'OK');
 

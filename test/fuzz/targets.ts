@@ -79,7 +79,8 @@ const rpc: FuzzTarget = {
 const nicFrames: FuzzTarget = {
   name: 'nic-frames',
   corpus: [
-    nic.encodeRequest({ op: nic.Op.HELLO, id: 1, version: 1, senderId: 3 }),
+    nic.encodeRequest({ op: nic.Op.HELLO, id: 1, version: 2, senderId: 3, nonce: new Uint8Array(32).fill(5) }),
+    nic.encodeRequest({ op: nic.Op.AUTH, id: 7, proof: new Uint8Array(32).fill(6) }),
     nic.encodeSend(2, new Uint8Array(256).fill(7)),
     nic.encodeRequest({ op: nic.Op.WRITE, id: 3, offset: 4096, data: new Uint8Array(64).fill(1) }),
     nic.encodeRequest({ op: nic.Op.READ, id: 4, offset: 4096, length: 1 }),

@@ -1,6 +1,7 @@
 // Bad input against a real node of a running cluster (issue: malformed and truncated frames, unknown
 // ops, keys and values over the limits, a client speaking before the handshake): each gets an error
-// reply or a closed connection, the node keeps serving, and no data changes.
+// reply or a closed connection, the node keeps serving, and no data changes. The bad frames after the
+// handshake come from a client that authenticated (HELLO, CHALLENGE, AUTH with the cluster secret).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -11,13 +12,16 @@ import { RowanClient } from '../../actors/kv/client/client.js';
 import { defaultLimits } from '../../config/limits.js';
 import { FileConfigStore } from '../../config/store.js';
 import { decodeResponse, encodeRequest, FrameReader, Op, Status } from '../../runtime/rpc/frames.js';
+import { CLIENT_LABEL } from '../../runtime/rpc/frames-layout.js';
+import { newNonce, proof, readSecretFile } from '../../config/base/secret.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 
 const limits = { keyBytesMax: defaultLimits.keyBytesMax, valueBytesMax: defaultLimits.valueBytesMax };
 const enc = (s: string) => new TextEncoder().encode(s);
 
-/** Send `chunks` on a fresh connection; collect the error codes answered until close or a quiet 1.5 s. */
-function exchange(port: number, chunks: Uint8Array[], endAfter = false): Promise<{ codes: string[]; closed: boolean }> {
+/** Send `chunks` on a fresh connection (after HELLO and AUTH with `secret`, when given); collect the
+ *  error codes answered after the handshake until close or a quiet 1.5 s. */
+function exchange(port: number, chunks: Uint8Array[], endAfter = false, secret: Uint8Array | null = null): Promise<{ codes: string[]; closed: boolean }> {
   return new Promise((resolve) => {
     const s = connect(port, '127.0.0.1');
     const reader = new FrameReader(limits.keyBytesMax + limits.valueBytesMax + 64);
@@ -30,11 +34,22 @@ function exchange(port: number, chunks: Uint8Array[], endAfter = false): Promise
       resolve({ codes, closed });
     };
     timer = setTimeout(finish, 1500);
+    const nonce = newNonce();
+    let handshaking = secret !== null;
+    const send = () => {
+      for (const c of chunks) s.write(c);
+      if (endAfter) s.end();
+    };
     s.on('data', (d) => {
       reader.push(d);
       for (let f = reader.next(); f !== null; f = reader.next()) {
         const r = decodeResponse(f, limits);
-        codes.push(r.status === Status.ERROR ? r.code : `status-${r.status}`);
+        if (handshaking && r.status === Status.CHALLENGE) {
+          s.write(encodeRequest({ op: Op.AUTH, id: 1000, term: 0, proof: proof(secret!, CLIENT_LABEL, r.nonce, nonce) }));
+        } else if (handshaking && r.status === Status.OK && r.id === 1000) {
+          handshaking = false;
+          send();
+        } else codes.push(r.status === Status.ERROR ? r.code : `status-${r.status}`);
       }
     });
     s.on('close', () => {
@@ -43,8 +58,8 @@ function exchange(port: number, chunks: Uint8Array[], endAfter = false): Promise
     });
     s.on('error', () => {});
     s.on('connect', () => {
-      for (const c of chunks) s.write(c);
-      if (endAfter) s.end();
+      if (secret === null) return send();
+      s.write(encodeRequest({ op: Op.HELLO, id: 999, term: 0, version: 2, nonce }));
     });
   });
 }
@@ -60,7 +75,7 @@ test('bad frames get an error reply or a closed connection; the node keeps servi
     for (let i = 0; i < 50; i++) await client.put(`stable-${i}`, `v-${i}`);
     const port = cluster.nodes[0]!.workerPorts[0]!;
     const term = cluster.term;
-    const hello = encodeRequest({ op: Op.HELLO, id: 1, term: 0, version: 1 });
+    const secret = readSecretFile(join(dir, 'secret'));
     const put = (id: number, key: string, value: Uint8Array) => encodeRequest({ op: Op.PUT, id, term, key: enc(key), value });
 
     // A PUT before HELLO.
@@ -71,13 +86,13 @@ test('bad frames get an error reply or a closed connection; the node keeps servi
     // Reserved bits set: the frame is whole, so it gets an error and the connection stays usable.
     const reserved = Buffer.from(put(3, 'evil-reserved', enc('x')));
     reserved[6] = 0xff;
-    r = await exchange(port, [hello, reserved]);
+    r = await exchange(port, [reserved], false, secret);
     assert.deepEqual(r.codes.slice(-1), ['ROWAN_ERR_BAD_FRAME']);
 
     // Unknown op.
     const unknown = Buffer.from(encodeRequest({ op: Op.GET, id: 4, term, key: enc('k') }));
     unknown[4] = 99;
-    r = await exchange(port, [hello, unknown]);
+    r = await exchange(port, [unknown], false, secret);
     assert.ok(r.codes.includes('ROWAN_ERR_UNKNOWN_OP'), JSON.stringify(r));
 
     // Key over the limit, built by hand since the encoder refuses it.
@@ -90,7 +105,7 @@ test('bad frames get an error reply or a closed connection; the node keeps servi
     kf.writeUInt16LE(bigKey.length, 20);
     kf.writeUInt32LE(1, 22);
     kf.write(bigKey, 26, 'latin1');
-    r = await exchange(port, [hello, kf]);
+    r = await exchange(port, [kf], false, secret);
     assert.ok(r.codes.includes('ROWAN_ERR_KEY_TOO_LARGE'), JSON.stringify(r));
 
     // Value one byte over the limit, in a whole frame: an error for that request.
@@ -103,14 +118,14 @@ test('bad frames get an error reply or a closed connection; the node keeps servi
     vf.writeUInt16LE(8, 20);
     vf.writeUInt32LE(vlen, 22);
     vf.write('evil-big', 26, 'latin1');
-    r = await exchange(port, [hello, vf]);
+    r = await exchange(port, [vf], false, secret);
     assert.ok(r.codes.includes('ROWAN_ERR_VALUE_TOO_LARGE'), JSON.stringify(r));
 
     // A length prefix past any legal frame: refused before the body is buffered, connection closed.
     const huge = Buffer.alloc(20);
     huge.writeUInt32LE(64 * 1024 * 1024, 0);
     huge[4] = Op.PUT;
-    r = await exchange(port, [hello, huge]);
+    r = await exchange(port, [huge], false, secret);
     assert.ok(r.codes.includes('ROWAN_ERR_FRAME_TOO_LARGE'), JSON.stringify(r));
     assert.ok(r.closed);
 
@@ -118,7 +133,7 @@ test('bad frames get an error reply or a closed connection; the node keeps servi
     r = await exchange(port, [enc('GET / HTTP/1.1\r\nHost: x\r\n\r\n')]);
     assert.ok(r.closed && r.codes.length <= 1);
     const whole = put(7, 'evil-truncated', enc('y'.repeat(500)));
-    r = await exchange(port, [hello, whole.subarray(0, whole.length - 100)], true);
+    r = await exchange(port, [whole.subarray(0, whole.length - 100)], true, secret);
     assert.ok(r.closed);
 
     // The node still serves, nothing changed, and no bad frame wrote anything.

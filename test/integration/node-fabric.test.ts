@@ -23,7 +23,7 @@ test('--fabric verbs without an RDMA device is refused with ROWAN_ERR_VERBS_NO_D
   }
   const dir = join(mkdtempSync(join(tmpdir(), 'rowan-verbs-')), 'node');
   try {
-    const r = spawnSync(process.execPath, [rowan, 'start', '--fabric', 'verbs', '--data-dir', dir], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, [rowan, 'start', '--no-auth', '--fabric', 'verbs', '--data-dir', dir], { encoding: 'utf8', timeout: 30_000 });
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /ROWAN_ERR_VERBS_NO_DEVICE/);
     assert.match(r.stderr, /use --fabric shm or --fabric tcp/);

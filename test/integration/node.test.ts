@@ -64,7 +64,7 @@ function procCpus(pid: number, tid: number): string {
 
 test('rowan start: actors READY on the cores they report; status shows them; SIGTERM exits 0 leaving nothing', async () => {
   const dir = join(tempDir(), 'x');
-  const node = launch(rowan, ['start', '--roles', 'worker:2,control,digest,clean,migration', '--data-dir', dir]);
+  const node = launch(rowan, ['start', '--no-auth', '--roles', 'worker:2,control,digest,clean,migration', '--data-dir', dir]);
   await waitFor(node, /"msg":"node ready"/);
   const ready = node.stderr().split('\n').filter((l) => l.includes('READY')).map((l) => JSON.parse(l));
   assert.equal(ready.length, 6);
@@ -98,7 +98,7 @@ test('rowan start: actors READY on the cores they report; status shows them; SIG
 
 test('rowan stop drains and stops a node (exit 0 for both)', async () => {
   const dir = tempDir();
-  const node = launch(rowan, ['start', '--roles', 'control,digest', '--data-dir', dir, '--cores', String(allowed[0])]);
+  const node = launch(rowan, ['start', '--no-auth', '--roles', 'control,digest', '--data-dir', dir, '--cores', String(allowed[0])]);
   await waitFor(node, /"msg":"node ready"/);
   const st = cli('stop', '--data-dir', dir);
   assert.equal(st.code, 0, st.stderr);
@@ -108,9 +108,9 @@ test('rowan stop drains and stops a node (exit 0 for both)', async () => {
 
 test('a second node on the same data dir is refused while the first runs', async () => {
   const dir = tempDir();
-  const node = launch(rowan, ['start', '--roles', 'control', '--data-dir', dir]);
+  const node = launch(rowan, ['start', '--no-auth', '--roles', 'control', '--data-dir', dir]);
   await waitFor(node, /"msg":"node ready"/);
-  const second = cli('start', '--roles', 'control', '--data-dir', dir);
+  const second = cli('start', '--no-auth', '--roles', 'control', '--data-dir', dir);
   assert.equal(second.code, 2);
   assert.match(second.stderr, /already running/);
   node.child.kill('SIGTERM');
@@ -119,7 +119,7 @@ test('a second node on the same data dir is refused while the first runs', async
 
 test('an actor that throws takes the node down non-zero with the error code in the log', async () => {
   const dir = tempDir();
-  const node = launch(faultyNode, ['start', '--roles', 'control,digest,clean', '--data-dir', dir]);
+  const node = launch(faultyNode, ['start', '--no-auth', '--roles', 'control,digest,clean', '--data-dir', dir]);
   const { code } = await node.exit;
   assert.equal(code, 1, node.stderr());
   const fatal = node.stderr().split('\n').find((l) => l.includes('"level":"fatal"'));
@@ -133,7 +133,7 @@ test('a restart policy keeps the node up through one failure, then the next fail
   const dir = tempDir();
   const cfg = join(dir, 'cfg.json');
   writeFileSync(cfg, JSON.stringify({ runtime: { restarts: { digest: 1 } } }));
-  const node = launch(faultyNode, ['start', '--roles', 'control,digest', '--data-dir', join(dir, 'n'), '--config', cfg]);
+  const node = launch(faultyNode, ['start', '--no-auth', '--roles', 'control,digest', '--data-dir', join(dir, 'n'), '--config', cfg]);
   const { code } = await node.exit;
   assert.equal(code, 1);
   assert.match(node.stderr(), /"restart":1.*restarting/);
@@ -149,9 +149,11 @@ test('bad usage: clear message on stderr and exit code 2', () => {
     [['start', '--cores', '1-0', '--data-dir', dir], /runs backwards/],
     [['start', '--roles', 'control:2', '--data-dir', dir], /roles\.control\.count/],
     [['start', '--persistence', 'tape', '--data-dir', dir], /tape/],
-    [['start', '--data-dir', join(dir, 'no', 'such', 'parent')], /parent does not exist/],
+    [['start', '--no-auth', '--data-dir', join(dir, 'no', 'such', 'parent')], /parent does not exist/],
     [['start', '--config', join(dir, 'missing.json'), '--data-dir', dir], /cannot read config file/],
     [['start'], /--data-dir/],
+    [['start', '--data-dir', dir], /no cluster secret: give --secret-file FILE .* or --no-auth/],
+    [['start', '--no-auth', '--secret-file', join(dir, 's'), '--data-dir', dir], /--no-auth and --secret-file contradict/],
     [['status', '--data-dir', join(dir, 'nope')], /does not exist/],
     [['launch'], /unknown command/],
   ];
@@ -162,7 +164,7 @@ test('bad usage: clear message on stderr and exit code 2', () => {
   }
   const file = join(dir, 'not-a-dir');
   writeFileSync(file, '');
-  const r = cli('start', '--data-dir', file);
+  const r = cli('start', '--no-auth', '--data-dir', file);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /not a directory/);
   assert.equal(cli('--help').code, 0);

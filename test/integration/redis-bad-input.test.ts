@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
-import { raw, readCluster, respPorts } from '../fixtures/redis.js';
+import { raw, readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rowan-redis-bad-'));
 let cl: LaunchedCluster;
@@ -16,6 +16,7 @@ let port = 0;
 before(async () => {
   cl = launchCluster(dir, randomBasePort(), ['--shards', '6', '--nodes', '2', '--replication', '2']);
   await cl.ready;
+  useClusterPassword(dir);
   port = respPorts(readCluster(dir)).single[0]!;
 });
 

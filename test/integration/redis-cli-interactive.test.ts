@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
-import { haveRedisTools, readCluster, respPorts } from '../fixtures/redis.js';
+import { haveRedisTools, readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
 
 const noTmux = spawnSync('tmux', ['-V']).status === 0 ? false : 'tmux is not installed (.ci/run installs it)';
 const skip = haveRedisTools() || noTmux;
@@ -65,7 +65,7 @@ after(async () => {
 
 test('interactive redis-cli on a single-endpoint port, then -c on a cluster port following MOVED', { skip }, async () => {
   const ports = respPorts(readCluster(dir));
-  tmux('new-session', '-d', '-s', session, '-x', '160', '-y', '40', `redis-cli -p ${ports.single[0]}`);
+  tmux('new-session', '-d', '-s', session, '-x', '160', '-y', '40', `REDISCLI_AUTH=${useClusterPassword(dir)} redis-cli -p ${ports.single[0]}`);
   await see(new RegExp(`127\\.0\\.0\\.1:${ports.single[0]}> *$`, 'm')); // the prompt: redis-cli is up
   await typeAndSee('PING', /PONG/);
   await typeAndSee('SET tty:greeting "hello there"', /OK/);
@@ -75,7 +75,7 @@ test('interactive redis-cli on a single-endpoint port, then -c on a cluster port
 
   // Cluster mode: ask every cluster port; whichever node does not own the key redirects.
   for (const p of ports.cluster) {
-    tmux('respawn-pane', '-k', '-t', session, `redis-cli -c -p ${p}`);
+    tmux('respawn-pane', '-k', '-t', session, `REDISCLI_AUTH=${useClusterPassword(dir)} redis-cli -c -p ${p}`);
     await see(new RegExp(`127\\.0\\.0\\.1:${p}> *$`, 'm'));
     await typeAndSee(`SET tty:k${p} v${p}`, /OK/);
     await typeAndSee(`GET tty:k${p}`, new RegExp(`"v${p}"`));

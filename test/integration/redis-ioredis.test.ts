@@ -7,14 +7,16 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Cluster, Redis } from 'ioredis';
 import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
-import { readCluster, respPorts } from '../fixtures/redis.js';
+import { readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rowan-ioredis-'));
 let cl: LaunchedCluster;
+let password = '';
 
 before(async () => {
   cl = launchCluster(dir, randomBasePort(), ['--shards', '12']);
   await cl.ready;
+  password = useClusterPassword(dir);
 });
 
 after(async () => {
@@ -24,7 +26,7 @@ after(async () => {
 
 test('ioredis Redis on a single-endpoint port: SET/GET/DEL/MGET/MSET/SCAN/INFO/PING, RESP2 and RESP3', async () => {
   for (const protocol of [2, 3] as const) {
-    const r = new Redis({ port: respPorts(readCluster(dir)).single[0]!, protocol });
+    const r = new Redis({ port: respPorts(readCluster(dir)).single[0]!, protocol, password });
     assert.equal((await r.client('INFO')).match(/resp=(\d)/)?.[1], String(protocol));
     const p = `io${protocol}:`;
     assert.equal(await r.ping(), 'PONG');
@@ -45,7 +47,7 @@ test('ioredis Redis on a single-endpoint port: SET/GET/DEL/MGET/MSET/SCAN/INFO/P
 });
 
 test('a pipeline of 10k commands through one single-endpoint connection reads its own writes', async () => {
-  const r = new Redis({ port: respPorts(readCluster(dir)).single[1]! });
+  const r = new Redis({ port: respPorts(readCluster(dir)).single[1]!, password });
   const pl = r.pipeline();
   for (let i = 0; i < 10_000; i++) {
     pl.set(`pl:${i % 2500}`, `v${i}`); // each key written 4 times: order within the pipeline matters
@@ -66,7 +68,7 @@ test('a pipeline of 10k commands through one single-endpoint connection reads it
 
 test('ioredis Cluster: routing by CLUSTER SLOTS, multi-key in one slot, CROSSSLOT refused, 10k pipelined in one slot', async () => {
   const ports = respPorts(readCluster(dir)).cluster;
-  const c = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })));
+  const c = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { password } });
   for (let i = 0; i < 200; i++) assert.equal(await c.set(`cl:${i}`, `w${i}`), 'OK');
   for (let i = 0; i < 200; i += 17) assert.equal(await c.get(`cl:${i}`), `w${i}`);
   assert.equal(await c.mset('{grp}x', '1', '{grp}y', '2'), 'OK');
@@ -79,7 +81,7 @@ test('ioredis Cluster: routing by CLUSTER SLOTS, multi-key in one slot, CROSSSLO
   assert.equal(await c.get('{p}9999'), '9999');
   // Each endpoint counts the keys of the slots it serves; together, every key once.
   const sizes = await Promise.all(c.nodes('master').map((n) => n.dbsize()));
-  const single = new Redis({ port: respPorts(readCluster(dir)).single[2]! });
+  const single = new Redis({ port: respPorts(readCluster(dir)).single[2]!, password });
   assert.equal(sizes.reduce((a, b) => a + b, 0), await single.dbsize());
   single.disconnect();
   c.disconnect();

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { Cluster } from 'ioredis';
 import { keySlot } from '../../config/slots.js';
 import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
-import { cli, haveRedisTools, readCluster, respPorts, run } from '../fixtures/redis.js';
+import { benchAuth, cli, haveRedisTools, readCluster, respPorts, run, useClusterPassword } from '../fixtures/redis.js';
 
 const skip = haveRedisTools();
 const dir = mkdtempSync(join(tmpdir(), 'rowan-redis-tools-'));
@@ -20,6 +20,7 @@ before(async () => {
   if (skip) return;
   cl = launchCluster(dir, base, ['--shards', '12']);
   await cl.ready;
+  useClusterPassword(dir);
 });
 
 after(async () => {
@@ -49,7 +50,7 @@ test('redis-cli on a single-endpoint port: strings, multi-key, errors, INFO, CLU
   assert.match(await cli(p, 'SET', 'k', 'v', 'EX', '10'), /^ERR rowan does not support key expiry/);
   assert.equal(await cli(p, 'FOO', 'a', 'b'), "ERR unknown command 'FOO', with args beginning with: 'a' 'b' ");
   assert.equal(await cli(p, 'GET'), "ERR wrong number of arguments for 'get' command");
-  assert.match(await cli(p, 'AUTH', 'pw'), /^ERR AUTH <password> called without any password configured for the default user/);
+  assert.match(await cli(p, 'AUTH', 'pw'), /^WRONGPASS invalid username-password pair/);
   assert.equal(await cli(p, 'SELECT', '0'), 'OK');
   assert.equal(await cli(p, 'SELECT', '3'), 'ERR DB index is out of range');
   assert.equal(await cli(p, 'CLUSTER', 'KEYSLOT', 'foo'), '12182');
@@ -101,7 +102,7 @@ test('redis-benchmark: single endpoint, pipelined, and --cluster', { skip }, asy
   const c = readCluster(dir);
   const common = ['-t', 'set,get', '-n', '2000', '-c', '10', '-d', '91', '-r', '100000', '--csv'];
   for (const extra of [['-p', String(respPorts(c).single[0])], ['-p', String(respPorts(c).single[2]), '-P', '16'], ['-p', String(respPorts(c).cluster[0]), '--cluster']]) {
-    const r = await run('redis-benchmark', [...common, ...extra], 120_000);
+    const r = await run('redis-benchmark', [...benchAuth(), ...common, ...extra], 120_000);
     assert.equal(r.code, 0, r.err + r.out);
     for (const t of ['SET', 'GET']) assert.match(r.out, new RegExp(`"${t}","[1-9]`), `${extra.join(' ')}: ${r.out}`);
   }
@@ -112,7 +113,7 @@ test('redis-benchmark: single endpoint, pipelined, and --cluster', { skip }, asy
 test('a restart with another shard layout (term 2): MOVED points at the new owners; redis-cli -c and ioredis Cluster follow', { skip }, async () => {
   const c0 = readCluster(dir);
   const cp = respPorts(c0).cluster;
-  const io = new Cluster([{ host: '127.0.0.1', port: cp[0]! }], { clusterRetryStrategy: (n) => (n > 200 ? null : 100) });
+  const io = new Cluster([{ host: '127.0.0.1', port: cp[0]! }], { clusterRetryStrategy: (n) => (n > 200 ? null : 100), redisOptions: { password: useClusterPassword(dir) } });
   assert.equal(await io.get('cli:5'), 'v5');
   const ownerBefore = c0.shards.find((s) => s.id === Math.floor((keySlot(Buffer.from('cli:5')) * c0.shardCount) / 16384))!.primary;
   await stopCluster(cl!.child);

@@ -237,7 +237,7 @@ test('peers sending garbage get an error reply or a closed connection; other con
 
     // A well-framed unknown op: UNKNOWN_OP with its request id, and the connection keeps working.
     const odd = await rawPeer(r.port);
-    const f = encodeRequest({ op: Op.HELLO, id: 77, version: FRAME_VERSION, senderId: 9 });
+    const f = encodeRequest({ op: Op.HELLO, id: 77, version: FRAME_VERSION, senderId: 9, nonce: new Uint8Array(32) });
     f[5] = 0x42;
     odd.send(f);
     assert.deepEqual(await odd.reply(), { op: OP_ERROR, id: 77, code: 'ROWAN_ERR_UNKNOWN_OP', message: 'unknown request op 0x42' });
@@ -251,7 +251,7 @@ test('peers sending garbage get an error reply or a closed connection; other con
     odd.send(encodeRequest({ op: Op.WRITE, id: 80, offset: rx.pool.segmentOffset(rx.pool.segmentCount - 1), data: new Uint8Array(64).fill(0xee) }));
     const e4 = await odd.reply();
     assert.ok(e4.op === OP_ERROR && e4.id === 80 && e4.code === 'ROWAN_ERR_BAD_ARGUMENT', JSON.stringify(e4));
-    odd.send(encodeRequest({ op: Op.HELLO, id: 81, version: FRAME_VERSION, senderId: 9 }));
+    odd.send(encodeRequest({ op: Op.HELLO, id: 81, version: FRAME_VERSION, senderId: 9, nonce: new Uint8Array(32) }));
     assert.equal((await odd.reply()).op, Op.HELLO, 'still serving this connection');
     odd.close();
 

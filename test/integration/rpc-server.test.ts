@@ -32,7 +32,7 @@ after(async () => {
 async function startFake(n = 1, extra: Partial<ServeOptions> = {}): Promise<{ kv: FakeKv; srv: RpcServer[]; ports: number[] }> {
   const kv = new FakeKv(3);
   const srv: RpcServer[] = [];
-  for (let i = 0; i < n; i++) srv.push(await serveClients({ host: '127.0.0.1', port: 0, handler: kv, limits, ...extra }));
+  for (let i = 0; i < n; i++) srv.push(await serveClients({ host: '127.0.0.1', port: 0, handler: kv, limits, secret: null, ...extra }));
   servers.push(...srv);
   kv.ports = srv.map((s) => s.port);
   return { kv, srv, ports: kv.ports };

@@ -3,6 +3,12 @@
 // (opened lazily), and carries the configuration term the client routed with.
 //
 //   const c = await RowanClient.connect({ cluster: 'cluster.json' });   // or { endpoints: ['127.0.0.1:7500'] }
+//
+// Authentication (README "Security model"): every connection proves the cluster secret (HELLO,
+// CHALLENGE, AUTH; runtime/rpc/frames-layout.ts). The secret is `secret` (its hex text, as in the file,
+// or its bytes), else `secretFile`, else -- for a cluster given as a file -- the file `secret` next to it
+// (rowan cluster writes DIR/secret beside DIR/cluster.json) when there is one; without any, only servers
+// started with --no-auth answer.
 //   await c.put('k', 'v'); const v = await c.get('k'); await c.del('k'); await c.close();
 //
 // Failure handling (all RowanErrors). What an error means for a PUT/DEL (§4.5; DESIGN §6):
@@ -25,6 +31,9 @@
 //   GETs are re-sent on any of the above (a read applies nothing); TIMEOUT / PEER_GONE once out of
 //   tries.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { SECRET_FILE, parseSecret, readSecretFile } from '../../../config/base/secret.js';
 import type { ClusterConfig } from '../../../config/cluster.js';
 import { defaultLimits } from '../../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
@@ -55,6 +64,22 @@ export interface ClientOptions {
   retries?: number;
   /** Key and value limits checked before sending (default: config/limits.ts). */
   limits?: FrameLimits;
+  /** The cluster secret: its 64 hex characters (the content of DIR/secret) or its 32 bytes. */
+  secret?: string | Uint8Array;
+  /** A file holding the secret (mode 0600). Default: `secret` beside a cluster file, if it exists. */
+  secretFile?: string;
+}
+
+/** The secret a client proves: given, from a file, or beside the cluster file; null = none. */
+export function clientSecret(o: Pick<ClientOptions, 'secret' | 'secretFile' | 'cluster'>): Uint8Array | null {
+  if (typeof o.secret === 'string') return parseSecret(o.secret, 'the secret given');
+  if (o.secret !== undefined) return o.secret;
+  if (o.secretFile !== undefined) return readSecretFile(o.secretFile);
+  if (typeof o.cluster === 'string') {
+    const beside = join(dirname(o.cluster), SECRET_FILE);
+    if (existsSync(beside)) return readSecretFile(beside);
+  }
+  return null;
 }
 
 interface ConnEntry {
@@ -83,6 +108,7 @@ export class RowanClient {
     private readonly retries: number,
     private readonly limits: FrameLimits,
     maxInFlight: number,
+    private readonly secret: Uint8Array | null,
   ) {
     this.slots = new Slots(maxInFlight);
   }
@@ -95,7 +121,8 @@ export class RowanClient {
     const limits = o.limits ?? { keyBytesMax: defaultLimits.keyBytesMax, valueBytesMax: defaultLimits.valueBytesMax };
     const endpoints = (o.endpoints ?? []).map(parseEndpoint);
     // Bootstrap through a throwaway client whose configuration is not known yet.
-    const boot = new RowanClient(null as unknown as ClusterConfig, { store: null, endpoints }, timeoutMs, retries, limits, maxInFlight);
+    const secret = clientSecret(o);
+    const boot = new RowanClient(null as unknown as ClusterConfig, { store: null, endpoints }, timeoutMs, retries, limits, maxInFlight, secret);
     try {
       const { config, source } = await initialConfig(o.cluster, endpoints, (e) => boot.fetchConfig(e), o.zookeeper === undefined ? undefined : { connect: o.zookeeper, path: zkConfigPath(o.clusterName ?? DEFAULT_ZK_CLUSTER_NAME) });
       boot.cfg = config;
@@ -249,7 +276,7 @@ export class RowanClient {
       if (this.closed) throw new RowanError(ErrorCodes.PEER_GONE, 'the client is closed');
       let entry = this.conns.get(k);
       if (!entry) {
-        const opened: ConnEntry = { opening: RpcConnection.open(e, this.timeoutMs, this.limits), conn: null };
+        const opened: ConnEntry = { opening: RpcConnection.open(e, this.timeoutMs, this.limits, this.secret), conn: null };
         opened.opening.then(
           (c) => (opened.conn = c),
           () => this.conns.get(k) === opened && this.conns.delete(k),

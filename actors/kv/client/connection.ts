@@ -6,11 +6,15 @@
 //   PEER_GONE  the connection could not be opened or died with the request outstanding (the request may
 //              or may not have run: the caller decides whether to re-send; PUT and DEL are idempotent);
 //   TIMEOUT    no response within timeoutMs (the connection stays usable; a late response is dropped);
-//   BAD_FRAME  the server sent bytes that are not a response (the connection is dropped).
+//   BAD_FRAME  the server sent bytes that are not a response (the connection is dropped);
+//   NOAUTH / AUTH_FAILED  at open: the server wants the cluster secret and none was given, or one of
+//              the two sides could not prove it (a server without a secret is refused by a client
+//              holding one: it could be anyone's).
 import { CorkedWriter, RequestIds } from '../../../runtime/net/pipeline.js';
 import { connect, type Socket } from 'node:net';
 import { ErrorCodes, RowanError, type ErrorCode } from '../../../config/base/errors.js';
-import { responseBytesMax } from '../../../runtime/rpc/frames-layout.js';
+import { CLIENT_LABEL, SERVER_LABEL, responseBytesMax } from '../../../runtime/rpc/frames-layout.js';
+import { newNonce, proof, proofMatches } from '../../../config/base/secret.js';
 import {
   FrameReader,
   Op,
@@ -60,8 +64,9 @@ export class RpcConnection {
     socket.on('close', () => this.fail(gone(endpoint, 'connection closed')));
   }
 
-  /** Connect and say HELLO; PEER_GONE if unreachable, TIMEOUT if no answer within timeoutMs. */
-  static open(endpoint: Endpoint, timeoutMs: number, limits: FrameLimits): Promise<RpcConnection> {
+  /** Connect, say HELLO and authenticate with `secret`; PEER_GONE if unreachable, TIMEOUT if no answer
+   *  within timeoutMs, NOAUTH / AUTH_FAILED if the two sides do not share the secret. */
+  static open(endpoint: Endpoint, timeoutMs: number, limits: FrameLimits, secret: Uint8Array | null = null): Promise<RpcConnection> {
     return new Promise((resolve, reject) => {
       const socket = connect({ host: endpoint.host, port: endpoint.port });
       const timer = setTimeout(() => {
@@ -77,16 +82,32 @@ export class RpcConnection {
         socket.off('error', onError);
         clearTimeout(timer);
         const c = new RpcConnection(socket, endpoint, timeoutMs, limits);
-        c.request((id) => encodeRequest({ op: Op.HELLO, id, term: 0, version: PROTOCOL_VERSION })).then((r) => {
-          if (r.status === Status.OK) return resolve(c);
-          c.close();
-          reject(r.status === Status.ERROR ? remoteError(r) : new RowanError(ErrorCodes.BAD_FRAME, `HELLO answered with status ${r.status}`));
-        }, (err: unknown) => {
+        c.handshake(secret).then(() => resolve(c), (err: unknown) => {
           c.close();
           reject(err);
         });
       });
     });
+  }
+
+  /** HELLO, and when the server challenges: check its proof, then AUTH with ours. */
+  private async handshake(secret: Uint8Array | null): Promise<void> {
+    const where = endpointKey(this.endpoint);
+    const nonce = newNonce();
+    const r = await this.request((id) => encodeRequest({ op: Op.HELLO, id, term: 0, version: PROTOCOL_VERSION, nonce }));
+    if (r.status === Status.ERROR) throw remoteError(r);
+    if (r.status === Status.OK) {
+      if (secret === null) return;
+      throw new RowanError(ErrorCodes.AUTH_FAILED, `worker ${where} does not authenticate (started with --no-auth?), and this client holds a cluster secret: refusing it`);
+    }
+    if (r.status !== Status.CHALLENGE) throw new RowanError(ErrorCodes.BAD_FRAME, `HELLO answered with status ${r.status}`);
+    if (secret === null)
+      throw new RowanError(ErrorCodes.NOAUTH, `worker ${where} requires the cluster secret: give it (RowanClient secret, or --secret-file; rowan cluster writes DIR/secret)`);
+    if (!proofMatches(proof(secret, SERVER_LABEL, nonce, r.nonce), r.proof))
+      throw new RowanError(ErrorCodes.AUTH_FAILED, `worker ${where} did not prove the cluster secret (another cluster, or a wrong secret here)`);
+    const a = await this.request((id) => encodeRequest({ op: Op.AUTH, id, term: 0, proof: proof(secret, CLIENT_LABEL, r.nonce, nonce) }));
+    if (a.status === Status.ERROR) throw remoteError(a);
+    if (a.status !== Status.OK) throw new RowanError(ErrorCodes.BAD_FRAME, `AUTH answered with status ${a.status}`);
   }
 
   get alive(): boolean {

@@ -1,10 +1,13 @@
 // Connection and server commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT CONFIG WAIT READONLY
-// READWRITE ASKING, with Redis 7's replies and error strings. No password is configured (rowan has no
-// client authentication yet), so AUTH answers as Redis does without one and -NOAUTH never occurs.
+// READWRITE ASKING, with Redis 7's replies and error strings. The password (requirepass) is the cluster
+// secret's hex text (README "Security model"): until AUTH <password> (or AUTH default <password>, or
+// HELLO 3 AUTH default <password>) succeeds, other commands get -NOAUTH (./handler.ts); RESET makes the
+// connection unauthenticated again. A node started with --no-auth answers AUTH as Redis does without one.
 import { defaultLimits } from '../../../config/limits.js';
 import type { RespConnection } from '../../../runtime/resp/connection.js';
 import { OK, RMap, Simple, Verbatim, err, type Reply } from '../../../runtime/resp/reply.js';
 import type { RespContext } from './context.js';
+import { passwordMatches } from '../../../config/base/secret.js';
 
 export const REDIS_COMPAT_VERSION = '7.0.0';
 const NOT_INT = err('ERR value is not an integer or out of range');
@@ -14,7 +17,16 @@ export function ping(_ctx: RespContext, args: Buffer[]): Reply {
   return args.length === 2 ? args[1]! : new Simple('PONG');
 }
 
-export function auth(_ctx: RespContext, args: Buffer[]): Reply {
+const WRONGPASS = err('WRONGPASS invalid username-password pair or user is disabled.');
+
+export function auth(ctx: RespContext, args: Buffer[], conn: RespConnection): Reply {
+  if (ctx.secret !== null) {
+    if (args.length !== 2 && args.length !== 3) return err('ERR syntax error');
+    if (args.length === 3 && args[1]!.toString() !== 'default') return WRONGPASS;
+    if (!passwordMatches(ctx.secret, args[args.length - 1]!)) return WRONGPASS;
+    conn.authenticated = true;
+    return OK;
+  }
   if (args.length === 2) {
     return err('ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?');
   }
@@ -33,7 +45,7 @@ export function hello(ctx: RespContext, args: Buffer[], conn: RespConnection): R
     for (let i = 2; i < args.length; i++) {
       const opt = args[i]!.toString('latin1').toUpperCase();
       if (opt === 'AUTH' && i + 2 < args.length) {
-        const r = auth(ctx, ['AUTH', args[i + 1]!, args[i + 2]!].map((x) => Buffer.from(x)));
+        const r = auth(ctx, ['AUTH', args[i + 1]!, args[i + 2]!].map((x) => Buffer.from(x)), conn);
         if (r !== OK) return r;
         i += 2;
       } else if (opt === 'SETNAME' && i + 1 < args.length) {
@@ -43,6 +55,8 @@ export function hello(ctx: RespContext, args: Buffer[], conn: RespConnection): R
       } else return err(`ERR Syntax error in HELLO option '${args[i]!.toString().slice(0, 128)}'`);
     }
   }
+  if (ctx.secret !== null && !conn.authenticated)
+    return err('NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time');
   conn.proto = proto;
   if (name !== undefined) conn.name = name;
   return new RMap([
@@ -68,6 +82,7 @@ export function quit(_ctx: RespContext, _args: Buffer[], conn: RespConnection): 
 }
 
 export function reset(_ctx: RespContext, _args: Buffer[], conn: RespConnection): Reply {
+  conn.authenticated = false;
   conn.proto = 2;
   conn.name = null;
   return new Simple('RESET');

@@ -33,6 +33,8 @@ function unknownCommand(args: Buffer[]): RespErr {
   return err(`ERR unknown command '${args[0]!.toString().slice(0, 128)}', with args beginning with: ${rest}`);
 }
 
+const NOAUTH = err('NOAUTH Authentication required.');
+
 export class KvRespHandler implements RespHandler {
   constructor(private readonly ctx: RespContext) {}
 
@@ -44,6 +46,8 @@ export class KvRespHandler implements RespHandler {
     const name = args[0]!.toString('latin1').toLowerCase();
     const cmd = COMMAND_BY_NAME.get(name);
     conn.lastCommand = name.slice(0, 32);
+    // requirepass: before AUTH only the commands Redis flags no_auth run (AUTH, HELLO, QUIT, RESET).
+    if (this.ctx.secret !== null && !conn.authenticated && !cmd?.flags.includes('no_auth')) return this.counted(NOAUTH);
     if (!cmd) return this.counted(unknownCommand(args));
     if (cmd.arity > 0 ? args.length !== cmd.arity : args.length < -cmd.arity) return this.counted(err(`ERR wrong number of arguments for '${name}' command`));
     const r = cmd.run(this.ctx, args, conn);

@@ -75,6 +75,8 @@ export class NodeView {
     readonly nodeId: number,
     readonly workerId: number,
     private readonly bulkBytesMax: number,
+    /** The Redis password forwarding links AUTH with (the secret's hex text), or null (--no-auth). */
+    private readonly password: string | null = null,
   ) {}
 
   config(): ClusterConfig {
@@ -113,7 +115,7 @@ export class NodeView {
     const k = `${e.host}:${e.port}`;
     let p = this.peers.get(k);
     if (!p) {
-      p = new RespPeer(e.host, e.port, this.bulkBytesMax);
+      p = new RespPeer(e.host, e.port, this.bulkBytesMax, 5000, this.password);
       this.peers.set(k, p);
     }
     return p;

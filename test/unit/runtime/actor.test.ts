@@ -29,7 +29,7 @@ function setup(entry: URL, cores: number[], role = 'clean') {
     entry,
     readyTimeoutMs: 10_000,
     start: {
-      role, id: 0, name: `${role}.0`, cores, config, counters,
+      role, id: 0, name: `${role}.0`, cores, config, counters, secret: null,
       doorbell: actorBell.sab,
       inbound: [{ from: 'main', ring: toActor.handle }],
       outbound: [{ to: 'main', toRole: 'main', ring: fromActor.handle, doorbell: mainBell.sab }],

@@ -29,20 +29,22 @@ const bytes = (n: number, seed = 1) => Uint8Array.from({ length: n }, (_, i) => 
 const plain = (x: object) => Object.fromEntries(Object.entries(x).map(([k, v]) => [k, v instanceof Uint8Array ? [...v] : v]));
 
 const requests: Request[] = [
-  { op: Op.HELLO, id: 1, version: FRAME_VERSION, senderId: 7 },
+  { op: Op.HELLO, id: 1, version: FRAME_VERSION, senderId: 7, nonce: bytes(32, 4) },
   { op: Op.SEND, id: 2, data: bytes(128) },
   { op: Op.WRITE, id: 3, offset: 2 ** 40 + 64, data: bytes(64, 3) },
   { op: Op.READ, id: 0xffffffff, offset: 4096, length: 300 },
   { op: Op.ALLOC, id: 5, ownerId: 1023 },
+  { op: Op.AUTH, id: 9, proof: bytes(32, 5) },
 ];
 
 const replies: Reply[] = [
-  { op: Op.HELLO, id: 1, version: 1, stride: 64, segmentBytes: 4 << 20, frameBytesMax: FRAME_BYTES_MAX_DEFAULT },
+  { op: Op.HELLO, id: 1, version: 2, stride: 64, segmentBytes: 4 << 20, frameBytesMax: FRAME_BYTES_MAX_DEFAULT, auth: true, nonce: bytes(32, 6), proof: bytes(32, 7) },
   { op: Op.SEND, id: 2, offset: 2 ** 33 + 128, reissues: 2, noBufferRetries: 9 },
   { op: Op.WRITE, id: 3 },
   { op: Op.READ, id: 4, data: bytes(300) },
   { op: Op.ALLOC, id: 5, segment: 12, offset: 12 * 4096 + 8192, length: 4096 },
   { op: OP_ERROR, id: 6, code: 'ROWAN_ERR_PM_FULL', message: 'no free segment — ünïcode ok' },
+  { op: Op.AUTH, id: 9 },
 ];
 
 function throwsCode(f: () => unknown, code: string, id?: number): void {
@@ -90,7 +92,7 @@ test('a stream split at any byte boundary decodes to the same frames', () => {
 test('malformed frame headers poison the stream with BAD_FRAME', () => {
   const f = encodeRequest(requests[0]!);
   const badVersion = Buffer.from(f);
-  badVersion[4] = 2;
+  badVersion[4] = 1; // a version 1 peer (no authentication) is refused at its first header
   throwsCode(() => decodeFrame(badVersion), 'ROWAN_ERR_BAD_FRAME');
   const badFlags = Buffer.from(f);
   badFlags[7] = 1;

@@ -175,7 +175,7 @@ test('a receiver starved by a full pool makes a waiting shm write fail PM_FULL; 
 
 test('over tcp: the nic answers a starved receiver with PM_FULL, and the sender reports PM_FULL', async () => {
   const t = setup({ segments: 2, preallocate: 2, batch: 1 });
-  const nic = await NicServer.listen({ dataDir: t.dir, pool: () => t.pool, clock: monotonicClock, host: '127.0.0.1', port: 0, parkMs: 5 });
+  const nic = await NicServer.listen({ dataDir: t.dir, pool: () => t.pool, clock: monotonicClock, host: '127.0.0.1', port: 0, parkMs: 5, secret: null });
   const tcp = await TcpConnection.connect({ host: '127.0.0.1', port: nic.endpoint.port, noBufferTimeoutMs: 60 });
   try {
     t.conn.tryWrite(stride(SEG / 64));

@@ -31,7 +31,7 @@ const hex = (v: Uint8Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength)
 const plain = (x: object) => Object.fromEntries(Object.entries(x).map(([k, v]) => [k, v instanceof Uint8Array ? hex(v) : v]));
 
 const requests: Request[] = [
-  { op: Op.HELLO, id: 1, term: 0, version: PROTOCOL_VERSION },
+  { op: Op.HELLO, id: 1, term: 0, version: PROTOCOL_VERSION, nonce: bytes(32, 11) },
   { op: Op.PUT, id: 2, term: 3, key: bytes(16), value: bytes(100, 7) },
   { op: Op.PUT, id: 3, term: 2 ** 40 + 5, key: bytes(limits.keyBytesMax), value: bytes(limits.valueBytesMax, 9) },
   { op: Op.PUT, id: 4, term: 1, key: new Uint8Array(0), value: new Uint8Array(0) },
@@ -40,6 +40,7 @@ const requests: Request[] = [
   { op: Op.CONFIG, id: 7, term: 0 },
   { op: Op.GET_REPLICA, id: 0xffffffff, term: 4, key: bytes(1024) },
   { op: Op.REPLICATE, id: 8, term: 5, block: bytes(128, 3) },
+  { op: Op.AUTH, id: 9, term: 0, proof: bytes(32, 5) },
 ];
 
 const responses: Response[] = [
@@ -49,6 +50,7 @@ const responses: Response[] = [
   { status: Status.NOT_FOUND, id: 4, term: 2 ** 52 },
   { status: Status.ERROR, id: 5, term: 7, code: 'ROWAN_ERR_STALE_TERM', message: 'term 2 < 7 — ünïcode ok' },
   { status: Status.CONFIG, id: 6, term: 7, json: JSON.stringify({ term: 7, note: 'é' }) },
+  { status: Status.CHALLENGE, id: 1, term: 7, nonce: bytes(32, 2), proof: bytes(32, 3) },
 ];
 
 function throwsCode(f: () => unknown, code: string, id?: number | null): void {
@@ -206,7 +208,7 @@ test('every kind of malformed request is a RowanError with its code and request 
     ['reserved non-zero', raw({ op: Op.GET, reserved: 0x100, body: getBody }), ErrorCodes.BAD_FRAME],
     ['term above 2^53', raw({ op: Op.GET, termHi: 2 ** 21, body: getBody }), ErrorCodes.BAD_FRAME],
     ['unknown op 0', raw({ op: 0, body: getBody }), ErrorCodes.UNKNOWN_OP],
-    ['unknown op 9', raw({ op: 9 }), ErrorCodes.UNKNOWN_OP],
+    ['unknown op 10', raw({ op: 10 }), ErrorCodes.UNKNOWN_OP],
     ['REPLICATE without a block', raw({ op: Op.REPLICATE }), ErrorCodes.BAD_FRAME],
     ['unknown op 255', raw({ op: 255, body: bytes(50) }), ErrorCodes.UNKNOWN_OP],
     ['HELLO too short', raw({ op: Op.HELLO, body: bytes(3) }), ErrorCodes.BAD_FRAME],
@@ -239,7 +241,7 @@ test('every kind of malformed request is a RowanError with its code and request 
 
 test('malformed responses are RowanErrors too', () => {
   const cases: [Buffer, string][] = [
-    [raw({ op: 9 }), ErrorCodes.UNKNOWN_OP],
+    [raw({ op: 10 }), ErrorCodes.UNKNOWN_OP],
     [raw({ op: Status.OK, body: bytes(1) }), ErrorCodes.BAD_FRAME],
     [raw({ op: Status.VALUE, body: Buffer.concat([u32(10), bytes(3)]) }), ErrorCodes.BAD_FRAME],
     [raw({ op: Status.VALUE, body: Buffer.concat([u32(limits.valueBytesMax + 1), bytes(limits.valueBytesMax + 1)]) }), ErrorCodes.BAD_FRAME],

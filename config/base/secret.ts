@@ -1,0 +1,85 @@
+// The cluster secret (README "Security model"): 32 random bytes, stored as 64 hex characters in one
+// line of a file of mode 0600 (`rowan cluster` writes DIR/secret). Every authenticated link proves it
+// by challenge-response, never by sending it: each side sends a fresh nonce, each answers with
+// HMAC-SHA256(secret, label | the peer's nonce | its own nonce). The label names the protocol and the
+// side, so a proof can be neither replayed (the nonces are new per connection) nor reflected back (the
+// two sides' labels differ). The Redis ports cannot do challenge-response (AUTH sends a password):
+// there the password is the secret's hex text itself.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmodSync, openSync, closeSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { ErrorCodes, RowanError } from './errors.js';
+
+export const SECRET_BYTES = 32;
+export const NONCE_BYTES = 32;
+export const PROOF_BYTES = 32;
+/** The name of the secret file in a cluster directory (next to cluster.json). */
+export const SECRET_FILE = 'secret';
+/** The environment variable naming a secret file (rowan start, and the client commands). */
+export const SECRET_FILE_ENV = 'ROWAN_SECRET_FILE';
+
+/** A secret from its hex text (the file's content, or a password given to a client). */
+export function parseSecret(text: string, from: string): Uint8Array {
+  const hex = text.trim();
+  if (!/^[0-9a-fA-F]{64}$/.test(hex))
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `${from} does not hold a cluster secret (64 hex characters, as rowan cluster writes)`);
+  return new Uint8Array(Buffer.from(hex, 'hex'));
+}
+
+/** The secret in `path`. Refused when group or others may read it: a secret anyone can read is none. */
+export function readSecretFile(path: string): Uint8Array {
+  let mode: number;
+  let text: string;
+  try {
+    mode = statSync(path).mode;
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `cannot read the secret file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  if ((mode & 0o077) !== 0)
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `the secret file ${path} has mode 0${(mode & 0o777).toString(8)}: group and others must not read it (chmod 600 ${path})`);
+  return parseSecret(text, `the secret file ${path}`);
+}
+
+/** Create `path` (mode 0600, failing if it exists) holding a new random secret; returns it. */
+export function writeNewSecretFile(path: string): Uint8Array {
+  const secret = new Uint8Array(randomBytes(SECRET_BYTES));
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (err) {
+    throw new RowanError(ErrorCodes.DATA_DIR, `cannot create the secret file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    writeSync(fd, `${secretHex(secret)}\n`);
+  } finally {
+    closeSync(fd);
+  }
+  chmodSync(path, 0o600); // openSync's mode passes through the umask, which can only clear bits; be explicit
+  return secret;
+}
+
+export function secretHex(secret: Uint8Array): string {
+  return Buffer.from(secret.buffer, secret.byteOffset, secret.byteLength).toString('hex');
+}
+
+export function newNonce(): Uint8Array {
+  return new Uint8Array(randomBytes(NONCE_BYTES));
+}
+
+/** HMAC-SHA256(secret, label | theirs | mine): what one side sends to prove the secret. */
+export function proof(secret: Uint8Array, label: string, theirs: Uint8Array, mine: Uint8Array): Uint8Array {
+  return new Uint8Array(createHmac('sha256', secret).update(label).update(theirs).update(mine).digest());
+}
+
+/** Constant-time check of a proof the peer sent. */
+export function proofMatches(expected: Uint8Array, got: Uint8Array): boolean {
+  return expected.length === got.length && timingSafeEqual(expected, got);
+}
+
+/** Constant-time comparison of a password with the secret's hex text (the Redis ports' AUTH). */
+export function passwordMatches(secret: Uint8Array, password: Uint8Array): boolean {
+  const want = Buffer.from(secretHex(secret), 'latin1');
+  const got = Buffer.from(password.buffer, password.byteOffset, password.byteLength);
+  // Compare as lowercase hex; a length mismatch is decided without looking at the bytes.
+  return got.length === want.length && timingSafeEqual(want, Buffer.from(got.toString('latin1').toLowerCase(), 'latin1'));
+}
