@@ -11,13 +11,13 @@
 //   npm run bench -- failover [--quick] [--kills=N] [--lease-ms=200]
 // Writes bench/results/failover.json (per-kill marks, summary and the timelines) and failover.svg
 // (p50/p99 per phase), plus failover-timeline.svg (the Figure 14 plot).
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RowanClient } from '../actors/kv/client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
 import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/cluster.js';
-import { allShardsServed, nodePids, probeKeys } from '../test/fixtures/failover-cluster.js';
+import { allShardsServed, logRecords, nodePids, probeKeys } from '../test/fixtures/failover-cluster.js';
 import { progress, resultsDir, type Row } from './report.js';
 import { timelineSvg, type Run } from './failover/timeline.js';
 import { valueOf, workloads } from './ycsb/driver.js';
@@ -40,10 +40,9 @@ function flag(name: string, dflt: number): number {
 /** The manager's failover events after `since` (monotonic ms): first `at` of each. */
 function managerEvents(dir: string, since: number): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const line of readFileSync(join(dir, 'manager.log'), 'utf8').split('\n')) {
-    if (!line.includes('"event"')) continue;
-    const e = JSON.parse(line) as { event: string; at: number };
-    if (e.at >= since && out[e.event] === undefined) out[e.event] = e.at;
+  for (const r of logRecords(join(dir, 'manager.log'))) {
+    if (typeof r.event !== 'string' || typeof r.at !== 'number') continue;
+    if (r.at >= since && out[r.event] === undefined) out[r.event] = r.at;
   }
   return out;
 }

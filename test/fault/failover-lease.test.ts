@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { monotonicClock } from '../../config/base/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import { RowanClient } from '../../actors/kv/client/client.js';
 import { shardOfKey } from '../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
-import { nodePids, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
+import { logRecords, nodePids, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
 
 const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -70,9 +70,8 @@ test('a dead primary is failed over: writes to its shards succeed through the cl
     // least leaseMs + driftMs after node 1's last renewal, which was at most renewMs before the stop.
     let committedAt = NaN;
     await waitFor('the manager to commit term 3', () => {
-      for (const line of readFileSync(join(dir, 'manager.log'), 'utf8').split('\n')) {
-        if (line.includes('"event":"committed"') && line.includes('"term":3')) committedAt = (JSON.parse(line) as { at: number }).at;
-      }
+      // The manager is still writing its log: whole lines only (logRecords).
+      for (const r of logRecords(join(dir, 'manager.log'))) if (r.event === 'committed' && r.term === 3) committedAt = r.at as number;
       return Number.isFinite(committedAt);
     }, 20_000);
     assert.ok(committedAt - tStop >= 200 - 40, `node 1's shards reassigned ${(committedAt - tStop).toFixed(0)} ms after SIGSTOP: before its lease expired`);
