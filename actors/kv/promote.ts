@@ -9,9 +9,13 @@
 //   3. raise the shard version above every version seen: the blocks applied, the entries scattered,
 //      and `floors`, the highest version any surviving replica reported in its prepare
 //      acknowledgement (./lease.ts), so the new primary's first write outranks every entry of the
-//      shard on any replica.
+//      shard on any replica -- and then by PROMOTION_VERSION_GAP more: an old primary that was paused,
+//      not killed, may still land blocks it had in flight after the failover (nothing fences a dead
+//      sender at the receive queue yet), with versions no survivor reported; the gap keeps the new
+//      primary's writes above them, so such a late entry never shadows an acknowledged write.
 // Committed segments need no pass: digest parsed them before voting them committed.
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
+import { VERSION_MAX } from '../../shm/log-layout.js';
 import type { Limits } from '../../config/limits.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { EntryType } from '../../shm/log.js';
@@ -39,6 +43,13 @@ export interface PromotionReport {
  * Steps 1-3 of the header for `shards` (promoted to this node; may be empty) and the scattered entries
  * (of promoted shards and of shards this node stays backup of).
  */
+/**
+ * Versions a promoted primary skips: more than an old primary can have claimed and not yet landed
+ * anywhere at the default limits (64 workers x 1024 connections x 1024 requests in flight = 2^26).
+ * 48-bit versions leave room for 2^22 failovers of one shard.
+ */
+export const PROMOTION_VERSION_GAP = 2 ** 26;
+
 export async function promoteShards(
   pool: Pool,
   shared: KvShared,
@@ -72,7 +83,8 @@ export async function promoteShards(
   const scattered = absorbScattered(pool, shared, log, scatter, limits);
   const versions: Record<string, number> = {};
   for (const s of shards) {
-    raiseVersion(shared.versions, s, floors[s] ?? 0);
+    const seen = Math.max(floors[s] ?? 0, Number(Atomics.load(shared.versions, s)));
+    raiseVersion(shared.versions, s, Math.min(seen + PROMOTION_VERSION_GAP, VERSION_MAX - PROMOTION_VERSION_GAP));
     versions[s] = Number(Atomics.load(shared.versions, s));
   }
   return { shards, blocks: applier.stats.blocks, indexed: applier.stats.indexed, segments: segs.length, versions, scattered };
