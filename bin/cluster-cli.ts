@@ -16,21 +16,21 @@
 // records where it is, so `rowan cluster` on DIR again (with or without --zookeeper) restarts the
 // cluster from the znode, and `rowan cluster stop` finds its nodes.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { logLevels } from '../config/base/log.js';
 import { SECRET_FILE, writeNewSecretFile } from '../config/base/secret.js';
 import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
-import { requestControl, socketPath } from '../runtime/endpoint.js';
 import { FileConfigStore, type ConfigStore } from '../config/store.js';
-import { ZooKeeperConfigStore, zkConfigPath, DEFAULT_ZK_CLUSTER_NAME } from '../config/zk-store.js';
+import { ZooKeeperConfigStore } from '../config/zk-store.js';
 import { describeStore, type StoreSpec } from '../config/store-spec.js';
 import { ZK_FLAG_HELP, ZK_NAME_HELP, storeArgs } from './store-flags.js';
+import { STORE_POINTER, readClusterIn, storeFor } from './cluster-store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { DEFAULT_LEASE_MS } from '../actors/manager/leases.js';
 import { describeChange, RestartBackoff, waitListedDead } from './cluster-supervise.js';
-import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, readLogFrom, stopCluster } from './cluster-lifecycle.js';
+import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, stopCluster, waitReady } from './cluster-lifecycle.js';
 
 export interface ClusterOpts {
   dir: string;
@@ -51,42 +51,6 @@ export interface ClusterOpts {
   clusterName?: string;
   /** false (--no-restart): a node that dies stays down, as before supervision. */
   restart?: boolean;
-}
-
-/** DIR/cluster-store.json: where a ZooKeeper-stored cluster's configuration is. */
-const STORE_POINTER = 'cluster-store.json';
-
-interface ZkPointer {
-  zookeeper: string;
-  clusterName: string;
-}
-
-function readPointer(dir: string): ZkPointer | null {
-  const f = join(dir, STORE_POINTER);
-  if (!existsSync(f)) return null;
-  try {
-    const p = JSON.parse(readFileSync(f, 'utf8')) as ZkPointer;
-    if (typeof p.zookeeper === 'string' && typeof p.clusterName === 'string') return p;
-  } catch {
-    // fall through
-  }
-  throw new RowanError(ErrorCodes.BAD_CONFIG, `${f} is not {"zookeeper", "clusterName"}`);
-}
-
-/** The store of the cluster in DIR: the ZooKeeper one named by the flags or DIR's pointer, else DIR/cluster.json. */
-function storeFor(dir: string, o: ClusterOpts): { spec: StoreSpec; clusterName: string } {
-  const pointer = readPointer(dir);
-  const file = join(dir, 'cluster.json');
-  if (o.zookeeper !== undefined) {
-    if (existsSync(file)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `${dir} holds a cluster whose configuration is in ${file}; it cannot move to ZooKeeper (use another --dir)`);
-    const clusterName = o.clusterName ?? pointer?.clusterName ?? DEFAULT_ZK_CLUSTER_NAME;
-    if (pointer && (pointer.zookeeper !== o.zookeeper || pointer.clusterName !== clusterName))
-      console.log(`note: ${dir} was run with --zookeeper ${pointer.zookeeper} --cluster-name ${pointer.clusterName}; now ${o.zookeeper} ${clusterName}`);
-    return { spec: { zookeeper: o.zookeeper, path: zkConfigPath(clusterName) }, clusterName };
-  }
-  if (o.clusterName !== undefined && !pointer) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--cluster-name goes with --zookeeper');
-  if (pointer) return { spec: { zookeeper: pointer.zookeeper, path: zkConfigPath(pointer.clusterName) }, clusterName: pointer.clusterName };
-  return { spec: { file }, clusterName: DEFAULT_ZK_CLUSTER_NAME };
 }
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
@@ -135,31 +99,6 @@ async function clusterFor(dir: string, o: ClusterOpts, store: ConfigStore): Prom
     replication: o.replicationMode as ClusterReplicationMode,
   });
   return { cluster, fresh: true };
-}
-
-/**
- * Ready when this run's part of the log says "node ready", or -- with a --log-level that hides info
- * lines -- when the process answers status on its control socket in `dataDir` with its own pid.
- */
-async function waitReady(child: ChildProcess, logFile: string, from: number, id: number, timeoutMs: number, dataDir: string): Promise<void> {
-  const t0 = Date.now();
-  const answers = async (): Promise<boolean> => {
-    try {
-      const st = (await requestControl(socketPath(dataDir), { op: 'status' }, 1000)) as { pid?: number };
-      return st.pid === child.pid;
-    } catch {
-      return false;
-    }
-  };
-  for (;;) {
-    const text = readLogFrom(logFile, from); // this run's lines only: the log is appended to
-    if (text.includes('"msg":"node ready"') || (existsSync(socketPath(dataDir)) && (await answers()))) return;
-    if (child.exitCode !== null || child.signalCode !== null || Date.now() - t0 > timeoutMs) {
-      const last = text.trim().split('\n').slice(-3).join('\n');
-      throw new RowanError(ErrorCodes.ACTOR_FAILED, `${id < 0 ? 'the configuration manager' : `node ${id}`} did not start (see ${logFile}):\n${last}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /** Flags that only shape a new cluster: on an existing one they are ignored, and said so. */
@@ -419,18 +358,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
       const o = this.optsWithGlobals<{ dir: string; timeout: number }>();
       return run(async () => {
         const dir = resolve(o.dir);
-        const file = join(dir, 'cluster.json');
-        const pointer = readPointer(dir);
-        if (!existsSync(file) && !pointer) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no cluster in ${dir} (${file} is missing)`);
-        let cluster: ClusterConfig;
-        if (pointer) {
-          const zk = await ZooKeeperConfigStore.open({ connect: pointer.zookeeper, path: zkConfigPath(pointer.clusterName) });
-          try {
-            cluster = await zk.read();
-          } finally {
-            zk.close();
-          }
-        } else cluster = new FileConfigStore(file).readSync();
+        const cluster = await readClusterIn(dir);
         console.log(await stopCluster(dir, cluster, o.timeout));
         return 0;
       })();

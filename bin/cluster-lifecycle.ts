@@ -6,6 +6,7 @@ import { closeSync, existsSync, openSync, readFileSync, renameSync, statSync, un
 import { createServer } from 'node:net';
 import { constants } from 'node:os';
 import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import type { ClusterConfig } from '../config/cluster.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { probeSocket, requestControl, socketPath } from '../runtime/endpoint.js';
@@ -179,4 +180,29 @@ export async function stopCluster(dir: string, cluster: ClusterConfig, timeoutMs
     if (n.id >= 0) stopped++;
   }
   return stopped ? `no launcher; ${stopped} node(s) stopped` : 'nothing was running';
+}
+
+/**
+ * Ready when this run's part of the log says "node ready", or -- with a --log-level that hides info
+ * lines -- when the process answers status on its control socket in `dataDir` with its own pid.
+ */
+export async function waitReady(child: ChildProcess, logFile: string, from: number, id: number, timeoutMs: number, dataDir: string): Promise<void> {
+  const t0 = Date.now();
+  const answers = async (): Promise<boolean> => {
+    try {
+      const st = (await requestControl(socketPath(dataDir), { op: 'status' }, 1000)) as { pid?: number };
+      return st.pid === child.pid;
+    } catch {
+      return false;
+    }
+  };
+  for (;;) {
+    const text = readLogFrom(logFile, from); // this run's lines only: the log is appended to
+    if (text.includes('"msg":"node ready"') || (existsSync(socketPath(dataDir)) && (await answers()))) return;
+    if (child.exitCode !== null || child.signalCode !== null || Date.now() - t0 > timeoutMs) {
+      const last = text.trim().split('\n').slice(-3).join('\n');
+      throw new RowanError(ErrorCodes.ACTOR_FAILED, `${id < 0 ? 'the configuration manager' : `node ${id}`} did not start (see ${logFile}):\n${last}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

@@ -6,12 +6,19 @@
 import { z } from 'zod';
 import { CPU_ID_MAX } from './base/ids.js';
 import { logLevels } from './base/log.js';
-import { FABRIC_KINDS } from './base/fabric-kinds.js';
+import { FABRIC_KINDS, type FabricKind } from './base/fabric-kinds.js';
 import { defaultLimits } from './limits.js';
-import { persistenceModes, roles } from './model.js';
+import { persistenceModes, roles, type RowanConfig } from './model.js';
 
-const intIn = (min: number, max: number) => z.number({ message: `must be an integer in [${min}, ${max}]` }).int({ message: `must be an integer in [${min}, ${max}]` }).min(min, { message: `must be an integer in [${min}, ${max}]` }).max(max, { message: `must be an integer in [${min}, ${max}]` });
-const numIn = (min: number, max: number) => z.number({ message: `must be a number in [${min}, ${max}]` }).min(min, { message: `must be a number in [${min}, ${max}]` }).max(max, { message: `must be a number in [${min}, ${max}]` });
+/** One message for every way a number can miss its range (type, integer, bounds), as validate.ts words it. */
+const intIn = (min: number, max: number) => {
+  const message = `must be an integer in [${min}, ${max}]`;
+  return z.number({ message }).int({ message }).min(min, { message }).max(max, { message });
+};
+const numIn = (min: number, max: number) => {
+  const message = `must be a number in [${min}, ${max}]`;
+  return z.number({ message }).min(min, { message }).max(max, { message });
+};
 const oneOf = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { message: `must be one of ${values.join('|')}` });
 const cpuList = z.array(intIn(0, CPU_ID_MAX), { message: 'must be a non-empty list of CPU numbers' }).min(1, { message: 'must be a non-empty list of CPU numbers' });
 
@@ -28,7 +35,7 @@ export const configSchema = z.strictObject({
   cores: cpuList.describe('CPUs the actors are pinned to, round-robin (default: every CPU this process may use)'),
   logLevel: oneOf(logLevels).describe('log level of the node and its actors'),
   fabric: z.strictObject({
-    kind: oneOf(FABRIC_KINDS as unknown as readonly [string, ...string[]]).describe('how Rowan writes reach this node: shm (same host), tcp (the nic actor), verbs (RDMA)'),
+    kind: oneOf(FABRIC_KINDS as unknown as readonly [FabricKind, ...FabricKind[]]).describe('how Rowan writes reach this node: shm (same host), tcp (the nic actor), verbs (RDMA)'),
     host: z.string({ message: 'must be a non-empty address' }).min(1, { message: 'must be a non-empty address' }).describe('address the nic listens on'),
     port: intIn(0, 65535).describe('port the nic listens on (0: any free port)'),
   }),
@@ -113,3 +120,9 @@ export function configKeys(): ConfigKey[] {
 export function configJsonSchema(): unknown {
   return z.toJSONSchema(configSchema.partial(), { unrepresentable: 'any' });
 }
+
+// The schema and the model type (./model.ts, where each key is documented for readers of the code)
+// must describe the same thing: a key added to one and not the other fails to compile here.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const schemaMatchesModel: Same<z.output<typeof configSchema>, RowanConfig> = true;
+void schemaMatchesModel;

@@ -88,8 +88,7 @@ export class LiveBytes {
 
   /** Account for an upsert's result (see ShardIndex.upsert / replaced). */
   upserted(result: 'inserted' | 'updated' | 'stale', replaced: number, addr: number): void {
-    if (result === 'inserted') this.added(addr);
-    else if (result === 'updated') this.moved(replaced, addr);
+    if (result !== 'stale') this.upsertedSized(result, replaced, addr, storedSizeAt(this.bytes, addr, this.limits));
   }
 
   get(segment: number): number {

@@ -101,16 +101,16 @@ export class PrimaryPath {
   }
 
   async get(key: Uint8Array, clientTerm: number): Promise<Uint8Array | null> {
-    const { shard } = await this.admit(key, clientTerm, true);
+    const { shard, hash } = await this.admit(key, clientTerm, true);
     this.core.stats.gets++;
-    return this.lookup(shard, key);
+    return this.lookup(shard, key, hash); // the hash admit() computed to route the key
   }
 
   /** This node's copy of a key, whether it is the shard's primary or a backup (for inspection/tests). */
   getReplica(key: Uint8Array): Uint8Array | null {
     const c = this.core.d.config();
     const shard = shardOfKey(key, c.shardCount);
-    return this.lookup(shard, key);
+    return this.lookup(shard, key, hash64Into(key, this.hash));
   }
 
   private present(shard: number, key: Uint8Array, hash: KeyHash): boolean {
@@ -122,11 +122,11 @@ export class PrimaryPath {
     }
   }
 
-  private lookup(shard: number, key: Uint8Array): Uint8Array | null {
+  private lookup(shard: number, key: Uint8Array, hash: KeyHash): Uint8Array | null {
     this.core.enterEpoch();
     try {
       const index = this.core.indexOf(shard);
-      const addr = index.get(key, hash64Into(key, this.hash), this.core.reader);
+      const addr = index.get(key, hash, this.core.reader);
       if (addr === 0) return null;
       const e = readEntryAt(this.core.d.region.bytes, addr, this.core.d.limits);
       // An indexed entry that no longer verifies is a broken invariant (entries are immutable while indexed).

@@ -69,7 +69,7 @@ async function rpcPeer(port: number): Promise<{ send(b: Uint8Array): void; next(
       const r = got.shift();
       if (r) return Promise.resolve(r);
       return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error('no response within 5 s')), 5000);
+        const t = setTimeout(() => reject(new Error('no response within 30 s')), 30_000);
         waiting.push((x) => (clearTimeout(t), x ? resolve(x) : reject(new Error('closed before a response'))));
       });
     },
