@@ -7,6 +7,10 @@
 // "the calling thread" (sched_setaffinity(2)), so an actor pins itself by calling these from inside its
 // own worker_thread; the process's other threads keep their masks. Another thread is addressed by its
 // tid (gettid()), never by process.pid, which names only the main thread.
+import { openSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isMainThread } from 'node:worker_threads';
 import koffi, { type LibraryHandle } from 'koffi';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 
@@ -226,6 +230,7 @@ type FileFns = {
   posixFallocate: (fd: number, offset: number, length: number) => number;
   mmap: (addr: bigint, length: number, prot: number, flags: number, fd: number, offset: number) => bigint;
   munmap: (addr: bigint, length: number) => number;
+  flock: (fd: number, operation: number) => number;
 };
 let files: FileFns | undefined;
 function fileFns(): FileFns {
@@ -235,9 +240,52 @@ function fileFns(): FileFns {
       posixFallocate: c.func('int posix_fallocate(int fd, int64_t offset, int64_t len)'),
       mmap: c.func('void *mmap(void *addr, size_t length, int prot, int flags, int fd, int64_t offset)'),
       munmap: c.func('int munmap(void *addr, size_t length)'),
+      flock: c.func('int flock(int fd, int operation)'),
     };
   }
   return files;
+}
+
+const LOCK_EX = 2;
+const LOCK_UN = 8;
+let mapLockFd = -1;
+
+/**
+ * Run `f` holding this process's address-space lock: an flock on DIR/rowan-map-<pid>.lock, which every
+ * thread opens for itself (flock excludes other open file descriptions, so threads of one process
+ * exclude each other). libpmem2 picks a mapping's address from /proc/self/maps before mapping it, so
+ * two threads mapping or unmapping at once can interfere: an EEXIST, and under a stress of many
+ * threads mapping and unmapping in a loop, a mapping gone from under a thread (SIGSEGV). The lock file
+ * is removed when the main thread exits.
+ */
+function removeStaleMapLocks(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const m = /^rowan-map-(\d+)\.lock$/.exec(name);
+    if (!m || Number(m[1]) === process.pid) continue;
+    try {
+      process.kill(Number(m[1]), 0);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ESRCH') rmSync(join(tmpdir(), name), { force: true });
+    }
+  }
+}
+
+export function withAddressSpaceLock<T>(f: () => T): T {
+  if (mapLockFd < 0) {
+    const path = join(tmpdir(), `rowan-map-${process.pid}.lock`);
+    mapLockFd = openSync(path, 'a');
+    if (isMainThread) {
+      process.once('exit', () => rmSync(path, { force: true }));
+      removeStaleMapLocks(); // of processes that were killed, or whose main thread never mapped
+    }
+  }
+  const fns = fileFns();
+  if (fns.flock(mapLockFd, LOCK_EX) !== 0) throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `flock failed: ${errnoName(koffi.errno())}`);
+  try {
+    return f();
+  } finally {
+    fns.flock(mapLockFd, LOCK_UN);
+  }
 }
 
 /**

@@ -16,7 +16,7 @@ import { closeSync, openSync } from 'node:fs';
 import koffi, { type LibraryHandle, type TypeObject } from 'koffi';
 import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 import type { PersistentRegion } from '../config/base/region.js';
-import { getenv, reserveAddressRange, setenv, unsetenv } from './libc.js';
+import { getenv, reserveAddressRange, setenv, unsetenv, withAddressSpaceLock } from './libc.js';
 
 export type PersistMode = 'dax' | 'msync' | 'pagecache';
 export const PERSIST_MODES: readonly PersistMode[] = ['dax', 'msync', 'pagecache'];
@@ -241,7 +241,12 @@ export interface MapOptions {
 
 /** pmem2_map_new's -errno when its MAP_FIXED_NOREPLACE lost a race with another thread's mapping. */
 const NEG_EEXIST = -17;
-const MAP_RACE_RETRIES = 8;
+/** Attempts before the race is reported, with a growing pause between them (0.05 ms doubling to 5 ms,
+ *  at most ~0.15 s in all): back-to-back retries kept losing when several threads mapped at once. */
+const MAP_RACE_RETRIES = 40;
+const MAP_RACE_PAUSE_MAX_MS = 5;
+/** Atomics.wait on this (never notified) is a synchronous pause, allowed on every Node thread. */
+const pauseCell = new Int32Array(new SharedArrayBuffer(4));
 
 /** Create the pmem2 mapping: config + source are only needed during pmem2_map_new. */
 function newMap(fd: number, o: MapOptions, context: string): bigint {
@@ -260,10 +265,14 @@ function newMap(fd: number, o: MapOptions, context: string): bigint {
     applyGranularityOverride(o.mode);
     const map: Out = [null];
     // libpmem2 picks the address from /proc/self/maps, then maps it MAP_FIXED_NOREPLACE: two threads of
-    // one process mapping at once can pick the same hole, and the loser gets -EEXIST. Asking again
-    // picks a fresh hole; every actor of a node maps the pool at start, so this race is routine.
-    let rc = p.mapNew(map, cfg[0]!, src[0]!);
-    for (let attempt = 1; rc === NEG_EEXIST && attempt < MAP_RACE_RETRIES; attempt++) rc = p.mapNew(map, cfg[0]!, src[0]!);
+    // one process mapping at once can pick the same hole. Our own maps and unmaps take the process's
+    // address-space lock (native/libc.ts); V8 and other libraries still map without it, so a lost race
+    // (-EEXIST) is asked again, with a growing pause, picking a fresh hole each time.
+    let rc = withAddressSpaceLock(() => p.mapNew(map, cfg[0]!, src[0]!));
+    for (let attempt = 1; rc === NEG_EEXIST && attempt < MAP_RACE_RETRIES; attempt++) {
+      Atomics.wait(pauseCell, 0, 0, Math.min(MAP_RACE_PAUSE_MAX_MS, 0.05 * 2 ** attempt));
+      rc = withAddressSpaceLock(() => p.mapNew(map, cfg[0]!, src[0]!));
+    }
     if (rc === Pmem2Error.PMEM2_E_GRANULARITY_NOT_SUPPORTED && o.mode === 'dax')
       throw daxUnavailable(context, p.errormsg());
     check('pmem2_map_new', rc, context);
@@ -386,9 +395,12 @@ export class PmemMapping implements PersistentRegion {
     if (this.map === null) return;
     const cell: Out = [this.map];
     this.map = null;
-    check('pmem2_map_delete', lib().mapDelete(cell), this.label);
-    // Best effort: if another thread mapped something there in between, there is nothing to guard.
-    reserveAddressRange(this.address, this.size);
+    // Unmap and put the guard in place under the address-space lock, so no map of ours lands in between.
+    withAddressSpaceLock(() => {
+      check('pmem2_map_delete', lib().mapDelete(cell), this.label);
+      // Best effort: if something else mapped there in between, there is nothing to guard.
+      reserveAddressRange(this.address, this.size);
+    });
   }
 
   /** A flush outside the mapping would fault in C; catch it here as the bug it is. */

@@ -9,21 +9,15 @@ const port = parentPort!;
 
 async function main(): Promise<void> {
   const pool = Pool.open(d.poolPath, { mode: d.mode });
-  let r: unknown;
   try {
     const mod = (await import(d.module)) as { onPoolThread: (pool: Pool, payload: unknown, report: (p: unknown) => void) => unknown };
-    r = await mod.onPoolThread(pool, d.payload, (p) => port.postMessage({ t: 'progress', p }));
+    const r = await mod.onPoolThread(pool, d.payload, (p) => port.postMessage({ t: 'progress', p }));
+    pool.close(); // before the result: the caller goes on to start actors, which map the pool too
+    port.postMessage({ t: 'done', r });
   } catch (err) {
-    pool.close();
+    pool.close(); // idempotent
     throw err;
   }
-  // Unmap only when told. libpmem2 keeps a process-wide registry of mappings: a node whose helper
-  // thread unmapped while another thread mapped failed that map with EEXIST (seen once in the kill
-  // test; an address reused before it left the registry, we believe). So the caller lets every thread
-  // finish mapping and working first, then has them all unmap before any actor maps the pool.
-  port.postMessage({ t: 'done', r });
-  await new Promise<void>((resolve) => port.once('message', () => resolve()));
-  pool.close();
 }
 
 main().catch((err: unknown) => {

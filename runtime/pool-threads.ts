@@ -3,8 +3,8 @@
 // pool file itself (as every actor does: a mapping is per thread), imports the application's module by
 // URL -- the runtime does not know the application -- and calls its `onPoolThread(pool, payload,
 // report)`; `report` posts progress to the caller. Results come back in payload order once every
-// thread has unmapped and exited (see pool-thread-main.ts: no unmap while another thread may map);
-// the first thread that throws rejects the whole run (the others are terminated).
+// thread has unmapped and exited; the first thread that throws rejects the whole run (the others are
+// terminated).
 import { Worker } from 'node:worker_threads';
 import type { PersistMode } from '../native/pmem2.js';
 
@@ -27,8 +27,10 @@ export function runPoolThreads<P, R>(o: PoolThreadsOptions<P>): Promise<R[]> {
   const workers: Worker[] = [];
   const results = new Array<R>(o.payloads.length);
   return new Promise<R[]>((resolve, reject) => {
-    let left = o.payloads.length;
-    if (left === 0) return resolve([]);
+    const n = o.payloads.length;
+    if (n === 0) return resolve([]);
+    let done = 0;
+    let exited = 0;
     let failed = false;
     const fail = (err: unknown) => {
       if (failed) return;
@@ -36,28 +38,28 @@ export function runPoolThreads<P, R>(o: PoolThreadsOptions<P>): Promise<R[]> {
       for (const w of workers) void w.terminate();
       reject(err);
     };
+    // Resolved once every thread has posted its result and exited (unmapped the pool).
+    const settle = () => {
+      if (!failed && done === n && exited === n) resolve(results);
+    };
     o.payloads.forEach((payload, i) => {
       const w = new Worker(entry, { name: `rowan-pool-thread-${i}`, workerData: { poolPath: o.poolPath, mode: o.mode, module: o.module, payload } });
       workers.push(w);
+      let got = false;
       w.on('message', (m: { t: 'progress'; p: unknown } | { t: 'done'; r: R } | { t: 'error'; e: { name: string; message: string; code?: string } }) => {
         if (m.t === 'progress') o.onProgress?.(i, m.p);
         else if (m.t === 'done') {
           results[i] = m.r;
-          if (--left > 0 || failed) return;
-          // Every thread has mapped and finished: now they may all unmap; resolve once all have exited.
-          let exited = 0;
-          for (const x of workers) {
-            x.once('exit', () => {
-              if (++exited === workers.length && !failed) resolve(results);
-            });
-            x.postMessage('close');
-          }
+          got = true;
+          done++;
+          settle();
         } else fail(Object.assign(new Error(m.e.message), m.e));
       });
       w.on('error', fail);
       w.on('exit', (code) => {
-        if (results[i] === undefined && !failed) fail(new Error(`pool thread ${i} exited (code ${code}) without a result`));
-        else if (code !== 0 && !failed) fail(new Error(`pool thread ${i} exited with code ${code} while unmapping`));
+        if (!got || code !== 0) fail(new Error(`pool thread ${i} exited (code ${code})${got ? '' : ' without a result'}`));
+        exited++;
+        settle();
       });
     });
   });

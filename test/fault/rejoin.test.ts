@@ -4,7 +4,8 @@
 // replication 3). Keys overwritten or deleted while it was away are never served stale by it: its
 // replica is polled from the moment it is back until it has caught up, and afterwards every replica
 // of every key holds the latest value. Then a second node is killed, so the rejoined node may be
-// promoted: every key still reads its latest value.
+// promoted: every key still reads its latest value. A concurrent PUT/GET/DEL load on other keys runs
+// through both kills and the rejoin; its recorded history is checked for linearizability.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,6 +16,8 @@ import { shardOfKey } from '../../config/slots.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { allShardsServed, nodePids, probeKeys, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
 import { copyStats, fullyReplicated, replicasAgree } from '../fixtures/rereplication.js';
+import { KvLoad } from '../fixtures/failover-load.js';
+import { checkLinearizability } from '../check/linearizability.js';
 
 const SHARDS = 8;
 const N = 400;
@@ -24,6 +27,8 @@ test('a killed node restarted by rowan cluster rejoins with an empty pool, gets 
   const dir = mkdtempSync(join(tmpdir(), 'rowan-rejoin-'));
   const run = launchCluster(dir, randomBasePort(), ['--nodes', '3', '--replication', '3', '--shards', String(SHARDS), '--lease-ms', '200', '--pool-mib', '48']);
   let client: RowanClient | null = null;
+  const loadClients: RowanClient[] = [];
+  let load: KvLoad | null = null;
   try {
     await run.ready;
     const file = join(dir, 'cluster.json');
@@ -38,6 +43,12 @@ test('a killed node restarted by rowan cluster rejoins with an empty pool, gets 
       for (let i = 0; i < N; i += 16) await Promise.all(Array.from({ length: Math.min(16, N - i) }, (_, j) => f(i + j)));
     };
     await batch((i) => c.put(key(i), `v1-${i}`));
+    // The history: 3 clients on 12 keys of their own, from before the first kill to after the second.
+    for (let i = 0; i < 3; i++) loadClients.push(await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 5000 }));
+    const loadKeys = Array.from({ length: 12 }, (_, i) => `h-${i}`);
+    load = new KvLoad(loadClients, loadKeys, 50_000);
+    load.start();
+    await waitFor('the load to start', () => load!.ops > 50, 30_000);
 
     const victim = 1;
     const term = storedTerm(file);
@@ -97,13 +108,22 @@ test('a killed node restarted by rowan cluster rejoins with an empty pool, gets 
     const after = readCluster(file);
     const toRejoined = after.shards.filter((s) => before.shards[s.id]!.primary === second && s.primary === victim).length;
     for (let i = 0; i < N; i++) assert.equal(dec(await c.get(key(i))), latest(i), `${key(i)} (shard ${shardOfKey(new TextEncoder().encode(key(i)), SHARDS)}) after node ${second} died`);
+    const opsNow = load.ops;
+    await waitFor('the load to go on after the second failover', () => load!.ops > opsNow + 50, 30_000);
+    await load.stop();
+    for (const k of loadKeys) await load.one(c, loadClients.length, k, 'get');
+    const lin = checkLinearizability(load.operations(), { timeLimitMs: 60_000 });
+    assert.equal(lin.ok, true, lin.describe());
     const s = copyStats(dir);
     console.log(
       `rejoin test: node ${victim} killed, ${N} keys overwritten/deleted while away; restarted, rejoined and caught up on every shard ${rejoinedMs.toFixed(0)} ms after the restart; ` +
         `${polls} reads of its replica while rejoining, none stale; ${reads} replica reads agree; ${s.shards} shard copies, ${s.entries} entries, ${(s.bytes / 1e6).toFixed(2)} MB, ${s.mbps.toFixed(2)} MB/s; ` +
-        `node ${second} killed next: ${toRejoined} shard(s) promoted to the rejoined node, every key still reads its latest value`,
+        `node ${second} killed next: ${toRejoined} shard(s) promoted to the rejoined node, every key still reads its latest value; ` +
+        `concurrent load ${load.ops} ops (${load.counts.ok} ok, ${load.counts.unknown} unknown), linearizable (${lin.ok === true ? lin.checked : 0} checked)`,
     );
   } finally {
+    await load?.stop();
+    for (const l of loadClients) await l.close();
     await client?.close();
     await stopCluster(run.child);
     if (process.env['ROWAN_TEST_KEEP'] === undefined) rmSync(dir, { recursive: true, force: true });
