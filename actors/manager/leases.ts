@@ -49,6 +49,9 @@ export function leaseTiming(leaseMs: number, renewMs?: number, driftMs?: number)
 /** The manager's view: the last renew received from each member. */
 export class LeaseTable {
   private readonly lastRenew = new Map<number, number>();
+  /** The last hello/renew received from each member, granted or not (a member being failed over
+   *  gets no grant, but what it sends still shows it is alive and reaches this manager). */
+  private readonly lastHeard = new Map<number, number>();
 
   constructor(
     readonly timing: LeaseTiming,
@@ -72,6 +75,15 @@ export class LeaseTable {
   /** Members whose lease has certainly expired at `now` (one never heard from: after the join grace). */
   expired(members: number[], now: number): number[] {
     return members.filter((n) => (this.lastRenew.has(n) ? now >= this.certainlyExpiredAt(n) : now >= this.startedAt + Math.max(this.joinGraceMs, this.timing.leaseMs + this.timing.driftMs)));
+  }
+
+  heard(node: number, at: number): void {
+    this.lastHeard.set(node, Math.max(at, this.lastHeard.get(node) ?? -Infinity));
+  }
+
+  /** When `node` was last heard from (-Infinity: never by this manager). */
+  lastHeardAt(node: number): number {
+    return this.lastHeard.get(node) ?? -Infinity;
   }
 
   /** The last renew received, for status. */

@@ -121,7 +121,14 @@ export class ConfigManager {
           return;
         }
         this.links.set(m.node, link);
-        if (this.failing.has(m.node)) return; // no grant: its lease runs out
+        this.leases.heard(m.node, now); // alive and reaching us, granted or not (see failover())
+        if (this.failing.has(m.node)) {
+          // No grant: its lease runs out. Counting the renew as its last one only moves the instant
+          // its lease certainly expired later (safe), and keeps tick() from suspecting again a node
+          // that talks to us while its failover is being decided (failover() then drops it).
+          this.leases.renewed(m.node, now);
+          return;
+        }
         this.leases.renewed(m.node, now);
         const { leaseMs, renewMs, driftMs } = this.timing;
         link.send({ t: 'grant', seq: m.t === 'renew' ? m.seq : 0, leaseMs, renewMs, driftMs, term: this.cfg.term });
@@ -256,7 +263,14 @@ export class ConfigManager {
     const wait = this.leases.certainlyExpiredAt(node) - this.clock.now();
     if (wait > 0) await this.sleep(wait);
     if (this.closed) return;
-    const live = new Set(this.members().filter((n) => n !== node && this.links.has(n) && !this.failing.has(n)));
+    const live = await this.heardSince(node, rec.detectedAt);
+    if (this.leases.lastHeardAt(node) > rec.detectedAt) {
+      // It talks to us again (its renewals were held up, or this manager was the one cut off):
+      // nothing was reassigned, so it keeps its shards and is granted again from its next renew.
+      this.failing.delete(node);
+      this.log.warn({ node, term: this.cfg.term }, `node ${node} was heard from again before its failover was stored: it keeps its shards (term ${this.cfg.term} unchanged)`);
+      return;
+    }
     const plan = planFailover(this.cfg, node, live);
     this.history.push(rec);
     rec.moved = plan.moved;
@@ -309,6 +323,29 @@ export class ConfigManager {
     );
     if (this.promoting.waiting.size === 0) this.mark(rec, 'promoted');
     this.rereplicateWanted = true; // the failed node's replicas are to be made again
+  }
+
+  /**
+   * The members that may take `failed`'s shards: connected, not failing themselves, and heard from
+   * at or after `since` (when the failure was detected). Waits, at most a lease, for each candidate's
+   * next renew. Why: a manager cut off from the whole cluster sees every lease expire at once, the
+   * first one detected while the others still look valid; planning then would move shards between
+   * nodes that are all fine, and store a new term the whole cluster has to follow for nothing (README
+   * "Partitions"). A renew received after the detection is evidence the target still reaches this
+   * manager. With none heard, no plan is made (planFailover refuses) and the failover is retried.
+   */
+  private async heardSince(failed: number, since: number): Promise<Set<number>> {
+    const candidates = () => this.members().filter((n) => n !== failed && this.links.has(n) && !this.failing.has(n));
+    const heard = (n: number) => this.leases.lastHeardAt(n) >= since;
+    const until = this.clock.now() + this.timing.leaseMs + this.timing.driftMs;
+    while (!this.closed && candidates().some((n) => !heard(n)) && this.clock.now() < until && this.leases.lastHeardAt(failed) <= since) {
+      await this.sleep(Math.max(1, Math.floor(this.timing.renewMs / 4)));
+    }
+    const live = new Set(candidates().filter(heard));
+    if (live.size === 0 && candidates().length + this.failing.size > 1) {
+      this.log.warn({ node: failed, since }, `no other member has renewed since node ${failed}'s failure was detected: this manager looks cut off from the cluster; nothing is reassigned`);
+    }
+    return live;
   }
 
   /**
