@@ -16,6 +16,7 @@ import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigCell } from './config-cell.js';
+import { promisesOverAt } from './peer-lease.js';
 import { LineReader, encodeLine, type GatherEntry, type ManagerToNode, type NodeToManager } from './manager-protocol.js';
 
 export interface LeaseHooks {
@@ -32,6 +33,8 @@ export interface LeaseHooks {
 /** Before the first grant tells the period. */
 const FIRST_RENEW_MS = 10;
 const RECONNECT_MS = 20;
+/** Before the first grant tells the lease: how long a connection attempt may take. */
+const CONNECT_TIMEOUT_MS = 1000;
 
 export class LeaseClient {
   private socket: Socket | null = null;
@@ -40,6 +43,12 @@ export class LeaseClient {
   private seq = 0;
   private readonly sentAt = new Map<number, number>();
   private leaseUntil = 0;
+  /** Until when this node holds every other member's peer lease (./peer-lease.ts). */
+  private peerUntil = -Infinity;
+  private timing: { leaseMs: number; renewMs: number; driftMs: number } | null = null;
+  /** When the manager last said anything on the current connection (own clock). */
+  private heardAt = 0;
+  private silent = false;
   private stopped = false;
   private evicted = false;
   /** Commits run one after the other: a promotion is the promotion log's only writer. */
@@ -57,6 +66,23 @@ export class LeaseClient {
     /** Started with an empty pool to rejoin after a failover (its hello asks to leave `dead`). */
     private readonly rejoin = false,
   ) {}
+
+  /** The manager's lease timing, once it granted a lease (peer leases use the same). */
+  leaseTiming(): { leaseMs: number; renewMs: number; driftMs: number } | null {
+    return this.timing;
+  }
+
+  /** Peer leases (./peer-lease.ts) changed: the node serves while either lease holds. */
+  setPeerLease(until: number): void {
+    this.peerUntil = until;
+    this.publishLease();
+  }
+
+  /** Workers serve until the later of the manager's lease and the peer leases (never after eviction). */
+  private publishLease(): void {
+    if (this.evicted || this.cell.evicted()) return;
+    this.cell.setLease(Math.max(this.leaseUntil, this.peerUntil, 0));
+  }
 
   /** Tell the manager something outside the lease exchange (re-replication's caughtUp). */
   notify(m: NodeToManager): void {
@@ -78,13 +104,22 @@ export class LeaseClient {
     const s = connect({ host: this.manager.host, port: this.manager.port });
     s.setNoDelay(true);
     const reader = new LineReader<ManagerToNode>();
+    // A manager that cannot be reached (a partition drops the SYN) is tried again, not waited for.
+    const connecting = setTimeout(() => s.destroy(), this.timing?.leaseMs ?? CONNECT_TIMEOUT_MS);
     s.on('connect', () => {
+      clearTimeout(connecting);
+      this.heardAt = this.clock.now();
       this.socket = s;
       this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
       this.sentAt.set(0, this.clock.now()); // the hello is renew 0
       this.schedule();
     });
     s.on('data', (chunk: Buffer) => {
+      this.heardAt = this.clock.now();
+      if (this.silent) {
+        this.silent = false;
+        this.log.warn('the configuration manager answers again');
+      }
       try {
         for (const m of reader.push(chunk)) this.onMessage(m);
       } catch (err) {
@@ -94,6 +129,7 @@ export class LeaseClient {
     });
     s.on('error', () => {});
     s.on('close', () => {
+      clearTimeout(connecting);
       if (this.socket === s) this.socket = null;
       clearInterval(this.timer);
       if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), RECONNECT_MS).unref();
@@ -106,6 +142,17 @@ export class LeaseClient {
   }
 
   private renew(): void {
+    // No word from the manager for a lease on a connection that looks open: the path to it is broken
+    // (a partition drops packets; TCP would retransmit with a growing backoff for minutes and, after
+    // the heal, resume seconds late). A new connection is tried at once and again until one works.
+    if (this.timing && this.clock.now() - this.heardAt > this.timing.leaseMs) {
+      if (!this.silent) {
+        this.silent = true;
+        this.log.warn({ ms: +(this.clock.now() - this.heardAt).toFixed(0) }, 'no word from the configuration manager for a lease: reconnecting (serving on peer leases meanwhile, if every other member grants one)');
+      }
+      this.socket?.destroy();
+      return;
+    }
     const seq = ++this.seq;
     this.sentAt.set(seq, this.clock.now());
     if (this.sentAt.size > 64) this.sentAt.delete(this.sentAt.keys().next().value!);
@@ -121,10 +168,11 @@ export class LeaseClient {
       case 'grant': {
         const sent = this.sentAt.get(m.seq);
         if (sent === undefined) return;
+        this.timing = { leaseMs: m.leaseMs, renewMs: m.renewMs, driftMs: m.driftMs };
         const until = sent + m.leaseMs - m.driftMs;
         if (until > this.leaseUntil) {
           this.leaseUntil = until;
-          this.cell.setLease(until); // workers serve until then
+          this.publishLease(); // workers serve until then (or longer, on peer leases)
         }
         if (m.renewMs !== this.renewMs) {
           this.renewMs = m.renewMs;
@@ -160,6 +208,21 @@ export class LeaseClient {
     this.log.info({ term, changed: changed.length, gathered: r.entries.length, truncated: r.truncated }, `prepared term ${term}: requests blocked; ${r.entries.length} entries gathered`);
   }
 
+  /**
+   * Before taking over shards of `from` nodes: no more peer leases from here (PENDING; a prepare set
+   * it already), then wait until every promise this node made to them has certainly expired
+   * (./peer-lease.ts): an old primary serving on its peer leases has stopped by then.
+   */
+  private async outlivePromises(term: number, from: number[]): Promise<void> {
+    if (this.cell.pendingTerm() === 0) this.cell.setPending(term); // seq-cst store before the loads below
+    const t = this.timing ?? { leaseMs: 0, driftMs: 0 };
+    const until = Math.max(...from.map((n) => promisesOverAt(this.cell, n, t.leaseMs, t.driftMs)));
+    const wait = until - this.clock.now();
+    if (wait <= 0) return;
+    this.log.info({ term, from: [...new Set(from)], waitMs: +wait.toFixed(1) }, `taking over shards at term ${term}: waiting ${wait.toFixed(0)} ms for the peer leases granted to node ${[...new Set(from)].join(', node ')} to expire`);
+    await new Promise((r) => setTimeout(r, Math.ceil(wait)));
+  }
+
   private async commit(term: number, next: ClusterConfig, floors: Record<string, number>, scatter: GatherEntry[]): Promise<void> {
     if (term <= this.cell.term()) return;
     const t0 = this.clock.now();
@@ -185,6 +248,7 @@ export class LeaseClient {
       return;
     }
     for (const s of mine) this.cell.setShardBlocked(s, true); // before the new configuration is visible
+    await this.outlivePromises(term, mine.map((s) => old.shards[s]!.primary));
     this.cell.publish(next);
     this.cell.setPending(0);
     this.log.info({ term, promoted: mine.length }, `committed term ${term}`);

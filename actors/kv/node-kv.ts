@@ -21,6 +21,7 @@ import { availableParallelism } from 'node:os';
 import { rebuildIndexesParallel } from './recovery.js';
 import { ConfigCell } from './config-cell.js';
 import { LeaseClient } from './lease.js';
+import { PeerLeases } from './peer-lease.js';
 import { gatherForPrepare } from './gather.js';
 import { promoteShards } from './promote.js';
 import { CatchUp } from './catchup.js';
@@ -60,7 +61,7 @@ export const DEFAULT_KEYS_PER_SHARD = defaultLimits.indexKeysPerShard;
 export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = monotonicClock): NodeApplication {
   let start: KvStart | undefined;
   let nodePool: Pool | undefined;
-  let lease: { client: LeaseClient; catchUp: CatchUp } | null = null;
+  let lease: { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } | null = null;
   return {
     async prepare(pool, log) {
       nodePool = pool;
@@ -77,6 +78,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
     },
     stopping() {
       lease?.catchUp.stop();
+      lease?.peers.stop();
       lease?.client.stop();
     },
     status: (pool, actors, uptimeMs) => {
@@ -106,7 +108,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   };
 }
 
-function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean, secret: Uint8Array | null): { client: LeaseClient; catchUp: CatchUp } {
+function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean, secret: Uint8Array | null): { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } {
   const at = manager.lastIndexOf(':');
   const host = manager.slice(0, at);
   const port = Number(manager.slice(at + 1));
@@ -126,9 +128,14 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
     configured: () => catchUp.onConfig(),
   }, rejoin);
   client.start();
+  // Peer leases (./peer-lease.ts): the node serves on while the manager is unreachable, as long as
+  // every other member vouches that nothing can have taken its shards.
+  const lc = client;
+  const peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, () => lc.leaseTiming(), (until) => lc.setPeerLease(until));
+  peers.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);
-  return { client, catchUp };
+  return { client, catchUp, peers };
 }
 
 export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): Promise<KvStart> {

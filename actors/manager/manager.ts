@@ -21,7 +21,7 @@ import { isCatchingUp, liveNodes, type CatchingUp, type ClusterConfig } from '..
 import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
 import { planScatter, type MemberReport } from './gather.js';
-import { LeaseTable, type LeaseTiming } from './leases.js';
+import { LeaseTable, RECOVERY_GRACE_LEASES, type LeaseTiming } from './leases.js';
 import { FAILOVER_MODES, planFailover, type FailoverPlan } from './plan.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
 import { planCaughtUp, planJoin, planRereplication } from './rereplicate.js';
@@ -121,7 +121,7 @@ export class ConfigManager {
           return;
         }
         this.links.set(m.node, link);
-        this.leases.heard(m.node, now); // alive and reaching us, granted or not (see failover())
+        this.heardFrom(m.node, now);
         if (this.failing.has(m.node)) {
           // No grant: its lease runs out. Counting the renew as its last one only moves the instant
           // its lease certainly expired later (safe), and keeps tick() from suspecting again a node
@@ -174,6 +174,24 @@ export class ConfigManager {
       }
     }
   }
+
+  /**
+   * A member is alive and reaches us (granted or not, see failover()). The first one heard after a
+   * lease in which no member was heard means this manager was cut off from all of them (or all were
+   * down): the others come back each at its own reconnect, so nobody is suspected for a few leases.
+   */
+  private heardFrom(node: number, now: number): void {
+    const silentMs = now - this.heardAny;
+    if (Number.isFinite(silentMs) && silentMs > this.timing.leaseMs + this.timing.driftMs && this.members().length > 1) {
+      const graceMs = RECOVERY_GRACE_LEASES * this.timing.leaseMs;
+      this.leases.graceUntil(now + graceMs);
+      this.log.warn({ node, silentMs: +silentMs.toFixed(0), graceMs }, `heard from node ${node} after ${silentMs.toFixed(0)} ms in which no member was heard (this manager was cut off); no member is suspected for the next ${graceMs} ms while they reconnect`);
+    }
+    this.heardAny = now;
+    this.leases.heard(node, now);
+  }
+
+  private heardAny = -Infinity;
 
   /** A node's connection closed: a hint that it failed (its lease still has to expire first). */
   onClose(node: number, link: Link): void {
@@ -263,6 +281,10 @@ export class ConfigManager {
     const wait = this.leases.certainlyExpiredAt(node) - this.clock.now();
     if (wait > 0) await this.sleep(wait);
     if (this.closed) return;
+    // Members reconnecting after this manager was cut off: give `node` the same chance.
+    while (!this.closed && this.leases.inGrace(this.clock.now()) && this.leases.lastHeardAt(node) <= rec.detectedAt) {
+      await this.sleep(Math.max(1, Math.floor(this.timing.renewMs / 4)));
+    }
     const live = await this.heardSince(node, rec.detectedAt);
     if (this.leases.lastHeardAt(node) > rec.detectedAt) {
       // It talks to us again (its renewals were held up, or this manager was the one cut off):

@@ -304,6 +304,10 @@ export class ClientConnection {
         if (!h.replicate) throw new RowanError(ErrorCodes.UNKNOWN_OP, 'this server takes no REPLICATE requests');
         await h.replicate(req.block, req.term);
         return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });
+      case Op.PEER_LEASE:
+        if (!h.peerLease) throw new RowanError(ErrorCodes.UNKNOWN_OP, 'this server takes no PEER_LEASE requests');
+        await h.peerLease(req.key, req.term);
+        return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });
       case Op.COPY_SHARD:
       case Op.GET:
       case Op.GET_REPLICA: {

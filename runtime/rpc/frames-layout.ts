@@ -23,6 +23,8 @@
 //   REPLICATE   7    one encoded log block (shm/log.ts), 1..mtu bytes   (RPC-KV replication, ROWAN §6.1:
 //                    a primary's worker to a backup's worker; the backup appends, persists, indexes)
 //   AUTH        8    proof (32 B) = HMAC(secret, CLIENT_LABEL · server nonce · client nonce)
+//   COPY_SHARD  9    keyLen u16 · copy request (actors/kv/copy-batch.ts), answered VALUE
+//   PEER_LEASE 10    keyLen u16 · lease request (actors/kv/peer-lease.ts), answered OK (granted)
 //
 // Response (worker port -> client), answered in completion order, matched by request id:
 //
@@ -86,9 +88,12 @@ export const Op = {
   /** Re-replication (§4.5 phase 3): a batch of a shard's indexed entries from its primary. Shaped like
    *  GET (keyLen · key); the "key" is the copy request (actors/kv/copy-batch.ts), answered with VALUE. */
   COPY_SHARD: 9,
+  /** A peer lease (README "Partitions", actors/kv/peer-lease.ts): a node asks another to promise not
+   *  to take over its shards for a lease. Shaped like GET; the "key" is the request, answered OK. */
+  PEER_LEASE: 10,
 } as const;
 export type OpCode = (typeof Op)[keyof typeof Op];
-export const OP_NAMES: Readonly<Record<number, string>> = { 1: 'HELLO', 2: 'PUT', 3: 'GET', 4: 'DEL', 5: 'CONFIG', 6: 'GET_REPLICA', 7: 'REPLICATE', 8: 'AUTH', 9: 'COPY_SHARD' };
+export const OP_NAMES: Readonly<Record<number, string>> = { 1: 'HELLO', 2: 'PUT', 3: 'GET', 4: 'DEL', 5: 'CONFIG', 6: 'GET_REPLICA', 7: 'REPLICATE', 8: 'AUTH', 9: 'COPY_SHARD', 10: 'PEER_LEASE' };
 
 // ---- request bodies (offsets relative to HEADER_BYTES) -----------------------------------------------
 export const HELLO_VERSION_OFF = 0;
