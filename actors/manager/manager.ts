@@ -165,7 +165,7 @@ export class ConfigManager {
         const pr = this.promoting;
         if (!pr || m.term !== pr.rec.term) return;
         this.log.info(
-          { node: m.node, term: m.term, shards: m.shards, entries: m.entries, gathered: m.gathered ?? 0, scattered: m.scattered ?? 0, ms: m.ms },
+          { node: m.node, term: m.term, shards: m.shards, entries: m.entries, gathered: m.gathered ?? 0, scattered: m.scattered ?? 0, ms: m.ms, at: now },
           `node ${m.node} promoted ${m.shards.length} shard(s) in ${m.ms.toFixed(1)} ms`,
         );
         pr.waiting.delete(m.node);

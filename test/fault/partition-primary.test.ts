@@ -24,7 +24,9 @@ import { netnsUnavailable, NetnsLab } from '../fixtures/netns.js';
 import { ClientLoad, NetnsCluster } from '../fixtures/netns-cluster.js';
 
 const SHARDS = 8;
-const LEASE_MS = 200;
+/** Longer than the 200 ms default: on this shared 2-core machine (load ~20 at times) a 200 ms lease
+ *  fails healthy nodes over now and then, which is not what this test is about. */
+const LEASE_MS = 400;
 const STALE_LOOPS = 4;
 const unavailable = netnsUnavailable();
 
