@@ -188,10 +188,12 @@ export class ConfigManager {
       this.log.warn({ node, silentMs: +silentMs.toFixed(0), graceMs }, `heard from node ${node} after ${silentMs.toFixed(0)} ms in which no member was heard (this manager was cut off); no member is suspected for the next ${graceMs} ms while they reconnect`);
     }
     this.heardAny = now;
+    this.saidCutOff = false;
     this.leases.heard(node, now);
   }
 
   private heardAny = -Infinity;
+  private saidCutOff = false;
 
   /** A node's connection closed: a hint that it failed (its lease still has to expire first). */
   onClose(node: number, link: Link): void {
@@ -364,7 +366,8 @@ export class ConfigManager {
       await this.sleep(Math.max(1, Math.floor(this.timing.renewMs / 4)));
     }
     const live = new Set(candidates().filter(heard));
-    if (live.size === 0 && candidates().length + this.failing.size > 1) {
+    if (live.size === 0 && candidates().length + this.failing.size > 1 && !this.saidCutOff) {
+      this.saidCutOff = true; // once per silence (heardFrom() resets it)
       this.log.warn({ node: failed, since }, `no other member has renewed since node ${failed}'s failure was detected: this manager looks cut off from the cluster; nothing is reassigned`);
     }
     return live;
