@@ -33,6 +33,8 @@ export interface LeaseHooks {
 /** Before the first grant tells the period. */
 const FIRST_RENEW_MS = 10;
 const RECONNECT_MS = 20;
+/** Leases without a word from the manager before the lease client reconnects. */
+const SILENT_LEASES = 2;
 /** Before the first grant tells the lease: how long a connection attempt may take. */
 const CONNECT_TIMEOUT_MS = 1000;
 
@@ -142,16 +144,24 @@ export class LeaseClient {
   }
 
   private renew(): void {
-    // No word from the manager for a lease on a connection that looks open: the path to it is broken
-    // (a partition drops packets; TCP would retransmit with a growing backoff for minutes and, after
-    // the heal, resume seconds late). A new connection is tried at once and again until one works.
-    if (this.timing && this.clock.now() - this.heardAt > this.timing.leaseMs) {
-      if (!this.silent) {
-        this.silent = true;
-        this.log.warn({ ms: +(this.clock.now() - this.heardAt).toFixed(0) }, 'no word from the configuration manager for a lease: reconnecting (serving on peer leases meanwhile, if every other member grants one)');
-      }
-      this.socket?.destroy();
-      return;
+    // No word from the manager for two leases on a connection that looks open: the path to it is
+    // broken (a partition drops packets; TCP would retransmit with a growing backoff for minutes and,
+    // after the heal, resume seconds late). A new connection is tried at once and again until one
+    // works. Checked again after the event loop has read its sockets (setImmediate): timers run
+    // before I/O, so after a stall of this thread grants already waiting in the socket would look
+    // missing, and a healthy connection would be dropped (the manager then suspects the node).
+    const t = this.timing;
+    if (t && this.clock.now() - this.heardAt > SILENT_LEASES * t.leaseMs) {
+      const s = this.socket;
+      setImmediate(() => {
+        const ms = this.clock.now() - this.heardAt;
+        if (this.socket !== s || ms <= SILENT_LEASES * t.leaseMs) return;
+        if (!this.silent) {
+          this.silent = true;
+          this.log.warn({ ms: +ms.toFixed(0) }, 'no word from the configuration manager for two leases: reconnecting (serving on peer leases meanwhile, if every other member grants one)');
+        }
+        s?.destroy();
+      });
     }
     const seq = ++this.seq;
     this.sentAt.set(seq, this.clock.now());
