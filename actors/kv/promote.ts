@@ -58,6 +58,10 @@ export async function promoteShards(
   limits: Limits,
   scatter: GatherEntry[] = [],
   promotionLog?: TLog,
+  /** Shards handed over by a live, drained primary (a planned move, §4.6): no late blocks of the old
+   *  primary can exist (it finished every write it claimed before acknowledging the prepare, and
+   *  refuses the rest), so they continue right after the floor instead of skipping the gap. */
+  planned: ReadonlySet<number> = new Set(),
 ): Promise<PromotionReport> {
   const want = new Set(shards);
   // The one promotion log, on the node's main thread: appended to synchronously by this function and by
@@ -84,7 +88,7 @@ export async function promoteShards(
   const versions: Record<string, number> = {};
   for (const s of shards) {
     const seen = Math.max(floors[s] ?? 0, Number(Atomics.load(shared.versions, s)));
-    raiseVersion(shared.versions, s, Math.min(seen + PROMOTION_VERSION_GAP, VERSION_MAX - PROMOTION_VERSION_GAP));
+    raiseVersion(shared.versions, s, planned.has(s) ? seen : Math.min(seen + PROMOTION_VERSION_GAP, VERSION_MAX - PROMOTION_VERSION_GAP));
     versions[s] = Number(Atomics.load(shared.versions, s));
   }
   return { shards, blocks: applier.stats.blocks, indexed: applier.stats.indexed, segments: segs.length, versions, scattered };
