@@ -223,6 +223,7 @@ export class ConfigManager {
    */
   tick(): void {
     this.maybeRebalance(this.clock.now());
+    if (!this.running && this.resumeWanted()) this.kick(); // its participants may have connected since
     if (this.leases.expired(this.members(), this.clock.now()).length === 0) return;
     setImmediate(() => {
       for (const n of this.leases.expired(this.members(), this.clock.now())) this.suspect(n, 'lease expired');
@@ -252,7 +253,9 @@ export class ConfigManager {
 
   /** Stored tasks of a move this manager did not finish (it restarted, or took over) to resume. */
   private resumeWanted(): boolean {
-    return this.cfg.migrations.length > 0 && this.clock.now() >= this.resumeAfter && !this.moves.history.some((r) => r.committedAt !== undefined && r.doneAt === undefined && r.error === undefined);
+    if (this.cfg.migrations.length === 0 || this.clock.now() < this.resumeAfter) return false;
+    const live = this.reachable();
+    return this.cfg.migrations.some((t) => live.has(t.source) && live.has(t.target));
   }
 
   /** Live members holding a connection and not being failed over. */
