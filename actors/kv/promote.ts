@@ -50,6 +50,9 @@ export interface PromotionReport {
  */
 export const PROMOTION_VERSION_GAP = 2 ** 26;
 
+/** Blocks scanned between two yields to the event loop (lease renewals) in a promotion scan. */
+const YIELD_EVERY_BLOCKS = 2048;
+
 export async function promoteShards(
   pool: Pool,
   shared: KvShared,
@@ -72,14 +75,18 @@ export async function promoteShards(
   const segs = shards.length > 0 ? undigested(pool) : [];
   for (const seg of segs) {
     const start = pool.segmentOffset(seg);
-    // A read epoch per segment (the applier reads indexed entries), released before yielding.
-    shared.gc?.epochs.enter(slot);
+    // A read epoch per segment (the applier reads indexed entries; and no segment is freed under the
+    // scan): held across the yields inside a segment, so a long scan lets lease renewals run (a
+    // starved main thread would lose the node its lease) without the segment going away.
+    shared.gc?.epochs.enterShared(slot);
     try {
+      let n = 0;
       for (const b of scanBlogBlocks(pool.region.bytes, start, start + pool.segmentBytes, limits)) {
         if (want.has(b.shard) && b.type !== EntryType.CommitVer) applier.apply(b);
+        if (++n % YIELD_EVERY_BLOCKS === 0) await yieldToRenewals();
       }
     } finally {
-      shared.gc?.epochs.exit(slot);
+      shared.gc?.epochs.exitShared(slot);
     }
     await yieldToRenewals();
   }

@@ -88,6 +88,7 @@ export class ConfigManager {
   /** When the configuration last changed: load reports must cover periods after it. */
   private changedAt: number;
   private nextPlanAt = 0;
+  private overloadSeen = 0;
   private resumeAfter = 0;
 
   constructor(
@@ -106,6 +107,7 @@ export class ConfigManager {
     this.moves = new MoveRunner({
       config: () => this.cfg,
       reachable: () => this.reachable(),
+      suspected: (node) => this.failing.has(node),
       storeConfig: (next) => this.storeConfig(next),
       push: (next) => this.push(next),
       prepareRound: (next, shards, planned) => this.prepareRound(next, shards, planned),
@@ -285,7 +287,11 @@ export class ConfigManager {
     const members = [...this.reachable()];
     if (!this.loads.freshFor(members, this.changedAt + r.periodMs, this.cfg.term)) return;
     const plan = this.balancePlan();
-    if (plan.moves.length === 0) return;
+    // Two periods in a row: one report period straddling the onset of a hotspot shows a mix of the
+    // old and the new load, and would move the wrong shard.
+    this.overloadSeen = plan.moves.length === 0 ? 0 : this.overloadSeen + 1;
+    if (this.overloadSeen < 2) return;
+    this.overloadSeen = 0;
     this.log.warn({ event: 'overload-detected', at: now, loads: plan.loads, average: plan.average, overloaded: plan.overloaded, moves: plan.moves },
       `overload: node ${plan.overloaded.join(', node ')} above the average ${plan.average} ops/s by more than ${r.overloadPercent} % (loads ${JSON.stringify(plan.loads)}); moving ${plan.moves.map((m) => `shard ${m.shard} ${m.from}->${m.to}`).join(', ')}`);
     this.requestMove(plan.moves, 'overload', (err) => {

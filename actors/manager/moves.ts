@@ -46,6 +46,8 @@ export interface MoveHost {
   config(): ClusterConfig;
   /** Live members holding a connection and not being failed over. */
   reachable(): Set<number>;
+  /** Whether `node` is being (or queued to be) failed over. */
+  suspected(node: number): boolean;
   storeConfig(next: ClusterConfig): Promise<void>;
   push(next: ClusterConfig): Promise<void>;
   prepareRound(next: ClusterConfig, shards: number[], planned: boolean): Promise<{ versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] }>;
@@ -119,15 +121,17 @@ export class MoveRunner {
   }
 
   private async promote(rec: MoveRecord, next: ClusterConfig, moves: Move[], prep: Parameters<MoveHost['commitRound']>[2], again: number[], planned: number[]): Promise<void> {
-    const promoted = new Promise<boolean>((resolve) => {
-      this.h.awaitPromoted(next.term, moves.map((m) => m.to), () => resolve(true));
-      void this.h.sleep(MOVE_PROMOTE_TIMEOUT_MS).then(() => resolve(false));
-    });
+    let reported = false;
+    this.h.awaitPromoted(next.term, moves.map((m) => m.to), () => (reported = true));
     this.h.commitRound(next, moves, prep, again, planned);
     this.mark(rec, 'committed');
     await this.pause('committed');
-    if (!(await promoted)) {
-      rec.error = `a target did not report its promotion within ${MOVE_PROMOTE_TIMEOUT_MS} ms`;
+    // Until the targets report -- or one of them is suspected failed: its failover (next in the
+    // manager's queue, not behind this wait) finishes the task.
+    const t0 = this.h.clock.now();
+    while (!reported && this.h.clock.now() - t0 < MOVE_PROMOTE_TIMEOUT_MS && !moves.some((m) => this.h.suspected(m.to))) await this.h.sleep(2);
+    if (!reported) {
+      rec.error = moves.some((m) => this.h.suspected(m.to)) ? 'a target failed before it reported its promotion' : `a target did not report its promotion within ${MOVE_PROMOTE_TIMEOUT_MS} ms`;
       this.event(rec, 'move-stalled', `${rec.error}; the task stays listed (a failover of the target finishes it)`);
       return;
     }
