@@ -453,10 +453,15 @@ export class ConfigManager {
 
   private async reconfigureReplicas(): Promise<void> {
     for (const node of [...this.joins]) {
-      this.joins.delete(node);
       const next = planJoin(this.cfg, node);
-      if (!next || !this.links.has(node)) continue;
+      if (!next || !this.links.has(node)) {
+        this.joins.delete(node);
+        continue;
+      }
+      // A joiner until its configuration is stored: a renewal arriving meanwhile is ignored, where a
+      // non-member's would be answered `evicted` (which ends the node).
       await this.push(next);
+      this.joins.delete(node);
       this.failing.delete(node);
       this.leases.renewed(node, this.clock.now()); // its lease window starts now (it gets grants from here)
       this.log.warn({ node, term: next.term }, `node ${node} rejoined the cluster (term ${next.term}) holding no shard`);
