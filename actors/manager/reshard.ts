@@ -19,6 +19,7 @@
 import { fullReplicas, liveNodes, validateCluster, type ClusterConfig, type MigrationTask } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { nodeLoads, BACKUP_WRITE_WEIGHT, type ShardRate } from './load.js';
+import { FAILOVER_MODES } from './plan.js';
 
 export interface Move {
   shard: number;
@@ -30,6 +31,8 @@ export interface Move {
 export function moveRefusal(c: ClusterConfig, shard: number, to: number, live: ReadonlySet<number>): string | null {
   const s = c.shards[shard];
   if (!Number.isInteger(shard) || !s) return `there is no shard ${shard} (the cluster has ${c.shardCount})`;
+  // Baseline modes' backups index one-sided writes only at a cold start: a target would lack entries.
+  if (!FAILOVER_MODES.includes(c.replication)) return `replication mode ${c.replication} cannot hand a primary role over (its backups index only at a cold start)`;
   if (!c.nodes.some((n) => n.id === to)) return `there is no node ${to}`;
   if (!liveNodes(c).some((n) => n.id === to) || !live.has(to)) return `node ${to} is not a live member`;
   if (s.primary === to) return `node ${to} is shard ${shard}'s primary already`;
@@ -110,7 +113,7 @@ export function planBalance(c: ClusterConfig, rates: ReadonlyMap<number, ShardRa
   const loads = Object.fromEntries([...load].map(([n, l]) => [String(n), Math.round(l)]));
   const overloaded = members.filter((n) => load.get(n)! > average * (1 + o.overloadPercent / 100)).sort((a, b) => load.get(b)! - load.get(a)!);
   const plan: BalancePlan = { loads, average: Math.round(average), overloaded, moves: [] };
-  if (members.length < 2 || total < o.minTotalOps || overloaded.length === 0) return plan;
+  if (!FAILOVER_MODES.includes(c.replication) || members.length < 2 || total < o.minTotalOps || overloaded.length === 0) return plan;
   const moving = new Set(c.migrations.map((m) => m.shard));
   const liveSet = new Set(members);
   for (const n of overloaded) {
