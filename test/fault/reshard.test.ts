@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { connect } from 'node:net';
 import { RowanClient } from '../../actors/kv/client/client.js';
 import { checkLinearizability } from '../check/linearizability.js';
-import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { alive, launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { logRecords, nodePids, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
 import { KvLoad } from '../fixtures/failover-load.js';
 import { checkOneServer, keysOfShard, move, otherReplica } from '../fixtures/reshard.js';
@@ -184,11 +184,3 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
