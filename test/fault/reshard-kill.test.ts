@@ -35,7 +35,9 @@ test(`moves interrupted by SIGKILL of the source or the target (${CYCLES} cycles
     for (let i = 0; i < 4; i++) clients.push(await RowanClient.connect({ cluster: file, retries: 10, timeoutMs: 5000 }));
     const probe = clients.pop()!;
     const keys = [...keysOfShard(HOT, SHARDS, 6), ...keysOfShard((HOT + 1) % SHARDS, SHARDS, 3)];
-    const load = new KvLoad(clients, keys, 200_000);
+    // Paced (about 200 ops/s per client at most) so that a long run stays under the bound on operations.
+    const maxOps = 60_000 + CYCLES * 15_000;
+    const load = new KvLoad(clients, keys, maxOps, 5);
     load.start();
     await waitFor('load to start', () => load.ops > 50, 30_000);
     for (let cycle = 0; cycle < CYCLES; cycle++) {
@@ -46,6 +48,7 @@ test(`moves interrupted by SIGKILL of the source or the target (${CYCLES} cycles
       const victim = cycle % 2 === 0 ? source : target;
       const pid = nodePids(cl.output()).get(victim)!;
       const ops = load.ops;
+      assert.ok(load.ops < maxOps, `the load reached its bound of ${maxOps} operations`);
       await waitFor('load to go on', () => load.ops > ops + 20, 30_000);
       const moving = move(c, HOT, target).then((r) => (r.doneAt !== undefined ? 'done' : 'stalled'), (e: Error) => (/rolled back/.test(e.message) ? 'rolled back' : `refused`));
       const delayMs = Math.random() * (cycle % 4 < 2 ? 8 : 60); // half early (prepare), half late (promotion)
