@@ -34,6 +34,8 @@ export interface LeaseHooks {
   configured?(): void;
   /** Resharding statistics (§4.6): requests and writes per shard since the previous call. */
   load?(): ShardLoad[];
+  /** The manager removed this node from the membership (requests are refused from here on). */
+  evicted?(): void;
 }
 
 /** Before the first grant tells the period. */
@@ -171,10 +173,12 @@ export class LeaseClient {
           .catch((err: Error) => this.log.error({ err: err.message }, 'commit failed'));
         return;
       case 'evicted':
+        if (this.evicted) return;
         this.evicted = true;
         this.cell.evict();
         this.log.error({ term: m.term }, 'the configuration manager removed this node from the cluster (its lease expired): serving nothing from now on');
         this.stop();
+        this.hooks.evicted?.();
         return;
     }
   }

@@ -110,6 +110,9 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   };
 }
 
+/** How long an evicted node keeps answering LEASE_EXPIRED before it stops. */
+const EVICTED_EXIT_MS = 2000;
+
 /** How long a move's source waits for the writes it claimed for the shards it hands over to end
  *  (a write waits at most ADMIT_WAIT_MS plus a replication); past it the prepare is not acknowledged
  *  and the manager rolls the move back. */
@@ -160,6 +163,14 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
     },
     configured: () => catchUp.onConfig(),
     ...(sampler ? { load: () => sampler.sample() } : {}),
+    // An evicted node's data is stale and it is no member: it stops, after answering LEASE_EXPIRED for
+    // a moment to clients that still route to it, so that its supervisor (rowan cluster) restarts it
+    // with --rejoin -- it does not sit in the cluster serving nothing (a lease lost to a stall of the
+    // machine, not a crash, would otherwise leave the cluster a replica short for good).
+    evicted: () => {
+      log.error({ exitInMs: EVICTED_EXIT_MS }, `evicted: this node stops in ${EVICTED_EXIT_MS} ms; restart it with --rejoin (rowan cluster does) to take it back as an empty member`);
+      setTimeout(() => process.kill(process.pid, 'SIGTERM'), EVICTED_EXIT_MS).unref();
+    },
   }, rejoin, loadPeriodMs);
   client.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
