@@ -21,6 +21,7 @@ import { registerKvCommands } from './cli-kv.js';
 import { kvApplication } from '../actors/kv/node-kv.js';
 import { registerClusterCommand } from './cluster-cli.js';
 import { registerManagerCommand } from './manager-cli.js';
+import { registerReshardCommand } from './reshard-cli.js';
 import { registerConfigCommand } from './config-cli.js';
 import { collectClusterStatus, formatClusterStatus } from './cluster-status.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
@@ -172,7 +173,7 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   const secret = nodeSecret(o);
   // A failed-over node's data is stale: it rejoins with a fresh pool (§4.5 phase 3, actors/kv/node-kv.ts).
   if (kv?.rejoin) rmSync(join(config.dataDir, POOL_FILE), { force: true });
-  const node = await startNode({ config, log, handleSignals: true, secret, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication({ ...kv, secret }, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
+  const node = await startNode({ config, log, handleSignals: true, secret, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication({ ...kv, secret, loadPeriodMs: config.resharding.periodMs }, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
   setTimeout(() => {
@@ -282,6 +283,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
   registerKvCommands(p, setCode);
   registerClusterCommand(p, run);
   registerManagerCommand(p, run);
+  registerReshardCommand(p, run);
   registerConfigCommand(p, run);
   return p;
 }

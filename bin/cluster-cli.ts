@@ -46,6 +46,8 @@ export interface ClusterOpts {
   segmentKib: string | number;
   leaseMs: string | number;
   logLevel?: string;
+  /** false with --no-auto-reshard (passed to the manager). */
+  autoReshard?: boolean;
   indexKeys?: string;
   indexKeysMax?: string;
   zookeeper?: string;
@@ -195,7 +197,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   const startManager = async (): Promise<void> => {
     const logFile = join(dir, 'manager.log');
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'manager', ...where, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), ...(o.logLevel ? ['--log-level', o.logLevel] : [])];
+    const args = [bin, 'manager', ...where, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), ...(o.logLevel ? ['--log-level', o.logLevel] : []), ...(o.autoReshard === false ? ['--no-auto-reshard'] : [])];
     // Like a node: its own process group, and down with this launcher however the launcher dies.
     manager = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
     closeQuietly(out);
@@ -341,6 +343,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', asIs, 128)
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', asIs, 4096)
     .option('--no-restart', 'leave a node that dies down (default: restart it with backoff; a failed-over node rejoins with an empty pool and gets replicas again)')
+    .option('--no-auto-reshard', 'the configuration manager moves hot shards only when asked (rowan reshard), not on its own (§4.6)')
     .option('--lease-ms <ms>', 'lease the configuration manager grants; a dead node is failed over after it expires (paper: 10)', asIs, DEFAULT_LEASE_MS)
     .addOption(new Option('--log-level <level>', 'log level of the nodes and the configuration manager (their logs: DIR/node-N.log, DIR/manager.log; default: info, or ROWAN_LOG_LEVEL)').choices(logLevels))
     .option('--index-keys <n>', "keys each shard's index is sized for at start (grows on demand; see rowan start --help)")

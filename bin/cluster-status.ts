@@ -5,6 +5,8 @@ import { FileConfigStore } from '../config/store.js';
 import { requestControl, socketPath } from '../runtime/endpoint.js';
 import { FAILOVER_MODES } from '../actors/manager/plan.js';
 import type { KvNodeStatus as NodeStatus } from '../actors/kv/gc-status.js';
+import type { MoveRecord } from '../actors/manager/moves.js';
+import { askManager, managerAddress } from './manager-admin.js';
 
 export interface ClusterStatus {
   term: number;
@@ -15,6 +17,18 @@ export interface ClusterStatus {
   shardCount: number;
   nodes: { id: number; dataDir: string; clientPorts: number[]; primaryOf: number; backupOf: number; status: NodeStatus | null; error?: string }[];
   shards: ClusterConfig['shards'];
+  /** Resharding tasks in progress (§4.6): the stored migration list. */
+  migrations: ClusterConfig['migrations'];
+  /** The manager's view of the load and its recent moves; null when it did not answer. */
+  manager: ManagerLoads | null;
+}
+
+export interface ManagerLoads {
+  term: number;
+  loads: Record<string, number>;
+  shards: Record<string, { reqs: number; writes: number }>;
+  moves: MoveRecord[];
+  resharding: { auto: boolean; periodMs: number; overloadPercent: number; targetPercent: number };
 }
 
 /** Every node of the stored configuration (or the cluster file's), asked for its status. */
@@ -36,7 +50,8 @@ export async function collectClusterStatus(cluster: ClusterConfig | string): Pro
       }
     }),
   );
-  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards };
+  const manager = (await askManager(managerAddress(undefined, c), { op: 'loads' }, 1500).catch(() => null)) as ManagerLoads | null;
+  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, migrations: c.migrations, manager };
 }
 
 function pad(rows: string[][]): string[] {
@@ -64,7 +79,25 @@ export function formatClusterStatus(s: ClusterStatus): string {
     ];
   });
   out.push(...pad([head, ...rows]), '');
-  out.push(...pad([['SHARD', 'PRIMARY', 'BACKUPS'], ...s.shards.map((sh) => [String(sh.id), String(sh.primary), sh.backups.join(',')])]));
+  out.push(...pad([['SHARD', 'PRIMARY', 'BACKUPS', 'REQ/S', 'WRITES/S'], ...s.shards.map((sh) => [String(sh.id), String(sh.primary), sh.backups.join(','), String(s.manager?.shards[sh.id]?.reqs ?? '-'), String(s.manager?.shards[sh.id]?.writes ?? '-')])]));
+  out.push('', ...formatResharding(s));
   for (const n of s.nodes) if (n.error) out.push('', `node ${n.id}: ${n.error}`);
   return out.join('\n');
+}
+
+/** Resharding (§4.6): per-node load, the migration list, the manager's recent moves. */
+function formatResharding(s: ClusterStatus): string[] {
+  const m = s.manager;
+  const out: string[] = [];
+  if (!m) out.push('resharding: the configuration manager did not answer (load unknown)');
+  else {
+    out.push(`resharding: ${m.resharding.auto ? `automatic (a node ${m.resharding.overloadPercent} % above the average is overloaded; reports every ${m.resharding.periodMs} ms)` : 'by hand only (rowan reshard)'}`);
+    out.push(`load (requests/s as primary + weighted replicated writes as backup): ${Object.entries(m.loads).map(([n, l]) => `node ${n} ${l}`).join(', ') || 'no reports yet'}`);
+  }
+  out.push(s.migrations.length ? `migrations in progress: ${s.migrations.map((t) => `shard ${t.shard} node ${t.source} -> node ${t.target}`).join('; ')}` : 'migrations in progress: none');
+  for (const r of m?.moves.slice(-5) ?? []) {
+    const ms = r.doneAt !== undefined ? `${(r.doneAt - r.startedAt).toFixed(0)} ms` : r.rolledBackAt !== undefined ? 'rolled back' : (r.error ?? 'in progress');
+    out.push(`  move term ${r.term} (${r.why}): ${r.moves.map((x) => `shard ${x.shard} ${x.from}->${x.to}`).join(', ')}: ${ms}${r.entries !== undefined ? `, ${r.entries} b-log entries applied by the target` : ''}`);
+  }
+  return out;
 }

@@ -6,6 +6,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { resolveConfig } from '../config/load.js';
+import { configFromEnv } from '../config/env.js';
+import { DEFAULT_RESHARDING } from '../actors/manager/manager.js';
 import { schedGetaffinity } from '../native/libc.js';
 import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
@@ -22,6 +24,9 @@ export interface ManagerOpts extends StoreFlags {
   renewMs?: string;
   dataDir?: string;
   logLevel?: LogLevel;
+  /** false with --no-auto-reshard. */
+  autoReshard?: boolean;
+  reshardPeriodMs?: string;
 }
 
 function num(name: string, v: string, lo: number, hi: number): number {
@@ -37,15 +42,23 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   if (!('file' in spec) && o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'with --zookeeper, give the manager a --data-dir');
   const clusterFile = 'file' in spec ? spec.file : '';
   const timing = leaseTiming(num('lease-ms', o.leaseMs, 4, 600_000), o.renewMs === undefined ? undefined : num('renew-ms', o.renewMs, 1, 600_000));
-  const start: ManagerStart = { clusterFile, host: o.host, port: num('port', o.port, 0, 65535), ...timing, ...('file' in spec ? {} : { zookeeper: { connect: spec.zookeeper, path: spec.path } }) };
   const dataDir = resolve(o.dataDir ?? join(dirname(clusterFile), 'manager'));
   mkdirSync(dataDir, { recursive: true });
   // The runtime maps a pool for every process; the manager keeps nothing in it: the smallest one.
   const config = resolveConfig({
     dataDir,
     allowedCores: schedGetaffinity(0),
-    flags: { roles: [{ role: 'manager', count: 1 }], pool: { segmentCount: 8, segmentBytes: 64 * 1024 }, blog: { preallocSegments: 1, batchSegments: 1 }, gc: { reserveSegments: 0 }, ...(o.logLevel ? { logLevel: o.logLevel } : {}) },
+    env: configFromEnv(process.env),
+    flags: {
+      roles: [{ role: 'manager', count: 1 }], pool: { segmentCount: 8, segmentBytes: 64 * 1024 }, blog: { preallocSegments: 1, batchSegments: 1 }, gc: { reserveSegments: 0 },
+      ...(o.logLevel ? { logLevel: o.logLevel } : {}),
+      ...(o.autoReshard === false || o.reshardPeriodMs !== undefined ? { resharding: { ...(o.autoReshard === false ? { auto: false } : {}), ...(o.reshardPeriodMs !== undefined ? { periodMs: num('reshard-period-ms', o.reshardPeriodMs, 10, 3_600_000) } : {}) } } : {}),
+    },
   });
+  const r = config.resharding;
+  const pause = /^(stored|committed):(\d+)$/.exec(process.env['ROWAN_TEST_MOVE_PAUSE'] ?? '');
+  const resharding = { auto: r.auto, periodMs: r.periodMs, overloadPercent: r.overloadPercent, targetPercent: r.targetPercent, minTotalOps: DEFAULT_RESHARDING.minTotalOps, ...(pause ? { pauseAfter: { step: pause[1]!, ms: Number(pause[2]) } } : {}) };
+  const start: ManagerStart = { clusterFile, host: o.host, port: num('port', o.port, 0, 65535), ...timing, resharding, ...('file' in spec ? {} : { zookeeper: { connect: spec.zookeeper, path: spec.path } }) };
   const log = createLogger(config.logLevel);
   const node = await startNode({
     config,
@@ -60,7 +73,7 @@ export async function runManager(o: ManagerOpts): Promise<number> {
 
 export function registerManagerCommand(p: Command, run: (f: () => Promise<number>) => () => Promise<void>): void {
   const cmd = p.command('manager')
-    .description('run the configuration manager (§4.5): leases for every node of the cluster, failover of a node whose lease expired; with --zookeeper it stores failovers in ZooKeeper, and while its ZooKeeper session is lost it stores nothing (failovers wait until the session is back)')
+    .description('run the configuration manager (§4.5): leases for every node of the cluster, failover of a node whose lease expired, resharding of hot shards (§4.6); with --zookeeper it stores failovers in ZooKeeper, and while its ZooKeeper session is lost it stores nothing (failovers wait until the session is back)')
     .option('--cluster <file>', 'the cluster configuration (the embedded store; rowan cluster writes DIR/cluster.json); or --zookeeper');
   addZooKeeperFlags(cmd)
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
@@ -69,6 +82,8 @@ export function registerManagerCommand(p: Command, run: (f: () => Promise<number
     .option('--renew-ms <ms>', 'how often nodes renew (default lease / 5)')
     .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
     .option('--data-dir <dir>', "the manager process's runtime directory (default: manager/ next to the cluster file; required with --zookeeper)")
+    .option('--no-auto-reshard', 'move hot shards only when asked (rowan reshard), not on its own (§4.6; config resharding.auto)')
+    .option('--reshard-period-ms <ms>', 'how often nodes report load and the manager plans moves (config resharding.periodMs, default 500)')
     .action(function (this: Command) {
       return run(() => runManager(this.opts<ManagerOpts>()))();
     });

@@ -201,6 +201,11 @@ export function validateCluster(raw: unknown): ClusterConfig {
       fail(`${f}.backups`, 'must be distinct live node ids other than the primary', s.backups);
   }
   if (!Array.isArray(c.migrations)) fail('migrations', 'must be a list');
+  for (const [i, m] of c.migrations.entries()) {
+    // A resharding task (§4.6): the shard's primary role moves from source to target.
+    if (typeof m !== 'object' || m === null || !ids.has(m.source) || !ids.has(m.target) || m.source === m.target || !c.shards[m.shard])
+      fail(`migrations[${i}]`, 'must be {source, target, shard} with two distinct node ids and a shard id', m);
+  }
   if (c.catchingUp !== undefined) {
     if (!Array.isArray(c.catchingUp)) fail('catchingUp', 'must be a list');
     const seen = new Set<string>();

@@ -54,6 +54,7 @@ export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
     clients: { connectionsMax: 1024, inFlightMax: 1024, readsInFlightMax: 16, writeBytesMax: 4 * 1024 * 1024 },
     leaseMs: paper.leaseMs,
     resharding: {
+      auto: true,
       periodMs: paper.reshardPeriodMs,
       overloadPercent: paper.reshardOverloadPercent,
       targetPercent: paper.reshardTargetPercent,

@@ -81,6 +81,8 @@ export interface RowanConfig {
   /** Lease between servers and the CM (§6.1: 10 ms). */
   leaseMs: number;
   resharding: {
+    /** The manager moves hot shards on its own (§4.6); false: only `rowan reshard` moves them. */
+    auto: boolean;
     /** Per-shard request counters are reported this often (§4.6: 500 ms). */
     periodMs: number;
     /** A node this far above the average load is overloaded (30 %). */

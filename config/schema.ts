@@ -65,9 +65,10 @@ export const configSchema = z.strictObject({
   }),
   leaseMs: numIn(1, 600_000).describe('not read by a node: the configuration manager grants the lease (rowan manager/cluster --lease-ms)'),
   resharding: z.strictObject({
-    periodMs: numIn(1, 3_600_000).describe('resharding is not built yet: not read (paper: 500 ms)'),
-    overloadPercent: numIn(0, 1000).describe('resharding is not built yet: not read (paper: 30 %)'),
-    targetPercent: numIn(0, 1000).describe('resharding is not built yet: not read (paper: 5 %; at most overloadPercent)'),
+    auto: z.boolean().describe('the configuration manager moves hot shards on its own (§4.6); false: only `rowan reshard` moves them (read by rowan manager/cluster)'),
+    periodMs: numIn(1, 3_600_000).describe('nodes report per-shard requests this often and the manager plans at this period (paper: 500 ms)'),
+    overloadPercent: numIn(0, 1000).describe('a node whose load is this far above the average is overloaded (paper: 30 %; read by the manager)'),
+    targetPercent: numIn(0, 1000).describe('moves go on until each overloaded node is within this of the average (paper: 5 %; at most overloadPercent)'),
   }),
   runtime: z.strictObject({
     ringWords: intIn(defaultLimits.ringWordsMin, defaultLimits.ringWordsMax).describe('capacity of each actor-to-actor ring, in Int32 words'),
@@ -99,6 +100,7 @@ function typeOf(s: z.ZodType): string {
   if (s instanceof z.ZodString) return 'string';
   if (s instanceof z.ZodArray) return 'list';
   if (s instanceof z.ZodRecord) return 'map';
+  if (s instanceof z.ZodBoolean) return 'boolean';
   return 'value';
 }
 

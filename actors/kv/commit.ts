@@ -100,3 +100,16 @@ export class CommitTracker {
     return sends.length;
   }
 }
+
+/**
+ * Whether no worker of this node has a claimed, unfinished version of `shard` (a planned move drains
+ * the shards it hands over, §4.6). Reads the same inflight table as CommitTracker.commitVer: a claim
+ * is published there before the version exists, and cleared once its request ended.
+ */
+export function shardDrained(g: GcSharedBuffers, shardCount: number, shard: number): boolean {
+  const inflight = new BigInt64Array(g.inflight);
+  for (let w = 0; w < INFLIGHT_WORKERS_MAX; w++) {
+    if (Atomics.load(inflight, w * shardCount + shard) !== 0n) return false; // that worker has one in flight
+  }
+  return true;
+}

@@ -137,7 +137,7 @@ export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: 
   const hash = { hi: 0, lo: 0 };
   const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
   // A read epoch while index lookups read entries in the pool (GC must not free them underneath).
-  shared.gc?.epochs.enter(slot);
+  shared.gc?.epochs.enterShared(slot);
   try {
     for (const g of entries) {
       const index = shared.indexes[g.s];
@@ -158,7 +158,7 @@ export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: 
       st.absorbed++;
     }
   } finally {
-    shared.gc?.epochs.exit(slot);
+    shared.gc?.epochs.exitShared(slot);
   }
   return st;
 }

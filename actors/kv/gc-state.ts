@@ -134,6 +134,22 @@ export class ReadEpochs {
     Atomics.store(this.w, slot, 0); // publishes that this reader holds no address any more
   }
 
+  private readonly depth = new Map<number, number>();
+
+  /** enter() for stretches of one thread that may interleave at awaits (the main thread's promotion
+   *  and gather scans): the slot keeps the oldest stretch's epoch until the last one exits. */
+  enterShared(slot: number): void {
+    const d = this.depth.get(slot) ?? 0;
+    if (d === 0) this.enter(slot);
+    this.depth.set(slot, d + 1);
+  }
+
+  exitShared(slot: number): void {
+    const d = (this.depth.get(slot) ?? 1) - 1;
+    this.depth.set(slot, d);
+    if (d === 0) this.exit(slot);
+  }
+
   /** Start a new epoch after relocations; returns it. */
   retire(): number {
     // Publishes the bump after every relocation this cleaner made (they precede it in seq-cst order).

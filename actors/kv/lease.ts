@@ -18,16 +18,25 @@ import type { Logger } from '../../config/base/log.js';
 import type { ConfigCell } from './config-cell.js';
 import { promisesOverAt } from './peer-lease.js';
 import { LineReader, encodeLine, type GatherEntry, type ManagerToNode, type NodeToManager } from './manager-protocol.js';
+import type { ShardLoad } from './load.js';
 
 export interface LeaseHooks {
   /** Phase 1: the highest version this node holds of each shard whose primary changes, and the
-   *  entries of those shards it gathers (./gather.ts). */
-  prepare(shards: number[]): Promise<{ versions: Record<string, number>; entries: GatherEntry[]; truncated: boolean }>;
+   *  entries of those shards it gathers (./gather.ts). `drain`: the shards among them this node is
+   *  primary of (a planned move, §4.6): first wait until every write it claimed for them has ended;
+   *  throws when they do not end in time (then no prepared is sent and the manager rolls back).
+   *  `planned`: no gather -- the versions are the shard counters (a live primary's covers them all). */
+  prepare(shards: number[], drain: number[], planned: boolean): Promise<{ versions: Record<string, number>; entries: GatherEntry[]; truncated: boolean }>;
   /** Phase 2: persist and index `scatter`, catch the promoted shards (maybe none) up and raise their
-   *  versions above `floors`. `entries`: b-log entries indexed; `scattered`: scattered ones absorbed. */
-  promote(shards: number[], floors: Record<string, number>, scatter: GatherEntry[]): Promise<{ entries: number; scattered: number }>;
+   *  versions above `floors` (`planned` ones without the promotion gap). `entries`: b-log entries
+   *  indexed; `scattered`: scattered ones absorbed. */
+  promote(shards: number[], floors: Record<string, number>, scatter: GatherEntry[], planned: ReadonlySet<number>): Promise<{ entries: number; scattered: number }>;
   /** A configuration was published in the cell (and once at start): re-replication looks at it. */
   configured?(): void;
+  /** Resharding statistics (§4.6): requests and writes per shard since the previous call. */
+  load?(): ShardLoad[];
+  /** The manager removed this node from the membership (requests are refused from here on). */
+  evicted?(): void;
 }
 
 /** Before the first grant tells the period. */
@@ -67,6 +76,8 @@ export class LeaseClient {
     private readonly hooks: LeaseHooks,
     /** Started with an empty pool to rejoin after a failover (its hello asks to leave `dead`). */
     private readonly rejoin = false,
+    /** How often the load statistics go to the manager (resharding.periodMs; paper: 500 ms). */
+    private readonly loadPeriodMs = 500,
   ) {}
 
   /** The manager's lease timing, once it granted a lease (peer leases use the same). */
@@ -86,6 +97,18 @@ export class LeaseClient {
     this.cell.setLease(Math.max(this.leaseUntil, this.peerUntil, 0));
   }
 
+  private loadTimer: NodeJS.Timeout | undefined;
+  private loadSentAt = 0;
+
+  private sendLoad(): void {
+    const loads = this.hooks.load?.() ?? [];
+    const now = this.clock.now();
+    const flat: number[] = [];
+    for (const l of loads) flat.push(l.shard, l.reqs, l.writes);
+    this.send({ t: 'load', node: this.nodeId, term: this.cell.term(), periodMs: +(now - this.loadSentAt).toFixed(1), loads: flat });
+    this.loadSentAt = now;
+  }
+
   /** Tell the manager something outside the lease exchange (re-replication's caughtUp). */
   notify(m: NodeToManager): void {
     this.send(m);
@@ -98,6 +121,7 @@ export class LeaseClient {
   stop(): void {
     this.stopped = true;
     clearInterval(this.timer);
+    clearInterval(this.loadTimer);
     this.socket?.destroy();
   }
 
@@ -115,6 +139,13 @@ export class LeaseClient {
       this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
       this.sentAt.set(0, this.clock.now()); // the hello is renew 0
       this.schedule();
+      if (this.hooks.load) {
+        clearInterval(this.loadTimer);
+        this.hooks.load(); // what was counted while disconnected is not this period's
+        this.loadSentAt = this.clock.now();
+        this.loadTimer = setInterval(() => this.sendLoad(), this.loadPeriodMs);
+        this.loadTimer.unref();
+      }
     });
     s.on('data', (chunk: Buffer) => {
       this.heardAt = this.clock.now();
@@ -134,6 +165,7 @@ export class LeaseClient {
       clearTimeout(connecting);
       if (this.socket === s) this.socket = null;
       clearInterval(this.timer);
+      clearInterval(this.loadTimer);
       if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), RECONNECT_MS).unref();
     });
   }
@@ -191,31 +223,37 @@ export class LeaseClient {
         return;
       }
       case 'prepare':
-        this.prepare(m.term, m.config).catch((err: Error) => this.log.error({ err: err.message }, 'prepare failed'));
+        this.prepare(m.term, m.config, m.shards, m.planned ?? false).catch((err: Error) => this.log.error({ err: err.message, term: m.term }, `prepare of term ${m.term} failed: not acknowledged`));
         return;
       case 'commit':
         this.commits = this.commits
-          .then(() => this.commit(m.term, m.config, m.floors, m.scatter ?? []))
+          .then(() => this.commit(m.term, m.config, m.floors, m.scatter ?? [], m.promote ?? [], new Set(m.planned ?? [])))
           .catch((err: Error) => this.log.error({ err: err.message }, 'commit failed'));
         return;
       case 'evicted':
+        if (this.evicted) return;
         this.evicted = true;
         this.cell.evict();
         this.log.error({ term: m.term }, 'the configuration manager removed this node from the cluster (its lease expired): serving nothing from now on');
         this.stop();
+        this.hooks.evicted?.();
         return;
     }
   }
 
-  private async prepare(term: number, next: ClusterConfig): Promise<void> {
+  private async prepare(term: number, next: ClusterConfig, confirm: number[] = [], planned = false): Promise<void> {
     if (term <= this.cell.term()) return;
     this.cell.setPending(term); // requests wait from here until the commit
+    const stoppedAt = this.clock.now();
     const old = this.cell.config();
-    const changed = next.shards.filter((s) => s.primary !== old.shards[s.id]!.primary).map((s) => s.id);
-    const r = await this.hooks.prepare(changed);
+    const changed = [...new Set([...next.shards.filter((s) => s.primary !== old.shards[s.id]!.primary).map((s) => s.id), ...confirm])].sort((a, b) => a - b);
+    // A shard this node hands over alive (a move, §4.6): its writes in flight end before the prepare
+    // is acknowledged, so the floors cover them and none lands after the new primary serves.
+    const drain = changed.filter((s) => old.shards[s]!.primary === this.nodeId && next.shards[s]!.primary !== this.nodeId);
+    const r = await this.hooks.prepare(changed, drain, planned);
     this.gathered = { term, n: r.entries.length };
     this.send({ t: 'prepared', node: this.nodeId, term, versions: r.versions, entries: r.entries, truncated: r.truncated });
-    this.log.info({ term, changed: changed.length, gathered: r.entries.length, truncated: r.truncated }, `prepared term ${term}: requests blocked; ${r.entries.length} entries gathered`);
+    this.log.info({ term, changed: changed.length, drained: drain, stoppedAt, gathered: r.entries.length, truncated: r.truncated }, `prepared term ${term}: requests blocked; ${r.entries.length} entries gathered`);
   }
 
   /**
@@ -224,6 +262,7 @@ export class LeaseClient {
    * (./peer-lease.ts): an old primary serving on its peer leases has stopped by then.
    */
   private async outlivePromises(term: number, from: number[]): Promise<void> {
+    if (from.length === 0) return;
     if (this.cell.pendingTerm() === 0) this.cell.setPending(term); // seq-cst store before the loads below
     const t = this.timing ?? { leaseMs: 0, driftMs: 0 };
     const until = Math.max(...from.map((n) => promisesOverAt(this.cell, n, t.leaseMs, t.driftMs)));
@@ -233,11 +272,11 @@ export class LeaseClient {
     await new Promise((r) => setTimeout(r, Math.ceil(wait)));
   }
 
-  private async commit(term: number, next: ClusterConfig, floors: Record<string, number>, scatter: GatherEntry[]): Promise<void> {
+  private async commit(term: number, next: ClusterConfig, floors: Record<string, number>, scatter: GatherEntry[], again: number[], planned: ReadonlySet<number>): Promise<void> {
     if (term <= this.cell.term()) return;
     const t0 = this.clock.now();
     const old = this.cell.config();
-    const mine = next.shards.filter((s) => s.primary === this.nodeId && old.shards[s.id]!.primary !== this.nodeId).map((s) => s.id);
+    const mine = next.shards.filter((s) => s.primary === this.nodeId && (old.shards[s.id]!.primary !== this.nodeId || again.includes(s.id))).map((s) => s.id);
     const gathered = this.gathered.term === term ? this.gathered.n : 0;
     if (mine.length === 0) {
       // A node that stays backup persists what it lacked before it serves the new term (its requests
@@ -245,7 +284,7 @@ export class LeaseClient {
       // A failure here (the pool full) is logged and the node goes on: it must not stay blocked.
       if (scatter.length > 0) {
         try {
-          const r = await this.hooks.promote([], floors, scatter);
+          const r = await this.hooks.promote([], floors, scatter, planned);
           this.log.info({ term, gathered, scattered: r.scattered, sent: scatter.length }, `absorbed ${r.scattered} scattered entries (of ${scatter.length})`);
         } catch (err) {
           this.log.error({ term, err: (err as Error).message, sent: scatter.length }, 'could not absorb the scattered entries; this replica may lack some of them');
@@ -258,15 +297,18 @@ export class LeaseClient {
       return;
     }
     for (const s of mine) this.cell.setShardBlocked(s, true); // before the new configuration is visible
-    await this.outlivePromises(term, mine.map((s) => old.shards[s]!.primary));
+    // Only a failed-over primary (dead in `next`) can still be serving without knowing; the source of
+    // a planned move acknowledged the prepare and serves nothing of the shard any more.
+    await this.outlivePromises(term, mine.map((s) => old.shards[s]!.primary).filter((n) => n !== this.nodeId && (next.dead ?? []).includes(n)));
     this.cell.publish(next);
     this.cell.setPending(0);
     this.log.info({ term, promoted: mine.length }, `committed term ${term}`);
-    const r = await this.hooks.promote(mine, floors, scatter);
+    const r = await this.hooks.promote(mine, floors, scatter, planned);
     for (const s of mine) this.cell.setShardBlocked(s, false);
+    const servingAt = this.clock.now(); // monotonic, comparable with other processes' on this host
     this.hooks.configured?.();
     const ms = this.clock.now() - t0;
     this.send({ t: 'promoted', node: this.nodeId, term, shards: mine, ms, entries: r.entries, gathered, scattered: r.scattered });
-    this.log.info({ term, shards: mine, ms, entries: r.entries, gathered, scattered: r.scattered }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);
+    this.log.info({ term, shards: mine, servingAt, ms, entries: r.entries, gathered, scattered: r.scattered }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);
   }
 }

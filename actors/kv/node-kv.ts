@@ -28,7 +28,9 @@ import { CatchUp } from './catchup.js';
 import { TLog } from '../../shm/tlog.js';
 import { OwnerRole } from '../../shm/pool.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
-import { attachKvShared, createKvShared, heldShards, type KvStart } from './shared.js';
+import { attachKvShared, createKvShared, heldShards, type KvShared, type KvStart } from './shared.js';
+import { shardDrained } from './commit.js';
+import { LoadSampler } from './load.js';
 
 export interface NodeKvOptions {
   /** Where the configuration is stored, for messages: the cluster JSON file (the embedded store,
@@ -48,6 +50,8 @@ export interface NodeKvOptions {
   secret?: Uint8Array | null;
   /** Threads that rebuild the indexes from the logs at cold start (default: the CPUs, at most 4). */
   coldStartThreads?: number;
+  /** How often load statistics go to the manager (resharding.periodMs, §4.6). */
+  loadPeriodMs?: number;
   /** The node was failed over and restarts with an empty pool (`rowan start --rejoin`): it asks the
    *  manager to take it back as a member holding no shard; re-replication then gives it some. A node
    *  listed dead that does not say so is told `evicted`: it never serves its stale data. */
@@ -74,7 +78,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.loadPeriodMs ?? 500);
     },
     stopping() {
       lease?.catchUp.stop();
@@ -108,7 +112,29 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   };
 }
 
-function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean, secret: Uint8Array | null): { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } {
+/** How long an evicted node keeps answering LEASE_EXPIRED before it stops. */
+const EVICTED_EXIT_MS = 2000;
+
+/** How long a move's source waits for the writes it claimed for the shards it hands over to end
+ *  (a write waits at most ADMIT_WAIT_MS plus a replication); past it the prepare is not acknowledged
+ *  and the manager rolls the move back. */
+const DRAIN_TIMEOUT_MS = 1500;
+
+async function drainShards(shared: KvShared, shards: number[], shardCount: number, clock: Clock): Promise<void> {
+  const g = shared.gc?.buffers;
+  if (!g) return; // no commit tracking without a pool: nothing is tracked in flight
+  const t0 = clock.now();
+  for (;;) {
+    const busy = shards.filter((s) => !shardDrained(g, shardCount, s));
+    if (busy.length === 0) return;
+    if (clock.now() - t0 > DRAIN_TIMEOUT_MS) {
+      throw new RowanError(ErrorCodes.TIMEOUT, `shard(s) ${busy.join(', ')} still have writes in flight after ${DRAIN_TIMEOUT_MS} ms; the move is not acknowledged`);
+    }
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean, secret: Uint8Array | null, loadPeriodMs: number): { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } {
   const at = manager.lastIndexOf(':');
   const host = manager.slice(0, at);
   const port = Number(manager.slice(at + 1));
@@ -119,14 +145,35 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
   const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
   let client: LeaseClient | null = null;
   const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret });
+  const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
   client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
-    prepare: (shards) => gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits),
-    promote: async (shards, floors, scatter) => {
-      const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog());
+    prepare: async (shards, drain, planned) => {
+      if (drain.length > 0) await drainShards(shared, drain, start.cluster.shardCount, clock);
+      if (planned) {
+        // A move from a live primary that drained (§4.6): every version of the shard came from its
+        // counter, so the counters are the floors; what a failed write left on some replicas only was
+        // never acknowledged and stays below them. No b-log scan.
+        const versions: Record<string, number> = {};
+        for (const s of shards) versions[s] = Number(Atomics.load(shared.versions, s));
+        return { versions, entries: [], truncated: false };
+      }
+      return gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
+    },
+    promote: async (shards, floors, scatter, planned) => {
+      const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog(), planned);
       return { entries: r.indexed, scattered: r.scattered.absorbed };
     },
     configured: () => catchUp.onConfig(),
-  }, rejoin);
+    ...(sampler ? { load: () => sampler.sample() } : {}),
+    // An evicted node's data is stale and it is no member: it stops, after answering LEASE_EXPIRED for
+    // a moment to clients that still route to it, so that its supervisor (rowan cluster) restarts it
+    // with --rejoin -- it does not sit in the cluster serving nothing (a lease lost to a stall of the
+    // machine, not a crash, would otherwise leave the cluster a replica short for good).
+    evicted: () => {
+      log.error({ exitInMs: EVICTED_EXIT_MS }, `evicted: this node stops in ${EVICTED_EXIT_MS} ms; restart it with --rejoin (rowan cluster does) to take it back as an empty member`);
+      setTimeout(() => process.kill(process.pid, 'SIGTERM'), EVICTED_EXIT_MS).unref();
+    },
+  }, rejoin, loadPeriodMs);
   client.start();
   // Peer leases (./peer-lease.ts): the node serves on while the manager is unreachable, as long as
   // every other member vouches that nothing can have taken its shards.

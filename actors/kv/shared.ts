@@ -10,6 +10,7 @@ import { defaultLimits } from '../../config/limits.js';
 import type { KeyHash } from '../../shm/hash.js';
 import { ShardIndex, type EntryReader, type UpsertResult } from '../../shm/index.js';
 import { createGcShared, LiveBytes, ReadEpochs, type GcSharedBuffers } from './gc-state.js';
+import { createLoadCounters } from './load.js';
 
 export interface KvSharedBuffers {
   nodeId: number;
@@ -17,6 +18,8 @@ export interface KvSharedBuffers {
   /** By shard id; null for shards this node does not hold. */
   indexes: (SharedArrayBuffer | null)[];
   gc?: GcSharedBuffers;
+  /** Requests and writes per (worker, shard), for resharding (./load.ts). */
+  load?: SharedArrayBuffer;
 }
 
 /** What a worker or digest actor of a ROWAN-KV node gets in its start message. */
@@ -51,6 +54,8 @@ export interface KvShared {
   indexes: (ShardIndex | null)[];
   /** Present when the buffers carry GC state and the attacher passed its pool mapping. */
   gc: KvGc | null;
+  /** The load counters' buffer (./load.ts), when the node counts load. */
+  load: SharedArrayBuffer | null;
 }
 
 export interface KvGc {
@@ -81,6 +86,7 @@ export function createKvShared(
     versions: new SharedArrayBuffer(8 * c.shardCount),
     indexes: c.shards.map((s) => (held.has(s.id) ? ShardIndex.create(opts).buffer : null)),
     ...(pool ? { gc: createGcShared(pool, c.shardCount) } : {}),
+    load: createLoadCounters(c.shardCount),
   };
 }
 
@@ -103,6 +109,7 @@ export function attachKvShared(b: KvSharedBuffers, region?: { bytes: Uint8Array 
     versions: new BigInt64Array(b.versions),
     indexes: b.indexes.map((sab) => (sab ? ShardIndex.attach(sab) : null)),
     gc: b.gc && region ? { buffers: b.gc, live: new LiveBytes(b.gc, region.bytes, defaultLimits), epochs: new ReadEpochs(b.gc.epochs) } : null,
+    load: b.load ?? null,
   };
 }
 

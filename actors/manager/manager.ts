@@ -22,9 +22,16 @@ import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
 import { planScatter, type MemberReport } from './gather.js';
 import { LeaseTable, RECOVERY_GRACE_LEASES, type LeaseTiming } from './leases.js';
-import { FAILOVER_MODES, planFailover, type FailoverPlan } from './plan.js';
+import { FAILOVER_MODES, planFailover, type FailoverPlan, type ShardMove } from './plan.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
 import { planCaughtUp, planJoin, planRereplication } from './rereplicate.js';
+import { LoadTable } from './load.js';
+import { MOVE_PROMOTE_TIMEOUT_MS, MoveRunner, type MoveRecord } from './moves.js';
+import { DEFAULT_RESHARDING, planBalance, type BalancePlan, type Move, type ReshardingOptions } from './reshard.js';
+
+export { DEFAULT_RESHARDING, type ReshardingOptions };
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+
 
 export interface Link {
   send(m: ManagerToNode): void;
@@ -64,7 +71,8 @@ export class ConfigManager {
     reports: Map<number, MemberReport>;
     done: () => void;
   } | null = null;
-  private promoting: { rec: FailoverRecord; waiting: Set<number> } | null = null;
+  /** Primary changes committed whose new primaries have not all reported `promoted`, by term. */
+  private readonly promoting = new Map<number, { waiting: Set<number>; done: () => void }>();
   readonly history: FailoverRecord[] = [];
   /** Configuration changes that move no primary (§4.5 phase 3), run between failovers by drain(). */
   private readonly joins = new Set<number>();
@@ -73,6 +81,16 @@ export class ConfigManager {
   /** Re-replications: when each new backup was added and when it was reported caught up. */
   readonly rereplications: { shard: number; node: number; term: number; addedAt: number; caughtUpAt?: number; entries?: number; bytes?: number; ms?: number }[] = [];
 
+  /** Load statistics the nodes report (§4.6) and the moves made from them or asked for. */
+  readonly loads = new LoadTable();
+  readonly moves: MoveRunner;
+  private readonly moveRequests: { moves: Move[]; why: string; reply: (err: Error | null, rec?: MoveRecord) => void }[] = [];
+  /** When the configuration last changed: load reports must cover periods after it. */
+  private changedAt: number;
+  private nextPlanAt = 0;
+  private overloadSeen = 0;
+  private resumeAfter = 0;
+
   constructor(
     private readonly store: ConfigStore,
     initial: ClusterConfig,
@@ -80,9 +98,26 @@ export class ConfigManager {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly sleep: (ms: number) => Promise<void>,
+    /** Automatic resharding (§4.6); absent or auto false: moves only when asked (`rowan reshard`). */
+    readonly resharding: ReshardingOptions = { ...DEFAULT_RESHARDING, auto: false },
   ) {
     this.cfg = initial;
+    this.changedAt = clock.now();
     this.leases = new LeaseTable(timing, clock.now());
+    this.moves = new MoveRunner({
+      config: () => this.cfg,
+      reachable: () => this.reachable(),
+      suspected: (node) => this.failing.has(node),
+      storeConfig: (next) => this.storeConfig(next),
+      push: (next) => this.push(next),
+      prepareRound: (next, shards, planned) => this.prepareRound(next, shards, planned),
+      commitRound: (next, moved, prep, again, planned) => this.commitRound(next, moved, prep, again, planned),
+      awaitPromoted: (term, to, done) => this.awaitPromoted(term, to, done),
+      log,
+      clock,
+      sleep: (ms) => this.sleep(ms),
+      pauseAfter: resharding.pauseAfter,
+    });
     if (!FAILOVER_MODES.includes(initial.replication)) {
       log.warn({ mode: initial.replication }, `replication mode ${initial.replication}: NO FAILOVER -- its backups index one-sided writes only at a cold start, so a promoted backup would lack acknowledged writes; a dead node's shards stay unserved`);
     }
@@ -162,16 +197,23 @@ export class ConfigManager {
         return;
       }
       case 'promoted': {
-        const pr = this.promoting;
-        if (!pr || m.term !== pr.rec.term) return;
+        const pr = this.promoting.get(m.term);
+        if (!pr) return;
         this.log.info(
           { node: m.node, term: m.term, shards: m.shards, entries: m.entries, gathered: m.gathered ?? 0, scattered: m.scattered ?? 0, ms: m.ms, at: now },
           `node ${m.node} promoted ${m.shards.length} shard(s) in ${m.ms.toFixed(1)} ms`,
         );
         pr.waiting.delete(m.node);
-        if (pr.waiting.size === 0) this.mark(pr.rec, 'promoted');
+        this.moves.promotedEntries.set(m.term, (this.moves.promotedEntries.get(m.term) ?? 0) + m.entries);
+        if (pr.waiting.size === 0) {
+          this.promoting.delete(m.term);
+          pr.done();
+        }
         return;
       }
+      case 'load':
+        if (this.members().includes(m.node) && Array.isArray(m.loads)) this.loads.record(m.node, m.term, m.periodMs, m.loads, now);
+        return;
     }
   }
 
@@ -209,6 +251,8 @@ export class ConfigManager {
    * otherwise see renewals that are already waiting in the socket as missing.
    */
   tick(): void {
+    this.maybeRebalance(this.clock.now());
+    if (!this.running && this.resumeWanted()) this.kick(); // its participants may have connected since
     if (this.leases.expired(this.members(), this.clock.now()).length === 0) return;
     setImmediate(() => {
       for (const n of this.leases.expired(this.members(), this.clock.now())) this.suspect(n, 'lease expired');
@@ -233,7 +277,60 @@ export class ConfigManager {
   }
 
   private reconfigurationWanted(): boolean {
-    return this.joins.size > 0 || this.caughtUp.length > 0 || this.rereplicateWanted;
+    return this.joins.size > 0 || this.caughtUp.length > 0 || this.rereplicateWanted || this.moveRequests.length > 0 || this.resumeWanted();
+  }
+
+  /** Stored tasks of a move this manager did not finish (it restarted, or took over) to resume. */
+  private resumeWanted(): boolean {
+    if (this.cfg.migrations.length === 0 || this.clock.now() < this.resumeAfter) return false;
+    const live = this.reachable();
+    return this.cfg.migrations.some((t) => live.has(t.source) && live.has(t.target));
+  }
+
+  /** Live members holding a connection and not being failed over. */
+  private reachable(): Set<number> {
+    return new Set(this.members().filter((n) => this.links.has(n) && !this.failing.has(n)));
+  }
+
+  /** Ask for a move (`rowan reshard`); the reply comes once it is done, rolled back or refused. */
+  requestMove(moves: Move[], why: string, reply: (err: Error | null, rec?: MoveRecord) => void): void {
+    this.moveRequests.push({ moves, why, reply });
+    this.kick();
+  }
+
+  /** What the planner would move now, from the latest load reports. */
+  balancePlan(): BalancePlan {
+    return planBalance(this.cfg, this.loads.shardRates(), [...this.reachable()], this.resharding);
+  }
+
+  /**
+   * Automatic resharding (§4.6), each period: once every reachable member has reported a whole period
+   * after the last configuration change, plan; moves found are queued as one batch.
+   */
+  private maybeRebalance(now: number): void {
+    const r = this.resharding;
+    if (!r.auto || this.running || this.closed || now < this.nextPlanAt || this.moveRequests.length > 0) return;
+    this.nextPlanAt = now + r.periodMs;
+    const members = [...this.reachable()];
+    if (!this.loads.freshFor(members, this.changedAt + r.periodMs, this.cfg.term)) return;
+    const plan = this.balancePlan();
+    // Two periods in a row: one report period straddling the onset of a hotspot shows a mix of the
+    // old and the new load, and would move the wrong shard.
+    this.overloadSeen = plan.moves.length === 0 ? 0 : this.overloadSeen + 1;
+    if (this.overloadSeen < 2) return;
+    this.overloadSeen = 0;
+    this.log.warn({ event: 'overload-detected', at: now, loads: plan.loads, average: plan.average, overloaded: plan.overloaded, moves: plan.moves },
+      `overload: node ${plan.overloaded.join(', node ')} above the average ${plan.average} ops/s by more than ${r.overloadPercent} % (loads ${JSON.stringify(plan.loads)}); moving ${plan.moves.map((m) => `shard ${m.shard} ${m.from}->${m.to}`).join(', ')}`);
+    this.requestMove(plan.moves, 'overload', (err) => {
+      if (err) this.log.warn({ err: err.message }, `automatic move not made: ${err.message}`);
+    });
+  }
+
+  /** Store `next` (compare-and-set on the term) without telling the members yet. */
+  private async storeConfig(next: ClusterConfig): Promise<void> {
+    await this.store.write(next, this.cfg.term);
+    this.cfg = next;
+    this.changedAt = this.clock.now();
   }
 
   private async drain(): Promise<void> {
@@ -298,16 +395,47 @@ export class ConfigManager {
     const plan = planFailover(this.cfg, node, live);
     this.history.push(rec);
     rec.moved = plan.moved;
-    await this.store.write(plan.next, this.cfg.term); // compare-and-set on the term
-    this.mark(rec, 'stored');
     const old = this.cfg;
-    this.cfg = plan.next;
+    await this.storeConfig(plan.next); // compare-and-set on the term
+    this.mark(rec, 'stored');
+    this.loads.forget(node);
     // Phase 1: push, and every live member blocks and acknowledges.
+    const shards = plan.moved.map((m) => m.shard);
+    const prep = await this.prepareRound(plan.next, shards);
+    if (prep.missing.length > 0) this.log.warn({ term: plan.next.term, missing: prep.missing }, 'prepare not acknowledged by every member in time; committing without them');
+    this.mark(rec, 'prepared');
+    if (this.closed) return;
+    // A shard whose move away from the failed node had committed keeps its new primary, which
+    // promotes it again, with the floors and the scatter of this failover (./plan.ts).
+    const again = plan.moved.filter((m) => old.shards[m.shard]!.primary !== node).map((m) => m.shard);
+    const scatter = this.commitRound(plan.next, plan.moved, prep, again, []);
+    rec.gathered = scatter.gathered;
+    rec.scattered = scatter.scattered;
+    this.awaitPromoted(plan.next.term, plan.moved.map((m) => m.to), () => this.mark(rec, 'promoted'));
+    this.links.get(node)?.send({ t: 'evicted', term: plan.next.term });
+    this.mark(rec, 'committed');
+    this.log.warn(
+      { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length, gathered: scatter.gathered, scattered: scatter.scattered },
+      `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
+    );
+    this.rereplicateWanted = true; // the failed node's replicas are to be made again
+  }
+
+  /** Call `done` once every reachable node of `to` reported the promotions of `term`. Registered
+   *  before the commit goes out; `done` runs at once when none is reachable. */
+  awaitPromoted(term: number, to: readonly number[], done: () => void): void {
+    const waiting = new Set(to.filter((n) => this.links.has(n)));
+    if (waiting.size === 0) return done();
+    this.promoting.set(term, { waiting, done });
+  }
+
+  /** Phase 1 of a primary change: every reachable member blocks and acknowledges, or the timeout. */
+  async prepareRound(next: ClusterConfig, shards: number[], planned = false): Promise<{ versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] }> {
     const members = this.members();
     const versions = new Map<number, number>();
     const reports = new Map<number, MemberReport>();
+    const waiting = new Set(members.filter((n) => this.links.has(n)));
     await new Promise<void>((resolve) => {
-      const waiting = new Set(members.filter((n) => this.links.has(n)));
       let settled = false;
       const done = () => {
         if (settled) return;
@@ -315,38 +443,28 @@ export class ConfigManager {
         this.prepared = null;
         resolve();
       };
-      this.prepared = { term: plan.next.term, waiting, versions, reports, done };
-      for (const n of members) this.links.get(n)?.send({ t: 'prepare', term: plan.next.term, config: plan.next });
+      this.prepared = { term: next.term, waiting, versions, reports, done };
+      for (const n of members) this.links.get(n)?.send({ t: 'prepare', term: next.term, config: next, shards, ...(planned ? { planned } : {}) });
       if (waiting.size === 0) done();
-      void this.sleep(PREPARE_TIMEOUT_MS).then(() => {
-        if (!settled) this.log.warn({ term: plan.next.term, missing: [...waiting] }, 'prepare not acknowledged by every member in time; committing without them');
-        done();
-      });
+      void this.sleep(PREPARE_TIMEOUT_MS).then(done);
     });
-    this.mark(rec, 'prepared');
-    if (this.closed) return;
+    return { versions, reports, missing: [...waiting] };
+  }
+
+  /** Phase 2: commit `next` to every member, with floors and scatter for the shards in `moved`. */
+  commitRound(next: ClusterConfig, moved: readonly ShardMove[], prep: { versions: Map<number, number>; reports: Map<number, MemberReport> }, again: number[], planned: number[]): { gathered: number; scattered: number } {
+    const members = this.members();
     const floors: Record<string, number> = {};
-    for (const m of plan.moved) floors[m.shard] = versions.get(m.shard) ?? 0;
-    const scatter = planScatter(plan.next, plan.moved.map((m) => m.shard), reports, new Set(members.filter((n) => this.links.has(n))));
-    rec.gathered = scatter.gathered;
-    rec.scattered = scatter.scattered;
+    for (const m of moved) floors[m.shard] = prep.versions.get(m.shard) ?? 0;
+    const scatter = planScatter(next, moved.map((m) => m.shard), prep.reports, new Set(members.filter((n) => this.links.has(n))));
     if (scatter.incomplete.length > 0) {
-      this.log.error({ term: plan.next.term, why: scatter.incomplete }, `gather/scatter for term ${plan.next.term} cannot be complete: ${scatter.incomplete.join('; ')}`);
+      this.log.error({ term: next.term, why: scatter.incomplete }, `gather/scatter for term ${next.term} cannot be complete: ${scatter.incomplete.join('; ')}`);
     }
-    const promotedTo = new Set(plan.moved.map((m) => m.to));
-    this.promoting = { rec, waiting: new Set([...promotedTo].filter((n) => this.links.has(n))) };
     for (const n of members) {
       const mine = scatter.perMember.get(n);
-      this.links.get(n)?.send({ t: 'commit', term: plan.next.term, config: plan.next, floors, ...(mine ? { scatter: mine } : {}) });
+      this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors, ...(mine ? { scatter: mine } : {}), ...(again.length ? { promote: again } : {}), ...(planned.length ? { planned } : {}) });
     }
-    this.links.get(node)?.send({ t: 'evicted', term: plan.next.term });
-    this.mark(rec, 'committed');
-    this.log.warn(
-      { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length, gathered: scatter.gathered, scattered: scatter.scattered },
-      `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
-    );
-    if (this.promoting.waiting.size === 0) this.mark(rec, 'promoted');
-    this.rereplicateWanted = true; // the failed node's replicas are to be made again
+    return { gathered: scatter.gathered, scattered: scatter.scattered };
   }
 
   /**
@@ -379,11 +497,33 @@ export class ConfigManager {
    * block, as no primary changes).
    */
   private async reconfigure(): Promise<void> {
+    await this.reconfigureReplicas();
+    const req = this.moveRequests.shift();
+    if (req) {
+      try {
+        const rec = await this.moves.run(req.moves, req.why);
+        req.reply(null, rec);
+      } catch (err) {
+        req.reply(err as Error);
+        if (!(err instanceof RowanError && err.code === ErrorCodes.MOVE_REFUSED)) throw err;
+      }
+    } else if (this.resumeWanted()) {
+      this.resumeAfter = this.clock.now() + MOVE_PROMOTE_TIMEOUT_MS; // not again before a stalled one timed out
+      await this.moves.resume();
+    }
+  }
+
+  private async reconfigureReplicas(): Promise<void> {
     for (const node of [...this.joins]) {
-      this.joins.delete(node);
       const next = planJoin(this.cfg, node);
-      if (!next || !this.links.has(node)) continue;
+      if (!next || !this.links.has(node)) {
+        this.joins.delete(node);
+        continue;
+      }
+      // A joiner until its configuration is stored: a renewal arriving meanwhile is ignored, where a
+      // non-member's would be answered `evicted` (which ends the node).
       await this.push(next);
+      this.joins.delete(node);
       this.failing.delete(node);
       this.leases.renewed(node, this.clock.now()); // its lease window starts now (it gets grants from here)
       this.log.warn({ node, term: next.term }, `node ${node} rejoined the cluster (term ${next.term}) holding no shard`);
@@ -423,9 +563,8 @@ export class ConfigManager {
   }
 
   /** Store `next` (compare-and-set on the term) and send every reachable member the commit. */
-  private async push(next: ClusterConfig): Promise<void> {
-    await this.store.write(next, this.cfg.term);
-    this.cfg = next;
+  async push(next: ClusterConfig): Promise<void> {
+    await this.storeConfig(next);
     for (const n of this.members()) this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors: {} });
   }
 

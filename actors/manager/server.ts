@@ -6,6 +6,8 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigManager, Link } from './manager.js';
 import { LineReader, encodeLine, type NodeToManager } from './protocol.js';
+import { answerAdmin } from './admin.js';
+import type { AdminRequest } from '../kv/manager-protocol.js';
 
 export interface ManagerServer {
   port: number;
@@ -33,6 +35,10 @@ export async function serveManager(cm: ConfigManager, host: string, port: number
         return;
       }
       for (const m of msgs) {
+        if (typeof m === 'object' && m !== null && (m as { t?: unknown }).t === 'admin') {
+          if (node === null) answerAdmin(cm, m as unknown as AdminRequest, (r) => !socket.destroyed && socket.write(encodeLine(r)));
+          continue;
+        }
         if (typeof m !== 'object' || m === null || typeof (m as { node?: unknown }).node !== 'number') continue;
         node ??= m.node;
         cm.onMessage(m, link);

@@ -60,7 +60,7 @@ export const managerActor = defineActor<ManagerInbound>({
     const s = ctx.app as ManagerStart;
     const { store, initial } = await openStore(s, ctx.log);
     const timing = leaseTiming(s.leaseMs, s.renewMs, s.driftMs);
-    cm = new ConfigManager(store, initial, timing, ctx.clock, ctx.log, (ms) => sleep(ms));
+    cm = new ConfigManager(store, initial, timing, ctx.clock, ctx.log, (ms) => sleep(ms), s.resharding);
     server = await serveManager(cm, s.host, s.port, ctx.log);
     const where = s.zookeeper ? `zk://${s.zookeeper.connect}${s.zookeeper.path}` : s.clusterFile;
     ctx.log.info({ port: server.port, ...timing, term: cm.config().term, members: cm.members(), store: where }, `configuration manager listening on ${s.host}:${server.port}`);

@@ -74,6 +74,9 @@ export const ErrorCodes = {
   UNKNOWN_ROLE: 'ROWAN_ERR_UNKNOWN_ROLE',
   NODE_NOT_RUNNING: 'ROWAN_ERR_NODE_NOT_RUNNING',
   DATA_DIR: 'ROWAN_ERR_DATA_DIR',
+  /** A resharding move (§4.6) that cannot be made now (no such shard or node, the target holds no
+   *  full replica, a participant unreachable) or was rolled back: the distribution is as it was. */
+  MOVE_REFUSED: 'ROWAN_ERR_MOVE_REFUSED',
   /** The ZooKeeper configuration store cannot be reached, or its session is lost (config/zk-store.ts). */
   ZOOKEEPER: 'ROWAN_ERR_ZOOKEEPER',
 } as const;
