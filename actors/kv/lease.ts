@@ -49,6 +49,11 @@ const CONNECT_TIMEOUT_MS = 1000;
 
 export class LeaseClient {
   private socket: Socket | null = null;
+  /** A first connection being made; a second one made beside a silent `socket`; the old one of
+   *  those, closed once the manager answers on its replacement. */
+  private dialing: Socket | null = null;
+  private replacing: Socket | null = null;
+  private retiring: Socket | null = null;
   private timer: NodeJS.Timeout | undefined;
   private renewMs = FIRST_RENEW_MS;
   private seq = 0;
@@ -122,18 +127,31 @@ export class LeaseClient {
     this.stopped = true;
     clearInterval(this.timer);
     clearInterval(this.loadTimer);
-    this.socket?.destroy();
+    for (const x of [this.socket, this.dialing, this.replacing, this.retiring]) x?.destroy();
   }
 
-  private connect(): void {
+  /**
+   * Connect to the manager. `replace`: a second connection beside the current one, which looks dead
+   * (renew()); the current one is closed only once the manager answered on the new one, so it has
+   * taken the new connection as this node's before it sees the old one close (a close is a failure
+   * hint to it), and nothing is closed while the manager cannot be reached at all.
+   */
+  private connect(replace = false): void {
     if (this.stopped || this.evicted) return;
+    if (replace && this.replacing !== null) return;
     const s = connect({ host: this.manager.host, port: this.manager.port });
+    if (replace) this.replacing = s;
+    else this.dialing = s;
     s.setNoDelay(true);
     const reader = new LineReader<ManagerToNode>();
     // A manager that cannot be reached (a partition drops the SYN) is tried again, not waited for.
     const connecting = setTimeout(() => s.destroy(), this.timing?.leaseMs ?? CONNECT_TIMEOUT_MS);
     s.on('connect', () => {
       clearTimeout(connecting);
+      if (this.dialing === s) this.dialing = null;
+      if (this.replacing === s) this.replacing = null;
+      const old = this.socket;
+      if (old !== null && old !== s) this.retiring = old; // closed at the first answer on `s`
       this.heardAt = this.clock.now();
       this.socket = s;
       this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
@@ -148,6 +166,11 @@ export class LeaseClient {
       }
     });
     s.on('data', (chunk: Buffer) => {
+      if (this.socket === s && this.retiring !== null) {
+        const old = this.retiring;
+        this.retiring = null;
+        old.destroy();
+      }
       this.heardAt = this.clock.now();
       if (this.silent) {
         this.silent = false;
@@ -163,9 +186,14 @@ export class LeaseClient {
     s.on('error', () => {});
     s.on('close', () => {
       clearTimeout(connecting);
-      if (this.socket === s) this.socket = null;
-      clearInterval(this.timer);
-      clearInterval(this.loadTimer);
+      if (this.replacing === s) return void (this.replacing = null); // renew() tries again
+      if (this.retiring === s) return void (this.retiring = null); // replaced: nothing to do
+      if (this.dialing === s) this.dialing = null;
+      else if (this.socket === s) {
+        this.socket = null;
+        clearInterval(this.timer);
+        clearInterval(this.loadTimer);
+      } else return;
       if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), RECONNECT_MS).unref();
     });
   }
@@ -176,12 +204,12 @@ export class LeaseClient {
   }
 
   private renew(): void {
-    // No word from the manager for two leases on a connection that looks open: the path to it is
+    // No word from the manager for two leases on a connection that looks open: the path to it may be
     // broken (a partition drops packets; TCP would retransmit with a growing backoff for minutes and,
-    // after the heal, resume seconds late). A new connection is tried at once and again until one
-    // works. Checked again after the event loop has read its sockets (setImmediate): timers run
-    // before I/O, so after a stall of this thread grants already waiting in the socket would look
-    // missing, and a healthy connection would be dropped (the manager then suspects the node).
+    // after the heal, resume seconds late). A second connection is tried, again each renew period
+    // until one works (connect(true)). Checked again after the event loop has read its sockets
+    // (setImmediate): timers run before I/O, so after a stall of this thread grants already waiting
+    // in the socket would look missing.
     const t = this.timing;
     if (t && this.clock.now() - this.heardAt > SILENT_LEASES * t.leaseMs) {
       const s = this.socket;
@@ -190,9 +218,9 @@ export class LeaseClient {
         if (this.socket !== s || ms <= SILENT_LEASES * t.leaseMs) return;
         if (!this.silent) {
           this.silent = true;
-          this.log.warn({ ms: +ms.toFixed(0) }, 'no word from the configuration manager for two leases: reconnecting (serving on peer leases meanwhile, if every other member grants one)');
+          this.log.warn({ ms: +ms.toFixed(0) }, 'no word from the configuration manager for two leases: trying a new connection (serving on peer leases meanwhile, if every other member grants one)');
         }
-        s?.destroy();
+        this.connect(true);
       });
     }
     const seq = ++this.seq;

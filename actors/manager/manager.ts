@@ -155,7 +155,11 @@ export class ConfigManager {
           link.send({ t: 'evicted', term: this.cfg.term });
           return;
         }
-        this.links.set(m.node, link);
+        // A new connection introduces itself with hello and becomes the node's link; renewals still
+        // arriving on an older one (a node that opened a second connection to a silent manager,
+        // actors/kv/lease.ts) are answered there but do not make it current again, so its close is
+        // not taken for a failure.
+        if (m.t === 'hello' || !this.links.has(m.node)) this.links.set(m.node, link);
         this.heardFrom(m.node, now);
         if (this.failing.has(m.node)) {
           // No grant: its lease runs out. Counting the renew as its last one only moves the instant
