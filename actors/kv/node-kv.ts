@@ -25,9 +25,10 @@ import { gatherForPrepare } from './gather.js';
 import { promoteShards } from './promote.js';
 import { CatchUp } from './catchup.js';
 import { TLog } from '../../shm/tlog.js';
-import { OwnerRole } from '../../shm/pool.js';
+import { OwnerRole, SegmentState } from '../../shm/pool.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
 import { attachKvShared, createKvShared, heldShards, type KvStart } from './shared.js';
+import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from './trust.js';
 
 export interface NodeKvOptions {
   /** Where the configuration is stored, for messages: the cluster JSON file (the embedded store,
@@ -61,10 +62,11 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   let start: KvStart | undefined;
   let nodePool: Pool | undefined;
   let lease: { client: LeaseClient; catchUp: CatchUp } | null = null;
+  let record: ReplicaRecord | undefined;
   return {
     async prepare(pool, log) {
       nodePool = pool;
-      start = await prepareNodeKv(o, dataDir, pool, log, clock);
+      ({ start, record } = await prepareNodeKvTrusted(o, dataDir, pool, log, clock));
     },
     payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' ? start : undefined),
     started(log) {
@@ -73,7 +75,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, record!);
     },
     stopping() {
       lease?.catchUp.stop();
@@ -106,7 +108,18 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   };
 }
 
-function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean, secret: Uint8Array | null): { client: LeaseClient; catchUp: CatchUp } {
+function startLease(
+  manager: string,
+  nodeId: number,
+  cell: ConfigCell,
+  pool: Pool,
+  start: KvStart,
+  clock: Clock,
+  log: Logger,
+  rejoin: boolean,
+  secret: Uint8Array | null,
+  record: ReplicaRecord,
+): { client: LeaseClient; catchUp: CatchUp } {
   const at = manager.lastIndexOf(':');
   const host = manager.slice(0, at);
   const port = Number(manager.slice(at + 1));
@@ -118,12 +131,23 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
   let client: LeaseClient | null = null;
   const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret });
   client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
-    prepare: (shards) => gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits),
+    prepare: (shards) => {
+      // Before the acknowledgement that lets the configuration commit: this node is still a backup of
+      // the shards it may now be promoted for (./trust.ts, what a later cold start applies).
+      record.noteBackups(receivedShards(cell.config(), nodeId));
+      return gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
+    },
     promote: async (shards, floors, scatter) => {
       const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog());
+      // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
+      // shards at or above this version landed after the promotion and are never applied at cold start.
+      for (const s of shards) record.notePromoted(s, r.versions[s]!);
       return { entries: r.indexed, scattered: r.scattered.absorbed };
     },
-    configured: () => catchUp.onConfig(),
+    configured: () => {
+      record.noteBackups(receivedShards(cell.config(), nodeId));
+      catchUp.onConfig();
+    },
   }, rejoin);
   client.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
@@ -132,6 +156,11 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
 }
 
 export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): Promise<KvStart> {
+  return (await prepareNodeKvTrusted(o, dataDir, pool, log, clock)).start;
+}
+
+/** prepareNodeKv, also returning the node's replica record (./trust.ts) the lease keeps up to date. */
+async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock): Promise<{ start: KvStart; record: ReplicaRecord }> {
   const cluster: ClusterConfig = o.cluster ?? new FileConfigStore(o.clusterFile).readSync();
   const me = nodeOf(cluster, o.nodeId);
   if (me.dataDir !== dataDir) {
@@ -143,6 +172,12 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
   // With a manager the node may be given any shard later (re-replication, §4.5 phase 3): every shard
   // gets an index now (they are SharedArrayBuffers handed to the actors at start; unused ones stay small).
   const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax, o.manager !== undefined);
+  // What the b-log pass may apply (./trust.ts): the record of shards this node received replicated data
+  // of, first brought up to date with this configuration's backups (before anything can land).
+  const poolHadData = pool.segmentsInState(SegmentState.Free).length < pool.segmentCount;
+  const record = ReplicaRecord.load(dataDir, pool.poolId, poolHadData, heldShards(cluster, o.nodeId));
+  record.noteBackups(receivedShards(cluster, o.nodeId));
+  const trust = { blog: coldStartBlogTrust(cluster, o.nodeId, record), remoteOwners: remoteOwnersOf(cluster, o.nodeId) };
   let last = 0;
   const threads = o.coldStartThreads ?? Math.min(4, availableParallelism());
   const rep = await rebuildIndexesParallel(pool, buffers, defaultLimits, clock, threads, (done, total) => {
@@ -151,7 +186,13 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
       last = now;
       log.info({ done, total, threads }, `cold start: rebuilding indexes from the logs, ${done} of ${total} segments`);
     }
-  });
+  }, trust);
+  if (rep.untrusted > 0 || rep.freedForeign > 0) {
+    log.warn(
+      { untrusted: rep.untrusted, freedForeign: rep.freedForeign },
+      `cold start: ${rep.untrusted} b-log block(s) not applied (a shard this node did not receive them for, or an implausible version) and ${rep.freedForeign} region(s) of owner ids no other node holds freed`,
+    );
+  }
   if (o.rejoin && rep.indexed > 0) {
     throw new RowanError(ErrorCodes.BAD_CONFIG, `--rejoin needs an empty pool, and ${dataDir}'s holds ${rep.indexed} entries (stale after a failover: remove the pool file)`);
   }
@@ -166,5 +207,5 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
     start.shareLogs = {};
     for (const n of cluster.nodes) if (n.id !== o.nodeId) start.shareLogs[n.id] = SharedLog.create({ nodeId: o.nodeId }).buffer;
   }
-  return start;
+  return { start, record };
 }

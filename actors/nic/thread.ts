@@ -14,7 +14,7 @@ export const nicActor = defineActor<NicInbound>({
   handlers: {},
   init: async (ctx) => {
     const c = ctx.config;
-    server = await NicServer.listen({ dataDir: c.dataDir, pool: () => ctx.pool, clock: ctx.clock, host: c.fabric.host, port: c.fabric.port, log: ctx.log, secret: ctx.secret });
+    server = await NicServer.listen({ dataDir: c.dataDir, pool: () => ctx.pool, clock: ctx.clock, host: c.fabric.host, port: c.fabric.port, log: ctx.log, secret: ctx.secret, reserveSegments: c.gc.reserveSegments });
     ctx.log.info({ endpoint: server.endpoint }, `nic listening on ${server.endpoint.host}:${server.endpoint.port}`);
     return { endpoint: server.endpoint };
   },
