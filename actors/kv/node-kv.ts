@@ -28,6 +28,7 @@ import { TLog } from '../../shm/tlog.js';
 import { OwnerRole, SegmentState } from '../../shm/pool.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
 import { attachKvShared, createKvShared, heldShards, type KvStart } from './shared.js';
+import { setChecksumSeed } from '../../shm/log-checksum.js';
 import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from './trust.js';
 
 export interface NodeKvOptions {
@@ -174,8 +175,12 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
   const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax, o.manager !== undefined);
   // What the b-log pass may apply (./trust.ts): the record of shards this node received replicated data
   // of, first brought up to date with this configuration's backups (before anything can land).
+  // Every block this node writes or reads is keyed with the cluster's seed (shm/log-checksum.ts); the
+  // record refuses a seed other than the one the pool was written with.
+  const seed = cluster.checksumSeed ?? 0;
   const poolHadData = pool.segmentsInState(SegmentState.Free).length < pool.segmentCount;
-  const record = ReplicaRecord.load(dataDir, pool.poolId, poolHadData, heldShards(cluster, o.nodeId));
+  const record = ReplicaRecord.load(dataDir, pool.poolId, poolHadData, heldShards(cluster, o.nodeId), seed);
+  setChecksumSeed(seed);
   record.noteBackups(receivedShards(cluster, o.nodeId));
   const trust = { blog: coldStartBlogTrust(cluster, o.nodeId, record), remoteOwners: remoteOwnersOf(cluster, o.nodeId) };
   let last = 0;

@@ -30,6 +30,7 @@ import { TLog } from '../../shm/tlog.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { BlockApplier } from './apply.js';
 import { plausibleVersion } from './trust.js';
+import { checksumSeed } from '../../shm/log-checksum.js';
 import { attachKvShared, raiseVersion, type KvShared, type KvSharedBuffers } from './shared.js';
 import { runPoolThreads } from '../../runtime/pool-threads.js';
 import type { PersistMode } from '../../native/pmem2.js';
@@ -159,7 +160,7 @@ export async function rebuildIndexesParallel(
     poolPath: pool.path,
     mode: pool.mode as PersistMode,
     module: new URL('./recovery-thread.js', import.meta.url).href,
-    payloads: shares.map((segs) => ({ buffers, segs, limits })),
+    payloads: shares.map((segs) => ({ buffers, segs, limits, checksumSeed: checksumSeed() })),
     onProgress: (i, p) => {
       done[i] = (p as LogScanCounts).logSegments;
       progress?.(done.reduce((a, b) => a + b, 0), total);
@@ -174,6 +175,8 @@ export interface RecoveryThreadPayload {
   buffers: KvSharedBuffers;
   segs: number[];
   limits: Limits;
+  /** The cluster's checksum seed (shm/log-checksum.ts): the helper thread keys its scans with it. */
+  checksumSeed: number;
 }
 
 export interface LogScanCounts {

@@ -27,6 +27,7 @@
 // version each promotion continued from, before the promotion is reported done. A pool that already
 // held data when the record did not exist yet (an upgrade) is recorded as "backup of every shard it
 // holds": it keeps the old behaviour instead of losing pre-promotion data nobody recorded.
+import { createHash } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -51,6 +52,13 @@ interface RecordFile {
   backup: number[];
   /** Shard -> the version its last promotion to primary on this node continued after. */
   promoted: Record<string, number>;
+  /** Fingerprint of the checksum seed the pool's blocks are keyed with (never the seed itself). */
+  seedCheck: string;
+}
+
+/** A fingerprint of a checksum seed: enough to tell seeds apart, useless to recover one. */
+function seedCheckOf(seed: number): string {
+  return createHash('sha256').update(`rowan checksum seed ${seed}`).digest('hex').slice(0, 16);
 }
 
 /** The node's durable record of which shards it has received replicated data of (see the header). */
@@ -58,6 +66,7 @@ export class ReplicaRecord {
   private constructor(
     private readonly path: string,
     private readonly poolId: string,
+    private readonly seedCheck: string,
     readonly backup: Set<number>,
     readonly promoted: Map<number, number>,
   ) {}
@@ -65,8 +74,11 @@ export class ReplicaRecord {
   /**
    * Read `dataDir`'s record for the pool `poolId`. No record (or one of another pool): an empty one,
    * or -- when `poolHadData` (a pool older than records) -- one naming every shard in `legacyShards`.
+   * Refuses (BAD_CONFIG) a configuration whose checksum seed is not the one the pool was written with:
+   * its blocks would not verify, and the node would come up empty instead of failing.
    */
-  static load(dataDir: string, poolId: string, poolHadData: boolean, legacyShards: number[]): ReplicaRecord {
+  static load(dataDir: string, poolId: string, poolHadData: boolean, legacyShards: number[], seed: number): ReplicaRecord {
+    const check = seedCheckOf(seed);
     const path = dataDirFiles(dataDir).replicas;
     let text: string | null = null;
     try {
@@ -84,12 +96,16 @@ export class ReplicaRecord {
       if (f.format !== RECORD_FORMAT || !Array.isArray(f.backup) || typeof f.promoted !== 'object' || f.promoted === null)
         throw new RowanError(ErrorCodes.DATA_DIR, `${path}: not a format ${RECORD_FORMAT} replica record`);
       if (f.poolId === poolId) {
+        if (f.seedCheck !== check)
+          throw new RowanError(ErrorCodes.BAD_CONFIG, `${dataDir}'s pool was written under another checksum seed than the configuration's checksumSeed (${seed === 0 ? 'absent' : 'set'}): the seed of a cluster never changes; use the configuration the cluster was made with`);
         const promoted = new Map(Object.entries(f.promoted).map(([s, v]) => [Number(s), v] as [number, number]));
-        return new ReplicaRecord(path, poolId, new Set(f.backup), promoted);
+        return new ReplicaRecord(path, poolId, check, new Set(f.backup), promoted);
       }
       // A record of an earlier pool (the pool file was replaced): nothing in this pool came from it.
     }
-    const r = new ReplicaRecord(path, poolId, new Set(poolHadData ? legacyShards : []), new Map());
+    if (poolHadData && seed !== 0)
+      throw new RowanError(ErrorCodes.BAD_CONFIG, `${dataDir}'s pool holds data written before checksum seeds existed (unkeyed), and the configuration sets checksumSeed: remove checksumSeed from a cluster made before it, or start this node with an empty pool`);
+    const r = new ReplicaRecord(path, poolId, check, new Set(poolHadData ? legacyShards : []), new Map());
     r.save();
     return r;
   }
@@ -117,6 +133,7 @@ export class ReplicaRecord {
       poolId: this.poolId,
       backup: [...this.backup].sort((a, b) => a - b),
       promoted: Object.fromEntries([...this.promoted].sort((a, b) => a[0] - b[0])),
+      seedCheck: this.seedCheck,
     };
     writeDurably(this.path, JSON.stringify(f) + '\n');
   }

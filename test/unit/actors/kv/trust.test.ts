@@ -23,6 +23,8 @@ import { EntryType, encodeBlocks, readEntryAt } from '../../../../shm/log.js';
 import { VERSION_MAX } from '../../../../shm/log-layout.js';
 import { OwnerRole, Pool, SegmentState } from '../../../../shm/pool.js';
 import { TLog } from '../../../../shm/tlog.js';
+import { setChecksumSeed } from '../../../../shm/log-checksum.js';
+import { craftedInnerBlock, tornCarrier } from '../../../fixtures/smuggled-block.js';
 
 const log = createLogger('silent');
 const SHARDS = 4;
@@ -30,16 +32,23 @@ const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);
 
 /** A 2-node cluster, this node 0: primary of shards 0 and 2, backup of 1 and 3 (planCluster). */
-function setup() {
+function setup(checksumSeed?: number) {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-trust-'));
   const node = (id: number) => ({ id, host: '127.0.0.1', dataDir: id === 0 ? dir : join(dir, 'other'), workerPorts: [1], fabric: { kind: 'tcp' as const, host: '127.0.0.1', port: 2 } });
-  const cluster: ClusterConfig = planCluster({ nodes: [node(0), node(1)], shardCount: SHARDS, replicationFactor: 2, replication: 'rowan' });
+  const cluster: ClusterConfig = planCluster({ nodes: [node(0), node(1)], shardCount: SHARDS, replicationFactor: 2, replication: 'rowan', ...(checksumSeed ? { checksumSeed } : {}) });
   assert.equal(cluster.shards[0]!.primary, 0);
   assert.deepEqual(cluster.shards[1]!.backups, [0]);
   const pool = Pool.create(join(dir, 'pool.pm'), { segmentCount: 64, segmentBytes: 64 * 1024 });
   let blogAt = -1; // a b-log segment is taken at the first plant (after the node's first start)
   return {
     dir, cluster, pool,
+    /** Land raw bytes in the b-log as a peer's SEND would. */
+    land(bytes: Uint8Array): void {
+      if (blogAt < 0) blogAt = pool.segmentOffset(pool.allocate(OwnerRole.Control, 0));
+      pool.region.bytes.set(bytes, blogAt);
+      pool.region.persist(blogAt, bytes.length);
+      blogAt += bytes.length;
+    },
     /** Land an entry in the b-log as a peer's SEND would. */
     plant(shard: number, version: number, key: string, value: string): void {
       if (blogAt < 0) blogAt = pool.segmentOffset(pool.allocate(OwnerRole.Control, 0));
@@ -145,5 +154,40 @@ test('regions of owner ids no other node holds are freed at cold start; a member
     assert.equal(t.pool.meta(member).state, SegmentState.Using);
   } finally {
     t.done();
+  }
+});
+
+for (const seed of [0, 0x5eed1234]) {
+  test(`a torn PUT whose value smuggles a block, cold start with checksum seed ${seed}: ${seed === 0 ? 'the unkeyed hazard -- the block is applied' : 'not applied, the node serves the right value'}`, async () => {
+    const t = setup(seed);
+    try {
+      await t.coldStart(); // the first start keys this thread's checksums with the cluster's seed
+      const victim = keyOfShard(1, 'victim'); // shard 1: this node is a backup, so b-log data is applied
+      t.plant(1, 4, victim, 'acknowledged');
+      t.land(tornCarrier(1, craftedInnerBlock(1, 99, victim, 'smuggled')));
+      t.plant(1, 6, keyOfShard(1, 'after'), 'landed-after-the-torn-write');
+      const start = await t.coldStart();
+      assert.deepEqual(served(t.pool, start, keyOfShard(1, 'after')), { value: 'landed-after-the-torn-write', version: 6 }, 'the scan went on past the torn write');
+      if (seed === 0) assert.deepEqual(served(t.pool, start, victim), { value: 'smuggled', version: 99 });
+      else assert.deepEqual(served(t.pool, start, victim), { value: 'acknowledged', version: 4 });
+    } finally {
+      t.done();
+      setChecksumSeed(0);
+    }
+  });
+}
+
+test('a node refuses a configuration whose checksum seed is not the one its pool was written with', async () => {
+  const t = setup(0x5eed1234);
+  try {
+    await t.coldStart();
+    t.plant(1, 4, keyOfShard(1, 'x'), 'v');
+    t.cluster.checksumSeed = 0x5eed1235;
+    await assert.rejects(t.coldStart(), { code: 'ROWAN_ERR_BAD_CONFIG', message: /another checksum seed/ });
+    delete t.cluster.checksumSeed;
+    await assert.rejects(t.coldStart(), { code: 'ROWAN_ERR_BAD_CONFIG', message: /another checksum seed/ });
+  } finally {
+    t.done();
+    setChecksumSeed(0);
   }
 });
