@@ -6,7 +6,7 @@
 // a shard this node is the primary of (its own acknowledged writes lose to a higher version), or carry
 // version 2^48-1 so that every later PUT/DEL of the shard failed. Now:
 //
-//  1. Versions. A block whose version is 0 or above VERSION_TRUST_MAX (half the 48-bit space) is never
+//  1. Versions. A block whose version is above VERSION_TRUST_MAX (half the 48-bit space) is never
 //     applied, live or at cold start. A legitimate shard gets there only after 2^47 writes or 2^21
 //     failovers of that one shard (each skips PROMOTION_VERSION_GAP = 2^26, ./promote.ts); a forged
 //     version below the bound still leaves 2^47 versions for the shard's writes, so none can brick it.
@@ -40,7 +40,8 @@ export const VERSION_TRUST_MAX = 2 ** 47 - 1;
 
 /** Whether a replicated block's version is in the range any shard can legitimately reach. */
 export function plausibleVersion(v: number): boolean {
-  return Number.isSafeInteger(v) && v >= 1 && v <= VERSION_TRUST_MAX;
+  // 0 is harmless (it outranks nothing; a COMMITVER before anything committed carries it).
+  return Number.isSafeInteger(v) && v >= 0 && v <= VERSION_TRUST_MAX;
 }
 
 const RECORD_FORMAT = 1;
