@@ -99,7 +99,8 @@ export class NicMemory {
     if (r.at === NO_BUFFER) return { wait: srq.starved() ? ErrorCodes.PM_FULL : ErrorCodes.NO_BUFFER };
     if (r.at === SRQ_CLOSED) {
       this.detachQueue();
-      throw new RowanError(ErrorCodes.RECEIVER_CLOSED, `receiver at ${srq.path} has shut down`);
+      // The reply goes to the peer: it names no local path.
+      throw new RowanError(ErrorCodes.RECEIVER_CLOSED, 'the receiver has shut down');
     }
     if (peer) peer.lastLanded = { at: r.at, length: data.length };
     return r;

@@ -15,7 +15,10 @@ import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { defaultLimits } from '../../../../config/limits.js';
 import { shardOfKey } from '../../../../config/slots.js';
 import { prepareNodeKv } from '../../../../actors/kv/node-kv.js';
-import { attachKvShared } from '../../../../actors/kv/shared.js';
+import { attachKvShared, createKvShared } from '../../../../actors/kv/shared.js';
+import { BlockApplier } from '../../../../actors/kv/apply.js';
+import { VERSION_TRUST_MAX } from '../../../../actors/kv/trust.js';
+import { scanBlogBlocks } from '../../../../runtime/rowan/blog-scan.js';
 import { PROMOTION_VERSION_GAP } from '../../../../actors/kv/promote.js';
 import { PoolEntryReader } from '../../../../shm/entry-reader.js';
 import { hash64 } from '../../../../shm/hash.js';
@@ -189,5 +192,29 @@ test('a node refuses a configuration whose checksum seed is not the one its pool
   } finally {
     t.done();
     setChecksumSeed(0);
+  }
+});
+
+test('digest (BlockApplier, live) never applies nor raises a shard version to a version beyond the plausible range', () => {
+  const t = setup();
+  try {
+    const shared = attachKvShared(createKvShared(t.cluster, 0, 1024, t.pool), t.pool.region);
+    const applier = new BlockApplier(t.pool.region, shared, () => true, TLog.recover(t.pool, 0, defaultLimits, OwnerRole.Digest), defaultLimits);
+    const k = keyOfShard(1, 'live');
+    t.plant(1, 3, k, 'replicated');
+    t.plant(1, VERSION_MAX, k, 'forged-max');
+    t.plant(1, VERSION_TRUST_MAX + 1, keyOfShard(1, 'other'), 'forged-above-the-bound');
+    t.plant(1, VERSION_TRUST_MAX, keyOfShard(1, 'edge'), 'the-bound-itself');
+    const seg = t.pool.segments({ role: OwnerRole.Control })[0]!;
+    const start = t.pool.segmentOffset(seg);
+    for (const b of scanBlogBlocks(t.pool.region.bytes, start, start + t.pool.segmentBytes, defaultLimits)) applier.apply(b);
+    assert.equal(applier.stats.untrusted, 2);
+    assert.equal(Number(shared.versions[1]), VERSION_TRUST_MAX, 'raised to the bound at most: 2^47 versions left for the shard');
+    const reader = new PoolEntryReader(t.pool.region, defaultLimits);
+    const addr = shared.indexes[1]!.get(enc(k), hash64(enc(k)), reader);
+    assert.equal(dec(readEntryAt(t.pool.region.bytes, addr, defaultLimits)!.value), 'replicated');
+    assert.equal(shared.indexes[1]!.get(enc(keyOfShard(1, 'other')), hash64(enc(keyOfShard(1, 'other'))), reader), 0);
+  } finally {
+    t.done();
   }
 });
