@@ -69,7 +69,8 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
       nodePool = pool;
       ({ start, record } = await prepareNodeKvTrusted(o, dataDir, pool, log, clock));
     },
-    payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' ? start : undefined),
+    // The nic takes it too: it grants one-sided regions only to live members (actors/nic/verbs.ts).
+    payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' || role === 'nic' ? start : undefined),
     started(log) {
       const cell = ConfigCell.attach(start!.cell);
       if (o.manager === undefined) {

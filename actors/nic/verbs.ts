@@ -7,7 +7,8 @@
 // registered per peer:
 //   SEND   lands only in posted receive buffers (the queue picks the slot, never the peer);
 //   ALLOC  only for the peer's own owner id (remoteRegionOwner of the node id it named in HELLO, which
-//          an authenticated peer proved it belongs to the cluster for), and never out of the GC
+//          an authenticated peer proved it belongs to the cluster for; on a KV node that id must be a
+//          live member of the configuration other than this node), and never out of the GC
 //          reserve (gc.reserveSegments free segments stay for clean actors, as for every other role);
 //   WRITE  only inside a segment that is Using, of role Remote, owned by the peer's owner id: the
 //          regions ALLOC handed to that node (any of its connections: the share baseline's workers
@@ -40,6 +41,16 @@ export interface NicMemoryOptions {
   /** Free segments ALLOC never takes (config gc.reserveSegments): kept for garbage collection whatever
    *  reserve the injected pool was opened with. */
   reserveSegments: number;
+  /** The node's membership now (a ROWAN-KV node's configuration cell): ALLOC is refused to a peer that
+   *  names this node itself or a node that is not a live member. Absent (a standalone NIC): no check. */
+  members?: () => NicMembership;
+}
+
+export interface NicMembership {
+  /** This node's id: a node never replicates to itself. */
+  self: number;
+  /** Live members' node ids (not listed dead). */
+  live: ReadonlySet<number>;
 }
 
 /** What the NIC knows about one connection's peer (actors/nic/connection.ts holds one per connection). */
@@ -135,6 +146,9 @@ export class NicMemory {
     const pool = this.mapPool();
     if (peer.nodeId === null)
       throw new RowanError(ErrorCodes.NOT_GRANTED, 'ALLOC before a HELLO naming the sending node: regions are granted per node');
+    const m = this.o.members?.();
+    if (m && (peer.nodeId === m.self || !m.live.has(peer.nodeId)))
+      throw new RowanError(ErrorCodes.NOT_GRANTED, `ALLOC for node ${peer.nodeId}, which is ${peer.nodeId === m.self ? 'this node itself' : 'not a live member of the configuration'}`);
     const own = remoteRegionOwner(peer.nodeId);
     if (ownerId !== own)
       throw new RowanError(ErrorCodes.NOT_GRANTED, `ALLOC for owner id ${ownerId}: node ${peer.nodeId} may only allocate regions of its own owner id ${own}`);

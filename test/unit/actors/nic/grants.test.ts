@@ -14,11 +14,12 @@ import { shmPaths } from '../../../../runtime/fabric/shm.js';
 import { SharedReceiveQueue } from '../../../../runtime/rowan/srq.js';
 import { TcpConnection } from '../../../../runtime/fabric/tcp.js';
 import { OwnerRole, Pool, SegmentState } from '../../../../shm/pool.js';
+import type { NicMembership } from '../../../../actors/nic/verbs.js';
 
 const SEG = 64 * 1024;
 const SECRET = new Uint8Array(32).fill(0x5a);
 
-async function setup(o: { reserveSegments?: number; segmentCount?: number } = {}) {
+async function setup(o: { reserveSegments?: number; segmentCount?: number; members?: () => NicMembership } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-nic-grants-'));
   const p = shmPaths(dir);
   const pool = Pool.create(p.pool, { segmentCount: o.segmentCount ?? 16, segmentBytes: SEG });
@@ -29,7 +30,7 @@ async function setup(o: { reserveSegments?: number; segmentCount?: number } = {}
   const planted = Buffer.from("another key's value, replicated here");
   pool.region.bytes.set(planted, pool.segmentOffset(blogSeg));
   srq.post([{ offset: pool.segmentOffset(blogSeg) + 4096, length: SEG - 4096 }]);
-  const nic = await NicServer.listen({ dataDir: dir, pool: () => pool, clock: monotonicClock, host: '127.0.0.1', port: 0, secret: SECRET, ...(o.reserveSegments !== undefined ? { reserveSegments: o.reserveSegments } : {}) });
+  const nic = await NicServer.listen({ dataDir: dir, pool: () => pool, clock: monotonicClock, host: '127.0.0.1', port: 0, secret: SECRET, ...(o.reserveSegments !== undefined ? { reserveSegments: o.reserveSegments } : {}), ...(o.members ? { members: o.members } : {}) });
   const connect = (senderId: number) => TcpConnection.connect({ host: '127.0.0.1', port: nic.endpoint.port, secret: SECRET, senderId });
   return {
     pool, nic, planted, blogSeg, connect,
@@ -101,6 +102,23 @@ test('ALLOC takes only the peer\'s own owner id, and never the GC reserve', asyn
     for (const s of t.pool.segments({ role: OwnerRole.Remote })) assert.equal(t.pool.meta(s).ownerId, 1);
     assert.equal(t.pool.segmentsInState(SegmentState.Free).length, 3);
     await a.close();
+  } finally {
+    await t.done();
+  }
+});
+
+test('on a node with a configuration, ALLOC is refused to this node\'s own id and to nodes that are not live members', async () => {
+  let live = new Set([0, 1, 2]);
+  const t = await setup({ members: () => ({ self: 0, live }) });
+  try {
+    const [self, member, stranger] = await Promise.all([t.connect(0), t.connect(1), t.connect(5)]);
+    await assert.rejects(self.allocateRegion(0), { code: 'ROWAN_ERR_NOT_GRANTED', message: /this node itself/ });
+    await assert.rejects(stranger.allocateRegion(5), { code: 'ROWAN_ERR_NOT_GRANTED', message: /not a live member/ });
+    await member.allocateRegion(1);
+    live = new Set([0, 2]); // node 1 declared dead
+    await assert.rejects(member.allocateRegion(1), { code: 'ROWAN_ERR_NOT_GRANTED', message: /not a live member/ });
+    assert.deepEqual(t.pool.segments({ role: OwnerRole.Remote }).map((s) => t.pool.meta(s).ownerId), [1]);
+    await Promise.all([self.close(), member.close(), stranger.close()]);
   } finally {
     await t.done();
   }
