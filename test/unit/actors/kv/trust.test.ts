@@ -17,6 +17,8 @@ import { shardOfKey } from '../../../../config/slots.js';
 import { prepareNodeKv } from '../../../../actors/kv/node-kv.js';
 import { attachKvShared, createKvShared } from '../../../../actors/kv/shared.js';
 import { BlockApplier } from '../../../../actors/kv/apply.js';
+import { rebuildIndexesParallel } from '../../../../actors/kv/recovery.js';
+import { monotonicClock } from '../../../../config/base/clock.js';
 import { VERSION_TRUST_MAX } from '../../../../actors/kv/trust.js';
 import { scanBlogBlocks } from '../../../../runtime/rowan/blog-scan.js';
 import { PROMOTION_VERSION_GAP } from '../../../../actors/kv/promote.js';
@@ -216,5 +218,21 @@ test('digest (BlockApplier, live) never applies nor raises a shard version to a 
     assert.equal(shared.indexes[1]!.get(enc(keyOfShard(1, 'other')), hash64(enc(keyOfShard(1, 'other'))), reader), 0);
   } finally {
     t.done();
+  }
+});
+
+test('cold-start helper threads key their scans with the cluster seed (the parallel rebuild finds every entry)', async () => {
+  const t = setup(0x5eed1234);
+  try {
+    await t.coldStart(); // keys this thread with the seed
+    const logs = [TLog.recover(t.pool, tlogOwner(0), defaultLimits), TLog.recover(t.pool, tlogOwner(1), defaultLimits)];
+    for (let i = 0; i < 600; i++) logs[i % 2]!.append({ type: EntryType.Put, shard: 0, version: i + 1, key: enc(`p${i}`), value: new Uint8Array(1000).fill(7) });
+    const buffers = createKvShared(t.cluster, 0, 1024, t.pool);
+    const rep = await rebuildIndexesParallel(t.pool, buffers, defaultLimits, monotonicClock, 3);
+    assert.ok(rep.logSegments >= 6, `${rep.logSegments} log segments: enough for 3 helper threads`);
+    assert.equal(rep.indexed, 600);
+  } finally {
+    t.done();
+    setChecksumSeed(0);
   }
 });
