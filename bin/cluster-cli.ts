@@ -21,7 +21,7 @@ import { join, relative, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { logLevels } from '../config/base/log.js';
 import { SECRET_FILE, writeNewSecretFile } from '../config/base/secret.js';
-import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
+import { CLUSTER_REPLICATION_MODES, newChecksumSeed, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore, type ConfigStore } from '../config/store.js';
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
 import { describeStore, type StoreSpec } from '../config/store-spec.js';
@@ -99,6 +99,8 @@ async function clusterFor(dir: string, o: ClusterOpts, store: ConfigStore): Prom
     shardCount: int('shards', o.shards, 1, 4096),
     replicationFactor: Math.min(int('replication', o.replication, 1, 16), n),
     replication: o.replicationMode as ClusterReplicationMode,
+    // Keys every log block's checksum (README "Security model"), with or without --no-auth.
+    checksumSeed: newChecksumSeed(),
   });
   return { cluster, fresh: true };
 }

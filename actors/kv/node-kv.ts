@@ -25,11 +25,13 @@ import { gatherForPrepare } from './gather.js';
 import { promoteShards } from './promote.js';
 import { CatchUp } from './catchup.js';
 import { TLog } from '../../shm/tlog.js';
-import { OwnerRole } from '../../shm/pool.js';
+import { OwnerRole, SegmentState } from '../../shm/pool.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
 import { attachKvShared, createKvShared, heldShards, type KvShared, type KvStart } from './shared.js';
 import { shardDrained } from './commit.js';
 import { LoadSampler } from './load.js';
+import { setChecksumSeed } from '../../shm/log-checksum.js';
+import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from './trust.js';
 
 export interface NodeKvOptions {
   /** Where the configuration is stored, for messages: the cluster JSON file (the embedded store,
@@ -65,19 +67,21 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   let start: KvStart | undefined;
   let nodePool: Pool | undefined;
   let lease: { client: LeaseClient; catchUp: CatchUp } | null = null;
+  let record: ReplicaRecord | undefined;
   return {
     async prepare(pool, log) {
       nodePool = pool;
-      start = await prepareNodeKv(o, dataDir, pool, log, clock);
+      ({ start, record } = await prepareNodeKvTrusted(o, dataDir, pool, log, clock));
     },
-    payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' ? start : undefined),
+    // The nic takes it too: it grants one-sided regions only to live members (actors/nic/verbs.ts).
+    payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' || role === 'nic' ? start : undefined),
     started(log) {
       const cell = ConfigCell.attach(start!.cell);
       if (o.manager === undefined) {
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.loadPeriodMs ?? 500);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, record!, o.loadPeriodMs ?? 500);
     },
     stopping() {
       lease?.catchUp.stop();
@@ -132,7 +136,19 @@ async function drainShards(shared: KvShared, shards: number[], shardCount: numbe
   }
 }
 
-function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean, secret: Uint8Array | null, loadPeriodMs: number): { client: LeaseClient; catchUp: CatchUp } {
+function startLease(
+  manager: string,
+  nodeId: number,
+  cell: ConfigCell,
+  pool: Pool,
+  start: KvStart,
+  clock: Clock,
+  log: Logger,
+  rejoin: boolean,
+  secret: Uint8Array | null,
+  record: ReplicaRecord,
+  loadPeriodMs: number,
+): { client: LeaseClient; catchUp: CatchUp } {
   const at = manager.lastIndexOf(':');
   const host = manager.slice(0, at);
   const port = Number(manager.slice(at + 1));
@@ -146,6 +162,9 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
   const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
   client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
     prepare: async (shards, drain, planned) => {
+      // Before the acknowledgement that lets the configuration commit: this node is still a backup of
+      // the shards it may now be promoted for (./trust.ts, what a later cold start applies).
+      record.noteBackups(receivedShards(cell.config(), nodeId));
       if (drain.length > 0) await drainShards(shared, drain, start.cluster.shardCount, clock);
       if (planned) {
         // A move from a live primary that drained (§4.6): every version of the shard came from its
@@ -159,9 +178,15 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
     },
     promote: async (shards, floors, scatter, planned) => {
       const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog(), planned);
+      // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
+      // shards at or above this version landed after the promotion and are never applied at cold start.
+      for (const s of shards) record.notePromoted(s, r.versions[s]!);
       return { entries: r.indexed, scattered: r.scattered.absorbed };
     },
-    configured: () => catchUp.onConfig(),
+    configured: () => {
+      record.noteBackups(receivedShards(cell.config(), nodeId));
+      catchUp.onConfig();
+    },
     ...(sampler ? { load: () => sampler.sample() } : {}),
     // An evicted node's data is stale and it is no member: it stops, after answering LEASE_EXPIRED for
     // a moment to clients that still route to it, so that its supervisor (rowan cluster) restarts it
@@ -179,6 +204,11 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
 }
 
 export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): Promise<KvStart> {
+  return (await prepareNodeKvTrusted(o, dataDir, pool, log, clock)).start;
+}
+
+/** prepareNodeKv, also returning the node's replica record (./trust.ts) the lease keeps up to date. */
+async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock): Promise<{ start: KvStart; record: ReplicaRecord }> {
   const cluster: ClusterConfig = o.cluster ?? new FileConfigStore(o.clusterFile).readSync();
   const me = nodeOf(cluster, o.nodeId);
   if (me.dataDir !== dataDir) {
@@ -190,6 +220,16 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
   // With a manager the node may be given any shard later (re-replication, §4.5 phase 3): every shard
   // gets an index now (they are SharedArrayBuffers handed to the actors at start; unused ones stay small).
   const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax, o.manager !== undefined);
+  // What the b-log pass may apply (./trust.ts): the record of shards this node received replicated data
+  // of, first brought up to date with this configuration's backups (before anything can land).
+  // Every block this node writes or reads is keyed with the cluster's seed (shm/log-checksum.ts); the
+  // record refuses a seed other than the one the pool was written with.
+  const seed = cluster.checksumSeed ?? 0;
+  const poolHadData = pool.segmentsInState(SegmentState.Free).length < pool.segmentCount;
+  const record = ReplicaRecord.load(dataDir, pool.poolId, poolHadData, heldShards(cluster, o.nodeId), seed);
+  setChecksumSeed(seed);
+  record.noteBackups(receivedShards(cluster, o.nodeId));
+  const trust = { blog: coldStartBlogTrust(cluster, o.nodeId, record), remoteOwners: remoteOwnersOf(cluster, o.nodeId) };
   let last = 0;
   const threads = o.coldStartThreads ?? Math.min(4, availableParallelism());
   const rep = await rebuildIndexesParallel(pool, buffers, defaultLimits, clock, threads, (done, total) => {
@@ -198,7 +238,13 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
       last = now;
       log.info({ done, total, threads }, `cold start: rebuilding indexes from the logs, ${done} of ${total} segments`);
     }
-  });
+  }, trust);
+  if (rep.untrusted > 0 || rep.freedForeign > 0) {
+    log.warn(
+      { untrusted: rep.untrusted, freedForeign: rep.freedForeign },
+      `cold start: ${rep.untrusted} b-log block(s) not applied (a shard this node did not receive them for, or an implausible version) and ${rep.freedForeign} region(s) of owner ids no other node holds freed`,
+    );
+  }
   if (o.rejoin && rep.indexed > 0) {
     throw new RowanError(ErrorCodes.BAD_CONFIG, `--rejoin needs an empty pool, and ${dataDir}'s holds ${rep.indexed} entries (stale after a failover: remove the pool file)`);
   }
@@ -213,5 +259,5 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
     start.shareLogs = {};
     for (const n of cluster.nodes) if (n.id !== o.nodeId) start.shareLogs[n.id] = SharedLog.create({ nodeId: o.nodeId }).buffer;
   }
-  return start;
+  return { start, record };
 }

@@ -10,7 +10,7 @@ import type { Logger } from '../../config/base/log.js';
 import { NicConnection, newNicStats, type NicStats } from './connection.js';
 import { FRAME_BYTES_MAX_DEFAULT } from '../../runtime/fabric/nic-frames.js';
 import { NIC_PARK_MS, NIC_QUEUE_BYTES_MAX, type NicEndpoint } from './protocol.js';
-import { NicMemory } from './verbs.js';
+import { NicMemory, type NicMembership } from './verbs.js';
 
 export interface NicServerOptions {
   /** The node's data dir: rowan.srq is attached from there. */
@@ -29,6 +29,11 @@ export interface NicServerOptions {
   /** The cluster secret every peer must prove before anything runs (README "Security model");
    *  null serves every peer (rowan start --no-auth). */
   secret: Uint8Array | null;
+  /** Free segments ALLOC leaves for garbage collection (config gc.reserveSegments; default 0 adds
+   *  nothing to the reserve the pool was opened with). */
+  reserveSegments?: number;
+  /** The node's membership (see NicMemoryOptions.members); absent: no membership check. */
+  members?: () => NicMembership;
 }
 
 export class NicServer {
@@ -49,7 +54,7 @@ export class NicServer {
   static async listen(o: NicServerOptions): Promise<NicServer> {
     const now = () => o.clock.now();
     const frameBytesMax = o.frameBytesMax ?? FRAME_BYTES_MAX_DEFAULT;
-    const mem = new NicMemory({ dataDir: o.dataDir, pool: o.pool, frameBytesMax, now });
+    const mem = new NicMemory({ dataDir: o.dataDir, pool: o.pool, frameBytesMax, now, reserveSegments: o.reserveSegments ?? 0, ...(o.members ? { members: o.members } : {}) });
     const connOpts = { parkMs: o.parkMs ?? NIC_PARK_MS, queueBytesMax: o.queueBytesMax ?? NIC_QUEUE_BYTES_MAX, frameBytesMax, now, secret: o.secret };
     const server = createServer({ noDelay: true });
     await new Promise<void>((resolve, reject) => {

@@ -37,9 +37,10 @@ export interface ReplicaSet {
 }
 
 
-/** The Rowan connection to node `id`'s receiver, through the actor's injected transport. */
-function connectTo(cluster: ClusterConfig, id: number, ctx: ActorContext): Promise<RowanConnection> {
-  return ctx.transport.connect(nodeOf(cluster, id));
+/** The Rowan connection to node `id`'s receiver, through the actor's injected transport. The sender
+ *  id is this node's id: the tcp NIC grants one-sided regions per sending node (actors/nic/verbs.ts). */
+function connectTo(cluster: ClusterConfig, id: number, ctx: ActorContext, self: number): Promise<RowanConnection> {
+  return ctx.transport.connect(nodeOf(cluster, id), { senderId: self });
 }
 
 function reconnectable(err: unknown): boolean {
@@ -92,8 +93,8 @@ class Links<K, L> {
 }
 
 /** rowan: the Rowan connection itself. */
-function rowanReplicas(cluster: ClusterConfig, ctx: ActorContext): ReplicaSet {
-  const links = new Links<number, RowanConnection>((id) => connectTo(cluster, id, ctx), (c) => c.close());
+function rowanReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContext): ReplicaSet {
+  const links = new Links<number, RowanConnection>((id) => connectTo(cluster, id, ctx, nodeId), (c) => c.close());
   return {
     channel: (id) => ({ write: (bytes) => links.use(id, (c) => c.write(bytes)) }),
     drop: (id) => links.drop((k) => k === id),
@@ -110,7 +111,7 @@ function streamReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContex
     stream: ReplicationStream;
   }
   const open = async (id: number): Promise<Link> => {
-    const conn = await connectTo(cluster, id, ctx);
+    const conn = await connectTo(cluster, id, ctx, nodeId);
     try {
       let stream: ReplicationStream;
       if (mode === 'share') {
@@ -174,7 +175,7 @@ export function openReplicas(
 ): ReplicaSet {
   switch (cluster.replication) {
     case 'rowan':
-      return rowanReplicas(cluster, ctx);
+      return rowanReplicas(cluster, nodeId, ctx);
     case 'rpc':
       return rpcReplicas(cluster, term, ctx.secret);
     default:

@@ -59,6 +59,9 @@ export const ErrorCodes = {
   /** A client port already holds clients.connectionsMax connections: this one is refused (not applied). */
   TOO_MANY_CONNECTIONS: 'ROWAN_ERR_TOO_MANY_CONNECTIONS',
   REPLICATION_FAILED: 'ROWAN_ERR_REPLICATION_FAILED',
+  /** A one-sided verb (WRITE, READ, ALLOC) outside what the soft NIC granted this peer (README
+   *  "Security model"): nothing was read or written. */
+  NOT_GRANTED: 'ROWAN_ERR_NOT_GRANTED',
   /** The node's lease with the configuration manager has expired: it serves nothing (not applied). */
   LEASE_EXPIRED: 'ROWAN_ERR_LEASE_EXPIRED',
   /** A PUT/DEL was sent but no answer came back (connection lost, timeout): it may or may not have

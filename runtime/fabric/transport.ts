@@ -15,21 +15,26 @@ export interface PeerEndpoint {
   fabric: { kind: FabricKind; host: string; port: number };
 }
 
+/** Who is sending: the id a tcp NIC grants one-sided regions to (the sending node's id). */
+export interface SenderIdentity {
+  senderId: number;
+}
+
 export interface Transport {
   /** A Rowan connection to `peer`'s receiver (rejects while it is not up; callers retry). */
-  connect(peer: PeerEndpoint): Promise<RowanConnection>;
+  connect(peer: PeerEndpoint, self?: SenderIdentity): Promise<RowanConnection>;
 }
 
 /** The real fabrics, as the node's configuration sets them up. */
 export function fabricTransport(config: RowanConfig, secret: Uint8Array | null): Transport {
   return {
-    async connect(peer) {
+    async connect(peer, self) {
       switch (peer.fabric.kind) {
         case 'shm':
           // (Concurrent mappings by several actors are retried inside native/pmem2.ts.)
           return ShmConnection.connect(peer.dataDir, { mode: config.persistence, retryMs: config.replication.retryMs });
         case 'tcp':
-          return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs, secret });
+          return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs, secret, ...(self ? { senderId: self.senderId } : {}) });
         default:
           throw new RowanError(ErrorCodes.FABRIC_UNAVAILABLE, `node ${peer.id} asks for the ${peer.fabric.kind} fabric, which an actor cannot open here`);
       }

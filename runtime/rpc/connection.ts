@@ -40,6 +40,7 @@ import {
 import { CLIENT_LABEL, CONFIG_JSON_BYTES_MAX, SERVER_LABEL, requestBytesMax } from './frames-layout.js';
 import { newNonce, proof, proofMatches } from '../../config/base/secret.js';
 import type { KvHandler } from './handler.js';
+import { forClients } from '../../config/cluster.js';
 
 export interface ConnectionOptions {
   handler: KvHandler;
@@ -263,7 +264,7 @@ export class ClientConnection {
 
   private configResponse(id: number): void {
     try {
-      const json = JSON.stringify(this.o.handler.config());
+      const json = JSON.stringify(forClients(this.o.handler.config())); // never the checksum seed
       if (Buffer.byteLength(json) > CONFIG_JSON_BYTES_MAX)
         throw new RowanError(ErrorCodes.BAD_CONFIG, `the configuration's JSON exceeds the ${CONFIG_JSON_BYTES_MAX} B a CONFIG response may carry`);
       this.respond(encodeResponse({ status: Status.CONFIG, id, term: this.term(), json }), false);

@@ -14,6 +14,7 @@ import { defaultLimits } from '../../config/limits.js';
 import { FileConfigStore } from '../../config/store.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { EntryType } from '../../shm/log.js';
+import { setChecksumSeed } from '../../shm/log-checksum.js';
 import { OwnerRole, Pool } from '../../shm/pool.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -60,7 +61,10 @@ test('a 3-node cluster replicates, digests, survives a full restart', { timeout:
     await client.close();
     assert.equal(await stop(run.child), 0, run.output());
 
-    // Every backup's b-log holds the newest acknowledged entry of each key it backs up.
+    // Every backup's b-log holds the newest acknowledged entry of each key it backs up. `rowan cluster`
+    // keyed every block checksum with the cluster's seed (shm/log-checksum.ts): so does this scan.
+    assert.ok((cluster.checksumSeed ?? 0) !== 0, 'rowan cluster makes a seeded cluster');
+    setChecksumSeed(cluster.checksumSeed!);
     for (const node of cluster.nodes) {
       const pool = Pool.open(join(node.dataDir, 'pool.pm'));
       const seen = new Map<string, string | null>();

@@ -23,8 +23,8 @@ const dec = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().dec
  *  one remote-log counter per backup. The others run 1 (a cluster of 2-worker nodes starts slower). */
 const workersFor = (mode: ClusterReplicationMode) => (mode === 'rpc' || mode === 'share' ? '2' : '1');
 
-const launch = (dir: string, basePort: number, mode: ClusterReplicationMode) =>
-  launchCluster(dir, basePort, ['--workers', workersFor(mode), '--replication-mode', mode]);
+const launch = (dir: string, basePort: number, mode: ClusterReplicationMode, fabric: 'shm' | 'tcp') =>
+  launchCluster(dir, basePort, ['--workers', workersFor(mode), '--replication-mode', mode, '--fabric', fabric]);
 const stop = stopCluster;
 
 const N = 300;
@@ -46,12 +46,20 @@ async function checkBackups(client: RowanClient, cluster: ClusterConfig, what: s
 }
 
 const MODES: ClusterReplicationMode[] = ['rowan', 'rpc', 'rwrite', 'batch', 'share'];
+/** Every mode on the shm fabric; the one-sided baselines also over the tcp fabric, where the NIC grants
+ *  regions per sending node (actors/nic/verbs.ts): share's workers write one region through their own
+ *  connections, rwrite's each allocate their own. */
+const CASES: { mode: ClusterReplicationMode; fabric: 'shm' | 'tcp' }[] = [
+  ...MODES.map((mode) => ({ mode, fabric: 'shm' as const })),
+  { mode: 'rwrite', fabric: 'tcp' },
+  { mode: 'share', fabric: 'tcp' },
+];
 
-for (const mode of MODES) {
-  test(`replication mode ${mode}: a 3-node cluster serves writes, and all of them after a full restart`, { timeout: 120_000 }, async () => {
+for (const { mode, fabric } of CASES) {
+  test(`replication mode ${mode}${fabric === 'tcp' ? ' over the tcp fabric' : ''}: a 3-node cluster serves writes, and all of them after a full restart`, { timeout: 120_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), `rowan-${mode}-`));
     const base = randomBasePort();
-    let run = launch(dir, base, mode);
+    let run = launch(dir, base, mode, fabric);
     try {
       await run.ready;
       const file = join(dir, 'cluster.json');
@@ -81,7 +89,7 @@ for (const mode of MODES) {
       await client.close();
       assert.equal(await stop(run.child), 0, run.output());
 
-      run = launch(dir, base, mode);
+      run = launch(dir, base, mode, fabric);
       await run.ready;
       const again = await RowanClient.connect({ cluster: file });
       for (let i = 0; i < N; i++) assert.equal(dec(await again.get(key(i))), expected(i), `${mode} after restart: ${key(i)}`);
