@@ -20,7 +20,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { logLevels } from '../config/base/log.js';
-import { SECRET_FILE, writeNewSecretFile } from '../config/base/secret.js';
+import { CLIENT_PASSWORD_FILE, SECRET_FILE, writeNewPasswordFile, writeNewSecretFile } from '../config/base/secret.js';
 import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore, type ConfigStore } from '../config/store.js';
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
@@ -147,12 +147,19 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--pool-mib ${o.poolMib} holds ${poolSegments} segments of ${segmentBytes / 1024} KiB; a pool needs at least 8 (a smaller --segment-kib, or a larger --pool-mib)`);
     writeFileSync(nodeConfig, JSON.stringify({ pool: { segmentCount: poolSegments, segmentBytes } }, null, 2) + '\n');
   }
-  // The cluster secret (README "Security model"): made with the cluster, mode 0600; every node proves
-  // it to the others and demands it from clients (rowan put/get/del read it beside cluster.json).
+  // The cluster secret and the client password (README "Security model"): made with the cluster, mode
+  // 0600. Nodes and the manager prove the secret to each other; clients prove the password (rowan
+  // put/get/del read it beside cluster.json), which grants no node's rights. A cluster made before
+  // either existed gets it now, and is told so: its clients must switch to the password.
   const secretFile = join(dir, SECRET_FILE);
   if (!existsSync(secretFile)) {
     writeNewSecretFile(secretFile);
-    if (!fresh) console.log(`this cluster had no secret: generated ${secretFile} (mode 0600); clients and Redis users now need it (redis-cli -a "$(cat ${secretFile})")`);
+    if (!fresh) console.log(`this cluster had no secret: generated ${secretFile} (mode 0600); nodes and the manager prove it to each other`);
+  }
+  const passwordFile = join(dir, CLIENT_PASSWORD_FILE);
+  if (!existsSync(passwordFile)) {
+    writeNewPasswordFile(passwordFile);
+    if (!fresh) console.log(`this cluster had no client password: generated ${passwordFile} (mode 0600); clients and Redis users now need it instead of the cluster secret, which the client and Redis ports no longer accept (redis-cli -a "$(cat ${passwordFile})")`);
   }
   console.log(`${fresh ? 'new' : 'existing'} cluster in ${dir}: ${cluster.nodes.length} nodes, ${cluster.shardCount} shards, replication ${cluster.replicationFactor} (${cluster.replication}), term ${cluster.term}; configuration in ${describeStore(st.spec)}`);
   if (!fresh) {
@@ -194,7 +201,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   const startManager = async (): Promise<void> => {
     const logFile = join(dir, 'manager.log');
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'manager', ...where, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), ...(o.logLevel ? ['--log-level', o.logLevel] : [])];
+    const args = [bin, 'manager', ...where, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), '--secret-file', secretFile, ...(o.logLevel ? ['--log-level', o.logLevel] : [])];
     // Like a node: its own process group, and down with this launcher however the launcher dies.
     manager = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
     closeQuietly(out);
@@ -219,7 +226,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
     mkdirSync(n.dataDir, { recursive: true });
     const logFile = join(dir, `node-${n.id}.log`);
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig, '--secret-file', secretFile,
+    const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig, '--secret-file', secretFile, '--client-password-file', passwordFile,
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
       '--manager', `127.0.0.1:${managerPort}`, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : []),
@@ -276,9 +283,9 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   // The command as this user can type it: bin/rowan from the checkout (rowan is not on PATH).
   const rel = relative(process.cwd(), bin);
   const cmd = rel.startsWith('..') ? bin : rel;
-  // With --cluster the clients find the secret beside cluster.json; with ZooKeeper they are told where it is.
-  const w = [...where, ...('file' in st.spec ? [] : ['--secret-file', secretFile])].join(' ');
-  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${w}\n  redis-cli -p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${secretFile})" get hello\nClients authenticate with the cluster secret in ${secretFile}.\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
+  // With --cluster the clients find the password beside cluster.json; with ZooKeeper they are told where it is.
+  const w = [...where, ...('file' in st.spec ? [] : ['--password-file', passwordFile])].join(' ');
+  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${where.join(' ')}\n  redis-cli -p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${passwordFile})" get hello\nClients authenticate with the client password in ${passwordFile} (the cluster secret in ${secretFile} is for nodes only).\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
 
   readyToWatch = true;
   for (const [id, c] of children) watchNode(id, c);

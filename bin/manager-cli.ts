@@ -2,7 +2,8 @@
 // `manager` actor (actors/manager/) on a pinned thread, under the same runtime as a node (control
 // socket, status, SIGTERM). `rowan cluster` starts one before its nodes; nodes started with
 // `rowan start --manager host:port` hold their lease with it.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { SECRET_FILE, SECRET_FILE_ENV, readSecretFile } from '../config/base/secret.js';
 import { dirname, join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { resolveConfig } from '../config/load.js';
@@ -22,6 +23,25 @@ export interface ManagerOpts extends StoreFlags {
   renewMs?: string;
   dataDir?: string;
   logLevel?: LogLevel;
+  secretFile?: string;
+  /** false with --no-auth. */
+  auth: boolean;
+}
+
+/** The cluster secret nodes must prove to the manager: --secret-file, $ROWAN_SECRET_FILE, or the file
+ *  `secret` beside --cluster's file; none is an error unless --no-auth (README "Security model"). */
+function managerSecret(o: ManagerOpts): Uint8Array | null {
+  if (!o.auth) {
+    if (o.secretFile !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--no-auth and --secret-file contradict each other');
+    return null;
+  }
+  const file = o.secretFile ?? process.env[SECRET_FILE_ENV];
+  if (file !== undefined && file !== '') return readSecretFile(resolve(file));
+  if (o.cluster !== undefined) {
+    const beside = join(dirname(resolve(o.cluster)), SECRET_FILE);
+    if (existsSync(beside)) return readSecretFile(beside);
+  }
+  throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no cluster secret for the manager: give --secret-file FILE (or ${SECRET_FILE_ENV}=FILE; rowan cluster writes DIR/secret), or --no-auth to let anyone hold leases`);
 }
 
 function num(name: string, v: string, lo: number, hi: number): number {
@@ -36,6 +56,7 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   if (!spec) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'the manager needs --cluster <file> or --zookeeper <host:port>');
   if (!('file' in spec) && o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'with --zookeeper, give the manager a --data-dir');
   const clusterFile = 'file' in spec ? spec.file : '';
+  const secret = managerSecret(o);
   const timing = leaseTiming(num('lease-ms', o.leaseMs, 4, 600_000), o.renewMs === undefined ? undefined : num('renew-ms', o.renewMs, 1, 600_000));
   const start: ManagerStart = { clusterFile, host: o.host, port: num('port', o.port, 0, 65535), ...timing, ...('file' in spec ? {} : { zookeeper: { connect: spec.zookeeper, path: spec.path } }) };
   const dataDir = resolve(o.dataDir ?? join(dirname(clusterFile), 'manager'));
@@ -51,6 +72,7 @@ export async function runManager(o: ManagerOpts): Promise<number> {
     config,
     log,
     handleSignals: true,
+    secret,
     app: { prepare: () => {}, payload: (role) => (role === 'manager' ? start : undefined) },
   });
   const code = await node.closed;
@@ -69,6 +91,8 @@ export function registerManagerCommand(p: Command, run: (f: () => Promise<number
     .option('--renew-ms <ms>', 'how often nodes renew (default lease / 5)')
     .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
     .option('--data-dir <dir>', "the manager process's runtime directory (default: manager/ next to the cluster file; required with --zookeeper)")
+    .option('--secret-file <file>', `the cluster secret nodes must prove before their leases, configurations and gather/scatter (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
+    .option('--no-auth', 'let any peer that reaches the port hold or break leases (a warning is logged)')
     .action(function (this: Command) {
       return run(() => runManager(this.opts<ManagerOpts>()))();
     });

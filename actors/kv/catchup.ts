@@ -110,7 +110,7 @@ export class CatchUp {
         try {
           if (!conn) {
             const n = nodeOf(c, primary);
-            conn = await RpcConnection.open({ host: n.host, port: n.workerPorts[shard % n.workerPorts.length]! }, REQUEST_TIMEOUT_MS, this.d.limits, this.d.secret);
+            conn = await RpcConnection.open({ host: n.host, port: n.workerPorts[shard % n.workerPorts.length]! }, REQUEST_TIMEOUT_MS, this.d.limits, this.d.secret === null ? null : { role: 'peer', secret: this.d.secret });
           }
           const key = encodeCopyRequest({ shard, cursor, bytesMax: COPY_BATCH_BYTES });
           const r = await conn.request((id) => encodeRequest({ op: Op.COPY_SHARD, id, term: c.term, key }));

@@ -11,7 +11,13 @@
 //
 // Lease (timing argument in actors/manager/leases.ts): each renew remembers when it was sent; its
 // grant extends the lease to t_send + leaseMs - driftMs, never shortening it.
+//
+// Each connection first proves the cluster secret to the manager and checks the manager's proof
+// (./manager-auth.ts); only then is the hello sent and the lease renewed. A refused handshake is
+// logged once and retried every AUTH_RETRY_MS (the node's lease meanwhile runs out: it fences itself).
 import { connect, type Socket } from 'node:net';
+import { RowanError } from '../../config/base/errors.js';
+import { NodeAuthHandshake } from './manager-auth.js';
 import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
@@ -32,6 +38,8 @@ export interface LeaseHooks {
 /** Before the first grant tells the period. */
 const FIRST_RENEW_MS = 10;
 const RECONNECT_MS = 20;
+/** After a refused handshake: a wrong secret does not heal in 20 ms. */
+const AUTH_RETRY_MS = 1000;
 
 export class LeaseClient {
   private socket: Socket | null = null;
@@ -56,7 +64,12 @@ export class LeaseClient {
     private readonly hooks: LeaseHooks,
     /** Started with an empty pool to rejoin after a failover (its hello asks to leave `dead`). */
     private readonly rejoin = false,
+    /** The cluster secret this node proves to the manager; null = none (--no-auth). */
+    private readonly secret: Uint8Array | null = null,
   ) {}
+
+  /** The last handshake failure logged (each distinct one is logged once, not at every retry). */
+  private authFailure = '';
 
   /** Tell the manager something outside the lease exchange (re-replication's caughtUp). */
   notify(m: NodeToManager): void {
@@ -78,17 +91,36 @@ export class LeaseClient {
     const s = connect({ host: this.manager.host, port: this.manager.port });
     s.setNoDelay(true);
     const reader = new LineReader<ManagerToNode>();
-    s.on('connect', () => {
+    const auth = new NodeAuthHandshake(this.secret, `${this.manager.host}:${this.manager.port}`);
+    let authed = false;
+    let retryMs = RECONNECT_MS;
+    s.on('connect', () => s.write(auth.hello()));
+    const authenticated = () => {
+      authed = true;
+      if (this.authFailure !== '') this.log.info('lease: the configuration manager accepted this node');
+      this.authFailure = '';
       this.socket = s;
       this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
       this.sentAt.set(0, this.clock.now()); // the hello is renew 0
       this.schedule();
-    });
+    };
     s.on('data', (chunk: Buffer) => {
       try {
-        for (const m of reader.push(chunk)) this.onMessage(m);
+        for (const m of reader.push(chunk)) {
+          if (authed) {
+            this.onMessage(m);
+            continue;
+          }
+          const next = auth.onMessage(m);
+          if (next === null) authenticated();
+          else s.write(next);
+        }
       } catch (err) {
-        this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
+        if (!authed && err instanceof RowanError) {
+          retryMs = AUTH_RETRY_MS;
+          if (err.message !== this.authFailure) this.log.error({ code: err.code }, `lease: ${err.message}; retrying every ${AUTH_RETRY_MS} ms`);
+          this.authFailure = err.message;
+        } else this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
         s.destroy();
       }
     });
@@ -96,7 +128,7 @@ export class LeaseClient {
     s.on('close', () => {
       if (this.socket === s) this.socket = null;
       clearInterval(this.timer);
-      if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), RECONNECT_MS).unref();
+      if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), retryMs).unref();
     });
   }
 

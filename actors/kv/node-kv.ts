@@ -124,7 +124,7 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
       return { entries: r.indexed, scattered: r.scattered.absorbed };
     },
     configured: () => catchUp.onConfig(),
-  }, rejoin);
+  }, rejoin, secret);
   client.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);

@@ -61,7 +61,7 @@ export const managerActor = defineActor<ManagerInbound>({
     const { store, initial } = await openStore(s, ctx.log);
     const timing = leaseTiming(s.leaseMs, s.renewMs, s.driftMs);
     cm = new ConfigManager(store, initial, timing, ctx.clock, ctx.log, (ms) => sleep(ms));
-    server = await serveManager(cm, s.host, s.port, ctx.log);
+    server = await serveManager(cm, s.host, s.port, ctx.log, ctx.secret);
     const where = s.zookeeper ? `zk://${s.zookeeper.connect}${s.zookeeper.path}` : s.clusterFile;
     ctx.log.info({ port: server.port, ...timing, term: cm.config().term, members: cm.members(), store: where }, `configuration manager listening on ${s.host}:${server.port}`);
     return { endpoint: { host: s.host, port: server.port } };

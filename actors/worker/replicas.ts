@@ -144,7 +144,8 @@ function rpcReplicas(cluster: ClusterConfig, term: () => number, secret: Uint8Ar
   const links = new Links<string, RpcConnection>(
     (k) => {
       const [id, port] = k.split(':').map(Number) as [number, number];
-      return RpcConnection.open({ host: nodeOf(cluster, id).host, port }, timeoutMs, defaultLimits, secret); // proves the cluster secret like any client
+      // A peer: REPLICATE is for nodes only, proven with the cluster secret (never the client password).
+      return RpcConnection.open({ host: nodeOf(cluster, id).host, port }, timeoutMs, defaultLimits, secret === null ? null : { role: 'peer', secret });
     },
     (c) => c.close(),
   );

@@ -18,9 +18,12 @@ export interface ServeOptions {
   /** 0 = any free port (the bound one is returned). */
   port: number;
   handler: KvHandler;
-  /** The cluster secret clients must prove before any request runs (README "Security model");
-   *  null serves anyone (rowan start --no-auth, and tests of the protocol itself). */
+  /** The cluster secret other nodes (HELLO role peer: REPLICATE, COPY_SHARD) must prove before any
+   *  request runs (README "Security model"); null with `password` null serves anyone (rowan start
+   *  --no-auth, and tests of the protocol itself). */
   secret: Uint8Array | null;
+  /** The client password clients (HELLO role client) must prove; absent: null. */
+  password?: Uint8Array | null;
   /** keyBytesMax and valueBytesMax (config/limits.ts); they also bound the frame size. */
   limits: FrameLimits;
   log?: Logger;
@@ -64,7 +67,11 @@ export async function serveClients(o: ServeOptions): Promise<RpcServer> {
     idleMs: o.idleMs ?? RPC_DEFAULTS.idleMs,
     lingerMs: o.lingerMs ?? RPC_DEFAULTS.lingerMs,
     secret: o.secret,
+    password: o.password ?? null,
   };
+  // A port with one credential and not the other would serve half its callers unauthenticated.
+  if ((opts.secret === null) !== (opts.password === null))
+    throw new RowanError(ErrorCodes.BAD_CONFIG, 'a client port needs both the cluster secret and the client password, or neither (--no-auth)');
   const stats = newServerStats();
   const conns = new Set<ClientConnection>();
   // allowHalfOpen: a client may send its requests and shut down its sending side; it still gets answers.

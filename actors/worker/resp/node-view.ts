@@ -75,7 +75,7 @@ export class NodeView {
     readonly nodeId: number,
     readonly workerId: number,
     private readonly bulkBytesMax: number,
-    /** The Redis password forwarding links AUTH with (the secret's hex text), or null (--no-auth). */
+    /** The Redis password forwarding links AUTH with (the client password), or null (--no-auth). */
     private readonly password: string | null = null,
   ) {}
 
