@@ -111,8 +111,10 @@ export const NONCE_BYTES = 32;
 export const PROOF_BYTES = 32;
 export const HELLO_ROLE_OFF = HELLO_NONCE_OFF + NONCE_BYTES;
 export const HELLO_BODY_BYTES = HELLO_ROLE_OFF + 4;
-/** The least of any version's HELLO: the version alone (version 1). */
+/** Older versions' HELLOs: the version alone (1), version and nonce (2). Read as far as the version,
+ *  so the server can tell such a client to upgrade. */
 export const HELLO_V1_BODY_BYTES = 4;
+export const HELLO_V2_BODY_BYTES = HELLO_NONCE_OFF + NONCE_BYTES;
 /** AUTH: the proof. */
 export const AUTH_BODY_BYTES = PROOF_BYTES;
 /** CHALLENGE response: server nonce then proof. */

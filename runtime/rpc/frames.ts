@@ -358,7 +358,7 @@ export function decodeRequest(f: Uint8Array, limits: L.FrameLimits): Request {
   switch (h.first) {
     case L.Op.HELLO: {
       // Another version's HELLO is read far enough to name its version (the connection answers it).
-      if (b.length >= L.HELLO_V1_BODY_BYTES && u32(b, L.HELLO_VERSION_OFF) !== L.PROTOCOL_VERSION)
+      if ((b.length === L.HELLO_V1_BODY_BYTES || b.length === L.HELLO_V2_BODY_BYTES) && u32(b, L.HELLO_VERSION_OFF) !== L.PROTOCOL_VERSION)
         return { op: L.Op.HELLO, id: h.id, term: h.term, version: u32(b, L.HELLO_VERSION_OFF) };
       const version = u32(b, L.HELLO_VERSION_OFF);
       bodyIs(h, 'HELLO', L.HELLO_BODY_BYTES);
