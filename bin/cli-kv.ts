@@ -20,6 +20,7 @@ interface KvOpts {
   json?: boolean;
   valueFile?: string;
   passwordFile?: string;
+  tlsCa?: string;
   /** Refused with a pointer to --password-file: clients no longer hold the cluster secret. */
   secretFile?: string;
 }
@@ -69,7 +70,9 @@ function clientOptions(o: KvOpts): ClientOptions {
     throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'clients prove the client password, not the cluster secret: give --password-file FILE (rowan cluster writes DIR/client-password)');
   // The password: --password-file, else ROWAN_CLIENT_PASSWORD_FILE, else (with --cluster) DIR/client-password beside it.
   const passwordFile = o.passwordFile ?? process.env[CLIENT_PASSWORD_FILE_ENV];
-  return { ...where, timeoutMs, maxInFlight: 1, ...(passwordFile ? { passwordFile } : {}) };
+  // TLS: --tls-ca, else ROWAN_TLS_CA (the same variable a node reads its CA from).
+  const tlsCaFile = o.tlsCa ?? process.env['ROWAN_TLS_CA'];
+  return { ...where, timeoutMs, maxInFlight: 1, ...(passwordFile ? { passwordFile } : {}), ...(tlsCaFile ? { tlsCaFile } : {}) };
 }
 
 async function withClient(o: KvOpts, f: (c: RowanClient) => Promise<number>): Promise<number> {
@@ -90,6 +93,7 @@ function addTarget(cmd: Command): Command {
     .addOption(new Option('--timeout <ms>', 'per attempt: connecting, or waiting for a response').default('5000'))
     .option('--password-file <file>', `the client password (default: $${CLIENT_PASSWORD_FILE_ENV}, else the file client-password beside --cluster's file)`)
     .addOption(new Option('--secret-file <file>').hideHelp())
+    .option('--tls-ca <file>', 'the cluster CA (PEM) when the nodes serve TLS: connect over TLS and verify them against it (default: $ROWAN_TLS_CA)')
     .addHelpText('after', '\n' + target);
 }
 

@@ -26,6 +26,7 @@ import { collectClusterStatus, formatClusterStatus } from './cluster-status.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { startNode } from '../runtime/node.js';
+import { loadTls } from '../runtime/net/tls.js';
 import type { NodeStatus } from '../runtime/status.js';
 import { formatStatus } from './status-format.js';
 import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
@@ -174,14 +175,18 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--fabric-port: '${o.fabricPort}' is not a port (0-65535; 0 = any free port)`);
     flags.fabric = { ...(o.fabric !== undefined ? { kind: o.fabric as FabricKind } : {}), ...(port !== undefined ? { port } : {}) };
   }
+  if (o.tlsCert !== undefined || o.tlsKey !== undefined || o.tlsCa !== undefined)
+    flags.tls = { ...(o.tlsCert !== undefined ? { cert: resolve(o.tlsCert) } : {}), ...(o.tlsKey !== undefined ? { key: resolve(o.tlsKey) } : {}), ...(o.tlsCa !== undefined ? { ca: resolve(o.tlsCa) } : {}) };
   const file = o.config === undefined ? undefined : loadConfigFile(o.config);
   const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, env: configFromEnv(process.env), flags, ...(file ? { file } : {}) });
   const log = createLogger(config.logLevel);
   const kv = await clusterFlags(o);
   const { secret, clientPassword } = nodeCredentials(o, config);
+  const tls = loadTls(config.tls); // read here first: a bad file fails the start, not an actor
+  if (tls) log.info({ cert: config.tls.cert, ca: config.tls.ca }, 'TLS on every client, Redis, fabric and manager connection (peers: mutual TLS)');
   // A failed-over node's data is stale: it rejoins with a fresh pool (§4.5 phase 3, actors/kv/node-kv.ts).
   if (kv?.rejoin) rmSync(join(config.dataDir, POOL_FILE), { force: true });
-  const node = await startNode({ config, log, handleSignals: true, secret, clientPassword, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication({ ...kv, secret }, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
+  const node = await startNode({ config, log, handleSignals: true, secret, clientPassword, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication({ ...kv, secret, tls }, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
   setTimeout(() => {
@@ -268,6 +273,9 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--metrics-port <port>', 'serve Prometheus metrics on GET http://127.0.0.1:<port>/metrics (0: any free port, logged; default: none)')
     .option('--secret-file <file>', `the cluster secret (64 hex characters, mode 0600) peers and clients must prove (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
     .option('--client-password-file <file>', `the client password (16-256 printable characters, mode 0600) clients must prove on the client and Redis ports (default: $${CLIENT_PASSWORD_FILE_ENV}, else the file client-password beside --cluster's file; none: an error)`)
+    .option('--tls-cert <file>', 'PEM certificate of this node: TLS on its client, Redis, fabric and manager connections (with --tls-key and --tls-ca; default: $ROWAN_TLS_CERT; none: TLS off)')
+    .option('--tls-key <file>', "PEM private key of --tls-cert, mode 0600 (default: $ROWAN_TLS_KEY)")
+    .option('--tls-ca <file>', 'PEM CA that signed the cluster\'s certificates: peers must present one it signed (mutual TLS), clients verify this node with it (default: $ROWAN_TLS_CA)')
     .option('--no-auth', 'serve without authentication: anyone who reaches the fabric, client or Redis ports may read and write (a warning is logged)')
     .option('--index-keys <n>', `keys each shard's index is sized for at start; it grows on demand (default: ${defaultLimits.indexKeysPerShard})`)
     .option('--index-keys-max <n>', `most keys one shard's index may grow to; past it a PUT of a new key gets ROWAN_ERR_INDEX_FULL, not applied (default: ${defaultLimits.indexKeysPerShardMax})`)

@@ -51,6 +51,18 @@ export interface ClusterOpts {
   clusterName?: string;
   /** false (--no-restart): a node that dies stays down, as before supervision. */
   restart?: boolean;
+  /** TLS for every node and the manager (one certificate for the local cluster, README "Security model"). */
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+}
+
+/** --tls-cert/--tls-key/--tls-ca as given (absolute), for the nodes' and the manager's command lines. */
+function tlsArgs(o: ClusterOpts): string[] {
+  const given = [o.tlsCert, o.tlsKey, o.tlsCa].filter((f) => f !== undefined).length;
+  if (given === 0) return [];
+  if (given !== 3) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--tls-cert, --tls-key and --tls-ca go together');
+  return ['--tls-cert', resolve(o.tlsCert!), '--tls-key', resolve(o.tlsKey!), '--tls-ca', resolve(o.tlsCa!)];
 }
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
@@ -201,7 +213,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   const startManager = async (): Promise<void> => {
     const logFile = join(dir, 'manager.log');
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'manager', ...where, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), '--secret-file', secretFile, ...(o.logLevel ? ['--log-level', o.logLevel] : [])];
+    const args = [bin, 'manager', ...where, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), '--secret-file', secretFile, ...tlsArgs(o), ...(o.logLevel ? ['--log-level', o.logLevel] : [])];
     // Like a node: its own process group, and down with this launcher however the launcher dies.
     manager = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
     closeQuietly(out);
@@ -226,7 +238,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
     mkdirSync(n.dataDir, { recursive: true });
     const logFile = join(dir, `node-${n.id}.log`);
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig, '--secret-file', secretFile, '--client-password-file', passwordFile,
+    const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig, '--secret-file', secretFile, '--client-password-file', passwordFile, ...tlsArgs(o),
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
       '--manager', `127.0.0.1:${managerPort}`, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : []),
@@ -284,8 +296,9 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   const rel = relative(process.cwd(), bin);
   const cmd = rel.startsWith('..') ? bin : rel;
   // With --cluster the clients find the password beside cluster.json; with ZooKeeper they are told where it is.
-  const w = [...where, ...('file' in st.spec ? [] : ['--password-file', passwordFile])].join(' ');
-  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${where.join(' ')}\n  redis-cli -p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${passwordFile})" get hello\nClients authenticate with the client password in ${passwordFile} (the cluster secret in ${secretFile} is for nodes only).\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
+  const tlsCa = o.tlsCa === undefined ? null : resolve(o.tlsCa);
+  const w = [...where, ...('file' in st.spec ? [] : ['--password-file', passwordFile]), ...(tlsCa ? ['--tls-ca', tlsCa] : [])].join(' ');
+  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${where.join(' ')}\n  redis-cli ${tlsCa ? `--tls --cacert ${tlsCa} ` : ''}-p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${passwordFile})" get hello\nClients authenticate with the client password in ${passwordFile} (the cluster secret in ${secretFile} is for nodes only).\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
 
   readyToWatch = true;
   for (const [id, c] of children) watchNode(id, c);
@@ -353,6 +366,9 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--index-keys-max <n>', "most keys one shard's index may grow to (see rowan start --help)")
     .option('--zookeeper <host:port,...>', `${ZK_FLAG_HELP}: a new cluster's configuration is created there, not in DIR/cluster.json; DIR/${STORE_POINTER} remembers it, so running this again on DIR restarts the cluster from ZooKeeper`)
     .option('--cluster-name <name>', ZK_NAME_HELP)
+    .option('--tls-cert <file>', 'PEM certificate for every node and the manager (its names must cover 127.0.0.1): TLS on all their ports, mutual between them (with --tls-key, --tls-ca; clients then need --tls-ca)')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert, mode 0600')
+    .option('--tls-ca <file>', 'PEM CA that signed --tls-cert; clients verify the nodes with it')
     .action(function (this: Command) {
       const explicit = new Set(Object.keys(this.opts()).filter((k) => this.getOptionValueSource(k) === 'cli'));
       return run(() => runCluster(this.opts<ClusterOpts>(), explicit))();

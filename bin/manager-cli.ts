@@ -11,6 +11,7 @@ import { schedGetaffinity } from '../native/libc.js';
 import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { startNode } from '../runtime/node.js';
+import { loadTls } from '../runtime/net/tls.js';
 import { DEFAULT_LEASE_MS, leaseTiming } from '../actors/manager/leases.js';
 import type { ManagerStart } from '../actors/manager/protocol.js';
 import { followLauncher } from './cluster-lifecycle.js';
@@ -24,6 +25,9 @@ export interface ManagerOpts extends StoreFlags {
   dataDir?: string;
   logLevel?: LogLevel;
   secretFile?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
   /** false with --no-auth. */
   auth: boolean;
 }
@@ -50,6 +54,12 @@ function num(name: string, v: string, lo: number, hi: number): number {
   return n;
 }
 
+/** The manager's TLS files: its flags, else ROWAN_TLS_* (as for a node); all empty = TLS off. */
+function managerTls(o: ManagerOpts): { cert: string; key: string; ca: string } {
+  const f = (flag: string | undefined, env: string) => (flag !== undefined ? resolve(flag) : (process.env[env] ?? ''));
+  return { cert: f(o.tlsCert, 'ROWAN_TLS_CERT'), key: f(o.tlsKey, 'ROWAN_TLS_KEY'), ca: f(o.tlsCa, 'ROWAN_TLS_CA') };
+}
+
 export async function runManager(o: ManagerOpts): Promise<number> {
   followLauncher();
   const spec = storeSpecOf(o);
@@ -65,9 +75,10 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   const config = resolveConfig({
     dataDir,
     allowedCores: schedGetaffinity(0),
-    flags: { roles: [{ role: 'manager', count: 1 }], pool: { segmentCount: 8, segmentBytes: 64 * 1024 }, blog: { preallocSegments: 1, batchSegments: 1 }, gc: { reserveSegments: 0 }, ...(o.logLevel ? { logLevel: o.logLevel } : {}) },
+    flags: { roles: [{ role: 'manager', count: 1 }], pool: { segmentCount: 8, segmentBytes: 64 * 1024 }, blog: { preallocSegments: 1, batchSegments: 1 }, gc: { reserveSegments: 0 }, tls: managerTls(o), ...(o.logLevel ? { logLevel: o.logLevel } : {}) },
   });
   const log = createLogger(config.logLevel);
+  loadTls(config.tls); // a bad file fails here, with its name, not in the actor
   const node = await startNode({
     config,
     log,
@@ -92,6 +103,9 @@ export function registerManagerCommand(p: Command, run: (f: () => Promise<number
     .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
     .option('--data-dir <dir>', "the manager process's runtime directory (default: manager/ next to the cluster file; required with --zookeeper)")
     .option('--secret-file <file>', `the cluster secret nodes must prove before their leases, configurations and gather/scatter (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
+    .option('--tls-cert <file>', 'PEM certificate of the manager: mutual TLS with the nodes (with --tls-key, --tls-ca; default: $ROWAN_TLS_CERT)')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert, mode 0600 (default: $ROWAN_TLS_KEY)')
+    .option('--tls-ca <file>', 'PEM CA the nodes\' certificates must be signed by (default: $ROWAN_TLS_CA)')
     .option('--no-auth', 'let any peer that reaches the port hold or break leases (a warning is logged)')
     .action(function (this: Command) {
       return run(() => runManager(this.opts<ManagerOpts>()))();

@@ -15,7 +15,8 @@
 // Each connection first proves the cluster secret to the manager and checks the manager's proof
 // (./manager-auth.ts); only then is the hello sent and the lease renewed. A refused handshake is
 // logged once and retried every AUTH_RETRY_MS (the node's lease meanwhile runs out: it fences itself).
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { connectSocket, type TlsClientMaterial } from '../../runtime/net/tls.js';
 import { RowanError } from '../../config/base/errors.js';
 import { NodeAuthHandshake } from './manager-auth.js';
 import type { Clock } from '../../config/base/clock.js';
@@ -66,6 +67,8 @@ export class LeaseClient {
     private readonly rejoin = false,
     /** The cluster secret this node proves to the manager; null = none (--no-auth). */
     private readonly secret: Uint8Array | null = null,
+    /** Mutual TLS to the manager (this node's certificate, the CA); null = plain TCP. */
+    private readonly tls: TlsClientMaterial | null = null,
   ) {}
 
   /** The last handshake failure logged (each distinct one is logged once, not at every retry). */
@@ -88,13 +91,12 @@ export class LeaseClient {
 
   private connect(): void {
     if (this.stopped || this.evicted) return;
-    const s = connect({ host: this.manager.host, port: this.manager.port });
-    s.setNoDelay(true);
+    const { socket: s, ready } = connectSocket({ ...this.manager, noDelay: true }, this.tls);
     const reader = new LineReader<ManagerToNode>();
     const auth = new NodeAuthHandshake(this.secret, `${this.manager.host}:${this.manager.port}`);
     let authed = false;
     let retryMs = RECONNECT_MS;
-    s.on('connect', () => s.write(auth.hello()));
+    s.on(ready, () => s.write(auth.hello()));
     const authenticated = () => {
       authed = true;
       if (this.authFailure !== '') this.log.info('lease: the configuration manager accepted this node');

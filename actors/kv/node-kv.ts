@@ -1,6 +1,7 @@
 // A node that serves ROWAN-KV: read the cluster configuration, create the shared shard versions and
 // indexes, and rebuild them from the pool (cold start, §4.7) before any actor runs. The result rides in
 // every worker's and digest's start message.
+import type { TlsMaterial } from '../../runtime/net/tls.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { nodeOf } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
@@ -45,6 +46,9 @@ export interface NodeKvOptions {
   keysPerShardMax?: number;
   /** The cluster secret (re-replication copies from the primary's client port, which demands it). */
   secret?: Uint8Array | null;
+  /** TLS (runtime/net/tls.ts) for the lease connection and re-replication's copies: this node's
+   *  certificate and the cluster CA; absent or null = plain TCP. */
+  tls?: TlsMaterial | null;
   /** Threads that rebuild the indexes from the logs at cold start (default: the CPUs, at most 4). */
   coldStartThreads?: number;
   /** The node was failed over and restarts with an empty pool (`rowan start --rejoin`): it asks the
@@ -73,7 +77,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null);
     },
     stopping() {
       lease?.catchUp.stop();
@@ -106,7 +110,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   };
 }
 
-function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean, secret: Uint8Array | null): { client: LeaseClient; catchUp: CatchUp } {
+function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean, secret: Uint8Array | null, tls: TlsMaterial | null): { client: LeaseClient; catchUp: CatchUp } {
   const at = manager.lastIndexOf(':');
   const host = manager.slice(0, at);
   const port = Number(manager.slice(at + 1));
@@ -116,7 +120,7 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
   let plog: TLog | null = null;
   const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
   let client: LeaseClient | null = null;
-  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret });
+  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls });
   client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
     prepare: (shards) => gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits),
     promote: async (shards, floors, scatter) => {
@@ -124,7 +128,7 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
       return { entries: r.indexed, scattered: r.scattered.absorbed };
     },
     configured: () => catchUp.onConfig(),
-  }, rejoin, secret);
+  }, rejoin, secret, tls);
   client.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);

@@ -3,7 +3,8 @@
 // manager's fast failure hint (a SIGKILLed process's sockets are closed by its kernel at once).
 // Before any of that the peer proves the cluster secret (../kv/manager-auth.ts): until it has, no
 // message reaches the manager, and anything but the handshake closes the connection.
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
+import { createServer, type TlsMaterial } from '../../runtime/net/tls.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { MANAGER_HANDSHAKE_MS, ManagerAuthGate, encodeAuth } from '../kv/manager-auth.js';
 import type { Logger } from '../../config/base/log.js';
@@ -15,10 +16,13 @@ export interface ManagerServer {
   close(): Promise<void>;
 }
 
-/** `secret`: the cluster secret every connection must prove first; null = none asked (--no-auth). */
-export async function serveManager(cm: ConfigManager, host: string, port: number, log: Logger, secret: Uint8Array | null = null): Promise<ManagerServer> {
+/** `secret`: the cluster secret every connection must prove first; null = none asked (--no-auth).
+ *  `tls`: mutual TLS (runtime/net/tls.ts) -- a node without a certificate the CA signed is refused
+ *  before the handshake; null = plain TCP. */
+export async function serveManager(cm: ConfigManager, host: string, port: number, log: Logger, secret: Uint8Array | null = null, tls: TlsMaterial | null = null): Promise<ManagerServer> {
   const sockets = new Set<Socket>();
-  const server: Server = createServer({ noDelay: true }, (socket) => {
+  const refusedTls = (err: Error) => log.warn({ err: err.message }, 'manager: refused a peer whose TLS handshake failed');
+  const server: Server = createServer(tls, 'mutual', { noDelay: true }, (socket) => {
     sockets.add(socket);
     const reader = new LineReader<NodeToManager>();
     const gate = new ManagerAuthGate(secret);
@@ -66,7 +70,7 @@ export async function serveManager(cm: ConfigManager, host: string, port: number
       sockets.delete(socket);
       if (node !== null) cm.onClose(node, link);
     });
-  });
+  }, refusedTls);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => reject(new RowanError(ErrorCodes.BAD_CONFIG, `manager cannot listen on ${host}:${port}: ${err.code ?? err.message}`)));
     server.listen(port, host, () => resolve());

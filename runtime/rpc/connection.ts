@@ -41,6 +41,7 @@ import {
 } from './frames.js';
 import { CLIENT_LABEL, CONFIG_JSON_BYTES_MAX, HelloRole, PEER_LABEL, PEER_SERVER_LABEL, SERVER_LABEL, requestBytesMax, type HelloRoleCode } from './frames-layout.js';
 import { newNonce, proof, proofMatches } from '../../config/base/secret.js';
+import { peerCertified } from '../net/tls.js';
 import type { KvHandler } from './handler.js';
 
 export interface ConnectionOptions {
@@ -65,6 +66,8 @@ export interface ConnectionOptions {
   secret: Uint8Array | null;
   /** The client password clients (HELLO role client) must prove. */
   password: Uint8Array | null;
+  /** The port runs TLS: a HELLO of role peer must come with a certificate the cluster CA signed. */
+  tls: boolean;
 }
 
 export interface ServerStats {
@@ -83,10 +86,12 @@ export interface ServerStats {
   authFailures: number;
   /** Connections refused over clients.connectionsMax. */
   refused: number;
+  /** TLS handshakes that failed (a plaintext client on a TLS port, a certificate the CA did not sign). */
+  tlsRefused: number;
 }
 
 export function newServerStats(): ServerStats {
-  return { connections: 0, open: 0, requests: 0, errorResponses: 0, badStreams: 0, truncated: 0, internalErrors: 0, refused: 0, noAuth: 0, authFailures: 0 };
+  return { connections: 0, open: 0, requests: 0, errorResponses: 0, badStreams: 0, truncated: 0, internalErrors: 0, refused: 0, noAuth: 0, authFailures: 0, tlsRefused: 0 };
 }
 
 type State = 'open' | 'closing' | 'closed';
@@ -247,6 +252,13 @@ export class ClientConnection {
       return this.respond(encodeResponse({ status: Status.OK, id, term: this.term() }), false);
     }
     this.role = role ?? HelloRole.CLIENT;
+    if (this.role === HelloRole.PEER && this.o.tls && !peerCertified(this.socket)) {
+      // Mutual TLS for peers: the secret alone is not enough on a TLS port.
+      this.stats.authFailures++;
+      const e = new RowanError(ErrorCodes.AUTH_FAILED, 'a peer (HELLO role peer) must present a TLS certificate signed by the cluster CA');
+      this.respond(errorResponse(id, this.term(), e), true);
+      return this.badStream(null);
+    }
     const key = this.key();
     this.nonce = newNonce();
     this.peerNonce = new Uint8Array(peerNonce); // a copy: the request is a view into a received chunk

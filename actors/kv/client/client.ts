@@ -35,6 +35,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CLIENT_PASSWORD_FILE, parsePassword, readPasswordFile } from '../../../config/base/secret.js';
+import { loadTlsCa, type TlsClientMaterial } from '../../../runtime/net/tls.js';
 import type { ClusterConfig } from '../../../config/cluster.js';
 import { defaultLimits } from '../../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
@@ -70,6 +71,9 @@ export interface ClientOptions {
   /** A file holding the client password (mode 0600). Default: `client-password` beside a cluster
    *  file, if it exists. */
   passwordFile?: string;
+  /** The cluster's CA certificate (PEM file) when its nodes serve TLS (rowan start --tls-*): the client
+   *  connects over TLS and verifies each node against it. Absent: plain TCP. */
+  tlsCaFile?: string;
 }
 
 /** The password a client proves: given, from a file, or beside the cluster file; null = none. */
@@ -110,6 +114,7 @@ export class RowanClient {
     private readonly limits: FrameLimits,
     maxInFlight: number,
     private readonly password: Uint8Array | null,
+    private readonly tls: TlsClientMaterial | null,
   ) {
     this.slots = new Slots(maxInFlight);
   }
@@ -123,7 +128,8 @@ export class RowanClient {
     const endpoints = (o.endpoints ?? []).map(parseEndpoint);
     // Bootstrap through a throwaway client whose configuration is not known yet.
     const password = clientPassword(o);
-    const boot = new RowanClient(null as unknown as ClusterConfig, { store: null, endpoints }, timeoutMs, retries, limits, maxInFlight, password);
+    const tls = o.tlsCaFile === undefined ? null : loadTlsCa(o.tlsCaFile);
+    const boot = new RowanClient(null as unknown as ClusterConfig, { store: null, endpoints }, timeoutMs, retries, limits, maxInFlight, password, tls);
     try {
       const { config, source } = await initialConfig(o.cluster, endpoints, (e) => boot.fetchConfig(e), o.zookeeper === undefined ? undefined : { connect: o.zookeeper, path: zkConfigPath(o.clusterName ?? DEFAULT_ZK_CLUSTER_NAME) });
       boot.cfg = config;
@@ -277,7 +283,7 @@ export class RowanClient {
       if (this.closed) throw new RowanError(ErrorCodes.PEER_GONE, 'the client is closed');
       let entry = this.conns.get(k);
       if (!entry) {
-        const opened: ConnEntry = { opening: RpcConnection.open(e, this.timeoutMs, this.limits, this.password === null ? null : { role: 'client', password: this.password }), conn: null };
+        const opened: ConnEntry = { opening: RpcConnection.open(e, this.timeoutMs, this.limits, this.password === null ? null : { role: 'client', password: this.password }, this.tls), conn: null };
         opened.opening.then(
           (c) => (opened.conn = c),
           () => this.conns.get(k) === opened && this.conns.delete(k),

@@ -12,7 +12,8 @@
 //              holding one: it could be anyone's). A client proves the client password; another
 //              node's worker (REPLICATE, COPY_SHARD) opens as a peer and proves the cluster secret.
 import { CorkedWriter, RequestIds } from '../../../runtime/net/pipeline.js';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { connectSocket, type TlsClientMaterial } from '../../../runtime/net/tls.js';
 import { ErrorCodes, RowanError, type ErrorCode } from '../../../config/base/errors.js';
 import { CLIENT_LABEL, HelloRole, PEER_LABEL, PEER_SERVER_LABEL, SERVER_LABEL, responseBytesMax } from '../../../runtime/rpc/frames-layout.js';
 import { newNonce, proof, proofMatches } from '../../../config/base/secret.js';
@@ -71,9 +72,10 @@ export class RpcConnection {
 
   /** Connect, say HELLO and authenticate with `cred`; PEER_GONE if unreachable, TIMEOUT if no answer
    *  within timeoutMs, NOAUTH / AUTH_FAILED if the two sides do not share the credential. */
-  static open(endpoint: Endpoint, timeoutMs: number, limits: FrameLimits, cred: Credential | null = null): Promise<RpcConnection> {
+  static open(endpoint: Endpoint, timeoutMs: number, limits: FrameLimits, cred: Credential | null = null, tls: TlsClientMaterial | null = null): Promise<RpcConnection> {
     return new Promise((resolve, reject) => {
-      const socket = connect({ host: endpoint.host, port: endpoint.port });
+      // Over TLS (runtime/net/tls.ts) the server is verified against the CA before HELLO.
+      const { socket, ready } = connectSocket(endpoint, tls);
       const timer = setTimeout(() => {
         socket.destroy();
         reject(new RowanError(ErrorCodes.TIMEOUT, `connecting to ${endpointKey(endpoint)} took over ${timeoutMs} ms`));
@@ -83,7 +85,7 @@ export class RpcConnection {
         reject(gone(endpoint, err.code ?? err.message));
       };
       socket.once('error', onError);
-      socket.once('connect', () => {
+      socket.once(ready, () => {
         socket.off('error', onError);
         clearTimeout(timer);
         const c = new RpcConnection(socket, endpoint, timeoutMs, limits);

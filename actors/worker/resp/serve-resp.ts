@@ -14,6 +14,7 @@ import type { KvShared } from '../../kv/shared.js';
 import type { Logger } from '../../../config/base/log.js';
 import { respLimits } from '../../../runtime/resp/limits.js';
 import { passwordText } from '../../../config/base/secret.js';
+import type { TlsMaterial } from '../../../runtime/net/tls.js';
 import { serveResp, type RespServer } from '../../../runtime/resp/server.js';
 import type { PersistentRegion } from '../../../config/base/region.js';
 import type { KvWorker } from '../kv.js';
@@ -45,11 +46,14 @@ export interface RespServeDeps {
   /** requirepass: the client password (its text; forwarding links AUTH with it too); null = none
    *  (--no-auth). */
   password: Uint8Array | null;
+  /** TLS on both Redis ports (server certificate only, like Redis's tls-auth-clients no); forwarding
+   *  links to other nodes verify them against the CA and present this node's certificate. */
+  tls?: TlsMaterial | null;
 }
 
 export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
   const limits = respLimits(d.limits.valueBytesMax);
-  const view = new NodeView(d.cluster, d.nodeId, d.workerId, limits.bulkBytesMax, d.password === null ? null : passwordText(d.password));
+  const view = new NodeView(d.cluster, d.nodeId, d.workerId, limits.bulkBytesMax, d.password === null ? null : passwordText(d.password), d.tls ?? null);
   const keyspace = new Keyspace(d.shared, d.region, d.limits, d.workerId);
   const locks = new KeyLocks();
   const stats: RespKvStats = { hits: 0, misses: 0, moved: 0, forwarded: 0, crossSlot: 0, errors: 0 };
@@ -58,7 +62,7 @@ export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
   const startedMs = clock.now();
   const open = async (mode: RespMode, port: number, idBase: number) => {
     const ctx: RespContext = { mode, worker: d.worker, view, keyspace, locks, stats, servers, port, info: d.info, startedMs, clock, password: d.password };
-    const s = await serveResp({ host: d.host, port, handler: new KvRespHandler(ctx), limits, idBase, ...(d.log ? { log: d.log } : {}) });
+    const s = await serveResp({ host: d.host, port, handler: new KvRespHandler(ctx), limits, idBase, tls: d.tls ?? null, ...(d.log ? { log: d.log } : {}) });
     ctx.port = s.port;
     servers.push(s);
     return s;
