@@ -91,6 +91,9 @@ export class RpcConnection {
         const c = new RpcConnection(socket, endpoint, timeoutMs, limits);
         c.handshake(cred).then(() => resolve(c), (err: unknown) => {
           c.close();
+          // A TLS port drops a plaintext HELLO without a word: say what the likely cause is.
+          if (tls === null && err instanceof RowanError && err.code === ErrorCodes.PEER_GONE)
+            return reject(new RowanError(ErrorCodes.PEER_GONE, `${err.message} during HELLO (if the cluster serves TLS, give its CA: --tls-ca / tlsCaFile)`));
           reject(err);
         });
       });
