@@ -324,3 +324,22 @@ test('the configuration manager refuses a peer that skips the handshake or lacks
   await c.put('after-manager-probe', 'x');
   await c.close();
 });
+
+test('a cluster directory without a client password gets one at its next start, and the launcher says so', { timeout: 120_000 }, async () => {
+  await stopCluster(cl.child);
+  const old = passwordText(password);
+  rmSync(join(dir, 'client-password'));
+  cl = launchCluster(dir, base);
+  await cl.ready;
+  assert.match(cl.output(), /this cluster had no client password: generated \S*client-password \(mode 0600\); clients and Redis users now need it instead of the cluster secret/);
+  assert.equal(statSync(join(dir, 'client-password')).mode & 0o777, 0o600);
+  password = readPasswordFile(join(dir, 'client-password'));
+  assert.notEqual(passwordText(password), old);
+  const cfg = new FileConfigStore(file).readSync();
+  const stale = await RowanClient.connect({ cluster: cfg, password: old, retries: 0 });
+  await assert.rejects(stale.get('auth-7'), { code: 'ROWAN_ERR_AUTH_FAILED' });
+  await stale.close();
+  const c = await RowanClient.connect({ cluster: file, retries: 8 });
+  assert.equal(new TextDecoder().decode((await c.get('auth-7'))!), 'v7', 'the data survived the restart');
+  await c.close();
+});
