@@ -79,11 +79,13 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   });
   const log = createLogger(config.logLevel);
   loadTls(config.tls); // a bad file fails here, with its name, not in the actor
+  if (secret === null) log.warn('authentication is off (--no-auth): any peer that reaches the manager port may hold or break leases');
   const node = await startNode({
     config,
     log,
     handleSignals: true,
-    secret,
+    // Absent rather than null under --no-auth: the node's warning names ports the manager does not have.
+    ...(secret !== null ? { secret } : {}),
     app: { prepare: () => {}, payload: (role) => (role === 'manager' ? start : undefined) },
   });
   const code = await node.closed;

@@ -39,7 +39,7 @@ export interface NodeOptions {
   metrics?: { host: string; port: number };
   /** The cluster secret the node's ports demand and its actors prove (config/base/secret.ts); null =
    *  no authentication (rowan start --no-auth, warned about in the log). Absent = null without the
-   *  warning: for nodes that serve no port (the configuration manager's). `rowan start` always sets it. */
+   *  warning (`rowan manager --no-auth` warns in its own words). `rowan start` always sets it. */
   secret?: Uint8Array | null;
   /** The client password the client and Redis ports demand of clients (config/base/secret.ts); null
    *  or absent = none. A node with client ports needs both or neither (its workers refuse to start). */
