@@ -21,6 +21,7 @@ import { join, relative, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { logLevels } from '../config/base/log.js';
 import { CLIENT_PASSWORD_FILE, SECRET_FILE, writeNewPasswordFile, writeNewSecretFile } from '../config/base/secret.js';
+import { loadTls } from '../runtime/net/tls.js';
 import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore, type ConfigStore } from '../config/store.js';
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
@@ -62,7 +63,9 @@ function tlsArgs(o: ClusterOpts): string[] {
   const given = [o.tlsCert, o.tlsKey, o.tlsCa].filter((f) => f !== undefined).length;
   if (given === 0) return [];
   if (given !== 3) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--tls-cert, --tls-key and --tls-ca go together');
-  return ['--tls-cert', resolve(o.tlsCert!), '--tls-key', resolve(o.tlsKey!), '--tls-ca', resolve(o.tlsCa!)];
+  const files = { cert: resolve(o.tlsCert!), key: resolve(o.tlsKey!), ca: resolve(o.tlsCa!) };
+  loadTls(files); // unreadable, non-PEM or world-readable key: said here, not by every node
+  return ['--tls-cert', files.cert, '--tls-key', files.key, '--tls-ca', files.ca];
 }
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
@@ -120,6 +123,7 @@ const NEW_CLUSTER_FLAGS: [keyof ClusterOpts, string][] = [
 ];
 
 export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> = new Set()): Promise<number> {
+  tlsArgs(o); // half the TLS flags is bad usage, found before anything is made
   const dir = resolve(o.dir);
   mkdirSync(dir, { recursive: true });
   const { spec, clusterName } = storeFor(dir, o);
