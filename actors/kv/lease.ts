@@ -18,7 +18,7 @@
 import type { Socket } from 'node:net';
 import { connectSocket, type TlsClientMaterial } from '../../runtime/net/tls.js';
 import { RowanError } from '../../config/base/errors.js';
-import { NodeAuthHandshake } from './manager-auth.js';
+import { MANAGER_HANDSHAKE_MS, NodeAuthHandshake } from './manager-auth.js';
 import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
@@ -96,9 +96,20 @@ export class LeaseClient {
     const auth = new NodeAuthHandshake(this.secret, `${this.manager.host}:${this.manager.port}`);
     let authed = false;
     let retryMs = RECONNECT_MS;
+    // A manager that never answers the handshake (an old one ignores auth-hello) must not hold the
+    // node silently: give up after the manager's own handshake deadline and retry.
+    const deadline = setTimeout(() => {
+      if (authed) return;
+      retryMs = AUTH_RETRY_MS;
+      const why = `the configuration manager at ${this.manager.host}:${this.manager.port} did not complete the authentication handshake within ${MANAGER_HANDSHAKE_MS} ms`;
+      if (why !== this.authFailure) this.log.error(`lease: ${why}; retrying every ${AUTH_RETRY_MS} ms`);
+      this.authFailure = why;
+      s.destroy();
+    }, MANAGER_HANDSHAKE_MS).unref();
     s.on(ready, () => s.write(auth.hello()));
     const authenticated = () => {
       authed = true;
+      clearTimeout(deadline);
       if (this.authFailure !== '') this.log.info('lease: the configuration manager accepted this node');
       this.authFailure = '';
       this.socket = s;
@@ -128,6 +139,7 @@ export class LeaseClient {
     });
     s.on('error', () => {});
     s.on('close', () => {
+      clearTimeout(deadline);
       if (this.socket === s) this.socket = null;
       clearInterval(this.timer);
       if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), retryMs).unref();
