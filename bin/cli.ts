@@ -271,7 +271,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--rejoin', 'with --manager: this node was failed over; discard its pool (stale data) and ask the manager to take it back as an empty member (rowan cluster does this when it restarts a dead node)')
     .option('--manager <host:port>', 'hold a lease with this configuration manager and follow its configurations (failover); without it the configuration is static')
     .option('--metrics-port <port>', 'serve Prometheus metrics on GET http://127.0.0.1:<port>/metrics (0: any free port, logged; default: none)')
-    .option('--secret-file <file>', `the cluster secret (64 hex characters, mode 0600) peers and clients must prove (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
+    .option('--secret-file <file>', `the cluster secret (64 hex characters, mode 0600) other nodes and the manager must prove (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
     .option('--client-password-file <file>', `the client password (16-256 printable characters, mode 0600) clients must prove on the client and Redis ports (default: $${CLIENT_PASSWORD_FILE_ENV}, else the file client-password beside --cluster's file; none: an error)`)
     .option('--tls-cert <file>', 'PEM certificate of this node: TLS on its client, Redis, fabric and manager connections (with --tls-key and --tls-ca; default: $ROWAN_TLS_CERT; none: TLS off)')
     .option('--tls-key <file>', "PEM private key of --tls-cert, mode 0600 (default: $ROWAN_TLS_KEY)")
