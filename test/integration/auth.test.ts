@@ -21,7 +21,7 @@ import { FileConfigStore } from '../../config/store.js';
 import { decodeResponse, encodeRequest, FrameReader, Op, Status, type Response } from '../../runtime/rpc/frames.js';
 import { CLIENT_LABEL, HelloRole, PEER_LABEL, PEER_SERVER_LABEL, PROTOCOL_VERSION, SERVER_LABEL } from '../../runtime/rpc/frames-layout.js';
 import * as nic from '../../runtime/fabric/nic-frames.js';
-import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import { launchCluster, launchReadyCluster, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
 import { rawPeer } from '../fixtures/nic-raw-peer.js';
 import { raw } from '../fixtures/redis.js';
 
@@ -29,14 +29,15 @@ const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
 const limits = { keyBytesMax: defaultLimits.keyBytesMax, valueBytesMax: defaultLimits.valueBytesMax };
 const dir = mkdtempSync(join(tmpdir(), 'rowan-auth-'));
 const file = join(dir, 'cluster.json');
-const base = randomBasePort();
+let base = 0;
 let cl: LaunchedCluster;
 let secret: Uint8Array;
 let password: Uint8Array;
 
 before(async () => {
-  cl = launchCluster(dir, base, ['--nodes', '2', '--replication', '2', '--shards', '4', '--fabric', 'tcp', '--replication-mode', 'rpc']);
-  await cl.ready;
+  const launched = await launchReadyCluster(dir, ['--nodes', '2', '--replication', '2', '--shards', '4', '--fabric', 'tcp', '--replication-mode', 'rpc']);
+  cl = launched;
+  base = launched.basePort;
   secret = readSecretFile(join(dir, 'secret'));
   password = readPasswordFile(join(dir, 'client-password'));
 });

@@ -21,7 +21,7 @@ import { decodeResponse, encodeRequest, FrameReader, Op, Status } from '../../ru
 import { HelloRole, PEER_LABEL, PROTOCOL_VERSION } from '../../runtime/rpc/frames-layout.js';
 import { defaultLimits } from '../../config/limits.js';
 import { managerPortOf } from '../../bin/cluster-lifecycle.js';
-import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import { launchReadyCluster, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
 import { makeTestCerts, noOpenssl, type TestCerts } from '../fixtures/tls-certs.js';
 
 const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
@@ -37,8 +37,7 @@ before(async () => {
   certs = makeTestCerts(dir);
   // A 2 s lease: this test is about TLS, not failover, and a loaded machine must not fail a node over
   // mid-test (seen at load average 30 with the default 200 ms: "the lease expired while ... replicating").
-  cl = launchCluster(join(dir, 'cluster'), randomBasePort(), ['--nodes', '2', '--replication', '2', '--shards', '4', '--fabric', 'tcp', '--replication-mode', 'rpc', '--lease-ms', '2000', '--tls-cert', certs.cert, '--tls-key', certs.key, '--tls-ca', certs.ca]);
-  await cl.ready;
+  cl = await launchReadyCluster(join(dir, 'cluster'), ['--nodes', '2', '--replication', '2', '--shards', '4', '--fabric', 'tcp', '--replication-mode', 'rpc', '--lease-ms', '2000', '--tls-cert', certs.cert, '--tls-key', certs.key, '--tls-ca', certs.ca]);
   pw = passwordText(readPasswordFile(join(dir, 'cluster', 'client-password')));
 });
 
