@@ -20,7 +20,8 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { logLevels } from '../config/base/log.js';
-import { SECRET_FILE, writeNewSecretFile } from '../config/base/secret.js';
+import { CLIENT_PASSWORD_FILE, SECRET_FILE, writeNewPasswordFile, writeNewSecretFile } from '../config/base/secret.js';
+import { loadTls } from '../runtime/net/tls.js';
 import { CLUSTER_REPLICATION_MODES, newChecksumSeed, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore, type ConfigStore } from '../config/store.js';
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
@@ -53,6 +54,20 @@ export interface ClusterOpts {
   clusterName?: string;
   /** false (--no-restart): a node that dies stays down, as before supervision. */
   restart?: boolean;
+  /** TLS for every node and the manager (one certificate for the local cluster, README "Security model"). */
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+}
+
+/** --tls-cert/--tls-key/--tls-ca as given (absolute), for the nodes' and the manager's command lines. */
+function tlsArgs(o: ClusterOpts): string[] {
+  const given = [o.tlsCert, o.tlsKey, o.tlsCa].filter((f) => f !== undefined).length;
+  if (given === 0) return [];
+  if (given !== 3) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--tls-cert, --tls-key and --tls-ca go together');
+  const files = { cert: resolve(o.tlsCert!), key: resolve(o.tlsKey!), ca: resolve(o.tlsCa!) };
+  loadTls(files); // unreadable, non-PEM or world-readable key: said here, not by every node
+  return ['--tls-cert', files.cert, '--tls-key', files.key, '--tls-ca', files.ca];
 }
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
@@ -112,6 +127,7 @@ const NEW_CLUSTER_FLAGS: [keyof ClusterOpts, string][] = [
 ];
 
 export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> = new Set()): Promise<number> {
+  tlsArgs(o); // half the TLS flags is bad usage, found before anything is made
   const dir = resolve(o.dir);
   mkdirSync(dir, { recursive: true });
   const { spec, clusterName } = storeFor(dir, o);
@@ -151,12 +167,19 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--pool-mib ${o.poolMib} holds ${poolSegments} segments of ${segmentBytes / 1024} KiB; a pool needs at least 8 (a smaller --segment-kib, or a larger --pool-mib)`);
     writeFileSync(nodeConfig, JSON.stringify({ pool: { segmentCount: poolSegments, segmentBytes } }, null, 2) + '\n');
   }
-  // The cluster secret (README "Security model"): made with the cluster, mode 0600; every node proves
-  // it to the others and demands it from clients (rowan put/get/del read it beside cluster.json).
+  // The cluster secret and the client password (README "Security model"): made with the cluster, mode
+  // 0600. Nodes and the manager prove the secret to each other; clients prove the password (rowan
+  // put/get/del read it beside cluster.json), which grants no node's rights. A cluster made before
+  // either existed gets it now, and is told so: its clients must switch to the password.
   const secretFile = join(dir, SECRET_FILE);
   if (!existsSync(secretFile)) {
     writeNewSecretFile(secretFile);
-    if (!fresh) console.log(`this cluster had no secret: generated ${secretFile} (mode 0600); clients and Redis users now need it (redis-cli -a "$(cat ${secretFile})")`);
+    if (!fresh) console.log(`this cluster had no secret: generated ${secretFile} (mode 0600); nodes and the manager prove it to each other`);
+  }
+  const passwordFile = join(dir, CLIENT_PASSWORD_FILE);
+  if (!existsSync(passwordFile)) {
+    writeNewPasswordFile(passwordFile);
+    if (!fresh) console.log(`this cluster had no client password: generated ${passwordFile} (mode 0600); clients and Redis users now need it instead of the cluster secret, which the client and Redis ports no longer accept (redis-cli -a "$(cat ${passwordFile})")`);
   }
   console.log(`${fresh ? 'new' : 'existing'} cluster in ${dir}: ${cluster.nodes.length} nodes, ${cluster.shardCount} shards, replication ${cluster.replicationFactor} (${cluster.replication}), term ${cluster.term}; configuration in ${describeStore(st.spec)}`);
   if (!fresh) {
@@ -198,7 +221,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   const startManager = async (): Promise<void> => {
     const logFile = join(dir, 'manager.log');
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'manager', ...where, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), ...(o.logLevel ? ['--log-level', o.logLevel] : []), ...(o.autoReshard === false ? ['--no-auto-reshard'] : [])];
+    const args = [bin, 'manager', ...where, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), '--secret-file', secretFile, ...tlsArgs(o), ...(o.logLevel ? ['--log-level', o.logLevel] : []), ...(o.autoReshard === false ? ['--no-auto-reshard'] : [])];
     // Like a node: its own process group, and down with this launcher however the launcher dies.
     manager = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
     closeQuietly(out);
@@ -223,7 +246,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
     mkdirSync(n.dataDir, { recursive: true });
     const logFile = join(dir, `node-${n.id}.log`);
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig, '--secret-file', secretFile,
+    const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig, '--secret-file', secretFile, '--client-password-file', passwordFile, ...tlsArgs(o),
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
       '--manager', `127.0.0.1:${managerPort}`, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : []),
@@ -280,9 +303,10 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   // The command as this user can type it: bin/rowan from the checkout (rowan is not on PATH).
   const rel = relative(process.cwd(), bin);
   const cmd = rel.startsWith('..') ? bin : rel;
-  // With --cluster the clients find the secret beside cluster.json; with ZooKeeper they are told where it is.
-  const w = [...where, ...('file' in st.spec ? [] : ['--secret-file', secretFile])].join(' ');
-  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${w}\n  redis-cli -p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${secretFile})" get hello\nClients authenticate with the cluster secret in ${secretFile}.\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
+  // With --cluster the clients find the password beside cluster.json; with ZooKeeper they are told where it is.
+  const tlsCa = o.tlsCa === undefined ? null : resolve(o.tlsCa);
+  const w = [...where, ...('file' in st.spec ? [] : ['--password-file', passwordFile]), ...(tlsCa ? ['--tls-ca', tlsCa] : [])].join(' ');
+  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${where.join(' ')}\n  redis-cli ${tlsCa ? `--tls --cacert ${tlsCa} ` : ''}-p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${passwordFile})" get hello\nClients authenticate with the client password in ${passwordFile} (the cluster secret in ${secretFile} is for nodes only).\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
 
   readyToWatch = true;
   for (const [id, c] of children) watchNode(id, c);
@@ -351,6 +375,9 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--index-keys-max <n>', "most keys one shard's index may grow to (see rowan start --help)")
     .option('--zookeeper <host:port,...>', `${ZK_FLAG_HELP}: a new cluster's configuration is created there, not in DIR/cluster.json; DIR/${STORE_POINTER} remembers it, so running this again on DIR restarts the cluster from ZooKeeper`)
     .option('--cluster-name <name>', ZK_NAME_HELP)
+    .option('--tls-cert <file>', 'PEM certificate for every node and the manager (its names must cover 127.0.0.1): TLS on all their ports, mutual between them (with --tls-key, --tls-ca; clients then need --tls-ca)')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert, mode 0600')
+    .option('--tls-ca <file>', 'PEM CA that signed --tls-cert; clients verify the nodes with it')
     .action(function (this: Command) {
       const explicit = new Set(Object.keys(this.opts()).filter((k) => this.getOptionValueSource(k) === 'cli'));
       return run(() => runCluster(this.opts<ClusterOpts>(), explicit))();

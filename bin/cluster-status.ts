@@ -6,7 +6,7 @@ import { requestControl, socketPath } from '../runtime/endpoint.js';
 import { FAILOVER_MODES } from '../actors/manager/plan.js';
 import type { KvNodeStatus as NodeStatus } from '../actors/kv/gc-status.js';
 import type { MoveRecord } from '../actors/manager/moves.js';
-import { askManager, managerAddress } from './manager-admin.js';
+import { askManager, managerAddress, toolSecret } from './manager-admin.js';
 
 export interface ClusterStatus {
   term: number;
@@ -50,7 +50,7 @@ export async function collectClusterStatus(cluster: ClusterConfig | string): Pro
       }
     }),
   );
-  const manager = (await askManager(managerAddress(undefined, c), { op: 'loads' }, 1500).catch(() => null)) as ManagerLoads | null;
+  const manager = (await askManager(managerAddress(undefined, c), { op: 'loads' }, 1500, toolSecret(undefined, typeof cluster === 'string' ? cluster : undefined)).catch(() => null)) as ManagerLoads | null;
   return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, migrations: c.migrations, manager };
 }
 

@@ -11,7 +11,14 @@
 //
 // Lease (timing argument in actors/manager/leases.ts): each renew remembers when it was sent; its
 // grant extends the lease to t_send + leaseMs - driftMs, never shortening it.
-import { connect, type Socket } from 'node:net';
+//
+// Each connection first proves the cluster secret to the manager and checks the manager's proof
+// (./manager-auth.ts); only then is the hello sent and the lease renewed. A refused handshake is
+// logged once and retried every AUTH_RETRY_MS (the node's lease meanwhile runs out: it fences itself).
+import type { Socket } from 'node:net';
+import { connectSocket, type TlsClientMaterial } from '../../runtime/net/tls.js';
+import { RowanError } from '../../config/base/errors.js';
+import { MANAGER_HANDSHAKE_MS, NodeAuthHandshake } from './manager-auth.js';
 import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
@@ -41,6 +48,8 @@ export interface LeaseHooks {
 /** Before the first grant tells the period. */
 const FIRST_RENEW_MS = 10;
 const RECONNECT_MS = 20;
+/** After a refused handshake: a wrong secret does not heal in 20 ms. */
+const AUTH_RETRY_MS = 1000;
 
 export class LeaseClient {
   private socket: Socket | null = null;
@@ -65,12 +74,18 @@ export class LeaseClient {
     private readonly hooks: LeaseHooks,
     /** Started with an empty pool to rejoin after a failover (its hello asks to leave `dead`). */
     private readonly rejoin = false,
+    /** The cluster secret this node proves to the manager; null = none (--no-auth). */
+    private readonly secret: Uint8Array | null = null,
+    /** Mutual TLS to the manager (this node's certificate, the CA); null = plain TCP. */
+    private readonly tls: TlsClientMaterial | null = null,
     /** How often the load statistics go to the manager (resharding.periodMs; paper: 500 ms). */
     private readonly loadPeriodMs = 500,
   ) {}
 
   private loadTimer: NodeJS.Timeout | undefined;
   private loadSentAt = 0;
+  /** The last handshake failure logged (each distinct one is logged once, not at every retry). */
+  private authFailure = '';
 
   private sendLoad(): void {
     const loads = this.hooks.load?.() ?? [];
@@ -99,10 +114,27 @@ export class LeaseClient {
 
   private connect(): void {
     if (this.stopped || this.evicted) return;
-    const s = connect({ host: this.manager.host, port: this.manager.port });
-    s.setNoDelay(true);
+    const { socket: s, ready } = connectSocket({ ...this.manager, noDelay: true }, this.tls);
     const reader = new LineReader<ManagerToNode>();
-    s.on('connect', () => {
+    const auth = new NodeAuthHandshake(this.secret, `${this.manager.host}:${this.manager.port}`);
+    let authed = false;
+    let retryMs = RECONNECT_MS;
+    // A manager that never answers the handshake (an old one ignores auth-hello) must not hold the
+    // node silently: give up after the manager's own handshake deadline and retry.
+    const deadline = setTimeout(() => {
+      if (authed) return;
+      retryMs = AUTH_RETRY_MS;
+      const why = `the configuration manager at ${this.manager.host}:${this.manager.port} did not complete the authentication handshake within ${MANAGER_HANDSHAKE_MS} ms`;
+      if (why !== this.authFailure) this.log.error(`lease: ${why}; retrying every ${AUTH_RETRY_MS} ms`);
+      this.authFailure = why;
+      s.destroy();
+    }, MANAGER_HANDSHAKE_MS).unref();
+    s.on(ready, () => s.write(auth.hello()));
+    const authenticated = () => {
+      authed = true;
+      clearTimeout(deadline);
+      if (this.authFailure !== '') this.log.info('lease: the configuration manager accepted this node');
+      this.authFailure = '';
       this.socket = s;
       this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
       this.sentAt.set(0, this.clock.now()); // the hello is renew 0
@@ -114,21 +146,34 @@ export class LeaseClient {
         this.loadTimer = setInterval(() => this.sendLoad(), this.loadPeriodMs);
         this.loadTimer.unref();
       }
-    });
+    };
     s.on('data', (chunk: Buffer) => {
       try {
-        for (const m of reader.push(chunk)) this.onMessage(m);
+        for (const m of reader.push(chunk)) {
+          if (authed) {
+            this.onMessage(m);
+            continue;
+          }
+          const next = auth.onMessage(m);
+          if (next === null) authenticated();
+          else s.write(next);
+        }
       } catch (err) {
-        this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
+        if (!authed && err instanceof RowanError) {
+          retryMs = AUTH_RETRY_MS;
+          if (err.message !== this.authFailure) this.log.error({ code: err.code }, `lease: ${err.message}; retrying every ${AUTH_RETRY_MS} ms`);
+          this.authFailure = err.message;
+        } else this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
         s.destroy();
       }
     });
     s.on('error', () => {});
     s.on('close', () => {
+      clearTimeout(deadline);
       if (this.socket === s) this.socket = null;
       clearInterval(this.timer);
       clearInterval(this.loadTimer);
-      if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), RECONNECT_MS).unref();
+      if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), retryMs).unref();
     });
   }
 

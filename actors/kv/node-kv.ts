@@ -1,6 +1,7 @@
 // A node that serves ROWAN-KV: read the cluster configuration, create the shared shard versions and
 // indexes, and rebuild them from the pool (cold start, §4.7) before any actor runs. The result rides in
 // every worker's and digest's start message.
+import type { TlsMaterial } from '../../runtime/net/tls.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { nodeOf } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
@@ -49,6 +50,9 @@ export interface NodeKvOptions {
   keysPerShardMax?: number;
   /** The cluster secret (re-replication copies from the primary's client port, which demands it). */
   secret?: Uint8Array | null;
+  /** TLS (runtime/net/tls.ts) for the lease connection and re-replication's copies: this node's
+   *  certificate and the cluster CA; absent or null = plain TCP. */
+  tls?: TlsMaterial | null;
   /** Threads that rebuild the indexes from the logs at cold start (default: the CPUs, at most 4). */
   coldStartThreads?: number;
   /** How often load statistics go to the manager (resharding.periodMs, §4.6). */
@@ -81,7 +85,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, record!, o.loadPeriodMs ?? 500);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null, record!, o.loadPeriodMs ?? 500);
     },
     stopping() {
       lease?.catchUp.stop();
@@ -146,6 +150,7 @@ function startLease(
   log: Logger,
   rejoin: boolean,
   secret: Uint8Array | null,
+  tls: TlsMaterial | null,
   record: ReplicaRecord,
   loadPeriodMs: number,
 ): { client: LeaseClient; catchUp: CatchUp } {
@@ -158,7 +163,7 @@ function startLease(
   let plog: TLog | null = null;
   const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
   let client: LeaseClient | null = null;
-  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret });
+  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls });
   const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
   client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
     prepare: async (shards, drain, planned) => {
@@ -196,7 +201,7 @@ function startLease(
       log.error({ exitInMs: EVICTED_EXIT_MS }, `evicted: this node stops in ${EVICTED_EXIT_MS} ms; restart it with --rejoin (rowan cluster does) to take it back as an empty member`);
       setTimeout(() => process.kill(process.pid, 'SIGTERM'), EVICTED_EXIT_MS).unref();
     },
-  }, rejoin, loadPeriodMs);
+  }, rejoin, secret, tls, loadPeriodMs);
   client.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);

@@ -8,6 +8,7 @@
 // failover waits (the manager retries it each second) and nothing is committed that is not stored. An
 // expired session is replaced by a new one; if the stored term has moved past the manager's own
 // meanwhile (another manager stored a configuration), this manager stops rather than act on a stale one.
+import { loadTls } from '../../runtime/net/tls.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defineActor, runActor } from '../../runtime/actor.js';
 import { FileConfigStore, type ConfigStore } from '../../config/store.js';
@@ -61,7 +62,7 @@ export const managerActor = defineActor<ManagerInbound>({
     const { store, initial } = await openStore(s, ctx.log);
     const timing = leaseTiming(s.leaseMs, s.renewMs, s.driftMs);
     cm = new ConfigManager(store, initial, timing, ctx.clock, ctx.log, (ms) => sleep(ms), s.resharding);
-    server = await serveManager(cm, s.host, s.port, ctx.log);
+    server = await serveManager(cm, s.host, s.port, ctx.log, ctx.secret, loadTls(ctx.config.tls));
     const where = s.zookeeper ? `zk://${s.zookeeper.connect}${s.zookeeper.path}` : s.clusterFile;
     ctx.log.info({ port: server.port, ...timing, term: cm.config().term, members: cm.members(), store: where }, `configuration manager listening on ${s.host}:${server.port}`);
     return { endpoint: { host: s.host, port: server.port } };

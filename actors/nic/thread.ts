@@ -2,6 +2,7 @@
 // listens on `fabric.host:fabric.port` (port 0: any free port; the bound endpoint is reported in READY
 // and `rowan status`) and executes peers' SEND/WRITE/READ/ALLOC on this node's pool and receive queue
 // in arrival order, so worker and control actors stay off the replication data path.
+import { loadTls } from '../../runtime/net/tls.js';
 import { defineActor, runActor } from '../../runtime/actor.js';
 import type { NicInbound } from './protocol.js';
 import { NicServer } from './server.js';
@@ -46,6 +47,7 @@ export const nicActor = defineActor<NicInbound>({
       port: c.fabric.port,
       log: ctx.log,
       secret: ctx.secret,
+      tls: loadTls(c.tls),
       reserveSegments: c.gc.reserveSegments,
       ...membership(ctx),
     });

@@ -17,6 +17,7 @@
 //   rpc     RPC-KV: a REPLICATE request on a pipelined client connection to the backup node's worker
 //           port shard % workerPorts.length; that worker appends, persists and indexes the entry
 //           before it replies (KvWorker.replicate), so backups are indexed online.
+import { loadTls, type TlsMaterial } from '../../runtime/net/tls.js';
 import { nodeOf, type ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { ActorContext } from '../../runtime/actor.js';
@@ -140,12 +141,13 @@ function streamReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContex
 }
 
 /** rpc: REPLICATE to the backup worker that serves the shard's port, with the node's current term. */
-function rpcReplicas(cluster: ClusterConfig, term: () => number, secret: Uint8Array | null): ReplicaSet {
+function rpcReplicas(cluster: ClusterConfig, term: () => number, secret: Uint8Array | null, tls: TlsMaterial | null): ReplicaSet {
   const timeoutMs = 10_000;
   const links = new Links<string, RpcConnection>(
     (k) => {
       const [id, port] = k.split(':').map(Number) as [number, number];
-      return RpcConnection.open({ host: nodeOf(cluster, id).host, port }, timeoutMs, defaultLimits, secret); // proves the cluster secret like any client
+      // A peer: REPLICATE is for nodes only, proven with the cluster secret (never the client password).
+      return RpcConnection.open({ host: nodeOf(cluster, id).host, port }, timeoutMs, defaultLimits, secret === null ? null : { role: 'peer', secret }, tls); // over TLS it presents this node's certificate
     },
     (c) => c.close(),
   );
@@ -177,7 +179,7 @@ export function openReplicas(
     case 'rowan':
       return rowanReplicas(cluster, nodeId, ctx);
     case 'rpc':
-      return rpcReplicas(cluster, term, ctx.secret);
+      return rpcReplicas(cluster, term, ctx.secret, loadTls(ctx.config.tls));
     default:
       return streamReplicas(cluster, nodeId, ctx, shareLogs);
   }

@@ -52,10 +52,14 @@ export const ErrorCodes = {
   NOT_FOUND: 'ROWAN_ERR_NOT_FOUND',
   TIMEOUT: 'ROWAN_ERR_TIMEOUT',
   NO_HANDSHAKE: 'ROWAN_ERR_NO_HANDSHAKE',
-  /** A request on a connection that has not proven the cluster secret: refused, nothing ran. */
+  /** A request on a connection that has not proven its credential (the cluster secret for peers, the
+   *  client password for clients): refused, nothing ran. */
   NOAUTH: 'ROWAN_ERR_NOAUTH',
-  /** A handshake proof did not match (wrong secret), or the peer could not prove the secret. */
+  /** A handshake proof did not match (wrong secret or password), or the peer could not prove one. */
   AUTH_FAILED: 'ROWAN_ERR_AUTH_FAILED',
+  /** A peer-only request (REPLICATE, COPY_SHARD) on a connection authenticated as a client: refused,
+   *  nothing ran. */
+  FORBIDDEN: 'ROWAN_ERR_FORBIDDEN',
   /** A client port already holds clients.connectionsMax connections: this one is refused (not applied). */
   TOO_MANY_CONNECTIONS: 'ROWAN_ERR_TOO_MANY_CONNECTIONS',
   REPLICATION_FAILED: 'ROWAN_ERR_REPLICATION_FAILED',

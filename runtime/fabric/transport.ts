@@ -1,6 +1,7 @@
 // How an actor reaches another node's Rowan receiver (CONVENTIONS 9: transport is injected). Roles get
 // a Transport in their context and never pick a fabric class themselves; the node gives them the
 // real one (shm or tcp, by the peer's fabric), the simulator (test/sim/) gives them its own.
+import { loadTls } from '../net/tls.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { FabricKind } from '../../config/base/fabric-kinds.js';
 import type { RowanConfig } from '../../config/model.js';
@@ -34,7 +35,7 @@ export function fabricTransport(config: RowanConfig, secret: Uint8Array | null):
           // (Concurrent mappings by several actors are retried inside native/pmem2.ts.)
           return ShmConnection.connect(peer.dataDir, { mode: config.persistence, retryMs: config.replication.retryMs });
         case 'tcp':
-          return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs, secret, ...(self ? { senderId: self.senderId } : {}) });
+          return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs, secret, tls: loadTls(config.tls), ...(self ? { senderId: self.senderId } : {}) });
         default:
           throw new RowanError(ErrorCodes.FABRIC_UNAVAILABLE, `node ${peer.id} asks for the ${peer.fabric.kind} fabric, which an actor cannot open here`);
       }

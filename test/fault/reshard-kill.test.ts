@@ -50,7 +50,7 @@ test(`moves interrupted by SIGKILL of the source or the target (${CYCLES} cycles
       const ops = load.ops;
       assert.ok(load.ops < maxOps, `the load reached its bound of ${maxOps} operations`);
       await waitFor('load to go on', () => load.ops > ops + 20, 30_000);
-      const moving = move(c, HOT, target).then((r) => (r.doneAt !== undefined ? 'done' : 'stalled'), (e: Error) => (/rolled back/.test(e.message) ? 'rolled back' : `refused`));
+      const moving = move(c, HOT, target, dir).then((r) => (r.doneAt !== undefined ? 'done' : 'stalled'), (e: Error) => (/rolled back/.test(e.message) ? 'rolled back' : `refused`));
       const delayMs = Math.random() * (cycle % 4 < 2 ? 8 : 60); // half early (prepare), half late (promotion)
       await new Promise((r) => setTimeout(r, delayMs)); // a random point of the move (it takes ~10-100 ms here)
       const killedAt = monotonicClock.now(); // the clock of the manager's `at` (CLOCK_MONOTONIC)

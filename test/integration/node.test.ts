@@ -142,6 +142,10 @@ test('a restart policy keeps the node up through one failure, then the next fail
 
 test('bad usage: clear message on stderr and exit code 2', () => {
   const dir = tempDir();
+  const secretFile = join(dir, 'secret');
+  writeFileSync(secretFile, 'ab'.repeat(32) + '\n', { mode: 0o600 });
+  const sameAsSecret = join(dir, 'same-password');
+  writeFileSync(sameAsSecret, 'AB'.repeat(32) + '\n', { mode: 0o600 });
   const cases: [string[], RegExp][] = [
     [['start', '--roles', 'worker,wizard', '--data-dir', dir], /unknown role 'wizard'/],
     [['start', '--cores', '0-999', '--data-dir', dir], /--cores: CPU .* is not available to this process/],
@@ -154,6 +158,9 @@ test('bad usage: clear message on stderr and exit code 2', () => {
     [['start'], /--data-dir/],
     [['start', '--data-dir', dir], /no cluster secret: give --secret-file FILE .* or --no-auth/],
     [['start', '--no-auth', '--secret-file', join(dir, 's'), '--data-dir', dir], /--no-auth and --secret-file contradict/],
+    [['start', '--no-auth', '--client-password-file', join(dir, 's'), '--data-dir', dir], /--no-auth and --client-password-file contradict/],
+    [['start', '--secret-file', secretFile, '--data-dir', dir], /no client password: give --client-password-file FILE .* or --no-auth/],
+    [['start', '--secret-file', secretFile, '--client-password-file', sameAsSecret, '--data-dir', dir], /the client password in .* is the cluster secret/],
     [['status', '--data-dir', join(dir, 'nope')], /does not exist/],
     [['launch'], /unknown command/],
   ];
