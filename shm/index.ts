@@ -268,6 +268,11 @@ export class ShardIndex {
     return end;
   }
 
+  /** Items in the table as of some recent moment (cheap: one counter, no walk). */
+  items(): number {
+    return Atomics.load(this.i32, L.H_ITEMS); // statistics only, like stats().items
+  }
+
   stats(): ShardIndexStats {
     let maxChain = 0;
     for (let b = 0; b < this.bucketCount; b++) {
