@@ -72,6 +72,9 @@ export interface TombstoneSweepOptions {
   epochSlot: number;
   periodMs?: number;
   segmentsPerStep?: number;
+  /** Fault injection for tests: runs between the decision's last index check and the removal CAS --
+   *  the window in which a PUT/DEL of the same key races the drop. */
+  beforeDrop?: (key: Uint8Array, shard: number) => void;
 }
 
 export interface TombstoneStats {
@@ -242,6 +245,7 @@ export class TombstoneSweep {
     if (h.hi !== c.hi || h.lo !== c.lo) return false;
     const index = this.o.shared.indexes[c.shard];
     if (!index || index.get(e.key, h, this.reader) !== c.offset) return false;
+    this.o.beforeDrop?.(e.key, c.shard);
     if (!index.remove(e.key, h, c.offset)) return false; // a PUT/DEL of the key replaced it: it wins
     this.gc.live.removed(c.offset);
     return true;
