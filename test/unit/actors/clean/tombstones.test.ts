@@ -22,6 +22,11 @@ import { hash64 } from '../../../../shm/hash.js';
 import { EntryType, readEntryAt } from '../../../../shm/log.js';
 import { Pool, SegmentState } from '../../../../shm/pool.js';
 import { TLog } from '../../../../shm/tlog.js';
+import { Worker } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
+import type { TombstoneRaceReport, TombstoneRaceThreadData } from '../../../fixtures/tombstone-race-thread.js';
+
+const raceThread = new URL('../../../fixtures/tombstone-race-thread.js', import.meta.url);
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const SHARD = 0;
@@ -249,6 +254,54 @@ test('a PUT or DEL right after a drop inserts the key afresh; live bytes follow 
       live.set(seg, (live.get(seg) ?? 0) + readEntryAt(r.pool.region.bytes, addr, defaultLimits)!.bytes);
     });
     for (let s = 0; s < r.pool.segmentCount; s++) assert.equal(r.shared.gc!.live.get(s), live.get(s) ?? 0, `live bytes of segment ${s}`);
+  } finally {
+    r.close();
+  }
+});
+
+test('threaded: two writers PUT and DEL their keys while the clean actor relocates and drops tombstones -- every write reads back, nothing resurrects after a cold start', { timeout: 120_000 }, async () => {
+  const r = new Rig({ liveThresholdPercent: 75 });
+  r.cleaner = new Cleaner({
+    pool: r.pool,
+    shared: attachKvShared(r.buffers, r.pool.region),
+    limits: defaultLimits,
+    id: 0,
+    count: 1,
+    liveThresholdPercent: 75,
+    segmentsPerPass: 2,
+    tombstones: { eligible: () => true, now: () => performance.now(), periodMs: 1 },
+  });
+  try {
+    const writers = 2;
+    const keys = 2000;
+    const spawn = (id: number) => {
+      const data: TombstoneRaceThreadData = { id, writers, poolPath: r.pool.path, shared: r.buffers, keys, ops: 20_000, seed: 7 + id * 13 };
+      const w = new Worker(raceThread, { workerData: data });
+      return new Promise<TombstoneRaceReport>((resolve, reject) => {
+        w.once('message', resolve);
+        w.once('error', reject);
+      });
+    };
+    const threads = [spawn(0), spawn(1)];
+    let done = false;
+    void Promise.allSettled(threads).then(() => (done = true));
+    while (!done) if (r.cleaner.pass() === 0) await new Promise((res) => setTimeout(res, 1));
+    const reports = await Promise.all(threads);
+    for (const rep of reports) assert.equal(rep.error, undefined, rep.error);
+    for (const rep of reports) assert.deepEqual(rep.wrong, [], 'a write did not read back');
+    const final = Object.assign({}, ...reports.map((x) => x.final)) as Record<string, string | null>;
+    for (const [k, v] of Object.entries(final)) {
+      const now = r.read(k);
+      assert.ok(v === null ? now === 'deleted' || now === 'absent' : now === v, `${k}: ${now}, last acknowledged ${v}`);
+      const cold = r.coldStartRead(k);
+      assert.ok(v === null ? cold === 'deleted' || cold === 'absent' : cold === v, `${k} after a cold start: ${cold}, last acknowledged ${v}`);
+    }
+    const s = r.cleaner.sweep!.stats;
+    const puts = reports.reduce((a, x) => a + x.puts, 0);
+    const dels = reports.reduce((a, x) => a + x.dels, 0);
+    console.log(`# tombstone race: ${puts} PUTs, ${dels} DELs, ${s.cycles} sweep cycles, ${s.dropped} tombstones dropped, ${s.kept} kept, ${r.cleaner.stats.segments} segments reclaimed, ${r.cleaner.stats.lostRaces} relocations lost to writes`);
+    assert.ok(dels > 1000 && s.dropped > 100, `the sweep dropped tombstones under the writers (${s.dropped} of ${dels} DELs)`);
+    assert.ok(r.cleaner.stats.segments > r.pool.segmentCount, `GC turned the pool over (${r.cleaner.stats.segments} segments reclaimed)`);
   } finally {
     r.close();
   }
