@@ -85,8 +85,6 @@ test('unique PUT+DEL churn: tombstones are dropped, index items and live bytes s
     assert.ok(end.dropped >= CHURN * 0.95, `tombstones dropped: ${end.dropped} of ${CHURN}`);
     // Live bytes: the long-lived keys' (measured before the churn) plus a few hundred entries' worth.
     assert.ok(end.liveBytes <= base.liveBytes + 300 * 256, `live bytes ${end.liveBytes}, ${base.liveBytes} before the churn`);
-    // During the churn the index never held more than a few batches of sweep cycles' tombstones.
-    for (const s of samples) assert.ok(s.items < LIVE + CHURN / 2, `after ${s.keys} keys: ${s.items} items`);
 
     for (let i = 0; i < LIVE; i++) assert.equal(dec(await client.get(`live-${i}`)), `${VALUE}${i}`);
     for (let i = 0; i < CHURN; i += 37) assert.equal(dec(await client.get(`churn-${i}`)), null, `churn-${i}`);

@@ -11,8 +11,8 @@ import { defaultSimOptions } from '../../sim/simulation.js';
 const SEEDS = 250;
 /** A seed with one lander stalled between reserve and copy that breaks the receiver without the fix
  *  (`npm run sim -- --seeds 500 --unfixed`; it was seed 256 before the slot-based shard routing of main
- *  changed every run). */
-const STALLED_SENDER_SEED = 224;
+ *  changed every run, and 224 before the tombstone sweep (issue 12) changed every run again). */
+const STALLED_SENDER_SEED = 5;
 
 function describe(r: SimResult): string {
   return `seed ${r.seed} (trace ${r.trace}): ${r.findings.slice(0, 3).map((f) => `[${f.check}] ${f.detail.slice(0, 400)}`).join('\n')}`;
