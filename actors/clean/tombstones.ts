@@ -40,7 +40,9 @@
 // index inside a read-epoch stretch, so A cannot be freed and reused under it.
 // Cost: a cycle scans the pool's non-free segments, a few per clean pass, so the actor stays
 // responsive; cycles start every TOMBSTONE_SWEEP_PERIOD_MS, backing off (up to 16x) while they drop
-// nothing. Dropped tombstones stop counting as live bytes, so their segments become clean candidates.
+// nothing, and never sooner than SWEEP_DUTY_PAUSE times the time the last cycle spent scanning and
+// deciding after it ended (the sweep takes at most about a fifth of its clean actor's time however big
+// the pool). Dropped tombstones stop counting as live bytes, so their segments become clean candidates.
 import type { Limits } from '../../config/limits.js';
 import { commitVerOf } from '../kv/commit.js';
 import { INFLIGHT_WORKERS_MAX, ReadEpochs } from '../kv/gc-state.js';
@@ -57,8 +59,10 @@ import { PoolEntryReader } from '../../shm/entry-reader.js';
 export const TOMBSTONE_SWEEP_PERIOD_MS = 100;
 /** The pause grows (doubling) up to this many periods while cycles drop nothing. */
 const SWEEP_BACKOFF_MAX = 16;
-/** Segments scanned per step (one step per clean pass). */
-const SWEEP_SEGMENTS_PER_STEP = 4;
+/** Bytes of segments scanned per step (one step per clean pass; at least one segment). */
+const SWEEP_BYTES_PER_STEP = 4 * 1024 * 1024;
+/** The pause after a cycle is at least this many times the time the cycle spent working. */
+const SWEEP_DUTY_PAUSE = 4;
 
 export interface TombstoneSweepOptions {
   pool: Pool;
@@ -107,6 +111,8 @@ export class TombstoneSweep {
   private phase: Phase = 'idle';
   private nextAt = 0;
   private backoff = 1;
+  /** Milliseconds the current cycle spent in its steps. */
+  private busyMs = 0;
   // The current cycle (see the header): bounds per shard (-1 = not eligible), its epoch, the seq at P.
   private bounds: number[] = [];
   private epoch = 0;
@@ -141,13 +147,18 @@ export class TombstoneSweep {
       this.queue = this.o.pool.segments().filter((s) => this.o.pool.meta(s).state !== SegmentState.Free);
       this.phase = 'scan';
     }
-    const n = Math.min(this.queue.length, this.o.segmentsPerStep ?? SWEEP_SEGMENTS_PER_STEP);
+    const t0 = this.o.now();
+    const perStep = this.o.segmentsPerStep ?? Math.max(1, Math.floor(SWEEP_BYTES_PER_STEP / this.o.pool.segmentBytes));
+    const n = Math.min(this.queue.length, perStep);
     const segs = this.queue.splice(0, n);
     this.reading(() => {
       for (const s of segs) this.scanSegment(s);
     });
-    if (this.queue.length > 0) return n;
-    return n + this.decide();
+    if (this.queue.length > 0) {
+      this.busyMs += this.o.now() - t0;
+      return n;
+    }
+    return n + this.decide(t0);
   }
 
   /** Read the bounds, retire the cycle's epoch. Nothing to do unless some shard is eligible. */
@@ -165,6 +176,7 @@ export class TombstoneSweep {
     this.occurrences = [];
     this.unreadable = new Map();
     this.candidates = [];
+    this.busyMs = 0;
     this.stats.cycles++;
     return 0;
   }
@@ -203,7 +215,7 @@ export class TombstoneSweep {
   }
 
   /** The end of a cycle: drop every candidate whose key occurs in no other segment (see the header). */
-  private decide(): number {
+  private decide(t0: number): number {
     const occ = Float64Array.from(this.occurrences);
     occ.sort();
     this.occurrences = [];
@@ -220,7 +232,9 @@ export class TombstoneSweep {
     this.unreadable = new Map();
     this.phase = 'idle';
     this.backoff = dropped > 0 ? 1 : Math.min(SWEEP_BACKOFF_MAX, this.backoff * 2);
-    this.nextAt = this.o.now() + (this.o.periodMs ?? TOMBSTONE_SWEEP_PERIOD_MS) * this.backoff;
+    const now = this.o.now();
+    this.busyMs += now - t0;
+    this.nextAt = now + Math.max((this.o.periodMs ?? TOMBSTONE_SWEEP_PERIOD_MS) * this.backoff, SWEEP_DUTY_PAUSE * this.busyMs);
     return dropped;
   }
 
