@@ -13,7 +13,8 @@ import { RowanClient } from '../../actors/kv/client/client.js';
 import { shardOfKey } from '../../config/slots.js';
 import { FileConfigStore } from '../../config/store.js';
 import { collectClusterStatus } from '../../bin/cluster-status.js';
-import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { launchClusterReady, notRefused } from '../fixtures/cluster-retry.js';
 
 const POOL = ['--pool-mib', '8', '--segment-kib', '256'];
 const DELETED = 300;
@@ -39,7 +40,8 @@ async function reclaimed(file: string): Promise<number> {
 test('SIGKILL after the sweep dropped tombstones: deleted keys stay deleted on every replica after a cold start', { timeout: 300_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-tombstone-crash-'));
   const file = join(dir, 'cluster.json');
-  let run = launchCluster(dir, randomBasePort(), POOL);
+  const basePort = randomBasePort();
+  let run = await launchClusterReady(dir, basePort, POOL);
   const acked = new Map<string, number>();
   const issued = new Map<string, number[]>();
   let n = 0;
@@ -48,7 +50,6 @@ test('SIGKILL after the sweep dropped tombstones: deleted keys stay deleted on e
   try {
     const ROUNDS = 2;
     for (let round = 0; round <= ROUNDS; round++) {
-      await run.ready;
       const cluster = new FileConfigStore(file).readSync();
       const client = await RowanClient.connect({ cluster: file });
       const replicas = (k: string) => {
@@ -59,13 +60,13 @@ test('SIGKILL after the sweep dropped tombstones: deleted keys stay deleted on e
         // After the kill and this cold start: deleted keys are deleted everywhere; overwrites survive.
         for (let i = 0; i < DELETED * round; i++) {
           const k = `gone-${Math.floor(i / DELETED)}-${i % DELETED}`;
-          assert.equal(dec(await client.get(k)), null, `round ${round}: ${k} came back on its primary`);
-          for (const node of replicas(k)) assert.equal(dec(await client.getReplica(node, k)), null, `round ${round}: ${k} came back on node ${node}`);
+          assert.equal(dec(await notRefused(() => client.get(k))), null, `round ${round}: ${k} came back on its primary`);
+          for (const node of replicas(k)) assert.equal(dec(await notRefused(() => client.getReplica(node, k))), null, `round ${round}: ${k} came back on node ${node}`);
         }
         for (const [k, a] of acked) {
           const ok = (got: number) => got === a || (got > a && issued.get(k)!.includes(got));
           for (const node of replicas(k)) {
-            const got = nOf(dec(await client.getReplica(node, k)));
+            const got = nOf(dec(await notRefused(() => client.getReplica(node, k))));
             assert.ok(ok(got), `round ${round}: node ${node}'s copy of ${k} is write ${got}, newest acknowledged is ${a}`);
           }
         }
@@ -83,8 +84,8 @@ test('SIGKILL after the sweep dropped tombstones: deleted keys stay deleted on e
         if (d !== before) [before, stable] = [d, Date.now()];
       }
       // Keys to delete: written (acknowledged everywhere), then deleted.
-      for (let i = 0; i < DELETED; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => client.put(`gone-${round}-${i + j}`, GONE_VALUE)));
-      for (let i = 0; i < DELETED; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => client.del(`gone-${round}-${i + j}`)));
+      for (let i = 0; i < DELETED; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => notRefused(() => client.put(`gone-${round}-${i + j}`, GONE_VALUE))));
+      for (let i = 0; i < DELETED; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => notRefused(() => client.del(`gone-${round}-${i + j}`))));
       const pids = (await collectClusterStatus(file)).nodes.map((x) => x.status!.pid);
       const gcBefore = await reclaimed(file);
       // Overwrites of other keys until the primaries dropped this round's tombstones (bounded).
@@ -120,7 +121,7 @@ test('SIGKILL after the sweep dropped tombstones: deleted keys stay deleted on e
       await client.close().catch(() => {});
       assert.ok(now - before >= DELETED, `round ${round}: the sweeps dropped ${now - before} of ${DELETED} tombstones before the kill`);
       await stopCluster(run.child);
-      run = launchCluster(dir, randomBasePort(), POOL);
+      run = await launchClusterReady(dir, basePort, POOL); // the stored configuration keeps its ports
     }
     console.log(`# tombstone crash: ${ROUNDS} rounds: ${DELETED} keys deleted, tombstones dropped before each kill: ${droppedBeforeKill.join(', ')}, segments reclaimed between the DELs and the kill: ${gcBetween.join(', ')}; ${n} overwrites issued; every deleted key null on all 3 replicas after each cold start`);
   } finally {

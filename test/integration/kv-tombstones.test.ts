@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { launchClusterReady, notRefused } from '../fixtures/cluster-retry.js';
 import { RowanClient } from '../../actors/kv/client/client.js';
 import { collectClusterStatus } from '../../bin/cluster-status.js';
 
@@ -60,19 +61,18 @@ test('unique PUT+DEL churn: tombstones are dropped, index items and live bytes s
   const dir = mkdtempSync(join(tmpdir(), 'rowan-tombstones-'));
   const file = join(dir, 'cluster.json');
   const basePort = randomBasePort();
-  let run = launchCluster(dir, basePort, FLAGS);
+  let run = await launchClusterReady(dir, basePort, FLAGS);
   try {
-    await run.ready;
     let client = await RowanClient.connect({ cluster: file });
-    for (let i = 0; i < LIVE; i += BATCH) await Promise.all(Array.from({ length: BATCH }, (_, j) => client.put(`live-${i + j}`, `${VALUE}${i + j}`)));
+    for (let i = 0; i < LIVE; i += BATCH) await Promise.all(Array.from({ length: BATCH }, (_, j) => notRefused(() => client.put(`live-${i + j}`, `${VALUE}${i + j}`))));
     const base = await sample(file, 0);
     const samples: Sample[] = [];
     for (let i = 0; i < CHURN; i += BATCH) {
       await Promise.all(
         Array.from({ length: BATCH }, async (_, j) => {
           const k = `churn-${i + j}`;
-          await client.put(k, VALUE);
-          await client.del(k);
+          await notRefused(() => client.put(k, VALUE));
+          await notRefused(() => client.del(k));
         }),
       );
       if ((i + BATCH) % 3000 === 0) samples.push(await sample(file, i + BATCH));
@@ -86,16 +86,15 @@ test('unique PUT+DEL churn: tombstones are dropped, index items and live bytes s
     // Live bytes: the long-lived keys' (measured before the churn) plus a few hundred entries' worth.
     assert.ok(end.liveBytes <= base.liveBytes + 300 * 256, `live bytes ${end.liveBytes}, ${base.liveBytes} before the churn`);
 
-    for (let i = 0; i < LIVE; i++) assert.equal(dec(await client.get(`live-${i}`)), `${VALUE}${i}`);
-    for (let i = 0; i < CHURN; i += 37) assert.equal(dec(await client.get(`churn-${i}`)), null, `churn-${i}`);
+    for (let i = 0; i < LIVE; i++) assert.equal(dec(await notRefused(() => client.get(`live-${i}`))), `${VALUE}${i}`);
+    for (let i = 0; i < CHURN; i += 37) assert.equal(dec(await notRefused(() => client.get(`churn-${i}`))), null, `churn-${i}`);
     await client.close();
     assert.equal(await stopCluster(run.child), 0, run.output());
 
-    run = launchCluster(dir, basePort, FLAGS); // the cluster's ports are in its configuration
-    await run.ready;
+    run = await launchClusterReady(dir, basePort, FLAGS); // the cluster's ports are in its configuration
     client = await RowanClient.connect({ cluster: file });
-    for (let i = 0; i < LIVE; i++) assert.equal(dec(await client.get(`live-${i}`)), `${VALUE}${i}`, `live-${i} after the restart`);
-    for (let i = 0; i < CHURN; i += 7) assert.equal(dec(await client.get(`churn-${i}`)), null, `churn-${i} after the restart`);
+    for (let i = 0; i < LIVE; i++) assert.equal(dec(await notRefused(() => client.get(`live-${i}`))), `${VALUE}${i}`, `live-${i} after the restart`);
+    for (let i = 0; i < CHURN; i += 7) assert.equal(dec(await notRefused(() => client.get(`churn-${i}`))), null, `churn-${i} after the restart`);
     await client.close();
   } finally {
     await stopCluster(run.child);
