@@ -34,6 +34,10 @@
 // entry of K T holds); T is freed as a whole (one meta word) once nothing indexed is left in it, and
 // its older entries of K go with the tombstone. So a cold start never resurrects K, and at run time
 // the index answers "absent" for K exactly as it answered "deleted".
+// Why not a rule on segment age alone ("drop once every segment older than T is freed"): an entry of K
+// older than vd can sit in a *younger* segment -- another worker's t-log segment claimed after T, or a
+// clean log a cleaner copied K's PUT into just before the DEL -- so age does not bound where it is;
+// the scan looks for K itself (and uses age only to skip segments claimed after P).
 // Races: a PUT or DEL of K that replaces the item first makes the CAS fail (the write wins); one that
 // comes after finds K absent and inserts (a PUT) or writes a fresh tombstone (a DEL of a key the
 // index holds) -- with a version above vd either way. The decision re-reads the entry at A and the
