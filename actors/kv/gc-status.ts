@@ -91,7 +91,7 @@ export function collectGcStatus(
       pmFullRefusals: sum('worker', 'PM_FULL_REFUSALS'),
     },
     index: {
-      items: indexes ? indexes.reduce((a, sab) => a + (sab ? ShardIndex.attach(sab).items() : 0), 0) : null,
+      items: indexes ? indexes.reduce((a, sab) => a + (sab ? ShardIndex.itemsIn(sab) : 0), 0) : null,
       tombstonesDropped: sum('clean', 'CLEAN_TOMBSTONES_DROPPED'),
     },
   };

@@ -21,6 +21,7 @@ import { PoolEntryReader } from '../../../../shm/entry-reader.js';
 import { hash64 } from '../../../../shm/hash.js';
 import { EntryType, readEntryAt } from '../../../../shm/log.js';
 import { Pool, SegmentState } from '../../../../shm/pool.js';
+import { ShardIndex } from '../../../../shm/index.js';
 import { TLog } from '../../../../shm/tlog.js';
 import { Worker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
@@ -143,6 +144,7 @@ test('a tombstone stays while an older PUT of its key is on PM in another segmen
     // Its bytes no longer count as live.
     const items = r.shared.indexes[SHARD]!.items();
     assert.equal(items, 1, 'only the junk key is indexed');
+    assert.equal(ShardIndex.itemsIn(r.buffers.indexes[SHARD]!), items, 'what status reads without attaching');
   } finally {
     r.close();
   }
