@@ -95,7 +95,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
       const cell = start ? ConfigCell.attach(start.cell) : null;
       const until = cell?.leaseUntil() ?? Infinity;
       return {
-        ...collectGcStatus(pool, start?.shared.gc, actors, uptimeMs),
+        ...collectGcStatus(pool, start?.shared.gc, actors, uptimeMs, start?.shared.indexes),
         ...(cell
           ? {
               config: {
@@ -113,7 +113,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         histograms: start?.metrics ? new RequestHistograms(start.metrics, ACTORS_PER_ROLE_MAX, REQUEST_OPS.length) : null,
         pool,
         actors,
-        storage: collectGcStatus(pool, start?.shared.gc, actors, uptimeMs),
+        storage: collectGcStatus(pool, start?.shared.gc, actors, uptimeMs, start?.shared.indexes),
       }),
   };
 }
