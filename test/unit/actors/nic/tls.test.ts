@@ -50,7 +50,7 @@ after(async () => {
 });
 
 test('a sender with a certificate the CA signed and the secret writes and reads over TLS', { skip }, async () => {
-  const c = await TcpConnection.connect({ host: '127.0.0.1', port: nic.endpoint.port, secret: SECRET, tls });
+  const c = await TcpConnection.connect({ host: '127.0.0.1', port: nic.endpoint.port, secret: SECRET, tls, senderId: 7 });
   const region = await c.allocateRegion(7);
   await c.writeAt(region.offset, new Uint8Array(64).fill(0x22));
   assert.deepEqual([...(await c.read(region.offset, 4))], [0x22, 0x22, 0x22, 0x22]);
