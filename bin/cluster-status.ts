@@ -5,6 +5,20 @@ import { FileConfigStore } from '../config/store.js';
 import { requestControl, socketPath } from '../runtime/endpoint.js';
 import { FAILOVER_MODES } from '../actors/manager/plan.js';
 import type { KvNodeStatus as NodeStatus } from '../actors/kv/gc-status.js';
+import { listManagers, type ElectionEntry } from '../actors/manager/election.js';
+import { ZooKeeperConfigStore } from '../config/zk-store.js';
+import type { StoreSpec } from '../config/store-spec.js';
+
+/** The stored configuration and, with ZooKeeper, the managers in the election (the active one marked). */
+export async function readClusterAndManagers(spec: StoreSpec): Promise<{ cluster: ClusterConfig; managers: ElectionEntry[] | null }> {
+  if ('file' in spec) return { cluster: new FileConfigStore(spec.file).readSync(), managers: null };
+  const zk = await ZooKeeperConfigStore.open({ connect: spec.zookeeper, path: spec.path });
+  try {
+    return { cluster: await zk.read(), managers: await listManagers(zk, spec.path) };
+  } finally {
+    zk.close();
+  }
+}
 
 export interface ClusterStatus {
   term: number;
@@ -15,10 +29,13 @@ export interface ClusterStatus {
   shardCount: number;
   nodes: { id: number; dataDir: string; clientPorts: number[]; primaryOf: number; backupOf: number; status: NodeStatus | null; error?: string }[];
   shards: ClusterConfig['shards'];
+  /** With ZooKeeper: the configuration managers in the election, lowest first; `active` marks the one
+   *  that published its address. Null with the embedded file store (one manager, no election). */
+  managers?: ElectionEntry[] | null;
 }
 
 /** Every node of the stored configuration (or the cluster file's), asked for its status. */
-export async function collectClusterStatus(cluster: ClusterConfig | string): Promise<ClusterStatus> {
+export async function collectClusterStatus(cluster: ClusterConfig | string, managers: ElectionEntry[] | null = null): Promise<ClusterStatus> {
   const c = typeof cluster === 'string' ? new FileConfigStore(cluster).readSync() : cluster;
   const nodes = await Promise.all(
     c.nodes.map(async (n) => {
@@ -36,7 +53,7 @@ export async function collectClusterStatus(cluster: ClusterConfig | string): Pro
       }
     }),
   );
-  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards };
+  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, managers };
 }
 
 function pad(rows: string[][]): string[] {
@@ -47,6 +64,11 @@ function pad(rows: string[][]): string[] {
 export function formatClusterStatus(s: ClusterStatus): string {
   const out = [`cluster term ${s.term}: ${s.nodes.length} nodes (${s.dead.length ? `dead: ${s.dead.join(',')}` : 'none dead'}), ${s.shardCount} shards, replication ${s.replicationFactor} (${s.replication})`];
   if (!FAILOVER_MODES.includes(s.replication)) out.push(`failover: NOT SUPPORTED for replication mode ${s.replication} (backups index one-sided writes only at a cold start): a dead node's shards stay unserved`);
+  if (s.managers) {
+    const active = s.managers.find((m) => m.active);
+    out.push(active ? `configuration manager: ${active.host}:${active.port} (pid ${active.pid}) active, ${s.managers.length - 1} standby` : `configuration manager: NONE ACTIVE (${s.managers.length} in the election${s.managers.length ? ': one is taking over' : ''})`);
+    out.push('', ...pad([['MANAGER', 'ROLE', 'ADDRESS', 'PID'], ...s.managers.map((m) => [m.name, m.active ? 'active' : 'standby', `${m.host}:${m.port}`, String(m.pid)])]));
+  }
   out.push('');
   const head = ['NODE', 'STATE', 'TERM', 'LEASE', 'PID', 'CLIENT_PORTS', 'PRIMARY', 'BACKUP', 'SEG_FREE', 'SEG_USING', 'SEG_USED', 'SEG_COMMITTED', 'LIVE', 'GC_SEGS', 'GC_MB/S', 'BLOG_WRITES', 'DIGESTED_BLOCKS'];
   const rows = s.nodes.map((n) => {

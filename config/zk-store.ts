@@ -47,6 +47,10 @@ export class ZooKeeperConfigStore implements ConfigStore {
   private readonly connectTimeoutMs: number;
   private readonly sessionTimeoutMs: number;
   private client: Client | null = null;
+  /** A znode that must still exist for write() to store (the active manager's election znode): the
+   *  versioned setData runs in one transaction with a check on it, so a manager whose session ended
+   *  (its ephemeral znode gone) can store nothing more, even from a new session. */
+  private fencePath: string | null = null;
   private connected = false;
   private closed = false;
   private readonly waiters = new Set<() => void>();
@@ -195,14 +199,94 @@ export class ZooKeeperConfigStore implements ConfigStore {
     const term = parse(cur.data, `${this.connect}${this.path}`).term;
     if (term !== expectedTerm) throw new RowanError(ErrorCodes.STALE_TERM, `cluster config in ZooKeeper is at term ${term}, not ${expectedTerm}`);
     try {
-      await this.call<Stat>('setData', (c, cb) => c.setData(this.path, data, cur.stat.version, cb));
+      const fence = this.fencePath;
+      if (fence === null) await this.call<Stat>('setData', (c, cb) => c.setData(this.path, data, cur.stat.version, cb));
+      else await this.call<unknown>('transaction', (c, cb) => c.transaction().check(fence).setData(this.path, data, cur.stat.version).commit(cb));
     } catch (err) {
+      if (this.fencePath !== null && codeOf(err) === Exception.NO_NODE)
+        throw new RowanError(ErrorCodes.NOT_ACTIVE_MANAGER, `not stored: ${this.fencePath} is gone (this manager's ZooKeeper session ended; another manager may be active)`);
       if (codeOf(err) === Exception.BAD_VERSION)
         throw new RowanError(ErrorCodes.STALE_TERM, `cluster config in ZooKeeper changed under a write at term ${expectedTerm} (znode version ${cur.stat.version} moved on)`);
       // The answer was lost with the connection: it may have been applied. Ours if the znode holds it.
       if (isConnectionLoss(err) && (await this.holds(data))) return;
       throw zkError(`setData ${this.path}`, this.connect, err);
     }
+  }
+
+  /** Make write() conditional on `path` existing (null: unconditional). */
+  fenceOn(path: string | null): void {
+    this.fencePath = path;
+  }
+
+  /** The session timeout the server granted (ms), or the one asked for before the first connect. */
+  grantedSessionTimeoutMs(): number {
+    const t = this.client?.getSessionTimeout();
+    return typeof t === 'number' && t > 0 ? t : this.sessionTimeoutMs;
+  }
+
+  /** Create `path`'s missing ancestors and `path` itself (persistent, empty); existing ones are kept. */
+  async ensurePath(path: string): Promise<void> {
+    try {
+      await this.call<string>('mkdirp', (c, cb) => c.mkdirp(path, cb));
+    } catch (err) {
+      if (codeOf(err) !== Exception.NODE_EXISTS) throw zkError(`mkdirp ${path}`, this.connect, err);
+    }
+  }
+
+  /** An ephemeral znode (gone with this session); sequential: the server appends a counter. Returns its path. */
+  async createEphemeral(path: string, data: Buffer, sequential: boolean): Promise<string> {
+    const mode = sequential ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
+    try {
+      return await this.call<string>('create', (c, cb) => c.create(path, data, mode, cb));
+    } catch (err) {
+      throw zkError(`create ${path}`, this.connect, err);
+    }
+  }
+
+  /** The children's names of `path`; `watch` fires once when they change. */
+  async children(path: string, watch?: () => void): Promise<string[]> {
+    try {
+      return await this.call<string[]>('getChildren', (c, cb) => (watch ? c.getChildren(path, () => watch(), (e, ch) => cb(e, ch)) : c.getChildren(path, (e, ch) => cb(e, ch))));
+    } catch (err) {
+      throw zkError(`getChildren ${path}`, this.connect, err);
+    }
+  }
+
+  /** Whether `path` exists (with the owner session of an ephemeral one); `watch` fires once when it is
+   *  created, deleted or changed. */
+  async exists(path: string, watch?: () => void): Promise<{ ephemeralOwner: string } | null> {
+    try {
+      const stat = await this.call<Stat | null>('exists', (c, cb) => (watch ? c.exists(path, () => watch(), cb) : c.exists(path, cb)));
+      return stat ? { ephemeralOwner: stat.ephemeralOwner.toString('hex') } : null;
+    } catch (err) {
+      throw zkError(`exists ${path}`, this.connect, err);
+    }
+  }
+
+  /** The data of `path`, or null if there is no such znode. */
+  async dataOf(path: string): Promise<Buffer | null> {
+    try {
+      return await this.call<Buffer>('getData', (c, cb) => c.getData(path, (e, d) => cb(e, d)));
+    } catch (err) {
+      if (codeOf(err) === Exception.NO_NODE) return null;
+      throw zkError(`getData ${path}`, this.connect, err);
+    }
+  }
+
+  /** Delete `path` (any version); an absent one is fine. */
+  async remove(path: string): Promise<void> {
+    try {
+      await this.call<void>('remove', (c, cb) => c.remove(path, -1, (e) => cb(e, undefined)));
+    } catch (err) {
+      if (codeOf(err) !== Exception.NO_NODE) throw zkError(`remove ${path}`, this.connect, err);
+    }
+  }
+
+  /** This session's id (hex), as an ephemeral znode's owner shows it; null before the first connect. */
+  sessionIdHex(): string | null {
+    const c = this.client;
+    if (!c || !this.connected) return null;
+    return c.getSessionId().toString('hex');
   }
 
   private async holds(data: Buffer): Promise<boolean> {

@@ -11,6 +11,11 @@
 //
 // Lease (timing argument in actors/manager/leases.ts): each renew remembers when it was sent; its
 // grant extends the lease to t_send + leaseMs - driftMs, never shortening it.
+//
+// Several managers (a standby, actors/manager/election.ts): the node is given all their addresses and
+// holds its lease with whichever answers. A standby does not listen, so a refused or lost connection
+// moves on to the next address; so does a connection on which no grant came for NO_GRANT_MS (a manager
+// that lost its election or is paused), as long as another address is there to try.
 import { connect, type Socket } from 'node:net';
 import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
@@ -32,6 +37,8 @@ export interface LeaseHooks {
 /** Before the first grant tells the period. */
 const FIRST_RENEW_MS = 10;
 const RECONNECT_MS = 20;
+/** Connected but not granted for this long: try the next manager (when there is another). */
+export const NO_GRANT_MS = 3000;
 
 export class LeaseClient {
   private socket: Socket | null = null;
@@ -46,9 +53,13 @@ export class LeaseClient {
   private commits: Promise<void> = Promise.resolve();
   /** Entries this node gathered for the prepare of the term in progress. */
   private gathered = { term: 0, n: 0 };
+  /** The manager tried next (an index into managers), and when the current connection was last granted. */
+  private next = 0;
+  private grantedAt = 0;
+  private watchdog: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly manager: { host: string; port: number },
+    private readonly managers: { host: string; port: number }[],
     private readonly nodeId: number,
     private readonly cell: ConfigCell,
     private readonly clock: Clock,
@@ -70,19 +81,34 @@ export class LeaseClient {
   stop(): void {
     this.stopped = true;
     clearInterval(this.timer);
+    clearInterval(this.watchdog);
     this.socket?.destroy();
   }
 
   private connect(): void {
     if (this.stopped || this.evicted) return;
-    const s = connect({ host: this.manager.host, port: this.manager.port });
+    const manager = this.managers[this.next % this.managers.length]!;
+    this.next = (this.next + 1) % this.managers.length;
+    const s = connect({ host: manager.host, port: manager.port });
     s.setNoDelay(true);
     const reader = new LineReader<ManagerToNode>();
     s.on('connect', () => {
       this.socket = s;
       this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
       this.sentAt.set(0, this.clock.now()); // the hello is renew 0
+      this.grantedAt = this.clock.now();
+      this.next = this.managers.indexOf(manager); // this one answered: come back to it first
       this.schedule();
+      if (this.managers.length > 1) {
+        clearInterval(this.watchdog);
+        this.watchdog = setInterval(() => {
+          if (this.socket !== s || this.clock.now() - this.grantedAt < NO_GRANT_MS) return;
+          this.log.warn({ manager: `${manager.host}:${manager.port}` }, `no lease grant from the manager at ${manager.host}:${manager.port} for ${NO_GRANT_MS} ms; trying the next one`);
+          this.next = (this.managers.indexOf(manager) + 1) % this.managers.length;
+          s.destroy();
+        }, NO_GRANT_MS / 4);
+        this.watchdog.unref();
+      }
     });
     s.on('data', (chunk: Buffer) => {
       try {
@@ -94,7 +120,10 @@ export class LeaseClient {
     });
     s.on('error', () => {});
     s.on('close', () => {
-      if (this.socket === s) this.socket = null;
+      if (this.socket === s) {
+        this.socket = null;
+        clearInterval(this.watchdog);
+      }
       clearInterval(this.timer);
       if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), RECONNECT_MS).unref();
     });
@@ -121,6 +150,7 @@ export class LeaseClient {
       case 'grant': {
         const sent = this.sentAt.get(m.seq);
         if (sent === undefined) return;
+        this.grantedAt = this.clock.now();
         const until = sent + m.leaseMs - m.driftMs;
         if (until > this.leaseUntil) {
           this.leaseUntil = until;

@@ -106,18 +106,26 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   };
 }
 
+/** --manager host:port[,host:port...]: the configuration managers, active and standbys (tried in turn). */
+export function parseManagers(manager: string): { host: string; port: number }[] {
+  return manager.split(',').map((one) => {
+    const at = one.lastIndexOf(':');
+    const host = one.slice(0, at);
+    const port = Number(one.slice(at + 1));
+    if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${one}' is not host:port`);
+    return { host, port };
+  });
+}
+
 function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean, secret: Uint8Array | null): { client: LeaseClient; catchUp: CatchUp } {
-  const at = manager.lastIndexOf(':');
-  const host = manager.slice(0, at);
-  const port = Number(manager.slice(at + 1));
-  if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${manager}' is not host:port`);
+  const managers = parseManagers(manager);
   const shared = attachKvShared(start.shared, pool.region);
   // The promotion log: one instance on this thread, appended to by promotions and re-replication.
   let plog: TLog | null = null;
   const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
   let client: LeaseClient | null = null;
   const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret });
-  client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
+  client = new LeaseClient(managers, nodeId, cell, clock, log, {
     prepare: (shards) => gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits),
     promote: async (shards, floors, scatter) => {
       const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog());

@@ -16,6 +16,15 @@
 //   promoted   every new primary reported phase 2 done
 // Each step is one log line with `event` and `at` (monotonic ms, comparable across processes on this
 // host): `rowan cluster` prints them, the failover benchmark plots them.
+//
+// With a standby (./election.ts) a manager acts only while `activation.valid()`: no grant, no store,
+// no push otherwise. Elected, it starts with no lease knowledge: a member it has not heard from is
+// suspected only after leaseMs + driftMs + TAKEOVER_GRACE_MS (LeaseTable.startedAt = activation), so it
+// never cuts a lease the previous manager granted short. Its first step (`finish`) completes a failover
+// the previous manager stored but may not have pushed: once the members reconnected (bounded), every
+// member still below the stored term is prepared and committed for it, with gather/scatter and
+// version floors like any failover. The failed node's lease had certainly expired before that term
+// was stored (failover() stores only then), so nothing more needs to wait.
 import type { Clock } from '../../config/base/clock.js';
 import { isCatchingUp, liveNodes, type CatchingUp, type ClusterConfig } from '../../config/cluster.js';
 import type { ConfigStore } from '../../config/store.js';
@@ -25,6 +34,7 @@ import { LeaseTable, type LeaseTiming } from './leases.js';
 import { FAILOVER_MODES, planFailover, type FailoverPlan } from './plan.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
 import { planCaughtUp, planJoin, planRereplication } from './rereplicate.js';
+import { notActive } from './election.js';
 
 export interface Link {
   send(m: ManagerToNode): void;
@@ -33,6 +43,21 @@ export interface Link {
 /** A member that has not acknowledged `prepare` by then is left behind (its lease will tell). */
 export const PREPARE_TIMEOUT_MS = 2000;
 export const FAILOVER_RETRY_MS = 1000;
+/** After a takeover, how long members it has not heard from have to reconnect, beyond a full lease. */
+export const TAKEOVER_GRACE_MS = 3000;
+
+/** Whether this manager may act (./election.ts); a manager without an election always may. */
+export interface Activation {
+  valid(): boolean;
+  /** Elected through ZooKeeper: begin with `finish` and resume after a validity lapse. */
+  elected: boolean;
+  /** Elected while another manager was seen active: members get TAKEOVER_GRACE_MS, not JOIN_GRACE_MS. */
+  takeover: boolean;
+  /** Test hook: pause this long after storing a failover's configuration, before pushing it. */
+  pauseAfterStoreMs?: number;
+}
+
+const ALWAYS: Activation = { valid: () => true, elected: false, takeover: false };
 
 export interface FailoverRecord {
   node: number;
@@ -50,7 +75,12 @@ export interface FailoverRecord {
 
 export class ConfigManager {
   private cfg: ClusterConfig;
-  readonly leases: LeaseTable;
+  leases: LeaseTable;
+  /** The committed term each connected member last reported (hello, renew). */
+  private readonly memberTerm = new Map<number, number>();
+  private activatedAt: number;
+  /** Complete a stored term some members have not committed (a takeover, a validity lapse). */
+  private finishWanted: boolean;
   private readonly links = new Map<number, Link>();
   /** Nodes being (or queued to be) failed over: they get no more grants. */
   private readonly failing = new Set<number>();
@@ -80,9 +110,12 @@ export class ConfigManager {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly sleep: (ms: number) => Promise<void>,
+    private readonly activation: Activation = ALWAYS,
   ) {
     this.cfg = initial;
-    this.leases = new LeaseTable(timing, clock.now());
+    this.activatedAt = clock.now();
+    this.finishWanted = activation.elected;
+    this.leases = activation.takeover ? new LeaseTable(timing, this.activatedAt, TAKEOVER_GRACE_MS) : new LeaseTable(timing, this.activatedAt);
     if (!FAILOVER_MODES.includes(initial.replication)) {
       log.warn({ mode: initial.replication }, `replication mode ${initial.replication}: NO FAILOVER -- its backups index one-sided writes only at a cold start, so a promoted backup would lack acknowledged writes; a dead node's shards stay unserved`);
     }
@@ -90,6 +123,19 @@ export class ConfigManager {
 
   config(): ClusterConfig {
     return this.cfg;
+  }
+
+  /**
+   * Acting again after a validity lapse (ZooKeeper unreachable for a while, the session kept): renews
+   * received meanwhile were not granted, so members may have fenced themselves; start over like a
+   * takeover -- no lease knowledge, a full lease before anyone is suspected -- and finish the stored term.
+   */
+  resume(): void {
+    this.activatedAt = this.clock.now();
+    this.leases = new LeaseTable(this.timing, this.activatedAt, TAKEOVER_GRACE_MS);
+    this.finishWanted = true;
+    this.log.warn({ term: this.cfg.term }, 'active again: every member gets a full lease before it can be suspected');
+    this.kick();
   }
 
   /** Stop: no more failovers (one in progress ends at its next step). */
@@ -121,12 +167,14 @@ export class ConfigManager {
           return;
         }
         this.links.set(m.node, link);
+        this.memberTerm.set(m.node, m.term);
+        if (!this.activation.valid()) return; // not (or no longer) the active manager: no grant
         if (this.failing.has(m.node)) return; // no grant: its lease runs out
         this.leases.renewed(m.node, now);
         const { leaseMs, renewMs, driftMs } = this.timing;
         link.send({ t: 'grant', seq: m.t === 'renew' ? m.seq : 0, leaseMs, renewMs, driftMs, term: this.cfg.term });
         // A member that missed a commit (paused past a prepare timeout) catches up here.
-        if (m.term < this.cfg.term && !this.running) link.send({ t: 'commit', term: this.cfg.term, config: this.cfg, floors: {} });
+        if (m.term < this.cfg.term && !this.running && !this.finishWanted) link.send({ t: 'commit', term: this.cfg.term, config: this.cfg, floors: {} });
         // A member (re)connecting may be what a degraded shard was waiting for.
         if (m.t === 'hello') {
           this.rereplicateWanted = true;
@@ -172,6 +220,8 @@ export class ConfigManager {
   onClose(node: number, link: Link): void {
     if (this.links.get(node) !== link) return;
     this.links.delete(node);
+    this.memberTerm.delete(node);
+    if (!this.activation.valid()) return;
     this.joins.delete(node);
     if (this.members().includes(node)) this.suspect(node, 'connection closed');
   }
@@ -182,6 +232,7 @@ export class ConfigManager {
    * otherwise see renewals that are already waiting in the socket as missing.
    */
   tick(): void {
+    if (!this.activation.valid()) return;
     if (this.leases.expired(this.members(), this.clock.now()).length === 0) return;
     setImmediate(() => {
       for (const n of this.leases.expired(this.members(), this.clock.now())) this.suspect(n, 'lease expired');
@@ -206,7 +257,7 @@ export class ConfigManager {
   }
 
   private reconfigurationWanted(): boolean {
-    return this.joins.size > 0 || this.caughtUp.length > 0 || this.rereplicateWanted;
+    return this.finishWanted || this.joins.size > 0 || this.caughtUp.length > 0 || this.rereplicateWanted;
   }
 
   private async drain(): Promise<void> {
@@ -214,10 +265,11 @@ export class ConfigManager {
     try {
       while (this.queue.length > 0 || this.reconfigurationWanted()) {
         if (this.closed) return;
-        if (this.queue.length === 0) {
-          // Failovers first; then joins, caught-up marks and new backups (§4.5 phase 3).
+        if (this.queue.length === 0 || this.finishWanted) {
+          // A stored term to finish first; then failovers; then joins, caught-up marks and new backups (§4.5 phase 3).
           try {
-            await this.reconfigure();
+            if (this.finishWanted) await this.finish();
+            else await this.reconfigure();
           } catch (err) {
             this.log.error({ err: (err as Error).message }, `reconfiguration failed; retrying in ${FAILOVER_RETRY_MS} ms`);
             void this.sleep(FAILOVER_RETRY_MS).then(() => {
@@ -235,6 +287,7 @@ export class ConfigManager {
           // A store that refused (another manager moved the term) or a plan that cannot be made (the
           // node holds a shard's last replica): say so once and try again a second later.
           this.log.error({ node, err: (err as Error).message }, `failover of node ${node} failed; retrying in ${FAILOVER_RETRY_MS} ms`);
+          if (this.activation.elected) this.finishWanted = true; // the stored term may not have been pushed
           void this.sleep(FAILOVER_RETRY_MS).then(() => {
             this.failing.delete(node);
             if (this.closed || !this.members().includes(node)) return;
@@ -260,16 +313,40 @@ export class ConfigManager {
     const plan = planFailover(this.cfg, node, live);
     this.history.push(rec);
     rec.moved = plan.moved;
+    if (!this.activation.valid()) throw notActive(`failover of node ${node}`);
     await this.store.write(plan.next, this.cfg.term); // compare-and-set on the term
     this.mark(rec, 'stored');
     const old = this.cfg;
     this.cfg = plan.next;
-    // Phase 1: push, and every live member blocks and acknowledges.
+    if (this.activation.pauseAfterStoreMs) {
+      this.log.warn({ event: 'test-pause', term: plan.next.term, ms: this.activation.pauseAfterStoreMs }, `test hook: pausing ${this.activation.pauseAfterStoreMs} ms after storing term ${plan.next.term}`);
+      await this.sleep(this.activation.pauseAfterStoreMs);
+    }
+    const scatter = await this.prepareCommit(rec, plan.next, plan.moved.map((m) => m.shard), new Set(this.members().filter((n) => this.links.has(n))));
+    if (!scatter) return;
+    this.links.get(node)?.send({ t: 'evicted', term: plan.next.term });
+    this.log.warn(
+      { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length, gathered: scatter.gathered, scattered: scatter.scattered },
+      `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
+    );
+    if (this.promoting?.rec === rec && this.promoting.waiting.size === 0) this.mark(rec, 'promoted');
+    this.rereplicateWanted = true; // the failed node's replicas are to be made again
+  }
+
+  /**
+   * Phase 1 and the commit of the stored configuration `next`: every member blocks and acknowledges
+   * (`waitFor` are the ones waited for, bounded by PREPARE_TIMEOUT_MS), listing the versions and entries
+   * of the shards changing primary; then commit with floors and scatter. `moved`: the shards changing
+   * primary, or null to take the ones the members reported (finish(): the previous configuration is
+   * not known here, each member compares with its own). Null if this manager stopped meanwhile.
+   */
+  private async prepareCommit(rec: FailoverRecord, next: ClusterConfig, moved: number[] | null, waitFor: Set<number>): Promise<{ gathered: number; scattered: number } | null> {
+    if (!this.activation.valid()) throw notActive(`push of term ${next.term}`);
     const members = this.members();
     const versions = new Map<number, number>();
     const reports = new Map<number, MemberReport>();
     await new Promise<void>((resolve) => {
-      const waiting = new Set(members.filter((n) => this.links.has(n)));
+      const waiting = new Set([...waitFor].filter((n) => this.links.has(n)));
       let settled = false;
       const done = () => {
         if (settled) return;
@@ -277,38 +354,65 @@ export class ConfigManager {
         this.prepared = null;
         resolve();
       };
-      this.prepared = { term: plan.next.term, waiting, versions, reports, done };
-      for (const n of members) this.links.get(n)?.send({ t: 'prepare', term: plan.next.term, config: plan.next });
+      this.prepared = { term: next.term, waiting, versions, reports, done };
+      for (const n of members) this.links.get(n)?.send({ t: 'prepare', term: next.term, config: next });
       if (waiting.size === 0) done();
       void this.sleep(PREPARE_TIMEOUT_MS).then(() => {
-        if (!settled) this.log.warn({ term: plan.next.term, missing: [...waiting] }, 'prepare not acknowledged by every member in time; committing without them');
+        if (!settled) this.log.warn({ term: next.term, missing: [...waiting] }, 'prepare not acknowledged by every member in time; committing without them');
         done();
       });
     });
     this.mark(rec, 'prepared');
-    if (this.closed) return;
+    if (this.closed) return null;
+    if (!this.activation.valid()) throw notActive(`commit of term ${next.term}`);
+    const shards = moved ?? [...new Set([...versions.keys(), ...[...reports.values()].flatMap((r) => r.entries.map((e) => e.s))])].sort((x, y) => x - y);
+    if (moved === null) rec.moved = shards.map((s) => ({ shard: s, from: -1, to: next.shards[s]!.primary }));
     const floors: Record<string, number> = {};
-    for (const m of plan.moved) floors[m.shard] = versions.get(m.shard) ?? 0;
-    const scatter = planScatter(plan.next, plan.moved.map((m) => m.shard), reports, new Set(members.filter((n) => this.links.has(n))));
+    for (const s of shards) floors[s] = versions.get(s) ?? 0;
+    const scatter = planScatter(next, shards, reports, new Set(members.filter((n) => this.links.has(n))));
     rec.gathered = scatter.gathered;
     rec.scattered = scatter.scattered;
     if (scatter.incomplete.length > 0) {
-      this.log.error({ term: plan.next.term, why: scatter.incomplete }, `gather/scatter for term ${plan.next.term} cannot be complete: ${scatter.incomplete.join('; ')}`);
+      this.log.error({ term: next.term, why: scatter.incomplete }, `gather/scatter for term ${next.term} cannot be complete: ${scatter.incomplete.join('; ')}`);
     }
-    const promotedTo = new Set(plan.moved.map((m) => m.to));
+    const promotedTo = new Set(shards.map((s) => next.shards[s]!.primary));
     this.promoting = { rec, waiting: new Set([...promotedTo].filter((n) => this.links.has(n))) };
     for (const n of members) {
       const mine = scatter.perMember.get(n);
-      this.links.get(n)?.send({ t: 'commit', term: plan.next.term, config: plan.next, floors, ...(mine ? { scatter: mine } : {}) });
+      this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors, ...(mine ? { scatter: mine } : {}) });
     }
-    this.links.get(node)?.send({ t: 'evicted', term: plan.next.term });
     this.mark(rec, 'committed');
-    this.log.warn(
-      { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length, gathered: scatter.gathered, scattered: scatter.scattered },
-      `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
-    );
-    if (this.promoting.waiting.size === 0) this.mark(rec, 'promoted');
-    this.rereplicateWanted = true; // the failed node's replicas are to be made again
+    return scatter;
+  }
+
+  /**
+   * After an election or a validity lapse: wait (bounded) for the members to reconnect, then complete the
+   * stored term for every member still below it (see the header).
+   */
+  private async finish(): Promise<void> {
+    this.finishWanted = false;
+    try {
+      const until = this.activatedAt + this.timing.leaseMs + this.timing.driftMs + TAKEOVER_GRACE_MS;
+      while (!this.closed && this.clock.now() < until && this.members().some((n) => !this.links.has(n) && !this.failing.has(n))) await this.sleep(20);
+      if (this.closed) return;
+      if (!this.activation.valid()) throw notActive(`completing term ${this.cfg.term}`);
+      const behind = this.members().filter((n) => this.links.has(n) && (this.memberTerm.get(n) ?? this.cfg.term) < this.cfg.term);
+      const missing = this.members().filter((n) => !this.links.has(n));
+      this.log.info({ event: 'takeover', term: this.cfg.term, behind, missing }, `taking over at term ${this.cfg.term}: ${behind.length ? `member(s) ${behind.join(',')} not yet on it; completing it` : 'every connected member is on it'}${missing.length ? `; not connected: ${missing.join(',')}` : ''}`);
+      if (behind.length === 0) return;
+      const dead = this.cfg.dead ?? [];
+      const rec: FailoverRecord = { node: dead[dead.length - 1] ?? -1, term: this.cfg.term, moved: [], detectedAt: this.clock.now() };
+      this.history.push(rec);
+      this.event(rec, 'resumed', rec.detectedAt);
+      const scatter = await this.prepareCommit(rec, this.cfg, null, new Set(behind));
+      if (!scatter) return;
+      this.log.warn({ term: this.cfg.term, moved: rec.moved.length, gathered: scatter.gathered, scattered: scatter.scattered }, `completed term ${this.cfg.term} stored by the previous manager: ${rec.moved.length} shard(s) changing primary; ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`);
+      if (this.promoting?.rec === rec && this.promoting.waiting.size === 0) this.mark(rec, 'promoted');
+      this.rereplicateWanted = true;
+    } catch (err) {
+      this.finishWanted = true;
+      throw err;
+    }
   }
 
   /**
@@ -362,6 +466,7 @@ export class ConfigManager {
 
   /** Store `next` (compare-and-set on the term) and send every reachable member the commit. */
   private async push(next: ClusterConfig): Promise<void> {
+    if (!this.activation.valid()) throw notActive(`storing term ${next.term}`);
     await this.store.write(next, this.cfg.term);
     this.cfg = next;
     for (const n of this.members()) this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors: {} });

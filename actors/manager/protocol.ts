@@ -14,6 +14,9 @@ export interface ManagerStart {
   clusterFile: string;
   /** The configuration in ZooKeeper instead: connect string and znode (config/zk-store.ts). */
   zookeeper?: { connect: string; path: string };
+  /** With zookeeper: the session timeout asked for (ms). It bounds a standby's takeover after the active
+   *  manager dies, and how long a ZooKeeper outage the active one rides out (./election.ts). */
+  zkSessionMs?: number;
   host: string;
   port: number;
   leaseMs: number;
