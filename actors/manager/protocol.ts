@@ -8,6 +8,10 @@ export type ManagerOutbound = PongRecord;
 
 export { LineReader, encodeLine, LINE_BYTES_MAX, type ManagerToNode, type NodeToManager } from '../kv/manager-protocol.js';
 
+/** Test hook (test/fault/manager-standby.test.ts): a manager pauses this many ms after storing a
+ *  failover's configuration, before pushing it, so a test can kill it mid-failover. */
+export const PAUSE_AFTER_STORE_ENV = 'ROWAN_TEST_MANAGER_PAUSE_AFTER_STORE_MS';
+
 /** The manager actor's start payload (`rowan manager` builds it). */
 export interface ManagerStart {
   /** The embedded configuration store: the cluster JSON file (unused when `zookeeper` is given). */

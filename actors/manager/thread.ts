@@ -18,11 +18,9 @@ import type { Logger } from '../../config/base/log.js';
 import { ConfigManager } from './manager.js';
 import { leaseTiming, type LeaseTiming } from './leases.js';
 import { ManagerElection } from './election.js';
-import type { ManagerInbound, ManagerStart } from './protocol.js';
+import { PAUSE_AFTER_STORE_ENV, type ManagerInbound, type ManagerStart } from './protocol.js';
 import { serveManager, type ManagerServer } from './server.js';
 
-/** Test hook (test/fault/manager-standby.test.ts): pause after storing a failover's configuration. */
-export const PAUSE_AFTER_STORE_ENV = 'ROWAN_TEST_MANAGER_PAUSE_AFTER_STORE_MS';
 
 let cm: ConfigManager | null = null;
 let server: ManagerServer | null = null;
