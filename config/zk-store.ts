@@ -10,6 +10,15 @@
 // session is replaced by a new one. onSession() reports each change. A setData whose answer was lost
 // with the connection is settled after reconnecting by reading the znode back: ours if it holds exactly
 // what we wrote.
+//
+// Reconnect stall (why a ZooKeeper restart used to hang us for good): node-zookeeper-client bounds a
+// connection attempt only until TCP connects (it clears its connect timer there) and has no read
+// timeout while it waits for the server's answer to its ConnectRequest. A client that reconnects while
+// the restarting server has its port open but does not serve yet can wait for that answer forever: its
+// state stays CONNECTING, no 'connected' and no 'expired' ever comes, and every operation fails with
+// "no ZooKeeper session" from then on. A watchdog here destroys a socket that has been connecting for
+// longer than the library's own connect timeout (session timeout / servers), so the library tries again
+// -- with the same session, which the server then restores or declares expired.
 import zookeeper from 'node-zookeeper-client';
 import type { Client, Stat } from 'node-zookeeper-client';
 import { ErrorCodes, RowanError } from './base/errors.js';
@@ -27,7 +36,8 @@ export function zkConfigPath(clusterName: string): string {
   return `/rowan/${clusterName}/config`;
 }
 
-export type ZkSessionState = 'connected' | 'disconnected' | 'expired' | 'closed';
+/** 'stalled': a reconnect handshake got no answer and was restarted (see the header). */
+export type ZkSessionState = 'connected' | 'disconnected' | 'expired' | 'closed' | 'stalled';
 
 export interface ZooKeeperStoreOptions {
   /** host:port[,host:port...] */
@@ -55,6 +65,7 @@ export class ZooKeeperConfigStore implements ConfigStore {
   private closed = false;
   private readonly waiters = new Set<() => void>();
   private readonly listeners = new Set<(s: ZkSessionState) => void>();
+  private stallTimer: NodeJS.Timeout | undefined;
 
   private constructor(o: ZooKeeperStoreOptions) {
     if (!/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/.test(o.connect))
@@ -92,6 +103,7 @@ export class ZooKeeperConfigStore implements ConfigStore {
     if (this.closed) return;
     this.closed = true;
     this.connected = false;
+    clearInterval(this.stallTimer);
     this.client?.close();
     this.client = null;
     for (const w of this.waiters) w();
@@ -123,6 +135,33 @@ export class ZooKeeperConfigStore implements ConfigStore {
       }
     });
     c.connect();
+    this.watchStall();
+  }
+
+  /** See the header: kick a handshake the server never answers. */
+  private watchStall(): void {
+    clearInterval(this.stallTimer);
+    const stallMs = Math.max(1000, Math.floor(this.sessionTimeoutMs / this.connect.split(',').length));
+    let socket: unknown = null;
+    let since = 0;
+    this.stallTimer = setInterval(() => {
+      const cm = (this.client as unknown as { connectionManager?: { socket?: { destroy(): void; connecting?: boolean; destroyed?: boolean } } } | null)?.connectionManager;
+      const s = cm?.socket;
+      if (this.connected || !s || s.destroyed) {
+        socket = null;
+        return;
+      }
+      if (s !== socket) {
+        socket = s;
+        since = performance.now();
+        return;
+      }
+      if (performance.now() - since < stallMs) return;
+      socket = null;
+      this.emit('stalled');
+      s.destroy(); // the library sees the close and connects again
+    }, Math.max(100, Math.floor(stallMs / 4)));
+    this.stallTimer.unref();
   }
 
   /** The connected client, waiting (bounded) for the session to come back. */
