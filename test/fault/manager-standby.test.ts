@@ -212,3 +212,48 @@ test('standby manager: kill -9 the active one during a failover (after it stored
     }
   });
 });
+
+test('standby manager: the active one paused (SIGSTOP) past its session stops acting; the standby takes over and the old one leaves once resumed', { skip: missing ?? false, timeout: 240_000 }, async () => {
+  await withCluster('rowan-standby-c-', 5000, {}, async (e) => {
+    await waitFor('an active manager', async () => (await e.view.active()) !== null, 30_000, 50);
+    const first = (await e.view.active())!;
+    const pids = managerPids(e.run.output());
+    const firstIdx = [...pids.entries()].find(([, p]) => p === first.pid)![0];
+    const c = await e.connect();
+    for (let i = 0; i < 50; i++) await c.put(`k-${i}`, `v-${i}`);
+    const before = (await e.view.config())!;
+    // A paused process looks, to ZooKeeper and to the nodes, like one cut off by a partition.
+    process.kill(first.pid, 'SIGSTOP');
+    const t0 = performance.now();
+    try {
+      await waitFor('the standby to become active', async () => {
+        const a = await e.view.active();
+        return a !== null && a.pid !== first.pid;
+      }, 60_000, 50);
+    } finally {
+      process.kill(first.pid, 'SIGCONT');
+    }
+    const takeoverMs = performance.now() - t0;
+    // Resumed, the old manager finds its validity lapsed and its session expired: it acts no more and leaves.
+    await waitFor('the old manager to stop', () => /"event":"lost"/.test(managerLog(e.cdir, firstIdx)), 30_000, 50);
+    await waitFor('the old manager process to exit', () => {
+      try {
+        process.kill(first.pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 30_000, 50);
+    const oldLog = managerLog(e.cdir, firstIdx);
+    assert.ok(!/"event":"(stored|committed)"/.test(oldLog), 'the old manager stored and pushed nothing');
+    // Every node renews with the new manager and serves; nobody was failed over.
+    await waitFor('every node to hold a lease from the new manager', async () => [...(await nodeLeases(e.cdir, [0, 1, 2])).values()].every((l) => l !== null && l.startsWith('valid')), 30_000, 50);
+    await allShardsServed(c, probeKeys(SHARDS), 30_000);
+    for (let i = 0; i < 50; i++) assert.equal(dec(await c.get(`k-${i}`)), `v-${i}`);
+    const after = (await e.view.config())!;
+    assert.deepEqual(after.dead ?? [], before.dead ?? [], 'no node was failed over');
+    const active = (await e.view.active())!;
+    assert.notEqual(active.pid, first.pid);
+    console.log(`standby after a paused active manager: standby active ${takeoverMs.toFixed(0)} ms after SIGSTOP (session 2000 ms); the old one, resumed, logged its lost session and exited; no node failed over`);
+  });
+});
