@@ -101,8 +101,12 @@ export class ManagerElection {
   private okAt = -Infinity;
   private wasValid = false;
   private observedActive = false;
+  private watching = '';
   private stopped = false;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** A standby also looks again every session timeout: a watch lost with a connection must not leave it
+   *  waiting forever. */
+  private recheck: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | null = null;
 
   constructor(
@@ -123,6 +127,8 @@ export class ManagerElection {
     await this.zk.ensurePath(this.paths.dir);
     this.mine = await this.zk.createEphemeral(`${this.paths.dir}/cm-`, Buffer.from(JSON.stringify(me)), true);
     this.log.info({ znode: this.mine }, `joined the manager election as ${this.mine}`);
+    this.recheck = setInterval(() => void this.look(), Math.max(1000, this.zk.grantedSessionTimeoutMs()));
+    this.recheck.unref();
     void this.look();
     return this.mine;
   }
@@ -152,6 +158,7 @@ export class ManagerElection {
   stop(): void {
     this.stopped = true;
     clearInterval(this.heartbeat);
+    clearInterval(this.recheck);
     this.unsubscribe?.();
   }
 
@@ -171,6 +178,8 @@ export class ManagerElection {
       if (!names.includes(name)) return this.lose(`election znode ${this.mine} is gone`);
       const i = names.indexOf(name);
       if (i === 0) {
+        if (this.active) return; // two looks raced
+        clearInterval(this.recheck);
         this.okAt = t0;
         this.active = true;
         this.wasValid = true;
@@ -182,7 +191,8 @@ export class ManagerElection {
       const pred = `${this.paths.dir}/${names[i - 1]}`;
       const there = await this.zk.exists(pred, () => void this.look());
       if (!there) return void this.look(); // gone between the two calls
-      this.log.info({ znode: this.mine, watching: pred }, `standby: ${pred} is ahead; watching it`);
+      if (pred !== this.watching) this.log.info({ znode: this.mine, watching: pred }, `standby: ${pred} is ahead; watching it`);
+      this.watching = pred;
     } catch (err) {
       // No session (ZooKeeper down): look again; an expired session ends this election (lose()).
       this.log.warn({ err: (err as Error).message }, 'manager election: ZooKeeper unavailable; looking again in 1 s');

@@ -34,11 +34,15 @@ function watchSession(store: ZooKeeperConfigStore, log: Logger): void {
   });
 }
 
-/** Elected: read the configuration, listen, publish the address. Retried while ZooKeeper does not answer. */
-async function activate(ctx: ActorContext, s: ManagerStart, timing: LeaseTiming, takeover: boolean): Promise<void> {
+/** Elected but unable to start acting (the port taken, ZooKeeper not answering) this many times in a
+ *  row: give the election up (the process stops) so that a standby can take over. */
+const ACTIVATE_ATTEMPTS = 5;
+
+/** Elected: read the configuration, listen, publish the address. Retried (bounded) on failure. */
+async function activate(ctx: ActorContext, s: ManagerStart, timing: LeaseTiming, takeover: boolean, giveUp: (why: string) => void): Promise<void> {
   const store = zk!;
   const e = election!;
-  for (;;) {
+  for (let attempt = 1; ; attempt++) {
     try {
       const initial = await store.read();
       store.fenceOn(e.znode());
@@ -58,11 +62,12 @@ async function activate(ctx: ActorContext, s: ManagerStart, timing: LeaseTiming,
       return;
     } catch (err) {
       if (!e.isActive()) return;
-      ctx.log.error({ err: (err as Error).message }, 'elected, but cannot start acting yet; trying again in 1 s');
       await server?.close();
       server = null;
       cm?.close();
       cm = null;
+      if (attempt >= ACTIVATE_ATTEMPTS) return giveUp(`elected, but could not start acting in ${attempt} attempts: ${(err as Error).message}`);
+      ctx.log.error({ err: (err as Error).message, attempt }, 'elected, but cannot start acting yet; trying again in 1 s');
       await sleep(1000);
     }
   }
@@ -73,19 +78,21 @@ async function startWithZooKeeper(ctx: ActorContext, s: ManagerStart, timing: Le
   zk = store;
   watchSession(store, ctx.log);
   await store.read(); // a cluster must be there before a manager waits to manage it
+  const stop = (why: string) => {
+    ctx.log.error({ event: 'lost' }, `no longer in the manager election: ${why}; stopping (a supervisor starts it again as a standby)`);
+    election?.stop();
+    cm?.close();
+    void server?.close();
+    process.exitCode = 3;
+    process.kill(process.pid, 'SIGTERM');
+  };
   election = new ManagerElection(store, s.zookeeper!.path, ctx.clock, ctx.log, {
-    elected: (takeover) => void activate(ctx, s, timing, takeover),
+    elected: (takeover) => void activate(ctx, s, timing, takeover, stop),
     valid: (ok) => {
       if (!ok) ctx.log.error({ event: 'paused' }, 'no answer from ZooKeeper within the validity window: this manager grants no lease and stores nothing until it answers again');
       else if (cm) cm.resume();
     },
-    lost: (why) => {
-      ctx.log.error({ event: 'lost' }, `no longer in the manager election: ${why}; stopping (a supervisor starts it again as a standby)`);
-      cm?.close();
-      void server?.close();
-      process.exitCode = 3;
-      process.kill(process.pid, 'SIGTERM');
-    },
+    lost: stop,
   });
   const znode = await election.join({ host: s.host, port: s.port, pid: process.pid });
   ctx.log.info({ znode, port: s.port, ...timing, store: `zk://${store.connect}${store.path}` }, `configuration manager in the election as ${znode} (listens only once active)`);
