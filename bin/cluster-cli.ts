@@ -114,6 +114,8 @@ export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> =
   const dir = resolve(o.dir);
   mkdirSync(dir, { recursive: true });
   const { spec, clusterName } = storeFor(dir, o);
+  // Checked before anything is written: standbys need an election, hence ZooKeeper.
+  if (int('managers', o.managers ?? 1, 1, 9) > 1 && 'file' in spec) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--managers above 1 needs --zookeeper: the standby managers are elected through ZooKeeper');
   const store: ConfigStore = 'file' in spec ? new FileConfigStore(spec.file) : await ZooKeeperConfigStore.open({ connect: spec.zookeeper, path: spec.path });
   try {
     const { cluster, fresh } = await clusterFor(dir, o, store);
@@ -165,7 +167,6 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
 
   const children = new Map<number, ChildProcess>();
   const managerCount = int('managers', o.managers ?? 1, 1, 9);
-  if (managerCount > 1 && 'file' in st.spec) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--managers above 1 needs --zookeeper: the standby managers are elected through ZooKeeper');
   const managers: (ChildProcess | null)[] = Array.from({ length: managerCount }, () => null);
   let stopping = false;
   let wake: () => void = () => {};
