@@ -17,8 +17,10 @@
 // the restarting server has its port open but does not serve yet can wait for that answer forever: its
 // state stays CONNECTING, no 'connected' and no 'expired' ever comes, and every operation fails with
 // "no ZooKeeper session" from then on. A watchdog here destroys a socket that has been connecting for
-// longer than the library's own connect timeout (session timeout / servers), so the library tries again
-// -- with the same session, which the server then restores or declares expired.
+// longer than STALL_MS_MAX (or a third of the session timeout, if shorter; at least STALL_MS_MIN), so
+// the library tries again -- with the same session, which the server restores if the client is back
+// within the session timeout. (Waiting as long as the library's own connect timeout, the session
+// timeout / servers, let a restored session expire before the client was back.)
 import zookeeper from 'node-zookeeper-client';
 import type { Client, Stat } from 'node-zookeeper-client';
 import { ErrorCodes, RowanError } from './base/errors.js';
@@ -28,6 +30,9 @@ import type { ConfigStore } from './store.js';
 export const DEFAULT_ZK_CLUSTER_NAME = 'default';
 export const DEFAULT_ZK_CONNECT_TIMEOUT_MS = 5000;
 export const DEFAULT_ZK_SESSION_TIMEOUT_MS = 10_000;
+/** Bounds on how long a reconnect handshake may go unanswered before it is restarted (see the header). */
+export const STALL_MS_MIN = 1000;
+export const STALL_MS_MAX = 3000;
 
 /** The znode a cluster's configuration lives in. */
 export function zkConfigPath(clusterName: string): string {
@@ -141,7 +146,7 @@ export class ZooKeeperConfigStore implements ConfigStore {
   /** See the header: kick a handshake the server never answers. */
   private watchStall(): void {
     clearInterval(this.stallTimer);
-    const stallMs = Math.max(1000, Math.floor(this.sessionTimeoutMs / this.connect.split(',').length));
+    const stallMs = Math.max(STALL_MS_MIN, Math.min(STALL_MS_MAX, Math.floor(this.sessionTimeoutMs / 3)));
     let socket: unknown = null;
     let since = 0;
     this.stallTimer = setInterval(() => {

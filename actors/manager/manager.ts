@@ -265,6 +265,8 @@ export class ConfigManager {
     try {
       while (this.queue.length > 0 || this.reconfigurationWanted()) {
         if (this.closed) return;
+        // Not (or no longer) valid: nothing can be stored or pushed; resume() starts this loop again.
+        if (!this.activation.valid()) return;
         if (this.queue.length === 0 || this.finishWanted) {
           // A stored term to finish first; then failovers; then joins, caught-up marks and new backups (§4.5 phase 3).
           try {

@@ -14,12 +14,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../../actors/kv/client/client.js';
-import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import { stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
 import { allShardsServed, nodePids, probeKeys, waitFor } from '../fixtures/failover-cluster.js';
 import { KvLoad } from '../fixtures/failover-load.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { ZooKeeperServer, zookeeperMissing } from '../fixtures/zookeeper.js';
-import { ZkView, managerPids, nodeLeases } from '../fixtures/zk-cluster.js';
+import { ZkView, launchReady, managerPids, nodeLeases } from '../fixtures/zk-cluster.js';
 import { PAUSE_AFTER_STORE_ENV } from '../../actors/manager/protocol.js';
 
 const missing = zookeeperMissing();
@@ -51,15 +51,11 @@ async function withCluster(prefix: string, leaseMs: number, env: Record<string, 
     const saved = { ...process.env };
     Object.assign(process.env, env); // the launcher passes its environment on to the managers
     try {
-      run = launchCluster(cdir, randomBasePort(), ['--zookeeper', zk.connect, '--cluster-name', name, '--managers', '2', '--zk-session-ms', '2000',
+      run = await launchReady(cdir, ['--zookeeper', zk.connect, '--cluster-name', name, '--managers', '2', '--zk-session-ms', '2000',
         '--lease-ms', String(leaseMs), '--shards', String(SHARDS), '--nodes', '3', '--replication', '2', '--no-restart']);
     } finally {
       process.env = saved;
     }
-    const r = run;
-    await r.ready.catch((e: Error) => {
-      throw new Error(`${e.message}\n${r.output()}`);
-    });
     view = await ZkView.open(zk.connect, name);
     const z = zk;
     const connect = async () => {
