@@ -46,16 +46,17 @@ async function withCluster(prefix: string, leaseMs: number, env: Record<string, 
   const clients: RowanClient[] = [];
   try {
     zk = await ZooKeeperServer.start(join(dir, 'zk'));
-    const name = 'standby';
-    const cdir = join(dir, 'cluster');
     const saved = { ...process.env };
     Object.assign(process.env, env); // the launcher passes its environment on to the managers
+    let launched: Awaited<ReturnType<typeof launchReady>>;
     try {
-      run = await launchReady(cdir, ['--zookeeper', zk.connect, '--cluster-name', name, '--managers', '2', '--zk-session-ms', '2000',
+      launched = await launchReady(dir, 'standby', (n) => ['--zookeeper', zk!.connect, '--cluster-name', n, '--managers', '2', '--zk-session-ms', '2000',
         '--lease-ms', String(leaseMs), '--shards', String(SHARDS), '--nodes', '3', '--replication', '2', '--no-restart']);
     } finally {
       process.env = saved;
     }
+    run = launched.run;
+    const { cdir, name } = launched;
     view = await ZkView.open(zk.connect, name);
     const z = zk;
     const connect = async () => {
