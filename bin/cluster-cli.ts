@@ -300,15 +300,24 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
 
   readyToWatch = true;
   for (const [id, c] of children) watchNode(id, c);
+  // A manager that cannot start again (ZooKeeper still unreachable, say) is retried with backoff: the
+  // other managers and the nodes go on meanwhile.
+  const restartManager = (i: number, which: string, attempt: number): void => {
+    startManager(i).then(() => watchManager(i, managers[i]!), (err: Error) => {
+      if (stopping) return wake();
+      const ms = Math.min(30_000, 1000 * 2 ** attempt);
+      console.error(`cannot restart ${which}: ${err.message}; trying again in ${ms} ms`);
+      setTimeout(() => {
+        if (!stopping) restartManager(i, which, attempt + 1);
+      }, ms).unref();
+    });
+  };
   const watchManager = (i: number, m: ChildProcess) =>
     m.once('exit', (code, signal) => {
       if (stopping) return wake();
       const which = managerCount > 1 ? `configuration manager ${i} (pid ${m.pid})` : 'the configuration manager';
       console.log(`${which} exited (${signal ?? `code ${code}`}); restarting it${managerCount > 1 ? ' (it joins the election as a standby)' : ''}`);
-      startManager(i).then(() => watchManager(i, managers[i]!), (err: Error) => {
-        console.error(`cannot restart ${which}: ${err.message}`);
-        stopAll();
-      });
+      restartManager(i, which, 0);
     });
   managers.forEach((m, i) => watchManager(i, m!));
   // Poll the store (a file read, or one ZooKeeper getData); an unreadable one (being replaced, no
