@@ -1,7 +1,9 @@
 // Electing one active configuration manager among several (DESIGN §6: a standby CM) through ZooKeeper,
 // the classic recipe: every manager creates an ephemeral sequential znode under
-//     /rowan/<cluster>/managers/cm-<seq>     data: {"host", "port", "pid"}
-// and the lowest sequence number is active. A standby watches only its predecessor (no herd when the
+//     /rowan/<cluster>/managers/cm-<guid>-<seq>     data: {"host", "port", "pid"}
+// and the lowest sequence number is active. The guid finds the manager's own znode again when the
+// answer to its create was lost with the connection (the znode may exist; an unknown one of ours
+// would hold the election until our session ends). A standby watches only its predecessor (no herd when the
 // active one goes) and looks again when that znode goes away. The active manager then publishes its
 // address in the ephemeral znode /rowan/<cluster>/manager, which `rowan status` reads; nodes find it by
 // trying the managers they were given in turn (a standby does not listen: actors/kv/lease.ts).
@@ -27,6 +29,7 @@
 //     supervisor -- `rowan cluster` -- starts it again as a new standby). One whose validity lapsed with
 //     the session still open (ZooKeeper restarting, the network slow) only pauses: it grants nothing
 //     until a heartbeat succeeds again, then resumes as if it had just taken over (./manager.ts resume).
+import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../config/base/clock.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
@@ -59,11 +62,16 @@ export function electionPaths(configPath: string): { dir: string; active: string
   return { dir: `${base}/managers`, active: `${base}/manager` };
 }
 
+/** The election's znode names in sequence order (the server's 10-digit suffix), lowest first. */
+export function electionOrder(names: string[]): string[] {
+  return names.filter((n) => /^cm-.*\d{10}$/.test(n)).sort((a, b) => Number(a.slice(-10)) - Number(b.slice(-10)));
+}
+
 /** Every manager in the election, lowest (the active one, or the one becoming it) first. */
 export async function listManagers(zk: ZooKeeperConfigStore, configPath: string): Promise<ElectionEntry[]> {
   const p = electionPaths(configPath);
   if ((await zk.exists(p.dir)) === null) return [];
-  const names = (await zk.children(p.dir)).filter((n) => n.startsWith('cm-')).sort();
+  const names = electionOrder(await zk.children(p.dir));
   const activeData = await zk.dataOf(p.active);
   const active = activeData ? parseAddress(activeData) : null;
   const out: ElectionEntry[] = [];
@@ -125,7 +133,15 @@ export class ManagerElection {
       if (s === 'expired' && !this.stopped) this.lose(`ZooKeeper session expired (election znode ${this.mine} is gone)`);
     });
     await this.zk.ensurePath(this.paths.dir);
-    this.mine = await this.zk.createEphemeral(`${this.paths.dir}/cm-`, Buffer.from(JSON.stringify(me)), true);
+    const prefix = `cm-${randomUUID().slice(0, 8)}-`;
+    try {
+      this.mine = await this.zk.createEphemeral(`${this.paths.dir}/${prefix}`, Buffer.from(JSON.stringify(me)), true);
+    } catch (err) {
+      // The answer may have been lost with the connection: the znode is ours if it carries our guid.
+      const found = (await this.zk.children(this.paths.dir)).find((n) => n.startsWith(prefix));
+      if (!found) throw err;
+      this.mine = `${this.paths.dir}/${found}`;
+    }
     this.log.info({ znode: this.mine }, `joined the manager election as ${this.mine}`);
     this.recheck = setInterval(() => void this.look(), Math.max(1000, this.zk.grantedSessionTimeoutMs()));
     this.recheck.unref();
@@ -174,7 +190,7 @@ export class ManagerElection {
     const name = this.mine.slice(this.paths.dir.length + 1);
     try {
       const t0 = this.clock.now();
-      const names = (await this.zk.children(this.paths.dir)).filter((n) => n.startsWith('cm-')).sort();
+      const names = electionOrder(await this.zk.children(this.paths.dir));
       if (!names.includes(name)) return this.lose(`election znode ${this.mine} is gone`);
       const i = names.indexOf(name);
       if (i === 0) {
