@@ -205,8 +205,15 @@ export class ManagerElection {
       }
       if ((await this.zk.exists(this.paths.active)) !== null) this.observedActive = true;
       const pred = `${this.paths.dir}/${names[i - 1]}`;
-      const there = await this.zk.exists(pred, () => void this.look());
-      if (!there) return void this.look(); // gone between the two calls
+      // One watch per predecessor: a recheck of the same one registers none (watchers would pile up).
+      const there = pred === this.watching ? await this.zk.exists(pred) : await this.zk.exists(pred, () => {
+        this.watching = '';
+        void this.look();
+      });
+      if (!there) {
+        this.watching = '';
+        return void this.look(); // gone between the two calls
+      }
       if (pred !== this.watching) this.log.info({ znode: this.mine, watching: pred }, `standby: ${pred} is ahead; watching it`);
       this.watching = pred;
     } catch (err) {
