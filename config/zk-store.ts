@@ -104,6 +104,32 @@ export class ZooKeeperConfigStore implements ConfigStore {
     return this.connected;
   }
 
+  /**
+   * Close and wait (at most `ms`) until the server has ended the session: its ephemeral znodes (a
+   * manager's election znode) are gone at once instead of after the session timeout -- a process
+   * that exits right after close() may never send the request.
+   */
+  closeAndWait(ms = 1000): Promise<void> {
+    const c = this.client;
+    if (this.closed || !c || !this.connected) {
+      this.close();
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(t);
+        c!.removeListener('state', onState);
+        resolve();
+      }
+      const onState = (st: unknown) => {
+        if (st === State.DISCONNECTED) done();
+      };
+      c.on('state', onState);
+      this.close();
+    });
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;

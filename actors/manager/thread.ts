@@ -122,7 +122,8 @@ export const managerActor = defineActor<ManagerInbound>({
     election?.stop();
     cm?.close();
     await server?.close();
-    zk?.close();
+    // Ends the session before the process exits: the election znode goes now, not a session timeout later.
+    await zk?.closeAndWait();
     election = null;
     zk = null;
     server = null;
