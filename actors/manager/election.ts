@@ -191,6 +191,7 @@ export class ManagerElection {
     try {
       const t0 = this.clock.now();
       const names = electionOrder(await this.zk.children(this.paths.dir));
+      if (this.stopped) return; // stopped (the process drains) while the answer was on its way
       if (!names.includes(name)) return this.lose(`election znode ${this.mine} is gone`);
       const i = names.indexOf(name);
       if (i === 0) {

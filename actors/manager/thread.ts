@@ -45,6 +45,7 @@ async function activate(ctx: ActorContext, s: ManagerStart, timing: LeaseTiming,
   for (let attempt = 1; ; attempt++) {
     try {
       const initial = await store.read();
+      if (!e.isActive()) return; // stopped meanwhile
       store.fenceOn(e.znode());
       const pause = Number(process.env[PAUSE_AFTER_STORE_ENV] ?? 0);
       cm = new ConfigManager(store, initial, timing, ctx.clock, ctx.log, (ms) => sleep(ms), {
