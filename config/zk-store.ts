@@ -33,6 +33,8 @@ export const DEFAULT_ZK_SESSION_TIMEOUT_MS = 10_000;
 /** Bounds on how long a reconnect handshake may go unanswered before it is restarted (see the header). */
 export const STALL_MS_MIN = 1000;
 export const STALL_MS_MAX = 3000;
+/** A closing client's socket is dropped after this, should the server not end the session first. */
+export const CLOSE_SESSION_GRACE_MS = 2000;
 
 /** The znode a cluster's configuration lives in. */
 export function zkConfigPath(clusterName: string): string {
@@ -133,10 +135,18 @@ export class ZooKeeperConfigStore implements ConfigStore {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    const wasConnected = this.connected;
     this.connected = false;
     clearInterval(this.stallTimer);
-    this.client?.close();
+    const c = this.client;
+    c?.close();
     this.client = null;
+    // A client without a session may sit in a handshake the server never answers (see the header): its
+    // open socket would keep the process alive for good (a launcher that never exited). Drop it now; a
+    // connected one gets CLOSE_SESSION_GRACE_MS to end its session politely first.
+    const drop = () => socketOf(c)?.destroy();
+    if (!wasConnected) drop();
+    else setTimeout(drop, CLOSE_SESSION_GRACE_MS).unref();
     for (const w of this.waiters) w();
     this.emit('closed');
   }
@@ -176,8 +186,7 @@ export class ZooKeeperConfigStore implements ConfigStore {
     let socket: unknown = null;
     let since = 0;
     this.stallTimer = setInterval(() => {
-      const cm = (this.client as unknown as { connectionManager?: { socket?: { destroy(): void; connecting?: boolean; destroyed?: boolean } } } | null)?.connectionManager;
-      const s = cm?.socket;
+      const s = socketOf(this.client);
       if (this.connected || !s || s.destroyed) {
         socket = null;
         return;
@@ -377,6 +386,11 @@ export class ZooKeeperConfigStore implements ConfigStore {
       if (codeOf(err) !== Exception.NODE_EXISTS) throw zkError(`mkdirp ${parent}`, this.connect, err);
     }
   }
+}
+
+/** The client's current socket (node-zookeeper-client internals: see the header for why we need it). */
+function socketOf(c: Client | null): { destroy(): void; destroyed?: boolean } | undefined {
+  return (c as unknown as { connectionManager?: { socket?: { destroy(): void; destroyed?: boolean } } } | null)?.connectionManager?.socket;
 }
 
 function parse(data: Buffer, from: string): ClusterConfig {

@@ -14,12 +14,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../../actors/kv/client/client.js';
-import { stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import type { LaunchedCluster } from '../fixtures/cluster.js';
 import { allShardsServed, nodePids, probeKeys, waitFor } from '../fixtures/failover-cluster.js';
 import { KvLoad } from '../fixtures/failover-load.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { ZooKeeperServer, zookeeperMissing } from '../fixtures/zookeeper.js';
-import { ZkView, launchReady, managerPids, nodeLeases } from '../fixtures/zk-cluster.js';
+import { ZkView, launchReady, stopClusterBounded, managerPids, nodeLeases } from '../fixtures/zk-cluster.js';
 import { PAUSE_AFTER_STORE_ENV } from '../../actors/manager/protocol.js';
 
 const missing = zookeeperMissing();
@@ -68,7 +68,7 @@ async function withCluster(prefix: string, leaseMs: number, env: Record<string, 
   } finally {
     for (const c of clients) await c.close().catch(() => {});
     view?.close();
-    if (run) await stopCluster(run.child);
+    if (run) await stopClusterBounded(run);
     await zk?.stop();
     if (process.env['ROWAN_TEST_KEEP'] === undefined) rmSync(dir, { recursive: true, force: true });
     else console.log(`kept ${dir}`);

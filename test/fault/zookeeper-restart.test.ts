@@ -14,12 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { RowanClient } from '../../actors/kv/client/client.js';
-import { stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import type { LaunchedCluster } from '../fixtures/cluster.js';
 import { allShardsServed, nodePids, probeKeys, waitFor } from '../fixtures/failover-cluster.js';
 import { KvLoad } from '../fixtures/failover-load.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { ZooKeeperServer, zookeeperMissing } from '../fixtures/zookeeper.js';
-import { ZkView, launchReady, managerPids, nodeLeases } from '../fixtures/zk-cluster.js';
+import { ZkView, launchReady, stopClusterBounded, managerPids, nodeLeases } from '../fixtures/zk-cluster.js';
 
 const missing = zookeeperMissing();
 const SHARDS = 8;
@@ -119,7 +119,7 @@ test('ZooKeeper restarted under load: the cluster serves throughout, nothing han
     await load?.stop();
     for (const c of clients) await c.close().catch(() => {});
     view?.close();
-    if (run) await stopCluster(run.child);
+    if (run) await stopClusterBounded(run);
     await zk?.stop();
     if (process.env['ROWAN_TEST_KEEP'] === undefined) rmSync(dir, { recursive: true, force: true });
     else console.log(`kept ${dir}`);
@@ -170,7 +170,7 @@ test('ZooKeeper down longer than the manager may act: it pauses (nodes fence) an
   } finally {
     await client?.close().catch(() => {});
     view?.close();
-    if (run) await stopCluster(run.child);
+    if (run) await stopClusterBounded(run);
     await zk?.stop();
     if (process.env['ROWAN_TEST_KEEP'] === undefined) rmSync(dir, { recursive: true, force: true });
     else console.log(`kept ${dir}`);
