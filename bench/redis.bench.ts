@@ -23,7 +23,7 @@ interface Target {
   /** redis-benchmark/ioredis endpoints: single port, and cluster port (rowan only). */
   port: number;
   clusterPort?: number;
-  /** rowan: the cluster secret's text (its Redis password); real Redis here has none. */
+  /** rowan: the client password (DIR/client-password, its Redis requirepass); real Redis here has none. */
   password?: string;
 }
 
@@ -71,7 +71,7 @@ export async function run(): Promise<Row[]> {
   try {
     const c = JSON.parse(readFileSync(rowan.file, 'utf8')) as ClusterConfig;
     const n0 = c.nodes[0]!;
-    const password = readFileSync(join(dirname(rowan.file), 'secret'), 'utf8').trim();
+    const password = readFileSync(join(dirname(rowan.file), 'client-password'), 'utf8').trim();
     await drive({ system: 'rowan', port: n0.resp!.ports[0]!, clusterPort: n0.resp!.clusterPorts[0]!, password }, rows);
   } finally {
     await rowan.stop();

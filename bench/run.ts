@@ -70,6 +70,12 @@ const benches: Record<string, Bench> = {
     plot: { label: (r) => `${r.system} | ${r.client} ${r.test}`, value: 'opsPerSec', unit: 'ops/s' },
     columns: ['system', 'client', 'test', 'opsPerSec', 'p50ms', 'p99ms', 'errors', 'vsRedis', 'vsRedisSetWait2'],
   },
+  reshard: {
+    title: 'dynamic resharding (Figure 15): 95 % GET on 3 nodes, a hotspot on one shard at 3 s; ops/s before, during and after the move (timeline in reshard-timeline.svg)',
+    module: './reshard.bench.js',
+    plot: { label: (r) => `moved ${r.moved}`, value: ['opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter'], unit: 'ops/s' },
+    columns: ['hotspotMs', 'detectedAfterMs', 'moved', 'moveMs', 'handoverMs', 'objectsHandedOver', 'objectsCopied', 'blogEntriesApplied', 'opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter', 'errors'],
+  },
   'ycsb-gc': {
     title: 'YCSB Load A / A on Rowan-KV with big pools vs small pools under GC pressure: ops/s, latency (µs), segments reclaimed',
     module: './ycsb.bench.js',

@@ -20,8 +20,9 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { logLevels } from '../config/base/log.js';
-import { SECRET_FILE, writeNewSecretFile } from '../config/base/secret.js';
-import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
+import { CLIENT_PASSWORD_FILE, SECRET_FILE, writeNewPasswordFile, writeNewSecretFile } from '../config/base/secret.js';
+import { loadTls } from '../runtime/net/tls.js';
+import { CLUSTER_REPLICATION_MODES, newChecksumSeed, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore, type ConfigStore } from '../config/store.js';
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
 import { describeStore, type StoreSpec } from '../config/store-spec.js';
@@ -45,6 +46,8 @@ export interface ClusterOpts {
   segmentKib: string | number;
   leaseMs: string | number;
   logLevel?: string;
+  /** false with --no-auto-reshard (passed to the manager). */
+  autoReshard?: boolean;
   indexKeys?: string;
   indexKeysMax?: string;
   zookeeper?: string;
@@ -54,6 +57,20 @@ export interface ClusterOpts {
   zkSessionMs?: string;
   /** false (--no-restart): a node that dies stays down, as before supervision. */
   restart?: boolean;
+  /** TLS for every node and the manager (one certificate for the local cluster, README "Security model"). */
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+}
+
+/** --tls-cert/--tls-key/--tls-ca as given (absolute), for the nodes' and the manager's command lines. */
+function tlsArgs(o: ClusterOpts): string[] {
+  const given = [o.tlsCert, o.tlsKey, o.tlsCa].filter((f) => f !== undefined).length;
+  if (given === 0) return [];
+  if (given !== 3) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--tls-cert, --tls-key and --tls-ca go together');
+  const files = { cert: resolve(o.tlsCert!), key: resolve(o.tlsKey!), ca: resolve(o.tlsCa!) };
+  loadTls(files); // unreadable, non-PEM or world-readable key: said here, not by every node
+  return ['--tls-cert', files.cert, '--tls-key', files.key, '--tls-ca', files.ca];
 }
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
@@ -100,6 +117,8 @@ async function clusterFor(dir: string, o: ClusterOpts, store: ConfigStore): Prom
     shardCount: int('shards', o.shards, 1, 4096),
     replicationFactor: Math.min(int('replication', o.replication, 1, 16), n),
     replication: o.replicationMode as ClusterReplicationMode,
+    // Keys every log block's checksum (README "Security model"), with or without --no-auth.
+    checksumSeed: newChecksumSeed(),
   });
   return { cluster, fresh: true };
 }
@@ -111,6 +130,7 @@ const NEW_CLUSTER_FLAGS: [keyof ClusterOpts, string][] = [
 ];
 
 export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> = new Set()): Promise<number> {
+  tlsArgs(o); // half the TLS flags is bad usage, found before anything is made
   const dir = resolve(o.dir);
   mkdirSync(dir, { recursive: true });
   const { spec, clusterName } = storeFor(dir, o);
@@ -152,12 +172,19 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--pool-mib ${o.poolMib} holds ${poolSegments} segments of ${segmentBytes / 1024} KiB; a pool needs at least 8 (a smaller --segment-kib, or a larger --pool-mib)`);
     writeFileSync(nodeConfig, JSON.stringify({ pool: { segmentCount: poolSegments, segmentBytes } }, null, 2) + '\n');
   }
-  // The cluster secret (README "Security model"): made with the cluster, mode 0600; every node proves
-  // it to the others and demands it from clients (rowan put/get/del read it beside cluster.json).
+  // The cluster secret and the client password (README "Security model"): made with the cluster, mode
+  // 0600. Nodes and the manager prove the secret to each other; clients prove the password (rowan
+  // put/get/del read it beside cluster.json), which grants no node's rights. A cluster made before
+  // either existed gets it now, and is told so: its clients must switch to the password.
   const secretFile = join(dir, SECRET_FILE);
   if (!existsSync(secretFile)) {
     writeNewSecretFile(secretFile);
-    if (!fresh) console.log(`this cluster had no secret: generated ${secretFile} (mode 0600); clients and Redis users now need it (redis-cli -a "$(cat ${secretFile})")`);
+    if (!fresh) console.log(`this cluster had no secret: generated ${secretFile} (mode 0600); nodes and the manager prove it to each other`);
+  }
+  const passwordFile = join(dir, CLIENT_PASSWORD_FILE);
+  if (!existsSync(passwordFile)) {
+    writeNewPasswordFile(passwordFile);
+    if (!fresh) console.log(`this cluster had no client password: generated ${passwordFile} (mode 0600); clients and Redis users now need it instead of the cluster secret, which the client and Redis ports no longer accept (redis-cli -a "$(cat ${passwordFile})")`);
   }
   console.log(`${fresh ? 'new' : 'existing'} cluster in ${dir}: ${cluster.nodes.length} nodes, ${cluster.shardCount} shards, replication ${cluster.replicationFactor} (${cluster.replication}), term ${cluster.term}; configuration in ${describeStore(st.spec)}`);
   if (!fresh) {
@@ -208,8 +235,8 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   const startManager = async (i: number): Promise<void> => {
     const logFile = join(dir, `manager${suffix(i)}.log`);
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'manager', ...where, '--port', String(managerPort + i), '--lease-ms', String(leaseMs), '--data-dir', join(dir, `manager${suffix(i)}`),
-      ...(o.zkSessionMs !== undefined && !('file' in st.spec) ? ['--zk-session-ms', o.zkSessionMs] : []), ...(o.logLevel ? ['--log-level', o.logLevel] : [])];
+    const args = [bin, 'manager', ...where, '--port', String(managerPort + i), '--lease-ms', String(leaseMs), '--data-dir', join(dir, `manager${suffix(i)}`), '--secret-file', secretFile, ...tlsArgs(o),
+      ...(o.zkSessionMs !== undefined && !('file' in st.spec) ? ['--zk-session-ms', o.zkSessionMs] : []), ...(o.logLevel ? ['--log-level', o.logLevel] : []), ...(o.autoReshard === false ? ['--no-auto-reshard'] : [])];
     // Like a node: its own process group, and down with this launcher however the launcher dies.
     const m = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
     managers[i] = m;
@@ -237,7 +264,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
     mkdirSync(n.dataDir, { recursive: true });
     const logFile = join(dir, `node-${n.id}.log`);
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig, '--secret-file', secretFile,
+    const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig, '--secret-file', secretFile, '--client-password-file', passwordFile, ...tlsArgs(o),
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
       '--manager', managerAddrs, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : []),
@@ -294,9 +321,10 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   // The command as this user can type it: bin/rowan from the checkout (rowan is not on PATH).
   const rel = relative(process.cwd(), bin);
   const cmd = rel.startsWith('..') ? bin : rel;
-  // With --cluster the clients find the secret beside cluster.json; with ZooKeeper they are told where it is.
-  const w = [...where, ...('file' in st.spec ? [] : ['--secret-file', secretFile])].join(' ');
-  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${w}\n  redis-cli -p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${secretFile})" get hello\nClients authenticate with the cluster secret in ${secretFile}.\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
+  // With --cluster the clients find the password beside cluster.json; with ZooKeeper they are told where it is.
+  const tlsCa = o.tlsCa === undefined ? null : resolve(o.tlsCa);
+  const w = [...where, ...('file' in st.spec ? [] : ['--password-file', passwordFile]), ...(tlsCa ? ['--tls-ca', tlsCa] : [])].join(' ');
+  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${where.join(' ')}\n  redis-cli ${tlsCa ? `--tls --cacert ${tlsCa} ` : ''}-p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${passwordFile})" get hello\nClients authenticate with the client password in ${passwordFile} (the cluster secret in ${secretFile} is for nodes only).\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
 
   readyToWatch = true;
   for (const [id, c] of children) watchNode(id, c);
@@ -368,6 +396,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', asIs, 128)
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', asIs, 4096)
     .option('--no-restart', 'leave a node that dies down (default: restart it with backoff; a failed-over node rejoins with an empty pool and gets replicas again)')
+    .option('--no-auto-reshard', 'the configuration manager moves hot shards only when asked (rowan reshard), not on its own (§4.6)')
     .option('--lease-ms <ms>', 'lease the configuration manager grants; a dead node is failed over after it expires (paper: 10)', asIs, DEFAULT_LEASE_MS)
     .addOption(new Option('--log-level <level>', 'log level of the nodes and the configuration manager (their logs: DIR/node-N.log, DIR/manager.log; default: info, or ROWAN_LOG_LEVEL)').choices(logLevels))
     .option('--index-keys <n>', "keys each shard's index is sized for at start (grows on demand; see rowan start --help)")
@@ -376,6 +405,9 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--cluster-name <name>', ZK_NAME_HELP)
     .option('--managers <n>', 'configuration managers to run; above 1 needs --zookeeper: they elect one active manager, the others stand by and take over when it dies (each on base + 490 + i, log DIR/manager-i.log)', asIs, 1)
     .option('--zk-session-ms <ms>', 'with --zookeeper: the managers\' ZooKeeper session timeout (see rowan manager --help)')
+    .option('--tls-cert <file>', 'PEM certificate for every node and the manager (its names must cover 127.0.0.1): TLS on all their ports, mutual between them (with --tls-key, --tls-ca; clients then need --tls-ca)')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert, mode 0600')
+    .option('--tls-ca <file>', 'PEM CA that signed --tls-cert; clients verify the nodes with it')
     .action(function (this: Command) {
       const explicit = new Set(Object.keys(this.opts()).filter((k) => this.getOptionValueSource(k) === 'cli'));
       return run(() => runCluster(this.opts<ClusterOpts>(), explicit))();

@@ -8,6 +8,8 @@ import type { KvNodeStatus as NodeStatus } from '../actors/kv/gc-status.js';
 import { listManagers, type ElectionEntry } from '../actors/manager/election.js';
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
 import type { StoreSpec } from '../config/store-spec.js';
+import type { MoveRecord } from '../actors/manager/moves.js';
+import { askManager, managerFor, toolSecret } from './manager-admin.js';
 
 /** The stored configuration and, with ZooKeeper, the managers in the election (the active one marked). */
 export async function readClusterAndManagers(spec: StoreSpec): Promise<{ cluster: ClusterConfig; managers: ElectionEntry[] | null }> {
@@ -32,6 +34,18 @@ export interface ClusterStatus {
   /** With ZooKeeper: the configuration managers in the election, lowest first; `active` marks the one
    *  that published its address. Null with the embedded file store (one manager, no election). */
   managers?: ElectionEntry[] | null;
+  /** Resharding tasks in progress (§4.6): the stored migration list. */
+  migrations: ClusterConfig['migrations'];
+  /** The manager's view of the load and its recent moves; null when it did not answer. */
+  manager: ManagerLoads | null;
+}
+
+export interface ManagerLoads {
+  term: number;
+  loads: Record<string, number>;
+  shards: Record<string, { reqs: number; writes: number }>;
+  moves: MoveRecord[];
+  resharding: { auto: boolean; periodMs: number; overloadPercent: number; targetPercent: number };
 }
 
 /** Every node of the stored configuration (or the cluster file's), asked for its status. */
@@ -53,7 +67,11 @@ export async function collectClusterStatus(cluster: ClusterConfig | string, mana
       }
     }),
   );
-  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, managers };
+  // With ZooKeeper the active manager's published address (a standby listens on nothing); none active
+  // (one is taking over): no manager section.
+  const to = managerFor(undefined, c, managers);
+  const manager = to === null ? null : ((await askManager(to, { op: 'loads' }, 1500, toolSecret(undefined, typeof cluster === 'string' ? cluster : undefined)).catch(() => null)) as ManagerLoads | null);
+  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, migrations: c.migrations, manager, managers };
 }
 
 function pad(rows: string[][]): string[] {
@@ -86,7 +104,25 @@ export function formatClusterStatus(s: ClusterStatus): string {
     ];
   });
   out.push(...pad([head, ...rows]), '');
-  out.push(...pad([['SHARD', 'PRIMARY', 'BACKUPS'], ...s.shards.map((sh) => [String(sh.id), String(sh.primary), sh.backups.join(',')])]));
+  out.push(...pad([['SHARD', 'PRIMARY', 'BACKUPS', 'REQ/S', 'WRITES/S'], ...s.shards.map((sh) => [String(sh.id), String(sh.primary), sh.backups.join(','), String(s.manager?.shards[sh.id]?.reqs ?? '-'), String(s.manager?.shards[sh.id]?.writes ?? '-')])]));
+  out.push('', ...formatResharding(s));
   for (const n of s.nodes) if (n.error) out.push('', `node ${n.id}: ${n.error}`);
   return out.join('\n');
+}
+
+/** Resharding (§4.6): per-node load, the migration list, the manager's recent moves. */
+function formatResharding(s: ClusterStatus): string[] {
+  const m = s.manager;
+  const out: string[] = [];
+  if (!m) out.push('resharding: the configuration manager did not answer (load unknown)');
+  else {
+    out.push(`resharding: ${m.resharding.auto ? `automatic (a node ${m.resharding.overloadPercent} % above the average is overloaded; reports every ${m.resharding.periodMs} ms)` : 'by hand only (rowan reshard)'}`);
+    out.push(`load (requests/s as primary + weighted replicated writes as backup): ${Object.entries(m.loads).map(([n, l]) => `node ${n} ${l}`).join(', ') || 'no reports yet'}`);
+  }
+  out.push(s.migrations.length ? `migrations in progress: ${s.migrations.map((t) => `shard ${t.shard} node ${t.source} -> node ${t.target}`).join('; ')}` : 'migrations in progress: none');
+  for (const r of m?.moves.slice(-5) ?? []) {
+    const ms = r.doneAt !== undefined ? `${(r.doneAt - r.startedAt).toFixed(0)} ms` : r.rolledBackAt !== undefined ? 'rolled back' : (r.error ?? 'in progress');
+    out.push(`  move term ${r.term} (${r.why}): ${r.moves.map((x) => `shard ${x.shard} ${x.from}->${x.to}`).join(', ')}: ${ms}${r.entries !== undefined ? `, ${r.entries} b-log entries applied by the target` : ''}`);
+  }
+  return out;
 }

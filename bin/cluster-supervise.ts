@@ -9,7 +9,7 @@ import type { ConfigStore } from '../config/store.js';
 
 export const RESTART_DELAY_MS = 1000;
 export const RESTART_DELAY_MAX_MS = 30_000;
-export const STABLE_RUN_MS = 60_000;
+export const STABLE_RUN_MS = 10_000;
 export const DEAD_WAIT_MS = 10_000;
 
 export class RestartBackoff {

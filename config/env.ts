@@ -20,6 +20,11 @@ function parseValue(key: string, type: string, name: string, v: string): unknown
     if (v.trim() === '' || !Number.isFinite(n)) bad(name, v, type === 'integer' ? 'not an integer' : 'not a number');
     return n;
   }
+  if (type === 'boolean') {
+    if (v === 'true' || v === '1') return true;
+    if (v === 'false' || v === '0') return false;
+    bad(name, v, 'not true|false');
+  }
   if (type === 'map') {
     try {
       return JSON.parse(v) as unknown;

@@ -63,11 +63,19 @@ export const configSchema = z.strictObject({
     readsInFlightMax: intIn(1, 1 << 16).describe('GETs running at once on one connection: with writeBytesMax, bounds the memory one connection can hold to writeBytesMax + readsInFlightMax x the largest value'),
     writeBytesMax: intIn(64 * 1024, 1 << 30).describe('response bytes the peer has not read before the connection stops reading'),
   }),
+  secretFile: z.string({ message: 'must be a path' }).describe('file of the cluster secret nodes prove to each other (64 hex characters, mode 0600; rowan start --secret-file); empty: the file secret beside --cluster\'s file'),
+  clientPasswordFile: z.string({ message: 'must be a path' }).describe('file of the client password the client and Redis ports demand (mode 0600; rowan start --client-password-file); empty: the file client-password beside --cluster\'s file'),
+  tls: z.strictObject({
+    cert: z.string({ message: 'must be a path' }).describe('PEM certificate (chain) of this node, for its client, Redis, fabric and manager connections (rowan start --tls-cert); empty: TLS off'),
+    key: z.string({ message: 'must be a path' }).describe('PEM private key of tls.cert, mode 0600 (rowan start --tls-key)'),
+    ca: z.string({ message: 'must be a path' }).describe('PEM CA certificate(s) peers are verified against (mutual TLS between nodes) and clients verify the node with (rowan start --tls-ca)'),
+  }),
   leaseMs: numIn(1, 600_000).describe('not read by a node: the configuration manager grants the lease (rowan manager/cluster --lease-ms)'),
   resharding: z.strictObject({
-    periodMs: numIn(1, 3_600_000).describe('resharding is not built yet: not read (paper: 500 ms)'),
-    overloadPercent: numIn(0, 1000).describe('resharding is not built yet: not read (paper: 30 %)'),
-    targetPercent: numIn(0, 1000).describe('resharding is not built yet: not read (paper: 5 %; at most overloadPercent)'),
+    auto: z.boolean().describe('the configuration manager moves hot shards on its own (§4.6); false: only `rowan reshard` moves them (read by rowan manager/cluster)'),
+    periodMs: numIn(1, 3_600_000).describe('nodes report per-shard requests this often and the manager plans at this period (paper: 500 ms)'),
+    overloadPercent: numIn(0, 1000).describe('a node whose load is this far above the average is overloaded (paper: 30 %; read by the manager)'),
+    targetPercent: numIn(0, 1000).describe('moves go on until each overloaded node is within this of the average (paper: 5 %; at most overloadPercent)'),
   }),
   runtime: z.strictObject({
     ringWords: intIn(defaultLimits.ringWordsMin, defaultLimits.ringWordsMax).describe('capacity of each actor-to-actor ring, in Int32 words'),
@@ -99,6 +107,7 @@ function typeOf(s: z.ZodType): string {
   if (s instanceof z.ZodString) return 'string';
   if (s instanceof z.ZodArray) return 'list';
   if (s instanceof z.ZodRecord) return 'map';
+  if (s instanceof z.ZodBoolean) return 'boolean';
   return 'value';
 }
 

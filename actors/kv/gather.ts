@@ -17,6 +17,7 @@
 // segment, so the entries survive a restart; its full segments are sealed Committed and cleaned by GC
 // like any digest log's; its newest segment stays Using until a later promotion on this node reopens the
 // chain (TLog.recover commits the older ones) -- the same as the promotion's own reassembled entries.
+import { plausibleVersion } from './trust.js';
 import type { Limits } from '../../config/limits.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
@@ -137,11 +138,13 @@ export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: 
   const hash = { hi: 0, lo: 0 };
   const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
   // A read epoch while index lookups read entries in the pool (GC must not free them underneath).
-  shared.gc?.epochs.enter(slot);
+  shared.gc?.epochs.enterShared(slot);
   try {
     for (const g of entries) {
       const index = shared.indexes[g.s];
-      if (!index || (g.t !== EntryType.Put && g.t !== EntryType.Del)) {
+      // Scattered and copied entries come from other nodes like b-log blocks: a version no shard can
+      // legitimately reach is not taken (./trust.ts; it would make the shard's later writes fail).
+      if (!index || (g.t !== EntryType.Put && g.t !== EntryType.Del) || !plausibleVersion(g.v)) {
         st.skipped++;
         continue;
       }
@@ -158,7 +161,7 @@ export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: 
       st.absorbed++;
     }
   } finally {
-    shared.gc?.epochs.exit(slot);
+    shared.gc?.epochs.exitShared(slot);
   }
   return st;
 }

@@ -86,6 +86,12 @@ export class LiveBytes {
     this.added(newAddr);
   }
 
+  /** The index item pointing at `addr` was removed (a dropped tombstone, actors/clean/tombstones.ts). */
+  removed(addr: number): void {
+    // As in added(): only the sum matters.
+    Atomics.sub(this.counts, this.segmentOf(addr), storedSizeAt(this.bytes, addr, this.limits));
+  }
+
   /** Account for an upsert's result (see ShardIndex.upsert / replaced). */
   upserted(result: 'inserted' | 'updated' | 'stale', replaced: number, addr: number): void {
     if (result !== 'stale') this.upsertedSized(result, replaced, addr, storedSizeAt(this.bytes, addr, this.limits));
@@ -132,6 +138,22 @@ export class ReadEpochs {
 
   exit(slot: number): void {
     Atomics.store(this.w, slot, 0); // publishes that this reader holds no address any more
+  }
+
+  private readonly depth = new Map<number, number>();
+
+  /** enter() for stretches of one thread that may interleave at awaits (the main thread's promotion
+   *  and gather scans): the slot keeps the oldest stretch's epoch until the last one exits. */
+  enterShared(slot: number): void {
+    const d = this.depth.get(slot) ?? 0;
+    if (d === 0) this.enter(slot);
+    this.depth.set(slot, d + 1);
+  }
+
+  exitShared(slot: number): void {
+    const d = (this.depth.get(slot) ?? 1) - 1;
+    this.depth.set(slot, d);
+    if (d === 0) this.exit(slot);
   }
 
   /** Start a new epoch after relocations; returns it. */

@@ -12,26 +12,43 @@
 // Lease (timing argument in actors/manager/leases.ts): each renew remembers when it was sent; its
 // grant extends the lease to t_send + leaseMs - driftMs, never shortening it.
 //
+// Each connection first proves the cluster secret to the manager and checks the manager's proof
+// (./manager-auth.ts); only then is the hello sent and the lease renewed. A refused handshake is
+// logged once and retried every AUTH_RETRY_MS (the node's lease meanwhile runs out: it fences itself).
+//
 // Several managers (a standby, actors/manager/election.ts): the node is given all their addresses and
 // holds its lease with whichever answers. A standby does not listen, so a refused or lost connection
-// moves on to the next address; so does a connection on which no grant came for NO_GRANT_MS (a manager
-// that lost its election or is paused), as long as another address is there to try.
-import { connect, type Socket } from 'node:net';
+// moves on to the next address; so does a connection whose handshake is not completed within
+// NO_GRANT_MS or on which no grant came for NO_GRANT_MS after it (a manager that lost its election or
+// is paused), as long as another address is there to try.
+import type { Socket } from 'node:net';
+import { connectSocket, type TlsClientMaterial } from '../../runtime/net/tls.js';
+import { RowanError } from '../../config/base/errors.js';
+import { MANAGER_HANDSHAKE_MS, NodeAuthHandshake } from './manager-auth.js';
 import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigCell } from './config-cell.js';
 import { LineReader, encodeLine, type GatherEntry, type ManagerToNode, type NodeToManager } from './manager-protocol.js';
+import type { ShardLoad } from './load.js';
 
 export interface LeaseHooks {
   /** Phase 1: the highest version this node holds of each shard whose primary changes, and the
-   *  entries of those shards it gathers (./gather.ts). */
-  prepare(shards: number[]): Promise<{ versions: Record<string, number>; entries: GatherEntry[]; truncated: boolean }>;
+   *  entries of those shards it gathers (./gather.ts). `drain`: the shards among them this node is
+   *  primary of (a planned move, §4.6): first wait until every write it claimed for them has ended;
+   *  throws when they do not end in time (then no prepared is sent and the manager rolls back).
+   *  `planned`: no gather -- the versions are the shard counters (a live primary's covers them all). */
+  prepare(shards: number[], drain: number[], planned: boolean): Promise<{ versions: Record<string, number>; entries: GatherEntry[]; truncated: boolean }>;
   /** Phase 2: persist and index `scatter`, catch the promoted shards (maybe none) up and raise their
-   *  versions above `floors`. `entries`: b-log entries indexed; `scattered`: scattered ones absorbed. */
-  promote(shards: number[], floors: Record<string, number>, scatter: GatherEntry[]): Promise<{ entries: number; scattered: number }>;
+   *  versions above `floors` (`planned` ones without the promotion gap). `entries`: b-log entries
+   *  indexed; `scattered`: scattered ones absorbed. */
+  promote(shards: number[], floors: Record<string, number>, scatter: GatherEntry[], planned: ReadonlySet<number>): Promise<{ entries: number; scattered: number }>;
   /** A configuration was published in the cell (and once at start): re-replication looks at it. */
   configured?(): void;
+  /** Resharding statistics (§4.6): requests and writes per shard since the previous call. */
+  load?(): ShardLoad[];
+  /** The manager removed this node from the membership (requests are refused from here on). */
+  evicted?(): void;
 }
 
 /** Before the first grant tells the period. */
@@ -39,6 +56,8 @@ const FIRST_RENEW_MS = 10;
 const RECONNECT_MS = 20;
 /** Connected but not granted for this long: try the next manager (when there is another). */
 export const NO_GRANT_MS = 3000;
+/** After a refused handshake: a wrong secret does not heal in 20 ms. */
+const AUTH_RETRY_MS = 1000;
 
 export class LeaseClient {
   private socket: Socket | null = null;
@@ -67,7 +86,27 @@ export class LeaseClient {
     private readonly hooks: LeaseHooks,
     /** Started with an empty pool to rejoin after a failover (its hello asks to leave `dead`). */
     private readonly rejoin = false,
+    /** The cluster secret this node proves to the manager; null = none (--no-auth). */
+    private readonly secret: Uint8Array | null = null,
+    /** Mutual TLS to the manager (this node's certificate, the CA); null = plain TCP. */
+    private readonly tls: TlsClientMaterial | null = null,
+    /** How often the load statistics go to the manager (resharding.periodMs; paper: 500 ms). */
+    private readonly loadPeriodMs = 500,
   ) {}
+
+  private loadTimer: NodeJS.Timeout | undefined;
+  private loadSentAt = 0;
+  /** The last handshake failure logged (each distinct one is logged once, not at every retry). */
+  private authFailure = '';
+
+  private sendLoad(): void {
+    const loads = this.hooks.load?.() ?? [];
+    const now = this.clock.now();
+    const flat: number[] = [];
+    for (const l of loads) flat.push(l.shard, l.reqs, l.writes);
+    this.send({ t: 'load', node: this.nodeId, term: this.cell.term(), periodMs: +(now - this.loadSentAt).toFixed(1), loads: flat });
+    this.loadSentAt = now;
+  }
 
   /** Tell the manager something outside the lease exchange (re-replication's caughtUp). */
   notify(m: NodeToManager): void {
@@ -82,6 +121,7 @@ export class LeaseClient {
     this.stopped = true;
     clearInterval(this.timer);
     clearInterval(this.watchdog);
+    clearInterval(this.loadTimer);
     this.socket?.destroy();
   }
 
@@ -89,17 +129,42 @@ export class LeaseClient {
     if (this.stopped || this.evicted) return;
     const manager = this.managers[this.next % this.managers.length]!;
     this.next = (this.next + 1) % this.managers.length;
-    const s = connect({ host: manager.host, port: manager.port });
-    s.setNoDelay(true);
+    const multi = this.managers.length > 1;
+    const { socket: s, ready } = connectSocket({ host: manager.host, port: manager.port, noDelay: true }, this.tls);
     const reader = new LineReader<ManagerToNode>();
-    s.on('connect', () => {
+    const auth = new NodeAuthHandshake(this.secret, `${manager.host}:${manager.port}`);
+    let authed = false;
+    let retryMs = RECONNECT_MS;
+    // A manager that never answers the handshake (an old one ignores auth-hello; a paused one accepts
+    // in the kernel and says nothing) must not hold the node silently: give up after the manager's own
+    // handshake deadline and retry -- with another manager to try, after NO_GRANT_MS and at once there.
+    const handshakeMs = multi ? Math.min(NO_GRANT_MS, MANAGER_HANDSHAKE_MS) : MANAGER_HANDSHAKE_MS;
+    const deadline = setTimeout(() => {
+      if (authed) return;
+      if (multi) {
+        this.log.warn({ manager: `${manager.host}:${manager.port}` }, `lease: the configuration manager at ${manager.host}:${manager.port} did not complete the authentication handshake within ${handshakeMs} ms; trying the next one`);
+        s.destroy();
+        return;
+      }
+      retryMs = AUTH_RETRY_MS;
+      const why = `the configuration manager at ${manager.host}:${manager.port} did not complete the authentication handshake within ${handshakeMs} ms`;
+      if (why !== this.authFailure) this.log.error(`lease: ${why}; retrying every ${AUTH_RETRY_MS} ms`);
+      this.authFailure = why;
+      s.destroy();
+    }, handshakeMs).unref();
+    s.on(ready, () => s.write(auth.hello()));
+    const authenticated = () => {
+      authed = true;
+      clearTimeout(deadline);
+      if (this.authFailure !== '') this.log.info('lease: the configuration manager accepted this node');
+      this.authFailure = '';
       this.socket = s;
       this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
       this.sentAt.set(0, this.clock.now()); // the hello is renew 0
       this.grantedAt = this.clock.now();
       this.next = this.managers.indexOf(manager); // this one answered: come back to it first
       this.schedule();
-      if (this.managers.length > 1) {
+      if (multi) {
         clearInterval(this.watchdog);
         this.watchdog = setInterval(() => {
           if (this.socket !== s || this.clock.now() - this.grantedAt < NO_GRANT_MS) return;
@@ -109,23 +174,44 @@ export class LeaseClient {
         }, NO_GRANT_MS / 4);
         this.watchdog.unref();
       }
-    });
+      if (this.hooks.load) {
+        clearInterval(this.loadTimer);
+        this.hooks.load(); // what was counted while disconnected is not this period's
+        this.loadSentAt = this.clock.now();
+        this.loadTimer = setInterval(() => this.sendLoad(), this.loadPeriodMs);
+        this.loadTimer.unref();
+      }
+    };
     s.on('data', (chunk: Buffer) => {
       try {
-        for (const m of reader.push(chunk)) this.onMessage(m);
+        for (const m of reader.push(chunk)) {
+          if (authed) {
+            this.onMessage(m);
+            continue;
+          }
+          const next = auth.onMessage(m);
+          if (next === null) authenticated();
+          else s.write(next);
+        }
       } catch (err) {
-        this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
+        if (!authed && err instanceof RowanError) {
+          retryMs = AUTH_RETRY_MS;
+          if (err.message !== this.authFailure) this.log.error({ code: err.code }, `lease: ${err.message}; retrying every ${AUTH_RETRY_MS} ms`);
+          this.authFailure = err.message;
+        } else this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
         s.destroy();
       }
     });
     s.on('error', () => {});
     s.on('close', () => {
+      clearTimeout(deadline);
       if (this.socket === s) {
         this.socket = null;
         clearInterval(this.watchdog);
       }
       clearInterval(this.timer);
-      if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), RECONNECT_MS).unref();
+      clearInterval(this.loadTimer);
+      if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), retryMs).unref();
     });
   }
 
@@ -163,38 +249,44 @@ export class LeaseClient {
         return;
       }
       case 'prepare':
-        this.prepare(m.term, m.config).catch((err: Error) => this.log.error({ err: err.message }, 'prepare failed'));
+        this.prepare(m.term, m.config, m.shards, m.planned ?? false).catch((err: Error) => this.log.error({ err: err.message, term: m.term }, `prepare of term ${m.term} failed: not acknowledged`));
         return;
       case 'commit':
         this.commits = this.commits
-          .then(() => this.commit(m.term, m.config, m.floors, m.scatter ?? []))
+          .then(() => this.commit(m.term, m.config, m.floors, m.scatter ?? [], m.promote ?? [], new Set(m.planned ?? [])))
           .catch((err: Error) => this.log.error({ err: err.message }, 'commit failed'));
         return;
       case 'evicted':
+        if (this.evicted) return;
         this.evicted = true;
         this.cell.evict();
         this.log.error({ term: m.term }, 'the configuration manager removed this node from the cluster (its lease expired): serving nothing from now on');
         this.stop();
+        this.hooks.evicted?.();
         return;
     }
   }
 
-  private async prepare(term: number, next: ClusterConfig): Promise<void> {
+  private async prepare(term: number, next: ClusterConfig, confirm: number[] = [], planned = false): Promise<void> {
     if (term <= this.cell.term()) return;
     this.cell.setPending(term); // requests wait from here until the commit
+    const stoppedAt = this.clock.now();
     const old = this.cell.config();
-    const changed = next.shards.filter((s) => s.primary !== old.shards[s.id]!.primary).map((s) => s.id);
-    const r = await this.hooks.prepare(changed);
+    const changed = [...new Set([...next.shards.filter((s) => s.primary !== old.shards[s.id]!.primary).map((s) => s.id), ...confirm])].sort((a, b) => a - b);
+    // A shard this node hands over alive (a move, §4.6): its writes in flight end before the prepare
+    // is acknowledged, so the floors cover them and none lands after the new primary serves.
+    const drain = changed.filter((s) => old.shards[s]!.primary === this.nodeId && next.shards[s]!.primary !== this.nodeId);
+    const r = await this.hooks.prepare(changed, drain, planned);
     this.gathered = { term, n: r.entries.length };
     this.send({ t: 'prepared', node: this.nodeId, term, versions: r.versions, entries: r.entries, truncated: r.truncated });
-    this.log.info({ term, changed: changed.length, gathered: r.entries.length, truncated: r.truncated }, `prepared term ${term}: requests blocked; ${r.entries.length} entries gathered`);
+    this.log.info({ term, changed: changed.length, drained: drain, stoppedAt, gathered: r.entries.length, truncated: r.truncated }, `prepared term ${term}: requests blocked; ${r.entries.length} entries gathered`);
   }
 
-  private async commit(term: number, next: ClusterConfig, floors: Record<string, number>, scatter: GatherEntry[]): Promise<void> {
+  private async commit(term: number, next: ClusterConfig, floors: Record<string, number>, scatter: GatherEntry[], again: number[], planned: ReadonlySet<number>): Promise<void> {
     if (term <= this.cell.term()) return;
     const t0 = this.clock.now();
     const old = this.cell.config();
-    const mine = next.shards.filter((s) => s.primary === this.nodeId && old.shards[s.id]!.primary !== this.nodeId).map((s) => s.id);
+    const mine = next.shards.filter((s) => s.primary === this.nodeId && (old.shards[s.id]!.primary !== this.nodeId || again.includes(s.id))).map((s) => s.id);
     const gathered = this.gathered.term === term ? this.gathered.n : 0;
     if (mine.length === 0) {
       // A node that stays backup persists what it lacked before it serves the new term (its requests
@@ -202,7 +294,7 @@ export class LeaseClient {
       // A failure here (the pool full) is logged and the node goes on: it must not stay blocked.
       if (scatter.length > 0) {
         try {
-          const r = await this.hooks.promote([], floors, scatter);
+          const r = await this.hooks.promote([], floors, scatter, planned);
           this.log.info({ term, gathered, scattered: r.scattered, sent: scatter.length }, `absorbed ${r.scattered} scattered entries (of ${scatter.length})`);
         } catch (err) {
           this.log.error({ term, err: (err as Error).message, sent: scatter.length }, 'could not absorb the scattered entries; this replica may lack some of them');
@@ -218,11 +310,12 @@ export class LeaseClient {
     this.cell.publish(next);
     this.cell.setPending(0);
     this.log.info({ term, promoted: mine.length }, `committed term ${term}`);
-    const r = await this.hooks.promote(mine, floors, scatter);
+    const r = await this.hooks.promote(mine, floors, scatter, planned);
     for (const s of mine) this.cell.setShardBlocked(s, false);
+    const servingAt = this.clock.now(); // monotonic, comparable with other processes' on this host
     this.hooks.configured?.();
     const ms = this.clock.now() - t0;
     this.send({ t: 'promoted', node: this.nodeId, term, shards: mine, ms, entries: r.entries, gathered, scattered: r.scattered });
-    this.log.info({ term, shards: mine, ms, entries: r.entries, gathered, scattered: r.scattered }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);
+    this.log.info({ term, shards: mine, servingAt, ms, entries: r.entries, gathered, scattered: r.scattered }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);
   }
 }

@@ -13,12 +13,27 @@
 //                                                      entries = what it gathered for phase 2 (below)
 //                promoted   {node, term, shards, ms,   phase 2 done for the shards promoted to it
 //                            entries, gathered, scattered}
+//                load       {node, term, periodMs,     resharding statistics (§4.6, ./load.ts): per
+//                            loads}                    shard requests served as primary and writes
+//                                                      replicated, since the last one (flat triples)
 //   CM -> node   grant      {seq, leaseMs, renewMs, driftMs, term}
-//                prepare    {term, config}             block, ack with prepared
+//                prepare    {term, config, shards,     block, ack with prepared; shards = those whose
+//                            planned}                  primary changes, or is confirmed again (a move
+//                                                      resumed after a restart); absent: by the configs;
+//                                                      planned: a move from a live primary, which
+//                                                      drains: versions from the counters, no gather
 //                commit     {term, config, floors,     serve `config`; promoted shards catch up first
-//                            scatter}                  and start above floors[shard]; scatter = the
-//                                                      gathered entries this node did not report
+//                            scatter, promote,         and start above floors[shard]; scatter = the
+//                            planned}                  gathered entries this node did not report;
+//                                                      promote = shards to promote again although this
+//                                                      node is their primary already; planned = shards
+//                                                      a live, drained primary handed over (no gap)
 //                evicted    {term}                     removed from the membership: serve nothing
+//
+// An operator's tool (`rowan reshard`, `rowan status`) uses the same port without a lease:
+//   tool -> CM   admin      {id, op, shard?, to?}      op: move (shard to node `to`), plan (what the
+//                                                      manager would move now), loads (per node/shard)
+//   CM -> tool   adminReply {id, ok, result?, error?}  error: {code, message}
 //
 // Gather/scatter (§4.5 phase 2). In `prepared` a node lists the complete PUT/DEL entries of the shards
 // changing primary found in its Using/Used b-log segments with a version above the highest CommitVer
@@ -40,13 +55,27 @@ export type NodeToManager =
   | { t: 'caughtUp'; node: number; term: number; shard: number; from: number; entries: number; bytes: number; absorbed: number; ms: number }
   | { t: 'renew'; node: number; seq: number; term: number }
   | { t: 'prepared'; node: number; term: number; versions: Record<string, number>; entries?: GatherEntry[]; truncated?: boolean }
-  | { t: 'promoted'; node: number; term: number; shards: number[]; ms: number; entries: number; gathered?: number; scattered?: number };
+  | { t: 'promoted'; node: number; term: number; shards: number[]; ms: number; entries: number; gathered?: number; scattered?: number }
+  | { t: 'load'; node: number; term: number; periodMs: number; loads: number[] };
 
 export type ManagerToNode =
   | { t: 'grant'; seq: number; leaseMs: number; renewMs: number; driftMs: number; term: number }
-  | { t: 'prepare'; term: number; config: ClusterConfig }
-  | { t: 'commit'; term: number; config: ClusterConfig; floors: Record<string, number>; scatter?: GatherEntry[] }
+  | { t: 'prepare'; term: number; config: ClusterConfig; shards?: number[]; planned?: boolean }
+  | { t: 'commit'; term: number; config: ClusterConfig; floors: Record<string, number>; scatter?: GatherEntry[]; promote?: number[]; planned?: number[] }
   | { t: 'evicted'; term: number };
+
+export type AdminRequest =
+  | { t: 'admin'; id: number; op: 'move'; shard: number; to: number }
+  | { t: 'admin'; id: number; op: 'plan' }
+  | { t: 'admin'; id: number; op: 'loads' };
+
+export interface AdminReply {
+  t: 'adminReply';
+  id: number;
+  ok: boolean;
+  result?: unknown;
+  error?: { code: string; message: string };
+}
 
 /** One gathered log entry: shard, version, type (EntryType PUT or DEL), key and value in base64. */
 export interface GatherEntry {
@@ -97,6 +126,6 @@ export class LineReader<T> {
   }
 }
 
-export function encodeLine(m: NodeToManager | ManagerToNode): string {
+export function encodeLine(m: NodeToManager | ManagerToNode | AdminRequest | AdminReply): string {
   return JSON.stringify(m) + '\n';
 }

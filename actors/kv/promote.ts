@@ -50,6 +50,9 @@ export interface PromotionReport {
  */
 export const PROMOTION_VERSION_GAP = 2 ** 26;
 
+/** Blocks scanned between two yields to the event loop (lease renewals) in a promotion scan. */
+const YIELD_EVERY_BLOCKS = 2048;
+
 export async function promoteShards(
   pool: Pool,
   shared: KvShared,
@@ -58,6 +61,10 @@ export async function promoteShards(
   limits: Limits,
   scatter: GatherEntry[] = [],
   promotionLog?: TLog,
+  /** Shards handed over by a live, drained primary (a planned move, §4.6): no late blocks of the old
+   *  primary can exist (it finished every write it claimed before acknowledging the prepare, and
+   *  refuses the rest), so they continue right after the floor instead of skipping the gap. */
+  planned: ReadonlySet<number> = new Set(),
 ): Promise<PromotionReport> {
   const want = new Set(shards);
   // The one promotion log, on the node's main thread: appended to synchronously by this function and by
@@ -68,14 +75,18 @@ export async function promoteShards(
   const segs = shards.length > 0 ? undigested(pool) : [];
   for (const seg of segs) {
     const start = pool.segmentOffset(seg);
-    // A read epoch per segment (the applier reads indexed entries), released before yielding.
-    shared.gc?.epochs.enter(slot);
+    // A read epoch per segment (the applier reads indexed entries; and no segment is freed under the
+    // scan): held across the yields inside a segment, so a long scan lets lease renewals run (a
+    // starved main thread would lose the node its lease) without the segment going away.
+    shared.gc?.epochs.enterShared(slot);
     try {
+      let n = 0;
       for (const b of scanBlogBlocks(pool.region.bytes, start, start + pool.segmentBytes, limits)) {
         if (want.has(b.shard) && b.type !== EntryType.CommitVer) applier.apply(b);
+        if (++n % YIELD_EVERY_BLOCKS === 0) await yieldToRenewals();
       }
     } finally {
-      shared.gc?.epochs.exit(slot);
+      shared.gc?.epochs.exitShared(slot);
     }
     await yieldToRenewals();
   }
@@ -84,7 +95,7 @@ export async function promoteShards(
   const versions: Record<string, number> = {};
   for (const s of shards) {
     const seen = Math.max(floors[s] ?? 0, Number(Atomics.load(shared.versions, s)));
-    raiseVersion(shared.versions, s, Math.min(seen + PROMOTION_VERSION_GAP, VERSION_MAX - PROMOTION_VERSION_GAP));
+    raiseVersion(shared.versions, s, planned.has(s) ? seen : Math.min(seen + PROMOTION_VERSION_GAP, VERSION_MAX - PROMOTION_VERSION_GAP));
     versions[s] = Number(Atomics.load(shared.versions, s));
   }
   return { shards, blocks: applier.stats.blocks, indexed: applier.stats.indexed, segments: segs.length, versions, scattered };

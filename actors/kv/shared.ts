@@ -5,11 +5,13 @@
 //   indexes   one SAB-resident bucket hash table per shard this node holds (primary or backup).
 //   gc        commit tracking and garbage collection state (./gc-state.ts), when the node has a pool.
 // Nothing here is persistent: a cold start rebuilds it from the logs (actors/kv/recovery.ts).
+import { setChecksumSeed } from '../../shm/log-checksum.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { KeyHash } from '../../shm/hash.js';
 import { ShardIndex, type EntryReader, type UpsertResult } from '../../shm/index.js';
 import { createGcShared, LiveBytes, ReadEpochs, type GcSharedBuffers } from './gc-state.js';
+import { createLoadCounters } from './load.js';
 
 export interface KvSharedBuffers {
   nodeId: number;
@@ -17,6 +19,8 @@ export interface KvSharedBuffers {
   /** By shard id; null for shards this node does not hold. */
   indexes: (SharedArrayBuffer | null)[];
   gc?: GcSharedBuffers;
+  /** Requests and writes per (worker, shard), for resharding (./load.ts). */
+  load?: SharedArrayBuffer;
 }
 
 /** What a worker or digest actor of a ROWAN-KV node gets in its start message. */
@@ -35,9 +39,12 @@ export interface KvStart {
 }
 
 /** The ROWAN-KV payload of an actor's start message (the runtime carries it as `app`), or undefined
- *  when the node serves no cluster. */
+ *  when the node serves no cluster. Every KV role takes it at init, before its first log block, so it
+ *  also keys this thread's block checksums with the cluster's seed (shm/log-checksum.ts). */
 export function kvOf(ctx: { app: unknown }): KvStart | undefined {
-  return ctx.app as KvStart | undefined;
+  const kv = ctx.app as KvStart | undefined;
+  if (kv) setChecksumSeed(kv.cluster.checksumSeed ?? 0);
+  return kv;
 }
 
 /** Where a worker lands replication writes for one backup node (a Rowan connection or a baseline). */
@@ -51,6 +58,8 @@ export interface KvShared {
   indexes: (ShardIndex | null)[];
   /** Present when the buffers carry GC state and the attacher passed its pool mapping. */
   gc: KvGc | null;
+  /** The load counters' buffer (./load.ts), when the node counts load. */
+  load: SharedArrayBuffer | null;
 }
 
 export interface KvGc {
@@ -81,6 +90,7 @@ export function createKvShared(
     versions: new SharedArrayBuffer(8 * c.shardCount),
     indexes: c.shards.map((s) => (held.has(s.id) ? ShardIndex.create(opts).buffer : null)),
     ...(pool ? { gc: createGcShared(pool, c.shardCount) } : {}),
+    load: createLoadCounters(c.shardCount),
   };
 }
 
@@ -103,6 +113,7 @@ export function attachKvShared(b: KvSharedBuffers, region?: { bytes: Uint8Array 
     versions: new BigInt64Array(b.versions),
     indexes: b.indexes.map((sab) => (sab ? ShardIndex.attach(sab) : null)),
     gc: b.gc && region ? { buffers: b.gc, live: new LiveBytes(b.gc, region.bytes, defaultLimits), epochs: new ReadEpochs(b.gc.epochs) } : null,
+    load: b.load ?? null,
   };
 }
 

@@ -17,24 +17,24 @@
 // Each step is one log line with `event` and `at` (monotonic ms, comparable across processes on this
 // host): `rowan cluster` prints them, the failover benchmark plots them.
 //
-// With a standby (./election.ts) a manager acts only while `activation.valid()`: no grant, no store,
-// no push otherwise. Elected, it starts with no lease knowledge: a member it has not heard from is
-// suspected only after leaseMs + driftMs + TAKEOVER_GRACE_MS (LeaseTable.startedAt = activation), so it
-// never cuts a lease the previous manager granted short. Its first step (`finish`) completes a failover
-// the previous manager stored but may not have pushed: once the members reconnected (bounded), every
-// member still below the stored term is prepared and committed for it, with gather/scatter and
-// version floors like any failover. The failed node's lease had certainly expired before that term
-// was stored (failover() stores only then), so nothing more needs to wait.
+// With a standby a manager acts only while it is the elected active one (./takeover.ts, ./election.ts).
 import type { Clock } from '../../config/base/clock.js';
 import { isCatchingUp, liveNodes, type CatchingUp, type ClusterConfig } from '../../config/cluster.js';
 import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
 import { planScatter, type MemberReport } from './gather.js';
 import { LeaseTable, type LeaseTiming } from './leases.js';
-import { FAILOVER_MODES, planFailover, type FailoverPlan } from './plan.js';
+import { FAILOVER_MODES, planFailover, type FailoverPlan, type ShardMove } from './plan.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
 import { planCaughtUp, planJoin, planRereplication } from './rereplicate.js';
 import { notActive } from './election.js';
+import { ALWAYS, completeStoredTerm, TAKEOVER_GRACE_MS, type Activation, type TakeoverHost } from './takeover.js';
+import { LoadTable } from './load.js';
+import { MOVE_PROMOTE_TIMEOUT_MS, MoveRunner, type MoveRecord } from './moves.js';
+import { DEFAULT_RESHARDING, planBalance, type BalancePlan, type Move, type ReshardingOptions } from './reshard.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+
+export { DEFAULT_RESHARDING, TAKEOVER_GRACE_MS, type Activation, type ReshardingOptions };
 
 export interface Link {
   send(m: ManagerToNode): void;
@@ -43,21 +43,6 @@ export interface Link {
 /** A member that has not acknowledged `prepare` by then is left behind (its lease will tell). */
 export const PREPARE_TIMEOUT_MS = 2000;
 export const FAILOVER_RETRY_MS = 1000;
-/** After a takeover, how long members it has not heard from have to reconnect, beyond a full lease. */
-export const TAKEOVER_GRACE_MS = 3000;
-
-/** Whether this manager may act (./election.ts); a manager without an election always may. */
-export interface Activation {
-  valid(): boolean;
-  /** Elected through ZooKeeper: begin with `finish` and resume after a validity lapse. */
-  elected: boolean;
-  /** Elected while another manager was seen active: members get TAKEOVER_GRACE_MS, not JOIN_GRACE_MS. */
-  takeover: boolean;
-  /** Test hook: pause this long after storing a failover's configuration, before pushing it. */
-  pauseAfterStoreMs?: number;
-}
-
-const ALWAYS: Activation = { valid: () => true, elected: false, takeover: false };
 
 export interface FailoverRecord {
   node: number;
@@ -94,7 +79,8 @@ export class ConfigManager {
     reports: Map<number, MemberReport>;
     done: () => void;
   } | null = null;
-  private promoting: { rec: FailoverRecord; waiting: Set<number> } | null = null;
+  /** Primary changes committed whose new primaries have not all reported `promoted`, by term. */
+  private readonly promoting = new Map<number, { waiting: Set<number>; done: () => void }>();
   readonly history: FailoverRecord[] = [];
   /** Configuration changes that move no primary (§4.5 phase 3), run between failovers by drain(). */
   private readonly joins = new Set<number>();
@@ -102,6 +88,16 @@ export class ConfigManager {
   private rereplicateWanted = true;
   /** Re-replications: when each new backup was added and when it was reported caught up. */
   readonly rereplications: { shard: number; node: number; term: number; addedAt: number; caughtUpAt?: number; entries?: number; bytes?: number; ms?: number }[] = [];
+
+  /** Load statistics the nodes report (§4.6) and the moves made from them or asked for. */
+  readonly loads = new LoadTable();
+  readonly moves: MoveRunner;
+  private readonly moveRequests: { moves: Move[]; why: string; reply: (err: Error | null, rec?: MoveRecord) => void }[] = [];
+  /** When the configuration last changed: load reports must cover periods after it. */
+  private changedAt: number;
+  private nextPlanAt = 0;
+  private overloadSeen = 0;
+  private resumeAfter = 0;
 
   constructor(
     private readonly store: ConfigStore,
@@ -111,11 +107,30 @@ export class ConfigManager {
     private readonly log: Logger,
     private readonly sleep: (ms: number) => Promise<void>,
     private readonly activation: Activation = ALWAYS,
+    /** Automatic resharding (§4.6); absent or auto false: moves only when asked (`rowan reshard`). */
+    readonly resharding: ReshardingOptions = { ...DEFAULT_RESHARDING, auto: false },
   ) {
     this.cfg = initial;
+    this.changedAt = clock.now();
     this.activatedAt = clock.now();
     this.finishWanted = activation.elected;
     this.leases = activation.takeover ? new LeaseTable(timing, this.activatedAt, TAKEOVER_GRACE_MS) : new LeaseTable(timing, this.activatedAt);
+    // A move goes through storeConfig()/push()/prepareRound()/commitRound(): each refuses (notActive)
+    // once this manager is not the active one; the store itself is fenced on its election znode.
+    this.moves = new MoveRunner({
+      config: () => this.cfg,
+      reachable: () => this.reachable(),
+      suspected: (node) => this.failing.has(node),
+      storeConfig: (next) => this.storeConfig(next),
+      push: (next) => this.push(next),
+      prepareRound: (next, shards, planned) => this.prepareRound(next, shards, planned),
+      commitRound: (next, moved, prep, again, planned) => this.commitRound(next, moved, prep, again, planned),
+      awaitPromoted: (term, to, done) => this.awaitPromoted(term, to, done),
+      log,
+      clock,
+      sleep: (ms) => this.sleep(ms),
+      pauseAfter: resharding.pauseAfter,
+    });
     if (!FAILOVER_MODES.includes(initial.replication)) {
       log.warn({ mode: initial.replication }, `replication mode ${initial.replication}: NO FAILOVER -- its backups index one-sided writes only at a cold start, so a promoted backup would lack acknowledged writes; a dead node's shards stay unserved`);
     }
@@ -203,16 +218,23 @@ export class ConfigManager {
         return;
       }
       case 'promoted': {
-        const pr = this.promoting;
-        if (!pr || m.term !== pr.rec.term) return;
+        const pr = this.promoting.get(m.term);
+        if (!pr) return;
         this.log.info(
           { node: m.node, term: m.term, shards: m.shards, entries: m.entries, gathered: m.gathered ?? 0, scattered: m.scattered ?? 0, ms: m.ms },
           `node ${m.node} promoted ${m.shards.length} shard(s) in ${m.ms.toFixed(1)} ms`,
         );
         pr.waiting.delete(m.node);
-        if (pr.waiting.size === 0) this.mark(pr.rec, 'promoted');
+        this.moves.promotedEntries.set(m.term, (this.moves.promotedEntries.get(m.term) ?? 0) + m.entries);
+        if (pr.waiting.size === 0) {
+          this.promoting.delete(m.term);
+          pr.done();
+        }
         return;
       }
+      case 'load':
+        if (this.members().includes(m.node) && Array.isArray(m.loads)) this.loads.record(m.node, m.term, m.periodMs, m.loads, now);
+        return;
     }
   }
 
@@ -233,6 +255,8 @@ export class ConfigManager {
    */
   tick(): void {
     if (!this.activation.valid()) return;
+    this.maybeRebalance(this.clock.now());
+    if (!this.running && this.resumeWanted()) this.kick(); // its participants may have connected since
     if (this.leases.expired(this.members(), this.clock.now()).length === 0) return;
     setImmediate(() => {
       for (const n of this.leases.expired(this.members(), this.clock.now())) this.suspect(n, 'lease expired');
@@ -257,7 +281,64 @@ export class ConfigManager {
   }
 
   private reconfigurationWanted(): boolean {
-    return this.finishWanted || this.joins.size > 0 || this.caughtUp.length > 0 || this.rereplicateWanted;
+    return this.finishWanted || this.joins.size > 0 || this.caughtUp.length > 0 || this.rereplicateWanted || this.moveRequests.length > 0 || this.resumeWanted();
+  }
+
+  /** Stored tasks of a move this manager did not finish (it restarted, or took over) to resume. */
+  private resumeWanted(): boolean {
+    if (this.cfg.migrations.length === 0 || this.clock.now() < this.resumeAfter) return false;
+    const live = this.reachable();
+    return this.cfg.migrations.some((t) => live.has(t.source) && live.has(t.target));
+  }
+
+  /** Live members holding a connection and not being failed over. */
+  private reachable(): Set<number> {
+    return new Set(this.members().filter((n) => this.links.has(n) && !this.failing.has(n)));
+  }
+
+  /** Ask for a move (`rowan reshard`); the reply comes once it is done, rolled back or refused. */
+  requestMove(moves: Move[], why: string, reply: (err: Error | null, rec?: MoveRecord) => void): void {
+    this.moveRequests.push({ moves, why, reply });
+    this.kick();
+  }
+
+  /** What the planner would move now, from the latest load reports. */
+  balancePlan(): BalancePlan {
+    return planBalance(this.cfg, this.loads.shardRates(), [...this.reachable()], this.resharding);
+  }
+
+  /**
+   * Automatic resharding (§4.6), each period: once every reachable member has reported a whole period
+   * after the last configuration change, plan; moves found are queued as one batch.
+   */
+  private maybeRebalance(now: number): void {
+    const r = this.resharding;
+    if (!r.auto || this.running || this.closed || now < this.nextPlanAt || this.moveRequests.length > 0) return;
+    this.nextPlanAt = now + r.periodMs;
+    const members = [...this.reachable()];
+    if (!this.loads.freshFor(members, this.changedAt + r.periodMs, this.cfg.term)) return;
+    const plan = this.balancePlan();
+    // Two periods in a row: one report period straddling the onset of a hotspot shows a mix of the
+    // old and the new load, and would move the wrong shard.
+    this.overloadSeen = plan.moves.length === 0 ? 0 : this.overloadSeen + 1;
+    if (this.overloadSeen < 2) return;
+    this.overloadSeen = 0;
+    this.log.warn({ event: 'overload-detected', at: now, loads: plan.loads, average: plan.average, overloaded: plan.overloaded, moves: plan.moves },
+      `overload: node ${plan.overloaded.join(', node ')} above the average ${plan.average} ops/s by more than ${r.overloadPercent} % (loads ${JSON.stringify(plan.loads)}); moving ${plan.moves.map((m) => `shard ${m.shard} ${m.from}->${m.to}`).join(', ')}`);
+    this.requestMove(plan.moves, 'overload', (err) => {
+      if (err) this.log.warn({ err: err.message }, `automatic move not made: ${err.message}`);
+    });
+  }
+
+  /**
+   * Store `next` (compare-and-set on the term) without telling the members yet. Every store goes
+   * through here (failovers, re-replication, moves): none once this manager is not the active one.
+   */
+  private async storeConfig(next: ClusterConfig): Promise<void> {
+    if (!this.activation.valid()) throw notActive(`storing term ${next.term}`);
+    await this.store.write(next, this.cfg.term);
+    this.cfg = next;
+    this.changedAt = this.clock.now();
   }
 
   private async drain(): Promise<void> {
@@ -315,40 +396,56 @@ export class ConfigManager {
     const plan = planFailover(this.cfg, node, live);
     this.history.push(rec);
     rec.moved = plan.moved;
-    if (!this.activation.valid()) throw notActive(`failover of node ${node}`);
-    await this.store.write(plan.next, this.cfg.term); // compare-and-set on the term
-    this.mark(rec, 'stored');
     const old = this.cfg;
-    this.cfg = plan.next;
+    await this.storeConfig(plan.next); // compare-and-set on the term; refused when not the active manager
+    this.mark(rec, 'stored');
+    this.loads.forget(node);
     if (this.activation.pauseAfterStoreMs) {
       this.log.warn({ event: 'test-pause', term: plan.next.term, ms: this.activation.pauseAfterStoreMs }, `test hook: pausing ${this.activation.pauseAfterStoreMs} ms after storing term ${plan.next.term}`);
       await this.sleep(this.activation.pauseAfterStoreMs);
     }
-    const scatter = await this.prepareCommit(rec, plan.next, plan.moved.map((m) => m.shard), new Set(this.members().filter((n) => this.links.has(n))));
-    if (!scatter) return;
+    // Phase 1: push, and every live member blocks and acknowledges.
+    const shards = plan.moved.map((m) => m.shard);
+    const prep = await this.prepareRound(plan.next, shards);
+    if (prep.missing.length > 0) this.log.warn({ term: plan.next.term, missing: prep.missing }, 'prepare not acknowledged by every member in time; committing without them');
+    this.mark(rec, 'prepared');
+    if (this.closed) return;
+    // A shard whose move away from the failed node had committed keeps its new primary, which
+    // promotes it again, with the floors and the scatter of this failover (./plan.ts).
+    const again = plan.moved.filter((m) => old.shards[m.shard]!.primary !== node).map((m) => m.shard);
+    const scatter = this.commitRound(plan.next, plan.moved, prep, again, []);
+    rec.gathered = scatter.gathered;
+    rec.scattered = scatter.scattered;
+    this.awaitPromoted(plan.next.term, plan.moved.map((m) => m.to), () => this.mark(rec, 'promoted'));
     this.links.get(node)?.send({ t: 'evicted', term: plan.next.term });
+    this.mark(rec, 'committed');
     this.log.warn(
       { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length, gathered: scatter.gathered, scattered: scatter.scattered },
       `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
     );
-    if (this.promoting?.rec === rec && this.promoting.waiting.size === 0) this.mark(rec, 'promoted');
     this.rereplicateWanted = true; // the failed node's replicas are to be made again
   }
 
+  /** Call `done` once every reachable node of `to` reported the promotions of `term`. Registered
+   *  before the commit goes out; `done` runs at once when none is reachable. */
+  awaitPromoted(term: number, to: readonly number[], done: () => void): void {
+    const waiting = new Set(to.filter((n) => this.links.has(n)));
+    if (waiting.size === 0) return done();
+    this.promoting.set(term, { waiting, done });
+  }
+
   /**
-   * Phase 1 and the commit of the stored configuration `next`: every member blocks and acknowledges
-   * (`waitFor` are the ones waited for, bounded by PREPARE_TIMEOUT_MS), listing the versions and entries
-   * of the shards changing primary; then commit with floors and scatter. `moved`: the shards changing
-   * primary, or null to take the ones the members reported (finish(): the previous configuration is
-   * not known here, each member compares with its own). Null if this manager stopped meanwhile.
+   * Phase 1 of a primary change: every reachable member is sent `prepare` and blocks; the ones in
+   * `waitFor` (default: every reachable member) are waited for, bounded by PREPARE_TIMEOUT_MS.
+   * `shards`: the shards changing primary (a member adds the ones its own configuration shows).
    */
-  private async prepareCommit(rec: FailoverRecord, next: ClusterConfig, moved: number[] | null, waitFor: Set<number>): Promise<{ gathered: number; scattered: number } | null> {
+  async prepareRound(next: ClusterConfig, shards: number[], planned = false, waitFor?: ReadonlySet<number>): Promise<{ versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] }> {
     if (!this.activation.valid()) throw notActive(`push of term ${next.term}`);
     const members = this.members();
     const versions = new Map<number, number>();
     const reports = new Map<number, MemberReport>();
+    const waiting = new Set((waitFor ? [...waitFor] : members).filter((n) => this.links.has(n)));
     await new Promise<void>((resolve) => {
-      const waiting = new Set([...waitFor].filter((n) => this.links.has(n)));
       let settled = false;
       const done = () => {
         if (settled) return;
@@ -357,64 +454,60 @@ export class ConfigManager {
         resolve();
       };
       this.prepared = { term: next.term, waiting, versions, reports, done };
-      for (const n of members) this.links.get(n)?.send({ t: 'prepare', term: next.term, config: next });
+      for (const n of members) this.links.get(n)?.send({ t: 'prepare', term: next.term, config: next, shards, ...(planned ? { planned } : {}) });
       if (waiting.size === 0) done();
-      void this.sleep(PREPARE_TIMEOUT_MS).then(() => {
-        if (!settled) this.log.warn({ term: next.term, missing: [...waiting] }, 'prepare not acknowledged by every member in time; committing without them');
-        done();
-      });
+      void this.sleep(PREPARE_TIMEOUT_MS).then(done);
     });
-    this.mark(rec, 'prepared');
-    if (this.closed) return null;
+    return { versions, reports, missing: [...waiting] };
+  }
+
+  /** Phase 2: commit `next` to every member, with floors and scatter for the shards in `moved`. */
+  commitRound(next: ClusterConfig, moved: readonly ShardMove[], prep: { versions: Map<number, number>; reports: Map<number, MemberReport> }, again: number[], planned: number[]): { gathered: number; scattered: number } {
     if (!this.activation.valid()) throw notActive(`commit of term ${next.term}`);
-    const shards = moved ?? [...new Set([...versions.keys(), ...[...reports.values()].flatMap((r) => r.entries.map((e) => e.s))])].sort((x, y) => x - y);
-    if (moved === null) rec.moved = shards.map((s) => ({ shard: s, from: -1, to: next.shards[s]!.primary }));
+    const members = this.members();
     const floors: Record<string, number> = {};
-    for (const s of shards) floors[s] = versions.get(s) ?? 0;
-    const scatter = planScatter(next, shards, reports, new Set(members.filter((n) => this.links.has(n))));
-    rec.gathered = scatter.gathered;
-    rec.scattered = scatter.scattered;
+    for (const m of moved) floors[m.shard] = prep.versions.get(m.shard) ?? 0;
+    const scatter = planScatter(next, moved.map((m) => m.shard), prep.reports, new Set(members.filter((n) => this.links.has(n))));
     if (scatter.incomplete.length > 0) {
       this.log.error({ term: next.term, why: scatter.incomplete }, `gather/scatter for term ${next.term} cannot be complete: ${scatter.incomplete.join('; ')}`);
     }
-    const promotedTo = new Set(shards.map((s) => next.shards[s]!.primary));
-    this.promoting = { rec, waiting: new Set([...promotedTo].filter((n) => this.links.has(n))) };
     for (const n of members) {
       const mine = scatter.perMember.get(n);
-      this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors, ...(mine ? { scatter: mine } : {}) });
+      this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors, ...(mine ? { scatter: mine } : {}), ...(again.length ? { promote: again } : {}), ...(planned.length ? { planned } : {}) });
     }
-    this.mark(rec, 'committed');
-    return scatter;
+    return { gathered: scatter.gathered, scattered: scatter.scattered };
   }
 
-  /**
-   * After an election or a validity lapse: wait (bounded) for the members to reconnect, then complete the
-   * stored term for every member still below it (see the header).
-   */
+  /** After an election or a validity lapse: complete the stored term (./takeover.ts). */
   private async finish(): Promise<void> {
     this.finishWanted = false;
     try {
-      const until = this.activatedAt + this.timing.leaseMs + this.timing.driftMs + TAKEOVER_GRACE_MS;
-      while (!this.closed && this.clock.now() < until && this.members().some((n) => !this.links.has(n) && !this.failing.has(n))) await this.sleep(20);
-      if (this.closed) return;
-      if (!this.activation.valid()) throw notActive(`completing term ${this.cfg.term}`);
-      const behind = this.members().filter((n) => this.links.has(n) && (this.memberTerm.get(n) ?? this.cfg.term) < this.cfg.term);
-      const missing = this.members().filter((n) => !this.links.has(n));
-      this.log.info({ event: 'takeover', term: this.cfg.term, behind, missing }, `taking over at term ${this.cfg.term}: ${behind.length ? `member(s) ${behind.join(',')} not yet on it; completing it` : 'every connected member is on it'}${missing.length ? `; not connected: ${missing.join(',')}` : ''}`);
-      if (behind.length === 0) return;
-      const dead = this.cfg.dead ?? [];
-      const rec: FailoverRecord = { node: dead[dead.length - 1] ?? -1, term: this.cfg.term, moved: [], detectedAt: this.clock.now() };
-      this.history.push(rec);
-      this.event(rec, 'resumed', rec.detectedAt);
-      const scatter = await this.prepareCommit(rec, this.cfg, null, new Set(behind));
-      if (!scatter) return;
-      this.log.warn({ term: this.cfg.term, moved: rec.moved.length, gathered: scatter.gathered, scattered: scatter.scattered }, `completed term ${this.cfg.term} stored by the previous manager: ${rec.moved.length} shard(s) changing primary; ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`);
-      if (this.promoting?.rec === rec && this.promoting.waiting.size === 0) this.mark(rec, 'promoted');
-      this.rereplicateWanted = true;
+      if (await completeStoredTerm(this.takeoverHost())) this.rereplicateWanted = true;
     } catch (err) {
       this.finishWanted = true;
       throw err;
     }
+  }
+
+  private takeoverHost(): TakeoverHost {
+    return {
+      config: () => this.cfg,
+      members: () => this.members(),
+      connected: (n) => this.links.has(n),
+      suspected: (n) => this.failing.has(n),
+      reportedTerm: (n) => this.memberTerm.get(n),
+      closed: () => this.closed,
+      activation: this.activation,
+      timing: this.timing,
+      activatedAt: () => this.activatedAt,
+      prepareRound: (next, shards, planned, waitFor) => this.prepareRound(next, shards, planned, waitFor),
+      commitRound: (next, moved, prep, again, planned) => this.commitRound(next, moved, prep, again, planned),
+      awaitPromoted: (term, to, done) => this.awaitPromoted(term, to, done),
+      begin: (rec) => (this.history.push(rec), this.event(rec, 'resumed', rec.detectedAt)),
+      mark: (rec, step) => this.mark(rec, step),
+      log: this.log, clock: this.clock,
+      sleep: (ms) => this.sleep(ms),
+    };
   }
 
   /**
@@ -423,11 +516,33 @@ export class ConfigManager {
    * block, as no primary changes).
    */
   private async reconfigure(): Promise<void> {
+    await this.reconfigureReplicas();
+    const req = this.moveRequests.shift();
+    if (req) {
+      try {
+        const rec = await this.moves.run(req.moves, req.why);
+        req.reply(null, rec);
+      } catch (err) {
+        req.reply(err as Error);
+        if (!(err instanceof RowanError && err.code === ErrorCodes.MOVE_REFUSED)) throw err;
+      }
+    } else if (this.resumeWanted()) {
+      this.resumeAfter = this.clock.now() + MOVE_PROMOTE_TIMEOUT_MS; // not again before a stalled one timed out
+      await this.moves.resume();
+    }
+  }
+
+  private async reconfigureReplicas(): Promise<void> {
     for (const node of [...this.joins]) {
-      this.joins.delete(node);
       const next = planJoin(this.cfg, node);
-      if (!next || !this.links.has(node)) continue;
+      if (!next || !this.links.has(node)) {
+        this.joins.delete(node);
+        continue;
+      }
+      // A joiner until its configuration is stored: a renewal arriving meanwhile is ignored, where a
+      // non-member's would be answered `evicted` (which ends the node).
       await this.push(next);
+      this.joins.delete(node);
       this.failing.delete(node);
       this.leases.renewed(node, this.clock.now()); // its lease window starts now (it gets grants from here)
       this.log.warn({ node, term: next.term }, `node ${node} rejoined the cluster (term ${next.term}) holding no shard`);
@@ -467,10 +582,8 @@ export class ConfigManager {
   }
 
   /** Store `next` (compare-and-set on the term) and send every reachable member the commit. */
-  private async push(next: ClusterConfig): Promise<void> {
-    if (!this.activation.valid()) throw notActive(`storing term ${next.term}`);
-    await this.store.write(next, this.cfg.term);
-    this.cfg = next;
+  async push(next: ClusterConfig): Promise<void> {
+    await this.storeConfig(next); // fenced: refused when not the active manager
     for (const n of this.members()) this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors: {} });
   }
 

@@ -54,8 +54,16 @@ export function planFailover(c: ClusterConfig, failed: number, live?: ReadonlySe
     moved.push({ shard: s.id, from: failed, to });
     return { id: s.id, primary: to, backups: backups.filter((b) => b !== to) };
   });
+  // A move (§4.6) away from the failed node that had committed: the target is the primary already and
+  // promotes the shard again, with this failover's floors and scatter (the source may have landed
+  // blocks of it on some replicas only). A task involving the failed node ends here either way; one
+  // whose target failed is moved on above like any shard of the failed node.
+  for (const t of c.migrations ?? []) {
+    if (t.source === failed && c.shards[t.shard]?.primary === t.target && t.target !== failed) moved.push({ shard: t.shard, from: failed, to: t.target });
+  }
   const next = validateCluster({
     ...structuredClone(c),
+    migrations: (c.migrations ?? []).filter((t) => t.source !== failed && t.target !== failed),
     term: c.term + 1,
     shards,
     dead: [...(c.dead ?? []), failed].sort((a, b) => a - b),

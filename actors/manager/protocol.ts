@@ -2,6 +2,7 @@
 // PING/PONG: the actor's thread serves the manager's TCP port itself, whose messages (one JSON object
 // per line, shared with every node's lease client) are in actors/kv/manager-protocol.ts.
 import type { PingRecord, PongRecord } from '../../shm/mailbox.js';
+import type { ReshardingOptions } from './reshard.js';
 
 export type ManagerInbound = PingRecord;
 export type ManagerOutbound = PongRecord;
@@ -26,4 +27,6 @@ export interface ManagerStart {
   leaseMs: number;
   renewMs?: number;
   driftMs?: number;
+  /** Resharding (§4.6); absent: moves only when asked. */
+  resharding?: ReshardingOptions;
 }

@@ -10,6 +10,7 @@
 // stops the process: `rowan cluster` starts it again, as a standby. While ZooKeeper is unreachable the
 // active manager stores nothing (failovers wait, retried each second) and keeps granting leases for
 // VALID_SHARE of the session timeout; past that it pauses until ZooKeeper answers again.
+import { loadTls } from '../../runtime/net/tls.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defineActor, runActor, type ActorContext } from '../../runtime/actor.js';
 import { FileConfigStore } from '../../config/store.js';
@@ -53,8 +54,8 @@ async function activate(ctx: ActorContext, s: ManagerStart, timing: LeaseTiming,
         elected: true,
         takeover,
         ...(pause > 0 ? { pauseAfterStoreMs: pause } : {}),
-      });
-      server = await serveManager(cm, s.host, s.port, ctx.log);
+      }, s.resharding);
+      server = await serveManager(cm, s.host, s.port, ctx.log, ctx.secret, loadTls(ctx.config.tls));
       await e.publish({ host: s.host, port: server.port, pid: process.pid });
       ctx.log.warn(
         { event: 'active', port: server.port, term: initial.term, members: cm.members(), takeover, znode: e.znode(), sessionMs: store.grantedSessionTimeoutMs() },
@@ -111,8 +112,8 @@ export const managerActor = defineActor<ManagerInbound>({
       return { endpoint: { host: s.host, port: s.port } };
     }
     const file = new FileConfigStore(s.clusterFile);
-    cm = new ConfigManager(file, file.readSync(), timing, ctx.clock, ctx.log, (ms) => sleep(ms));
-    server = await serveManager(cm, s.host, s.port, ctx.log);
+    cm = new ConfigManager(file, file.readSync(), timing, ctx.clock, ctx.log, (ms) => sleep(ms), undefined, s.resharding);
+    server = await serveManager(cm, s.host, s.port, ctx.log, ctx.secret, loadTls(ctx.config.tls));
     ctx.log.info({ port: server.port, ...timing, term: cm.config().term, members: cm.members(), store: s.clusterFile }, `configuration manager listening on ${s.host}:${server.port}`);
     return { endpoint: { host: s.host, port: server.port } };
   },

@@ -15,6 +15,7 @@ import type { ClusterConfig } from '../../config/cluster.js';
 import { shardOfKey } from '../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { CommitTracker } from '../kv/commit.js';
+import { LoadCounters } from '../kv/load.js';
 import { indexEntry, nextVersion, type ReplicaChannel } from '../kv/shared.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import { encodeBlocks, entrySize, EntryType, readEntryAt, type EntryInput } from '../../shm/log.js';
@@ -35,15 +36,21 @@ const BACKUP_GONE_WAIT_MS = 3000;
 
 export class PrimaryPath {
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
+  /** Requests per shard for resharding (§4.6, actors/kv/load.ts); null when the node does not count. */
+  private readonly load: LoadCounters | null;
 
   constructor(
     private readonly core: WorkerCore,
     private readonly commit: CommitTracker | null,
-  ) {}
+  ) {
+    const sab = core.d.shared.load;
+    this.load = sab ? new LoadCounters(sab, core.d.config().shardCount, core.d.workerId ?? 0) : null;
+  }
 
   async write(type: EntryType, key: Uint8Array, value: Uint8Array | undefined, clientTerm: number): Promise<void> {
     const { d, stats } = this.core;
     const { c, shard, hash } = await this.admit(key, clientTerm, false);
+    this.load?.count(shard, true);
     const placement = c.shards[shard]!;
     if (type === EntryType.Del || this.core.indexOf(shard).freeOverflowBuckets() < d.limits.indexHeadroomBuckets) {
       // Only a key the index holds needs a DEL; and near its maximum the index takes no new key. Both
@@ -67,6 +74,13 @@ export class PrimaryPath {
     const backups = now === placement || now.primary !== d.nodeId ? placement.backups : [...new Set([...placement.backups, ...now.backups])];
     let addr = -1;
     try {
+      // A configuration prepared since the admission (a failover or a shard moving away, §4.6) may be
+      // draining this shard: its prepare waits for every claimed version to finish (lease.ts), and this
+      // claim, published above before this load, is either seen there or sees the pending term here.
+      const cell = d.cell;
+      if (cell && (cell.pendingTerm() !== 0 || cell.term() !== c.term)) {
+        throw new RowanError(ErrorCodes.STALE_TERM, `node ${d.nodeId} is reconfiguring (term ${cell.term()}, pending ${cell.pendingTerm()}); not applied, retry`);
+      }
       // Persisted in our t-log (①); pending: its segment is not committed before we are done with it.
       // A DEL makes room (its key's older entries become garbage), so it may use the GC reserve down to
       // DEL_KEEP_FREE segments: a store full of live data can still be emptied. Clean keeps the rest.
@@ -81,7 +95,6 @@ export class PrimaryPath {
       // Lease safety (§4.5): acknowledge only while the lease still holds. The manager reassigns this
       // node's shards only after the lease has certainly expired, so an acknowledged write is never
       // one the new primary's scan can have missed. Past it the entry may or may not survive there.
-      const cell = d.cell;
       if (cell && !cell.leaseValid(this.core.now())) {
         throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `the lease expired while shard ${shard}'s write was replicating; it may or may not survive the failover`);
       }
@@ -102,6 +115,7 @@ export class PrimaryPath {
 
   async get(key: Uint8Array, clientTerm: number): Promise<Uint8Array | null> {
     const { shard, hash } = await this.admit(key, clientTerm, true);
+    this.load?.count(shard, false);
     this.core.stats.gets++;
     return this.lookup(shard, key, hash); // the hash admit() computed to route the key
   }

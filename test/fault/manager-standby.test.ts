@@ -60,7 +60,7 @@ async function withCluster(prefix: string, leaseMs: number, env: Record<string, 
     view = await ZkView.open(zk.connect, name);
     const z = zk;
     const connect = async () => {
-      const c = await RowanClient.connect({ zookeeper: z.connect, clusterName: name, retries: 12, timeoutMs: 5000, secretFile: join(cdir, 'secret') });
+      const c = await RowanClient.connect({ zookeeper: z.connect, clusterName: name, retries: 12, timeoutMs: 5000, passwordFile: join(cdir, 'client-password') });
       clients.push(c);
       return c;
     };

@@ -49,7 +49,7 @@ test('ZooKeeper restarted under load: the cluster serves throughout, nothing han
     const active = (await view.active())!;
     const z = zk;
     const connect = async () => {
-      const c = await RowanClient.connect({ zookeeper: z.connect, clusterName: name, retries: 12, timeoutMs: 5000, secretFile: join(cdir, 'secret') });
+      const c = await RowanClient.connect({ zookeeper: z.connect, clusterName: name, retries: 12, timeoutMs: 5000, passwordFile: join(cdir, 'client-password') });
       clients.push(c);
       return c;
     };
@@ -147,7 +147,7 @@ test('ZooKeeper down longer than the manager may act: it pauses (nodes fence) an
     await waitFor('an active manager', async () => (await view!.active()) !== null, 30_000, 50);
     const active = (await view.active())!;
     const activeLog = join(cdir, managerPids(run.output()).get(0) === active.pid ? 'manager.log' : 'manager-1.log');
-    client = await RowanClient.connect({ zookeeper: zk.connect, clusterName: name, retries: 12, timeoutMs: 5000, secretFile: join(cdir, 'secret') });
+    client = await RowanClient.connect({ zookeeper: zk.connect, clusterName: name, retries: 12, timeoutMs: 5000, passwordFile: join(cdir, 'client-password') });
     for (let i = 0; i < 100; i++) await client.put(`k-${i}`, `v-${i}`);
 
     const t0 = performance.now();

@@ -10,18 +10,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { collectClusterStatus } from '../../bin/cluster-status.js';
-import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { alive, launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 
 const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Wait (bounded) until none of `pids` is alive; the pids still alive at the deadline. */
 async function gone(pids: number[], timeoutMs: number): Promise<number[]> {

@@ -1,0 +1,72 @@
+// The manager's view of the cluster's load (§4.6): every node reports, each resharding period, the
+// requests it served per shard as primary and the writes among them (actors/kv/load.ts). A node's load
+// is what it serves as primary plus, for every shard it backs up, the writes its primary replicated to
+// it, weighted by BACKUP_WRITE_WEIGHT: a Rowan write costs the backup no worker CPU, only its digest
+// actor's parse and index update (§4.3), about half of what serving the request costs the primary.
+import type { ClusterConfig } from '../../config/cluster.js';
+
+export const BACKUP_WRITE_WEIGHT = 0.5;
+
+/** Per shard requests/s (as primary) and writes/s among them. */
+export interface ShardRate {
+  reqs: number;
+  writes: number;
+}
+
+interface Report {
+  at: number;
+  term: number;
+  rates: Map<number, ShardRate>;
+}
+
+export class LoadTable {
+  private readonly reports = new Map<number, Report>();
+
+  /** A node's `load` message: flat (shard, requests, writes) triples counted over `periodMs`. */
+  record(node: number, term: number, periodMs: number, flat: readonly number[], now: number): void {
+    if (!(periodMs > 0) || flat.length % 3 !== 0) return;
+    const rates = new Map<number, ShardRate>();
+    for (let i = 0; i + 2 < flat.length; i += 3) {
+      const [shard, reqs, writes] = [flat[i]!, flat[i + 1]!, flat[i + 2]!];
+      if (!Number.isInteger(shard) || shard < 0 || !(reqs >= 0) || !(writes >= 0)) continue; // a broken report counts nothing
+      rates.set(shard, { reqs: (reqs * 1000) / periodMs, writes: (writes * 1000) / periodMs });
+    }
+    this.reports.set(node, { at: now, term, rates });
+  }
+
+  forget(node: number): void {
+    this.reports.delete(node);
+  }
+
+  /** Whether every node in `nodes` reported since `since` at term `term` or later. */
+  freshFor(nodes: readonly number[], since: number, term: number): boolean {
+    return nodes.every((n) => {
+      const r = this.reports.get(n);
+      return r !== undefined && r.at >= since && r.term >= term;
+    });
+  }
+
+  /** Rates per shard, summed over the nodes' latest reports (one primary reports each shard). */
+  shardRates(): Map<number, ShardRate> {
+    const out = new Map<number, ShardRate>();
+    for (const r of this.reports.values()) {
+      for (const [s, x] of r.rates) {
+        const o = out.get(s) ?? { reqs: 0, writes: 0 };
+        out.set(s, { reqs: o.reqs + x.reqs, writes: o.writes + x.writes });
+      }
+    }
+    return out;
+  }
+}
+
+/** Load of each of `nodes` under configuration `c` with the given shard rates. */
+export function nodeLoads(c: ClusterConfig, rates: ReadonlyMap<number, ShardRate>, nodes: readonly number[]): Map<number, number> {
+  const load = new Map<number, number>(nodes.map((n) => [n, 0]));
+  for (const s of c.shards) {
+    const r = rates.get(s.id);
+    if (!r) continue;
+    if (load.has(s.primary)) load.set(s.primary, load.get(s.primary)! + r.reqs);
+    for (const b of s.backups) if (load.has(b)) load.set(b, load.get(b)! + BACKUP_WRITE_WEIGHT * r.writes);
+  }
+  return load;
+}

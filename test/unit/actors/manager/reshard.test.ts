@@ -1,0 +1,100 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
+import { planFailover } from '../../../../actors/manager/plan.js';
+import { BACKUP_WRITE_WEIGHT, LoadTable, nodeLoads } from '../../../../actors/manager/load.js';
+import { DEFAULT_RESHARDING, clearTasks, moveRefusal, planBalance, planMoves, rollBack } from '../../../../actors/manager/reshard.js';
+import { LoadCounters, LoadSampler, createLoadCounters } from '../../../../actors/kv/load.js';
+
+function cluster(n: number, shards: number, rf: number): ClusterConfig {
+  const nodes = Array.from({ length: n }, (_, id) => ({ id, host: '127.0.0.1', dataDir: `/d/${id}`, workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } }));
+  return planCluster({ nodes, shardCount: shards, replicationFactor: rf });
+}
+
+const rates = (m: Record<number, [number, number]>) => new Map(Object.entries(m).map(([s, [reqs, writes]]) => [Number(s), { reqs, writes }]));
+
+test('load counters: per worker rows summed per shard, differences per sample, wrap-around safe', () => {
+  const sab = createLoadCounters(4);
+  const w0 = new LoadCounters(sab, 4, 0);
+  const w3 = new LoadCounters(sab, 4, 3);
+  const s = new LoadSampler(sab, 4);
+  w0.count(1, false);
+  w0.count(1, true);
+  w3.count(1, true);
+  w3.count(2, false);
+  assert.deepEqual(s.sample(), [{ shard: 1, reqs: 3, writes: 2 }, { shard: 2, reqs: 1, writes: 0 }]);
+  assert.deepEqual(s.sample(), []);
+  new Uint32Array(sab)[2 * 4 * 0 + 2 * 3] = 0xffffffff; // worker 0, shard 3 at the edge of wrapping
+  const s2 = new LoadSampler(sab, 4);
+  w0.count(3, false);
+  w0.count(3, false);
+  assert.deepEqual(s2.sample(), [{ shard: 3, reqs: 2, writes: 0 }]);
+});
+
+test('node load: primary requests plus weighted replicated writes on each backup', () => {
+  const c = cluster(3, 3, 3); // shard s: primary s, backups s+1, s+2
+  const l = nodeLoads(c, rates({ 0: [1000, 100], 1: [10, 0] }), [0, 1, 2]);
+  assert.equal(l.get(0), 1000);
+  assert.equal(l.get(1), 10 + 100 * BACKUP_WRITE_WEIGHT);
+  assert.equal(l.get(2), 100 * BACKUP_WRITE_WEIGHT);
+  const t = new LoadTable();
+  t.record(0, 1, 500, [0, 500, 50, 1, 5, 0], 1000);
+  t.record(1, 1, 500, [2, 100, 0], 1000);
+  t.record(2, 1, 500, [0, -1, 0, 7], 1000); // a broken report: not counted
+  assert.deepEqual([...t.shardRates()], [[0, { reqs: 1000, writes: 100 }], [1, { reqs: 10, writes: 0 }], [2, { reqs: 200, writes: 0 }]]);
+  assert.equal(t.freshFor([0, 1], 1000, 1), true);
+  assert.equal(t.freshFor([0, 1], 1001, 1), false);
+});
+
+test('the plan moves the hottest shard of an overloaded node to its least loaded full backup, and no more than helps', () => {
+  const c = cluster(3, 6, 3); // node n is primary of shards n and n+3
+  const o = { ...DEFAULT_RESHARDING };
+  // Shard 0 (node 0) is hot; node 1 is idle.
+  const p = planBalance(c, rates({ 0: [9000, 0], 3: [1000, 0], 1: [100, 0], 4: [100, 0], 2: [3000, 0], 5: [1000, 0] }), [0, 1, 2], o);
+  assert.deepEqual(p.overloaded, [0]);
+  assert.deepEqual(p.moves, [{ shard: 0, from: 0, to: 1 }]);
+  // Balanced within 30 %: nothing. Too little load overall: nothing.
+  assert.deepEqual(planBalance(c, rates({ 0: [1000, 0], 1: [900, 0], 2: [1100, 0] }), [0, 1, 2], o).moves, []);
+  assert.deepEqual(planBalance(c, rates({ 0: [500, 0] }), [0, 1, 2], o).moves, []);
+  // One shard carries everything: moving it only moves the hotspot.
+  assert.deepEqual(planBalance(c, rates({ 0: [9000, 0] }), [0, 1, 2], o).moves, []);
+  // An unreachable backup is not a target; with node 1 out, shard 0 on node 2 would overload node 2
+  // more than node 0 is now, so the next hottest shard of node 0 goes instead.
+  assert.deepEqual(planBalance(c, rates({ 0: [9000, 0], 3: [1000, 0], 2: [3000, 0] }), [0, 2], o).moves, [{ shard: 3, from: 0, to: 2 }]);
+});
+
+test('a move swaps the primary with a full backup (the source stays a replica), lists the task, and can be cleared or rolled back', () => {
+  const c = cluster(3, 3, 3);
+  const live = new Set([0, 1, 2]);
+  assert.equal(moveRefusal(c, 0, 1, live), null);
+  assert.match(moveRefusal(c, 0, 0, live)!, /primary already/);
+  assert.match(moveRefusal(c, 7, 1, live)!, /no shard 7/);
+  assert.match(moveRefusal(c, 0, 1, new Set([0, 2]))!, /not a live member/);
+  const next = planMoves(c, [{ shard: 0, from: 0, to: 1 }]);
+  assert.equal(next.term, c.term + 1);
+  assert.equal(next.shards[0]!.primary, 1);
+  assert.deepEqual(next.shards[0]!.backups.sort(), [0, 2]);
+  assert.deepEqual(next.migrations, [{ source: 0, target: 1, shard: 0 }]);
+  assert.match(moveRefusal(next, 0, 2, live)!, /being moved already/);
+  const done = clearTasks(next, [0]);
+  assert.deepEqual(done.migrations, []);
+  assert.equal(done.shards[0]!.primary, 1);
+  const back = rollBack(c, next);
+  assert.equal(back.term, next.term + 1);
+  assert.deepEqual(back.shards, c.shards);
+  // A node holding no full replica cannot take the shard (4 nodes, replication 2).
+  const c4 = cluster(4, 4, 2);
+  assert.match(moveRefusal(c4, 0, 2, new Set([0, 1, 2, 3]))!, /no full replica/);
+});
+
+test('the failover of a move\'s source re-promotes the shard at the target; of its target, moves it on; the task ends', () => {
+  const c = planMoves(cluster(3, 3, 3), [{ shard: 0, from: 0, to: 1 }]);
+  const bySource = planFailover(c, 0);
+  assert.ok(bySource.moved.some((m) => m.shard === 0 && m.to === 1), JSON.stringify(bySource.moved));
+  assert.equal(bySource.next.shards[0]!.primary, 1);
+  assert.deepEqual(bySource.next.migrations, []);
+  const byTarget = planFailover(c, 1);
+  assert.ok(byTarget.moved.some((m) => m.shard === 0 && m.from === 1));
+  assert.notEqual(byTarget.next.shards[0]!.primary, 1);
+  assert.deepEqual(byTarget.next.migrations, []);
+});
