@@ -23,7 +23,7 @@ import { registerClusterCommand } from './cluster-cli.js';
 import { registerManagerCommand } from './manager-cli.js';
 import { registerReshardCommand } from './reshard-cli.js';
 import { registerConfigCommand } from './config-cli.js';
-import { collectClusterStatus, formatClusterStatus } from './cluster-status.js';
+import { collectClusterStatus, formatClusterStatus, readClusterAndManagers } from './cluster-status.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { startNode } from '../runtime/node.js';
@@ -212,7 +212,8 @@ function existingDataDir(dir: string): string {
 async function status(o: StoreFlags & { dataDir?: string; json?: boolean }): Promise<number> {
   const spec = storeSpecOf(o);
   if (spec !== null) {
-    const cs = await collectClusterStatus(await readStoreOnce(spec));
+    const { cluster, managers } = await readClusterAndManagers(spec);
+    const cs = await collectClusterStatus(cluster, managers);
     process.stdout.write(o.json ? JSON.stringify(cs, null, 2) + '\n' : formatClusterStatus(cs) + '\n');
     return cs.nodes.every((n) => n.status) ? EXIT_OK : EXIT_FAILED;
   }
@@ -270,7 +271,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--cluster-name <name>', 'with --zookeeper: the cluster whose configuration to read (default: default)')
     .option('--node-id <n>', "this node's id in the cluster (--cluster or --zookeeper)")
     .option('--rejoin', 'with --manager: this node was failed over; discard its pool (stale data) and ask the manager to take it back as an empty member (rowan cluster does this when it restarts a dead node)')
-    .option('--manager <host:port>', 'hold a lease with this configuration manager and follow its configurations (failover); without it the configuration is static')
+    .option('--manager <host:port,...>', 'hold a lease with this configuration manager and follow its configurations (failover); several: the active one and its standbys (with --zookeeper), tried in turn; without it the configuration is static')
     .option('--metrics-port <port>', 'serve Prometheus metrics on GET http://127.0.0.1:<port>/metrics (0: any free port, logged; default: none)')
     .option('--secret-file <file>', `the cluster secret (64 hex characters, mode 0600) other nodes and the manager must prove (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
     .option('--client-password-file <file>', `the client password (16-256 printable characters, mode 0600) clients must prove on the client and Redis ports (default: $${CLIENT_PASSWORD_FILE_ENV}, else the file client-password beside --cluster's file; none: an error)`)

@@ -52,6 +52,9 @@ export interface ClusterOpts {
   indexKeysMax?: string;
   zookeeper?: string;
   clusterName?: string;
+  /** Configuration managers: 1, or with --zookeeper an active one and standbys (actors/manager/election.ts). */
+  managers?: string | number;
+  zkSessionMs?: string;
   /** false (--no-restart): a node that dies stays down, as before supervision. */
   restart?: boolean;
   /** TLS for every node and the manager (one certificate for the local cluster, README "Security model"). */
@@ -131,6 +134,8 @@ export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> =
   const dir = resolve(o.dir);
   mkdirSync(dir, { recursive: true });
   const { spec, clusterName } = storeFor(dir, o);
+  // Checked before anything is written: standbys need an election, hence ZooKeeper.
+  if (int('managers', o.managers ?? 1, 1, 9) > 1 && 'file' in spec) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--managers above 1 needs --zookeeper: the standby managers are elected through ZooKeeper');
   const store: ConfigStore = 'file' in spec ? new FileConfigStore(spec.file) : await ZooKeeperConfigStore.open({ connect: spec.zookeeper, path: spec.path });
   try {
     const { cluster, fresh } = await clusterFor(dir, o, store);
@@ -188,7 +193,8 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   }
 
   const children = new Map<number, ChildProcess>();
-  let manager: ChildProcess | null = null;
+  const managerCount = int('managers', o.managers ?? 1, 1, 9);
+  const managers: (ChildProcess | null)[] = Array.from({ length: managerCount }, () => null);
   let stopping = false;
   let wake: () => void = () => {};
   const live = (c: ChildProcess | null): c is ChildProcess => c !== null && c.exitCode === null && c.signalCode === null;
@@ -202,14 +208,19 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       for (const c of children.values()) if (live(c)) c.kill('SIGTERM');
       wake();
     };
-    const m = manager;
-    if (!live(m)) return nodes();
+    // Every manager at once: a standby stopping never acts (its election stops first, in its drain).
+    const ms = managers.filter(live);
+    if (ms.length === 0) return nodes();
     const timer = setTimeout(nodes, 5000);
-    m.once('exit', () => {
-      clearTimeout(timer);
-      nodes();
-    });
-    m.kill('SIGTERM');
+    let left = ms.length;
+    for (const m of ms) {
+      m.once('exit', () => {
+        if (--left > 0) return;
+        clearTimeout(timer);
+        nodes();
+      });
+      m.kill('SIGTERM');
+    }
   };
   process.once('SIGINT', stopAll);
   process.once('SIGTERM', stopAll);
@@ -218,19 +229,26 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
 
   const managerPort = managerPortOf(cluster);
   const leaseMs = int('lease-ms', o.leaseMs, 4, 600_000);
-  const startManager = async (): Promise<void> => {
-    const logFile = join(dir, 'manager.log');
+  // Manager i: port base + 490 + i, log DIR/manager.log (i = 0) or DIR/manager-i.log, runtime dir DIR/manager[-i].
+  const suffix = (i: number) => (i === 0 ? '' : `-${i}`);
+  const managerAddrs = managers.map((_, i) => `127.0.0.1:${managerPort + i}`).join(',');
+  const startManager = async (i: number): Promise<void> => {
+    const logFile = join(dir, `manager${suffix(i)}.log`);
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'manager', ...where, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), '--secret-file', secretFile, ...tlsArgs(o), ...(o.logLevel ? ['--log-level', o.logLevel] : []), ...(o.autoReshard === false ? ['--no-auto-reshard'] : [])];
+    const args = [bin, 'manager', ...where, '--port', String(managerPort + i), '--lease-ms', String(leaseMs), '--data-dir', join(dir, `manager${suffix(i)}`), '--secret-file', secretFile, ...tlsArgs(o),
+      ...(o.zkSessionMs !== undefined && !('file' in st.spec) ? ['--zk-session-ms', o.zkSessionMs] : []), ...(o.logLevel ? ['--log-level', o.logLevel] : []), ...(o.autoReshard === false ? ['--no-auto-reshard'] : [])];
     // Like a node: its own process group, and down with this launcher however the launcher dies.
-    manager = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
+    const m = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
+    managers[i] = m;
     closeQuietly(out);
-    console.log(`starting the configuration manager (log ${logFile})`);
-    await waitReady(manager, logFile, from, -1, 60_000, join(dir, 'manager'));
-    console.log(`configuration manager ready on 127.0.0.1:${managerPort}, lease ${leaseMs} ms`);
+    const which = managerCount > 1 ? `configuration manager ${i}` : 'the configuration manager';
+    console.log(`starting ${which} (log ${logFile})`);
+    await waitReady(m, logFile, from, -1, 60_000, join(dir, `manager${suffix(i)}`));
+    console.log(`${managerCount > 1 ? `configuration manager ${i}` : 'configuration manager'} ready on 127.0.0.1:${managerPort + i} (pid ${m.pid}), lease ${leaseMs} ms${managerCount > 1 ? ' (the elected one serves; the others stand by)' : ''}`);
   };
   try {
-    await startManager();
+    // One after the other: the first becomes the active one (lowest election znode), the rest stand by.
+    for (let i = 0; i < managerCount; i++) await startManager(i);
   } catch (err) {
     console.error((err as Error).message);
     stopAll();
@@ -248,7 +266,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
     const { fd: out, from } = openNodeLog(logFile);
     const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig, '--secret-file', secretFile, '--client-password-file', passwordFile, ...tlsArgs(o),
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
-      '--manager', `127.0.0.1:${managerPort}`, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
+      '--manager', managerAddrs, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : []),
       ...(rejoin ? ['--rejoin'] : [])];
     // Own process group: a terminal ^C reaches only this launcher, which stops each node once (SIGTERM).
@@ -296,7 +314,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   if (failed.length > 0) {
     for (const f of failed) console.error((f.reason as Error).message);
     stopAll();
-    const all = [...children.values(), ...(manager ? [manager] : [])];
+    const all = [...children.values(), ...managers.filter((m): m is ChildProcess => m !== null)];
     await Promise.all(all.map((c) => (live(c) ? new Promise((r) => c.once('exit', r)) : null)));
     return 1;
   }
@@ -310,16 +328,26 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
 
   readyToWatch = true;
   for (const [id, c] of children) watchNode(id, c);
-  const watchManager = (m: ChildProcess) =>
+  // A manager that cannot start again (ZooKeeper still unreachable, say) is retried with backoff: the
+  // other managers and the nodes go on meanwhile.
+  const restartManager = (i: number, which: string, attempt: number): void => {
+    startManager(i).then(() => watchManager(i, managers[i]!), (err: Error) => {
+      if (stopping) return wake();
+      const ms = Math.min(30_000, 1000 * 2 ** attempt);
+      console.error(`cannot restart ${which}: ${err.message}; trying again in ${ms} ms`);
+      setTimeout(() => {
+        if (!stopping) restartManager(i, which, attempt + 1);
+      }, ms).unref();
+    });
+  };
+  const watchManager = (i: number, m: ChildProcess) =>
     m.once('exit', (code, signal) => {
       if (stopping) return wake();
-      console.log(`the configuration manager exited (${signal ?? `code ${code}`}); restarting it`);
-      startManager().then(() => watchManager(manager!), (err: Error) => {
-        console.error(`cannot restart the configuration manager: ${err.message}`);
-        stopAll();
-      });
+      const which = managerCount > 1 ? `configuration manager ${i} (pid ${m.pid})` : 'the configuration manager';
+      console.log(`${which} exited (${signal ?? `code ${code}`}); restarting it${managerCount > 1 ? ' (it joins the election as a standby)' : ''}`);
+      restartManager(i, which, 0);
     });
-  watchManager(manager!);
+  managers.forEach((m, i) => watchManager(i, m!));
   // Poll the store (a file read, or one ZooKeeper getData); an unreadable one (being replaced, no
   // ZooKeeper session) is read again next time.
   let seen = cluster;
@@ -333,7 +361,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       seen = now;
     }, () => {}).finally(() => (polling = false));
   }, 'file' in st.spec ? 50 : 100);
-  while ((supervise && !stopping) || [...children.values()].some(live) || (stopping && live(manager))) {
+  while ((supervise && !stopping) || [...children.values()].some(live) || (stopping && managers.some(live))) {
     await new Promise<void>((r) => {
       wake = r;
       setTimeout(r, 1000).unref();
@@ -375,6 +403,8 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--index-keys-max <n>', "most keys one shard's index may grow to (see rowan start --help)")
     .option('--zookeeper <host:port,...>', `${ZK_FLAG_HELP}: a new cluster's configuration is created there, not in DIR/cluster.json; DIR/${STORE_POINTER} remembers it, so running this again on DIR restarts the cluster from ZooKeeper`)
     .option('--cluster-name <name>', ZK_NAME_HELP)
+    .option('--managers <n>', 'configuration managers to run; above 1 needs --zookeeper: they elect one active manager, the others stand by and take over when it dies (each on base + 490 + i, log DIR/manager-i.log)', asIs, 1)
+    .option('--zk-session-ms <ms>', 'with --zookeeper: the managers\' ZooKeeper session timeout (see rowan manager --help)')
     .option('--tls-cert <file>', 'PEM certificate for every node and the manager (its names must cover 127.0.0.1): TLS on all their ports, mutual between them (with --tls-key, --tls-ca; clients then need --tls-ca)')
     .option('--tls-key <file>', 'PEM private key of --tls-cert, mode 0600')
     .option('--tls-ca <file>', 'PEM CA that signed --tls-cert; clients verify the nodes with it')

@@ -9,6 +9,7 @@ import { NodeAuthHandshake } from '../actors/kv/manager-auth.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { LineReader, encodeLine, type AdminReply, type AdminRequest } from '../actors/kv/manager-protocol.js';
 import { managerPortOf } from './cluster-lifecycle.js';
+import type { ElectionEntry } from '../actors/manager/election.js';
 
 type AdminBody = AdminRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id' | 't'> : never) : never;
 
@@ -19,6 +20,18 @@ export function managerAddress(flag: string | undefined, cluster: ClusterConfig)
   const port = Number(flag.slice(at + 1));
   if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${flag}' is not host:port`);
   return { host: flag.slice(0, at), port };
+}
+
+/**
+ * The manager to ask: --manager; else, with ZooKeeper (`managers`: the election's entries,
+ * actors/manager/election.ts listManagers), the address the active manager published -- with standbys
+ * each manager has a port of its own (base + 490 + i) and only the active one listens; null when none
+ * is active (one is taking over). Else the port `rowan cluster` gives the manager of `cluster`.
+ */
+export function managerFor(flag: string | undefined, cluster: ClusterConfig, managers: readonly ElectionEntry[] | null): { host: string; port: number } | null {
+  if (flag !== undefined || managers === null) return managerAddress(flag, cluster);
+  const active = managers.find((m) => m.active);
+  return active ? { host: active.host, port: active.port } : null;
 }
 
 /** The cluster secret an operator's tool proves to the manager: --secret-file, $ROWAN_SECRET_FILE, or

@@ -15,6 +15,7 @@ import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { startNode } from '../runtime/node.js';
 import { loadTls } from '../runtime/net/tls.js';
 import { DEFAULT_LEASE_MS, leaseTiming } from '../actors/manager/leases.js';
+import { DEFAULT_MANAGER_ZK_SESSION_MS } from '../actors/manager/election.js';
 import type { ManagerStart } from '../actors/manager/protocol.js';
 import { followLauncher } from './cluster-lifecycle.js';
 import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
@@ -24,6 +25,7 @@ export interface ManagerOpts extends StoreFlags {
   port: string;
   leaseMs: string;
   renewMs?: string;
+  zkSessionMs: string;
   dataDir?: string;
   logLevel?: LogLevel;
   /** false with --no-auto-reshard. */
@@ -73,6 +75,8 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   const clusterFile = 'file' in spec ? spec.file : '';
   const secret = managerSecret(o);
   const timing = leaseTiming(num('lease-ms', o.leaseMs, 4, 600_000), o.renewMs === undefined ? undefined : num('renew-ms', o.renewMs, 1, 600_000));
+  const port = num('port', o.port, 0, 65535);
+  const zookeeper = 'file' in spec ? {} : { zookeeper: { connect: spec.zookeeper, path: spec.path }, zkSessionMs: num('zk-session-ms', o.zkSessionMs, 1000, 600_000) };
   const dataDir = resolve(o.dataDir ?? join(dirname(clusterFile), 'manager'));
   mkdirSync(dataDir, { recursive: true });
   // The runtime maps a pool for every process; the manager keeps nothing in it: the smallest one.
@@ -89,7 +93,7 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   const r = config.resharding;
   const pause = /^(stored|committed):(\d+)$/.exec(process.env['ROWAN_TEST_MOVE_PAUSE'] ?? '');
   const resharding = { auto: r.auto, periodMs: r.periodMs, overloadPercent: r.overloadPercent, targetPercent: r.targetPercent, minTotalOps: DEFAULT_RESHARDING.minTotalOps, ...(pause ? { pauseAfter: { step: pause[1]!, ms: Number(pause[2]) } } : {}) };
-  const start: ManagerStart = { clusterFile, host: o.host, port: num('port', o.port, 0, 65535), ...timing, resharding, ...('file' in spec ? {} : { zookeeper: { connect: spec.zookeeper, path: spec.path } }) };
+  const start: ManagerStart = { clusterFile, host: o.host, port, ...timing, resharding, ...zookeeper };
   const log = createLogger(config.logLevel);
   loadTls(config.tls); // a bad file fails here, with its name, not in the actor
   if (secret === null) log.warn('authentication is off (--no-auth): any peer that reaches the manager port may hold or break leases');
@@ -108,13 +112,14 @@ export async function runManager(o: ManagerOpts): Promise<number> {
 
 export function registerManagerCommand(p: Command, run: (f: () => Promise<number>) => () => Promise<void>): void {
   const cmd = p.command('manager')
-    .description('run the configuration manager (§4.5): leases for every node of the cluster, failover of a node whose lease expired, resharding of hot shards (§4.6); with --zookeeper it stores failovers in ZooKeeper, and while its ZooKeeper session is lost it stores nothing (failovers wait until the session is back)')
+    .description('run the configuration manager (§4.5): leases for every node of the cluster, failover of a node whose lease expired, resharding of hot shards (§4.6); with --zookeeper it stores failovers in ZooKeeper, and several managers of one cluster elect one active manager (the others are standbys that take over when it dies); while its ZooKeeper session is lost it stores nothing (failovers wait until the session is back)')
     .option('--cluster <file>', 'the cluster configuration (the embedded store; rowan cluster writes DIR/cluster.json); or --zookeeper');
   addZooKeeperFlags(cmd)
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port nodes renew their leases on (0 = any free port)', '7090')
     .option('--lease-ms <ms>', 'lease length granted to nodes', String(DEFAULT_LEASE_MS))
     .option('--renew-ms <ms>', 'how often nodes renew (default lease / 5)')
+    .option('--zk-session-ms <ms>', 'with --zookeeper: the ZooKeeper session timeout S. Managers elect one active manager; a standby takes over about S after the active one dies, and the active one rides out a ZooKeeper outage of up to 3/4 S (README "ZooKeeper")', String(DEFAULT_MANAGER_ZK_SESSION_MS))
     .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
     .option('--data-dir <dir>', "the manager process's runtime directory (default: manager/ next to the cluster file; required with --zookeeper)")
     .option('--no-auto-reshard', 'move hot shards only when asked (rowan reshard), not on its own (§4.6; config resharding.auto)')

@@ -50,7 +50,9 @@ export interface NodeOptions {
  * Stop order: producers before their consumers, so each stage drains what the previous one sent. The
  * nic goes first: remote writes land through it into control's b-log.
  */
-const stopOrder = ['nic', 'worker', 'migration', 'control', 'digest', 'clean'];
+// Every role is stopped (its drain runs): 'manager' was missing, so the configuration manager's drain
+// never ran and its ZooKeeper session outlived the process by a session timeout.
+const stopOrder = ['manager', 'nic', 'worker', 'migration', 'control', 'digest', 'clean'];
 
 export function roleEntry(role: string): URL {
   return new URL(`../actors/${role}/thread.js`, import.meta.url);

@@ -118,6 +118,17 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   };
 }
 
+/** --manager host:port[,host:port...]: the configuration managers, active and standbys (tried in turn). */
+export function parseManagers(manager: string): { host: string; port: number }[] {
+  return manager.split(',').map((one) => {
+    const at = one.lastIndexOf(':');
+    const host = one.slice(0, at);
+    const port = Number(one.slice(at + 1));
+    if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${one}' is not host:port`);
+    return { host, port };
+  });
+}
+
 /** How long an evicted node keeps answering LEASE_EXPIRED before it stops. */
 const EVICTED_EXIT_MS = 2000;
 
@@ -154,10 +165,7 @@ function startLease(
   record: ReplicaRecord,
   loadPeriodMs: number,
 ): { client: LeaseClient; catchUp: CatchUp } {
-  const at = manager.lastIndexOf(':');
-  const host = manager.slice(0, at);
-  const port = Number(manager.slice(at + 1));
-  if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${manager}' is not host:port`);
+  const managers = parseManagers(manager);
   const shared = attachKvShared(start.shared, pool.region);
   // The promotion log: one instance on this thread, appended to by promotions and re-replication.
   let plog: TLog | null = null;
@@ -165,7 +173,7 @@ function startLease(
   let client: LeaseClient | null = null;
   const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls });
   const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
-  client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
+  client = new LeaseClient(managers, nodeId, cell, clock, log, {
     prepare: async (shards, drain, planned) => {
       // Before the acknowledgement that lets the configuration commit: this node is still a backup of
       // the shards it may now be promoted for (./trust.ts, what a later cold start applies).

@@ -86,6 +86,9 @@ export const ErrorCodes = {
   MOVE_REFUSED: 'ROWAN_ERR_MOVE_REFUSED',
   /** The ZooKeeper configuration store cannot be reached, or its session is lost (config/zk-store.ts). */
   ZOOKEEPER: 'ROWAN_ERR_ZOOKEEPER',
+  /** A configuration manager that is not (or no longer) the elected active one refused to act
+   *  (actors/manager/election.ts): its election znode is gone or its session may have expired. */
+  NOT_ACTIVE_MANAGER: 'ROWAN_ERR_NOT_ACTIVE_MANAGER',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
