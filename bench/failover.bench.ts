@@ -18,7 +18,7 @@ import { RowanClient } from '../actors/kv/client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
 import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/cluster.js';
 import { allShardsServed, logRecords, nodePids, probeKeys } from '../test/fixtures/failover-cluster.js';
-import { progress, resultsDir, type Row } from './report.js';
+import { progress, recordParams, resultsDir, type Row } from './report.js';
 import { timelineSvg, type Run } from './failover/timeline.js';
 import { valueOf, workloads } from './ycsb/driver.js';
 import { sizeDists, valueSizeSampler } from './ycsb/sizes.js';
@@ -118,6 +118,7 @@ export async function run(): Promise<Row[]> {
   const quick = process.argv.includes('--quick');
   const kills = flag('kills', quick ? 3 : 20);
   const leaseMs = flag('lease-ms', 200);
+  recordParams({ quick, kills, leaseMs, bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, afterMs: AFTER_MS, keys: KEYS, concurrency: CONCURRENCY, shards: SHARDS, workload: 'YCSB A, Zipfian 0.99, ZippyDB sizes', nodes: 3 });
   const runs: Run[] = [];
   const perKill: Row[] = [];
   for (let k = 0; k < kills; k++) {

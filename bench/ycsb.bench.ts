@@ -31,7 +31,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { RowanClient } from '../actors/kv/client/client.js';
 import { paper } from '../config/defaults.js';
-import { formatTable, progress, type Row } from './report.js';
+import { formatTable, progress, recordParams, type Row } from './report.js';
 import { availableModes, startCluster } from './ycsb/cluster.js';
 import { clusterDlwa } from './ycsb/dlwa.js';
 import { gcDelta, gcSummary, settledGcTotals, watchFreeSegments, withGcRatios } from './ycsb/gc-pressure.js';
@@ -218,6 +218,7 @@ function steps(total: number): { total: number; done: number; label: (s: string)
 
 export async function run(o: YcsbOptions = parseYcsbOptions(process.argv.slice(2))): Promise<Row[]> {
   if (o.gc) return runGc(o);
+  recordParams({ ...o, cells: cellsOf(o).map((c) => `${c.workload.name}, ${c.dist}, ${c.size.name}`), poolMib: modeRun.poolMib, segmentKib: modeRun.segmentKib, nodes: 3, shards: 48, replication: 3, fabric: 'shm' });
   const avail = availableModes();
   const modes = o.modes ? o.modes.filter((m) => avail.modes.includes(m)) : avail.modes;
   if (o.modes && modes.length < o.modes.length) process.stderr.write(`ycsb: modes not available here skipped: ${o.modes.filter((m) => !modes.includes(m)).join(', ')}\n`);
@@ -253,6 +254,7 @@ export async function run(o: YcsbOptions = parseYcsbOptions(process.argv.slice(2
  *  GC pressure, alternating the three `rounds` times on fresh clusters with one key count (header). */
 export async function runGc(o: YcsbOptions = { ...parseYcsbOptions(process.argv.slice(2)), gc: true }): Promise<Row[]> {
   const cells = cellsOf({ ...o, quick: true });
+  recordParams({ ...o, cells: cells.map((c) => `${c.workload.name}, ${c.dist}, ${c.size.name}`), nodes: 3, shards: 48, replication: 3, fabric: 'shm' });
   const big = `${o.bigPoolMib} MiB`;
   const small = `${o.poolMib} MiB`;
   const off = `${big}, gc off`;

@@ -11,7 +11,7 @@ const W = 900;
 const H = 380;
 const L = 70;
 const R = 20;
-const T = 40;
+const T = 50;
 const B = 50;
 
 export function timelineSvg(title: string, runs: Run[], bucketMs: number, killAtMs: number, median: Run, markP50: Record<string, number>): string {
@@ -26,7 +26,7 @@ export function timelineSvg(title: string, runs: Run[], bucketMs: number, killAt
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${L}" y="20" font-size="14">${title}</text>`,
+    `<text x="${L}" y="18" font-size="14" font-weight="bold">${title.replace(/&/g, '&amp;').replace(/</g, '&lt;')}</text>`,
     `<line x1="${L}" y1="${H - B}" x2="${W - R}" y2="${H - B}" stroke="#333"/>`,
     `<line x1="${L}" y1="${T}" x2="${L}" y2="${H - B}" stroke="#333"/>`,
   ];
@@ -36,7 +36,7 @@ export function timelineSvg(title: string, runs: Run[], bucketMs: number, killAt
     parts.push(`<line x1="${L}" y1="${y(v)}" x2="${W - R}" y2="${y(v)}" stroke="#eee"/>`);
   }
   const step = spanMs > 600 ? 100 : 50;
-  for (let ms = 0; ms <= spanMs; ms += step) parts.push(`<text x="${x(ms)}" y="${H - B + 16}" text-anchor="middle" fill="#555">${ms}</text>`);
+  for (let ms = 0; ms <= spanMs; ms += step) parts.push(`<line x1="${x(ms)}" y1="${H - B}" x2="${x(ms)}" y2="${H - B + 4}" stroke="#333"/><text x="${x(ms)}" y="${H - B + 16}" text-anchor="middle" fill="#555">${ms}</text>`);
   parts.push(`<text x="${(L + W - R) / 2}" y="${H - 12}" text-anchor="middle" fill="#333">time (ms), ${bucketMs} ms buckets; node SIGKILLed at ${killAtMs} ms</text>`);
   parts.push(`<text x="16" y="${(T + H - B) / 2}" transform="rotate(-90 16 ${(T + H - B) / 2})" text-anchor="middle" fill="#333">ops/s</text>`);
   for (const r of runs) if (r !== median) parts.push(line(r, 'stroke="#9bb" stroke-width="0.6" opacity="0.5"'));
@@ -48,6 +48,10 @@ export function timelineSvg(title: string, runs: Run[], bucketMs: number, killAt
     parts.push(`<line x1="${px}" y1="${T}" x2="${px}" y2="${H - B}" stroke="${colors[name] ?? '#555'}" stroke-dasharray="4 3"/>`);
     parts.push(`<text x="${px + 3}" y="${T + 12 + 14 * row++}" fill="${colors[name] ?? '#555'}">${name}${name === 'kill' ? '' : ` +${at.toFixed(0)} ms (p50)`}</text>`);
   }
+  // Legend: which line is what.
+  const lx = W - R - 300;
+  parts.push(`<line x1="${lx}" y1="${T - 14}" x2="${lx + 20}" y2="${T - 14}" stroke="#9bb" stroke-width="1.2"/><text x="${lx + 24}" y="${T - 10}" fill="#333">each run (${runs.length})</text>`);
+  parts.push(`<line x1="${lx + 110}" y1="${T - 14}" x2="${lx + 130}" y2="${T - 14}" stroke="#06c" stroke-width="1.6"/><text x="${lx + 134}" y="${T - 10}" fill="#333">median run (time to served)</text>`);
   parts.push('</svg>');
   return parts.join('\n');
 }
