@@ -140,7 +140,7 @@ export function lineChartSvg(c: LineChart): string {
       const { color, dash } = style(s.name);
       const ok = s.points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y) && (!c.x.log || x > 0) && (!c.y.log || y > 0)).sort((a, b) => a[0] - b[0]);
       if (ok.length > 1)
-        body.push(`<polyline fill="none" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ''} points="${ok.map(([x, y]) => `${X(x).toFixed(1)},${Y(y).toFixed(1)}`).join(' ')}"><title>${esc(s.name)}</title></polyline>`);
+        body.push(`<polyline class="series" fill="none" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ''} points="${ok.map(([x, y]) => `${X(x).toFixed(1)},${Y(y).toFixed(1)}`).join(' ')}"><title>${esc(s.name)}</title></polyline>`);
       for (const [x, y] of ok) body.push(`<circle cx="${X(x).toFixed(1)}" cy="${Y(y).toFixed(1)}" r="3" fill="${color}"><title>${esc(`${s.name}: ${fmtNum(x)}, ${fmtNum(y)}`)}</title></circle>`);
     }
   });
