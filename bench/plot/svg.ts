@@ -64,7 +64,7 @@ function svgDoc(width: number, height: number, body: string[]): string {
 
 /** Legend entries in columns across `width`, starting at y; returns the SVG and the height used. */
 function legend(names: string[], x0: number, y: number, width: number, swatch: (i: number, x: number, y: number) => string): { svg: string[]; height: number } {
-  const colW = Math.min(width, Math.max(140, 16 + 6.6 * Math.max(...names.map((n) => n.length))));
+  const colW = Math.min(width, Math.max(140, 40 + 7 * Math.max(...names.map((n) => n.length))));
   const perRow = Math.max(1, Math.floor(width / colW));
   const out = names.map((n, i) => {
     const x = x0 + (i % perRow) * colW;
