@@ -18,7 +18,7 @@ import { RowanClient } from '../actors/kv/client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
 import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/cluster.js';
 import { allShardsServed, logRecords, nodePids, probeKeys } from '../test/fixtures/failover-cluster.js';
-import { progress, recordParams, resultsDir, type Row } from './report.js';
+import { gitState, load, machine, progress, recordParams, resultsDir, type Row } from './report.js';
 import { timelineSvg, type Run } from './failover/timeline.js';
 import { valueOf, workloads } from './ycsb/driver.js';
 import { sizeDists, valueSizeSampler } from './ycsb/sizes.js';
@@ -154,7 +154,8 @@ export async function run(): Promise<Row[]> {
     join(resultsDir, 'failover-timeline.svg'),
     timelineSvg(`Failover under YCSB A (ZippyDB), ${kills} kills, lease ${leaseMs} ms: throughput per ${BUCKET_MS} ms`, runs, BUCKET_MS, KILL_AT_MS, median, marks),
   );
-  writeFileSync(join(resultsDir, 'failover-runs.json'), JSON.stringify({ bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, leaseMs, perKill, runs }, null, 1) + '\n');
+  // The per-kill detail, with what produced it (failover.json's `run` record says the same).
+  writeFileSync(join(resultsDir, 'failover-runs.json'), JSON.stringify({ git: gitState(), machine: machine(), loadAvgEnd: load(), bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, leaseMs, perKill, runs }, null, 1) + '\n');
   console.log(`per kill:\n${perKill.map((r) => JSON.stringify(r)).join('\n')}\ntimeline: ${join(resultsDir, 'failover-timeline.svg')}`);
   return summary;
 }

@@ -117,6 +117,14 @@ export interface ResultFile {
   rows: Row[];
 }
 
+/** One line saying what run a plot comes from: commit, machine, load. */
+export function runFooter(m: RunMeta): string {
+  const git = m.git.commit ? `${m.git.commit.slice(0, 10)}${m.git.dirty ? ' (uncommitted changes)' : ''}` : 'unknown commit';
+  const l = (a?: number[]) => (a ? a[0]!.toFixed(1) : '?');
+  return `run ${m.startedAt.slice(0, 16).replace('T', ' ')} UTC, git ${git}; ${m.machine.cores} x ${m.machine.cpu}, Node ${m.machine.node}; ` +
+    `load average (1 min) ${l(m.loadAvgStart)} at start, ${l(m.loadAvgEnd)} at end${m.argv.length ? `; arguments ${m.argv.join(' ')}` : ''}`;
+}
+
 /** Print the table and write <name>.json and the figures under bench/results/. */
 export function report(name: string, title: string, rows: Row[], meta: RunMeta, figures: Figure[], columns?: string[]): void {
   mkdirSync(resultsDir, { recursive: true });

@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { figures } from './plot/figures.js';
-import { finishRun, progress, report, resultsDir, startRun, writeFigures, type ResultFile, type Row } from './report.js';
+import { finishRun, progress, report, resultsDir, runFooter, startRun, writeFigures, type Figure, type ResultFile, type RunMeta, type Row } from './report.js';
+import { withFooter } from './plot/svg.js';
 
 interface Bench {
   title: string;
@@ -120,6 +121,11 @@ export function usage(): string {
   ].join('\n');
 }
 
+/** The benchmark's figures, each with a footer naming the run (an old JSON without a run record: none). */
+function drawn(name: string, rows: Row[], run: RunMeta | undefined): Figure[] {
+  return figures[name]!(rows).map((f) => (run?.git ? { ...f, svg: withFooter(f.svg, runFooter(run)) } : f));
+}
+
 function replot(names: string[]): void {
   for (const name of names) {
     const path = join(resultsDir, `${name}.json`);
@@ -132,7 +138,7 @@ function replot(names: string[]): void {
       continue;
     }
     try {
-      writeFigures(figures[name]!(file.rows));
+      writeFigures(drawn(name, file.rows, file.run));
     } catch (err) {
       console.error(`bench --replot: ${name}: ${(err as Error).message}`);
       process.exitCode = 1;
@@ -168,7 +174,8 @@ async function main(): Promise<void> {
     const meta = startRun(argv);
     const mod = (await import(b.module)) as Record<string, () => Promise<Row[]>>;
     const rows = await mod[b.fn ?? 'run']!();
-    report(name, b.title, rows, finishRun(meta), figures[name]!(rows), b.columns);
+    const done = finishRun(meta);
+    report(name, b.title, rows, done, drawn(name, rows, done), b.columns);
     progress(`${name} done`, ++i, names.length);
   }
 }

@@ -133,12 +133,15 @@ const rowan = (rows: Rows): Figure[] => {
   const notes = [
     `shm: DLWA from the persist trace; tcp: from the acked offsets.${deep ? ' "N in flight": writes in flight per stream (a point at the largest stream count).' : ''} Every series: 1 write in flight per stream unless named.`,
   ];
+  // Lines at DLWA 1 lie on one another: say each series' value at the largest stream count.
+  const most = streams[streams.length - 1];
+  const atMost = sizes.map((b) => `at ${most} streams, ${b} B: ` + rows.filter((r) => r.bytes === b && r.streams === most && num(r, 'dlwa') !== null).map((r) => `${rowanSeries(r)} ${num(r, 'dlwa')}`).join(', '));
   return [
     {
       file: 'rowan.svg',
       svg: lineChartSvg({
         title: 'Rowan vs one-sided replication (rwrite / share / batch): modelled DLWA against concurrent write streams',
-        notes,
+        notes: [...notes, ...atMost],
         x: { label: 'concurrent write streams', ticks: streams },
         y: { label: 'DLWA (media bytes / request bytes)' },
         panels: panels('dlwa'),

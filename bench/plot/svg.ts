@@ -224,3 +224,17 @@ export function barChartSvg(c: BarChart): string {
   body.push(`<text x="${(x0 + x1) / 2}" y="${plotBottom + 36}" text-anchor="middle">${esc(c.value.label)}${c.value.log ? ' (log scale)' : ''}</text>`);
   return svgDoc(width, plotBottom + 48, body);
 }
+
+/** `svg` with one more line of small grey text at the bottom (what run produced the plot). */
+export function withFooter(svg: string, text: string): string {
+  const m = /^<svg [^>]*width="(\d+)" height="(\d+)" viewBox="0 0 \d+ \d+"/.exec(svg);
+  if (!m) throw new Error('withFooter: not an SVG of this writer');
+  const w = Number(m[1]);
+  const h = Number(m[2]);
+  const lines = wrapWords(text, Math.floor((w - 20) / 6));
+  const h2 = h + lines.length * 14 + 4;
+  const foot = lines.map((l, i) => `<text x="10" y="${h + 12 + i * 14}" font-size="10" fill="#777">${esc(l)}</text>`).join('\n');
+  return svg
+    .replace(`width="${w}" height="${h}" viewBox="0 0 ${w} ${h}"`, `width="${w}" height="${h2}" viewBox="0 0 ${w} ${h2}"`)
+    .replace(/<\/svg>\n?$/, `${foot}\n</svg>\n`);
+}

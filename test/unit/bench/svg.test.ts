@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { linearTicks, logTicks } from '../../../bench/plot/axis.js';
-import { barChartSvg, lineChartSvg } from '../../../bench/plot/svg.js';
+import { barChartSvg, lineChartSvg, withFooter } from '../../../bench/plot/svg.js';
 import { figures } from '../../../bench/plot/figures.js';
 import type { Row } from '../../../bench/report.js';
 
@@ -94,4 +94,13 @@ test('log.svg names each mode and its entry size; index.svg labels are unique', 
   ])[0]!.svg;
   const labels = texts(idx).filter((x) => x.startsWith('get,'));
   assert.equal(new Set(labels).size, labels.length);
+});
+
+test('a footer line says which run a plot comes from, and the picture grows to hold it', () => {
+  const svg = barChartSvg({ title: 't', value: { label: 'v' }, series: ['s'], bars: [{ label: 'x', values: [1] }] });
+  const h = Number(/height="(\d+)"/.exec(svg)![1]);
+  const out = withFooter(svg, 'run 2026-11-24 21:09 UTC, git 28c5132373; load average (1 min) 13.3 at start');
+  assert.equal(Number(/height="(\d+)"/.exec(out)![1]), h + 18);
+  assert.ok(texts(out).includes('run 2026-11-24 21:09 UTC, git 28c5132373; load average (1 min) 13.3 at start'));
+  assert.ok(out.trimEnd().endsWith('</svg>'));
 });
