@@ -19,7 +19,7 @@ import { monotonicClock } from '../config/base/clock.js';
 import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/cluster.js';
 import { allShardsServed, logRecords, nodePids, probeKeys } from '../test/fixtures/failover-cluster.js';
 import { gitState, load, machine, progress, recordParams, resultsDir, type Row } from './report.js';
-import { timelineSvg, type Run } from './failover/timeline.js';
+import { timelineOf, type Run } from './failover/timeline.js';
 import { valueOf, workloads } from './ycsb/driver.js';
 import { sizeDists, valueSizeSampler } from './ycsb/sizes.js';
 import { ZipfianChooser, keyOf, mulberry32 } from './ycsb/zipfian.js';
@@ -30,7 +30,6 @@ const AFTER_MS = 700;
 const KEYS = 2000;
 const CONCURRENCY = 32;
 const SHARDS = 12;
-const PHASES = ['detected', 'committed', 'promoted', 'served'] as const;
 
 function flag(name: string, dflt: number): number {
   const a = process.argv.find((x) => x.startsWith(`--${name}=`));
@@ -134,10 +133,8 @@ export async function run(): Promise<Row[]> {
     }
   }
   const summary: Row[] = [];
-  const p50: Record<string, number> = {};
   for (const p of ['detected', 'stored', 'prepared', 'committed', 'promoted', 'served']) {
     const xs = runs.map((r) => r.marks[p] ?? NaN);
-    p50[p] = pct(xs, 0.5);
     summary.push({ phase: p, afterKillP50Ms: +pct(xs, 0.5).toFixed(1), afterKillP99Ms: +pct(xs, 0.99).toFixed(1), kills: xs.filter(Number.isFinite).length });
   }
   // Phase lengths: detection, commit (detected -> committed: store, prepare, lease wait), promotion.
@@ -146,14 +143,7 @@ export async function run(): Promise<Row[]> {
     const xs = span(a, b);
     summary.push({ phase: name, afterKillP50Ms: +pct(xs, 0.5).toFixed(1), afterKillP99Ms: +pct(xs, 0.99).toFixed(1), kills: xs.filter(Number.isFinite).length });
   }
-  const servedSorted = [...runs].sort((a, b) => (a.marks['served'] ?? 0) - (b.marks['served'] ?? 0));
-  const median = servedSorted[Math.floor(servedSorted.length / 2)]!;
-  const marks: Record<string, number> = {};
-  for (const p of PHASES) if (Number.isFinite(p50[p])) marks[p] = p50[p]!;
-  writeFileSync(
-    join(resultsDir, 'failover-timeline.svg'),
-    timelineSvg(`Failover under YCSB A (ZippyDB), ${kills} kills, lease ${leaseMs} ms: throughput per ${BUCKET_MS} ms`, runs, BUCKET_MS, KILL_AT_MS, median, marks),
-  );
+  writeFileSync(join(resultsDir, 'failover-timeline.svg'), timelineOf({ bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, leaseMs, runs }));
   // The per-kill detail, with what produced it (failover.json's `run` record says the same).
   writeFileSync(join(resultsDir, 'failover-runs.json'), JSON.stringify({ git: gitState(), machine: machine(), loadAvgEnd: load(), bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, leaseMs, perKill, runs }, null, 1) + '\n');
   console.log(`per kill:\n${perKill.map((r) => JSON.stringify(r)).join('\n')}\ntimeline: ${join(resultsDir, 'failover-timeline.svg')}`);

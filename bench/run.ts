@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { figures } from './plot/figures.js';
 import { finishRun, progress, report, resultsDir, runFooter, startRun, writeFigures, type Figure, type ResultFile, type RunMeta, type Row } from './report.js';
 import { withFooter } from './plot/svg.js';
+import { timelineOf, type RunsFile } from './failover/timeline.js';
 
 interface Bench {
   title: string;
@@ -139,6 +140,11 @@ function replot(names: string[]): void {
     }
     try {
       writeFigures(drawn(name, file.rows, file.run));
+      // The failover timeline is drawn from every run's buckets, kept beside failover.json.
+      if (name === 'failover') {
+        const runs = JSON.parse(readFileSync(join(resultsDir, 'failover-runs.json'), 'utf8')) as RunsFile;
+        writeFigures([{ file: 'failover-timeline.svg', svg: timelineOf(runs) }]);
+      }
     } catch (err) {
       console.error(`bench --replot: ${name}: ${(err as Error).message}`);
       process.exitCode = 1;

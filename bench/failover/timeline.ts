@@ -55,3 +55,30 @@ export function timelineSvg(title: string, runs: Run[], bucketMs: number, killAt
   parts.push('</svg>');
   return parts.join('\n');
 }
+
+/** What failover.bench.ts leaves in bench/results/failover-runs.json (enough to redraw the timeline). */
+export interface RunsFile {
+  bucketMs: number;
+  killAtMs: number;
+  leaseMs: number;
+  runs: Run[];
+}
+
+const MARKS = ['detected', 'committed', 'promoted', 'served'] as const;
+
+function median(xs: number[]): number {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  return s.length ? s[Math.floor(s.length / 2)]! : NaN;
+}
+
+/** The Figure 14 plot of a set of runs: the median run by time to served drawn bold, median marks. */
+export function timelineOf(f: RunsFile): string {
+  const byServed = [...f.runs].sort((a, b) => (a.marks['served'] ?? 0) - (b.marks['served'] ?? 0));
+  const mid = byServed[Math.floor(byServed.length / 2)]!;
+  const marks: Record<string, number> = {};
+  for (const m of MARKS) {
+    const v = median(f.runs.map((r) => r.marks[m] ?? NaN));
+    if (Number.isFinite(v)) marks[m] = v;
+  }
+  return timelineSvg(`Failover under YCSB A (ZippyDB), ${f.runs.length} kills measured, lease ${f.leaseMs} ms: throughput per ${f.bucketMs} ms`, f.runs, f.bucketMs, f.killAtMs, mid, marks);
+}

@@ -256,7 +256,8 @@ const failover = (rows: Rows): Figure[] => {
         title: `failover after a primary is SIGKILLed under YCSB A: ms until each mark, and each phase's length (${kills.join('/')} kills)`,
         value: { label: 'ms (marks: after the kill; phases: from the previous mark)' },
         series: ['p50', 'p99'],
-        bars: rows.map((r) => ({ label: String(r.phase), values: [num(r, 'afterKillP50Ms'), num(r, 'afterKillP99Ms')] })),
+        // Marks are times after the kill ("detected"); phases are spans between marks ("detect (kill->detected)").
+        bars: rows.map((r) => ({ label: String(r.phase).includes('(') ? `phase: ${r.phase}` : `mark: ${r.phase}`, values: [num(r, 'afterKillP50Ms'), num(r, 'afterKillP99Ms')] })),
       }),
     },
   ];
