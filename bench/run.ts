@@ -19,7 +19,7 @@ interface Bench {
   columns?: string[];
   /** Its flags (besides --quick where it says so), for --help. */
   flags: string;
-  /** Roughly how long it takes with the defaults on a quiet 2-core machine. */
+  /** Roughly how long it took with the defaults here (bench/results/<name>.json: run.startedAt/finishedAt). */
   takes: string;
 }
 
@@ -28,31 +28,31 @@ const benches: Record<string, Bench> = {
     title: 'libpmem2 persist cost per call, by persistence mode and length',
     module: './pmem2-persist.bench.js',
     flags: '',
-    takes: '~10 s',
+    takes: '~5 s',
   },
   log: {
     title: 'log append+persist cost per entry by entry size and persistence mode, and scan rate',
     module: './log.bench.js',
     flags: '',
-    takes: '~15 s',
+    takes: '~10 s',
   },
   index: {
     title: 'shard index get/upsert throughput, 1 and 2 threads',
     module: './index.bench.js',
     flags: '',
-    takes: '~20 s',
+    takes: '~10 s',
   },
   dlwa: {
     title: 'modelled DLWA: separate logs (rwrite) vs one merged log (Rowan), 64/128 B writes, 1..144 streams',
     module: './dlwa.bench.js',
     flags: '',
-    takes: '~30 s',
+    takes: '~1 s',
   },
   ring: {
     title: 'SAB ring vs postMessage between two pinned actors',
     module: './ring.bench.js',
     flags: '',
-    takes: '~10 s',
+    takes: '~1 s',
   },
   rowan: {
     title: 'Rowan vs rwrite/share/batch: writes/s, latency and modelled DLWA by write size and concurrent streams',
@@ -64,7 +64,7 @@ const benches: Record<string, Bench> = {
     title: 'garbage collection throughput: one Cleaner on Committed segments by value size and live share',
     module: './gc.bench.js',
     flags: '--quick (32 segments, 1 rep) --reps=N --segments=N',
-    takes: '~3 min',
+    takes: '~1 min',
   },
   ycsb: {
     title: 'YCSB on a local 3-node cluster per replication mode: ops/s, PUT/GET latency (µs), modelled DLWA',
@@ -77,7 +77,7 @@ const benches: Record<string, Bench> = {
     module: './coldstart.bench.js',
     columns: ['objects', 'threads', 'segments', 'metaMs', 'scanMs', 'rebuildMs', 'indexMs', 'totalMs', 'objectsPerSec'],
     flags: '--quick (200 k objects) --threads=N',
-    takes: '~2 min',
+    takes: '~40 s',
   },
   failover: {
     title: 'failover (Figure 14): ms after a primary is SIGKILLed under YCSB A until detected / committed / promoted / every shard served, p50 and p99',
@@ -113,7 +113,7 @@ export function usage(): string {
     'usage: npm run bench -- [name ...] [flags]     (no name: every benchmark, in this order)',
     '       npm run bench -- --replot [name ...]     redraw the plots from bench/results/<name>.json, run nothing',
     '',
-    'benchmarks (time with the defaults on a quiet 2-core machine; a busy one takes longer):',
+    'benchmarks (time taken with the defaults on this 2-core machine; a busier one takes longer):',
     ...Object.entries(benches).flatMap(([n, b]) => [`  ${n.padEnd(w)}  ${b.takes.padEnd(7)} ${b.title}`, ...(b.flags ? [`  ${''.padEnd(w)}  ${''.padEnd(7)} flags: ${b.flags}`] : [])]),
     '',
     'Flags go to every benchmark named (--quick shortens each that has it). `ycsb --gc` is ycsb-gc.',
