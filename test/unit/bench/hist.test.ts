@@ -3,6 +3,7 @@
 // the histogram of all their samples -- what the rowan bench's sender threads rely on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { LatencyHistogram } from '../../../bench/hist.js';
 
@@ -80,4 +81,19 @@ test('histograms recorded on worker threads merge into the histogram of all thei
   // A merge of one part is that part; decode(encode(h)) is h.
   const one = LatencyHistogram.decode(encoded[0]!);
   assert.deepEqual(LatencyHistogram.merge([one]).summary(), one.summary());
+});
+
+test('a histogram encoded in a child process decodes to the same percentiles here', () => {
+  const code = `import(process.argv[1]).then(({ LatencyHistogram }) => {
+    const h = LatencyHistogram.create();
+    for (let i = 1; i <= 10000; i++) h.recordUs(i / 10);
+    process.stdout.write(JSON.stringify({ hdr: h.encode(), p99: h.percentileUs(99) }));
+  });`;
+  const r = spawnSync(process.execPath, ['-e', code, histUrl], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { hdr: string; p99: number };
+  const h = LatencyHistogram.decode(out.hdr);
+  assert.equal(h.count, 10000);
+  assert.equal(h.percentileUs(99), out.p99);
+  close(h.percentileUs(50), 500, 'p50 of 0.1 .. 1000 µs');
 });
