@@ -69,6 +69,7 @@ const benches: Record<string, Bench> = {
   ycsb: {
     title: 'YCSB on a local 3-node cluster per replication mode: ops/s, PUT/GET latency (µs), modelled DLWA',
     module: './ycsb.bench.js',
+    columns: ['mode', 'workload', 'keys', 'size', 'opsPerSec', 'putP50us', 'putP99us', 'getP50us', 'getP99us', 'errors', 'loadOpsPerSec', 'dlwa', 'pmWrites', 'logsPerNode'],
     flags: '--quick (~1 min) --keys=N --duration=ms --concurrency=C --workers=W --modes=rowan,rpc,rwrite,batch,share --gc (= ycsb-gc)',
     takes: '~8 min',
   },

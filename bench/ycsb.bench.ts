@@ -165,6 +165,9 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
         getP99us: round(r.getP99),
         errors: r.errors,
         loadOpsPerSec: Math.round(o.keys / loadSecs),
+        // The latency histograms themselves (encoded HDR, bench/hist.ts): rounds and runs merge exactly.
+        putHdr: r.putHist.count ? r.putHist.encode() : null,
+        getHdr: r.getHist.count ? r.getHist.encode() : null,
         ...(gcBefore && gcAfter ? { ...gcDelta(gcBefore, gcAfter), minFreeSegs: minFreeSegs ?? null } : {}),
       });
       gcBefore = gcAfter;
@@ -318,5 +321,5 @@ export function comparisons(rows: Row[]): string[] {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const rows = await run();
-  console.log(formatTable(rows));
+  console.log(formatTable(rows, Object.keys(rows[0] ?? {}).filter((c) => !c.endsWith('Hdr'))));
 }

@@ -1,6 +1,7 @@
 // What each benchmark plots, from its rows: sweeps (sizes, streams, live share) as line charts with one
 // series per mode, comparisons of unordered cases as (grouped) bar charts. A figure's title says what it
 // plots; notes under it say what it leaves out. Used by the harness after a run and by `--replot`.
+import { LatencyHistogram } from '../hist.js';
 import type { Figure, Row } from '../report.js';
 import { barChartSvg, lineChartSvg, type Bar, type Series } from './svg.js';
 
@@ -219,11 +220,37 @@ const ycsb = (rows: Rows): Figure[] => {
   return out;
 };
 
+/** p50 and p99 (µs) of the union of the rows' encoded histograms in column `col`; nulls without any. */
+function mergedPct(rows: Rows, col: string): [number | null, number | null] {
+  const hs = rows.map((r) => r[col]).filter((v): v is string => typeof v === 'string');
+  if (hs.length === 0) return [null, null];
+  const h = LatencyHistogram.merge(hs.map((t) => LatencyHistogram.decode(t)));
+  return [h.percentileUs(50), h.percentileUs(99)];
+}
+
 const ycsbGc = (rows: Rows): Figure[] => {
   const good = ok(rows);
   const failed = rows.filter((r) => num(r, 'opsPerSec') === null).map((r) => `${r.pool} round ${r.round}: ${r.workload}`);
   const rounds = numbersOf(good, 'round').map((n) => `round ${n}`);
+  const cells = uniq(good.map((r) => `${r.workload}, ${r.pool} pools`));
+  const lat = cells.map((label) => {
+    const rs = good.filter((r) => `${r.workload}, ${r.pool} pools` === label);
+    return { label, values: [...mergedPct(rs, 'putHdr'), ...mergedPct(rs, 'getHdr')] };
+  });
+  const latency: Figure[] = lat.some((b) => b.values.some((v) => v !== null))
+    ? [{
+        file: 'ycsb-gc-latency.svg',
+        svg: barChartSvg({
+          title: 'YCSB Load A and A on Rowan-KV: PUT and GET latency with big pools (GC off, GC on) vs small pools under GC pressure',
+          notes: [`percentiles of every round's requests together (their HDR histograms merged, ${rounds.length} round(s)); timed at the client`],
+          value: { label: 'latency (µs)', log: true },
+          series: ['PUT p50', 'PUT p99', 'GET p50', 'GET p99'],
+          bars: lat,
+        }),
+      }]
+    : [];
   return [
+    ...latency,
     {
       file: 'ycsb-gc.svg',
       svg: barChartSvg({

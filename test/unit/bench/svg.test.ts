@@ -104,3 +104,21 @@ test('a footer line says which run a plot comes from, and the picture grows to h
   assert.ok(texts(out).includes('run 2026-11-24 21:09 UTC, git 28c5132373; load average (1 min) 13.3 at start'));
   assert.ok(out.trimEnd().endsWith('</svg>'));
 });
+
+test('ycsb-gc-latency.svg takes percentiles of every round merged, not of one round', async () => {
+  const { LatencyHistogram } = await import('../../../bench/hist.js');
+  const round = (from: number) => {
+    const h = LatencyHistogram.create();
+    for (let i = 0; i < 1000; i++) h.recordUs(from + i);
+    return h.encode();
+  };
+  // Round 1: 100..1099 µs; round 2: 10000..10999 µs. Merged p50 falls at the top of round 1.
+  const rows: Row[] = [1, 2].map((r) => ({ pool: '8 MiB', round: r, workload: 'A', opsPerSec: 1000, putHdr: round(r === 1 ? 100 : 10_000), getHdr: null }));
+  const figs = figures['ycsb-gc']!(rows);
+  const lat = figs.find((f) => f.file === 'ycsb-gc-latency.svg');
+  assert.ok(lat, figs.map((f) => f.file).join(' '));
+  const values = [...lat.svg.matchAll(/<title>A, 8 MiB pools, (PUT p\d+): ([^<]+)<\/title>/g)].map((m) => `${m[1]} ${m[2]}`);
+  // HDR reports a bucket's highest equivalent value at 3 significant digits: 1,099 -> 1,100, 10,989 -> 11k.
+  // (Round 1 alone would give p50 ~600 µs, round 2 alone ~10.5k.)
+  assert.deepEqual(values, ['PUT p50 1,100', 'PUT p99 11k']);
+});
