@@ -51,20 +51,26 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
   const { tmpdir } = await import('node:os');
   const dir = mkdtempSync(join(tmpdir(), 'rowan-failover-bench-'));
   const cluster = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', String(leaseMs), '--pool-mib', '64', '--no-restart']);
+  // Closed however this kill ends: a kill that fails (a false failover) must not leave the load loops
+  // and the clients running, or the benchmark process never exits.
+  let c: RowanClient | null = null;
+  let probe: RowanClient | null = null;
+  let stop = false;
+  let loops: Promise<void>[] = [];
   try {
     await cluster.ready;
     const file = join(dir, 'cluster.json');
     const pid = nodePids(cluster.output()).get(0)!;
-    const c = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
-    const probe = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
+    c = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
+    probe = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
+    const client = c;
     const size = valueSizeSampler(sizeDists.zippydb, mulberry32(k + 1));
-    for (let b = 0; b < KEYS; b += 256) await Promise.all(Array.from({ length: Math.min(256, KEYS - b) }, (_, j) => c.put(keyOf(b + j), valueOf(size(), b + j))));
+    for (let b = 0; b < KEYS; b += 256) await Promise.all(Array.from({ length: Math.min(256, KEYS - b) }, (_, j) => client.put(keyOf(b + j), valueOf(size(), b + j))));
     const keys = new ZipfianChooser(KEYS, 0.99, mulberry32(100 + k));
     const rand = mulberry32(200 + k);
     const w = workloads.a;
     const buckets = new Array<number>(Math.ceil((KILL_AT_MS + AFTER_MS) / BUCKET_MS)).fill(0);
     let errors = 0;
-    let stop = false;
     // Warm up 200 ms unrecorded, then record from t0; SIGKILL at t0 + KILL_AT_MS.
     const tWarm = monotonicClock.now();
     const t0 = tWarm + 200;
@@ -72,8 +78,8 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
       for (let i = 0; !stop && i < 1_000_000; i++) {
         const id = keys.next();
         try {
-          if (rand() < w.putFraction) await c.put(keyOf(id), valueOf(size(), i));
-          else await c.get(keyOf(id));
+          if (rand() < w.putFraction) await client.put(keyOf(id), valueOf(size(), i));
+          else await client.get(keyOf(id));
           const at = monotonicClock.now() - t0;
           if (at >= 0 && at < buckets.length * BUCKET_MS) buckets[Math.floor(at / BUCKET_MS)]!++;
         } catch {
@@ -81,7 +87,7 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
         }
       }
     };
-    const loops = Array.from({ length: CONCURRENCY }, loop);
+    loops = Array.from({ length: CONCURRENCY }, loop);
     while (monotonicClock.now() < t0 + KILL_AT_MS) await sleep(1);
     const tKill = monotonicClock.now();
     process.kill(pid, 'SIGKILL');
@@ -90,7 +96,6 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
     while (monotonicClock.now() < t0 + KILL_AT_MS + AFTER_MS) await sleep(5);
     stop = true;
     await Promise.all(loops);
-    await Promise.all([c.close(), probe.close()]);
     // The manager's log is flushed as it goes; give its last line a moment to land (bounded).
     let ev = managerEvents(dir, tKill - 50);
     for (let i = 0; i < 100 && ev['promoted'] === undefined; i++) {
@@ -102,6 +107,9 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
     const row: Row = { kill: k, leaseMs, errors, ...Object.fromEntries(Object.entries(marks).map(([n, v]) => [`${n}Ms`, +v.toFixed(2)])) };
     return { run: { buckets, marks }, row };
   } finally {
+    stop = true;
+    await Promise.allSettled(loops);
+    await Promise.allSettled([c?.close(), probe?.close()]);
     await stopCluster(cluster.child);
     if (process.env['ROWAN_BENCH_KEEP']) console.log(`kept ${dir}`);
     else rmSync(dir, { recursive: true, force: true });

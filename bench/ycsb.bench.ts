@@ -149,7 +149,14 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
       const rand = mulberry32(seed + 17 * (i + 1));
       const keys: KeyChooser = c.dist === 'zipfian' ? new ZipfianChooser(o.keys, 0.99, rand) : new UniformChooser(o.keys, rand);
       const watch = spec.gc ? watchFreeSegments(cluster.file) : null;
-      const r = await runCell(client, c.workload, keys, valueSizeSampler(c.size, mulberry32(seed + 31 * (i + 1))), o.concurrency, o.durationMs, o.warmupMs, seed + i);
+      let r: Awaited<ReturnType<typeof runCell>>;
+      try {
+        r = await runCell(client, c.workload, keys, valueSizeSampler(c.size, mulberry32(seed + 31 * (i + 1))), o.concurrency, o.durationMs, o.warmupMs, seed + i);
+      } catch (err) {
+        // A failed cell must not leave the sampler's interval running: the process would never exit.
+        await watch?.stop();
+        throw err;
+      }
       const minFreeSegs = await watch?.stop();
       const gcAfter = spec.gc ? await settledGcTotals(cluster.file) : null;
       rows.push({

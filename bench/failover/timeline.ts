@@ -1,6 +1,8 @@
 // The failover timeline plot (Figure 14): throughput per 2 ms bucket around the kill, one faint line
 // per run and the median run bold, with the median marks for failure detected, configuration
 // committed and promotion finished.
+import { fmtNum, linearTicks } from '../plot/axis.js';
+
 export interface Run {
   /** Completed operations per bucket, bucket 0 starting KILL_AT_MS before the kill. */
   buckets: number[];
@@ -18,7 +20,9 @@ export function timelineSvg(title: string, runs: Run[], bucketMs: number, killAt
   const n = Math.max(...runs.map((r) => r.buckets.length));
   const spanMs = n * bucketMs;
   const perSec = (ops: number) => (ops * 1000) / bucketMs;
-  const ymax = Math.max(1, ...runs.flatMap((r) => r.buckets.map(perSec))) * 1.05;
+  // Round ticks (0, 10k, 20k, ...) up to the first one above the highest bucket.
+  const yt = linearTicks(0, Math.max(1, ...runs.flatMap((r) => r.buckets.map(perSec))));
+  const ymax = yt.hi;
   const x = (ms: number) => L + (ms / spanMs) * (W - L - R);
   const y = (v: number) => H - B - (v / ymax) * (H - T - B);
   const line = (r: Run, style: string) =>
@@ -30,9 +34,8 @@ export function timelineSvg(title: string, runs: Run[], bucketMs: number, killAt
     `<line x1="${L}" y1="${H - B}" x2="${W - R}" y2="${H - B}" stroke="#333"/>`,
     `<line x1="${L}" y1="${T}" x2="${L}" y2="${H - B}" stroke="#333"/>`,
   ];
-  for (let i = 0; i <= 5; i++) {
-    const v = (ymax / 5) * i;
-    parts.push(`<text x="${L - 6}" y="${y(v) + 4}" text-anchor="end" fill="#555">${(v / 1000).toFixed(0)}k</text>`);
+  for (const v of yt.ticks) {
+    parts.push(`<text x="${L - 6}" y="${y(v) + 4}" text-anchor="end" fill="#555">${fmtNum(v)}</text>`);
     parts.push(`<line x1="${L}" y1="${y(v)}" x2="${W - R}" y2="${y(v)}" stroke="#eee"/>`);
   }
   const step = spanMs > 600 ? 100 : 50;
@@ -46,7 +49,9 @@ export function timelineSvg(title: string, runs: Run[], bucketMs: number, killAt
   for (const [name, at] of Object.entries({ kill: 0, ...markP50 })) {
     const px = x(killAtMs + at);
     parts.push(`<line x1="${px}" y1="${T}" x2="${px}" y2="${H - B}" stroke="${colors[name] ?? '#555'}" stroke-dasharray="4 3"/>`);
-    parts.push(`<text x="${px + 3}" y="${T + 12 + 14 * row++}" fill="${colors[name] ?? '#555'}">${name}${name === 'kill' ? '' : ` +${at.toFixed(0)} ms (p50)`}</text>`);
+    // Near the right edge the label goes left of its line, so it is not cut off.
+    const left = px > W - R - 160;
+    parts.push(`<text x="${left ? px - 3 : px + 3}" y="${T + 12 + 14 * row++}"${left ? ' text-anchor="end"' : ''} fill="${colors[name] ?? '#555'}">${name}${name === 'kill' ? '' : ` +${at.toFixed(0)} ms (p50)`}</text>`);
   }
   // Legend: which line is what.
   const lx = W - R - 300;

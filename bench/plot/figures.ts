@@ -211,8 +211,12 @@ const ycsb = (rows: Rows): Figure[] => {
       file: 'ycsb-dlwa.svg',
       svg: barChartSvg({
         title: 'YCSB: modelled DLWA per replication mode over the whole run (load and every cell)',
-        notes: ['XPBuffer model on each node\'s PM writes reconstructed from its pool after the run, summed over the 3 nodes'],
+        notes: [
+          'XPBuffer model on each node\'s PM writes reconstructed from its pool after the run, summed over the 3 nodes',
+          `PM logs written per node: ${dl.map((r) => `${r.mode} ${r.logsPerNode ?? '?'}`).join(', ')} -- too few concurrent streams for write combining to break down (rowan.svg: DLWA against streams)`,
+        ],
         value: { label: 'DLWA (media bytes / request bytes)' },
+        valueDigits: 5,
         series: ['DLWA'],
         bars: dl.map((r) => ({ label: String(r.mode), values: [num(r, 'dlwa')] })),
       }),

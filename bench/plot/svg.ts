@@ -40,7 +40,7 @@ function assertUnique(what: string, names: string[]): void {
 function header(title: string, notes: string[], width: number): { svg: string[]; height: number } {
   const out: string[] = [];
   let y = 22;
-  for (const t of wrapWords(title, Math.floor((width - 20) / 8.6))) {
+  for (const t of wrapWords(title, Math.floor((width - 20) / 9.3))) {
     out.push(`<text x="10" y="${y}" font-size="15" font-weight="bold">${esc(t)}</text>`);
     y += 19;
   }
@@ -166,6 +166,8 @@ export interface BarChart {
   /** Series names, one per value of each bar (one series: no legend). */
   series: string[];
   bars: Bar[];
+  /** Significant digits of the value printed at each bar (default: fmtNum's 3); DLWA near 1 needs 5. */
+  valueDigits?: number;
 }
 
 const LABEL_W = 300; // label column
@@ -208,7 +210,8 @@ export function barChartSvg(c: BarChart): string {
       }
       const w = Math.max(1, X(v) - x0);
       rows.push(`<rect x="${x0}" y="${yy}" width="${w.toFixed(1)}" height="${BAR_H - 2}" fill="${palette[si % palette.length]}"><title>${esc(`${b.label}, ${c.series[si]}: ${fmtNum(v)}`)}</title></rect>`);
-      rows.push(`<text x="${(x0 + w + 4).toFixed(1)}" y="${yy + BAR_H - 4}" font-size="11">${esc(fmtNum(v))}</text>`);
+      const shown = c.valueDigits ? Number(v.toPrecision(c.valueDigits)).toString() : fmtNum(v);
+      rows.push(`<text x="${(x0 + w + 4).toFixed(1)}" y="${yy + BAR_H - 4}" font-size="11">${esc(shown)}</text>`);
     });
     y += rowH;
   }
