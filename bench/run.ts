@@ -71,7 +71,7 @@ const benches: Record<string, Bench> = {
     module: './ycsb.bench.js',
     columns: ['mode', 'workload', 'keys', 'size', 'opsPerSec', 'putP50us', 'putP99us', 'getP50us', 'getP99us', 'errors', 'loadOpsPerSec', 'dlwa', 'pmWrites', 'logsPerNode'],
     flags: '--quick (~1 min) --keys=N --duration=ms --concurrency=C --workers=W --modes=rowan,rpc,rwrite,batch,share --gc (= ycsb-gc)',
-    takes: '~8 min',
+    takes: '~5 min',
   },
   coldstart: {
     title: 'cold start of one node: objects/s rebuilding the indexes from the pool, by objects and threads (phases: meta table, one-thread scan pass, rebuild)',
@@ -84,14 +84,14 @@ const benches: Record<string, Bench> = {
     title: 'failover (Figure 14): ms after a primary is SIGKILLed under YCSB A until detected / committed / promoted / every shard served, p50 and p99',
     module: './failover.bench.js',
     flags: '--quick (3 kills) --kills=N (default 20) --lease-ms=ms (default 200)',
-    takes: '~4 min',
+    takes: '~5 min',
   },
   redis: {
     title: 'Redis front end vs Redis 7 (primary + 2 replicas, AOF): same clients, ops/s and latency (ms); ratios rowan / Redis',
     module: './redis.bench.js',
     columns: ['system', 'client', 'test', 'opsPerSec', 'p50ms', 'p99ms', 'errors', 'vsRedis', 'vsRedisSetWait2'],
     flags: '--quick (~2 min); needs redis-server and redis-tools',
-    takes: '~6 min',
+    takes: '~4 min',
   },
   'ycsb-gc': {
     title: 'YCSB Load A / A on Rowan-KV with big pools vs small pools under GC pressure: ops/s, latency (µs), segments reclaimed',
@@ -100,7 +100,7 @@ const benches: Record<string, Bench> = {
     columns: ['pool', 'round', 'workload', 'opsPerSec', 'ratio', 'putP50us', 'putP99us', 'getP50us', 'getP99us', 'errors',
       'gcSegments', 'gcMB', 'gcCopiedMB', 'gcBusyMs', 'pmFull', 'minFreeSegs', 'freeSegsAfter', 'loadOpsPerSec'],
     flags: '--quick --keys=N --pool-mib=N (8) --big-pool-mib=N (768) --segment-kib=N (256) --rounds=R (3) --duration=ms --concurrency=C --workers=W',
-    takes: '~10 min',
+    takes: '~5 min',
   },
 };
 
