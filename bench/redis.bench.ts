@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import type { ClusterConfig } from '../config/cluster.js';
 import { ioredisDriver, redisBenchmark, type IoOp, type Measured } from './redis/drivers.js';
 import { haveRedis, startRedis } from './redis/servers.js';
-import type { Row } from './report.js';
+import { recordParams, type Row } from './report.js';
 import { startCluster } from './ycsb/cluster.js';
 
 const quick = process.argv.includes('--quick');
@@ -66,6 +66,7 @@ function ratios(rows: Row[]): void {
 
 export async function run(): Promise<Row[]> {
   if (!haveRedis()) throw new Error('bench redis: redis-server/redis-benchmark not found; apt-get install redis-server redis-tools');
+  recordParams({ quick, redisBenchmarkArgs: RB.join(' '), pipelines: [1, 16], ioredisMs: IO_MS, ioredisClients: 50, rowanPoolMib: quick ? 96 : 192, rowanSegmentKib: 1024, rowanNodes: 3, redis: 'primary + 2 replicas, AOF everysec / always' });
   const rows: Row[] = [];
   const rowan = await startCluster({ mode: 'rowan', passMode: true, poolMib: quick ? 96 : 192, segmentKib: 1024, workers: 1 });
   try {

@@ -18,7 +18,7 @@ import { RowanClient } from '../actors/kv/client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { shardOfKey } from '../config/slots.js';
-import { progress, resultsDir, type Row } from './report.js';
+import { progress, recordParams, resultsDir, type Row } from './report.js';
 import { reshardTimelineSvg, type Mark } from './reshard/timeline.js';
 import { mulberry32 } from './ycsb/zipfian.js';
 import { askManager, managerAddress, toolSecret } from '../bin/manager-admin.js';
@@ -76,6 +76,7 @@ export async function run(): Promise<Row[]> {
   const workers = flag('workers', 1);
   const shards = flag('shards', 12);
   const periodMs = flag('period', 500);
+  recordParams({ durationMs, hotspotMs, keys: keyCount, concurrency, workers, shards, periodMs, nodes: 3, replication: 3, workload: '95 % GET / 5 % PUT, uniform keys, 100 B values; after the hotspot 80 % of the requests to one node go to one shard of another' });
   const cl = await startCluster(shards, workers, periodMs);
   try {
     const c0 = JSON.parse(readFileSync(cl.file, 'utf8')) as ClusterConfig;

@@ -24,6 +24,8 @@ import { registerManagerCommand } from './manager-cli.js';
 import { registerReshardCommand } from './reshard-cli.js';
 import { registerConfigCommand } from './config-cli.js';
 import { collectClusterStatus, formatClusterStatus, readClusterAndManagers } from './cluster-status.js';
+import { describeLauncher, launcherOf } from './cluster-detach.js';
+import { readClusterIn } from './cluster-store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { startNode } from '../runtime/node.js';
@@ -209,15 +211,21 @@ function existingDataDir(dir: string): string {
   return abs;
 }
 
-async function status(o: StoreFlags & { dataDir?: string; json?: boolean }): Promise<number> {
+async function status(o: StoreFlags & { dataDir?: string; dir?: string; json?: boolean }): Promise<number> {
+  if (o.dir !== undefined && (o.cluster !== undefined || o.zookeeper !== undefined || o.dataDir !== undefined))
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'give --dir DIR (a rowan cluster directory) alone, without --cluster, --zookeeper or --data-dir');
   const spec = storeSpecOf(o);
-  if (spec !== null) {
-    const { cluster, managers } = await readClusterAndManagers(spec);
-    const cs = await collectClusterStatus(cluster, managers);
-    process.stdout.write(o.json ? JSON.stringify(cs, null, 2) + '\n' : formatClusterStatus(cs) + '\n');
+  // The launcher is looked for in the cluster directory: --dir, or the directory of --cluster's file.
+  const clusterDir = o.dir !== undefined ? resolve(o.dir) : spec !== null && 'file' in spec ? dirname(spec.file) : null;
+  if (spec !== null || o.dir !== undefined) {
+    const { cluster, managers } = o.dir !== undefined ? { cluster: await readClusterIn(resolve(o.dir)), managers: null } : await readClusterAndManagers(spec!);
+    const cs = await collectClusterStatus(cluster, managers, clusterDir !== null ? join(clusterDir, 'cluster.json') : undefined);
+    const launcher = clusterDir !== null ? launcherOf(clusterDir) : null;
+    if (o.json) process.stdout.write(JSON.stringify({ ...cs, launcher }, null, 2) + '\n');
+    else process.stdout.write((clusterDir !== null ? describeLauncher(clusterDir) + '\n' : '') + formatClusterStatus(cs) + '\n');
     return cs.nodes.every((n) => n.status) ? EXIT_OK : EXIT_FAILED;
   }
-  if (o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'status needs --data-dir DIR (one node), or --cluster FILE or --zookeeper HOST:PORT (all nodes)');
+  if (o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'status needs --data-dir DIR (one node), or --dir DIR (a rowan cluster directory), --cluster FILE or --zookeeper HOST:PORT (all nodes)');
   const s = (await requestControl(socketPath(existingDataDir(o.dataDir)), { op: 'status' })) as NodeStatus;
   process.stdout.write(o.json ? JSON.stringify(s, null, 2) + '\n' : formatStatus(s) + '\n');
   return EXIT_OK;
@@ -287,7 +295,8 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
   const statusCmd = p.command('status')
     .description("print a running node's actors (role, tid, cores read back in the thread, counters), its segments by owner and state with their live share, garbage collection and commit progress, and ring depths; or with --cluster every node's state, segments by state, live share, GC and the shard distribution")
     .option('--data-dir <dir>', 'the node directory given to rowan start')
-    .option('--cluster <file>', 'the cluster configuration (rowan cluster writes DIR/cluster.json): report every node')
+    .option('--cluster <file>', 'the cluster configuration (rowan cluster writes DIR/cluster.json): report every node, and the launcher running DIR')
+    .option('--dir <dir>', 'a rowan cluster directory (--dir of rowan cluster): its launcher (pid, detached or not, log) and every node')
     .option('--json', 'print the status as JSON');
   addZooKeeperFlags(statusCmd).action(function (this: Command) {
     return run(() => status(this.opts()))();

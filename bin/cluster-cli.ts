@@ -31,6 +31,7 @@ import { STORE_POINTER, readClusterIn, storeFor } from './cluster-store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { DEFAULT_LEASE_MS } from '../actors/manager/leases.js';
 import { describeChange, RestartBackoff, waitListedDead } from './cluster-supervise.js';
+import { DETACHED_ENV, detachCluster } from './cluster-detach.js';
 import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, stopCluster, waitReady } from './cluster-lifecycle.js';
 
 export interface ClusterOpts {
@@ -57,6 +58,8 @@ export interface ClusterOpts {
   zkSessionMs?: string;
   /** false (--no-restart): a node that dies stays down, as before supervision. */
   restart?: boolean;
+  /** --detach: run the launcher in the background (./cluster-detach.ts). */
+  detach?: boolean;
   /** TLS for every node and the manager (one certificate for the local cluster, README "Security model"). */
   tlsCert?: string;
   tlsKey?: string;
@@ -224,7 +227,11 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   };
   process.once('SIGINT', stopAll);
   process.once('SIGTERM', stopAll);
-  process.once('SIGHUP', stopAll); // the terminal closed: stop the nodes rather than leave them running
+  // Under a terminal, SIGHUP means it closed: stop the nodes rather than leave them running. A detached
+  // launcher has no terminal, so a SIGHUP is someone else's and does not stop the cluster.
+  const detached = process.env[DETACHED_ENV] === '1';
+  if (detached) process.on('SIGHUP', () => console.log('SIGHUP ignored: this launcher is detached (rowan cluster stop stops it)'));
+  else process.once('SIGHUP', stopAll);
   const launcherEnv = { ...process.env, [LAUNCHER_PID_ENV]: String(process.pid) };
 
   const managerPort = managerPortOf(cluster);
@@ -324,7 +331,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   // With --cluster the clients find the password beside cluster.json; with ZooKeeper they are told where it is.
   const tlsCa = o.tlsCa === undefined ? null : resolve(o.tlsCa);
   const w = [...where, ...('file' in st.spec ? [] : ['--password-file', passwordFile]), ...(tlsCa ? ['--tls-ca', tlsCa] : [])].join(' ');
-  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${where.join(' ')}\n  redis-cli ${tlsCa ? `--tls --cacert ${tlsCa} ` : ''}-p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${passwordFile})" get hello\nClients authenticate with the client password in ${passwordFile} (the cluster secret in ${secretFile} is for nodes only).\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
+  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${where.join(' ')}\n  redis-cli ${tlsCa ? `--tls --cacert ${tlsCa} ` : ''}-p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${passwordFile})" get hello\nClients authenticate with the client password in ${passwordFile} (the cluster secret in ${secretFile} is for nodes only).\n${detached ? `${cmd} cluster stop --dir ${dir} stops the cluster` : 'Ctrl-C stops the cluster'}; running this again on ${dir} restarts it with its data.`);
 
   readyToWatch = true;
   for (const [id, c] of children) watchNode(id, c);
@@ -379,6 +386,19 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
 
 export { describeChange };
 
+/** The options of `cmd` given on its command line, as flags again (but those in `skip`). */
+function givenFlags(cmd: Command, skip: string[]): string[] {
+  const out: string[] = [];
+  for (const opt of cmd.options) {
+    const key = opt.attributeName();
+    if (skip.includes(key) || cmd.getOptionValueSource(key) !== 'cli' || !opt.long) continue;
+    const v = cmd.getOptionValue(key) as unknown;
+    if (opt.negate || typeof v === 'boolean') out.push(opt.long);
+    else out.push(opt.long, String(v));
+  }
+  return out;
+}
+
 /** Keep a flag's text as given (int() parses it); the default stays a number so --help prints it as one. */
 const asIs = (v: string): string | number => v;
 
@@ -408,9 +428,15 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--tls-cert <file>', 'PEM certificate for every node and the manager (its names must cover 127.0.0.1): TLS on all their ports, mutual between them (with --tls-key, --tls-ca; clients then need --tls-ca)')
     .option('--tls-key <file>', 'PEM private key of --tls-cert, mode 0600')
     .option('--tls-ca <file>', 'PEM CA that signed --tls-cert; clients verify the nodes with it')
+    .option('--detach', `run in the background: return once the cluster serves, printing its endpoints; the launcher's output goes to DIR/launcher.log, and rowan cluster stop --dir DIR stops it`)
     .action(function (this: Command) {
-      const explicit = new Set(Object.keys(this.opts()).filter((k) => this.getOptionValueSource(k) === 'cli'));
-      return run(() => runCluster(this.opts<ClusterOpts>(), explicit))();
+      const o = this.opts<ClusterOpts>();
+      if (o.detach && process.env[DETACHED_ENV] !== '1') {
+        // The launcher gets the flags given here again, without --detach (detachCluster adds --dir, absolute).
+        return run(() => detachCluster(resolve(o.dir), givenFlags(this, ['detach', 'dir'])))();
+      }
+      const explicit = new Set(Object.keys(o).filter((k) => this.getOptionValueSource(k) === 'cli'));
+      return run(() => runCluster(o, explicit))();
     })
     .command('stop')
     .description('stop the cluster in --dir: its launcher (which drains every node), or the nodes themselves when no launcher runs')

@@ -49,7 +49,8 @@ export interface ManagerLoads {
 }
 
 /** Every node of the stored configuration (or the cluster file's), asked for its status. */
-export async function collectClusterStatus(cluster: ClusterConfig | string, managers: ElectionEntry[] | null = null): Promise<ClusterStatus> {
+/** `clusterFile`: where the cluster secret lies beside (the manager asks operator tools for it). */
+export async function collectClusterStatus(cluster: ClusterConfig | string, managers: ElectionEntry[] | null = null, clusterFile?: string): Promise<ClusterStatus> {
   const c = typeof cluster === 'string' ? new FileConfigStore(cluster).readSync() : cluster;
   const nodes = await Promise.all(
     c.nodes.map(async (n) => {
@@ -70,7 +71,7 @@ export async function collectClusterStatus(cluster: ClusterConfig | string, mana
   // With ZooKeeper the active manager's published address (a standby listens on nothing); none active
   // (one is taking over): no manager section.
   const to = managerFor(undefined, c, managers);
-  const manager = to === null ? null : ((await askManager(to, { op: 'loads' }, 1500, toolSecret(undefined, typeof cluster === 'string' ? cluster : undefined)).catch(() => null)) as ManagerLoads | null);
+  const manager = to === null ? null : ((await askManager(to, { op: 'loads' }, 1500, toolSecret(undefined, clusterFile ?? (typeof cluster === 'string' ? cluster : undefined))).catch(() => null)) as ManagerLoads | null);
   return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, migrations: c.migrations, manager, managers };
 }
 
