@@ -18,9 +18,10 @@ import { RowanClient } from '../actors/kv/client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { shardOfKey } from '../config/slots.js';
-import { progress, resultsDir, type Row } from './report.js';
+import { progress, recordParams, resultsDir, type Row } from './report.js';
 import { reshardTimelineSvg, type Mark } from './reshard/timeline.js';
 import { mulberry32 } from './ycsb/zipfian.js';
+import { askManager, managerAddress, toolSecret } from '../bin/manager-admin.js';
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
 const BUCKET_MS = 100;
@@ -75,6 +76,7 @@ export async function run(): Promise<Row[]> {
   const workers = flag('workers', 1);
   const shards = flag('shards', 12);
   const periodMs = flag('period', 500);
+  recordParams({ durationMs, hotspotMs, keys: keyCount, concurrency, workers, shards, periodMs, nodes: 3, replication: 3, workload: '95 % GET / 5 % PUT, uniform keys, 100 B values; after the hotspot 80 % of the requests to one node go to one shard of another' });
   const cl = await startCluster(shards, workers, periodMs);
   try {
     const c0 = JSON.parse(readFileSync(cl.file, 'utf8')) as ClusterConfig;
@@ -116,7 +118,18 @@ export async function run(): Promise<Row[]> {
       }
     };
     progress(`reshard: ${durationMs} ms of 95 % GET, hotspot on shard ${hot} (node ${nodeB}) at ${hotspotMs} ms`, 0, 1);
+    // The manager's view of each node's load (requests/s as primary + weighted backup writes), sampled.
+    const loads: { atMs: number; loads: Record<string, number> }[] = [];
+    const secret = toolSecret(undefined, cl.file);
+    const sampler = (async () => {
+      while (monotonicClock.now() < end) {
+        const r = (await askManager(managerAddress(undefined, c0), { op: 'loads' }, 1000, secret).catch(() => null)) as { loads: Record<string, number> } | null;
+        if (r) loads.push({ atMs: monotonicClock.now() - t0, loads: r.loads });
+        await new Promise((res) => setTimeout(res, 250));
+      }
+    })();
     await Promise.all(Array.from({ length: concurrency }, (_, i) => loop(clients[i % clients.length]!)));
+    await sampler;
     await Promise.all(clients.map((c) => c.close()));
     const ev = managerEvents(cl.dir);
     const rel = (e: Record<string, unknown> | undefined) => (e ? (e['at'] as number) - t0 : null);
@@ -158,9 +171,13 @@ export async function run(): Promise<Row[]> {
     if (doneMs !== null) marks.push({ label: 'move finished', atMs: doneMs, color: '#9467bd' });
     writeFileSync(
       join(resultsDir, 'reshard-timeline.svg'),
-      reshardTimelineSvg(`Resharding (Figure 15): 3 nodes, ${shards} shards, 95 % GET; hotspot on shard ${hot} of node ${nodeB} at ${hotspotMs / 1000} s`, BUCKET_MS, buckets, marks),
+      reshardTimelineSvg(`Resharding (Figure 15): 3 nodes, ${shards} shards, 95 % GET; hotspot on shard ${hot} of node ${nodeB} at ${hotspotMs / 1000} s`, BUCKET_MS, buckets, marks, loads),
     );
-    writeFileSync(join(resultsDir, 'reshard-timeline.json'), JSON.stringify({ bucketMs: BUCKET_MS, buckets, marks, row, events: ev.filter((e) => String(e['event']).startsWith('move') || e['event'] === 'overload-detected').map((e) => ({ event: e['event'], atMs: rel(e), term: e['term'], moves: e['moves'] })) }, null, 1) + '\n');
+    const loadAt = (ms: number) => loads.filter((l) => l.atMs <= ms).pop()?.loads ?? {};
+    row['loadsBeforeHotspot'] = JSON.stringify(loadAt(hotspotMs));
+    row['loadsAtDetection'] = JSON.stringify(loadAt((detectedMs ?? hotspotMs) + 1));
+    row['loadsAtEnd'] = JSON.stringify(loadAt(durationMs));
+    writeFileSync(join(resultsDir, 'reshard-timeline.json'), JSON.stringify({ bucketMs: BUCKET_MS, buckets, marks, loads, row, events: ev.filter((e) => String(e['event']).startsWith('move') || e['event'] === 'overload-detected').map((e) => ({ event: e['event'], atMs: rel(e), term: e['term'], moves: e['moves'] })) }, null, 1) + '\n');
     return [row];
   } finally {
     await cl.stop();

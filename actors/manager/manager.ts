@@ -16,6 +16,8 @@
 //   promoted   every new primary reported phase 2 done
 // Each step is one log line with `event` and `at` (monotonic ms, comparable across processes on this
 // host): `rowan cluster` prints them, the failover benchmark plots them.
+//
+// With a standby a manager acts only while it is the elected active one (./takeover.ts, ./election.ts).
 import type { Clock } from '../../config/base/clock.js';
 import { isCatchingUp, liveNodes, type CatchingUp, type ClusterConfig } from '../../config/cluster.js';
 import type { ConfigStore } from '../../config/store.js';
@@ -25,13 +27,14 @@ import { LeaseTable, type LeaseTiming } from './leases.js';
 import { FAILOVER_MODES, planFailover, type FailoverPlan, type ShardMove } from './plan.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
 import { planCaughtUp, planJoin, planRereplication } from './rereplicate.js';
+import { notActive } from './election.js';
+import { ALWAYS, completeStoredTerm, TAKEOVER_GRACE_MS, type Activation, type TakeoverHost } from './takeover.js';
 import { LoadTable } from './load.js';
 import { MOVE_PROMOTE_TIMEOUT_MS, MoveRunner, type MoveRecord } from './moves.js';
 import { DEFAULT_RESHARDING, planBalance, type BalancePlan, type Move, type ReshardingOptions } from './reshard.js';
-
-export { DEFAULT_RESHARDING, type ReshardingOptions };
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
+export { DEFAULT_RESHARDING, TAKEOVER_GRACE_MS, type Activation, type ReshardingOptions };
 
 export interface Link {
   send(m: ManagerToNode): void;
@@ -57,7 +60,12 @@ export interface FailoverRecord {
 
 export class ConfigManager {
   private cfg: ClusterConfig;
-  readonly leases: LeaseTable;
+  leases: LeaseTable;
+  /** The committed term each connected member last reported (hello, renew). */
+  private readonly memberTerm = new Map<number, number>();
+  private activatedAt: number;
+  /** Complete a stored term some members have not committed (a takeover, a validity lapse). */
+  private finishWanted: boolean;
   private readonly links = new Map<number, Link>();
   /** Nodes being (or queued to be) failed over: they get no more grants. */
   private readonly failing = new Set<number>();
@@ -98,12 +106,17 @@ export class ConfigManager {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly sleep: (ms: number) => Promise<void>,
+    private readonly activation: Activation = ALWAYS,
     /** Automatic resharding (§4.6); absent or auto false: moves only when asked (`rowan reshard`). */
     readonly resharding: ReshardingOptions = { ...DEFAULT_RESHARDING, auto: false },
   ) {
     this.cfg = initial;
     this.changedAt = clock.now();
-    this.leases = new LeaseTable(timing, clock.now());
+    this.activatedAt = clock.now();
+    this.finishWanted = activation.elected;
+    this.leases = activation.takeover ? new LeaseTable(timing, this.activatedAt, TAKEOVER_GRACE_MS) : new LeaseTable(timing, this.activatedAt);
+    // A move goes through storeConfig()/push()/prepareRound()/commitRound(): each refuses (notActive)
+    // once this manager is not the active one; the store itself is fenced on its election znode.
     this.moves = new MoveRunner({
       config: () => this.cfg,
       reachable: () => this.reachable(),
@@ -125,6 +138,19 @@ export class ConfigManager {
 
   config(): ClusterConfig {
     return this.cfg;
+  }
+
+  /**
+   * Acting again after a validity lapse (ZooKeeper unreachable for a while, the session kept): renews
+   * received meanwhile were not granted, so members may have fenced themselves; start over like a
+   * takeover -- no lease knowledge, a full lease before anyone is suspected -- and finish the stored term.
+   */
+  resume(): void {
+    this.activatedAt = this.clock.now();
+    this.leases = new LeaseTable(this.timing, this.activatedAt, TAKEOVER_GRACE_MS);
+    this.finishWanted = true;
+    this.log.warn({ term: this.cfg.term }, 'active again: every member gets a full lease before it can be suspected');
+    this.kick();
   }
 
   /** Stop: no more failovers (one in progress ends at its next step). */
@@ -156,12 +182,14 @@ export class ConfigManager {
           return;
         }
         this.links.set(m.node, link);
+        this.memberTerm.set(m.node, m.term);
+        if (!this.activation.valid()) return; // not (or no longer) the active manager: no grant
         if (this.failing.has(m.node)) return; // no grant: its lease runs out
         this.leases.renewed(m.node, now);
         const { leaseMs, renewMs, driftMs } = this.timing;
         link.send({ t: 'grant', seq: m.t === 'renew' ? m.seq : 0, leaseMs, renewMs, driftMs, term: this.cfg.term });
         // A member that missed a commit (paused past a prepare timeout) catches up here.
-        if (m.term < this.cfg.term && !this.running) link.send({ t: 'commit', term: this.cfg.term, config: this.cfg, floors: {} });
+        if (m.term < this.cfg.term && !this.running && !this.finishWanted) link.send({ t: 'commit', term: this.cfg.term, config: this.cfg, floors: {} });
         // A member (re)connecting may be what a degraded shard was waiting for.
         if (m.t === 'hello') {
           this.rereplicateWanted = true;
@@ -214,6 +242,8 @@ export class ConfigManager {
   onClose(node: number, link: Link): void {
     if (this.links.get(node) !== link) return;
     this.links.delete(node);
+    this.memberTerm.delete(node);
+    if (!this.activation.valid()) return;
     this.joins.delete(node);
     if (this.members().includes(node)) this.suspect(node, 'connection closed');
   }
@@ -224,6 +254,7 @@ export class ConfigManager {
    * otherwise see renewals that are already waiting in the socket as missing.
    */
   tick(): void {
+    if (!this.activation.valid()) return;
     this.maybeRebalance(this.clock.now());
     if (!this.running && this.resumeWanted()) this.kick(); // its participants may have connected since
     if (this.leases.expired(this.members(), this.clock.now()).length === 0) return;
@@ -250,7 +281,7 @@ export class ConfigManager {
   }
 
   private reconfigurationWanted(): boolean {
-    return this.joins.size > 0 || this.caughtUp.length > 0 || this.rereplicateWanted || this.moveRequests.length > 0 || this.resumeWanted();
+    return this.finishWanted || this.joins.size > 0 || this.caughtUp.length > 0 || this.rereplicateWanted || this.moveRequests.length > 0 || this.resumeWanted();
   }
 
   /** Stored tasks of a move this manager did not finish (it restarted, or took over) to resume. */
@@ -299,8 +330,12 @@ export class ConfigManager {
     });
   }
 
-  /** Store `next` (compare-and-set on the term) without telling the members yet. */
+  /**
+   * Store `next` (compare-and-set on the term) without telling the members yet. Every store goes
+   * through here (failovers, re-replication, moves): none once this manager is not the active one.
+   */
   private async storeConfig(next: ClusterConfig): Promise<void> {
+    if (!this.activation.valid()) throw notActive(`storing term ${next.term}`);
     await this.store.write(next, this.cfg.term);
     this.cfg = next;
     this.changedAt = this.clock.now();
@@ -311,10 +346,13 @@ export class ConfigManager {
     try {
       while (this.queue.length > 0 || this.reconfigurationWanted()) {
         if (this.closed) return;
-        if (this.queue.length === 0) {
-          // Failovers first; then joins, caught-up marks and new backups (§4.5 phase 3).
+        // Not (or no longer) valid: nothing can be stored or pushed; resume() starts this loop again.
+        if (!this.activation.valid()) return;
+        if (this.queue.length === 0 || this.finishWanted) {
+          // A stored term to finish first; then failovers; then joins, caught-up marks and new backups (§4.5 phase 3).
           try {
-            await this.reconfigure();
+            if (this.finishWanted) await this.finish();
+            else await this.reconfigure();
           } catch (err) {
             this.log.error({ err: (err as Error).message }, `reconfiguration failed; retrying in ${FAILOVER_RETRY_MS} ms`);
             void this.sleep(FAILOVER_RETRY_MS).then(() => {
@@ -332,6 +370,7 @@ export class ConfigManager {
           // A store that refused (another manager moved the term) or a plan that cannot be made (the
           // node holds a shard's last replica): say so once and try again a second later.
           this.log.error({ node, err: (err as Error).message }, `failover of node ${node} failed; retrying in ${FAILOVER_RETRY_MS} ms`);
+          if (this.activation.elected) this.finishWanted = true; // the stored term may not have been pushed
           void this.sleep(FAILOVER_RETRY_MS).then(() => {
             this.failing.delete(node);
             if (this.closed || !this.members().includes(node)) return;
@@ -358,9 +397,13 @@ export class ConfigManager {
     this.history.push(rec);
     rec.moved = plan.moved;
     const old = this.cfg;
-    await this.storeConfig(plan.next); // compare-and-set on the term
+    await this.storeConfig(plan.next); // compare-and-set on the term; refused when not the active manager
     this.mark(rec, 'stored');
     this.loads.forget(node);
+    if (this.activation.pauseAfterStoreMs) {
+      this.log.warn({ event: 'test-pause', term: plan.next.term, ms: this.activation.pauseAfterStoreMs }, `test hook: pausing ${this.activation.pauseAfterStoreMs} ms after storing term ${plan.next.term}`);
+      await this.sleep(this.activation.pauseAfterStoreMs);
+    }
     // Phase 1: push, and every live member blocks and acknowledges.
     const shards = plan.moved.map((m) => m.shard);
     const prep = await this.prepareRound(plan.next, shards);
@@ -391,12 +434,17 @@ export class ConfigManager {
     this.promoting.set(term, { waiting, done });
   }
 
-  /** Phase 1 of a primary change: every reachable member blocks and acknowledges, or the timeout. */
-  async prepareRound(next: ClusterConfig, shards: number[], planned = false): Promise<{ versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] }> {
+  /**
+   * Phase 1 of a primary change: every reachable member is sent `prepare` and blocks; the ones in
+   * `waitFor` (default: every reachable member) are waited for, bounded by PREPARE_TIMEOUT_MS.
+   * `shards`: the shards changing primary (a member adds the ones its own configuration shows).
+   */
+  async prepareRound(next: ClusterConfig, shards: number[], planned = false, waitFor?: ReadonlySet<number>): Promise<{ versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] }> {
+    if (!this.activation.valid()) throw notActive(`push of term ${next.term}`);
     const members = this.members();
     const versions = new Map<number, number>();
     const reports = new Map<number, MemberReport>();
-    const waiting = new Set(members.filter((n) => this.links.has(n)));
+    const waiting = new Set((waitFor ? [...waitFor] : members).filter((n) => this.links.has(n)));
     await new Promise<void>((resolve) => {
       let settled = false;
       const done = () => {
@@ -415,6 +463,7 @@ export class ConfigManager {
 
   /** Phase 2: commit `next` to every member, with floors and scatter for the shards in `moved`. */
   commitRound(next: ClusterConfig, moved: readonly ShardMove[], prep: { versions: Map<number, number>; reports: Map<number, MemberReport> }, again: number[], planned: number[]): { gathered: number; scattered: number } {
+    if (!this.activation.valid()) throw notActive(`commit of term ${next.term}`);
     const members = this.members();
     const floors: Record<string, number> = {};
     for (const m of moved) floors[m.shard] = prep.versions.get(m.shard) ?? 0;
@@ -427,6 +476,38 @@ export class ConfigManager {
       this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors, ...(mine ? { scatter: mine } : {}), ...(again.length ? { promote: again } : {}), ...(planned.length ? { planned } : {}) });
     }
     return { gathered: scatter.gathered, scattered: scatter.scattered };
+  }
+
+  /** After an election or a validity lapse: complete the stored term (./takeover.ts). */
+  private async finish(): Promise<void> {
+    this.finishWanted = false;
+    try {
+      if (await completeStoredTerm(this.takeoverHost())) this.rereplicateWanted = true;
+    } catch (err) {
+      this.finishWanted = true;
+      throw err;
+    }
+  }
+
+  private takeoverHost(): TakeoverHost {
+    return {
+      config: () => this.cfg,
+      members: () => this.members(),
+      connected: (n) => this.links.has(n),
+      suspected: (n) => this.failing.has(n),
+      reportedTerm: (n) => this.memberTerm.get(n),
+      closed: () => this.closed,
+      activation: this.activation,
+      timing: this.timing,
+      activatedAt: () => this.activatedAt,
+      prepareRound: (next, shards, planned, waitFor) => this.prepareRound(next, shards, planned, waitFor),
+      commitRound: (next, moved, prep, again, planned) => this.commitRound(next, moved, prep, again, planned),
+      awaitPromoted: (term, to, done) => this.awaitPromoted(term, to, done),
+      begin: (rec) => (this.history.push(rec), this.event(rec, 'resumed', rec.detectedAt)),
+      mark: (rec, step) => this.mark(rec, step),
+      log: this.log, clock: this.clock,
+      sleep: (ms) => this.sleep(ms),
+    };
   }
 
   /**
@@ -502,7 +583,7 @@ export class ConfigManager {
 
   /** Store `next` (compare-and-set on the term) and send every reachable member the commit. */
   async push(next: ClusterConfig): Promise<void> {
-    await this.storeConfig(next);
+    await this.storeConfig(next); // fenced: refused when not the active manager
     for (const n of this.members()) this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors: {} });
   }
 
