@@ -97,7 +97,7 @@ const benches: Record<string, Bench> = {
     title: 'dynamic resharding (Figure 15): 95 % GET on 3 nodes, a hotspot on one shard at 3 s; ops/s before, during and after the move (timeline in reshard-timeline.svg)',
     module: './reshard.bench.js',
     columns: ['hotspotMs', 'detectedAfterMs', 'moved', 'moveMs', 'handoverMs', 'objectsHandedOver', 'objectsCopied', 'blogEntriesApplied', 'opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter', 'errors'],
-    flags: '--duration=ms (10000) --hotspot=ms (3000) --keys=N (30000) --concurrency=C (48) --workers=W (1) --shards=S (12) --period=ms (500)',
+    flags: '--duration=ms (10000) --hotspot=ms (3000) --keys=N (30000) --concurrency=C (48) --workers=W (1) --shards=S (12) --period=ms (500) --node-cpu=C (0.5; a cgroup CPU quota per node, 0: none)',
     takes: '~40 s',
   },
   'ycsb-gc': {

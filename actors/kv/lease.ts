@@ -278,8 +278,10 @@ export class LeaseClient {
     const drain = changed.filter((s) => old.shards[s]!.primary === this.nodeId && next.shards[s]!.primary !== this.nodeId);
     const r = await this.hooks.prepare(changed, drain, planned);
     this.gathered = { term, n: r.entries.length };
-    this.send({ t: 'prepared', node: this.nodeId, term, versions: r.versions, entries: r.entries, truncated: r.truncated });
+    // Logged (synchronously) before the acknowledgement: a record of when this node stopped serving
+    // exists for every prepare the manager may build on, even if the node dies right after.
     this.log.info({ term, changed: changed.length, drained: drain, stoppedAt, gathered: r.entries.length, truncated: r.truncated }, `prepared term ${term}: requests blocked; ${r.entries.length} entries gathered`);
+    this.send({ t: 'prepared', node: this.nodeId, term, versions: r.versions, entries: r.entries, truncated: r.truncated });
   }
 
   private async commit(term: number, next: ClusterConfig, floors: Record<string, number>, scatter: GatherEntry[], again: number[], planned: ReadonlySet<number>): Promise<void> {
