@@ -12,6 +12,7 @@
 // Through the harness: npm run bench -- reshard. The three nodes and the client share this machine's
 // 2 cores: without a budget per node a hot node simply takes the CPU an idle one leaves and no
 // overload shows, so each node process gets a cgroup CPU quota (--node-cpu) as a server has its CPUs.
+import { findSecret } from '../config/base/secret.js';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +25,7 @@ import { progress, recordParams, resultsDir, type Row } from './report.js';
 import { reshardTimelineSvg, type Mark } from './reshard/timeline.js';
 import { limitCpu } from './reshard/cpu-budget.js';
 import { mulberry32 } from './ycsb/zipfian.js';
-import { askManager, managerAddress, toolSecret } from '../bin/manager-admin.js';
+import { askManager, managerAddress } from '../bin/manager-admin.js';
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
 const BUCKET_MS = 100;
@@ -131,7 +132,7 @@ export async function run(): Promise<Row[]> {
     progress(`reshard: ${durationMs} ms of 95 % GET, hotspot on shard ${hot} (node ${nodeB}) at ${hotspotMs} ms`, 0, 1);
     // The manager's view of each node's load (requests/s as primary + weighted backup writes), sampled.
     const loads: { atMs: number; loads: Record<string, number> }[] = [];
-    const secret = toolSecret(undefined, cl.file);
+    const secret = findSecret(undefined, cl.file);
     const sampler = (async () => {
       while (monotonicClock.now() < end) {
         const r = (await askManager(managerAddress(undefined, c0), { op: 'loads' }, 1000, secret).catch(() => null)) as { loads: Record<string, number> } | null;

@@ -1,5 +1,6 @@
 // `rowan status --cluster FILE` (or --zookeeper): the whole cluster at a glance. Every node is asked over its control
 // socket (runtime/endpoint.ts); the shard distribution comes from the configuration store.
+import { findSecret } from '../config/base/secret.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
 import { requestControl, socketPath } from '../runtime/endpoint.js';
@@ -9,7 +10,7 @@ import { listManagers, type ElectionEntry } from '../actors/manager/election.js'
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
 import type { StoreSpec } from '../config/store-spec.js';
 import type { MoveRecord } from '../actors/manager/moves.js';
-import { askManager, managerFor, toolSecret } from './manager-admin.js';
+import { askManager, managerFor } from './manager-admin.js';
 
 /** The stored configuration and, with ZooKeeper, the managers in the election (the active one marked). */
 export async function readClusterAndManagers(spec: StoreSpec): Promise<{ cluster: ClusterConfig; managers: ElectionEntry[] | null }> {
@@ -71,7 +72,7 @@ export async function collectClusterStatus(cluster: ClusterConfig | string, mana
   // With ZooKeeper the active manager's published address (a standby listens on nothing); none active
   // (one is taking over): no manager section.
   const to = managerFor(undefined, c, managers);
-  const manager = to === null ? null : ((await askManager(to, { op: 'loads' }, 1500, toolSecret(undefined, clusterFile ?? (typeof cluster === 'string' ? cluster : undefined))).catch(() => null)) as ManagerLoads | null);
+  const manager = to === null ? null : ((await askManager(to, { op: 'loads' }, 1500, findSecret(undefined, clusterFile ?? (typeof cluster === 'string' ? cluster : undefined))).catch(() => null)) as ManagerLoads | null);
   return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, migrations: c.migrations, manager, managers };
 }
 

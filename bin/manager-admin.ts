@@ -1,10 +1,7 @@
 // Talking to the configuration manager as an operator (`rowan reshard`, `rowan status --cluster`):
 // one admin request on its port, one reply (actors/kv/manager-protocol.ts).
-import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
 import type { ClusterConfig } from '../config/cluster.js';
-import { SECRET_FILE, SECRET_FILE_ENV, readSecretFile } from '../config/base/secret.js';
 import { NodeAuthHandshake } from '../actors/kv/manager-auth.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { LineReader, encodeLine, type AdminReply, type AdminRequest } from '../actors/kv/manager-protocol.js';
@@ -32,18 +29,6 @@ export function managerFor(flag: string | undefined, cluster: ClusterConfig, man
   if (flag !== undefined || managers === null) return managerAddress(flag, cluster);
   const active = managers.find((m) => m.active);
   return active ? { host: active.host, port: active.port } : null;
-}
-
-/** The cluster secret an operator's tool proves to the manager: --secret-file, $ROWAN_SECRET_FILE, or
- *  the file `secret` beside the cluster file; null when there is none (a --no-auth cluster). */
-export function toolSecret(flag: string | undefined, clusterFile: string | undefined): Uint8Array | null {
-  const file = flag ?? process.env[SECRET_FILE_ENV];
-  if (file !== undefined && file !== '') return readSecretFile(resolve(file));
-  if (clusterFile !== undefined) {
-    const beside = join(dirname(resolve(clusterFile)), SECRET_FILE);
-    if (existsSync(beside)) return readSecretFile(beside);
-  }
-  return null;
 }
 
 /** Send one admin request (after the manager handshake with `secret`); the reply's result, or its

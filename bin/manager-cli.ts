@@ -2,8 +2,8 @@
 // `manager` actor (actors/manager/) on a pinned thread, under the same runtime as a node (control
 // socket, status, SIGTERM). `rowan cluster` starts one before its nodes; nodes started with
 // `rowan start --manager host:port` hold their lease with it.
-import { existsSync, mkdirSync } from 'node:fs';
-import { SECRET_FILE, SECRET_FILE_ENV, readSecretFile } from '../config/base/secret.js';
+import { mkdirSync } from 'node:fs';
+import { SECRET_FILE_ENV, findSecret } from '../config/base/secret.js';
 import { dirname, join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { resolveConfig } from '../config/load.js';
@@ -46,12 +46,8 @@ function managerSecret(o: ManagerOpts): Uint8Array | null {
     if (o.secretFile !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--no-auth and --secret-file contradict each other');
     return null;
   }
-  const file = o.secretFile ?? process.env[SECRET_FILE_ENV];
-  if (file !== undefined && file !== '') return readSecretFile(resolve(file));
-  if (o.cluster !== undefined) {
-    const beside = join(dirname(resolve(o.cluster)), SECRET_FILE);
-    if (existsSync(beside)) return readSecretFile(beside);
-  }
+  const secret = findSecret(o.secretFile, o.cluster);
+  if (secret) return secret;
   throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no cluster secret for the manager: give --secret-file FILE (or ${SECRET_FILE_ENV}=FILE; rowan cluster writes DIR/secret), or --no-auth to let anyone hold leases`);
 }
 

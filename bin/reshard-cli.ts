@@ -1,12 +1,13 @@
 // `rowan reshard`: move a shard's primary role by hand, or print what the manager would move now
 // (§4.6). The manager does the move (actors/manager/moves.ts); this only asks and prints.
+import { findSecret } from '../config/base/secret.js';
 import type { Command } from 'commander';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { readStoreOnce } from '../config/store-spec.js';
 import type { MoveRecord } from '../actors/manager/moves.js';
 import type { BalancePlan } from '../actors/manager/reshard.js';
 import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
-import { askManager, managerFor, toolSecret } from './manager-admin.js';
+import { askManager, managerFor } from './manager-admin.js';
 import { readClusterAndManagers } from './cluster-status.js';
 
 interface ReshardOpts extends StoreFlags {
@@ -33,7 +34,7 @@ async function reshard(o: ReshardOpts): Promise<number> {
   const to = managerFor(o.manager, cluster, managers);
   if (to === null) throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, 'no configuration manager is active in the ZooKeeper election (a standby may be taking over); try again, or give --manager host:port');
   const timeoutMs = int('timeout', o.timeout);
-  const secret = toolSecret(o.secretFile, 'file' in spec ? spec.file : undefined);
+  const secret = findSecret(o.secretFile, 'file' in spec ? spec.file : undefined);
   if (o.plan) {
     if (o.shard !== undefined || o.to !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--plan prints a plan; it takes no --shard/--to');
     const p = (await askManager(to, { op: 'plan' }, timeoutMs, secret)) as BalancePlan & { resharding: { auto: boolean; overloadPercent: number } };

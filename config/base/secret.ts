@@ -10,7 +10,8 @@
 // bytes, under the client labels), the Redis ports take it as `requirepass`. A client therefore never
 // holds the cluster secret and cannot pose as a node to the fabric, REPLICATE or the manager.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, openSync, closeSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { chmodSync, openSync, closeSync, existsSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { ErrorCodes, RowanError } from './errors.js';
 
 export const SECRET_BYTES = 32;
@@ -50,6 +51,18 @@ function readPrivateFile(path: string, what: string): string {
 }
 
 /** Create `path` (mode 0600, failing if it exists) holding a new random secret; returns it. */
+/** The cluster secret a manager or an operator's tool uses: the file `flag` names, else
+ *  $ROWAN_SECRET_FILE, else the file `secret` beside `clusterFile`; null when none of them exists. */
+export function findSecret(flag: string | undefined, clusterFile: string | undefined): Uint8Array | null {
+  const file = flag ?? process.env[SECRET_FILE_ENV];
+  if (file !== undefined && file !== '') return readSecretFile(resolve(file));
+  if (clusterFile !== undefined) {
+    const beside = join(dirname(resolve(clusterFile)), SECRET_FILE);
+    if (existsSync(beside)) return readSecretFile(beside);
+  }
+  return null;
+}
+
 export function writeNewSecretFile(path: string, what = 'secret'): Uint8Array {
   const secret = new Uint8Array(randomBytes(SECRET_BYTES));
   let fd: number;
