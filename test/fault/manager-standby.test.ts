@@ -98,7 +98,7 @@ test('standby manager: kill -9 the active one; the standby takes over, no lease 
     for (let i = 0; i < keys.length; i += 20) await Promise.all(keys.slice(i, i + 20).map((k) => c.put(k, `v1-${k}`)));
     const loadClients = [await e.connect(), await e.connect()];
     const loadKeys = Array.from({ length: 10 }, (_, i) => `h-${i}`);
-    const load = new KvLoad(loadClients, loadKeys, 40_000);
+    const load = new KvLoad(loadClients, loadKeys, 40_000, 5); // paced, to stay under its bound
     load.start();
     try {
       await waitFor('the load to start', () => load.ops > 50, 30_000);
@@ -162,7 +162,7 @@ test('standby manager: kill -9 the active one during a failover (after it stored
     for (let i = 0; i < keys.length; i += 20) await Promise.all(keys.slice(i, i + 20).map((k) => c.put(k, `v1-${k}`)));
     const loadClients = [await e.connect(), await e.connect(), await e.connect()];
     const loadKeys = Array.from({ length: 12 }, (_, i) => `h-${i}`);
-    const load = new KvLoad(loadClients, loadKeys, 40_000);
+    const load = new KvLoad(loadClients, loadKeys, 40_000, 5); // paced, to stay under its bound
     load.start();
     try {
       await waitFor('the load to start', () => load.ops > 50, 30_000);

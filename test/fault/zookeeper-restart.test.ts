@@ -58,7 +58,7 @@ test('ZooKeeper restarted under load: the cluster serves throughout, nothing han
     for (let i = 0; i < keys.length; i += 20) await Promise.all(keys.slice(i, i + 20).map((k) => c.put(k, `v1-${k}`)));
     const loadClients = [await connect(), await connect()];
     const loadKeys = Array.from({ length: 10 }, (_, i) => `h-${i}`);
-    load = new KvLoad(loadClients, loadKeys, 60_000);
+    load = new KvLoad(loadClients, loadKeys, 60_000, 5); // paced: an unpaced load reached its bound before the last wait
     load.start();
     await waitFor('the load to start', () => load!.ops > 50, 30_000);
 
