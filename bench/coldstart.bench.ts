@@ -25,7 +25,7 @@ import { shardOfKey } from '../config/slots.js';
 import { EntryType, scanEntries } from '../shm/log.js';
 import { OwnerRole, Pool } from '../shm/pool.js';
 import { TLog } from '../shm/tlog.js';
-import { progress, type Row } from './report.js';
+import { progress, recordParams, type Row } from './report.js';
 
 const SHARDS = 16;
 const WORKERS = 2;
@@ -111,6 +111,7 @@ export async function run(): Promise<Row[]> {
   const rows: Row[] = [];
   const flag = process.argv.find((a) => a.startsWith('--threads='));
   const threads = flag ? [Number(flag.split('=')[1])] : [1, 2];
+  recordParams({ quick, objects: sizes, threads, shards: SHARDS, workers: WORKERS, keyBytes: 16, valueBytes: '16-48', mode: 'pagecache' });
   for (const n of sizes) for (const t of threads) rows.push({ threads: t, ...(await once(n, t)) });
   return rows;
 }

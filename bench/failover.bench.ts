@@ -18,8 +18,8 @@ import { RowanClient } from '../actors/kv/client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
 import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/cluster.js';
 import { allShardsServed, logRecords, nodePids, probeKeys } from '../test/fixtures/failover-cluster.js';
-import { progress, resultsDir, type Row } from './report.js';
-import { timelineSvg, type Run } from './failover/timeline.js';
+import { gitState, load, machine, progress, recordParams, resultsDir, type Row } from './report.js';
+import { timelineOf, type Run } from './failover/timeline.js';
 import { valueOf, workloads } from './ycsb/driver.js';
 import { sizeDists, valueSizeSampler } from './ycsb/sizes.js';
 import { ZipfianChooser, keyOf, mulberry32 } from './ycsb/zipfian.js';
@@ -30,7 +30,6 @@ const AFTER_MS = 700;
 const KEYS = 2000;
 const CONCURRENCY = 32;
 const SHARDS = 12;
-const PHASES = ['detected', 'committed', 'promoted', 'served'] as const;
 
 function flag(name: string, dflt: number): number {
   const a = process.argv.find((x) => x.startsWith(`--${name}=`));
@@ -52,20 +51,26 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
   const { tmpdir } = await import('node:os');
   const dir = mkdtempSync(join(tmpdir(), 'rowan-failover-bench-'));
   const cluster = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', String(leaseMs), '--pool-mib', '64', '--no-restart']);
+  // Closed however this kill ends: a kill that fails (a false failover) must not leave the load loops
+  // and the clients running, or the benchmark process never exits.
+  let c: RowanClient | null = null;
+  let probe: RowanClient | null = null;
+  let stop = false;
+  let loops: Promise<void>[] = [];
   try {
     await cluster.ready;
     const file = join(dir, 'cluster.json');
     const pid = nodePids(cluster.output()).get(0)!;
-    const c = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
-    const probe = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
+    c = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
+    probe = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
+    const client = c;
     const size = valueSizeSampler(sizeDists.zippydb, mulberry32(k + 1));
-    for (let b = 0; b < KEYS; b += 256) await Promise.all(Array.from({ length: Math.min(256, KEYS - b) }, (_, j) => c.put(keyOf(b + j), valueOf(size(), b + j))));
+    for (let b = 0; b < KEYS; b += 256) await Promise.all(Array.from({ length: Math.min(256, KEYS - b) }, (_, j) => client.put(keyOf(b + j), valueOf(size(), b + j))));
     const keys = new ZipfianChooser(KEYS, 0.99, mulberry32(100 + k));
     const rand = mulberry32(200 + k);
     const w = workloads.a;
     const buckets = new Array<number>(Math.ceil((KILL_AT_MS + AFTER_MS) / BUCKET_MS)).fill(0);
     let errors = 0;
-    let stop = false;
     // Warm up 200 ms unrecorded, then record from t0; SIGKILL at t0 + KILL_AT_MS.
     const tWarm = monotonicClock.now();
     const t0 = tWarm + 200;
@@ -73,8 +78,8 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
       for (let i = 0; !stop && i < 1_000_000; i++) {
         const id = keys.next();
         try {
-          if (rand() < w.putFraction) await c.put(keyOf(id), valueOf(size(), i));
-          else await c.get(keyOf(id));
+          if (rand() < w.putFraction) await client.put(keyOf(id), valueOf(size(), i));
+          else await client.get(keyOf(id));
           const at = monotonicClock.now() - t0;
           if (at >= 0 && at < buckets.length * BUCKET_MS) buckets[Math.floor(at / BUCKET_MS)]!++;
         } catch {
@@ -82,7 +87,7 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
         }
       }
     };
-    const loops = Array.from({ length: CONCURRENCY }, loop);
+    loops = Array.from({ length: CONCURRENCY }, loop);
     while (monotonicClock.now() < t0 + KILL_AT_MS) await sleep(1);
     const tKill = monotonicClock.now();
     process.kill(pid, 'SIGKILL');
@@ -91,7 +96,6 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
     while (monotonicClock.now() < t0 + KILL_AT_MS + AFTER_MS) await sleep(5);
     stop = true;
     await Promise.all(loops);
-    await Promise.all([c.close(), probe.close()]);
     // The manager's log is flushed as it goes; give its last line a moment to land (bounded).
     let ev = managerEvents(dir, tKill - 50);
     for (let i = 0; i < 100 && ev['promoted'] === undefined; i++) {
@@ -103,6 +107,9 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
     const row: Row = { kill: k, leaseMs, errors, ...Object.fromEntries(Object.entries(marks).map(([n, v]) => [`${n}Ms`, +v.toFixed(2)])) };
     return { run: { buckets, marks }, row };
   } finally {
+    stop = true;
+    await Promise.allSettled(loops);
+    await Promise.allSettled([c?.close(), probe?.close()]);
     await stopCluster(cluster.child);
     if (process.env['ROWAN_BENCH_KEEP']) console.log(`kept ${dir}`);
     else rmSync(dir, { recursive: true, force: true });
@@ -118,6 +125,7 @@ export async function run(): Promise<Row[]> {
   const quick = process.argv.includes('--quick');
   const kills = flag('kills', quick ? 3 : 20);
   const leaseMs = flag('lease-ms', 200);
+  recordParams({ quick, kills, leaseMs, bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, afterMs: AFTER_MS, keys: KEYS, concurrency: CONCURRENCY, shards: SHARDS, workload: 'YCSB A, Zipfian 0.99, ZippyDB sizes', nodes: 3 });
   const runs: Run[] = [];
   const perKill: Row[] = [];
   for (let k = 0; k < kills; k++) {
@@ -133,10 +141,8 @@ export async function run(): Promise<Row[]> {
     }
   }
   const summary: Row[] = [];
-  const p50: Record<string, number> = {};
   for (const p of ['detected', 'stored', 'prepared', 'committed', 'promoted', 'served']) {
     const xs = runs.map((r) => r.marks[p] ?? NaN);
-    p50[p] = pct(xs, 0.5);
     summary.push({ phase: p, afterKillP50Ms: +pct(xs, 0.5).toFixed(1), afterKillP99Ms: +pct(xs, 0.99).toFixed(1), kills: xs.filter(Number.isFinite).length });
   }
   // Phase lengths: detection, commit (detected -> committed: store, prepare, lease wait), promotion.
@@ -145,15 +151,9 @@ export async function run(): Promise<Row[]> {
     const xs = span(a, b);
     summary.push({ phase: name, afterKillP50Ms: +pct(xs, 0.5).toFixed(1), afterKillP99Ms: +pct(xs, 0.99).toFixed(1), kills: xs.filter(Number.isFinite).length });
   }
-  const servedSorted = [...runs].sort((a, b) => (a.marks['served'] ?? 0) - (b.marks['served'] ?? 0));
-  const median = servedSorted[Math.floor(servedSorted.length / 2)]!;
-  const marks: Record<string, number> = {};
-  for (const p of PHASES) if (Number.isFinite(p50[p])) marks[p] = p50[p]!;
-  writeFileSync(
-    join(resultsDir, 'failover-timeline.svg'),
-    timelineSvg(`Failover under YCSB A (ZippyDB), ${kills} kills, lease ${leaseMs} ms: throughput per ${BUCKET_MS} ms`, runs, BUCKET_MS, KILL_AT_MS, median, marks),
-  );
-  writeFileSync(join(resultsDir, 'failover-runs.json'), JSON.stringify({ bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, leaseMs, perKill, runs }, null, 1) + '\n');
+  writeFileSync(join(resultsDir, 'failover-timeline.svg'), timelineOf({ bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, leaseMs, runs }));
+  // The per-kill detail, with what produced it (failover.json's `run` record says the same).
+  writeFileSync(join(resultsDir, 'failover-runs.json'), JSON.stringify({ git: gitState(), machine: machine(), loadAvgEnd: load(), bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, leaseMs, perKill, runs }, null, 1) + '\n');
   console.log(`per kill:\n${perKill.map((r) => JSON.stringify(r)).join('\n')}\ntimeline: ${join(resultsDir, 'failover-timeline.svg')}`);
   return summary;
 }

@@ -17,7 +17,7 @@ import { Cleaner } from '../actors/clean/gc.js';
 import { defaultLimits } from '../config/limits.js';
 import { paper } from '../config/defaults.js';
 import { createGcFixture, verifyGcFixture } from './gc/fixture.js';
-import { formatTable, progress, type Row } from './report.js';
+import { formatTable, progress, recordParams, type Row } from './report.js';
 
 const POOL_SEGMENTS = 256;
 const SEGMENT_BYTES = 256 * 1024;
@@ -94,6 +94,7 @@ function median(xs: number[]): number {
 }
 
 export async function run(o: GcBenchOptions = parse(process.argv.slice(2))): Promise<Row[]> {
+  recordParams({ ...o, poolSegments: POOL_SEGMENTS, segmentBytes: SEGMENT_BYTES, valueBytes: VALUE_BYTES, liveShares: LIVE_SHARES, liveThresholdPercent: paper.gcLiveThresholdPercent });
   const rows: Row[] = [];
   const total = VALUE_BYTES.length * LIVE_SHARES.length;
   let done = 0;

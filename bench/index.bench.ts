@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { Bench } from 'tinybench';
 import { ShardIndex, type EntryReader } from '../shm/index.js';
 import { hash64Into } from '../shm/hash.js';
-import { formatTable, type Row } from './report.js';
+import { formatTable, recordParams, type Row } from './report.js';
 
 const KEYS = 1 << 20;
 const KEY_BYTES = 16;
@@ -146,7 +146,7 @@ async function singleThread(s: Shared): Promise<Row[]> {
   if (sink === 0.5) console.log(sink); // keep the loops observable
   return bench.tasks.map((t) => {
     const r = t.result as { latency?: { mean: number } };
-    return { name: t.name, threads: 1, opsPerSec: Math.round((BATCH * 1000) / (r.latency?.mean ?? Infinity)) };
+    return { name: t.name, method: `tinybench, ${BATCH} per call`, threads: 1, opsPerSec: Math.round((BATCH * 1000) / (r.latency?.mean ?? Infinity)) };
   });
 }
 
@@ -171,7 +171,7 @@ async function multiThread(s: Shared, op: 'get' | 'upsert', threads: number): Pr
   const times = await Promise.all(done);
   await Promise.all(workers.map((w) => w.terminate()));
   const wall = Math.max(...times.map((t) => t.end)) - Math.min(...times.map((t) => t.start));
-  return { name: op, threads, opsPerSec: Math.round((ops * threads * 1000) / wall) };
+  return { name: op, method: `worker_threads, ${ops} each`, threads, opsPerSec: Math.round((ops * threads * 1000) / wall) };
 }
 
 function benchWorker(job: WorkerJob, goSab: SharedArrayBuffer): void {
@@ -196,6 +196,7 @@ function benchWorker(job: WorkerJob, goSab: SharedArrayBuffer): void {
 }
 
 export async function run(): Promise<Row[]> {
+  recordParams({ keys: KEYS, keyBytes: KEY_BYTES, tinybenchBatch: BATCH, workerOps: WORKER_OPS, threads: [1, 2] });
   const s = setup();
   const rows = await singleThread(s);
   for (const op of ['get', 'upsert'] as const) {

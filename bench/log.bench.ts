@@ -14,7 +14,7 @@ import { EntryType, scanEntries, type EntryInput } from '../shm/log.js';
 import { HEADER_BYTES } from '../shm/log-layout.js';
 import { Pool } from '../shm/pool.js';
 import { MemoryRegion, type PersistentRegion } from '../config/base/region.js';
-import { formatTable, type Row } from './report.js';
+import { formatTable, recordParams, type Row } from './report.js';
 
 const L = defaultLimits;
 const ENTRY_SIZES = [64, 128, 256, 1024];
@@ -107,6 +107,7 @@ async function scanRows(): Promise<Row[]> {
 }
 
 export async function run(): Promise<Row[]> {
+  recordParams({ entrySizes: ENTRY_SIZES, keyBytes: KEY_BYTES, appendsPerCall: BATCH, appendsPerCallMsync: BATCH_MSYNC, poolSegments: POOL_SEGMENTS, segmentBytes: L.segmentBytes, tinybench: BENCH_OPTS, scanEntryBytes: 128 });
   const dir = mkdtempSync(join(tmpdir(), 'rowan-log-bench-'));
   try {
     const rows: Row[] = [];

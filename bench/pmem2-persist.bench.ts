@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Bench } from 'tinybench';
 import { PERSIST_MODES, PmemMapping, type PersistMode } from '../native/pmem2.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
-import { formatTable, type Row } from './report.js';
+import { formatTable, recordParams, type Row } from './report.js';
 
 const LENGTHS = [64, 256, 1024, 4096];
 const FILE_BYTES = 16 * 1024 * 1024;
@@ -52,6 +52,7 @@ function persistTask(m: PmemMapping, len: number, batch: number): () => void {
 export async function run(o: { timeMs?: number } = {}): Promise<PersistRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-bench-pmem2-'));
   const rows: PersistRow[] = [];
+  recordParams({ lengths: LENGTHS, fileBytes: FILE_BYTES, persistsPerTimedCall: BATCH, tinybenchTimeMs: o.timeMs ?? 500, warmupMs: 50 });
   try {
     for (const mode of PERSIST_MODES) {
       const path = join(dir, `${mode}.bin`);

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import type { ClusterConfig } from '../config/cluster.js';
 import { ioredisDriver, redisBenchmark, type IoOp, type Measured } from './redis/drivers.js';
 import { haveRedis, startRedis } from './redis/servers.js';
-import type { Row } from './report.js';
+import { recordParams, type Row } from './report.js';
 import { startCluster } from './ycsb/cluster.js';
 
 const quick = process.argv.includes('--quick');
@@ -23,7 +23,7 @@ interface Target {
   /** redis-benchmark/ioredis endpoints: single port, and cluster port (rowan only). */
   port: number;
   clusterPort?: number;
-  /** rowan: the cluster secret's text (its Redis password); real Redis here has none. */
+  /** rowan: the client password (DIR/client-password, its Redis requirepass); real Redis here has none. */
   password?: string;
 }
 
@@ -66,12 +66,13 @@ function ratios(rows: Row[]): void {
 
 export async function run(): Promise<Row[]> {
   if (!haveRedis()) throw new Error('bench redis: redis-server/redis-benchmark not found; apt-get install redis-server redis-tools');
+  recordParams({ quick, redisBenchmarkArgs: RB.join(' '), pipelines: [1, 16], ioredisMs: IO_MS, ioredisClients: 50, rowanPoolMib: quick ? 96 : 192, rowanSegmentKib: 1024, rowanNodes: 3, redis: 'primary + 2 replicas, AOF everysec / always' });
   const rows: Row[] = [];
   const rowan = await startCluster({ mode: 'rowan', passMode: true, poolMib: quick ? 96 : 192, segmentKib: 1024, workers: 1 });
   try {
     const c = JSON.parse(readFileSync(rowan.file, 'utf8')) as ClusterConfig;
     const n0 = c.nodes[0]!;
-    const password = readFileSync(join(dirname(rowan.file), 'secret'), 'utf8').trim();
+    const password = readFileSync(join(dirname(rowan.file), 'client-password'), 'utf8').trim();
     await drive({ system: 'rowan', port: n0.resp!.ports[0]!, clusterPort: n0.resp!.clusterPorts[0]!, password }, rows);
   } finally {
     await rowan.stop();

@@ -1,21 +1,85 @@
-// Benchmark reporting: every benchmark prints a table, writes machine-readable JSON and a plot
-// (SVG, so no plotting dependency and no native canvas). Results land in bench/results/.
+// Benchmark reporting: every benchmark prints a table and writes machine-readable JSON and its plots
+// (SVG, bench/plot/svg.ts, so no plotting dependency and no native canvas) into bench/results/.
+// Each JSON records what the numbers came from: the git commit (and whether the tree was dirty), the
+// parameters the run used, and the machine (CPU, cores, memory, Node, load average at start and end:
+// this is a shared machine, and a loaded one makes every figure of the run lower).
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 
 export type Row = Record<string, string | number | boolean | null>;
 
 export const resultsDir = new URL('../../bench/results/', import.meta.url).pathname;
+const repoDir = new URL('../../', import.meta.url).pathname;
 
-export function machine(): Record<string, string | number> {
+export interface Machine {
+  cpu: string;
+  cores: number;
+  memGiB: number;
+  node: string;
+  platform: string;
+}
+
+export function machine(): Machine {
   return {
-    date: new Date().toISOString(),
-    node: process.version,
     cpu: cpus()[0]?.model ?? 'unknown',
     cores: cpus().length,
     memGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
   };
+}
+
+export interface GitState {
+  commit: string | null;
+  /** Uncommitted changes to tracked files when the run started (results/ excluded). */
+  dirty: boolean | null;
+}
+
+export function gitState(dir = repoDir): GitState {
+  try {
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim();
+    const status = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', '.', ':!bench/results'], { cwd: dir, encoding: 'utf8' });
+    return { commit, dirty: status.trim().length > 0 };
+  } catch {
+    return { commit: null, dirty: null };
+  }
+}
+
+/** 1, 5 and 15 minute load averages, two decimals. */
+export function load(): number[] {
+  return loadavg().map((l) => Math.round(l * 100) / 100);
+}
+
+/** What a benchmark run was: when, on what code, on which machine, under what load, with what parameters. */
+export interface RunMeta {
+  startedAt: string;
+  finishedAt?: string;
+  git: GitState;
+  machine: Machine;
+  loadAvgStart: number[];
+  loadAvgEnd?: number[];
+  /** The flags the harness was given. */
+  argv: string[];
+  /** What the benchmark says it ran with (recordParams). */
+  params: Record<string, unknown>;
+}
+
+let currentParams: Record<string, unknown> = {};
+
+/** A benchmark states the parameters it runs with (merged into the run's JSON). */
+export function recordParams(p: Record<string, unknown>): void {
+  currentParams = { ...currentParams, ...p };
+}
+
+export function startRun(argv: string[]): RunMeta {
+  currentParams = {};
+  return { startedAt: new Date().toISOString(), git: gitState(), machine: machine(), loadAvgStart: load(), argv, params: {} };
+}
+
+export function finishRun(m: RunMeta): RunMeta {
+  return { ...m, finishedAt: new Date().toISOString(), loadAvgEnd: load(), params: { ...currentParams } };
 }
 
 function fmt(v: Row[string]): string {
@@ -39,91 +103,45 @@ export function formatTable(rows: Row[], columns?: string[]): string {
   return [line(cols), width.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n');
 }
 
-export interface PlotSpec {
-  /** Builds the bar's label from a row. */
-  label: (r: Row) => string;
-  /** The numeric column(s) plotted; several columns give grouped bars with a legend. */
-  value: string | string[];
-  unit: string;
-  /** Log scale for values that span orders of magnitude (persist costs per mode, say). */
-  log?: boolean;
+/** One plot file of a benchmark: bench/results/<file>. */
+export interface Figure {
+  file: string;
+  svg: string;
 }
 
-const palette = ['#3b6ea8', '#d9822b', '#5a9e4b', '#a8453b'];
-
-/** A horizontal bar chart as SVG; one bar per row and plotted column. */
-/** Words of `s` in lines of at most `width` characters (a longer word gets a line of its own). */
-function wrapWords(s: string, width: number): string[] {
-  const lines: string[] = [];
-  let line = '';
-  for (const w of s.split(' ')) {
-    if (line && line.length + 1 + w.length > width) {
-      lines.push(line);
-      line = w;
-    } else line = line ? `${line} ${w}` : w;
-  }
-  if (line) lines.push(line);
-  return lines;
+/** The JSON a benchmark run leaves: read back by `run.js --replot`. */
+export interface ResultFile {
+  name: string;
+  title: string;
+  run: RunMeta;
+  rows: Row[];
 }
 
-export function barChartSvg(title: string, rows: Row[], spec: PlotSpec): string {
-  const series = Array.isArray(spec.value) ? spec.value : [spec.value];
-  const data = rows.flatMap((r) =>
-    series
-      .map((col, si) => ({ label: series.length > 1 ? `${spec.label(r)} ${col}` : spec.label(r), v: Number(r[col]), si }))
-      .filter((d) => Number.isFinite(d.v) && d.v > 0),
-  );
-  const barH = 16;
-  const gap = 5;
-  const left = 320;
-  const plotW = 520;
-  // A long title wraps (at ~8.5 px per bold 15 px character) instead of running off the picture.
-  const titleLines = wrapWords(title, Math.floor((left + plotW + 120) / 8.5));
-  const shift = (titleLines.length - 1) * 18;
-  const top = 40 + shift + (series.length > 1 ? 18 : 0);
-  const h = top + data.length * (barH + gap) + 30;
-  const max = Math.max(...data.map((d) => d.v), 1);
-  const scale = (v: number) =>
-    spec.log ? (Math.log10(v + 1) / Math.log10(max + 1)) * plotW : (v / max) * plotW;
-  const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-  const legend =
-    series.length > 1
-      ? series
-          .map((c, i) => `<rect x="${10 + i * 160}" y="${32 + shift}" width="12" height="12" fill="${palette[i % palette.length]}"/>` +
-            `<text x="${26 + i * 160}" y="${43 + shift}">${esc(c)}</text>`)
-          .join('')
-      : '';
-  const bars = data
-    .map((d, i) => {
-      const y = top + i * (barH + gap);
-      const w = Math.max(1, scale(d.v));
-      return (
-        `<text x="${left - 8}" y="${y + barH - 4}" text-anchor="end">${esc(d.label)}</text>` +
-        `<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${palette[d.si % palette.length]}"/>` +
-        `<text x="${left + w + 6}" y="${y + barH - 4}">${esc(fmt(d.v))}</text>`
-      );
-    })
-    .join('\n');
-  return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${left + plotW + 140}" height="${h}" font-family="sans-serif" font-size="12">`,
-    `<rect width="100%" height="100%" fill="white"/>`,
-    ...titleLines.map((t, i) => `<text x="10" y="${22 + i * 18}" font-size="15" font-weight="bold">${esc(t)}</text>`),
-    legend,
-    `<text x="${left}" y="${h - 8}" fill="#555">${esc(spec.unit)}${spec.log ? ' (log scale)' : ''}</text>`,
-    bars,
-    `</svg>`,
-  ].join('\n');
+/** One line saying what run a plot comes from: commit, machine, load. */
+export function runFooter(m: RunMeta): string {
+  const git = m.git.commit ? `${m.git.commit.slice(0, 10)}${m.git.dirty ? ' (uncommitted changes)' : ''}` : 'unknown commit';
+  const l = (a?: number[]) => (a ? a[0]!.toFixed(1) : '?');
+  return `run ${m.startedAt.slice(0, 16).replace('T', ' ')} UTC, git ${git}; ${m.machine.cores} x ${m.machine.cpu}, Node ${m.machine.node}; ` +
+    `load average (1 min) ${l(m.loadAvgStart)} at start, ${l(m.loadAvgEnd)} at end${m.argv.length ? `; arguments ${m.argv.join(' ')}` : ''}`;
 }
 
-/** Print the table and write <name>.json and <name>.svg under bench/results/. */
-export function report(name: string, title: string, rows: Row[], spec: PlotSpec, columns?: string[]): void {
+/** Print the table and write <name>.json and the figures under bench/results/. */
+export function report(name: string, title: string, rows: Row[], meta: RunMeta, figures: Figure[], columns?: string[]): void {
   mkdirSync(resultsDir, { recursive: true });
   console.log(`\n== ${title}\n${formatTable(rows, columns)}`);
   const json = join(resultsDir, `${name}.json`);
-  writeFileSync(json, JSON.stringify({ name, title, machine: machine(), rows }, null, 2) + '\n');
-  const svg = join(resultsDir, `${name}.svg`);
-  writeFileSync(svg, barChartSvg(title, rows, spec));
-  console.log(`results: ${json}\nplot:    ${svg}`);
+  const out: ResultFile = { name, title, run: meta, rows };
+  writeFileSync(json, JSON.stringify(out, null, 2) + '\n');
+  console.log(`results: ${json}`);
+  writeFigures(figures);
+}
+
+export function writeFigures(figures: Figure[]): void {
+  for (const f of figures) {
+    const path = join(resultsDir, f.file);
+    writeFileSync(path, f.svg);
+    console.log(`plot:    ${path}`);
+  }
 }
 
 /** One progress line on stderr, rewritten in place when stderr is a terminal. */

@@ -7,9 +7,12 @@
 // whose `at` is the same CLOCK_MONOTONIC this process reads).
 //
 // Flags: --duration=ms (default 10000), --hotspot=ms (3000), --keys=N (30000), --concurrency=C (48),
-// --workers=W (per node, default 1), --shards=S (12), --period=ms (resharding.periodMs, 500).
-// Through the harness: npm run bench -- reshard. On this 2-core machine the three nodes and the client
-// share the CPUs: an overloaded node shows as a throughput dip only while its worker is the bottleneck.
+// --workers=W (per node, default 1), --shards=S (12), --period=ms (resharding.periodMs, 500),
+// --node-cpu=C (each node process limited to C CPUs by a cgroup quota, default 0.5; 0: no limit).
+// Through the harness: npm run bench -- reshard. The three nodes and the client share this machine's
+// 2 cores: without a budget per node a hot node simply takes the CPU an idle one leaves and no
+// overload shows, so each node process gets a cgroup CPU quota (--node-cpu) as a server has its CPUs.
+import { findSecret } from '../config/base/secret.js';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,9 +21,11 @@ import { RowanClient } from '../actors/kv/client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { shardOfKey } from '../config/slots.js';
-import { progress, resultsDir, type Row } from './report.js';
+import { progress, recordParams, resultsDir, type Row } from './report.js';
 import { reshardTimelineSvg, type Mark } from './reshard/timeline.js';
+import { limitCpu } from './reshard/cpu-budget.js';
 import { mulberry32 } from './ycsb/zipfian.js';
+import { askManager, managerAddress } from '../bin/manager-admin.js';
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
 const BUCKET_MS = 100;
@@ -35,6 +40,8 @@ function flag(name: string, dflt: number): number {
 interface Cluster {
   dir: string;
   file: string;
+  /** The node processes' pids (from the launcher's "node N ready (pid P)" lines). */
+  pids: number[];
   stop(): Promise<void>;
 }
 
@@ -53,9 +60,11 @@ async function startCluster(shards: number, workers: number, periodMs: number): 
     if (child.exitCode !== null || Date.now() - t0 > 120_000) throw new Error(`rowan cluster did not start:\n${out}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+  const pids = [...out.matchAll(/node \d+ ready \(pid (\d+)\)/g)].map((m) => Number(m[1]));
   return {
     dir,
     file: join(dir, 'cluster.json'),
+    pids,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGINT');
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
@@ -75,7 +84,12 @@ export async function run(): Promise<Row[]> {
   const workers = flag('workers', 1);
   const shards = flag('shards', 12);
   const periodMs = flag('period', 500);
+  const nodeCpu = process.argv.some((a) => a === '--node-cpu=0') ? 0 : flag('node-cpu', 0.5);
+  recordParams({ nodeCpu, durationMs, hotspotMs, keys: keyCount, concurrency, workers, shards, periodMs, nodes: 3, replication: 3, workload: '95 % GET / 5 % PUT, uniform keys, 100 B values; after the hotspot 80 % of the requests to one node go to one shard of another' });
   const cl = await startCluster(shards, workers, periodMs);
+  // One CPU budget per node, as the paper's servers each have their own CPUs (./reshard/cpu-budget.ts).
+  const budgets = nodeCpu > 0 ? limitCpu(cl.pids, nodeCpu, `rowan-reshard-${process.pid}`) : { how: 'none (--node-cpu=0)', release: () => {} };
+  progress(`reshard: CPU budget: ${budgets.how}`, 0, 1);
   try {
     const c0 = JSON.parse(readFileSync(cl.file, 'utf8')) as ClusterConfig;
     const clients = await Promise.all(Array.from({ length: 4 }, () => RowanClient.connect({ cluster: cl.file, retries: 10, timeoutMs: 10_000 })));
@@ -116,7 +130,18 @@ export async function run(): Promise<Row[]> {
       }
     };
     progress(`reshard: ${durationMs} ms of 95 % GET, hotspot on shard ${hot} (node ${nodeB}) at ${hotspotMs} ms`, 0, 1);
+    // The manager's view of each node's load (requests/s as primary + weighted backup writes), sampled.
+    const loads: { atMs: number; loads: Record<string, number> }[] = [];
+    const secret = findSecret(undefined, cl.file);
+    const sampler = (async () => {
+      while (monotonicClock.now() < end) {
+        const r = (await askManager(managerAddress(undefined, c0), { op: 'loads' }, 1000, secret).catch(() => null)) as { loads: Record<string, number> } | null;
+        if (r) loads.push({ atMs: monotonicClock.now() - t0, loads: r.loads });
+        await new Promise((res) => setTimeout(res, 250));
+      }
+    })();
     await Promise.all(Array.from({ length: concurrency }, (_, i) => loop(clients[i % clients.length]!)));
+    await sampler;
     await Promise.all(clients.map((c) => c.close()));
     const ev = managerEvents(cl.dir);
     const rel = (e: Record<string, unknown> | undefined) => (e ? (e['at'] as number) - t0 : null);
@@ -151,6 +176,7 @@ export async function run(): Promise<Row[]> {
       opsPerSecHotspot: rate(hotspotMs + 100, detectedMs ?? hotspotMs + 1000),
       opsPerSecAfter: rate((doneMs ?? durationMs) + 500, durationMs),
       errors,
+      cpuBudget: budgets.how,
     };
     const marks: Mark[] = [{ label: 'hotspot', atMs: hotspotMs, color: '#d62728' }];
     if (detectedMs !== null) marks.push({ label: 'overload detected', atMs: detectedMs, color: '#ff7f0e' });
@@ -158,12 +184,17 @@ export async function run(): Promise<Row[]> {
     if (doneMs !== null) marks.push({ label: 'move finished', atMs: doneMs, color: '#9467bd' });
     writeFileSync(
       join(resultsDir, 'reshard-timeline.svg'),
-      reshardTimelineSvg(`Resharding (Figure 15): 3 nodes, ${shards} shards, 95 % GET; hotspot on shard ${hot} of node ${nodeB} at ${hotspotMs / 1000} s`, BUCKET_MS, buckets, marks),
+      reshardTimelineSvg(`Resharding (Figure 15): 3 nodes, ${shards} shards, 95 % GET; hotspot on shard ${hot} of node ${nodeB} at ${hotspotMs / 1000} s`, BUCKET_MS, buckets, marks, loads),
     );
-    writeFileSync(join(resultsDir, 'reshard-timeline.json'), JSON.stringify({ bucketMs: BUCKET_MS, buckets, marks, row, events: ev.filter((e) => String(e['event']).startsWith('move') || e['event'] === 'overload-detected').map((e) => ({ event: e['event'], atMs: rel(e), term: e['term'], moves: e['moves'] })) }, null, 1) + '\n');
+    const loadAt = (ms: number) => loads.filter((l) => l.atMs <= ms).pop()?.loads ?? {};
+    row['loadsBeforeHotspot'] = JSON.stringify(loadAt(hotspotMs));
+    row['loadsAtDetection'] = JSON.stringify(loadAt((detectedMs ?? hotspotMs) + 1));
+    row['loadsAtEnd'] = JSON.stringify(loadAt(durationMs));
+    writeFileSync(join(resultsDir, 'reshard-timeline.json'), JSON.stringify({ bucketMs: BUCKET_MS, buckets, marks, loads, row, events: ev.filter((e) => String(e['event']).startsWith('move') || e['event'] === 'overload-detected').map((e) => ({ event: e['event'], atMs: rel(e), term: e['term'], moves: e['moves'] })) }, null, 1) + '\n');
     return [row];
   } finally {
     await cl.stop();
+    budgets.release();
     if (process.env['ROWAN_BENCH_KEEP'] === undefined) rmSync(cl.dir, { recursive: true, force: true });
     else console.log(`kept ${cl.dir}`);
   }

@@ -6,7 +6,7 @@
 import { availableParallelism } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { schedGetaffinity } from '../native/libc.js';
-import { formatTable, type Row } from './report.js';
+import { formatTable, recordParams, type Row } from './report.js';
 import { runPair } from './ring-peer.js';
 
 /** Bounded message counts: enough for a steady rate, small enough for a 2-core CI box. */
@@ -15,6 +15,7 @@ const counts: Record<string, number> = { 'ring 1': 1_000_000, 'ring 32': 4_000_0
 export async function run(): Promise<Row[]> {
   const allowed = schedGetaffinity(0);
   const cpus: [number, number] = [allowed[0]!, allowed[1] ?? allowed[0]!];
+  recordParams({ messages: counts, batches: [1, 32], cpus });
   const rows: Row[] = [];
   for (const batch of [1, 32]) {
     const ring = await runPair('ring', counts[`ring ${batch}`]!, batch, cpus);

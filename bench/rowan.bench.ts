@@ -14,12 +14,10 @@
 //
 // Runnable alone: see USAGE in bench/rowan/options.ts (ROWAN_BENCH_QUICK=1 = --quick,
 // ROWAN_BENCH_TCP=off = --no-tcp). Through the harness: node dist/bench/run.js rowan [--quick].
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { SharedLog } from '../actors/kv/baselines.js';
-import { barChartSvg, formatTable, progress, resultsDir, type Row } from './report.js';
+import { formatTable, progress, recordParams, type Row } from './report.js';
 import { cellsOf, parseOptions, type Cell, type RowanBenchOptions } from './rowan/options.js';
 import type { CellResult, CellSpec } from './rowan/protocol.js';
 import { BenchReceiver } from './rowan/receiver.js';
@@ -76,7 +74,6 @@ function partsOf(c: Cell, o: RowanBenchOptions, threads: number, seed: number): 
       maxWritesPerStream: 50_000_000,
       traceCap: o.traceCap,
       latencyEvery: o.latencyEvery,
-      latencyCap: o.latencyCap,
       sharedLog,
       firstRegionSkipMax: SEGMENT_BYTES - 4096,
       ownerBase: c.mode === 'share' ? SHARE_OWNER : STREAM_OWNER_BASE,
@@ -102,6 +99,7 @@ async function measureCell(c: Cell, o: RowanBenchOptions, senders: SenderThreads
 }
 
 export async function run(opts: RowanBenchOptions = parseOptions(process.argv.slice(2))): Promise<Row[]> {
+  recordParams({ ...opts, senderThreads: SENDER_THREADS, segmentBytes: SEGMENT_BYTES });
   const maxStreams = Math.max(...opts.streams);
   // b-log: 64 segments posted ahead; one-sided logs: a region per stream, plus what a cell fills, plus
   // the share log's ring of 64 unretired regions.
@@ -153,15 +151,6 @@ export async function run(opts: RowanBenchOptions = parseOptions(process.argv.sl
       (nic ? '' : ' No tcp rows (see above).'),
   );
   for (const v of verdicts(rows, SENDER_THREADS)) console.log(v);
-  mkdirSync(resultsDir, { recursive: true });
-  writeFileSync(
-    join(resultsDir, 'rowan-throughput.svg'),
-    barChartSvg('Rowan vs one-sided replication: aggregate writes/s (same run as rowan.svg)', rows, {
-      label: (r) => `${r.fabric} ${r.mode} ${r.api} ${r.bytes} B x${r.streams} d${r.depth}`,
-      value: 'writesPerSec',
-      unit: 'writes/s',
-    }),
-  );
   return rows;
 }
 

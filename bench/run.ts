@@ -1,112 +1,195 @@
-// The benchmark harness: `npm run bench -- [name ...]` (default: all). Each benchmark module exports
-// `run(): Promise<Row[]>`; the harness shows progress, prints the table and writes JSON + SVG into
-// bench/results/. Timings on a shared 2-core machine are noisy: compare rows of one run as ratios.
-import { progress, report, type PlotSpec, type Row } from './report.js';
+// The benchmark harness: `npm run bench -- [name ...] [--flags]` (default: all; --help lists them).
+// Each benchmark module exports `run(): Promise<Row[]>`; the harness shows progress, prints the table
+// and writes bench/results/<name>.json (rows, git commit, parameters, machine, load average at start
+// and end) and the benchmark's plots (bench/plot/figures.ts). `--replot` redraws the plots from the
+// JSON already there without running anything. Timings on a shared 2-core machine are noisy: compare
+// rows of one run as ratios.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { figures } from './plot/figures.js';
+import { finishRun, progress, report, resultsDir, runFooter, startRun, writeFigures, type Figure, type ResultFile, type RunMeta, type Row } from './report.js';
+import { withFooter } from './plot/svg.js';
+import { timelineOf, type RunsFile } from './failover/timeline.js';
 
 interface Bench {
   title: string;
   module: string;
   /** The module's export to call (default `run`). */
   fn?: string;
-  plot: PlotSpec;
   columns?: string[];
+  /** Its flags (besides --quick where it says so), for --help. */
+  flags: string;
+  /** Roughly how long it took with the defaults here (bench/results/<name>.json: run.startedAt/finishedAt). */
+  takes: string;
 }
 
 const benches: Record<string, Bench> = {
   'pmem2-persist': {
     title: 'libpmem2 persist cost per call, by persistence mode and length',
     module: './pmem2-persist.bench.js',
-    plot: { label: (r) => `${r.mode} ${r.bytes} B`, value: 'nsPerOp', unit: 'ns per persist', log: true },
+    flags: '',
+    takes: '~5 s',
   },
   log: {
-    title: 'log append+persist per entry and scan rate',
+    title: 'log append+persist cost per entry by entry size and persistence mode, and scan rate',
     module: './log.bench.js',
-    plot: { label: (r) => String(r.name), value: 'nsPerOp', unit: 'ns per op', log: true },
+    flags: '',
+    takes: '~10 s',
   },
   index: {
-    title: 'shard index get/upsert throughput',
+    title: 'shard index get/upsert throughput, 1 and 2 threads',
     module: './index.bench.js',
-    plot: { label: (r) => `${r.name} x${r.threads}`, value: 'opsPerSec', unit: 'ops/s' },
+    flags: '',
+    takes: '~10 s',
   },
   dlwa: {
-    title: 'modelled DLWA: separate logs (rwrite) vs one merged log (Rowan), 64/128 B writes',
+    title: 'modelled DLWA: separate logs (rwrite) vs one merged log (Rowan), 64/128 B writes, 1..144 streams',
     module: './dlwa.bench.js',
-    plot: { label: (r) => `${r.writeBytes} B x${r.streams}`, value: ['rwriteDlwa', 'rowanDlwa'], unit: 'DLWA (media/request bytes)' },
+    flags: '',
+    takes: '~1 s',
   },
   ring: {
     title: 'SAB ring vs postMessage between two pinned actors',
     module: './ring.bench.js',
-    plot: { label: (r) => `${r.name} batch ${r.batch}`, value: 'msgsPerSec', unit: 'messages/s' },
+    flags: '',
+    takes: '~1 s',
   },
   rowan: {
-    title: 'Rowan vs rwrite/share/batch: modelled DLWA by write size and concurrent streams (writes/s in the table)',
+    title: 'Rowan vs rwrite/share/batch: writes/s, latency and modelled DLWA by write size and concurrent streams',
     module: './rowan.bench.js',
-    plot: { label: (r) => `${r.fabric} ${r.mode} ${r.api} ${r.bytes} B x${r.streams} d${r.depth}`, value: 'dlwa', unit: 'DLWA (media/request bytes)' },
+    flags: '--quick (~30 s) --duration=ms --streams=1,8,36,72,144 --sizes=64,128 --modes=rowan,rwrite,share,batch --depth=N --deep-depth=N --no-tcp --no-burst --retries=N',
+    takes: '~3 min',
   },
   gc: {
     title: 'garbage collection throughput: one Cleaner on Committed segments by value size and live share',
     module: './gc.bench.js',
-    plot: { label: (r) => `${r.valueBytes} B values, ${r.livePct} % live`, value: 'reclaimMBps', unit: 'MB reclaimed per second of cleaning' },
+    flags: '--quick (32 segments, 1 rep) --reps=N --segments=N',
+    takes: '~1 min',
   },
   ycsb: {
     title: 'YCSB on a local 3-node cluster per replication mode: ops/s, PUT/GET latency (µs), modelled DLWA',
     module: './ycsb.bench.js',
-    plot: { label: (r) => `${r.mode} ${r.workload} ${r.keys} ${r.size}`, value: 'opsPerSec', unit: 'ops/s' },
+    columns: ['mode', 'workload', 'keys', 'size', 'opsPerSec', 'putP50us', 'putP99us', 'getP50us', 'getP99us', 'errors', 'loadOpsPerSec', 'dlwa', 'pmWrites', 'logsPerNode'],
+    flags: '--quick (~1 min) --keys=N --duration=ms --concurrency=C --workers=W --modes=rowan,rpc,rwrite,batch,share --gc (= ycsb-gc)',
+    takes: '~5 min',
   },
   coldstart: {
     title: 'cold start of one node: objects/s rebuilding the indexes from the pool, by objects and threads (phases: meta table, one-thread scan pass, rebuild)',
     module: './coldstart.bench.js',
-    plot: { label: (r) => `${r.objects} objects, ${r.threads} thread(s)`, value: 'objectsPerSec', unit: 'objects/s' },
     columns: ['objects', 'threads', 'segments', 'metaMs', 'scanMs', 'rebuildMs', 'indexMs', 'totalMs', 'objectsPerSec'],
+    flags: '--quick (200 k objects) --threads=N',
+    takes: '~40 s',
   },
   failover: {
     title: 'failover (Figure 14): ms after a primary is SIGKILLed under YCSB A until detected / committed / promoted / every shard served, p50 and p99',
     module: './failover.bench.js',
-    plot: { label: (r) => String(r.phase), value: ['afterKillP50Ms', 'afterKillP99Ms'], unit: 'ms after the kill' },
+    flags: '--quick (3 kills) --kills=N (default 20) --lease-ms=ms (default 200)',
+    takes: '~5 min',
   },
   redis: {
     title: 'Redis front end vs Redis 7 (primary + 2 replicas, AOF): same clients, ops/s and latency (ms); ratios rowan / Redis',
     module: './redis.bench.js',
-    plot: { label: (r) => `${r.system} | ${r.client} ${r.test}`, value: 'opsPerSec', unit: 'ops/s' },
     columns: ['system', 'client', 'test', 'opsPerSec', 'p50ms', 'p99ms', 'errors', 'vsRedis', 'vsRedisSetWait2'],
+    flags: '--quick (~2 min); needs redis-server and redis-tools',
+    takes: '~4 min',
   },
   reshard: {
     title: 'dynamic resharding (Figure 15): 95 % GET on 3 nodes, a hotspot on one shard at 3 s; ops/s before, during and after the move (timeline in reshard-timeline.svg)',
     module: './reshard.bench.js',
-    plot: { label: (r) => `moved ${r.moved}`, value: ['opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter'], unit: 'ops/s' },
     columns: ['hotspotMs', 'detectedAfterMs', 'moved', 'moveMs', 'handoverMs', 'objectsHandedOver', 'objectsCopied', 'blogEntriesApplied', 'opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter', 'errors'],
+    flags: '--duration=ms (10000) --hotspot=ms (3000) --keys=N (30000) --concurrency=C (48) --workers=W (1) --shards=S (12) --period=ms (500) --node-cpu=C (0.5; a cgroup CPU quota per node, 0: none)',
+    takes: '~40 s',
   },
   'ycsb-gc': {
     title: 'YCSB Load A / A on Rowan-KV with big pools vs small pools under GC pressure: ops/s, latency (µs), segments reclaimed',
     module: './ycsb.bench.js',
     fn: 'runGc',
-    plot: { label: (r) => `${r.workload} ${r.pool} pool, round ${r.round}`, value: 'opsPerSec', unit: 'ops/s' },
     columns: ['pool', 'round', 'workload', 'opsPerSec', 'ratio', 'putP50us', 'putP99us', 'getP50us', 'getP99us', 'errors',
       'gcSegments', 'gcMB', 'gcCopiedMB', 'gcBusyMs', 'pmFull', 'minFreeSegs', 'freeSegsAfter', 'loadOpsPerSec'],
+    flags: '--quick --keys=N --pool-mib=N (8) --big-pool-mib=N (768) --segment-kib=N (256) --rounds=R (3) --duration=ms --concurrency=C --workers=W',
+    takes: '~5 min',
   },
 };
 
+/** Flags some benchmark reads (a misspelt one would otherwise be ignored silently). */
+const knownFlags = ['quick', 'help', 'replot', 'duration', 'streams', 'sizes', 'modes', 'depth', 'deep-depth', 'no-tcp', 'no-burst', 'retries', 'reps',
+  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu'];
+
+export function usage(): string {
+  const w = Math.max(...Object.keys(benches).map((n) => n.length));
+  return [
+    'usage: npm run bench -- [name ...] [flags]     (no name: every benchmark, in this order)',
+    '       npm run bench -- --replot [name ...]     redraw the plots from bench/results/<name>.json, run nothing',
+    '',
+    'benchmarks (time taken with the defaults on this 2-core machine; a busier one takes longer):',
+    ...Object.entries(benches).flatMap(([n, b]) => [`  ${n.padEnd(w)}  ${b.takes.padEnd(7)} ${b.title}`, ...(b.flags ? [`  ${''.padEnd(w)}  ${''.padEnd(7)} flags: ${b.flags}`] : [])]),
+    '',
+    'Flags go to every benchmark named (--quick shortens each that has it). `ycsb --gc` is ycsb-gc.',
+    'Each writes bench/results/<name>.json (rows; git commit and dirty flag; parameters; machine; load',
+    'average at start and end) and its plots, bench/results/*.svg.',
+  ].join('\n');
+}
+
+/** The benchmark's figures, each with a footer naming the run (an old JSON without a run record: none). */
+function drawn(name: string, rows: Row[], run: RunMeta | undefined): Figure[] {
+  return figures[name]!(rows).map((f) => (run?.git ? { ...f, svg: withFooter(f.svg, runFooter(run)) } : f));
+}
+
+function replot(names: string[]): void {
+  for (const name of names) {
+    const path = join(resultsDir, `${name}.json`);
+    let file: ResultFile;
+    try {
+      file = JSON.parse(readFileSync(path, 'utf8')) as ResultFile;
+    } catch (err) {
+      console.error(`bench --replot: ${name}: cannot read ${path}: ${(err as Error).message}`);
+      process.exitCode = 1;
+      continue;
+    }
+    try {
+      writeFigures(drawn(name, file.rows, file.run));
+      // The failover timeline is drawn from every run's buckets, kept beside failover.json.
+      if (name === 'failover') {
+        const runs = JSON.parse(readFileSync(join(resultsDir, 'failover-runs.json'), 'utf8')) as RunsFile;
+        writeFigures([{ file: 'failover-timeline.svg', svg: timelineOf(runs) }]);
+      }
+    } catch (err) {
+      console.error(`bench --replot: ${name}: ${(err as Error).message}`);
+      process.exitCode = 1;
+    }
+  }
+}
+
 async function main(): Promise<void> {
-  // Flags (--quick, ...) are for the benchmarks themselves, which read process.argv.
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(usage());
+    return;
+  }
+  const badFlags = argv.filter((a) => a.startsWith('-') && !knownFlags.includes(a.replace(/^--?/, '').split('=')[0]!));
+  if (badFlags.length) {
+    console.error(`bench: unknown flag(s): ${badFlags.join(' ')}\n\n${usage()}`);
+    process.exit(2);
+  }
   // `ycsb --gc` is another name for ycsb-gc, so its results do not overwrite ycsb.json.
-  const gcFlag = process.argv.includes('--gc');
-  const asked = process.argv
-    .slice(2)
-    .filter((a) => !a.startsWith('--'))
-    .map((n) => (n === 'ycsb' && gcFlag ? 'ycsb-gc' : n));
+  const gcFlag = argv.includes('--gc');
+  const asked = argv.filter((a) => !a.startsWith('-')).map((n) => (n === 'ycsb' && gcFlag ? 'ycsb-gc' : n));
   const unknown = asked.filter((n) => !(n in benches));
   if (unknown.length) {
-    console.error(`bench: unknown benchmark(s): ${unknown.join(', ')}; known: ${Object.keys(benches).join(', ')}`);
+    console.error(`bench: unknown benchmark(s): ${unknown.join(', ')}\n\n${usage()}`);
     process.exit(2);
   }
   const names = asked.length ? asked : Object.keys(benches);
+  if (argv.includes('--replot')) return replot(names);
   let i = 0;
   for (const name of names) {
     const b = benches[name]!;
     progress(`${name}: ${b.title}`, i, names.length);
+    const meta = startRun(argv);
     const mod = (await import(b.module)) as Record<string, () => Promise<Row[]>>;
     const rows = await mod[b.fn ?? 'run']!();
-    report(name, b.title, rows, b.plot, b.columns);
+    const done = finishRun(meta);
+    report(name, b.title, rows, done, drawn(name, rows, done), b.columns);
     progress(`${name} done`, ++i, names.length);
   }
 }

@@ -31,7 +31,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { RowanClient } from '../actors/kv/client/client.js';
 import { paper } from '../config/defaults.js';
-import { formatTable, progress, type Row } from './report.js';
+import { formatTable, progress, recordParams, type Row } from './report.js';
 import { availableModes, startCluster } from './ycsb/cluster.js';
 import { clusterDlwa } from './ycsb/dlwa.js';
 import { gcDelta, gcSummary, settledGcTotals, watchFreeSegments, withGcRatios } from './ycsb/gc-pressure.js';
@@ -149,7 +149,14 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
       const rand = mulberry32(seed + 17 * (i + 1));
       const keys: KeyChooser = c.dist === 'zipfian' ? new ZipfianChooser(o.keys, 0.99, rand) : new UniformChooser(o.keys, rand);
       const watch = spec.gc ? watchFreeSegments(cluster.file) : null;
-      const r = await runCell(client, c.workload, keys, valueSizeSampler(c.size, mulberry32(seed + 31 * (i + 1))), o.concurrency, o.durationMs, o.warmupMs, seed + i);
+      let r: Awaited<ReturnType<typeof runCell>>;
+      try {
+        r = await runCell(client, c.workload, keys, valueSizeSampler(c.size, mulberry32(seed + 31 * (i + 1))), o.concurrency, o.durationMs, o.warmupMs, seed + i);
+      } catch (err) {
+        // A failed cell must not leave the sampler's interval running: the process would never exit.
+        await watch?.stop();
+        throw err;
+      }
       const minFreeSegs = await watch?.stop();
       const gcAfter = spec.gc ? await settledGcTotals(cluster.file) : null;
       rows.push({
@@ -165,6 +172,9 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
         getP99us: round(r.getP99),
         errors: r.errors,
         loadOpsPerSec: Math.round(o.keys / loadSecs),
+        // The latency histograms themselves (encoded HDR, bench/hist.ts): rounds and runs merge exactly.
+        putHdr: r.putHist.count ? r.putHist.encode() : null,
+        getHdr: r.getHist.count ? r.getHist.encode() : null,
         ...(gcBefore && gcAfter ? { ...gcDelta(gcBefore, gcAfter), minFreeSegs: minFreeSegs ?? null } : {}),
       });
       gcBefore = gcAfter;
@@ -218,6 +228,7 @@ function steps(total: number): { total: number; done: number; label: (s: string)
 
 export async function run(o: YcsbOptions = parseYcsbOptions(process.argv.slice(2))): Promise<Row[]> {
   if (o.gc) return runGc(o);
+  recordParams({ ...o, cells: cellsOf(o).map((c) => `${c.workload.name}, ${c.dist}, ${c.size.name}`), poolMib: modeRun.poolMib, segmentKib: modeRun.segmentKib, nodes: 3, shards: 48, replication: 3, fabric: 'shm' });
   const avail = availableModes();
   const modes = o.modes ? o.modes.filter((m) => avail.modes.includes(m)) : avail.modes;
   if (o.modes && modes.length < o.modes.length) process.stderr.write(`ycsb: modes not available here skipped: ${o.modes.filter((m) => !modes.includes(m)).join(', ')}\n`);
@@ -253,6 +264,7 @@ export async function run(o: YcsbOptions = parseYcsbOptions(process.argv.slice(2
  *  GC pressure, alternating the three `rounds` times on fresh clusters with one key count (header). */
 export async function runGc(o: YcsbOptions = { ...parseYcsbOptions(process.argv.slice(2)), gc: true }): Promise<Row[]> {
   const cells = cellsOf({ ...o, quick: true });
+  recordParams({ ...o, cells: cells.map((c) => `${c.workload.name}, ${c.dist}, ${c.size.name}`), nodes: 3, shards: 48, replication: 3, fabric: 'shm' });
   const big = `${o.bigPoolMib} MiB`;
   const small = `${o.poolMib} MiB`;
   const off = `${big}, gc off`;
@@ -316,5 +328,5 @@ export function comparisons(rows: Row[]): string[] {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const rows = await run();
-  console.log(formatTable(rows));
+  console.log(formatTable(rows, Object.keys(rows[0] ?? {}).filter((c) => !c.endsWith('Hdr'))));
 }

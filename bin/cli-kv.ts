@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { RowanClient, type ClientOptions } from '../actors/kv/client/client.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
-import { SECRET_FILE_ENV } from '../config/base/secret.js';
+import { CLIENT_PASSWORD_FILE_ENV } from '../config/base/secret.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -19,6 +19,9 @@ interface KvOpts {
   raw?: boolean;
   json?: boolean;
   valueFile?: string;
+  passwordFile?: string;
+  tlsCa?: string;
+  /** Refused with a pointer to --password-file: clients no longer hold the cluster secret. */
   secretFile?: string;
 }
 
@@ -63,9 +66,13 @@ function clientOptions(o: KvOpts): ClientOptions {
     o.cluster !== undefined ? { cluster: o.cluster }
     : o.zookeeper !== undefined ? { zookeeper: o.zookeeper, ...(o.clusterName !== undefined ? { clusterName: o.clusterName } : {}) }
     : { endpoints: o.endpoint!.split(',') };
-  // The secret: --secret-file, else ROWAN_SECRET_FILE, else (with --cluster) DIR/secret beside it.
-  const secretFile = o.secretFile ?? process.env[SECRET_FILE_ENV];
-  return { ...where, timeoutMs, maxInFlight: 1, ...(secretFile ? { secretFile } : {}) };
+  if (o.secretFile !== undefined)
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'clients prove the client password, not the cluster secret: give --password-file FILE (rowan cluster writes DIR/client-password)');
+  // The password: --password-file, else ROWAN_CLIENT_PASSWORD_FILE, else (with --cluster) DIR/client-password beside it.
+  const passwordFile = o.passwordFile ?? process.env[CLIENT_PASSWORD_FILE_ENV];
+  // TLS: --tls-ca, else ROWAN_TLS_CA (the same variable a node reads its CA from).
+  const tlsCaFile = o.tlsCa ?? process.env['ROWAN_TLS_CA'];
+  return { ...where, timeoutMs, maxInFlight: 1, ...(passwordFile ? { passwordFile } : {}), ...(tlsCaFile ? { tlsCaFile } : {}) };
 }
 
 async function withClient(o: KvOpts, f: (c: RowanClient) => Promise<number>): Promise<number> {
@@ -84,7 +91,9 @@ function addTarget(cmd: Command): Command {
     .option('--cluster-name <name>', 'with --zookeeper: the cluster (default: default)')
     .option('--endpoint <host:port>', "any worker's client port, asked for the configuration (comma-separate several)")
     .addOption(new Option('--timeout <ms>', 'per attempt: connecting, or waiting for a response').default('5000'))
-    .option('--secret-file <file>', `the cluster secret (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file)`)
+    .option('--password-file <file>', `the client password (default: $${CLIENT_PASSWORD_FILE_ENV}, else the file client-password beside --cluster's file)`)
+    .addOption(new Option('--secret-file <file>').hideHelp())
+    .option('--tls-ca <file>', 'the cluster CA (PEM) when the nodes serve TLS: connect over TLS and verify them against it (default: $ROWAN_TLS_CA)')
     .addHelpText('after', '\n' + target);
 }
 

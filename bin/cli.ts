@@ -7,12 +7,12 @@ import { defaultLimits } from '../config/limits.js';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { POOL_FILE } from '../config/base/files.js';
-import { SECRET_FILE, SECRET_FILE_ENV, readSecretFile } from '../config/base/secret.js';
+import { CLIENT_PASSWORD_FILE, CLIENT_PASSWORD_FILE_ENV, SECRET_FILE, SECRET_FILE_ENV, passwordText, readPasswordFile, readSecretFile, secretHex } from '../config/base/secret.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfigFile, resolveConfig } from '../config/load.js';
 import { configFromEnv } from '../config/env.js';
-import { persistenceModes, roles, type ConfigInput } from '../config/model.js';
+import { persistenceModes, roles, type ConfigInput, type RowanConfig } from '../config/model.js';
 import { FABRIC_KINDS, type FabricKind } from '../config/base/fabric-kinds.js';
 import { formatCpuList, parseCpuList, parseRoles } from '../config/parse.js';
 import { schedGetaffinity } from '../native/libc.js';
@@ -23,10 +23,13 @@ import { registerClusterCommand } from './cluster-cli.js';
 import { registerManagerCommand } from './manager-cli.js';
 import { registerReshardCommand } from './reshard-cli.js';
 import { registerConfigCommand } from './config-cli.js';
-import { collectClusterStatus, formatClusterStatus } from './cluster-status.js';
+import { collectClusterStatus, formatClusterStatus, readClusterAndManagers } from './cluster-status.js';
+import { describeLauncher, launcherOf } from './cluster-detach.js';
+import { readClusterIn } from './cluster-store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { startNode } from '../runtime/node.js';
+import { loadTls } from '../runtime/net/tls.js';
 import type { NodeStatus } from '../runtime/status.js';
 import { formatStatus } from './status-format.js';
 import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
@@ -67,30 +70,55 @@ interface StartOpts extends StoreFlags {
   metricsPort?: string;
   rejoin?: boolean;
   secretFile?: string;
+  clientPasswordFile?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
   /** false with --no-auth. */
   auth: boolean;
 }
 
+interface Credentials {
+  secret: Uint8Array | null;
+  clientPassword: Uint8Array | null;
+}
+
 /**
- * The cluster secret the node demands and proves (README "Security model"): --secret-file, else
- * $ROWAN_SECRET_FILE, else the file `secret` beside --cluster's file; none of them is an error unless
- * --no-auth says to serve unauthenticated (null).
+ * The cluster secret the node demands of peers and proves to them, and the client password it demands
+ * of clients (README "Security model"): each from its flag, else its config key (file or ROWAN_*
+ * environment: secretFile, clientPasswordFile), else the file beside --cluster's file. A missing one
+ * is an error unless --no-auth says to serve unauthenticated (both null).
  */
-function nodeSecret(o: StartOpts): Uint8Array | null {
-  const file = o.secretFile ?? process.env[SECRET_FILE_ENV];
+function nodeCredentials(o: StartOpts, config: RowanConfig): Credentials {
   if (!o.auth) {
-    if (o.secretFile !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--no-auth and --secret-file contradict each other');
-    return null;
+    if (o.secretFile !== undefined || o.clientPasswordFile !== undefined)
+      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--no-auth and ${o.secretFile !== undefined ? '--secret-file' : '--client-password-file'} contradict each other`);
+    return { secret: null, clientPassword: null };
   }
-  if (file !== undefined && file !== '') return readSecretFile(resolve(file));
-  if (o.cluster !== undefined) {
-    const beside = join(dirname(resolve(o.cluster)), SECRET_FILE);
-    if (existsSync(beside)) return readSecretFile(beside);
-  }
-  throw new RowanError(
-    ErrorCodes.BAD_ARGUMENT,
-    `no cluster secret: give --secret-file FILE (or ${SECRET_FILE_ENV}=FILE; rowan cluster writes DIR/secret, or create one: head -c 32 /dev/urandom | xxd -p -c 64 > FILE; chmod 600 FILE), or --no-auth to serve unauthenticated`,
-  );
+  const find = (flag: string | undefined, configured: string, name: string): string | null => {
+    const file = flag ?? configured;
+    if (file !== '') return resolve(file);
+    if (o.cluster === undefined) return null;
+    const beside = join(dirname(resolve(o.cluster)), name);
+    return existsSync(beside) ? beside : null;
+  };
+  const secretFile = find(o.secretFile, config.secretFile, SECRET_FILE);
+  if (secretFile === null)
+    throw new RowanError(
+      ErrorCodes.BAD_ARGUMENT,
+      `no cluster secret: give --secret-file FILE (or ${SECRET_FILE_ENV}=FILE; rowan cluster writes DIR/secret, or create one: head -c 32 /dev/urandom | xxd -p -c 64 > FILE; chmod 600 FILE), or --no-auth to serve unauthenticated`,
+    );
+  const passwordFile = find(o.clientPasswordFile, config.clientPasswordFile, CLIENT_PASSWORD_FILE);
+  if (passwordFile === null)
+    throw new RowanError(
+      ErrorCodes.BAD_ARGUMENT,
+      `no client password: give --client-password-file FILE (or ${CLIENT_PASSWORD_FILE_ENV}=FILE; rowan cluster writes DIR/client-password, or create one like the secret, in another file), or --no-auth to serve unauthenticated`,
+    );
+  const c = { secret: readSecretFile(secretFile), clientPassword: readPasswordFile(passwordFile) };
+  // The same bytes in both would let every client act as a node, which is what the split prevents.
+  if (passwordText(c.clientPassword).toLowerCase() === secretHex(c.secret))
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `the client password in ${passwordFile} is the cluster secret: clients would hold the nodes' credential; make a new one (rm ${passwordFile}; rowan cluster makes one, or head -c 32 /dev/urandom | xxd -p -c 64 > FILE)`);
+  return c;
 }
 
 /** --cluster FILE (or --zookeeper) --node-id N: serve ROWAN-KV as that node of the cluster (both or neither). */
@@ -166,14 +194,18 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--fabric-port: '${o.fabricPort}' is not a port (0-65535; 0 = any free port)`);
     flags.fabric = { ...(o.fabric !== undefined ? { kind: o.fabric as FabricKind } : {}), ...(port !== undefined ? { port } : {}) };
   }
+  if (o.tlsCert !== undefined || o.tlsKey !== undefined || o.tlsCa !== undefined)
+    flags.tls = { ...(o.tlsCert !== undefined ? { cert: resolve(o.tlsCert) } : {}), ...(o.tlsKey !== undefined ? { key: resolve(o.tlsKey) } : {}), ...(o.tlsCa !== undefined ? { ca: resolve(o.tlsCa) } : {}) };
   const kv = await clusterFlags(o);
   const file = withClusterFabricHost(o.config === undefined ? undefined : loadConfigFile(o.config), kv);
   const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, env: configFromEnv(process.env), flags, ...(file ? { file } : {}) });
   const log = createLogger(config.logLevel);
-  const secret = nodeSecret(o);
+  const { secret, clientPassword } = nodeCredentials(o, config);
+  const tls = loadTls(config.tls); // read here first: a bad file fails the start, not an actor
+  if (tls) log.info({ cert: config.tls.cert, ca: config.tls.ca }, 'TLS on every client, Redis, fabric and manager connection (peers: mutual TLS)');
   // A failed-over node's data is stale: it rejoins with a fresh pool (§4.5 phase 3, actors/kv/node-kv.ts).
   if (kv?.rejoin) rmSync(join(config.dataDir, POOL_FILE), { force: true });
-  const node = await startNode({ config, log, handleSignals: true, secret, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication({ ...kv, secret, loadPeriodMs: config.resharding.periodMs }, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
+  const node = await startNode({ config, log, handleSignals: true, secret, clientPassword, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication({ ...kv, secret, tls, loadPeriodMs: config.resharding.periodMs }, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
   setTimeout(() => {
@@ -195,14 +227,21 @@ function existingDataDir(dir: string): string {
   return abs;
 }
 
-async function status(o: StoreFlags & { dataDir?: string; json?: boolean }): Promise<number> {
+async function status(o: StoreFlags & { dataDir?: string; dir?: string; json?: boolean }): Promise<number> {
+  if (o.dir !== undefined && (o.cluster !== undefined || o.zookeeper !== undefined || o.dataDir !== undefined))
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'give --dir DIR (a rowan cluster directory) alone, without --cluster, --zookeeper or --data-dir');
   const spec = storeSpecOf(o);
-  if (spec !== null) {
-    const cs = await collectClusterStatus(await readStoreOnce(spec));
-    process.stdout.write(o.json ? JSON.stringify(cs, null, 2) + '\n' : formatClusterStatus(cs) + '\n');
+  // The launcher is looked for in the cluster directory: --dir, or the directory of --cluster's file.
+  const clusterDir = o.dir !== undefined ? resolve(o.dir) : spec !== null && 'file' in spec ? dirname(spec.file) : null;
+  if (spec !== null || o.dir !== undefined) {
+    const { cluster, managers } = o.dir !== undefined ? { cluster: await readClusterIn(resolve(o.dir)), managers: null } : await readClusterAndManagers(spec!);
+    const cs = await collectClusterStatus(cluster, managers, clusterDir !== null ? join(clusterDir, 'cluster.json') : undefined);
+    const launcher = clusterDir !== null ? launcherOf(clusterDir) : null;
+    if (o.json) process.stdout.write(JSON.stringify({ ...cs, launcher }, null, 2) + '\n');
+    else process.stdout.write((clusterDir !== null ? describeLauncher(clusterDir) + '\n' : '') + formatClusterStatus(cs) + '\n');
     return cs.nodes.every((n) => n.status) ? EXIT_OK : EXIT_FAILED;
   }
-  if (o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'status needs --data-dir DIR (one node), or --cluster FILE or --zookeeper HOST:PORT (all nodes)');
+  if (o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'status needs --data-dir DIR (one node), or --dir DIR (a rowan cluster directory), --cluster FILE or --zookeeper HOST:PORT (all nodes)');
   const s = (await requestControl(socketPath(existingDataDir(o.dataDir)), { op: 'status' })) as NodeStatus;
   process.stdout.write(o.json ? JSON.stringify(s, null, 2) + '\n' : formatStatus(s) + '\n');
   return EXIT_OK;
@@ -256,9 +295,13 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--cluster-name <name>', 'with --zookeeper: the cluster whose configuration to read (default: default)')
     .option('--node-id <n>', "this node's id in the cluster (--cluster or --zookeeper)")
     .option('--rejoin', 'with --manager: this node was failed over; discard its pool (stale data) and ask the manager to take it back as an empty member (rowan cluster does this when it restarts a dead node)')
-    .option('--manager <host:port>', 'hold a lease with this configuration manager and follow its configurations (failover); without it the configuration is static')
+    .option('--manager <host:port,...>', 'hold a lease with this configuration manager and follow its configurations (failover); several: the active one and its standbys (with --zookeeper), tried in turn; without it the configuration is static')
     .option('--metrics-port <port>', 'serve Prometheus metrics on GET http://127.0.0.1:<port>/metrics (0: any free port, logged; default: none)')
-    .option('--secret-file <file>', `the cluster secret (64 hex characters, mode 0600) peers and clients must prove (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
+    .option('--secret-file <file>', `the cluster secret (64 hex characters, mode 0600) other nodes and the manager must prove (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
+    .option('--client-password-file <file>', `the client password (16-256 printable characters, mode 0600) clients must prove on the client and Redis ports (default: $${CLIENT_PASSWORD_FILE_ENV}, else the file client-password beside --cluster's file; none: an error)`)
+    .option('--tls-cert <file>', 'PEM certificate of this node: TLS on its client, Redis, fabric and manager connections (with --tls-key and --tls-ca; default: $ROWAN_TLS_CERT; none: TLS off)')
+    .option('--tls-key <file>', "PEM private key of --tls-cert, mode 0600 (default: $ROWAN_TLS_KEY)")
+    .option('--tls-ca <file>', 'PEM CA that signed the cluster\'s certificates: peers must present one it signed (mutual TLS), clients verify this node with it (default: $ROWAN_TLS_CA)')
     .option('--no-auth', 'serve without authentication: anyone who reaches the fabric, client or Redis ports may read and write (a warning is logged)')
     .option('--index-keys <n>', `keys each shard's index is sized for at start; it grows on demand (default: ${defaultLimits.indexKeysPerShard})`)
     .option('--index-keys-max <n>', `most keys one shard's index may grow to; past it a PUT of a new key gets ROWAN_ERR_INDEX_FULL, not applied (default: ${defaultLimits.indexKeysPerShardMax})`)
@@ -268,7 +311,8 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
   const statusCmd = p.command('status')
     .description("print a running node's actors (role, tid, cores read back in the thread, counters), its segments by owner and state with their live share, garbage collection and commit progress, and ring depths; or with --cluster every node's state, segments by state, live share, GC and the shard distribution")
     .option('--data-dir <dir>', 'the node directory given to rowan start')
-    .option('--cluster <file>', 'the cluster configuration (rowan cluster writes DIR/cluster.json): report every node')
+    .option('--cluster <file>', 'the cluster configuration (rowan cluster writes DIR/cluster.json): report every node, and the launcher running DIR')
+    .option('--dir <dir>', 'a rowan cluster directory (--dir of rowan cluster): its launcher (pid, detached or not, log) and every node')
     .option('--json', 'print the status as JSON');
   addZooKeeperFlags(statusCmd).action(function (this: Command) {
     return run(() => status(this.opts()))();

@@ -21,8 +21,9 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { logLevels } from '../config/base/log.js';
-import { SECRET_FILE, writeNewSecretFile } from '../config/base/secret.js';
-import { CLUSTER_REPLICATION_MODES, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
+import { CLIENT_PASSWORD_FILE, SECRET_FILE, writeNewPasswordFile, writeNewSecretFile } from '../config/base/secret.js';
+import { loadTls } from '../runtime/net/tls.js';
+import { CLUSTER_REPLICATION_MODES, newChecksumSeed, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore, type ConfigStore } from '../config/store.js';
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
 import { describeStore, type StoreSpec } from '../config/store-spec.js';
@@ -31,6 +32,7 @@ import { STORE_POINTER, readClusterIn, storeFor } from './cluster-store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { DEFAULT_LEASE_MS } from '../actors/manager/leases.js';
 import { describeChange, RestartBackoff, waitListedDead } from './cluster-supervise.js';
+import { DETACHED_ENV, detachCluster } from './cluster-detach.js';
 import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, stopCluster, waitReady } from './cluster-lifecycle.js';
 
 export interface ClusterOpts {
@@ -52,8 +54,27 @@ export interface ClusterOpts {
   indexKeysMax?: string;
   zookeeper?: string;
   clusterName?: string;
+  /** Configuration managers: 1, or with --zookeeper an active one and standbys (actors/manager/election.ts). */
+  managers?: string | number;
+  zkSessionMs?: string;
   /** false (--no-restart): a node that dies stays down, as before supervision. */
   restart?: boolean;
+  /** --detach: run the launcher in the background (./cluster-detach.ts). */
+  detach?: boolean;
+  /** TLS for every node and the manager (one certificate for the local cluster, README "Security model"). */
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+}
+
+/** --tls-cert/--tls-key/--tls-ca as given (absolute), for the nodes' and the manager's command lines. */
+function tlsArgs(o: ClusterOpts): string[] {
+  const given = [o.tlsCert, o.tlsKey, o.tlsCa].filter((f) => f !== undefined).length;
+  if (given === 0) return [];
+  if (given !== 3) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--tls-cert, --tls-key and --tls-ca go together');
+  const files = { cert: resolve(o.tlsCert!), key: resolve(o.tlsKey!), ca: resolve(o.tlsCa!) };
+  loadTls(files); // unreadable, non-PEM or world-readable key: said here, not by every node
+  return ['--tls-cert', files.cert, '--tls-key', files.key, '--tls-ca', files.ca];
 }
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
@@ -100,6 +121,8 @@ async function clusterFor(dir: string, o: ClusterOpts, store: ConfigStore): Prom
     shardCount: int('shards', o.shards, 1, 4096),
     replicationFactor: Math.min(int('replication', o.replication, 1, 16), n),
     replication: o.replicationMode as ClusterReplicationMode,
+    // Keys every log block's checksum (README "Security model"), with or without --no-auth.
+    checksumSeed: newChecksumSeed(),
   });
   return { cluster, fresh: true };
 }
@@ -111,9 +134,12 @@ const NEW_CLUSTER_FLAGS: [keyof ClusterOpts, string][] = [
 ];
 
 export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> = new Set()): Promise<number> {
+  tlsArgs(o); // half the TLS flags is bad usage, found before anything is made
   const dir = resolve(o.dir);
   mkdirSync(dir, { recursive: true });
   const { spec, clusterName } = storeFor(dir, o);
+  // Checked before anything is written: standbys need an election, hence ZooKeeper.
+  if (int('managers', o.managers ?? 1, 1, 9) > 1 && 'file' in spec) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--managers above 1 needs --zookeeper: the standby managers are elected through ZooKeeper');
   const store: ConfigStore = 'file' in spec ? new FileConfigStore(spec.file) : await ZooKeeperConfigStore.open({ connect: spec.zookeeper, path: spec.path });
   try {
     const { cluster, fresh } = await clusterFor(dir, o, store);
@@ -150,12 +176,19 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--pool-mib ${o.poolMib} holds ${poolSegments} segments of ${segmentBytes / 1024} KiB; a pool needs at least 8 (a smaller --segment-kib, or a larger --pool-mib)`);
     writeFileSync(nodeConfig, JSON.stringify({ pool: { segmentCount: poolSegments, segmentBytes } }, null, 2) + '\n');
   }
-  // The cluster secret (README "Security model"): made with the cluster, mode 0600; every node proves
-  // it to the others and demands it from clients (rowan put/get/del read it beside cluster.json).
+  // The cluster secret and the client password (README "Security model"): made with the cluster, mode
+  // 0600. Nodes and the manager prove the secret to each other; clients prove the password (rowan
+  // put/get/del read it beside cluster.json), which grants no node's rights. A cluster made before
+  // either existed gets it now, and is told so: its clients must switch to the password.
   const secretFile = join(dir, SECRET_FILE);
   if (!existsSync(secretFile)) {
     writeNewSecretFile(secretFile);
-    if (!fresh) console.log(`this cluster had no secret: generated ${secretFile} (mode 0600); clients and Redis users now need it (redis-cli -a "$(cat ${secretFile})")`);
+    if (!fresh) console.log(`this cluster had no secret: generated ${secretFile} (mode 0600); nodes and the manager prove it to each other`);
+  }
+  const passwordFile = join(dir, CLIENT_PASSWORD_FILE);
+  if (!existsSync(passwordFile)) {
+    writeNewPasswordFile(passwordFile);
+    if (!fresh) console.log(`this cluster had no client password: generated ${passwordFile} (mode 0600); clients and Redis users now need it instead of the cluster secret, which the client and Redis ports no longer accept (redis-cli -a "$(cat ${passwordFile})")`);
   }
   console.log(`${fresh ? 'new' : 'existing'} cluster in ${dir}: ${cluster.nodes.length} nodes, ${cluster.shardCount} shards, replication ${cluster.replicationFactor} (${cluster.replication}), term ${cluster.term}; configuration in ${describeStore(st.spec)}`);
   if (!fresh) {
@@ -164,7 +197,8 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   }
 
   const children = new Map<number, ChildProcess>();
-  let manager: ChildProcess | null = null;
+  const managerCount = int('managers', o.managers ?? 1, 1, 9);
+  const managers: (ChildProcess | null)[] = Array.from({ length: managerCount }, () => null);
   let stopping = false;
   let wake: () => void = () => {};
   const live = (c: ChildProcess | null): c is ChildProcess => c !== null && c.exitCode === null && c.signalCode === null;
@@ -178,35 +212,51 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       for (const c of children.values()) if (live(c)) c.kill('SIGTERM');
       wake();
     };
-    const m = manager;
-    if (!live(m)) return nodes();
+    // Every manager at once: a standby stopping never acts (its election stops first, in its drain).
+    const ms = managers.filter(live);
+    if (ms.length === 0) return nodes();
     const timer = setTimeout(nodes, 5000);
-    m.once('exit', () => {
-      clearTimeout(timer);
-      nodes();
-    });
-    m.kill('SIGTERM');
+    let left = ms.length;
+    for (const m of ms) {
+      m.once('exit', () => {
+        if (--left > 0) return;
+        clearTimeout(timer);
+        nodes();
+      });
+      m.kill('SIGTERM');
+    }
   };
   process.once('SIGINT', stopAll);
   process.once('SIGTERM', stopAll);
-  process.once('SIGHUP', stopAll); // the terminal closed: stop the nodes rather than leave them running
+  // Under a terminal, SIGHUP means it closed: stop the nodes rather than leave them running. A detached
+  // launcher has no terminal, so a SIGHUP is someone else's and does not stop the cluster.
+  const detached = process.env[DETACHED_ENV] === '1';
+  if (detached) process.on('SIGHUP', () => console.log('SIGHUP ignored: this launcher is detached (rowan cluster stop stops it)'));
+  else process.once('SIGHUP', stopAll);
   const launcherEnv = { ...process.env, [LAUNCHER_PID_ENV]: String(process.pid) };
 
   const managerPort = managerPortOf(cluster);
   const leaseMs = int('lease-ms', o.leaseMs, 4, 600_000);
-  const startManager = async (): Promise<void> => {
-    const logFile = join(dir, 'manager.log');
+  // Manager i: port base + 490 + i, log DIR/manager.log (i = 0) or DIR/manager-i.log, runtime dir DIR/manager[-i].
+  const suffix = (i: number) => (i === 0 ? '' : `-${i}`);
+  const managerAddrs = managers.map((_, i) => `127.0.0.1:${managerPort + i}`).join(',');
+  const startManager = async (i: number): Promise<void> => {
+    const logFile = join(dir, `manager${suffix(i)}.log`);
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'manager', ...where, '--port', String(managerPort), '--lease-ms', String(leaseMs), '--data-dir', join(dir, 'manager'), ...(o.logLevel ? ['--log-level', o.logLevel] : []), ...(o.autoReshard === false ? ['--no-auto-reshard'] : [])];
+    const args = [bin, 'manager', ...where, '--port', String(managerPort + i), '--lease-ms', String(leaseMs), '--data-dir', join(dir, `manager${suffix(i)}`), '--secret-file', secretFile, ...tlsArgs(o),
+      ...(o.zkSessionMs !== undefined && !('file' in st.spec) ? ['--zk-session-ms', o.zkSessionMs] : []), ...(o.logLevel ? ['--log-level', o.logLevel] : []), ...(o.autoReshard === false ? ['--no-auto-reshard'] : [])];
     // Like a node: its own process group, and down with this launcher however the launcher dies.
-    manager = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
+    const m = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
+    managers[i] = m;
     closeQuietly(out);
-    console.log(`starting the configuration manager (log ${logFile})`);
-    await waitReady(manager, logFile, from, -1, 60_000, join(dir, 'manager'));
-    console.log(`configuration manager ready on 127.0.0.1:${managerPort}, lease ${leaseMs} ms`);
+    const which = managerCount > 1 ? `configuration manager ${i}` : 'the configuration manager';
+    console.log(`starting ${which} (log ${logFile})`);
+    await waitReady(m, logFile, from, -1, 60_000, join(dir, `manager${suffix(i)}`));
+    console.log(`${managerCount > 1 ? `configuration manager ${i}` : 'configuration manager'} ready on 127.0.0.1:${managerPort + i} (pid ${m.pid}), lease ${leaseMs} ms${managerCount > 1 ? ' (the elected one serves; the others stand by)' : ''}`);
   };
   try {
-    await startManager();
+    // One after the other: the first becomes the active one (lowest election znode), the rest stand by.
+    for (let i = 0; i < managerCount; i++) await startManager(i);
   } catch (err) {
     console.error((err as Error).message);
     stopAll();
@@ -222,9 +272,9 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
     mkdirSync(n.dataDir, { recursive: true });
     const logFile = join(dir, `node-${n.id}.log`);
     const { fd: out, from } = openNodeLog(logFile);
-    const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig, '--secret-file', secretFile,
+    const args = [bin, 'start', '--data-dir', n.dataDir, ...where, '--node-id', String(n.id), '--config', nodeConfig, '--secret-file', secretFile, '--client-password-file', passwordFile, ...tlsArgs(o),
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
-      '--manager', `127.0.0.1:${managerPort}`, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
+      '--manager', managerAddrs, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : []),
       ...(rejoin ? ['--rejoin'] : [])];
     // Own process group: a terminal ^C reaches only this launcher, which stops each node once (SIGTERM).
@@ -272,29 +322,40 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   if (failed.length > 0) {
     for (const f of failed) console.error((f.reason as Error).message);
     stopAll();
-    const all = [...children.values(), ...(manager ? [manager] : [])];
+    const all = [...children.values(), ...managers.filter((m): m is ChildProcess => m !== null)];
     await Promise.all(all.map((c) => (live(c) ? new Promise((r) => c.once('exit', r)) : null)));
     return 1;
   }
   // The command as this user can type it: bin/rowan from the checkout (rowan is not on PATH).
   const rel = relative(process.cwd(), bin);
   const cmd = rel.startsWith('..') ? bin : rel;
-  // With --cluster the clients find the secret beside cluster.json; with ZooKeeper they are told where it is.
-  const w = [...where, ...('file' in st.spec ? [] : ['--secret-file', secretFile])].join(' ');
-  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${w}\n  redis-cli -p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${secretFile})" get hello\nClients authenticate with the cluster secret in ${secretFile}.\nCtrl-C stops the cluster; running this again on ${dir} restarts it with its data.`);
+  // With --cluster the clients find the password beside cluster.json; with ZooKeeper they are told where it is.
+  const tlsCa = o.tlsCa === undefined ? null : resolve(o.tlsCa);
+  const w = [...where, ...('file' in st.spec ? [] : ['--password-file', passwordFile]), ...(tlsCa ? ['--tls-ca', tlsCa] : [])].join(' ');
+  console.log(`\nserving. Try:\n  ${cmd} put hello world ${w}\n  ${cmd} get hello ${w}\n  ${cmd} status ${where.join(' ')}\n  redis-cli ${tlsCa ? `--tls --cacert ${tlsCa} ` : ''}-p ${cluster.nodes[0]?.resp?.ports[0] ?? 0} -a "$(cat ${passwordFile})" get hello\nClients authenticate with the client password in ${passwordFile} (the cluster secret in ${secretFile} is for nodes only).\n${detached ? `${cmd} cluster stop --dir ${dir} stops the cluster` : 'Ctrl-C stops the cluster'}; running this again on ${dir} restarts it with its data.`);
 
   readyToWatch = true;
   for (const [id, c] of children) watchNode(id, c);
-  const watchManager = (m: ChildProcess) =>
+  // A manager that cannot start again (ZooKeeper still unreachable, say) is retried with backoff: the
+  // other managers and the nodes go on meanwhile.
+  const restartManager = (i: number, which: string, attempt: number): void => {
+    startManager(i).then(() => watchManager(i, managers[i]!), (err: Error) => {
+      if (stopping) return wake();
+      const ms = Math.min(30_000, 1000 * 2 ** attempt);
+      console.error(`cannot restart ${which}: ${err.message}; trying again in ${ms} ms`);
+      setTimeout(() => {
+        if (!stopping) restartManager(i, which, attempt + 1);
+      }, ms).unref();
+    });
+  };
+  const watchManager = (i: number, m: ChildProcess) =>
     m.once('exit', (code, signal) => {
       if (stopping) return wake();
-      console.log(`the configuration manager exited (${signal ?? `code ${code}`}); restarting it`);
-      startManager().then(() => watchManager(manager!), (err: Error) => {
-        console.error(`cannot restart the configuration manager: ${err.message}`);
-        stopAll();
-      });
+      const which = managerCount > 1 ? `configuration manager ${i} (pid ${m.pid})` : 'the configuration manager';
+      console.log(`${which} exited (${signal ?? `code ${code}`}); restarting it${managerCount > 1 ? ' (it joins the election as a standby)' : ''}`);
+      restartManager(i, which, 0);
     });
-  watchManager(manager!);
+  managers.forEach((m, i) => watchManager(i, m!));
   // Poll the store (a file read, or one ZooKeeper getData); an unreadable one (being replaced, no
   // ZooKeeper session) is read again next time.
   let seen = cluster;
@@ -308,7 +369,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       seen = now;
     }, () => {}).finally(() => (polling = false));
   }, 'file' in st.spec ? 50 : 100);
-  while ((supervise && !stopping) || [...children.values()].some(live) || (stopping && live(manager))) {
+  while ((supervise && !stopping) || [...children.values()].some(live) || (stopping && managers.some(live))) {
     await new Promise<void>((r) => {
       wake = r;
       setTimeout(r, 1000).unref();
@@ -325,6 +386,19 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
 }
 
 export { describeChange };
+
+/** The options of `cmd` given on its command line, as flags again (but those in `skip`). */
+function givenFlags(cmd: Command, skip: string[]): string[] {
+  const out: string[] = [];
+  for (const opt of cmd.options) {
+    const key = opt.attributeName();
+    if (skip.includes(key) || cmd.getOptionValueSource(key) !== 'cli' || !opt.long) continue;
+    const v = cmd.getOptionValue(key) as unknown;
+    if (opt.negate || typeof v === 'boolean') out.push(opt.long);
+    else out.push(opt.long, String(v));
+  }
+  return out;
+}
 
 /** Keep a flag's text as given (int() parses it); the default stays a number so --help prints it as one. */
 const asIs = (v: string): string | number => v;
@@ -350,9 +424,20 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--index-keys-max <n>', "most keys one shard's index may grow to (see rowan start --help)")
     .option('--zookeeper <host:port,...>', `${ZK_FLAG_HELP}: a new cluster's configuration is created there, not in DIR/cluster.json; DIR/${STORE_POINTER} remembers it, so running this again on DIR restarts the cluster from ZooKeeper`)
     .option('--cluster-name <name>', ZK_NAME_HELP)
+    .option('--managers <n>', 'configuration managers to run; above 1 needs --zookeeper: they elect one active manager, the others stand by and take over when it dies (each on base + 490 + i, log DIR/manager-i.log)', asIs, 1)
+    .option('--zk-session-ms <ms>', 'with --zookeeper: the managers\' ZooKeeper session timeout (see rowan manager --help)')
+    .option('--tls-cert <file>', 'PEM certificate for every node and the manager (its names must cover 127.0.0.1): TLS on all their ports, mutual between them (with --tls-key, --tls-ca; clients then need --tls-ca)')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert, mode 0600')
+    .option('--tls-ca <file>', 'PEM CA that signed --tls-cert; clients verify the nodes with it')
+    .option('--detach', `run in the background: return once the cluster serves, printing its endpoints; the launcher's output goes to DIR/launcher.log, and rowan cluster stop --dir DIR stops it`)
     .action(function (this: Command) {
-      const explicit = new Set(Object.keys(this.opts()).filter((k) => this.getOptionValueSource(k) === 'cli'));
-      return run(() => runCluster(this.opts<ClusterOpts>(), explicit))();
+      const o = this.opts<ClusterOpts>();
+      if (o.detach && process.env[DETACHED_ENV] !== '1') {
+        // The launcher gets the flags given here again, without --detach (detachCluster adds --dir, absolute).
+        return run(() => detachCluster(resolve(o.dir), givenFlags(this, ['detach', 'dir'])))();
+      }
+      const explicit = new Set(Object.keys(o).filter((k) => this.getOptionValueSource(k) === 'cli'));
+      return run(() => runCluster(o, explicit))();
     })
     .command('stop')
     .description('stop the cluster in --dir: its launcher (which drains every node), or the nodes themselves when no launcher runs')

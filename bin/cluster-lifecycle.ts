@@ -36,7 +36,7 @@ function procState(pid: number): string {
   }
 }
 
-function alive(pid: number): boolean {
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (err) {
@@ -52,7 +52,7 @@ export function runningLauncher(dir: string): number | null {
   const file = join(dir, LAUNCHER_PID_FILE);
   if (!existsSync(file)) return null;
   const pid = Number(readFileSync(file, 'utf8').trim());
-  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !alive(pid)) return null;
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !processAlive(pid)) return null;
   // A recycled pid of an unrelated process does not count: a launcher's command line names rowan cluster.
   try {
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
@@ -123,14 +123,14 @@ export async function checkPortsFree(cluster: ClusterConfig): Promise<void> {
  * Open node-N.log for appending, moving a log over NODE_LOG_ROTATE_BYTES to node-N.log.1 first.
  * `from`: where this run's lines start (what came before is an earlier run's, e.g. its "node ready").
  */
-export function openNodeLog(file: string): { fd: number; from: number } {
+export function openNodeLog(file: string, what = 'starting this node'): { fd: number; from: number } {
   try {
     if (statSync(file).size > NODE_LOG_ROTATE_BYTES) renameSync(file, `${file}.1`);
   } catch {
     // no log yet
   }
   const fd = openSync(file, 'a');
-  writeFileSync(fd, `--- rowan cluster (pid ${process.pid}) starting this node at ${new Date().toISOString()} ---\n`);
+  writeFileSync(fd, `--- rowan cluster (pid ${process.pid}) ${what} at ${new Date().toISOString()} ---\n`);
   return { fd, from: statSync(file).size };
 }
 
@@ -160,7 +160,7 @@ export async function stopCluster(dir: string, cluster: ClusterConfig, timeoutMs
   if (pid !== null) {
     process.kill(pid, 'SIGTERM');
     const until = Date.now() + timeoutMs;
-    while (alive(pid)) {
+    while (processAlive(pid)) {
       if (Date.now() > until) throw new RowanError(ErrorCodes.TIMEOUT, `the launcher (pid ${pid}, state ${procState(pid)}) did not stop within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -1,12 +1,27 @@
 // `rowan status --cluster FILE` (or --zookeeper): the whole cluster at a glance. Every node is asked over its control
 // socket (runtime/endpoint.ts); the shard distribution comes from the configuration store.
+import { findSecret } from '../config/base/secret.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
 import { requestControl, socketPath } from '../runtime/endpoint.js';
 import { FAILOVER_MODES } from '../actors/manager/plan.js';
 import type { KvNodeStatus as NodeStatus } from '../actors/kv/gc-status.js';
+import { listManagers, type ElectionEntry } from '../actors/manager/election.js';
+import { ZooKeeperConfigStore } from '../config/zk-store.js';
+import type { StoreSpec } from '../config/store-spec.js';
 import type { MoveRecord } from '../actors/manager/moves.js';
-import { askManager, managerAddress } from './manager-admin.js';
+import { askManager, managerFor } from './manager-admin.js';
+
+/** The stored configuration and, with ZooKeeper, the managers in the election (the active one marked). */
+export async function readClusterAndManagers(spec: StoreSpec): Promise<{ cluster: ClusterConfig; managers: ElectionEntry[] | null }> {
+  if ('file' in spec) return { cluster: new FileConfigStore(spec.file).readSync(), managers: null };
+  const zk = await ZooKeeperConfigStore.open({ connect: spec.zookeeper, path: spec.path });
+  try {
+    return { cluster: await zk.read(), managers: await listManagers(zk, spec.path) };
+  } finally {
+    zk.close();
+  }
+}
 
 export interface ClusterStatus {
   term: number;
@@ -17,6 +32,9 @@ export interface ClusterStatus {
   shardCount: number;
   nodes: { id: number; dataDir: string; clientPorts: number[]; primaryOf: number; backupOf: number; status: NodeStatus | null; error?: string }[];
   shards: ClusterConfig['shards'];
+  /** With ZooKeeper: the configuration managers in the election, lowest first; `active` marks the one
+   *  that published its address. Null with the embedded file store (one manager, no election). */
+  managers?: ElectionEntry[] | null;
   /** Resharding tasks in progress (§4.6): the stored migration list. */
   migrations: ClusterConfig['migrations'];
   /** The manager's view of the load and its recent moves; null when it did not answer. */
@@ -32,7 +50,8 @@ export interface ManagerLoads {
 }
 
 /** Every node of the stored configuration (or the cluster file's), asked for its status. */
-export async function collectClusterStatus(cluster: ClusterConfig | string): Promise<ClusterStatus> {
+/** `clusterFile`: where the cluster secret lies beside (the manager asks operator tools for it). */
+export async function collectClusterStatus(cluster: ClusterConfig | string, managers: ElectionEntry[] | null = null, clusterFile?: string): Promise<ClusterStatus> {
   const c = typeof cluster === 'string' ? new FileConfigStore(cluster).readSync() : cluster;
   const nodes = await Promise.all(
     c.nodes.map(async (n) => {
@@ -50,8 +69,11 @@ export async function collectClusterStatus(cluster: ClusterConfig | string): Pro
       }
     }),
   );
-  const manager = (await askManager(managerAddress(undefined, c), { op: 'loads' }, 1500).catch(() => null)) as ManagerLoads | null;
-  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, migrations: c.migrations, manager };
+  // With ZooKeeper the active manager's published address (a standby listens on nothing); none active
+  // (one is taking over): no manager section.
+  const to = managerFor(undefined, c, managers);
+  const manager = to === null ? null : ((await askManager(to, { op: 'loads' }, 1500, findSecret(undefined, clusterFile ?? (typeof cluster === 'string' ? cluster : undefined))).catch(() => null)) as ManagerLoads | null);
+  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, migrations: c.migrations, manager, managers };
 }
 
 function pad(rows: string[][]): string[] {
@@ -62,6 +84,11 @@ function pad(rows: string[][]): string[] {
 export function formatClusterStatus(s: ClusterStatus): string {
   const out = [`cluster term ${s.term}: ${s.nodes.length} nodes (${s.dead.length ? `dead: ${s.dead.join(',')}` : 'none dead'}), ${s.shardCount} shards, replication ${s.replicationFactor} (${s.replication})`];
   if (!FAILOVER_MODES.includes(s.replication)) out.push(`failover: NOT SUPPORTED for replication mode ${s.replication} (backups index one-sided writes only at a cold start): a dead node's shards stay unserved`);
+  if (s.managers) {
+    const active = s.managers.find((m) => m.active);
+    out.push(active ? `configuration manager: ${active.host}:${active.port} (pid ${active.pid}) active, ${s.managers.length - 1} standby` : `configuration manager: NONE ACTIVE (${s.managers.length} in the election${s.managers.length ? ': one is taking over' : ''})`);
+    out.push('', ...pad([['MANAGER', 'ROLE', 'ADDRESS', 'PID'], ...s.managers.map((m) => [m.name, m.active ? 'active' : 'standby', `${m.host}:${m.port}`, String(m.pid)])]));
+  }
   out.push('');
   const head = ['NODE', 'STATE', 'TERM', 'LEASE', 'PID', 'CLIENT_PORTS', 'PRIMARY', 'BACKUP', 'SEG_FREE', 'SEG_USING', 'SEG_USED', 'SEG_COMMITTED', 'LIVE', 'GC_SEGS', 'GC_MB/S', 'BLOG_WRITES', 'DIGESTED_BLOCKS'];
   const rows = s.nodes.map((n) => {

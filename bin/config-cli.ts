@@ -12,6 +12,7 @@ function defaultOf(key: string): string {
   let v: unknown = defaultConfig('', [0]);
   for (const p of key.split('.')) v = (v as Record<string, unknown>)[p];
   if (key === 'roles') return (v as { role: string; count: number }[]).map((r) => (r.count === 1 ? r.role : `${r.role}:${r.count}`)).join(',');
+  if (v === '') return '(none)';
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 

@@ -2,9 +2,11 @@
 // one admin request on its port, one reply (actors/kv/manager-protocol.ts).
 import { connect } from 'node:net';
 import type { ClusterConfig } from '../config/cluster.js';
+import { NodeAuthHandshake } from '../actors/kv/manager-auth.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { LineReader, encodeLine, type AdminReply, type AdminRequest } from '../actors/kv/manager-protocol.js';
 import { managerPortOf } from './cluster-lifecycle.js';
+import type { ElectionEntry } from '../actors/manager/election.js';
 
 type AdminBody = AdminRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id' | 't'> : never) : never;
 
@@ -17,22 +19,47 @@ export function managerAddress(flag: string | undefined, cluster: ClusterConfig)
   return { host: flag.slice(0, at), port };
 }
 
-/** Send one admin request; the reply's result, or its error as a RowanError. */
-export function askManager(to: { host: string; port: number }, body: AdminBody, timeoutMs: number): Promise<unknown> {
+/**
+ * The manager to ask: --manager; else, with ZooKeeper (`managers`: the election's entries,
+ * actors/manager/election.ts listManagers), the address the active manager published -- with standbys
+ * each manager has a port of its own (base + 490 + i) and only the active one listens; null when none
+ * is active (one is taking over). Else the port `rowan cluster` gives the manager of `cluster`.
+ */
+export function managerFor(flag: string | undefined, cluster: ClusterConfig, managers: readonly ElectionEntry[] | null): { host: string; port: number } | null {
+  if (flag !== undefined || managers === null) return managerAddress(flag, cluster);
+  const active = managers.find((m) => m.active);
+  return active ? { host: active.host, port: active.port } : null;
+}
+
+/** Send one admin request (after the manager handshake with `secret`); the reply's result, or its
+ *  error as a RowanError. Plain TCP: a manager with TLS on is not reachable from here. */
+export function askManager(to: { host: string; port: number }, body: AdminBody, timeoutMs: number, secret: Uint8Array | null): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const s = connect(to);
     const reader = new LineReader<AdminReply>();
+    const auth = new NodeAuthHandshake(secret, `${to.host}:${to.port}`);
+    let authed = false;
     const timer = setTimeout(() => {
       s.destroy();
       reject(new RowanError(ErrorCodes.TIMEOUT, `the configuration manager at ${to.host}:${to.port} did not answer within ${timeoutMs} ms`));
     }, timeoutMs);
-    s.on('connect', () => s.write(encodeLine({ t: 'admin', id: 1, ...body } as AdminRequest)));
+    s.on('connect', () => s.write(auth.hello()));
     s.on('data', (chunk: Buffer) => {
       let replies: AdminReply[];
       try {
         replies = reader.push(chunk);
+        while (!authed && replies.length > 0) {
+          const next = auth.onMessage(replies.shift());
+          if (next !== null) s.write(next);
+          else {
+            authed = true;
+            s.write(encodeLine({ t: 'admin', id: 1, ...body } as AdminRequest));
+          }
+        }
       } catch (err) {
         replies = [];
+        clearTimeout(timer);
+        s.destroy();
         reject(err);
       }
       for (const r of replies) {

@@ -3,6 +3,7 @@
 // socket, status, SIGTERM). `rowan cluster` starts one before its nodes; nodes started with
 // `rowan start --manager host:port` hold their lease with it.
 import { mkdirSync } from 'node:fs';
+import { SECRET_FILE_ENV, findSecret } from '../config/base/secret.js';
 import { dirname, join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { resolveConfig } from '../config/load.js';
@@ -12,7 +13,9 @@ import { schedGetaffinity } from '../native/libc.js';
 import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { startNode } from '../runtime/node.js';
+import { loadTls } from '../runtime/net/tls.js';
 import { DEFAULT_LEASE_MS, leaseTiming } from '../actors/manager/leases.js';
+import { DEFAULT_MANAGER_ZK_SESSION_MS } from '../actors/manager/election.js';
 import type { ManagerStart } from '../actors/manager/protocol.js';
 import { followLauncher } from './cluster-lifecycle.js';
 import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
@@ -22,11 +25,30 @@ export interface ManagerOpts extends StoreFlags {
   port: string;
   leaseMs: string;
   renewMs?: string;
+  zkSessionMs: string;
   dataDir?: string;
   logLevel?: LogLevel;
   /** false with --no-auto-reshard. */
   autoReshard?: boolean;
   reshardPeriodMs?: string;
+  secretFile?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+  /** false with --no-auth. */
+  auth: boolean;
+}
+
+/** The cluster secret nodes must prove to the manager: --secret-file, $ROWAN_SECRET_FILE, or the file
+ *  `secret` beside --cluster's file; none is an error unless --no-auth (README "Security model"). */
+function managerSecret(o: ManagerOpts): Uint8Array | null {
+  if (!o.auth) {
+    if (o.secretFile !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--no-auth and --secret-file contradict each other');
+    return null;
+  }
+  const secret = findSecret(o.secretFile, o.cluster);
+  if (secret) return secret;
+  throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no cluster secret for the manager: give --secret-file FILE (or ${SECRET_FILE_ENV}=FILE; rowan cluster writes DIR/secret), or --no-auth to let anyone hold leases`);
 }
 
 function num(name: string, v: string, lo: number, hi: number): number {
@@ -35,13 +57,22 @@ function num(name: string, v: string, lo: number, hi: number): number {
   return n;
 }
 
+/** The manager's TLS files: its flags, else ROWAN_TLS_* (as for a node); all empty = TLS off. */
+function managerTls(o: ManagerOpts): { cert: string; key: string; ca: string } {
+  const f = (flag: string | undefined, env: string) => (flag !== undefined ? resolve(flag) : (process.env[env] ?? ''));
+  return { cert: f(o.tlsCert, 'ROWAN_TLS_CERT'), key: f(o.tlsKey, 'ROWAN_TLS_KEY'), ca: f(o.tlsCa, 'ROWAN_TLS_CA') };
+}
+
 export async function runManager(o: ManagerOpts): Promise<number> {
   followLauncher();
   const spec = storeSpecOf(o);
   if (!spec) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'the manager needs --cluster <file> or --zookeeper <host:port>');
   if (!('file' in spec) && o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'with --zookeeper, give the manager a --data-dir');
   const clusterFile = 'file' in spec ? spec.file : '';
+  const secret = managerSecret(o);
   const timing = leaseTiming(num('lease-ms', o.leaseMs, 4, 600_000), o.renewMs === undefined ? undefined : num('renew-ms', o.renewMs, 1, 600_000));
+  const port = num('port', o.port, 0, 65535);
+  const zookeeper = 'file' in spec ? {} : { zookeeper: { connect: spec.zookeeper, path: spec.path }, zkSessionMs: num('zk-session-ms', o.zkSessionMs, 1000, 600_000) };
   const dataDir = resolve(o.dataDir ?? join(dirname(clusterFile), 'manager'));
   mkdirSync(dataDir, { recursive: true });
   // The runtime maps a pool for every process; the manager keeps nothing in it: the smallest one.
@@ -50,7 +81,7 @@ export async function runManager(o: ManagerOpts): Promise<number> {
     allowedCores: schedGetaffinity(0),
     env: configFromEnv(process.env),
     flags: {
-      roles: [{ role: 'manager', count: 1 }], pool: { segmentCount: 8, segmentBytes: 64 * 1024 }, blog: { preallocSegments: 1, batchSegments: 1 }, gc: { reserveSegments: 0 },
+      roles: [{ role: 'manager', count: 1 }], pool: { segmentCount: 8, segmentBytes: 64 * 1024 }, blog: { preallocSegments: 1, batchSegments: 1 }, gc: { reserveSegments: 0 }, tls: managerTls(o),
       ...(o.logLevel ? { logLevel: o.logLevel } : {}),
       ...(o.autoReshard === false || o.reshardPeriodMs !== undefined ? { resharding: { ...(o.autoReshard === false ? { auto: false } : {}), ...(o.reshardPeriodMs !== undefined ? { periodMs: num('reshard-period-ms', o.reshardPeriodMs, 10, 3_600_000) } : {}) } } : {}),
     },
@@ -58,12 +89,16 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   const r = config.resharding;
   const pause = /^(stored|committed):(\d+)$/.exec(process.env['ROWAN_TEST_MOVE_PAUSE'] ?? '');
   const resharding = { auto: r.auto, periodMs: r.periodMs, overloadPercent: r.overloadPercent, targetPercent: r.targetPercent, minTotalOps: DEFAULT_RESHARDING.minTotalOps, ...(pause ? { pauseAfter: { step: pause[1]!, ms: Number(pause[2]) } } : {}) };
-  const start: ManagerStart = { clusterFile, host: o.host, port: num('port', o.port, 0, 65535), ...timing, resharding, ...('file' in spec ? {} : { zookeeper: { connect: spec.zookeeper, path: spec.path } }) };
+  const start: ManagerStart = { clusterFile, host: o.host, port, ...timing, resharding, ...zookeeper };
   const log = createLogger(config.logLevel);
+  loadTls(config.tls); // a bad file fails here, with its name, not in the actor
+  if (secret === null) log.warn('authentication is off (--no-auth): any peer that reaches the manager port may hold or break leases');
   const node = await startNode({
     config,
     log,
     handleSignals: true,
+    // Absent rather than null under --no-auth: the node's warning names ports the manager does not have.
+    ...(secret !== null ? { secret } : {}),
     app: { prepare: () => {}, payload: (role) => (role === 'manager' ? start : undefined) },
   });
   const code = await node.closed;
@@ -73,17 +108,23 @@ export async function runManager(o: ManagerOpts): Promise<number> {
 
 export function registerManagerCommand(p: Command, run: (f: () => Promise<number>) => () => Promise<void>): void {
   const cmd = p.command('manager')
-    .description('run the configuration manager (§4.5): leases for every node of the cluster, failover of a node whose lease expired, resharding of hot shards (§4.6); with --zookeeper it stores failovers in ZooKeeper, and while its ZooKeeper session is lost it stores nothing (failovers wait until the session is back)')
+    .description('run the configuration manager (§4.5): leases for every node of the cluster, failover of a node whose lease expired, resharding of hot shards (§4.6); with --zookeeper it stores failovers in ZooKeeper, and several managers of one cluster elect one active manager (the others are standbys that take over when it dies); while its ZooKeeper session is lost it stores nothing (failovers wait until the session is back)')
     .option('--cluster <file>', 'the cluster configuration (the embedded store; rowan cluster writes DIR/cluster.json); or --zookeeper');
   addZooKeeperFlags(cmd)
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port nodes renew their leases on (0 = any free port)', '7090')
     .option('--lease-ms <ms>', 'lease length granted to nodes', String(DEFAULT_LEASE_MS))
     .option('--renew-ms <ms>', 'how often nodes renew (default lease / 5)')
+    .option('--zk-session-ms <ms>', 'with --zookeeper: the ZooKeeper session timeout S. Managers elect one active manager; a standby takes over about S after the active one dies, and the active one rides out a ZooKeeper outage of up to 3/4 S (README "ZooKeeper")', String(DEFAULT_MANAGER_ZK_SESSION_MS))
     .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
     .option('--data-dir <dir>', "the manager process's runtime directory (default: manager/ next to the cluster file; required with --zookeeper)")
     .option('--no-auto-reshard', 'move hot shards only when asked (rowan reshard), not on its own (§4.6; config resharding.auto)')
     .option('--reshard-period-ms <ms>', 'how often nodes report load and the manager plans moves (config resharding.periodMs, default 500)')
+    .option('--secret-file <file>', `the cluster secret nodes must prove before their leases, configurations and gather/scatter (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
+    .option('--tls-cert <file>', 'PEM certificate of the manager: mutual TLS with the nodes (with --tls-key, --tls-ca; default: $ROWAN_TLS_CERT)')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert, mode 0600 (default: $ROWAN_TLS_KEY)')
+    .option('--tls-ca <file>', 'PEM CA the nodes\' certificates must be signed by (default: $ROWAN_TLS_CA)')
+    .option('--no-auth', 'let any peer that reaches the port hold or break leases (a warning is logged)')
     .action(function (this: Command) {
       return run(() => runManager(this.opts<ManagerOpts>()))();
     });

@@ -1,12 +1,14 @@
 // `rowan reshard`: move a shard's primary role by hand, or print what the manager would move now
 // (§4.6). The manager does the move (actors/manager/moves.ts); this only asks and prints.
+import { findSecret } from '../config/base/secret.js';
 import type { Command } from 'commander';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { readStoreOnce } from '../config/store-spec.js';
 import type { MoveRecord } from '../actors/manager/moves.js';
 import type { BalancePlan } from '../actors/manager/reshard.js';
 import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
-import { askManager, managerAddress } from './manager-admin.js';
+import { askManager, managerFor } from './manager-admin.js';
+import { readClusterAndManagers } from './cluster-status.js';
 
 interface ReshardOpts extends StoreFlags {
   shard?: string;
@@ -15,6 +17,7 @@ interface ReshardOpts extends StoreFlags {
   manager?: string;
   json?: boolean;
   timeout: string;
+  secretFile?: string;
 }
 
 function int(name: string, v: string): number {
@@ -26,12 +29,15 @@ function int(name: string, v: string): number {
 async function reshard(o: ReshardOpts): Promise<number> {
   const spec = storeSpecOf(o);
   if (!spec) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'reshard needs --cluster <file> or --zookeeper <host:port> (to find the cluster and its manager)');
-  const cluster = await readStoreOnce(spec);
-  const to = managerAddress(o.manager, cluster);
+  // With ZooKeeper and no --manager: the active manager, from the address it published in the election.
+  const { cluster, managers } = o.manager === undefined ? await readClusterAndManagers(spec) : { cluster: await readStoreOnce(spec), managers: null };
+  const to = managerFor(o.manager, cluster, managers);
+  if (to === null) throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, 'no configuration manager is active in the ZooKeeper election (a standby may be taking over); try again, or give --manager host:port');
   const timeoutMs = int('timeout', o.timeout);
+  const secret = findSecret(o.secretFile, 'file' in spec ? spec.file : undefined);
   if (o.plan) {
     if (o.shard !== undefined || o.to !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--plan prints a plan; it takes no --shard/--to');
-    const p = (await askManager(to, { op: 'plan' }, timeoutMs)) as BalancePlan & { resharding: { auto: boolean; overloadPercent: number } };
+    const p = (await askManager(to, { op: 'plan' }, timeoutMs, secret)) as BalancePlan & { resharding: { auto: boolean; overloadPercent: number } };
     if (o.json) return (process.stdout.write(JSON.stringify(p, null, 2) + '\n'), 0);
     const lines = [`load (requests/s, backups' replicated writes weighted): ${Object.entries(p.loads).map(([n, l]) => `node ${n} ${l}`).join(', ')}; average ${p.average}`];
     lines.push(p.overloaded.length ? `overloaded (> ${p.resharding.overloadPercent} % above the average): node ${p.overloaded.join(', node ')}` : 'no node is overloaded');
@@ -41,7 +47,7 @@ async function reshard(o: ReshardOpts): Promise<number> {
     return 0;
   }
   if (o.shard === undefined || o.to === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'reshard needs --shard S --to NODE (or --plan)');
-  const rec = (await askManager(to, { op: 'move', shard: int('shard', o.shard), to: int('to', o.to) }, timeoutMs)) as MoveRecord;
+  const rec = (await askManager(to, { op: 'move', shard: int('shard', o.shard), to: int('to', o.to) }, timeoutMs, secret)) as MoveRecord;
   if (o.json) return (process.stdout.write(JSON.stringify(rec, null, 2) + '\n'), 0);
   const ms = rec.doneAt !== undefined ? (rec.doneAt - rec.startedAt).toFixed(0) : '?';
   const m = rec.moves[0]!;
@@ -61,7 +67,8 @@ export function registerReshardCommand(p: Command, run: (f: () => Promise<number
     .option('--shard <s>', 'the shard to move')
     .option('--to <node>', 'the node to serve it (one of its backups)')
     .option('--plan', "print the manager's view of the load and the moves it would make now")
-    .option('--manager <host:port>', 'the configuration manager (default: 127.0.0.1 and the port rowan cluster gives it)')
+    .option('--manager <host:port>', 'the configuration manager (default: with --zookeeper the active one, from the address it published in the election; else 127.0.0.1 and the port rowan cluster gives it)')
+    .option('--secret-file <file>', 'the cluster secret the manager asks for (default: $ROWAN_SECRET_FILE, else the file secret beside --cluster\'s file)')
     .option('--json', 'print the result as JSON')
     .option('--timeout <ms>', 'how long to wait for the manager', '30000')
     .action(function (this: Command) {

@@ -6,6 +6,7 @@
 // picks the shard owning a contiguous range of the slot space (config/slots.ts), so Redis cluster
 // clients route by CLUSTER SLOTS. Format 1 (before slots) routed by the 64-bit key hash; its files and
 // pools are refused (ROWAN_ERR_CLUSTER_FORMAT, ROWAN_ERR_POOL_VERSION), never misread.
+import { randomBytes } from 'node:crypto';
 import { NODE_ID_MAX } from './base/ids.js';
 import type { FabricKind } from './base/fabric-kinds.js';
 import { FABRIC_KINDS } from './base/fabric-kinds.js';
@@ -81,6 +82,11 @@ export interface ClusterConfig {
    *  but are never promoted and do not count as a replica until the manager removes the mark (the
    *  node reported it caught up). Absent = none. */
   catchingUp?: CatchingUp[];
+  /** The key of every log block checksum of this cluster (shm/log-checksum.ts): a random u32 chosen
+   *  when the cluster is made (`rowan cluster`, `rowan config init`), never changed afterwards (pools
+   *  written under it verify only under it). Absent or 0: the unkeyed CRC32C of clusters made before
+   *  seeds existed. Not served to clients (runtime/rpc CONFIG strips it). */
+  checksumSeed?: number;
 }
 
 export interface CatchingUp {
@@ -110,6 +116,8 @@ export interface PlanOptions {
   shardCount: number;
   replicationFactor: number;
   replication?: ClusterReplicationMode;
+  /** ClusterConfig.checksumSeed; absent = 0 (unkeyed; tests and tools). */
+  checksumSeed?: number;
 }
 
 /**
@@ -135,7 +143,21 @@ export function planCluster(o: PlanOptions): ClusterConfig {
     nodes: o.nodes,
     shards,
     migrations: [],
+    ...(o.checksumSeed ? { checksumSeed: o.checksumSeed } : {}),
   });
+}
+
+/** A new cluster's checksum seed: random, never 0 (0 means unkeyed). */
+export function newChecksumSeed(): number {
+  return (randomBytes(4).readUInt32LE(0) >>> 0) || 1;
+}
+
+/** The configuration as clients may see it: without the checksum seed (a client that knew it could
+ *  make a value hold a log block that verifies). */
+export function forClients(c: ClusterConfig): ClusterConfig {
+  if (c.checksumSeed === undefined) return c;
+  const { checksumSeed: _hidden, ...rest } = c;
+  return rest;
 }
 
 function fail(field: string, rule: string, got?: unknown): never {
@@ -206,6 +228,7 @@ export function validateCluster(raw: unknown): ClusterConfig {
     if (typeof m !== 'object' || m === null || !ids.has(m.source) || !ids.has(m.target) || m.source === m.target || !c.shards[m.shard])
       fail(`migrations[${i}]`, 'must be {source, target, shard} with two distinct node ids and a shard id', m);
   }
+  if (c.checksumSeed !== undefined && !isInt(c.checksumSeed, 0, 0xffffffff)) fail('checksumSeed', 'must be an integer in [0, 2^32)', c.checksumSeed);
   if (c.catchingUp !== undefined) {
     if (!Array.isArray(c.catchingUp)) fail('catchingUp', 'must be a list');
     const seen = new Set<string>();

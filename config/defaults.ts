@@ -52,6 +52,9 @@ export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
     replication: { retryMs: paper.replicationRetryMs, commitVerPeriodMs: paper.commitVerPeriodMs },
     gc: { liveThresholdPercent: paper.gcLiveThresholdPercent, reserveSegments: 3, periodMs: 5 },
     clients: { connectionsMax: 1024, inFlightMax: 1024, readsInFlightMax: 16, writeBytesMax: 4 * 1024 * 1024 },
+    secretFile: '',
+    clientPasswordFile: '',
+    tls: { cert: '', key: '', ca: '' },
     leaseMs: paper.leaseMs,
     resharding: {
       auto: true,

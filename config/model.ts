@@ -78,6 +78,21 @@ export interface RowanConfig {
     /** Response bytes the peer has not read yet before the connection stops reading. */
     writeBytesMax: number;
   };
+  /** The cluster secret's file (nodes prove it to each other); '' = rowan start's default (the file
+   *  `secret` beside --cluster's file). README "Security model". */
+  secretFile: string;
+  /** The client password's file (clients prove it on the client and Redis ports); '' = the file
+   *  `client-password` beside --cluster's file. */
+  clientPasswordFile: string;
+  /** TLS on every port this node serves and every connection it opens (PEM files); all '' = off. */
+  tls: {
+    /** This node's certificate (chain). */
+    cert: string;
+    /** The certificate's private key (mode 0600). */
+    key: string;
+    /** The CA that signed the cluster's certificates: peers and clients are verified against it. */
+    ca: string;
+  };
   /** Lease between servers and the CM (§6.1: 10 ms). */
   leaseMs: number;
   resharding: {

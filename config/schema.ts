@@ -63,6 +63,13 @@ export const configSchema = z.strictObject({
     readsInFlightMax: intIn(1, 1 << 16).describe('GETs running at once on one connection: with writeBytesMax, bounds the memory one connection can hold to writeBytesMax + readsInFlightMax x the largest value'),
     writeBytesMax: intIn(64 * 1024, 1 << 30).describe('response bytes the peer has not read before the connection stops reading'),
   }),
+  secretFile: z.string({ message: 'must be a path' }).describe('file of the cluster secret nodes prove to each other (64 hex characters, mode 0600; rowan start --secret-file); empty: the file secret beside --cluster\'s file'),
+  clientPasswordFile: z.string({ message: 'must be a path' }).describe('file of the client password the client and Redis ports demand (mode 0600; rowan start --client-password-file); empty: the file client-password beside --cluster\'s file'),
+  tls: z.strictObject({
+    cert: z.string({ message: 'must be a path' }).describe('PEM certificate (chain) of this node, for its client, Redis, fabric and manager connections (rowan start --tls-cert); empty: TLS off'),
+    key: z.string({ message: 'must be a path' }).describe('PEM private key of tls.cert, mode 0600 (rowan start --tls-key)'),
+    ca: z.string({ message: 'must be a path' }).describe('PEM CA certificate(s) peers are verified against (mutual TLS between nodes) and clients verify the node with (rowan start --tls-ca)'),
+  }),
   leaseMs: numIn(1, 600_000).describe('not read by a node: the configuration manager grants the lease (rowan manager/cluster --lease-ms)'),
   resharding: z.strictObject({
     auto: z.boolean().describe('the configuration manager moves hot shards on its own (§4.6); false: only `rowan reshard` moves them (read by rowan manager/cluster)'),

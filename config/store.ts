@@ -44,7 +44,9 @@ export class FileConfigStore implements ConfigStore {
       }
     }
     const tmp = `${this.path}.${process.pid}.tmp`;
-    const fd = openSync(tmp, 'w', 0o644);
+    // 0600: the configuration carries the cluster's checksum seed (README "Security model"), which only
+    // the cluster's own processes should read.
+    const fd = openSync(tmp, 'w', 0o600);
     try {
       writeSync(fd, JSON.stringify(next, null, 2) + '\n');
       fsyncSync(fd);

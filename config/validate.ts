@@ -71,6 +71,9 @@ export function validateConfig(c: RowanConfig, allowedCores?: readonly number[])
   int('gc.reserveSegments', c.gc.reserveSegments, 0, Math.floor(c.pool.segmentCount / 2));
   if (c.resharding.targetPercent > c.resharding.overloadPercent)
     fail('resharding.targetPercent', `must be a number in [0, ${c.resharding.overloadPercent}] (resharding.overloadPercent)`, c.resharding.targetPercent);
+  // TLS is all or nothing: a certificate without its key or CA could not be presented or checked.
+  const tlsSet = [c.tls.cert, c.tls.key, c.tls.ca].filter((f) => f !== '').length;
+  if (tlsSet !== 0 && tlsSet !== 3) fail('tls', 'tls.cert, tls.key and tls.ca go together (all three files, or none: TLS off)', c.tls);
   // A whole segment batch must fit one ring record (header + one word per segment).
   if (c.runtime.ringWords < c.blog.batchSegments + 1)
     fail('runtime.ringWords', `must hold one batch of blog.batchSegments (${c.blog.batchSegments}) + 1 words`, c.runtime.ringWords);

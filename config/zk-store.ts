@@ -10,6 +10,17 @@
 // session is replaced by a new one. onSession() reports each change. A setData whose answer was lost
 // with the connection is settled after reconnecting by reading the znode back: ours if it holds exactly
 // what we wrote.
+//
+// Reconnect stall (why a ZooKeeper restart used to hang us for good): node-zookeeper-client bounds a
+// connection attempt only until TCP connects (it clears its connect timer there) and has no read
+// timeout while it waits for the server's answer to its ConnectRequest. A client that reconnects while
+// the restarting server has its port open but does not serve yet can wait for that answer forever: its
+// state stays CONNECTING, no 'connected' and no 'expired' ever comes, and every operation fails with
+// "no ZooKeeper session" from then on. A watchdog here destroys a socket that has been connecting for
+// longer than STALL_MS_MAX (or a third of the session timeout, if shorter; at least STALL_MS_MIN), so
+// the library tries again -- with the same session, which the server restores if the client is back
+// within the session timeout. (Waiting as long as the library's own connect timeout, the session
+// timeout / servers, let a restored session expire before the client was back.)
 import zookeeper from 'node-zookeeper-client';
 import type { Client, Stat } from 'node-zookeeper-client';
 import { ErrorCodes, RowanError } from './base/errors.js';
@@ -19,6 +30,11 @@ import type { ConfigStore } from './store.js';
 export const DEFAULT_ZK_CLUSTER_NAME = 'default';
 export const DEFAULT_ZK_CONNECT_TIMEOUT_MS = 5000;
 export const DEFAULT_ZK_SESSION_TIMEOUT_MS = 10_000;
+/** Bounds on how long a reconnect handshake may go unanswered before it is restarted (see the header). */
+export const STALL_MS_MIN = 1000;
+export const STALL_MS_MAX = 3000;
+/** A closing client's socket is dropped after this, should the server not end the session first. */
+export const CLOSE_SESSION_GRACE_MS = 2000;
 
 /** The znode a cluster's configuration lives in. */
 export function zkConfigPath(clusterName: string): string {
@@ -27,7 +43,8 @@ export function zkConfigPath(clusterName: string): string {
   return `/rowan/${clusterName}/config`;
 }
 
-export type ZkSessionState = 'connected' | 'disconnected' | 'expired' | 'closed';
+/** 'stalled': a reconnect handshake got no answer and was restarted (see the header). */
+export type ZkSessionState = 'connected' | 'disconnected' | 'expired' | 'closed' | 'stalled';
 
 export interface ZooKeeperStoreOptions {
   /** host:port[,host:port...] */
@@ -47,10 +64,15 @@ export class ZooKeeperConfigStore implements ConfigStore {
   private readonly connectTimeoutMs: number;
   private readonly sessionTimeoutMs: number;
   private client: Client | null = null;
+  /** A znode that must still exist for write() to store (the active manager's election znode): the
+   *  versioned setData runs in one transaction with a check on it, so a manager whose session ended
+   *  (its ephemeral znode gone) can store nothing more, even from a new session. */
+  private fencePath: string | null = null;
   private connected = false;
   private closed = false;
   private readonly waiters = new Set<() => void>();
   private readonly listeners = new Set<(s: ZkSessionState) => void>();
+  private stallTimer: NodeJS.Timeout | undefined;
 
   private constructor(o: ZooKeeperStoreOptions) {
     if (!/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/.test(o.connect))
@@ -84,12 +106,47 @@ export class ZooKeeperConfigStore implements ConfigStore {
     return this.connected;
   }
 
+  /**
+   * Close and wait (at most `ms`) until the server has ended the session: its ephemeral znodes (a
+   * manager's election znode) are gone at once instead of after the session timeout -- a process
+   * that exits right after close() may never send the request.
+   */
+  closeAndWait(ms = 1000): Promise<void> {
+    const c = this.client;
+    if (this.closed || !c || !this.connected) {
+      this.close();
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(t);
+        c!.removeListener('state', onState);
+        resolve();
+      }
+      const onState = (st: unknown) => {
+        if (st === State.DISCONNECTED) done();
+      };
+      c.on('state', onState);
+      this.close();
+    });
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    const wasConnected = this.connected;
     this.connected = false;
-    this.client?.close();
+    clearInterval(this.stallTimer);
+    const c = this.client;
+    c?.close();
     this.client = null;
+    // A client without a session may sit in a handshake the server never answers (see the header): its
+    // open socket would keep the process alive for good (a launcher that never exited). Drop it now; a
+    // connected one gets CLOSE_SESSION_GRACE_MS to end its session politely first.
+    const drop = () => socketOf(c)?.destroy();
+    if (!wasConnected) drop();
+    else setTimeout(drop, CLOSE_SESSION_GRACE_MS).unref();
     for (const w of this.waiters) w();
     this.emit('closed');
   }
@@ -119,6 +176,32 @@ export class ZooKeeperConfigStore implements ConfigStore {
       }
     });
     c.connect();
+    this.watchStall();
+  }
+
+  /** See the header: kick a handshake the server never answers. */
+  private watchStall(): void {
+    clearInterval(this.stallTimer);
+    const stallMs = Math.max(STALL_MS_MIN, Math.min(STALL_MS_MAX, Math.floor(this.sessionTimeoutMs / 3)));
+    let socket: unknown = null;
+    let since = 0;
+    this.stallTimer = setInterval(() => {
+      const s = socketOf(this.client);
+      if (this.connected || !s || s.destroyed) {
+        socket = null;
+        return;
+      }
+      if (s !== socket) {
+        socket = s;
+        since = performance.now();
+        return;
+      }
+      if (performance.now() - since < stallMs) return;
+      socket = null;
+      this.emit('stalled');
+      s.destroy(); // the library sees the close and connects again
+    }, Math.max(100, Math.floor(stallMs / 4)));
+    this.stallTimer.unref();
   }
 
   /** The connected client, waiting (bounded) for the session to come back. */
@@ -195,14 +278,94 @@ export class ZooKeeperConfigStore implements ConfigStore {
     const term = parse(cur.data, `${this.connect}${this.path}`).term;
     if (term !== expectedTerm) throw new RowanError(ErrorCodes.STALE_TERM, `cluster config in ZooKeeper is at term ${term}, not ${expectedTerm}`);
     try {
-      await this.call<Stat>('setData', (c, cb) => c.setData(this.path, data, cur.stat.version, cb));
+      const fence = this.fencePath;
+      if (fence === null) await this.call<Stat>('setData', (c, cb) => c.setData(this.path, data, cur.stat.version, cb));
+      else await this.call<unknown>('transaction', (c, cb) => c.transaction().check(fence).setData(this.path, data, cur.stat.version).commit(cb));
     } catch (err) {
+      if (this.fencePath !== null && codeOf(err) === Exception.NO_NODE)
+        throw new RowanError(ErrorCodes.NOT_ACTIVE_MANAGER, `not stored: ${this.fencePath} is gone (this manager's ZooKeeper session ended; another manager may be active)`);
       if (codeOf(err) === Exception.BAD_VERSION)
         throw new RowanError(ErrorCodes.STALE_TERM, `cluster config in ZooKeeper changed under a write at term ${expectedTerm} (znode version ${cur.stat.version} moved on)`);
       // The answer was lost with the connection: it may have been applied. Ours if the znode holds it.
       if (isConnectionLoss(err) && (await this.holds(data))) return;
       throw zkError(`setData ${this.path}`, this.connect, err);
     }
+  }
+
+  /** Make write() conditional on `path` existing (null: unconditional). */
+  fenceOn(path: string | null): void {
+    this.fencePath = path;
+  }
+
+  /** The session timeout the server granted (ms), or the one asked for before the first connect. */
+  grantedSessionTimeoutMs(): number {
+    const t = this.client?.getSessionTimeout();
+    return typeof t === 'number' && t > 0 ? t : this.sessionTimeoutMs;
+  }
+
+  /** Create `path`'s missing ancestors and `path` itself (persistent, empty); existing ones are kept. */
+  async ensurePath(path: string): Promise<void> {
+    try {
+      await this.call<string>('mkdirp', (c, cb) => c.mkdirp(path, cb));
+    } catch (err) {
+      if (codeOf(err) !== Exception.NODE_EXISTS) throw zkError(`mkdirp ${path}`, this.connect, err);
+    }
+  }
+
+  /** An ephemeral znode (gone with this session); sequential: the server appends a counter. Returns its path. */
+  async createEphemeral(path: string, data: Buffer, sequential: boolean): Promise<string> {
+    const mode = sequential ? zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL : zookeeper.CreateMode.EPHEMERAL;
+    try {
+      return await this.call<string>('create', (c, cb) => c.create(path, data, mode, cb));
+    } catch (err) {
+      throw zkError(`create ${path}`, this.connect, err);
+    }
+  }
+
+  /** The children's names of `path`; `watch` fires once when they change. */
+  async children(path: string, watch?: () => void): Promise<string[]> {
+    try {
+      return await this.call<string[]>('getChildren', (c, cb) => (watch ? c.getChildren(path, () => watch(), (e, ch) => cb(e, ch)) : c.getChildren(path, (e, ch) => cb(e, ch))));
+    } catch (err) {
+      throw zkError(`getChildren ${path}`, this.connect, err);
+    }
+  }
+
+  /** Whether `path` exists (with the owner session of an ephemeral one); `watch` fires once when it is
+   *  created, deleted or changed. */
+  async exists(path: string, watch?: () => void): Promise<{ ephemeralOwner: string } | null> {
+    try {
+      const stat = await this.call<Stat | null>('exists', (c, cb) => (watch ? c.exists(path, () => watch(), cb) : c.exists(path, cb)));
+      return stat ? { ephemeralOwner: stat.ephemeralOwner.toString('hex') } : null;
+    } catch (err) {
+      throw zkError(`exists ${path}`, this.connect, err);
+    }
+  }
+
+  /** The data of `path`, or null if there is no such znode. */
+  async dataOf(path: string): Promise<Buffer | null> {
+    try {
+      return await this.call<Buffer>('getData', (c, cb) => c.getData(path, (e, d) => cb(e, d)));
+    } catch (err) {
+      if (codeOf(err) === Exception.NO_NODE) return null;
+      throw zkError(`getData ${path}`, this.connect, err);
+    }
+  }
+
+  /** Delete `path` (any version); an absent one is fine. */
+  async remove(path: string): Promise<void> {
+    try {
+      await this.call<void>('remove', (c, cb) => c.remove(path, -1, (e) => cb(e, undefined)));
+    } catch (err) {
+      if (codeOf(err) !== Exception.NO_NODE) throw zkError(`remove ${path}`, this.connect, err);
+    }
+  }
+
+  /** This session's id (hex), as an ephemeral znode's owner shows it; null before the first connect. */
+  sessionIdHex(): string | null {
+    const c = this.client;
+    if (!c || !this.connected) return null;
+    return c.getSessionId().toString('hex');
   }
 
   private async holds(data: Buffer): Promise<boolean> {
@@ -223,6 +386,11 @@ export class ZooKeeperConfigStore implements ConfigStore {
       if (codeOf(err) !== Exception.NODE_EXISTS) throw zkError(`mkdirp ${parent}`, this.connect, err);
     }
   }
+}
+
+/** The client's current socket (node-zookeeper-client internals: see the header for why we need it). */
+function socketOf(c: Client | null): { destroy(): void; destroyed?: boolean } | undefined {
+  return (c as unknown as { connectionManager?: { socket?: { destroy(): void; destroyed?: boolean } } } | null)?.connectionManager?.socket;
 }
 
 function parse(data: Buffer, from: string): ClusterConfig {

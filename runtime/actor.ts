@@ -55,6 +55,8 @@ export interface ActorContext {
   readonly app: unknown;
   /** The cluster secret, or null when the node runs without authentication (--no-auth). */
   readonly secret: Uint8Array | null;
+  /** The client password clients must prove on the client and Redis ports, or null (--no-auth). */
+  readonly clientPassword: Uint8Array | null;
 }
 
 type Handler<M> = (msg: M, from: string, ctx: ActorContext) => void;
@@ -140,6 +142,7 @@ class ActorThread {
       transport: fabricTransport(s.config, s.secret),
       app: s.app,
       secret: s.secret,
+      clientPassword: s.clientPassword ?? null,
     };
   }
 

@@ -39,6 +39,9 @@ export interface StartMessage {
   /** The cluster secret (README "Security model"): what the nic, the client ports and the Redis ports
    *  ask peers to prove, and what this actor proves to other nodes. null = rowan start --no-auth. */
   secret: Uint8Array | null;
+  /** The client password clients prove on the client and Redis ports; null = none (--no-auth).
+   *  Absent (an older caller) = null. */
+  clientPassword?: Uint8Array | null;
 }
 
 export interface StopMessage {

@@ -39,15 +39,20 @@ export interface NodeOptions {
   metrics?: { host: string; port: number };
   /** The cluster secret the node's ports demand and its actors prove (config/base/secret.ts); null =
    *  no authentication (rowan start --no-auth, warned about in the log). Absent = null without the
-   *  warning: for nodes that serve no port (the configuration manager's). `rowan start` always sets it. */
+   *  warning (`rowan manager --no-auth` warns in its own words). `rowan start` always sets it. */
   secret?: Uint8Array | null;
+  /** The client password the client and Redis ports demand of clients (config/base/secret.ts); null
+   *  or absent = none. A node with client ports needs both or neither (its workers refuse to start). */
+  clientPassword?: Uint8Array | null;
 }
 
 /**
  * Stop order: producers before their consumers, so each stage drains what the previous one sent. The
  * nic goes first: remote writes land through it into control's b-log.
  */
-const stopOrder = ['nic', 'worker', 'migration', 'control', 'digest', 'clean'];
+// Every role is stopped (its drain runs): 'manager' was missing, so the configuration manager's drain
+// never ran and its ZooKeeper session outlived the process by a session timeout.
+const stopOrder = ['manager', 'nic', 'worker', 'migration', 'control', 'digest', 'clean'];
 
 export function roleEntry(role: string): URL {
   return new URL(`../actors/${role}/thread.js`, import.meta.url);
@@ -98,6 +103,7 @@ export class RowanNode {
     private readonly app?: NodeApplication,
     private readonly metrics?: { host: string; port: number },
     private readonly secret: Uint8Array | null = null,
+    private readonly clientPassword: Uint8Array | null = null,
   ) {
     this.closed = new Promise((r) => (this.resolveClosed = r));
     for (const l of wiring.links)
@@ -164,6 +170,7 @@ export class RowanNode {
         outbound: this.wiring.outbound(p.name),
         app: this.app?.payload(p.role),
         secret: this.secret,
+        clientPassword: this.clientPassword,
       },
     };
   }
@@ -295,7 +302,7 @@ export async function startNode(o: NodeOptions): Promise<RowanNode> {
   prepareDataDir(cfg.dataDir);
   socketPath(cfg.dataDir); // a data dir too long for a unix socket fails here, before any thread starts
   const plans = placeActors(nodeRoles(cfg), cfg.cores);
-  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.app, o.metrics, o.secret ?? null);
+  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.app, o.metrics, o.secret ?? null, o.clientPassword ?? null);
   if (o.secret === null) log.warn('authentication is off (--no-auth): the fabric nic, client and Redis ports serve anyone who can reach them');
   await node.boot(o.handleSignals ?? false);
   return node;

@@ -69,7 +69,9 @@ export const I64 = {
   CLEAN_BUSY_US: 17,
   /** worker: PUT/DEL refused with PM_FULL. */
   PM_FULL_REFUSALS: 18,
-  WORDS: 19,
+  /** clean: tombstones removed from the indexes by the tombstone sweep (actors/clean/tombstones.ts). */
+  CLEAN_TOMBSTONES_DROPPED: 19,
+  WORDS: 20,
 } as const;
 
 export type CounterName = Exclude<keyof typeof I64, 'WORDS'>;

@@ -268,6 +268,16 @@ export class ShardIndex {
     return end;
   }
 
+  /** Items in the table as of some recent moment (cheap: one counter, no walk). */
+  items(): number {
+    return Atomics.load(this.i32, L.H_ITEMS); // statistics only, like stats().items
+  }
+
+  /** items() of the table in `sab` without attaching it (status readers on another thread). */
+  static itemsIn(sab: SharedArrayBuffer): number {
+    return Atomics.load(new Int32Array(sab, 0, L.HEADER_I32), L.H_ITEMS); // statistics only
+  }
+
   stats(): ShardIndexStats {
     let maxChain = 0;
     for (let b = 0; b < this.bucketCount; b++) {

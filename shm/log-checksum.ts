@@ -9,6 +9,18 @@
 // 64–256 B entries — are therefore checksummed entirely in JS, and larger ones continue natively from
 // the JS state. Both paths compute the same function (test/unit/shm/log.test.ts checks them against
 // each other around the threshold).
+//
+// Keyed (README "Security model"): the CRC register starts from 0xffffffff XOR the cluster's checksum
+// seed (ClusterConfig.checksumSeed, a random u32 `rowan cluster` writes; config/cluster.ts). A b-log
+// scan resynchronises stride by stride after a torn block (runtime/rowan/blog-scan.ts), so a value
+// whose bytes hold a well-formed block at a 64 B boundary would surface as a block of its own if the
+// block around it were torn; a client that does not know the seed cannot give such an inner block a
+// checksum that verifies (a chance of 2^-32 per torn write). Seed 0 is exactly the unkeyed CRC32C of
+// every pool written before seeds existed: those pools, and clusters whose configuration carries no
+// seed, stay readable as they are (the on-PM format is unchanged; only the checksum's key is new).
+// The seed is per thread state (setChecksumSeed): every thread that encodes or verifies blocks of a
+// ROWAN-KV node sets it from the configuration before its first block (actors/kv/shared.ts kvOf, the
+// node's main thread at cold start, the cold-start helper threads).
 import { endianness } from 'node:os';
 import { crc32c } from '@node-rs/crc32';
 import { CHECKSUM_OFF } from './log-layout.js';
@@ -80,9 +92,25 @@ function wordView(bytes: Uint8Array): Uint32Array | null {
 
 const AFTER_CHECKSUM = CHECKSUM_OFF + 4;
 
+/** The CRC register every block checksum starts from: 0xffffffff XOR the seed. */
+let register0 = 0xffffffff;
+let seed = 0;
+
+/** Key this thread's block checksums with a cluster's seed (a u32; 0 = the unkeyed CRC32C). */
+export function setChecksumSeed(s: number): void {
+  if (!Number.isInteger(s) || s < 0 || s > 0xffffffff) throw new RangeError(`checksum seed must be a u32, got ${s}`);
+  seed = s;
+  register0 = (0xffffffff ^ s) >>> 0;
+}
+
+/** The seed this thread's checksums are keyed with. */
+export function checksumSeed(): number {
+  return seed;
+}
+
 /** Checksum of the `size`-byte block at `off` (padding included). Ignores the stored checksum. */
 export function blockChecksum(bytes: Uint8Array, off: number, size: number): number {
-  let c = update(0xffffffff, bytes, off, off + CHECKSUM_OFF);
+  let c = update(register0, bytes, off, off + CHECKSUM_OFF);
   for (let i = 0; i < 4; i++) c = TABLES[c & 0xff]! ^ (c >>> 8); // the zeroed checksum field
   if (size <= JS_CRC_MAX_BYTES) {
     const w = (off & 3) === 0 ? wordView(bytes) : null;

@@ -456,6 +456,11 @@ export class Pool {
     this.persistWord(i);
   }
 
+  /** The last seq handed out so far (a segment claimed from now on gets a higher one). */
+  currentSeq(): number {
+    return Number(Atomics.load(this.seqCounter, 0)); // the latest counter any mapper published
+  }
+
   /** The next pool-wide seq; gaps are fine (a lost CAS burns one), order is what recovery needs. */
   private nextSeq(): number {
     // Publishes the new counter to all mappers; the returned old value + 1 is ours alone.

@@ -15,7 +15,9 @@
 //      rescan decides (an index still pointing in keeps the segment for a later clean).
 // Live bytes move with every relocation (LiveBytes.moved), so the accounting stays current. Copies go
 // to segments of role Clean, which may use the pool's reserve (config gc.reserveSegments): GC can
-// always make room. Tombstones (DEL) the index points at are live and are copied like PUTs.
+// always make room. Tombstones (DEL) the index points at are live and are copied like PUTs, until the
+// tombstone sweep (./tombstones.ts, run by the clean actor given `tombstones`) removes their index items
+// once no older entry of their key is left on PM; then they are dead like any replaced entry.
 import { actorOwner } from '../../config/base/ids.js';
 import type { Limits } from '../../config/limits.js';
 import { threadCpuMicros } from '../../native/libc.js';
@@ -29,6 +31,7 @@ import type { ShardIndex } from '../../shm/index.js';
 import { EntryType, scanEntries } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
+import { TombstoneSweep, type TombstoneSweepOptions } from './tombstones.js';
 
 export interface CleanerOptions {
   /** This thread's mapping of the node's pool. */
@@ -43,6 +46,10 @@ export interface CleanerOptions {
   /** Fault injection for tests: runs between copying a live entry and moving its index item -- the
    *  window in which a PUT/DEL of the same key races the move. */
   beforeRelocate?: (key: Uint8Array, shard: number) => void;
+  /** Run the node's tombstone sweep in this cleaner (one clean actor per node does). */
+  tombstones?: Pick<TombstoneSweepOptions, 'eligible' | 'now' | 'periodMs' | 'segmentsPerStep' | 'beforeDrop'>;
+  /** The simulator's mutation test substitutes a broken sweep here. */
+  makeSweep?: (o: TombstoneSweepOptions) => TombstoneSweep;
 }
 
 export interface CleanerStats {
@@ -85,6 +92,8 @@ export class Cleaner {
   /** Emptied segments and the epoch after which no reader can hold an address in them, oldest first. */
   private readonly retired: { segment: number; epoch: number }[] = [];
   private readonly retiring = new Set<number>();
+  /** The tombstone sweep, in the cleaner that runs it. */
+  readonly sweep: TombstoneSweep | null = null;
 
   constructor(private readonly o: CleanerOptions) {
     if (!o.shared.gc) throw new RowanError(ErrorCodes.BAD_CONFIG, 'clean: the node keeps no GC state (attach the shared buffers with the pool mapping)');
@@ -92,6 +101,10 @@ export class Cleaner {
     this.out = TLog.recover(o.pool, actorOwner(o.id), o.limits, OwnerRole.Clean);
     this.reader = new PoolEntryReader(o.pool.region, o.limits);
     this.slot = ReadEpochs.slotOf('clean', o.id);
+    if (o.tombstones) {
+      const so: TombstoneSweepOptions = { ...o.tombstones, pool: o.pool, shared: o.shared, limits: o.limits, epochSlot: this.slot };
+      this.sweep = o.makeSweep ? o.makeSweep(so) : new TombstoneSweep(so);
+    }
   }
 
   /** This actor's Committed segments under the live threshold, most garbage first (not those already
@@ -106,9 +119,9 @@ export class Cleaner {
       .sort((a, b) => a.live - b.live);
   }
 
-  /** Segments emptied and waiting for readers to leave their epoch. */
+  /** Segments emptied and waiting for readers to leave their epoch (and 1 while a sweep cycle runs). */
   get waitingToFree(): number {
-    return this.retired.length;
+    return this.retired.length + (this.sweep?.busy ? 1 : 0);
   }
 
   /**
@@ -120,6 +133,7 @@ export class Cleaner {
   pass(): number {
     const t0 = threadCpuMicros();
     let progress = this.freeQuiescent();
+    if (this.sweep) progress += this.sweep.step();
     const picks = this.candidates().slice(0, this.o.segmentsPerPass ?? NO_SEGMENTS_PER_PASS_DEFAULT);
     const moved: number[] = [];
     for (const { segment } of picks) {

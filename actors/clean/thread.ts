@@ -1,16 +1,19 @@
 // Clean actor (§4.4): garbage-collects Committed segments whose live bytes fall under the threshold
 // (actors/clean/gc.ts): copy live entries to its clean log, move their index items, and free the
-// segment on a later pass once no reader can still hold an address in it. Each clean actor owns the segments s with s % cleanCount === its id, looks for work
+// segment on a later pass once no reader can still hold an address in it. Each clean actor owns the
+// segments s with s % cleanCount === its id, looks for work
 // every gc.periodMs and whenever a digest actor announces newly committed segments. One pass runs at a
 // time; while there is nothing to clean it looks less often, up to every 16 periods. (The actors are
 // pinned threads of the runtime rather than a piscina pool: each owns a clean log and a read-epoch
-// slot, so they are not interchangeable workers.)
+// slot, so they are not interchangeable workers.) Clean actor 0 also runs the node's tombstone sweep
+// (./tombstones.ts) for the shards this node has been primary of since it started.
 import { defaultLimits } from '../../config/limits.js';
 import { defineActor, runActor, type ActorContext } from '../../runtime/actor.js';
 import { attachKvShared, kvOf } from '../kv/shared.js';
 import { I64 } from '../../shm/counters.js';
 import { RecordKind } from '../../shm/mailbox.js';
 import { Cleaner } from './gc.js';
+import { primarySinceStart } from './tombstones.js';
 import type { CleanInbound } from './protocol.js';
 
 let cleaner: Cleaner | null = null;
@@ -23,6 +26,7 @@ function publish(c: Cleaner, ctx: ActorContext): void {
   l[I64.CLEAN_RECLAIMED_BYTES] = s.reclaimedBytes;
   l[I64.CLEAN_COPIED_BYTES] = s.copiedBytes;
   l[I64.CLEAN_BUSY_US] = s.busyUs;
+  l[I64.CLEAN_TOMBSTONES_DROPPED] = c.sweep?.stats.dropped ?? 0;
 }
 
 /** Ticks to skip before looking for work again; doubles (up to IDLE_SKIP_MAX) while there is none. */
@@ -71,6 +75,7 @@ export const cleanActor = defineActor<CleanInbound>({
       id: ctx.id,
       count,
       liveThresholdPercent: ctx.config.gc.liveThresholdPercent,
+      ...(ctx.id === 0 ? { tombstones: { eligible: primarySinceStart(kv), now: () => ctx.clock.now() } } : {}),
     });
   },
   handlers: {

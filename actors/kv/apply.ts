@@ -18,6 +18,7 @@ import type { PersistentRegion } from '../../config/base/region.js';
 import type { TLog } from '../../shm/tlog.js';
 import type { KvShared } from './shared.js';
 import { indexEntry, raiseVersion } from './shared.js';
+import { plausibleVersion } from './trust.js';
 
 export interface ApplyStats {
   blocks: number;
@@ -25,6 +26,9 @@ export interface ApplyStats {
   stale: number;
   /** Blocks of shards another applier (or no replica on this node) owns. */
   skipped: number;
+  /** Blocks refused by what the node trusts (./trust.ts): a version out of any shard's plausible range,
+   *  or a shard this node cannot legitimately have received the block for. */
+  untrusted: number;
   reassembled: number;
   commitVers: number;
   /** Entries that found their shard's index at its maximum (counted, never fatal). */
@@ -35,7 +39,7 @@ export class BlockApplier {
   private readonly assembler: BlockAssembler;
   private readonly reader: PoolEntryReader;
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
-  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, reassembled: 0, commitVers: 0, indexFull: 0 };
+  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0 };
   /** Highest CommitVer seen per shard (CommitVerArray, §4.4). */
   readonly commitVer = new Map<number, number>();
   /** Highest PUT/DEL version per owned shard since the caller last replaced it (MaxVerArray, §4.4). */
@@ -44,8 +48,9 @@ export class BlockApplier {
   constructor(
     region: PersistentRegion,
     private readonly shared: KvShared,
-    /** Which shards this applier updates. */
-    private readonly owns: (shard: number) => boolean,
+    /** Which shards this applier updates; given the block's version too, a caller may also refuse
+     *  versions it cannot trust for that shard (the cold start: ./trust.ts coldStartBlogTrust). */
+    private readonly owns: (shard: number, version: number) => boolean,
     /** Where reassembled multi-block entries are kept. */
     private readonly log: TLog,
     limits: Limits,
@@ -56,7 +61,17 @@ export class BlockApplier {
 
   apply(b: Block): void {
     this.stats.blocks++;
-    if (!this.owns(b.shard) || !this.shared.indexes[b.shard]) {
+    if (!this.shared.indexes[b.shard]) {
+      this.stats.skipped++;
+      return;
+    }
+    // A version no shard can legitimately reach (a forged 2^48-1 would make every later PUT/DEL of the
+    // shard fail) is never applied nor raises the shard version, live or at cold start (./trust.ts).
+    if (!plausibleVersion(b.version)) {
+      this.stats.untrusted++;
+      return;
+    }
+    if (!this.owns(b.shard, b.version)) {
       this.stats.skipped++;
       return;
     }

@@ -9,6 +9,7 @@
 // The copy restarts from the first bucket when the shard's primary changes (a failover during the
 // copy). It resumes after a restart of the whole cluster (the mark is in the stored configuration);
 // a node that died while catching up is failed over like any other and never counted as a replica.
+import type { TlsMaterial } from '../../runtime/net/tls.js';
 import type { Clock } from '../../config/base/clock.js';
 import { isCatchingUp, nodeOf } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -37,6 +38,8 @@ export interface CatchUpDeps {
   send(m: NodeToManager): void;
   /** The cluster secret the primary's client port demands (null: the node serves without auth). */
   secret: Uint8Array | null;
+  /** TLS to the primary's client port (this node's certificate: a peer over mutual TLS), or null. */
+  tls?: TlsMaterial | null;
 }
 
 /** Re-sent while the mark stays (the manager may have missed it: reconnecting, failing over). */
@@ -110,7 +113,7 @@ export class CatchUp {
         try {
           if (!conn) {
             const n = nodeOf(c, primary);
-            conn = await RpcConnection.open({ host: n.host, port: n.workerPorts[shard % n.workerPorts.length]! }, REQUEST_TIMEOUT_MS, this.d.limits, this.d.secret);
+            conn = await RpcConnection.open({ host: n.host, port: n.workerPorts[shard % n.workerPorts.length]! }, REQUEST_TIMEOUT_MS, this.d.limits, this.d.secret === null ? null : { role: 'peer', secret: this.d.secret }, this.d.tls ?? null);
           }
           const key = encodeCopyRequest({ shard, cursor, bytesMax: COPY_BATCH_BYTES });
           const r = await conn.request((id) => encodeRequest({ op: Op.COPY_SHARD, id, term: c.term, key }));

@@ -63,12 +63,7 @@ export class CommitTracker {
 
   /** The shard's CommitVer as of now (see the header). */
   commitVer(shard: number): number {
-    let c = Atomics.load(this.versions, shard); // read before the table (see the header)
-    for (let w = 0; w < this.workers; w++) {
-      const m = Atomics.load(this.inflight, this.slot(w, shard)); // that worker's lowest unfinished claim
-      if (m !== 0n && m - 1n < c) c = m - 1n;
-    }
-    return Number(c);
+    return commitVerOf(this.versions, this.inflight, this.shardCount, this.workers, shard);
   }
 
   /**
@@ -112,4 +107,20 @@ export function shardDrained(g: GcSharedBuffers, shardCount: number, shard: numb
     if (Atomics.load(inflight, w * shardCount + shard) !== 0n) return false; // that worker has one in flight
   }
   return true;
+}
+
+/**
+ * The CommitVer of `shard` on its primary as of now, read from the node's shared state alone (the
+ * clean actors' tombstone sweep needs it without being a worker): min(the shard version, every worker's
+ * lowest unfinished claim - 1) over the first `workers` rows of the inflight table (rows of workers
+ * that do not exist stay 0). Every PUT/DEL of the shard with a version at or below it has finished:
+ * its entry is persistent in the t-log and its index update is done, or it failed.
+ */
+export function commitVerOf(versions: BigInt64Array, inflight: BigInt64Array, shardCount: number, workers: number, shard: number): number {
+  let c = Atomics.load(versions, shard); // read before the table (see the header)
+  for (let w = 0; w < workers; w++) {
+    const m = Atomics.load(inflight, w * shardCount + shard); // that worker's lowest unfinished claim
+    if (m !== 0n && m - 1n < c) c = m - 1n;
+  }
+  return Number(c);
 }

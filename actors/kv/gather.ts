@@ -17,6 +17,7 @@
 // segment, so the entries survive a restart; its full segments are sealed Committed and cleaned by GC
 // like any digest log's; its newest segment stays Using until a later promotion on this node reopens the
 // chain (TLog.recover commits the older ones) -- the same as the promotion's own reassembled entries.
+import { plausibleVersion } from './trust.js';
 import type { Limits } from '../../config/limits.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
@@ -141,7 +142,9 @@ export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: 
   try {
     for (const g of entries) {
       const index = shared.indexes[g.s];
-      if (!index || (g.t !== EntryType.Put && g.t !== EntryType.Del)) {
+      // Scattered and copied entries come from other nodes like b-log blocks: a version no shard can
+      // legitimately reach is not taken (./trust.ts; it would make the shard's later writes fail).
+      if (!index || (g.t !== EntryType.Put && g.t !== EntryType.Del) || !plausibleVersion(g.v)) {
         st.skipped++;
         continue;
       }

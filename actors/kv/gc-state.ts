@@ -86,6 +86,12 @@ export class LiveBytes {
     this.added(newAddr);
   }
 
+  /** The index item pointing at `addr` was removed (a dropped tombstone, actors/clean/tombstones.ts). */
+  removed(addr: number): void {
+    // As in added(): only the sum matters.
+    Atomics.sub(this.counts, this.segmentOf(addr), storedSizeAt(this.bytes, addr, this.limits));
+  }
+
   /** Account for an upsert's result (see ShardIndex.upsert / replaced). */
   upserted(result: 'inserted' | 'updated' | 'stale', replaced: number, addr: number): void {
     if (result !== 'stale') this.upsertedSized(result, replaced, addr, storedSizeAt(this.bytes, addr, this.limits));

@@ -5,6 +5,7 @@
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import type { NodeStatus } from '../../runtime/status.js';
 import type { GcSharedBuffers } from './gc-state.js';
+import { ShardIndex } from '../../shm/index.js';
 
 const STATES = ['free', 'using', 'used', 'committed', 'claiming'] as const;
 const ROLES: Record<number, string> = Object.fromEntries(Object.entries(OwnerRole).map(([k, v]) => [v, k.toLowerCase()]));
@@ -34,11 +35,20 @@ export interface GcStatus {
     mbPerSecond: number;
   };
   commit: { committedSegments: number; commitVersSent: number; pmFullRefusals: number };
+  /** Items in the node's shard indexes (keys, tombstones included; null when not given the indexes),
+   *  and tombstones the sweep removed from them (actors/clean/tombstones.ts). */
+  index: { items: number | null; tombstonesDropped: number };
 }
 
 type Counts = Record<string, number | undefined>;
 
-export function collectGcStatus(pool: Pool, gc: GcSharedBuffers | undefined, actors: { role: string; counters: Counts }[], uptimeMs: number): GcStatus {
+export function collectGcStatus(
+  pool: Pool,
+  gc: GcSharedBuffers | undefined,
+  actors: { role: string; counters: Counts }[],
+  uptimeMs: number,
+  indexes?: readonly (SharedArrayBuffer | null)[],
+): GcStatus {
   const live = gc ? new Int32Array(gc.live) : null;
   const groups = new Map<string, SegmentGroup>();
   let cap = 0;
@@ -80,6 +90,10 @@ export function collectGcStatus(pool: Pool, gc: GcSharedBuffers | undefined, act
       commitVersSent: sum('worker', 'COMMITVERS_SENT'),
       pmFullRefusals: sum('worker', 'PM_FULL_REFUSALS'),
     },
+    index: {
+      items: indexes ? indexes.reduce((a, sab) => a + (sab ? ShardIndex.itemsIn(sab) : 0), 0) : null,
+      tombstonesDropped: sum('clean', 'CLEAN_TOMBSTONES_DROPPED'),
+    },
   };
 }
 
@@ -96,6 +110,7 @@ export function formatGcStatus(s: GcStatus, table: (head: string[], rows: string
     `gc: ${g.segmentsReclaimed} segments reclaimed (${(g.reclaimedBytes / 1e6).toFixed(1)} MB), ${(g.copiedBytes / 1e6).toFixed(1)} MB of live entries copied, ` +
       `${g.mbPerBusySecond.toFixed(1)} MB per clean CPU-second (${g.busyMs.toFixed(0)} ms CPU), ${g.mbPerSecond.toFixed(2)} MB/s over uptime`,
     `commit: ${s.commit.committedSegments} b-log segment votes committed, ${s.commit.commitVersSent} CommitVer rounds sent, ${s.commit.pmFullRefusals} writes refused PM_FULL`,
+    `index: ${s.index?.items ?? '-'} items in the shard indexes, ${s.index?.tombstonesDropped ?? '-'} tombstones dropped`,
   );
   return lines;
 }

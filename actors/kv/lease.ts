@@ -11,7 +11,20 @@
 //
 // Lease (timing argument in actors/manager/leases.ts): each renew remembers when it was sent; its
 // grant extends the lease to t_send + leaseMs - driftMs, never shortening it.
-import { connect, type Socket } from 'node:net';
+//
+// Each connection first proves the cluster secret to the manager and checks the manager's proof
+// (./manager-auth.ts); only then is the hello sent and the lease renewed. A refused handshake is
+// logged once and retried every AUTH_RETRY_MS (the node's lease meanwhile runs out: it fences itself).
+//
+// Several managers (a standby, actors/manager/election.ts): the node is given all their addresses and
+// holds its lease with whichever answers. A standby does not listen, so a refused or lost connection
+// moves on to the next address; so does a connection whose handshake is not completed within
+// NO_GRANT_MS or on which no grant came for NO_GRANT_MS after it (a manager that lost its election or
+// is paused), as long as another address is there to try.
+import type { Socket } from 'node:net';
+import { connectSocket, type TlsClientMaterial } from '../../runtime/net/tls.js';
+import { RowanError } from '../../config/base/errors.js';
+import { MANAGER_HANDSHAKE_MS, NodeAuthHandshake } from './manager-auth.js';
 import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
@@ -46,6 +59,10 @@ const RECONNECT_MS = 20;
 const SILENT_LEASES = 2;
 /** Before the first grant tells the lease: how long a connection attempt may take. */
 const CONNECT_TIMEOUT_MS = 1000;
+/** Connected but not granted for this long: try the next manager (when there is another). */
+export const NO_GRANT_MS = 3000;
+/** After a refused handshake: a wrong secret does not heal in 20 ms. */
+const AUTH_RETRY_MS = 1000;
 
 export class LeaseClient {
   private socket: Socket | null = null;
@@ -71,9 +88,13 @@ export class LeaseClient {
   private commits: Promise<void> = Promise.resolve();
   /** Entries this node gathered for the prepare of the term in progress. */
   private gathered = { term: 0, n: 0 };
+  /** The manager tried next (an index into managers), and when the current connection was last granted. */
+  private next = 0;
+  private grantedAt = 0;
+  private watchdog: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly manager: { host: string; port: number },
+    private readonly managers: { host: string; port: number }[],
     private readonly nodeId: number,
     private readonly cell: ConfigCell,
     private readonly clock: Clock,
@@ -81,6 +102,10 @@ export class LeaseClient {
     private readonly hooks: LeaseHooks,
     /** Started with an empty pool to rejoin after a failover (its hello asks to leave `dead`). */
     private readonly rejoin = false,
+    /** The cluster secret this node proves to the manager; null = none (--no-auth). */
+    private readonly secret: Uint8Array | null = null,
+    /** Mutual TLS to the manager (this node's certificate, the CA); null = plain TCP. */
+    private readonly tls: TlsClientMaterial | null = null,
     /** How often the load statistics go to the manager (resharding.periodMs; paper: 500 ms). */
     private readonly loadPeriodMs = 500,
   ) {}
@@ -104,6 +129,8 @@ export class LeaseClient {
 
   private loadTimer: NodeJS.Timeout | undefined;
   private loadSentAt = 0;
+  /** The last handshake failure logged (each distinct one is logged once, not at every retry). */
+  private authFailure = '';
 
   private sendLoad(): void {
     const loads = this.hooks.load?.() ?? [];
@@ -126,6 +153,7 @@ export class LeaseClient {
   stop(): void {
     this.stopped = true;
     clearInterval(this.timer);
+    clearInterval(this.watchdog);
     clearInterval(this.loadTimer);
     for (const x of [this.socket, this.dialing, this.replacing, this.retiring]) x?.destroy();
   }
@@ -139,24 +167,68 @@ export class LeaseClient {
   private connect(replace = false): void {
     if (this.stopped || this.evicted) return;
     if (replace && this.replacing !== null) return;
-    const s = connect({ host: this.manager.host, port: this.manager.port });
+    const manager = this.managers[this.next % this.managers.length]!;
+    this.next = (this.next + 1) % this.managers.length;
+    const multi = this.managers.length > 1;
+    const { socket: s, ready } = connectSocket({ host: manager.host, port: manager.port, noDelay: true }, this.tls);
     if (replace) this.replacing = s;
     else this.dialing = s;
-    s.setNoDelay(true);
     const reader = new LineReader<ManagerToNode>();
+    const auth = new NodeAuthHandshake(this.secret, `${manager.host}:${manager.port}`);
+    let authed = false;
+    let retryMs = RECONNECT_MS;
     // A manager that cannot be reached (a partition drops the SYN) is tried again, not waited for.
     const connecting = setTimeout(() => s.destroy(), this.timing?.leaseMs ?? CONNECT_TIMEOUT_MS);
-    s.on('connect', () => {
+    // A manager that never answers the handshake (an old one ignores auth-hello; a paused one accepts
+    // in the kernel and says nothing) must not hold the node silently: give up after the manager's own
+    // handshake deadline and retry -- with another manager to try, after NO_GRANT_MS and at once there.
+    const handshakeMs = multi ? Math.min(NO_GRANT_MS, MANAGER_HANDSHAKE_MS) : MANAGER_HANDSHAKE_MS;
+    const deadline = setTimeout(() => {
+      if (authed) return;
+      if (multi) {
+        this.log.warn({ manager: `${manager.host}:${manager.port}` }, `lease: the configuration manager at ${manager.host}:${manager.port} did not complete the authentication handshake within ${handshakeMs} ms; trying the next one`);
+        s.destroy();
+        return;
+      }
+      retryMs = AUTH_RETRY_MS;
+      const why = `the configuration manager at ${manager.host}:${manager.port} did not complete the authentication handshake within ${handshakeMs} ms`;
+      if (why !== this.authFailure) this.log.error(`lease: ${why}; retrying every ${AUTH_RETRY_MS} ms`);
+      this.authFailure = why;
+      s.destroy();
+    }, handshakeMs).unref();
+    s.on(ready, () => {
       clearTimeout(connecting);
+      s.write(auth.hello());
+    });
+    const authenticated = () => {
+      authed = true;
+      clearTimeout(deadline);
+      if (this.authFailure !== '') this.log.info('lease: the configuration manager accepted this node');
+      this.authFailure = '';
       if (this.dialing === s) this.dialing = null;
       if (this.replacing === s) this.replacing = null;
       const old = this.socket;
-      if (old !== null && old !== s) this.retiring = old; // closed at the first answer on `s`
-      this.heardAt = this.clock.now();
+      if (old !== null && old !== s) {
+        this.retiring?.destroy();
+        this.retiring = old; // closed at the first answer on `s` after its hello
+      }
       this.socket = s;
+      this.heardAt = this.clock.now();
       this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
       this.sentAt.set(0, this.clock.now()); // the hello is renew 0
+      this.grantedAt = this.clock.now();
+      this.next = this.managers.indexOf(manager); // this one answered: come back to it first
       this.schedule();
+      if (multi) {
+        clearInterval(this.watchdog);
+        this.watchdog = setInterval(() => {
+          if (this.socket !== s || this.clock.now() - this.grantedAt < NO_GRANT_MS) return;
+          this.log.warn({ manager: `${manager.host}:${manager.port}` }, `no lease grant from the manager at ${manager.host}:${manager.port} for ${NO_GRANT_MS} ms; trying the next one`);
+          this.next = (this.managers.indexOf(manager) + 1) % this.managers.length;
+          s.destroy();
+        }, NO_GRANT_MS / 4);
+        this.watchdog.unref();
+      }
       if (this.hooks.load) {
         clearInterval(this.loadTimer);
         this.hooks.load(); // what was counted while disconnected is not this period's
@@ -164,9 +236,9 @@ export class LeaseClient {
         this.loadTimer = setInterval(() => this.sendLoad(), this.loadPeriodMs);
         this.loadTimer.unref();
       }
-    });
+    };
     s.on('data', (chunk: Buffer) => {
-      if (this.socket === s && this.retiring !== null) {
+      if (authed && this.socket === s && this.retiring !== null) {
         const old = this.retiring;
         this.retiring = null;
         old.destroy();
@@ -177,24 +249,38 @@ export class LeaseClient {
         this.log.warn('the configuration manager answers again');
       }
       try {
-        for (const m of reader.push(chunk)) this.onMessage(m);
+        for (const m of reader.push(chunk)) {
+          if (authed) {
+            this.onMessage(m);
+            continue;
+          }
+          const next = auth.onMessage(m);
+          if (next === null) authenticated();
+          else s.write(next);
+        }
       } catch (err) {
-        this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
+        if (!authed && err instanceof RowanError) {
+          retryMs = AUTH_RETRY_MS;
+          if (err.message !== this.authFailure) this.log.error({ code: err.code }, `lease: ${err.message}; retrying every ${AUTH_RETRY_MS} ms`);
+          this.authFailure = err.message;
+        } else this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
         s.destroy();
       }
     });
     s.on('error', () => {});
     s.on('close', () => {
       clearTimeout(connecting);
+      clearTimeout(deadline);
       if (this.replacing === s) return void (this.replacing = null); // renew() tries again
       if (this.retiring === s) return void (this.retiring = null); // replaced: nothing to do
       if (this.dialing === s) this.dialing = null;
       else if (this.socket === s) {
         this.socket = null;
+        clearInterval(this.watchdog);
         clearInterval(this.timer);
         clearInterval(this.loadTimer);
       } else return;
-      if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), RECONNECT_MS).unref();
+      if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), retryMs).unref();
     });
   }
 
@@ -239,6 +325,7 @@ export class LeaseClient {
         const sent = this.sentAt.get(m.seq);
         if (sent === undefined) return;
         this.timing = { leaseMs: m.leaseMs, renewMs: m.renewMs, driftMs: m.driftMs };
+        this.grantedAt = this.clock.now();
         const until = sent + m.leaseMs - m.driftMs;
         if (until > this.leaseUntil) {
           this.leaseUntil = until;
@@ -280,8 +367,10 @@ export class LeaseClient {
     const drain = changed.filter((s) => old.shards[s]!.primary === this.nodeId && next.shards[s]!.primary !== this.nodeId);
     const r = await this.hooks.prepare(changed, drain, planned);
     this.gathered = { term, n: r.entries.length };
-    this.send({ t: 'prepared', node: this.nodeId, term, versions: r.versions, entries: r.entries, truncated: r.truncated });
+    // Logged (synchronously) before the acknowledgement: a record of when this node stopped serving
+    // exists for every prepare the manager may build on, even if the node dies right after.
     this.log.info({ term, changed: changed.length, drained: drain, stoppedAt, gathered: r.entries.length, truncated: r.truncated }, `prepared term ${term}: requests blocked; ${r.entries.length} entries gathered`);
+    this.send({ t: 'prepared', node: this.nodeId, term, versions: r.versions, entries: r.entries, truncated: r.truncated });
   }
 
   /**

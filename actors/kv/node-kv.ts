@@ -1,6 +1,7 @@
 // A node that serves ROWAN-KV: read the cluster configuration, create the shared shard versions and
 // indexes, and rebuild them from the pool (cold start, §4.7) before any actor runs. The result rides in
 // every worker's and digest's start message.
+import type { TlsMaterial } from '../../runtime/net/tls.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { nodeOf } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
@@ -26,11 +27,13 @@ import { gatherForPrepare } from './gather.js';
 import { promoteShards } from './promote.js';
 import { CatchUp } from './catchup.js';
 import { TLog } from '../../shm/tlog.js';
-import { OwnerRole } from '../../shm/pool.js';
+import { OwnerRole, SegmentState } from '../../shm/pool.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
 import { attachKvShared, createKvShared, heldShards, type KvShared, type KvStart } from './shared.js';
 import { shardDrained } from './commit.js';
 import { LoadSampler } from './load.js';
+import { setChecksumSeed } from '../../shm/log-checksum.js';
+import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from './trust.js';
 
 export interface NodeKvOptions {
   /** Where the configuration is stored, for messages: the cluster JSON file (the embedded store,
@@ -48,6 +51,9 @@ export interface NodeKvOptions {
   keysPerShardMax?: number;
   /** The cluster secret (re-replication copies from the primary's client port, which demands it). */
   secret?: Uint8Array | null;
+  /** TLS (runtime/net/tls.ts) for the lease connection and re-replication's copies: this node's
+   *  certificate and the cluster CA; absent or null = plain TCP. */
+  tls?: TlsMaterial | null;
   /** Threads that rebuild the indexes from the logs at cold start (default: the CPUs, at most 4). */
   coldStartThreads?: number;
   /** How often load statistics go to the manager (resharding.periodMs, §4.6). */
@@ -66,19 +72,21 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   let start: KvStart | undefined;
   let nodePool: Pool | undefined;
   let lease: { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } | null = null;
+  let record: ReplicaRecord | undefined;
   return {
     async prepare(pool, log) {
       nodePool = pool;
-      start = await prepareNodeKv(o, dataDir, pool, log, clock);
+      ({ start, record } = await prepareNodeKvTrusted(o, dataDir, pool, log, clock));
     },
-    payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' ? start : undefined),
+    // The nic takes it too: it grants one-sided regions only to live members (actors/nic/verbs.ts).
+    payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' || role === 'nic' ? start : undefined),
     started(log) {
       const cell = ConfigCell.attach(start!.cell);
       if (o.manager === undefined) {
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.loadPeriodMs ?? 500);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null, record!, o.loadPeriodMs ?? 500);
     },
     stopping() {
       lease?.catchUp.stop();
@@ -89,7 +97,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
       const cell = start ? ConfigCell.attach(start.cell) : null;
       const until = cell?.leaseUntil() ?? Infinity;
       return {
-        ...collectGcStatus(pool, start?.shared.gc, actors, uptimeMs),
+        ...collectGcStatus(pool, start?.shared.gc, actors, uptimeMs, start?.shared.indexes),
         ...(cell
           ? {
               config: {
@@ -107,9 +115,20 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         histograms: start?.metrics ? new RequestHistograms(start.metrics, ACTORS_PER_ROLE_MAX, REQUEST_OPS.length) : null,
         pool,
         actors,
-        storage: collectGcStatus(pool, start?.shared.gc, actors, uptimeMs),
+        storage: collectGcStatus(pool, start?.shared.gc, actors, uptimeMs, start?.shared.indexes),
       }),
   };
+}
+
+/** --manager host:port[,host:port...]: the configuration managers, active and standbys (tried in turn). */
+export function parseManagers(manager: string): { host: string; port: number }[] {
+  return manager.split(',').map((one) => {
+    const at = one.lastIndexOf(':');
+    const host = one.slice(0, at);
+    const port = Number(one.slice(at + 1));
+    if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${one}' is not host:port`);
+    return { host, port };
+  });
 }
 
 /** How long an evicted node keeps answering LEASE_EXPIRED before it stops. */
@@ -134,20 +153,33 @@ async function drainShards(shared: KvShared, shards: number[], shardCount: numbe
   }
 }
 
-function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Pool, start: KvStart, clock: Clock, log: Logger, rejoin: boolean, secret: Uint8Array | null, loadPeriodMs: number): { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } {
-  const at = manager.lastIndexOf(':');
-  const host = manager.slice(0, at);
-  const port = Number(manager.slice(at + 1));
-  if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${manager}' is not host:port`);
+function startLease(
+  manager: string,
+  nodeId: number,
+  cell: ConfigCell,
+  pool: Pool,
+  start: KvStart,
+  clock: Clock,
+  log: Logger,
+  rejoin: boolean,
+  secret: Uint8Array | null,
+  tls: TlsMaterial | null,
+  record: ReplicaRecord,
+  loadPeriodMs: number,
+): { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } {
+  const managers = parseManagers(manager);
   const shared = attachKvShared(start.shared, pool.region);
   // The promotion log: one instance on this thread, appended to by promotions and re-replication.
   let plog: TLog | null = null;
   const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
   let client: LeaseClient | null = null;
-  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret });
+  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls });
   const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
-  client = new LeaseClient({ host, port }, nodeId, cell, clock, log, {
+  client = new LeaseClient(managers, nodeId, cell, clock, log, {
     prepare: async (shards, drain, planned) => {
+      // Before the acknowledgement that lets the configuration commit: this node is still a backup of
+      // the shards it may now be promoted for (./trust.ts, what a later cold start applies).
+      record.noteBackups(receivedShards(cell.config(), nodeId));
       if (drain.length > 0) await drainShards(shared, drain, start.cluster.shardCount, clock);
       if (planned) {
         // A move from a live primary that drained (§4.6): every version of the shard came from its
@@ -161,9 +193,15 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
     },
     promote: async (shards, floors, scatter, planned) => {
       const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog(), planned);
+      // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
+      // shards at or above this version landed after the promotion and are never applied at cold start.
+      for (const s of shards) record.notePromoted(s, r.versions[s]!);
       return { entries: r.indexed, scattered: r.scattered.absorbed };
     },
-    configured: () => catchUp.onConfig(),
+    configured: () => {
+      record.noteBackups(receivedShards(cell.config(), nodeId));
+      catchUp.onConfig();
+    },
     ...(sampler ? { load: () => sampler.sample() } : {}),
     // An evicted node's data is stale and it is no member: it stops, after answering LEASE_EXPIRED for
     // a moment to clients that still route to it, so that its supervisor (rowan cluster) restarts it
@@ -173,12 +211,12 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
       log.error({ exitInMs: EVICTED_EXIT_MS }, `evicted: this node stops in ${EVICTED_EXIT_MS} ms; restart it with --rejoin (rowan cluster does) to take it back as an empty member`);
       setTimeout(() => process.kill(process.pid, 'SIGTERM'), EVICTED_EXIT_MS).unref();
     },
-  }, rejoin, loadPeriodMs);
+  }, rejoin, secret, tls, loadPeriodMs);
   client.start();
   // Peer leases (./peer-lease.ts): the node serves on while the manager is unreachable, as long as
   // every other member vouches that nothing can have taken its shards.
   const lc = client;
-  const peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, () => lc.leaseTiming(), (until) => lc.setPeerLease(until));
+  const peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => lc.setPeerLease(until));
   peers.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);
@@ -186,6 +224,11 @@ function startLease(manager: string, nodeId: number, cell: ConfigCell, pool: Poo
 }
 
 export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): Promise<KvStart> {
+  return (await prepareNodeKvTrusted(o, dataDir, pool, log, clock)).start;
+}
+
+/** prepareNodeKv, also returning the node's replica record (./trust.ts) the lease keeps up to date. */
+async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock): Promise<{ start: KvStart; record: ReplicaRecord }> {
   const cluster: ClusterConfig = o.cluster ?? new FileConfigStore(o.clusterFile).readSync();
   const me = nodeOf(cluster, o.nodeId);
   if (me.dataDir !== dataDir) {
@@ -197,6 +240,16 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
   // With a manager the node may be given any shard later (re-replication, §4.5 phase 3): every shard
   // gets an index now (they are SharedArrayBuffers handed to the actors at start; unused ones stay small).
   const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax, o.manager !== undefined);
+  // What the b-log pass may apply (./trust.ts): the record of shards this node received replicated data
+  // of, first brought up to date with this configuration's backups (before anything can land).
+  // Every block this node writes or reads is keyed with the cluster's seed (shm/log-checksum.ts); the
+  // record refuses a seed other than the one the pool was written with.
+  const seed = cluster.checksumSeed ?? 0;
+  const poolHadData = pool.segmentsInState(SegmentState.Free).length < pool.segmentCount;
+  const record = ReplicaRecord.load(dataDir, pool.poolId, poolHadData, heldShards(cluster, o.nodeId), seed);
+  setChecksumSeed(seed);
+  record.noteBackups(receivedShards(cluster, o.nodeId));
+  const trust = { blog: coldStartBlogTrust(cluster, o.nodeId, record), remoteOwners: remoteOwnersOf(cluster, o.nodeId) };
   let last = 0;
   const threads = o.coldStartThreads ?? Math.min(4, availableParallelism());
   const rep = await rebuildIndexesParallel(pool, buffers, defaultLimits, clock, threads, (done, total) => {
@@ -205,7 +258,13 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
       last = now;
       log.info({ done, total, threads }, `cold start: rebuilding indexes from the logs, ${done} of ${total} segments`);
     }
-  });
+  }, trust);
+  if (rep.untrusted > 0 || rep.freedForeign > 0) {
+    log.warn(
+      { untrusted: rep.untrusted, freedForeign: rep.freedForeign },
+      `cold start: ${rep.untrusted} b-log block(s) not applied (a shard this node did not receive them for, or an implausible version) and ${rep.freedForeign} region(s) of owner ids no other node holds freed`,
+    );
+  }
   if (o.rejoin && rep.indexed > 0) {
     throw new RowanError(ErrorCodes.BAD_CONFIG, `--rejoin needs an empty pool, and ${dataDir}'s holds ${rep.indexed} entries (stale after a failover: remove the pool file)`);
   }
@@ -220,5 +279,5 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
     start.shareLogs = {};
     for (const n of cluster.nodes) if (n.id !== o.nodeId) start.shareLogs[n.id] = SharedLog.create({ nodeId: o.nodeId }).buffer;
   }
-  return start;
+  return { start, record };
 }

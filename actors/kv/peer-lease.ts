@@ -43,6 +43,7 @@ import type { FrameLimits } from '../../runtime/rpc/frames-layout.js';
 import { Op, Status } from '../../runtime/rpc/frames-layout.js';
 import { encodeRequest } from '../../runtime/rpc/frames.js';
 import { RpcConnection, remoteError } from './client/connection.js';
+import type { TlsMaterial } from '../../runtime/net/tls.js';
 import type { ConfigCell } from './config-cell.js';
 
 /** The request body: from u16 · leaseMs u32 · driftMs u32 (little-endian). */
@@ -122,8 +123,11 @@ export class PeerLeases {
     private readonly cell: ConfigCell,
     private readonly clock: Clock,
     private readonly log: Logger,
+    /** The cluster secret it proves as a peer (PEER_LEASE is a peer-only op); null = --no-auth. */
     private readonly secret: Uint8Array | null,
     private readonly limits: FrameLimits,
+    /** Mutual TLS to the other nodes; null = plain TCP. */
+    private readonly tls: TlsMaterial | null,
     /** The manager's lease timing, once it granted one (peer leases have the same length). */
     private readonly timing: () => PeerLeaseTiming | null,
     /** Called whenever the instant this node holds every peer's grant until changes. */
@@ -193,7 +197,7 @@ export class PeerLeases {
       const c = this.cell.config();
       const n = nodeOf(c, id);
       // A grant arriving later than a lease would be over already: the request is bounded by one.
-      p.conn ??= await RpcConnection.open({ host: n.host, port: n.workerPorts[0]! }, t.leaseMs, this.limits, this.secret);
+      p.conn ??= await RpcConnection.open({ host: n.host, port: n.workerPorts[0]! }, t.leaseMs, this.limits, this.secret === null ? null : { role: 'peer', secret: this.secret }, this.tls);
       const body = encodePeerLeaseRequest({ from: this.nodeId, leaseMs: t.leaseMs, driftMs: t.driftMs });
       const sent = this.clock.now();
       const r = await p.conn.request((rid) => encodeRequest({ op: Op.PEER_LEASE, id: rid, term, key: body }));

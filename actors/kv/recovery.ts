@@ -11,6 +11,12 @@
 // they are ordinary candidates for garbage collection. (Gather/scatter, ./gather.ts, runs at a live
 // failover only: entries of these segments are not gathered by a later one.) Clean logs (role Clean)
 // are contiguous logs like t-logs.
+// What the b-log pass trusts (./trust.ts, README "Security model"): with a ColdStartTrust, b-log blocks
+// are applied only to shards this node legitimately received them for, below the version its promotion
+// started from for shards promoted here, and regions of role Remote whose owner id names no other node
+// of the configuration are freed unread (no member can have written them; they only held free space
+// hostage). Without one (unit tests, tools) every shard this node indexes is applied, as before;
+// versions out of the plausible range are refused either way (./apply.ts).
 // The live-byte accounting starts from zero and follows every index change as it is made (a scanned
 // entry's size is known: no second pass over the indexes reading each live entry's header from PM).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -23,6 +29,8 @@ import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { BlockApplier } from './apply.js';
+import { plausibleVersion } from './trust.js';
+import { checksumSeed } from '../../shm/log-checksum.js';
 import { attachKvShared, raiseVersion, type KvShared, type KvSharedBuffers } from './shared.js';
 import { runPoolThreads } from '../../runtime/pool-threads.js';
 import type { PersistMode } from '../../native/pmem2.js';
@@ -43,7 +51,19 @@ export interface RecoveryReport {
   freedEmpty: number;
   /** Entries whose shard index was at its maximum (counted; cold start goes on). */
   indexFull: number;
+  /** b-log blocks not applied because this node does not trust them (./trust.ts). */
+  untrusted: number;
+  /** One-sided regions (role Remote) of owner ids no other node of the configuration holds, freed. */
+  freedForeign: number;
   ms: number;
+}
+
+/** What the cold start trusts (see the header; ./trust.ts builds one from the configuration). */
+export interface ColdStartTrust {
+  /** Whether a b-log block of `shard` at `version` may be applied. */
+  blog: (shard: number, version: number) => boolean;
+  /** Owner ids of role-Remote regions that may hold replicated data; the others are freed. */
+  remoteOwners: ReadonlySet<number>;
 }
 
 /** A b-log segment of the previous incarnation: never written -> Free (its queue is closed); Using or
@@ -66,7 +86,7 @@ function recycleBlogSegment(pool: Pool, seg: number, state: number, blocks: numb
 }
 
 function emptyReport(): RecoveryReport {
-  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, ms: 0 };
+  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, untrusted: 0, freedForeign: 0, ms: 0 };
 }
 
 /** The segments cold start reads: contiguous logs, and b-log (and baseline remote-log) segments. */
@@ -81,16 +101,31 @@ function recoverySegments(pool: Pool): { logs: number[]; blog: number[] } {
   return { logs, blog };
 }
 
-export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clock: Clock, progress?: (done: number, total: number) => void): RecoveryReport {
+/** Free the role-Remote regions whose owner id `trust` does not list (see the header). */
+function freeForeignRegions(pool: Pool, trust: ColdStartTrust | undefined, r: RecoveryReport): void {
+  if (!trust) return;
+  for (const seg of pool.segments({ role: OwnerRole.Remote })) {
+    const m = pool.meta(seg);
+    if (trust.remoteOwners.has(m.ownerId)) continue;
+    if (m.state === SegmentState.Used) pool.transition(seg, SegmentState.Used, SegmentState.Committed);
+    if (m.state === SegmentState.Using || m.state === SegmentState.Used || m.state === SegmentState.Committed) {
+      pool.free(seg);
+      r.freedForeign++;
+    }
+  }
+}
+
+export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clock: Clock, progress?: (done: number, total: number) => void, trust?: ColdStartTrust): RecoveryReport {
   const t0 = clock.now();
   const r = emptyReport();
+  freeForeignRegions(pool, trust, r);
   const { logs, blog } = recoverySegments(pool);
   const total = logs.length + blog.length;
   shared.gc?.live.reset(); // before any upsert: every index change below is accounted as it is made
 
   const counts = scanLogSegments(pool, shared, logs, limits, (c) => progress?.(c.logSegments, total));
   Object.assign(r, counts);
-  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock);
+  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock, trust);
 }
 
 /**
@@ -107,13 +142,16 @@ export async function rebuildIndexesParallel(
   clock: Clock,
   threads: number,
   progress?: (done: number, total: number) => void,
+  trust?: ColdStartTrust,
 ): Promise<RecoveryReport> {
   const shared = attachKvShared(buffers, pool.region);
-  const { logs, blog } = recoverySegments(pool);
+  const { logs } = recoverySegments(pool);
   // Few segments, or a pool that is not a file (the simulator's memory): one thread.
-  if (threads <= 1 || logs.length < 2 * threads || pool.mode === 'memory') return rebuildIndexes(pool, shared, limits, clock, progress);
+  if (threads <= 1 || logs.length < 2 * threads || pool.mode === 'memory') return rebuildIndexes(pool, shared, limits, clock, progress, trust);
   const t0 = clock.now();
   const r = emptyReport();
+  freeForeignRegions(pool, trust, r);
+  const { blog } = recoverySegments(pool);
   const total = logs.length + blog.length;
   shared.gc?.live.reset(); // before any upsert, in any thread
   const shares = Array.from({ length: threads }, (_, i) => logs.filter((_, j) => j % threads === i));
@@ -122,14 +160,14 @@ export async function rebuildIndexesParallel(
     poolPath: pool.path,
     mode: pool.mode as PersistMode,
     module: new URL('./recovery-thread.js', import.meta.url).href,
-    payloads: shares.map((segs) => ({ buffers, segs, limits })),
+    payloads: shares.map((segs) => ({ buffers, segs, limits, checksumSeed: checksumSeed() })),
     onProgress: (i, p) => {
       done[i] = (p as LogScanCounts).logSegments;
       progress?.(done.reduce((a, b) => a + b, 0), total);
     },
   });
   for (const c of results) for (const k of Object.keys(c) as (keyof LogScanCounts)[]) r[k] += c[k];
-  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock);
+  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock, trust);
 }
 
 /** What one cold-start helper thread (./recovery-thread.ts) gets. */
@@ -137,6 +175,8 @@ export interface RecoveryThreadPayload {
   buffers: KvSharedBuffers;
   segs: number[];
   limits: Limits;
+  /** The cluster's checksum seed (shm/log-checksum.ts): the helper thread keys its scans with it. */
+  checksumSeed: number;
 }
 
 export interface LogScanCounts {
@@ -159,7 +199,8 @@ export function scanLogSegments(pool: Pool, shared: KvShared, segs: number[], li
     for (const e of scanEntries(bytes, start, start + pool.segmentBytes, limits)) {
       r.entries++;
       const index = shared.indexes[e.shard];
-      if (!index) continue;
+      // A version out of any shard's range is not this node's own write (./trust.ts): skipped.
+      if (!index || !plausibleVersion(e.version)) continue;
       raiseVersion(shared.versions, e.shard, e.version);
       if (e.type === EntryType.CommitVer) continue;
       let res;
@@ -181,12 +222,25 @@ export function scanLogSegments(pool: Pool, shared: KvShared, segs: number[], li
   return r;
 }
 
-function rebuildBlog(pool: Pool, shared: KvShared, limits: Limits, blog: number[], r: RecoveryReport, onSegment: () => void, t0: number, clock: Clock): RecoveryReport {
+function rebuildBlog(
+  pool: Pool,
+  shared: KvShared,
+  limits: Limits,
+  blog: number[],
+  r: RecoveryReport,
+  onSegment: () => void,
+  t0: number,
+  clock: Clock,
+  trust: ColdStartTrust | undefined,
+): RecoveryReport {
   const bytes = pool.region.bytes;
+  const filter = trust?.blog;
+  let refused = 0;
   const applier = new BlockApplier(
     pool.region,
     shared,
-    () => true,
+    // b-log blocks only for shards this node received them for (./trust.ts); without a trust, all.
+    filter ? (shard, version) => filter(shard, version) || (refused++, false) : () => true,
     TLog.recover(pool, RECOVERY_LOG_OWNER, limits, OwnerRole.Digest),
     limits,
   );
@@ -208,6 +262,7 @@ function rebuildBlog(pool: Pool, shared: KvShared, limits: Limits, blog: number[
   r.indexed += applier.stats.indexed;
   r.stale += applier.stats.stale;
   r.indexFull += applier.stats.indexFull;
+  r.untrusted += applier.stats.untrusted + refused;
   r.ms = clock.now() - t0;
   return r;
 }

@@ -5,6 +5,7 @@
 //   indexes   one SAB-resident bucket hash table per shard this node holds (primary or backup).
 //   gc        commit tracking and garbage collection state (./gc-state.ts), when the node has a pool.
 // Nothing here is persistent: a cold start rebuilds it from the logs (actors/kv/recovery.ts).
+import { setChecksumSeed } from '../../shm/log-checksum.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { KeyHash } from '../../shm/hash.js';
@@ -38,9 +39,12 @@ export interface KvStart {
 }
 
 /** The ROWAN-KV payload of an actor's start message (the runtime carries it as `app`), or undefined
- *  when the node serves no cluster. */
+ *  when the node serves no cluster. Every KV role takes it at init, before its first log block, so it
+ *  also keys this thread's block checksums with the cluster's seed (shm/log-checksum.ts). */
 export function kvOf(ctx: { app: unknown }): KvStart | undefined {
-  return ctx.app as KvStart | undefined;
+  const kv = ctx.app as KvStart | undefined;
+  if (kv) setChecksumSeed(kv.cluster.checksumSeed ?? 0);
+  return kv;
 }
 
 /** Where a worker lands replication writes for one backup node (a Rowan connection or a baseline). */

@@ -16,22 +16,26 @@
 //   promoted   every new primary reported phase 2 done
 // Each step is one log line with `event` and `at` (monotonic ms, comparable across processes on this
 // host): `rowan cluster` prints them, the failover benchmark plots them.
+//
+// With a standby a manager acts only while it is the elected active one (./takeover.ts, ./election.ts).
 import type { Clock } from '../../config/base/clock.js';
-import { isCatchingUp, liveNodes, type CatchingUp, type ClusterConfig } from '../../config/cluster.js';
+import { liveNodes, type ClusterConfig } from '../../config/cluster.js';
 import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
 import { planScatter, type MemberReport } from './gather.js';
-import { LeaseTable, RECOVERY_GRACE_LEASES, type LeaseTiming } from './leases.js';
+import { LeaseTable, type LeaseTiming } from './leases.js';
 import { FAILOVER_MODES, planFailover, type FailoverPlan, type ShardMove } from './plan.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
-import { planCaughtUp, planJoin, planRereplication } from './rereplicate.js';
+import { Healing } from './healing.js';
+import { Reach } from './reach.js';
+import { notActive } from './election.js';
+import { ALWAYS, completeStoredTerm, TAKEOVER_GRACE_MS, type Activation, type TakeoverHost } from './takeover.js';
 import { LoadTable } from './load.js';
 import { MOVE_PROMOTE_TIMEOUT_MS, MoveRunner, type MoveRecord } from './moves.js';
 import { DEFAULT_RESHARDING, planBalance, type BalancePlan, type Move, type ReshardingOptions } from './reshard.js';
-
-export { DEFAULT_RESHARDING, type ReshardingOptions };
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
+export { DEFAULT_RESHARDING, TAKEOVER_GRACE_MS, type Activation, type ReshardingOptions };
 
 export interface Link {
   send(m: ManagerToNode): void;
@@ -57,7 +61,12 @@ export interface FailoverRecord {
 
 export class ConfigManager {
   private cfg: ClusterConfig;
-  readonly leases: LeaseTable;
+  leases: LeaseTable;
+  /** The committed term each connected member last reported (hello, renew). */
+  private readonly memberTerm = new Map<number, number>();
+  private activatedAt: number;
+  /** Complete a stored term some members have not committed (a takeover, a validity lapse). */
+  private finishWanted: boolean;
   private readonly links = new Map<number, Link>();
   /** Nodes being (or queued to be) failed over: they get no more grants. */
   private readonly failing = new Set<number>();
@@ -75,11 +84,9 @@ export class ConfigManager {
   private readonly promoting = new Map<number, { waiting: Set<number>; done: () => void }>();
   readonly history: FailoverRecord[] = [];
   /** Configuration changes that move no primary (§4.5 phase 3), run between failovers by drain(). */
-  private readonly joins = new Set<number>();
-  private caughtUp: CatchingUp[] = [];
-  private rereplicateWanted = true;
-  /** Re-replications: when each new backup was added and when it was reported caught up. */
-  readonly rereplications: { shard: number; node: number; term: number; addedAt: number; caughtUpAt?: number; entries?: number; bytes?: number; ms?: number }[] = [];
+  private readonly healing: Healing;
+  /** Which members reach this manager (a manager cut off from all of them reassigns nothing). */
+  private readonly reach: Reach;
 
   /** Load statistics the nodes report (§4.6) and the moves made from them or asked for. */
   readonly loads = new LoadTable();
@@ -98,12 +105,17 @@ export class ConfigManager {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly sleep: (ms: number) => Promise<void>,
+    private readonly activation: Activation = ALWAYS,
     /** Automatic resharding (§4.6); absent or auto false: moves only when asked (`rowan reshard`). */
     readonly resharding: ReshardingOptions = { ...DEFAULT_RESHARDING, auto: false },
   ) {
     this.cfg = initial;
     this.changedAt = clock.now();
-    this.leases = new LeaseTable(timing, clock.now());
+    this.activatedAt = clock.now();
+    this.finishWanted = activation.elected;
+    this.leases = activation.takeover ? new LeaseTable(timing, this.activatedAt, TAKEOVER_GRACE_MS) : new LeaseTable(timing, this.activatedAt);
+    // A move goes through storeConfig()/push()/prepareRound()/commitRound(): each refuses (notActive)
+    // once this manager is not the active one; the store itself is fenced on its election znode.
     this.moves = new MoveRunner({
       config: () => this.cfg,
       reachable: () => this.reachable(),
@@ -118,6 +130,30 @@ export class ConfigManager {
       sleep: (ms) => this.sleep(ms),
       pauseAfter: resharding.pauseAfter,
     });
+    this.reach = new Reach({
+      timing,
+      leases: this.leases,
+      members: () => this.members(),
+      candidates: (failed) => this.members().filter((n) => n !== failed && this.links.has(n) && !this.failing.has(n)),
+      failing: () => this.failing.size,
+      closed: () => this.closed,
+      sleep: (ms) => this.sleep(ms),
+      clock,
+      log,
+    });
+    this.healing = new Healing({
+      config: () => this.cfg,
+      members: () => this.members(),
+      usable: (node) => this.links.has(node) && !this.failing.has(node),
+      connected: (node) => this.links.has(node),
+      admitted: (node) => {
+        this.failing.delete(node);
+        this.leases.renewed(node, this.clock.now()); // its lease window starts now (it gets grants from here)
+      },
+      push: (next) => this.push(next),
+      clock,
+      log,
+    });
     if (!FAILOVER_MODES.includes(initial.replication)) {
       log.warn({ mode: initial.replication }, `replication mode ${initial.replication}: NO FAILOVER -- its backups index one-sided writes only at a cold start, so a promoted backup would lack acknowledged writes; a dead node's shards stay unserved`);
     }
@@ -125,6 +161,19 @@ export class ConfigManager {
 
   config(): ClusterConfig {
     return this.cfg;
+  }
+
+  /**
+   * Acting again after a validity lapse (ZooKeeper unreachable for a while, the session kept): renews
+   * received meanwhile were not granted, so members may have fenced themselves; start over like a
+   * takeover -- no lease knowledge, a full lease before anyone is suspected -- and finish the stored term.
+   */
+  resume(): void {
+    this.activatedAt = this.clock.now();
+    this.leases = new LeaseTable(this.timing, this.activatedAt, TAKEOVER_GRACE_MS);
+    this.finishWanted = true;
+    this.log.warn({ term: this.cfg.term }, 'active again: every member gets a full lease before it can be suspected');
+    this.kick();
   }
 
   /** Stop: no more failovers (one in progress ends at its next step). */
@@ -142,11 +191,11 @@ export class ConfigManager {
     switch (m.t) {
       case 'hello':
       case 'renew': {
-        if (this.joins.has(m.node)) return; // rejoining: no grant until it is a member again
+        if (this.healing.joining(m.node)) return; // rejoining: no grant until it is a member again
         if (m.t === 'hello' && m.rejoin && (this.cfg.dead ?? []).includes(m.node)) {
           // A failed-over node restarted with an empty pool asks to come back (./rereplicate.ts planJoin).
           this.links.set(m.node, link);
-          this.joins.add(m.node);
+          this.healing.join(m.node);
           this.log.warn({ node: m.node }, `node ${m.node} asks to rejoin with an empty pool`);
           this.kick();
           return;
@@ -160,7 +209,9 @@ export class ConfigManager {
         // actors/kv/lease.ts) are answered there but do not make it current again, so its close is
         // not taken for a failure.
         if (m.t === 'hello' || !this.links.has(m.node)) this.links.set(m.node, link);
-        this.heardFrom(m.node, now);
+        this.memberTerm.set(m.node, m.term);
+        this.reach.heardFrom(m.node, now);
+        if (!this.activation.valid()) return; // not (or no longer) the active manager: no grant
         if (this.failing.has(m.node)) {
           // No grant: its lease runs out. Counting the renew as its last one only moves the instant
           // its lease certainly expired later (safe), and keeps tick() from suspecting again a node
@@ -172,24 +223,17 @@ export class ConfigManager {
         const { leaseMs, renewMs, driftMs } = this.timing;
         link.send({ t: 'grant', seq: m.t === 'renew' ? m.seq : 0, leaseMs, renewMs, driftMs, term: this.cfg.term });
         // A member that missed a commit (paused past a prepare timeout) catches up here.
-        if (m.term < this.cfg.term && !this.running) link.send({ t: 'commit', term: this.cfg.term, config: this.cfg, floors: {} });
+        if (m.term < this.cfg.term && !this.running && !this.finishWanted) link.send({ t: 'commit', term: this.cfg.term, config: this.cfg, floors: {} });
         // A member (re)connecting may be what a degraded shard was waiting for.
         if (m.t === 'hello') {
-          this.rereplicateWanted = true;
+          this.healing.want();
           this.kick();
         }
         return;
       }
-      case 'caughtUp': {
-        if (!isCatchingUp(this.cfg, m.shard, m.node) || this.cfg.shards[m.shard]!.primary !== m.from) return; // stale
-        if (this.caughtUp.some((x) => x.shard === m.shard && x.node === m.node)) return;
-        const r = this.rereplications.find((x) => x.shard === m.shard && x.node === m.node && x.caughtUpAt === undefined);
-        if (r) Object.assign(r, { entries: m.entries, bytes: m.bytes, ms: m.ms });
-        this.log.info({ node: m.node, shard: m.shard, from: m.from, entries: m.entries, bytes: m.bytes, ms: m.ms }, `node ${m.node} caught up on shard ${m.shard}: ${m.entries} entries, ${m.bytes} B in ${m.ms.toFixed(0)} ms`);
-        this.caughtUp.push({ shard: m.shard, node: m.node });
-        this.kick();
+      case 'caughtUp':
+        if (this.healing.reportCaughtUp(m)) this.kick();
         return;
-      }
       case 'prepared': {
         const p = this.prepared;
         if (!p || m.term !== p.term) return;
@@ -221,31 +265,13 @@ export class ConfigManager {
     }
   }
 
-  /**
-   * A member is alive and reaches us (granted or not, see failover()). The first one heard after a
-   * lease in which no member was heard means this manager was cut off from all of them (or all were
-   * down): the others come back each at its own reconnect, so nobody is suspected for a few leases.
-   */
-  private heardFrom(node: number, now: number): void {
-    const silentMs = now - this.heardAny;
-    if (Number.isFinite(silentMs) && silentMs > this.timing.leaseMs + this.timing.driftMs && this.members().length > 1) {
-      const graceMs = RECOVERY_GRACE_LEASES * this.timing.leaseMs;
-      this.leases.graceUntil(now + graceMs);
-      this.log.warn({ node, silentMs: +silentMs.toFixed(0), graceMs }, `heard from node ${node} after ${silentMs.toFixed(0)} ms in which no member was heard (this manager was cut off); no member is suspected for the next ${graceMs} ms while they reconnect`);
-    }
-    this.heardAny = now;
-    this.saidCutOff = false;
-    this.leases.heard(node, now);
-  }
-
-  private heardAny = -Infinity;
-  private saidCutOff = false;
-
   /** A node's connection closed: a hint that it failed (its lease still has to expire first). */
   onClose(node: number, link: Link): void {
     if (this.links.get(node) !== link) return;
     this.links.delete(node);
-    this.joins.delete(node);
+    this.memberTerm.delete(node);
+    if (!this.activation.valid()) return;
+    this.healing.forget(node);
     if (this.members().includes(node)) this.suspect(node, 'connection closed');
   }
 
@@ -255,6 +281,7 @@ export class ConfigManager {
    * otherwise see renewals that are already waiting in the socket as missing.
    */
   tick(): void {
+    if (!this.activation.valid()) return;
     this.maybeRebalance(this.clock.now());
     if (!this.running && this.resumeWanted()) this.kick(); // its participants may have connected since
     if (this.leases.expired(this.members(), this.clock.now()).length === 0) return;
@@ -281,7 +308,7 @@ export class ConfigManager {
   }
 
   private reconfigurationWanted(): boolean {
-    return this.joins.size > 0 || this.caughtUp.length > 0 || this.rereplicateWanted || this.moveRequests.length > 0 || this.resumeWanted();
+    return this.finishWanted || this.healing.pending() || this.moveRequests.length > 0 || this.resumeWanted();
   }
 
   /** Stored tasks of a move this manager did not finish (it restarted, or took over) to resume. */
@@ -330,8 +357,12 @@ export class ConfigManager {
     });
   }
 
-  /** Store `next` (compare-and-set on the term) without telling the members yet. */
+  /**
+   * Store `next` (compare-and-set on the term) without telling the members yet. Every store goes
+   * through here (failovers, re-replication, moves): none once this manager is not the active one.
+   */
   private async storeConfig(next: ClusterConfig): Promise<void> {
+    if (!this.activation.valid()) throw notActive(`storing term ${next.term}`);
     await this.store.write(next, this.cfg.term);
     this.cfg = next;
     this.changedAt = this.clock.now();
@@ -342,14 +373,17 @@ export class ConfigManager {
     try {
       while (this.queue.length > 0 || this.reconfigurationWanted()) {
         if (this.closed) return;
-        if (this.queue.length === 0) {
-          // Failovers first; then joins, caught-up marks and new backups (§4.5 phase 3).
+        // Not (or no longer) valid: nothing can be stored or pushed; resume() starts this loop again.
+        if (!this.activation.valid()) return;
+        if (this.queue.length === 0 || this.finishWanted) {
+          // A stored term to finish first; then failovers; then joins, caught-up marks and new backups (§4.5 phase 3).
           try {
-            await this.reconfigure();
+            if (this.finishWanted) await this.finish();
+            else await this.reconfigure();
           } catch (err) {
             this.log.error({ err: (err as Error).message }, `reconfiguration failed; retrying in ${FAILOVER_RETRY_MS} ms`);
             void this.sleep(FAILOVER_RETRY_MS).then(() => {
-              this.rereplicateWanted = true;
+              this.healing.want();
               this.kick();
             });
             return;
@@ -363,6 +397,7 @@ export class ConfigManager {
           // A store that refused (another manager moved the term) or a plan that cannot be made (the
           // node holds a shard's last replica): say so once and try again a second later.
           this.log.error({ node, err: (err as Error).message }, `failover of node ${node} failed; retrying in ${FAILOVER_RETRY_MS} ms`);
+          if (this.activation.elected) this.finishWanted = true; // the stored term may not have been pushed
           void this.sleep(FAILOVER_RETRY_MS).then(() => {
             this.failing.delete(node);
             if (this.closed || !this.members().includes(node)) return;
@@ -388,7 +423,7 @@ export class ConfigManager {
     while (!this.closed && this.leases.inGrace(this.clock.now()) && this.leases.lastHeardAt(node) <= rec.detectedAt) {
       await this.sleep(Math.max(1, Math.floor(this.timing.renewMs / 4)));
     }
-    const live = await this.heardSince(node, rec.detectedAt);
+    const live = await this.reach.heardSince(node, rec.detectedAt);
     if (this.leases.lastHeardAt(node) > rec.detectedAt) {
       // It talks to us again (its renewals were held up, or this manager was the one cut off):
       // nothing was reassigned, so it keeps its shards and is granted again from its next renew.
@@ -400,9 +435,13 @@ export class ConfigManager {
     this.history.push(rec);
     rec.moved = plan.moved;
     const old = this.cfg;
-    await this.storeConfig(plan.next); // compare-and-set on the term
+    await this.storeConfig(plan.next); // compare-and-set on the term; refused when not the active manager
     this.mark(rec, 'stored');
     this.loads.forget(node);
+    if (this.activation.pauseAfterStoreMs) {
+      this.log.warn({ event: 'test-pause', term: plan.next.term, ms: this.activation.pauseAfterStoreMs }, `test hook: pausing ${this.activation.pauseAfterStoreMs} ms after storing term ${plan.next.term}`);
+      await this.sleep(this.activation.pauseAfterStoreMs);
+    }
     // Phase 1: push, and every live member blocks and acknowledges.
     const shards = plan.moved.map((m) => m.shard);
     const prep = await this.prepareRound(plan.next, shards);
@@ -422,7 +461,7 @@ export class ConfigManager {
       { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length, gathered: scatter.gathered, scattered: scatter.scattered },
       `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
     );
-    this.rereplicateWanted = true; // the failed node's replicas are to be made again
+    this.healing.want(); // the failed node's replicas are to be made again
   }
 
   /** Call `done` once every reachable node of `to` reported the promotions of `term`. Registered
@@ -433,12 +472,17 @@ export class ConfigManager {
     this.promoting.set(term, { waiting, done });
   }
 
-  /** Phase 1 of a primary change: every reachable member blocks and acknowledges, or the timeout. */
-  async prepareRound(next: ClusterConfig, shards: number[], planned = false): Promise<{ versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] }> {
+  /**
+   * Phase 1 of a primary change: every reachable member is sent `prepare` and blocks; the ones in
+   * `waitFor` (default: every reachable member) are waited for, bounded by PREPARE_TIMEOUT_MS.
+   * `shards`: the shards changing primary (a member adds the ones its own configuration shows).
+   */
+  async prepareRound(next: ClusterConfig, shards: number[], planned = false, waitFor?: ReadonlySet<number>): Promise<{ versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] }> {
+    if (!this.activation.valid()) throw notActive(`push of term ${next.term}`);
     const members = this.members();
     const versions = new Map<number, number>();
     const reports = new Map<number, MemberReport>();
-    const waiting = new Set(members.filter((n) => this.links.has(n)));
+    const waiting = new Set((waitFor ? [...waitFor] : members).filter((n) => this.links.has(n)));
     await new Promise<void>((resolve) => {
       let settled = false;
       const done = () => {
@@ -457,6 +501,7 @@ export class ConfigManager {
 
   /** Phase 2: commit `next` to every member, with floors and scatter for the shards in `moved`. */
   commitRound(next: ClusterConfig, moved: readonly ShardMove[], prep: { versions: Map<number, number>; reports: Map<number, MemberReport> }, again: number[], planned: number[]): { gathered: number; scattered: number } {
+    if (!this.activation.valid()) throw notActive(`commit of term ${next.term}`);
     const members = this.members();
     const floors: Record<string, number> = {};
     for (const m of moved) floors[m.shard] = prep.versions.get(m.shard) ?? 0;
@@ -471,28 +516,36 @@ export class ConfigManager {
     return { gathered: scatter.gathered, scattered: scatter.scattered };
   }
 
-  /**
-   * The members that may take `failed`'s shards: connected, not failing themselves, and heard from
-   * at or after `since` (when the failure was detected). Waits, at most a lease, for each candidate's
-   * next renew. Why: a manager cut off from the whole cluster sees every lease expire at once, the
-   * first one detected while the others still look valid; planning then would move shards between
-   * nodes that are all fine, and store a new term the whole cluster has to follow for nothing (README
-   * "Partitions"). A renew received after the detection is evidence the target still reaches this
-   * manager. With none heard, no plan is made (planFailover refuses) and the failover is retried.
-   */
-  private async heardSince(failed: number, since: number): Promise<Set<number>> {
-    const candidates = () => this.members().filter((n) => n !== failed && this.links.has(n) && !this.failing.has(n));
-    const heard = (n: number) => this.leases.lastHeardAt(n) >= since;
-    const until = this.clock.now() + this.timing.leaseMs + this.timing.driftMs;
-    while (!this.closed && candidates().some((n) => !heard(n)) && this.clock.now() < until && this.leases.lastHeardAt(failed) <= since) {
-      await this.sleep(Math.max(1, Math.floor(this.timing.renewMs / 4)));
+  /** After an election or a validity lapse: complete the stored term (./takeover.ts). */
+  private async finish(): Promise<void> {
+    this.finishWanted = false;
+    try {
+      if (await completeStoredTerm(this.takeoverHost())) this.healing.want();
+    } catch (err) {
+      this.finishWanted = true;
+      throw err;
     }
-    const live = new Set(candidates().filter(heard));
-    if (live.size === 0 && candidates().length + this.failing.size > 1 && !this.saidCutOff) {
-      this.saidCutOff = true; // once per silence (heardFrom() resets it)
-      this.log.warn({ node: failed, since }, `no other member has renewed since node ${failed}'s failure was detected: this manager looks cut off from the cluster; nothing is reassigned`);
-    }
-    return live;
+  }
+
+  private takeoverHost(): TakeoverHost {
+    return {
+      config: () => this.cfg,
+      members: () => this.members(),
+      connected: (n) => this.links.has(n),
+      suspected: (n) => this.failing.has(n),
+      reportedTerm: (n) => this.memberTerm.get(n),
+      closed: () => this.closed,
+      activation: this.activation,
+      timing: this.timing,
+      activatedAt: () => this.activatedAt,
+      prepareRound: (next, shards, planned, waitFor) => this.prepareRound(next, shards, planned, waitFor),
+      commitRound: (next, moved, prep, again, planned) => this.commitRound(next, moved, prep, again, planned),
+      awaitPromoted: (term, to, done) => this.awaitPromoted(term, to, done),
+      begin: (rec) => (this.history.push(rec), this.event(rec, 'resumed', rec.detectedAt)),
+      mark: (rec, step) => this.mark(rec, step),
+      log: this.log, clock: this.clock,
+      sleep: (ms) => this.sleep(ms),
+    };
   }
 
   /**
@@ -501,7 +554,7 @@ export class ConfigManager {
    * block, as no primary changes).
    */
   private async reconfigure(): Promise<void> {
-    await this.reconfigureReplicas();
+    await this.healing.pass();
     const req = this.moveRequests.shift();
     if (req) {
       try {
@@ -517,58 +570,9 @@ export class ConfigManager {
     }
   }
 
-  private async reconfigureReplicas(): Promise<void> {
-    for (const node of [...this.joins]) {
-      const next = planJoin(this.cfg, node);
-      if (!next || !this.links.has(node)) {
-        this.joins.delete(node);
-        continue;
-      }
-      // A joiner until its configuration is stored: a renewal arriving meanwhile is ignored, where a
-      // non-member's would be answered `evicted` (which ends the node).
-      await this.push(next);
-      this.joins.delete(node);
-      this.failing.delete(node);
-      this.leases.renewed(node, this.clock.now()); // its lease window starts now (it gets grants from here)
-      this.log.warn({ node, term: next.term }, `node ${node} rejoined the cluster (term ${next.term}) holding no shard`);
-      this.rereplicateWanted = true;
-    }
-    if (this.caughtUp.length > 0) {
-      const done = this.caughtUp;
-      this.caughtUp = [];
-      const plan = planCaughtUp(this.cfg, done);
-      if (plan) {
-        await this.push(plan.next);
-        const at = this.clock.now();
-        for (const x of plan.cleared) {
-          const r = this.rereplications.find((y) => y.shard === x.shard && y.node === x.node && y.caughtUpAt === undefined);
-          if (r) r.caughtUpAt = at;
-        }
-        this.log.warn(
-          { event: 'caught-up', term: plan.next.term, cleared: plan.cleared, catchingUp: plan.next.catchingUp?.length ?? 0 },
-          `re-replication: term ${plan.next.term}, ${plan.cleared.map((x) => `${x.shard}@${x.node}`).join(' ')} caught up (${plan.next.catchingUp?.length ?? 0} still catching up)`,
-        );
-      }
-    }
-    if (this.rereplicateWanted) {
-      this.rereplicateWanted = false;
-      const eligible = new Set(this.members().filter((n) => this.links.has(n) && !this.failing.has(n)));
-      const plan = planRereplication(this.cfg, eligible);
-      if (plan) {
-        await this.push(plan.next);
-        const at = this.clock.now();
-        for (const x of plan.added) this.rereplications.push({ ...x, term: plan.next.term, addedAt: at });
-        this.log.warn(
-          { event: 're-replicate', term: plan.next.term, added: plan.added },
-          `re-replication: term ${plan.next.term}, new backups ${plan.added.map((x) => `${x.shard}->${x.node}`).join(' ')} (catching up)`,
-        );
-      }
-    }
-  }
-
   /** Store `next` (compare-and-set on the term) and send every reachable member the commit. */
   async push(next: ClusterConfig): Promise<void> {
-    await this.storeConfig(next);
+    await this.storeConfig(next); // fenced: refused when not the active manager
     for (const n of this.members()) this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors: {} });
   }
 

@@ -3,53 +3,101 @@
 // and `rowan cluster` starts that process before the nodes. Its start payload (ManagerStart) names the
 // configuration store (the cluster file, or a znode in ZooKeeper), the port and the lease timing.
 //
-// With ZooKeeper, a lost session (the server down, the network gone) means the manager stores no new
-// configuration: the store refuses every write with ROWAN_ERR_ZOOKEEPER until the session is back, so a
-// failover waits (the manager retries it each second) and nothing is committed that is not stored. An
-// expired session is replaced by a new one; if the stored term has moved past the manager's own
-// meanwhile (another manager stored a configuration), this manager stops rather than act on a stale one.
+// With ZooKeeper, managers elect one active manager (./election.ts): this one joins the election and
+// reports READY as a standby at once; elected, it reads the stored configuration, listens on its port
+// (a standby does not: nodes try the next manager they know), publishes its address and acts while its
+// election says it may. Its stores are fenced on its election znode. A lost session (the znode gone)
+// stops the process: `rowan cluster` starts it again, as a standby. While ZooKeeper is unreachable the
+// active manager stores nothing (failovers wait, retried each second) and keeps granting leases for
+// VALID_SHARE of the session timeout; past that it pauses until ZooKeeper answers again.
+import { loadTls } from '../../runtime/net/tls.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { defineActor, runActor } from '../../runtime/actor.js';
-import { FileConfigStore, type ConfigStore } from '../../config/store.js';
+import { defineActor, runActor, type ActorContext } from '../../runtime/actor.js';
+import { FileConfigStore } from '../../config/store.js';
 import { ZooKeeperConfigStore } from '../../config/zk-store.js';
-import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
 import { ConfigManager } from './manager.js';
-import { leaseTiming } from './leases.js';
-import type { ManagerInbound, ManagerStart } from './protocol.js';
+import { leaseTiming, type LeaseTiming } from './leases.js';
+import { ManagerElection } from './election.js';
+import { PAUSE_AFTER_STORE_ENV, type ManagerInbound, type ManagerStart } from './protocol.js';
 import { serveManager, type ManagerServer } from './server.js';
+
 
 let cm: ConfigManager | null = null;
 let server: ManagerServer | null = null;
 let zk: ZooKeeperConfigStore | null = null;
+let election: ManagerElection | null = null;
 
-async function openStore(s: ManagerStart, log: Logger): Promise<{ store: ConfigStore; initial: ClusterConfig }> {
-  if (!s.zookeeper) {
-    const file = new FileConfigStore(s.clusterFile);
-    return { store: file, initial: file.readSync() };
-  }
-  const store = await ZooKeeperConfigStore.open({ connect: s.zookeeper.connect, path: s.zookeeper.path });
-  zk = store;
-  let expired = false;
+function watchSession(store: ZooKeeperConfigStore, log: Logger): void {
   store.onSession((state) => {
     if (state === 'disconnected') log.warn({ zookeeper: store.connect }, `ZooKeeper session lost (${store.connect}): no configuration is stored until it is back; failovers wait`);
-    else if (state === 'expired') (expired = true), log.warn({ zookeeper: store.connect }, 'ZooKeeper session expired; opening a new one');
-    else if (state === 'connected') {
-      log.info({ zookeeper: store.connect }, `ZooKeeper session with ${store.connect}`);
-      // A new session after an expired one: another manager may have stored a configuration meanwhile.
-      if (!expired) return;
-      expired = false;
-      void store.read().then((stored) => {
-        const mine = cm?.config().term ?? stored.term;
-        if (stored.term > mine) {
-          log.error({ stored: stored.term, mine }, `the configuration in ZooKeeper moved to term ${stored.term} past this manager's ${mine}: stopping this manager`);
-          cm?.close();
-          process.kill(process.pid, 'SIGTERM');
-        }
-      }, () => {});
-    }
+    else if (state === 'connected') log.info({ zookeeper: store.connect }, `ZooKeeper session with ${store.connect}`);
   });
-  return { store, initial: await store.read() };
+}
+
+/** Elected but unable to start acting (the port taken, ZooKeeper not answering) this many times in a
+ *  row: give the election up (the process stops) so that a standby can take over. */
+const ACTIVATE_ATTEMPTS = 5;
+
+/** Elected: read the configuration, listen, publish the address. Retried (bounded) on failure. */
+async function activate(ctx: ActorContext, s: ManagerStart, timing: LeaseTiming, takeover: boolean, giveUp: (why: string) => void): Promise<void> {
+  const store = zk!;
+  const e = election!;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const initial = await store.read();
+      if (!e.isActive()) return; // stopped meanwhile
+      store.fenceOn(e.znode());
+      const pause = Number(process.env[PAUSE_AFTER_STORE_ENV] ?? 0);
+      cm = new ConfigManager(store, initial, timing, ctx.clock, ctx.log, (ms) => sleep(ms), {
+        valid: () => e.isValid(),
+        elected: true,
+        takeover,
+        ...(pause > 0 ? { pauseAfterStoreMs: pause } : {}),
+      }, s.resharding);
+      server = await serveManager(cm, s.host, s.port, ctx.log, ctx.secret, loadTls(ctx.config.tls));
+      await e.publish({ host: s.host, port: server.port, pid: process.pid });
+      ctx.log.warn(
+        { event: 'active', port: server.port, term: initial.term, members: cm.members(), takeover, znode: e.znode(), sessionMs: store.grantedSessionTimeoutMs() },
+        `active configuration manager (${e.znode()}) on ${s.host}:${server.port}, term ${initial.term}${takeover ? ': took over from the previous one; no node is failed before a full lease has passed' : ''}`,
+      );
+      return;
+    } catch (err) {
+      if (!e.isActive()) return;
+      await server?.close();
+      server = null;
+      cm?.close();
+      cm = null;
+      if (attempt >= ACTIVATE_ATTEMPTS) return giveUp(`elected, but could not start acting in ${attempt} attempts: ${(err as Error).message}`);
+      ctx.log.error({ err: (err as Error).message, attempt }, 'elected, but cannot start acting yet; trying again in 1 s');
+      await sleep(1000);
+    }
+  }
+}
+
+async function startWithZooKeeper(ctx: ActorContext, s: ManagerStart, timing: LeaseTiming): Promise<void> {
+  const store = await ZooKeeperConfigStore.open({ connect: s.zookeeper!.connect, path: s.zookeeper!.path, ...(s.zkSessionMs ? { sessionTimeoutMs: s.zkSessionMs } : {}) });
+  zk = store;
+  watchSession(store, ctx.log);
+  await store.read(); // a cluster must be there before a manager waits to manage it
+  const stop = (why: string) => {
+    ctx.log.error({ event: 'lost' }, `no longer in the manager election: ${why}; stopping (a supervisor starts it again as a standby)`);
+    election?.stop();
+    cm?.close();
+    void server?.close();
+    process.exitCode = 3;
+    process.kill(process.pid, 'SIGTERM');
+  };
+  election = new ManagerElection(store, s.zookeeper!.path, ctx.clock, ctx.log, {
+    elected: (takeover) => void activate(ctx, s, timing, takeover, stop),
+    valid: (ok) => {
+      if (!ok) ctx.log.error({ event: 'paused' }, 'no answer from ZooKeeper within the validity window: this manager grants no lease and stores nothing until it answers again');
+      else if (cm) cm.resume();
+    },
+    lost: stop,
+  });
+  const znode = await election.join({ host: s.host, port: s.port, pid: process.pid });
+  ctx.log.info({ znode, port: s.port, ...timing, store: `zk://${store.connect}${store.path}` }, `configuration manager in the election as ${znode} (listens only once active)`);
 }
 
 export const managerActor = defineActor<ManagerInbound>({
@@ -58,21 +106,27 @@ export const managerActor = defineActor<ManagerInbound>({
   handlers: {},
   init: async (ctx) => {
     const s = ctx.app as ManagerStart;
-    const { store, initial } = await openStore(s, ctx.log);
     const timing = leaseTiming(s.leaseMs, s.renewMs, s.driftMs);
-    cm = new ConfigManager(store, initial, timing, ctx.clock, ctx.log, (ms) => sleep(ms), s.resharding);
-    server = await serveManager(cm, s.host, s.port, ctx.log);
-    const where = s.zookeeper ? `zk://${s.zookeeper.connect}${s.zookeeper.path}` : s.clusterFile;
-    ctx.log.info({ port: server.port, ...timing, term: cm.config().term, members: cm.members(), store: where }, `configuration manager listening on ${s.host}:${server.port}`);
+    if (s.zookeeper) {
+      await startWithZooKeeper(ctx, s, timing);
+      return { endpoint: { host: s.host, port: s.port } };
+    }
+    const file = new FileConfigStore(s.clusterFile);
+    cm = new ConfigManager(file, file.readSync(), timing, ctx.clock, ctx.log, (ms) => sleep(ms), undefined, s.resharding);
+    server = await serveManager(cm, s.host, s.port, ctx.log, ctx.secret, loadTls(ctx.config.tls));
+    ctx.log.info({ port: server.port, ...timing, term: cm.config().term, members: cm.members(), store: s.clusterFile }, `configuration manager listening on ${s.host}:${server.port}`);
     return { endpoint: { host: s.host, port: server.port } };
   },
   // Lease expiry is checked a few times per renewal period.
   tickMs: () => 5,
   tick: () => cm?.tick(),
   drain: async () => {
+    election?.stop();
     cm?.close();
     await server?.close();
-    zk?.close();
+    // Ends the session before the process exits: the election znode goes now, not a session timeout later.
+    await zk?.closeAndWait();
+    election = null;
     zk = null;
     server = null;
     cm = null;

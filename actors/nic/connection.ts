@@ -36,7 +36,7 @@ import {
   type Reply,
 } from '../../runtime/fabric/nic-frames.js';
 import { NONCE_BYTES, PROOF_BYTES, newNonce, proof, proofMatches } from '../../config/base/secret.js';
-import type { NicMemory, WaitCode } from './verbs.js';
+import { newNicPeer, peerNodeId, type NicMemory, type WaitCode } from './verbs.js';
 
 export interface NicStats {
   connections: number;
@@ -81,6 +81,8 @@ export class NicConnection {
   private head = 0;
   private queuedBytes = 0;
   private senderId = 0;
+  /** Who the peer is to the NIC's access rules (./verbs.ts): the node it named in HELLO, its last landing. */
+  private readonly peer = newNicPeer();
   private waiting: Waiting | null = null;
   private fatal: RowanError | null = null;
   private paused = false;
@@ -171,12 +173,16 @@ export class NicConnection {
           if (req.version !== FRAME_VERSION)
             throw new RowanError(ErrorCodes.BAD_FRAME, `peer speaks frame version ${req.version}, this nic ${FRAME_VERSION}`);
           this.senderId = req.senderId;
+          // The node this peer writes for: its one-sided regions are those of this node's owner id.
+          // With a secret nothing but HELLO/AUTH runs before AUTH, so only a peer that proved it is
+          // a cluster member ever uses the id.
+          this.peer.nodeId = peerNodeId(req.senderId);
           return encodeReply({ op: Op.HELLO, id: req.id, version: FRAME_VERSION, ...this.mem.hello(), ...this.challenge(req.nonce) });
         case Op.AUTH:
           this.authenticate(req.proof);
           return encodeReply({ op: Op.AUTH, id: req.id });
         case Op.SEND: {
-          const r = this.mem.send(req.data, this.senderId);
+          const r = this.mem.send(req.data, this.senderId, this.peer);
           if ('wait' in r) return this.wait(req.id, r.wait);
           const noBufferRetries = this.waiting ? this.waiting.retries + 1 : 0;
           this.waiting = null;
@@ -186,12 +192,12 @@ export class NicConnection {
           return encodeReply({ op: Op.SEND, id: req.id, offset: r.at, reissues: r.reissues, noBufferRetries });
         }
         case Op.WRITE:
-          this.mem.write(req.offset, req.data);
+          this.mem.write(this.peer, req.offset, req.data);
           return encodeReply({ op: Op.WRITE, id: req.id });
         case Op.READ:
-          return encodeReply({ op: Op.READ, id: req.id, data: this.mem.read(req.offset, req.length) });
+          return encodeReply({ op: Op.READ, id: req.id, data: this.mem.read(this.peer, req.offset, req.length) });
         case Op.ALLOC:
-          return encodeReply({ op: Op.ALLOC, id: req.id, ...this.mem.alloc(req.ownerId) });
+          return encodeReply({ op: Op.ALLOC, id: req.id, ...this.mem.alloc(this.peer, req.ownerId) });
       }
     } catch (err) {
       // Operational failures are answered; anything else is a bug and stops the actor (CONVENTIONS 7).

@@ -2,7 +2,8 @@
 // actor, like one RC QP each) and runs every connection's verbs on this node's memory. It is plain
 // code of a context (memory, clock, log injected), so a test can run it on any thread; the nic actor
 // (thread.ts) runs it on its own worker_thread.
-import { createServer, type Server } from 'node:net';
+import type { Server, Socket } from 'node:net';
+import { createServer, type TlsMaterial } from '../../runtime/net/tls.js';
 import type { Clock } from '../../config/base/clock.js';
 import type { Pool } from '../../shm/pool.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -10,7 +11,7 @@ import type { Logger } from '../../config/base/log.js';
 import { NicConnection, newNicStats, type NicStats } from './connection.js';
 import { FRAME_BYTES_MAX_DEFAULT } from '../../runtime/fabric/nic-frames.js';
 import { NIC_PARK_MS, NIC_QUEUE_BYTES_MAX, type NicEndpoint } from './protocol.js';
-import { NicMemory } from './verbs.js';
+import { NicMemory, type NicMembership } from './verbs.js';
 
 export interface NicServerOptions {
   /** The node's data dir: rowan.srq is attached from there. */
@@ -29,6 +30,14 @@ export interface NicServerOptions {
   /** The cluster secret every peer must prove before anything runs (README "Security model");
    *  null serves every peer (rowan start --no-auth). */
   secret: Uint8Array | null;
+  /** Free segments ALLOC leaves for garbage collection (config gc.reserveSegments; default 0 adds
+   *  nothing to the reserve the pool was opened with). */
+  reserveSegments?: number;
+  /** The node's membership (see NicMemoryOptions.members); absent: no membership check. */
+  members?: () => NicMembership;
+  /** Mutual TLS (runtime/net/tls.ts): every sender presents a certificate the cluster CA signed, or its
+   *  handshake fails before a frame is read. Absent or null: plain TCP. */
+  tls?: TlsMaterial | null;
 }
 
 export class NicServer {
@@ -49,9 +58,16 @@ export class NicServer {
   static async listen(o: NicServerOptions): Promise<NicServer> {
     const now = () => o.clock.now();
     const frameBytesMax = o.frameBytesMax ?? FRAME_BYTES_MAX_DEFAULT;
-    const mem = new NicMemory({ dataDir: o.dataDir, pool: o.pool, frameBytesMax, now });
+    const mem = new NicMemory({ dataDir: o.dataDir, pool: o.pool, frameBytesMax, now, reserveSegments: o.reserveSegments ?? 0, ...(o.members ? { members: o.members } : {}) });
     const connOpts = { parkMs: o.parkMs ?? NIC_PARK_MS, queueBytesMax: o.queueBytesMax ?? NIC_QUEUE_BYTES_MAX, frameBytesMax, now, secret: o.secret };
-    const server = createServer({ noDelay: true });
+    let nic: NicServer | null = null;
+    const onSocket = (socket: Socket) => {
+      if (!nic || nic.closing) return void socket.destroy();
+      nic.counts.connections++;
+      const c = new NicConnection(socket, mem, connOpts, nic.counts, o.log, (gone) => nic!.conns.delete(gone));
+      nic.conns.add(c);
+    };
+    const server = createServer(o.tls ?? null, 'mutual', { noDelay: true }, onSocket, (err) => o.log?.warn({ err: err.message }, 'nic: refused a peer whose TLS handshake failed'));
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) => {
         mem.close();
@@ -61,13 +77,7 @@ export class NicServer {
     });
     const addr = server.address();
     const port = typeof addr === 'object' && addr ? addr.port : o.port;
-    const nic = new NicServer(server, mem, o.host, port);
-    server.on('connection', (socket) => {
-      if (nic.closing) return void socket.destroy();
-      nic.counts.connections++;
-      const c = new NicConnection(socket, mem, connOpts, nic.counts, o.log, (gone) => nic.conns.delete(gone));
-      nic.conns.add(c);
-    });
+    nic = new NicServer(server, mem, o.host, port);
     return nic;
   }
 

@@ -2,11 +2,36 @@
 // listens on `fabric.host:fabric.port` (port 0: any free port; the bound endpoint is reported in READY
 // and `rowan status`) and executes peers' SEND/WRITE/READ/ALLOC on this node's pool and receive queue
 // in arrival order, so worker and control actors stay off the replication data path.
+import { loadTls } from '../../runtime/net/tls.js';
 import { defineActor, runActor } from '../../runtime/actor.js';
 import type { NicInbound } from './protocol.js';
 import { NicServer } from './server.js';
+import type { NicMembership } from './verbs.js';
+import type { ActorContext } from '../../runtime/actor.js';
+import { kvOf } from '../kv/shared.js';
+import { ConfigCell } from '../kv/config-cell.js';
+import { liveNodes } from '../../config/cluster.js';
 
 let server: NicServer | null = null;
+
+/** On a ROWAN-KV node: the live membership of its configuration cell, for ALLOC (./verbs.ts). */
+function membership(ctx: ActorContext): { members?: () => NicMembership } {
+  const kv = kvOf(ctx);
+  if (!kv) return {};
+  const cell = ConfigCell.attach(kv.cell);
+  let term = -1;
+  let live: ReadonlySet<number> = new Set();
+  return {
+    members: () => {
+      const cfg = cell.config(); // re-parsed only when the term changed
+      if (cfg.term !== term) {
+        term = cfg.term;
+        live = new Set(liveNodes(cfg).map((n) => n.id));
+      }
+      return { self: kv.nodeId, live };
+    },
+  };
+}
 
 export const nicActor = defineActor<NicInbound>({
   role: 'nic',
@@ -14,7 +39,18 @@ export const nicActor = defineActor<NicInbound>({
   handlers: {},
   init: async (ctx) => {
     const c = ctx.config;
-    server = await NicServer.listen({ dataDir: c.dataDir, pool: () => ctx.pool, clock: ctx.clock, host: c.fabric.host, port: c.fabric.port, log: ctx.log, secret: ctx.secret });
+    server = await NicServer.listen({
+      dataDir: c.dataDir,
+      pool: () => ctx.pool,
+      clock: ctx.clock,
+      host: c.fabric.host,
+      port: c.fabric.port,
+      log: ctx.log,
+      secret: ctx.secret,
+      tls: loadTls(c.tls),
+      reserveSegments: c.gc.reserveSegments,
+      ...membership(ctx),
+    });
     ctx.log.info({ endpoint: server.endpoint }, `nic listening on ${server.endpoint.host}:${server.endpoint.port}`);
     return { endpoint: server.endpoint };
   },

@@ -1,8 +1,24 @@
 // The verbs the soft RNIC executes on its node's memory: SEND lands a Rowan write in the b-log through
 // the shared receive queue (exactly the shm rules: runtime/rowan/land.ts), WRITE and READ are one-sided
 // on the pool, ALLOC hands out a free segment for one-sided logs. Everything is synchronous and
-// validated before memory is touched: an offset outside the pool's segments, or a WRITE outside a
-// segment this nic handed out, is refused with a stable code and nothing is written.
+// validated before memory is touched.
+//
+// The NIC does only what Rowan needs (README "Security model"), like an RNIC whose memory regions are
+// registered per peer:
+//   SEND   lands only in posted receive buffers (the queue picks the slot, never the peer);
+//   ALLOC  only for the peer's own owner id (remoteRegionOwner of the node id it named in HELLO, which
+//          an authenticated peer proved it belongs to the cluster for; on a KV node that id must be a
+//          live member of the configuration other than this node), and never out of the GC
+//          reserve (gc.reserveSegments free segments stay for clean actors, as for every other role);
+//   WRITE  only inside a segment that is Using, of role Remote, owned by the peer's owner id: the
+//          regions ALLOC handed to that node (any of its connections: the share baseline's workers
+//          write into one region through their own connections; the meta table, not a per-process
+//          set, is the registration, so it holds across a NIC restart);
+//   READ   only inside those same regions, plus a 1-byte READ inside the write this connection landed
+//          last (the persistence READ of a Rowan write, §3; the tcp sender needs none because the NIC
+//          persists before it acknowledges, but a sender that issues it keeps working). A READ of any
+//          other pool byte -- another key's value in the b-log, a t-log -- is refused.
+// Refusals are ROWAN_ERR_NOT_GRANTED and name only what the peer sent, never the pool's layout.
 //
 // The nic maps the pool and the receive queue itself (each actor maps the pool, DESIGN §3). The queue is
 // created by the control actor; until it exists a SEND waits (RECEIVER_NOT_READY, retryable), and when
@@ -13,6 +29,7 @@ import { shmPaths } from '../../runtime/fabric/shm.js';
 import { land } from '../../runtime/rowan/land.js';
 import { NO_BUFFER, SRQ_CLOSED, SharedReceiveQueue } from '../../runtime/rowan/srq.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
+import { NODE_ID_MAX, remoteRegionOwner } from '../../config/base/ids.js';
 import type { HelloInfo } from '../../runtime/fabric/nic-frames.js';
 
 export interface NicMemoryOptions {
@@ -21,6 +38,36 @@ export interface NicMemoryOptions {
   pool: () => Pool;
   frameBytesMax: number;
   now: () => number;
+  /** Free segments ALLOC never takes (config gc.reserveSegments): kept for garbage collection whatever
+   *  reserve the injected pool was opened with. */
+  reserveSegments: number;
+  /** The node's membership now (a ROWAN-KV node's configuration cell): ALLOC is refused to a peer that
+   *  names this node itself or a node that is not a live member. Absent (a standalone NIC): no check. */
+  members?: () => NicMembership;
+}
+
+export interface NicMembership {
+  /** This node's id: a node never replicates to itself. */
+  self: number;
+  /** Live members' node ids (not listed dead). */
+  live: ReadonlySet<number>;
+}
+
+/** What the NIC knows about one connection's peer (actors/nic/connection.ts holds one per connection). */
+export interface NicPeer {
+  /** The node id the peer named in HELLO (null before HELLO): its one-sided regions' owner id. */
+  nodeId: number | null;
+  /** The pool range of the last SEND this connection landed (its 1-byte persistence READ may read it). */
+  lastLanded: { at: number; length: number } | null;
+}
+
+export function newNicPeer(): NicPeer {
+  return { nodeId: null, lastLanded: null };
+}
+
+/** The sender id of a HELLO as a node id, or null when it cannot name a node. */
+export function peerNodeId(senderId: number): number | null {
+  return Number.isInteger(senderId) && senderId >= 0 && senderId <= NODE_ID_MAX ? senderId : null;
 }
 
 /** SEND outcome: landed at a pool offset, or wait and try again (nothing was written). */
@@ -35,8 +82,6 @@ export class NicMemory {
   private pool: Pool | null = null;
   private srq: SharedReceiveQueue | null = null;
   private closedAt = -Infinity;
-  /** Segments handed out by ALLOC: the only targets of WRITE (an RNIC's memory registration). */
-  private readonly granted = new Set<number>();
   private readonly now: () => number;
   private closed = false;
 
@@ -55,7 +100,7 @@ export class NicMemory {
   }
 
   /** SEND: land `data` in the b-log, persistent before this returns an offset. */
-  send(data: Uint8Array, senderId: number): SendResult {
+  send(data: Uint8Array, senderId: number, peer?: NicPeer): SendResult {
     const stride = defaultLimits.entryAlignBytes;
     if (data.length % stride !== 0)
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `a Rowan write is whole ${stride} B strides, got ${data.length} B`);
@@ -65,38 +110,54 @@ export class NicMemory {
     if (r.at === NO_BUFFER) return { wait: srq.starved() ? ErrorCodes.PM_FULL : ErrorCodes.NO_BUFFER };
     if (r.at === SRQ_CLOSED) {
       this.detachQueue();
-      throw new RowanError(ErrorCodes.RECEIVER_CLOSED, `receiver at ${srq.path} has shut down`);
+      // The reply goes to the peer: it names no local path.
+      throw new RowanError(ErrorCodes.RECEIVER_CLOSED, 'the receiver has shut down');
     }
+    if (peer) peer.lastLanded = { at: r.at, length: data.length };
     return r;
   }
 
-  /** WRITE: copy + persist inside one segment handed out by ALLOC. */
-  write(offset: number, data: Uint8Array): void {
+  /** WRITE: copy + persist inside one region ALLOC handed to this peer's node. */
+  write(peer: NicPeer, offset: number, data: Uint8Array): void {
     const pool = this.mapPool();
-    this.checkRange(pool, offset, data.length);
-    const seg = pool.segmentOf(offset);
-    if (offset + data.length > pool.segmentOffset(seg) + pool.segmentBytes)
-      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `WRITE [${offset}, +${data.length}) crosses the end of segment ${seg}`);
-    if (!this.granted.has(seg) || pool.meta(seg).state !== SegmentState.Using)
-      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `WRITE into segment ${seg}, which was not handed out by ALLOC (or is no longer in use)`);
+    if (!this.inPeerRegion(pool, peer, offset, data.length))
+      throw new RowanError(ErrorCodes.NOT_GRANTED, `WRITE of ${data.length} B at ${offset}: not inside a region ALLOC handed to this peer`);
     pool.region.bytes.set(data, offset);
     pool.region.persist(offset, data.length);
   }
 
-  /** READ: a copy of the pool bytes (a reply must fit one frame). */
-  read(offset: number, length: number): Uint8Array {
+  /** READ: a copy of bytes of this peer's own regions, or the 1-byte persistence READ of its last SEND
+   *  (a reply must fit one frame). */
+  read(peer: NicPeer, offset: number, length: number): Uint8Array {
     const pool = this.mapPool();
     const max = this.o.frameBytesMax - 12;
-    if (length > max) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `READ of ${length} B exceeds the ${max} B a reply can carry`);
-    this.checkRange(pool, offset, length);
+    if (!Number.isSafeInteger(length) || length < 0 || length > max)
+      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `READ of ${length} B exceeds the ${max} B a reply can carry`);
+    const l = peer.lastLanded;
+    const persistenceRead = length <= 1 && l !== null && offset >= l.at && offset + length <= l.at + l.length;
+    if (!persistenceRead && !this.inPeerRegion(pool, peer, offset, length))
+      throw new RowanError(ErrorCodes.NOT_GRANTED, `READ of ${length} B at ${offset}: not inside a region ALLOC handed to this peer`);
     return pool.region.bytes.subarray(offset, offset + length);
   }
 
-  /** ALLOC: a free segment for one-sided writes (PM_FULL when none). */
-  alloc(ownerId: number): { segment: number; offset: number; length: number } {
+  /** ALLOC: a free segment for one-sided writes by the peer's node, owned by its owner id. PM_FULL when
+   *  none is free outside the GC reserve. */
+  alloc(peer: NicPeer, ownerId: number): { segment: number; offset: number; length: number } {
     const pool = this.mapPool();
-    const segment = pool.allocate(OwnerRole.Remote, ownerId);
-    this.granted.add(segment);
+    if (peer.nodeId === null)
+      throw new RowanError(ErrorCodes.NOT_GRANTED, 'ALLOC before a HELLO naming the sending node: regions are granted per node');
+    const m = this.o.members?.();
+    if (m && (peer.nodeId === m.self || !m.live.has(peer.nodeId)))
+      throw new RowanError(ErrorCodes.NOT_GRANTED, `ALLOC for node ${peer.nodeId}, which is ${peer.nodeId === m.self ? 'this node itself' : 'not a live member of the configuration'}`);
+    const own = remoteRegionOwner(peer.nodeId);
+    if (ownerId !== own)
+      throw new RowanError(ErrorCodes.NOT_GRANTED, `ALLOC for owner id ${ownerId}: node ${peer.nodeId} may only allocate regions of its own owner id ${own}`);
+    // The NIC cannot rely on the pool's own reserve (a standalone NIC's pool may be opened without
+    // one): the same rule as Pool.allocate for every role but Clean, checked here.
+    const reserve = Math.max(this.o.reserveSegments, pool.reserveSegments);
+    if (reserve > 0 && pool.freeCount() <= reserve)
+      throw new RowanError(ErrorCodes.PM_FULL, `no free segment for a remote region: the last ${reserve} are kept for garbage collection`);
+    const segment = pool.allocate(OwnerRole.Remote, own);
     return { segment, offset: pool.segmentOffset(segment), length: pool.segmentBytes };
   }
 
@@ -141,10 +202,14 @@ export class NicMemory {
     this.closedAt = this.now();
   }
 
-  private checkRange(pool: Pool, offset: number, length: number): void {
-    const start = pool.segmentOffset(0);
-    const end = pool.segmentOffset(pool.segmentCount - 1) + pool.segmentBytes;
-    if (!Number.isSafeInteger(offset) || offset < start || length < 0 || offset + length > end)
-      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `[${offset}, +${length}) is outside the pool's segments [${start}, ${end})`);
+  /** [offset, +length) lies inside one segment that is a live region of the peer's node. */
+  private inPeerRegion(pool: Pool, peer: NicPeer, offset: number, length: number): boolean {
+    if (peer.nodeId === null || !Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || length < 0) return false;
+    const first = pool.segmentOffset(0);
+    if (offset < first || offset >= pool.segmentOffset(pool.segmentCount - 1) + pool.segmentBytes) return false;
+    const seg = pool.segmentOf(offset);
+    if (offset + length > pool.segmentOffset(seg) + pool.segmentBytes) return false;
+    const m = pool.meta(seg);
+    return m.role === OwnerRole.Remote && m.ownerId === remoteRegionOwner(peer.nodeId) && (m.state === SegmentState.Using || m.state === SegmentState.Used);
   }
 }

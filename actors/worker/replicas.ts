@@ -17,6 +17,7 @@
 //   rpc     RPC-KV: a REPLICATE request on a pipelined client connection to the backup node's worker
 //           port shard % workerPorts.length; that worker appends, persists and indexes the entry
 //           before it replies (KvWorker.replicate), so backups are indexed online.
+import { loadTls, type TlsMaterial } from '../../runtime/net/tls.js';
 import { nodeOf, type ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { ActorContext } from '../../runtime/actor.js';
@@ -37,9 +38,10 @@ export interface ReplicaSet {
 }
 
 
-/** The Rowan connection to node `id`'s receiver, through the actor's injected transport. */
-function connectTo(cluster: ClusterConfig, id: number, ctx: ActorContext): Promise<RowanConnection> {
-  return ctx.transport.connect(nodeOf(cluster, id));
+/** The Rowan connection to node `id`'s receiver, through the actor's injected transport. The sender
+ *  id is this node's id: the tcp NIC grants one-sided regions per sending node (actors/nic/verbs.ts). */
+function connectTo(cluster: ClusterConfig, id: number, ctx: ActorContext, self: number): Promise<RowanConnection> {
+  return ctx.transport.connect(nodeOf(cluster, id), { senderId: self });
 }
 
 function reconnectable(err: unknown): boolean {
@@ -92,8 +94,8 @@ class Links<K, L> {
 }
 
 /** rowan: the Rowan connection itself. */
-function rowanReplicas(cluster: ClusterConfig, ctx: ActorContext): ReplicaSet {
-  const links = new Links<number, RowanConnection>((id) => connectTo(cluster, id, ctx), (c) => c.close());
+function rowanReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContext): ReplicaSet {
+  const links = new Links<number, RowanConnection>((id) => connectTo(cluster, id, ctx, nodeId), (c) => c.close());
   return {
     channel: (id) => ({ write: (bytes) => links.use(id, (c) => c.write(bytes)) }),
     drop: (id) => links.drop((k) => k === id),
@@ -110,7 +112,7 @@ function streamReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContex
     stream: ReplicationStream;
   }
   const open = async (id: number): Promise<Link> => {
-    const conn = await connectTo(cluster, id, ctx);
+    const conn = await connectTo(cluster, id, ctx, nodeId);
     try {
       let stream: ReplicationStream;
       if (mode === 'share') {
@@ -139,12 +141,13 @@ function streamReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContex
 }
 
 /** rpc: REPLICATE to the backup worker that serves the shard's port, with the node's current term. */
-function rpcReplicas(cluster: ClusterConfig, term: () => number, secret: Uint8Array | null): ReplicaSet {
+function rpcReplicas(cluster: ClusterConfig, term: () => number, secret: Uint8Array | null, tls: TlsMaterial | null): ReplicaSet {
   const timeoutMs = 10_000;
   const links = new Links<string, RpcConnection>(
     (k) => {
       const [id, port] = k.split(':').map(Number) as [number, number];
-      return RpcConnection.open({ host: nodeOf(cluster, id).host, port }, timeoutMs, defaultLimits, secret); // proves the cluster secret like any client
+      // A peer: REPLICATE is for nodes only, proven with the cluster secret (never the client password).
+      return RpcConnection.open({ host: nodeOf(cluster, id).host, port }, timeoutMs, defaultLimits, secret === null ? null : { role: 'peer', secret }, tls); // over TLS it presents this node's certificate
     },
     (c) => c.close(),
   );
@@ -174,9 +177,9 @@ export function openReplicas(
 ): ReplicaSet {
   switch (cluster.replication) {
     case 'rowan':
-      return rowanReplicas(cluster, ctx);
+      return rowanReplicas(cluster, nodeId, ctx);
     case 'rpc':
-      return rpcReplicas(cluster, term, ctx.secret);
+      return rpcReplicas(cluster, term, ctx.secret, loadTls(ctx.config.tls));
     default:
       return streamReplicas(cluster, nodeId, ctx, shareLogs);
   }

@@ -11,6 +11,7 @@ import type { ActorContext } from '../../runtime/actor.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { attachKvShared, kvOf } from '../kv/shared.js';
 import { serveClients, type RpcServer } from '../../runtime/rpc/server.js';
+import { loadTls } from '../../runtime/net/tls.js';
 import { OwnerRole } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { ACTORS_PER_ROLE_MAX, backupLogOwner, tlogOwner } from '../../config/base/ids.js';
@@ -57,14 +58,14 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     limits: defaultLimits,
     ...(kv.cluster.replication === 'rpc' ? { backupLog: TLog.recover(pool, backupLogOwner(ctx.id), defaultLimits, OwnerRole.Worker) } : {}),
   });
-  const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log, secret: ctx.secret, ...ctx.config.clients });
+  const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log, secret: ctx.secret, password: ctx.clientPassword, tls: loadTls(ctx.config.tls), ...ctx.config.clients });
   let seenTerm = cell.term();
   const dropped = new Set<number>();
   const resp = me.resp
     ? await startRespServing({
         host: me.host, ports: { single: me.resp.ports[ctx.id]!, cluster: me.resp.clusterPorts[ctx.id]! }, worker, cluster: () => cell.config(),
         nodeId: kv.nodeId, workerId: ctx.id, shared: attachKvShared(kv.shared, pool.region), region: pool.region, limits: defaultLimits,
-        info: { dataDir: ctx.config.dataDir, persistence: ctx.config.persistence, rowan: () => rowanInfo(pool, kv.shared.gc, worker, ctx.counters.local) }, log: ctx.log, secret: ctx.secret,
+        info: { dataDir: ctx.config.dataDir, persistence: ctx.config.persistence, rowan: () => rowanInfo(pool, kv.shared.gc, worker, ctx.counters.local) }, log: ctx.log, password: ctx.clientPassword, tls: loadTls(ctx.config.tls),
       })
     : null;
   return {

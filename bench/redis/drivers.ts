@@ -3,6 +3,7 @@
 // SET + WAIT 2 as two round trips, the way an application asks Redis for replica durability).
 import { execFile } from 'node:child_process';
 import { Cluster, Redis } from 'ioredis';
+import { LatencyHistogram } from '../hist.js';
 
 export interface Measured {
   opsPerSec: number;
@@ -34,7 +35,7 @@ export async function ioredisDriver(o: { port: number; password?: string | undef
     ? [new Cluster([{ host: '127.0.0.1', port: o.port }], o.password ? { redisOptions: { password: o.password } } : {})]
     : Array.from({ length: Math.min(o.clients, 50) }, () => new Redis({ port: o.port, lazyConnect: false, ...(o.password ? { password: o.password } : {}) }));
   await Promise.all(conns.map((c) => c.ping()));
-  const lat: number[] = [];
+  const lat = LatencyHistogram.create();
   let errors = 0;
   const end = performance.now() + o.ms;
   let seed = 12345;
@@ -52,7 +53,7 @@ export async function ioredisDriver(o: { port: number; password?: string | undef
           await c.set(key(), value);
           if (o.op === 'SET+WAIT 2') await (c as Redis).call('WAIT', '2', '0');
         }
-        lat.push(performance.now() - t0);
+        lat.recordUs((performance.now() - t0) * 1000);
       } catch {
         errors++;
       }
@@ -62,7 +63,6 @@ export async function ioredisDriver(o: { port: number; password?: string | undef
   await Promise.all(Array.from({ length: o.clients }, (_, i) => worker(i)));
   const secs = (performance.now() - t0) / 1000;
   for (const c of conns) c.disconnect();
-  lat.sort((a, b) => a - b);
-  const q = (p: number) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor(p * lat.length))]! : NaN);
-  return { opsPerSec: lat.length / secs, p50ms: q(0.5), p99ms: q(0.99), errors };
+  const q = (p: number) => (lat.percentileUs(p) ?? NaN) / 1000;
+  return { opsPerSec: lat.count / secs, p50ms: q(50), p99ms: q(99), errors };
 }

@@ -1,5 +1,5 @@
 // Turning the sender threads' reports into one row: merge their traces by time into the order the
-// receiver's memory saw them, model DLWA on the merged trace, and take latency percentiles.
+// receiver's memory saw them, and model DLWA on the merged trace.
 import { modelDlwa, type DlwaResult } from '../dlwa/xpbuffer.js';
 import type { TraceArrays } from './protocol.js';
 
@@ -66,18 +66,4 @@ function concurrentBins(live: TraceArrays[]): { has: (t: number) => boolean } {
 export function dlwaOf(traces: TraceArrays[], concurrentOnly = false): DlwaResult & { records: number } {
   const m = mergeByTime(traces, concurrentOnly);
   return { ...modelDlwa(m.addrs, m.lens), records: m.addrs.length };
-}
-
-/** p-th percentile (0..100) of the union of samples. */
-export function percentiles(samples: Float32Array[], ps: number[]): number[] {
-  const n = samples.reduce((a, s) => a + s.length, 0);
-  if (n === 0) return ps.map(() => NaN);
-  const all = new Float32Array(n);
-  let o = 0;
-  for (const s of samples) {
-    all.set(s, o);
-    o += s.length;
-  }
-  all.sort();
-  return ps.map((p) => all[Math.min(n - 1, Math.floor((p / 100) * n))]!);
 }

@@ -19,7 +19,6 @@ export interface RowanBenchOptions {
   traceMs: number;
   traceCap: number;
   latencyEvery: number;
-  latencyCap: number;
   /** A cell whose sender threads waited for a CPU more than this share of the time is run again... */
   noisyWaitPct: number;
   /** ...at most this many more times (the machine is shared; the least disturbed run is kept). */
@@ -55,7 +54,6 @@ export function parseOptions(argv: string[]): RowanBenchOptions {
     traceMs: quick ? 100 : 250,
     traceCap: quick ? 100_000 : 300_000,
     latencyEvery: 4,
-    latencyCap: 500_000,
     noisyWaitPct: 50,
     noisyRetries: num('retries', quick ? 1 : 2),
   };

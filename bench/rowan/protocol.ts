@@ -37,9 +37,8 @@ export interface CellSpec {
   maxWritesPerStream: number;
   /** Persist-trace records (and acked-offset records) kept per thread, from the start of the trace phase. */
   traceCap: number;
-  /** Time every latencyEvery-th write of the measure phase; keep at most latencyCap samples per thread. */
+  /** Time every latencyEvery-th write of the measure phase (into an HDR histogram, bench/hist.ts). */
   latencyEvery: number;
-  latencyCap: number;
   /** share: the sending node's shared log (one node = this process). */
   sharedLog: SharedArrayBuffer | null;
   /** rwrite/batch: each stream's log starts at a random 256 B-aligned offset below this in its first region. */
@@ -70,8 +69,8 @@ export interface CellResult {
   waitMs: number;
   /** tcp, thread 0: CPU time of the nic thread during the window. */
   nicCpuMs: number;
-  /** Issue -> ack latencies in µs of the timed writes (the first latencyCap of them). */
-  latUs: Float32Array;
+  /** Issue -> ack latencies of the timed writes: an HDR histogram, encoded (LatencyHistogram.encode). */
+  latHist: string;
   /** Every persist this thread issued (shm) in the trace phase, up to traceCap. */
   persists: TraceArrays;
   /** Every acked offset, in ack order (the tcp stand-in for the NIC's persist trace). */

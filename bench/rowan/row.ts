@@ -1,6 +1,7 @@
 // One table row per cell from the sender threads' reports, and what the rows say about the targets.
 import type { Row } from '../report.js';
-import { dlwaOf, percentiles } from './measure.js';
+import { LatencyHistogram } from '../hist.js';
+import { dlwaOf } from './measure.js';
 import type { Cell } from './options.js';
 import type { CellResult } from './protocol.js';
 
@@ -15,7 +16,8 @@ export function rowOf(c: Cell, rs: CellResult[], attempts: number): Row {
   const windowMs = Math.max(...rs.map((r) => r.windowMs));
   // Sender threads' CPU time, plus the nic thread's for tcp (it does the landing there).
   const cpuMs = rs.reduce((a, r) => a + r.cpuMs + r.nicCpuMs, 0);
-  const [p50, p99] = percentiles(rs.map((r) => r.latUs), [50, 99]);
+  // Every sender thread's histogram, merged: percentiles of the union of their samples.
+  const lat = LatencyHistogram.merge(rs.map((r) => LatencyHistogram.decode(r.latHist))).summary();
   // shm: the persists the sender threads issued into the receiver's pool. tcp: the nic persists and
   // records nothing, so model the b-log from the acked offsets in ack order (one persist per write).
   const fromAcks = c.fabric === 'tcp';
@@ -33,8 +35,9 @@ export function rowOf(c: Cell, rs: CellResult[], attempts: number): Row {
     writesPerSec: Math.round(writes / (windowMs / 1000)),
     writesPerCpuSec: cpuMs > 0 ? Math.round(writes / (cpuMs / 1000)) : null,
     cpuWaitPct: cpuWaitPct(rs),
-    p50Us: round1(p50!),
-    p99Us: round1(p99!),
+    p50Us: lat.p50Us,
+    p99Us: lat.p99Us,
+    latencySamples: lat.count,
     pmStreams: logs.size,
     dlwa: Number(d.dlwa.toFixed(3)),
     dlwaFrom: fromAcks ? 'acked offsets' : 'persist trace',
@@ -45,10 +48,6 @@ export function rowOf(c: Cell, rs: CellResult[], attempts: number): Row {
     reissues: rs.reduce((a, r) => a + r.retries, 0),
     attempts,
   };
-}
-
-function round1(x: number): number {
-  return Number.isFinite(x) ? Math.round(x * 10) / 10 : x;
 }
 
 /** What this run's rows say about the issue's targets. */

@@ -11,6 +11,7 @@ import { ShmConnection } from '../../runtime/fabric/shm.js';
 import { SharedLog, openReplicationStream, emptyStreamStats, type ReplicationStream } from '../../actors/kv/baselines.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
 import { rng } from '../dlwa/streams.js';
+import { LatencyHistogram } from '../hist.js';
 import { entryOfSize } from './entry.js';
 import type { CellResult, CellSpec, FromSender, SenderInit, ToSender } from './protocol.js';
 import { connectTcp } from './tcp-connect.js';
@@ -30,8 +31,7 @@ interface Window {
   writes: number;
   /** Every latencyEvery-th write issued in the measure phase is timed (a clock read costs ~0.1 µs). */
   latencyEvery: number;
-  lat: Float32Array;
-  latN: number;
+  lat: LatencyHistogram;
   cpu0: Schedstat;
   nic0: Schedstat;
   cpu: Schedstat;
@@ -107,7 +107,7 @@ function drive(streams: ReplicationStream[], bytes: Uint8Array[], c: CellSpec, w
     const acked = (k: number, ph: Window['phase'], t0: number, at: number): void => {
       if (ph === 'measure') {
         w.writes++;
-        if (t0 >= 0 && w.latN < w.lat.length) w.lat[w.latN++] = (performance.now() - t0) * 1000;
+        if (t0 >= 0) w.lat.recordUs((performance.now() - t0) * 1000);
       } else if (ph === 'trace' && recordAcks) acks.record(at, bytes[k % n]!.length);
       idle.push(k);
     };
@@ -207,8 +207,7 @@ async function runCell(c: CellSpec): Promise<CellResult> {
     phase: 'warmup',
     writes: 0,
     latencyEvery: c.latencyEvery,
-    lat: new Float32Array(c.latencyCap),
-    latN: 0,
+    lat: LatencyHistogram.create(),
     cpu0: zero,
     nic0: zero,
     cpu: zero,
@@ -235,7 +234,7 @@ async function runCell(c: CellSpec): Promise<CellResult> {
     cpuMs: (w.cpu.runNs - w.cpu0.runNs) / 1e6,
     waitMs: (w.cpu.waitNs - w.cpu0.waitNs) / 1e6,
     nicCpuMs: (w.nic.runNs - w.nic0.runNs) / 1e6,
-    latUs: w.lat.slice(0, w.latN),
+    latHist: w.lat.encode(),
     persists: persists.take(),
     acks: acks.take(),
     logIds: [...new Set(streams.map((s) => s.logId))],
@@ -261,7 +260,7 @@ port.on('message', (m: ToSender) => {
   }
   runCell(m.cell).then(
     (result) => {
-      const bufs = [result.latUs, ...Object.values(result.persists), ...Object.values(result.acks)]
+      const bufs = [...Object.values(result.persists), ...Object.values(result.acks)]
         .filter((a): a is Float32Array | Float64Array | Uint32Array => ArrayBuffer.isView(a))
         .map((a) => a.buffer as ArrayBuffer);
       post({ type: 'result', result }, bufs);

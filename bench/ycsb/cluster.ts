@@ -48,15 +48,35 @@ function exited(c: ChildProcess): Promise<number> {
 
 export async function startCluster(s: ClusterSpec, timeoutMs = 120_000): Promise<RunningCluster> {
   const dir = mkdtempSync(join(tmpdir(), `rowan-ycsb-${s.mode}-`));
-  // Node n listens on base + 10n + w and base + 500 + n: keep everything below the kernel's ephemeral
-  // range (32768 on), where an outgoing connection could already hold the port.
-  const basePort = 10_000 + Math.floor(Math.random() * 2_200) * 10;
-  if (!s.nodeConfig) return launch(s, dir, basePort, timeoutMs);
-  await (await launch(s, dir, basePort, timeoutMs)).stop();
+  const first = await launchOnFreePorts(s, dir, timeoutMs);
+  if (!s.nodeConfig) return first;
+  await first.stop();
   const file = join(dir, 'node-config.json');
   const cfg = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
   writeFileSync(file, JSON.stringify({ ...cfg, ...s.nodeConfig }, null, 2) + '\n');
-  return launch(s, dir, basePort, timeoutMs);
+  return launch(s, dir, first.basePort, timeoutMs);
+}
+
+/** Bound on base ports tried when the launcher finds one of a cluster's ports taken. */
+const PORT_ATTEMPTS = 5;
+
+/**
+ * A new cluster on a random base port; another one if the launcher finds a port in use (on a shared
+ * machine another process may hold one). A taken port fails the launcher before it writes anything,
+ * so the same directory is used again.
+ */
+async function launchOnFreePorts(s: ClusterSpec, dir: string, timeoutMs: number): Promise<RunningCluster> {
+  for (let attempt = 1; ; attempt++) {
+    // Node n listens on base + 10n + w .. base + 800 + n: keep everything below the kernel's ephemeral
+    // range (32768 on), where an outgoing connection could already hold the port.
+    const basePort = 10_000 + Math.floor(Math.random() * 2_200) * 10;
+    try {
+      return await launch(s, dir, basePort, timeoutMs);
+    } catch (err) {
+      if (attempt >= PORT_ATTEMPTS || !/is not free/.test((err as Error).message)) throw err;
+      process.stderr.write(`ycsb: a port of base ${basePort} is in use; trying another base port\n`);
+    }
+  }
 }
 
 async function launch(s: ClusterSpec, dir: string, basePort: number, timeoutMs: number): Promise<RunningCluster> {

@@ -1,7 +1,8 @@
 // The load driver: a closed loop of C concurrent requests from this process through one RowanClient
 // (each of C loops issues a request, awaits its reply, issues the next) for a fixed duration; records
-// every request's latency (µs, high-resolution clock) separately for PUT and GET.
+// every request's latency (µs, high-resolution clock) separately for PUT and GET, in HDR histograms.
 import type { RowanClient } from '../../actors/kv/client/client.js';
+import { LatencyHistogram } from '../hist.js';
 import { keyOf, mulberry32, type KeyChooser } from './zipfian.js';
 
 export interface Workload {
@@ -27,6 +28,9 @@ export interface CellResult {
   putP99: number | null;
   getP50: number | null;
   getP99: number | null;
+  /** The latency histograms themselves (mergeable across cells, clients or processes). */
+  putHist: LatencyHistogram;
+  getHist: LatencyHistogram;
 }
 
 /** Value bytes: a shared random buffer, sliced to the drawn size (contents do not matter). */
@@ -42,24 +46,6 @@ export function valueOf(size: number, salt: number): Uint8Array {
   return VALUE_POOL.subarray(off, off + size);
 }
 
-class Latencies {
-  private a = new Float64Array(1 << 16);
-  n = 0;
-  push(us: number): void {
-    if (this.n === this.a.length) {
-      const b = new Float64Array(this.a.length * 2);
-      b.set(this.a);
-      this.a = b;
-    }
-    this.a[this.n++] = us;
-  }
-  pct(): { p50: number | null; p99: number | null } {
-    if (this.n === 0) return { p50: null, p99: null };
-    const s = this.a.slice(0, this.n).sort();
-    const at = (p: number) => s[Math.min(this.n - 1, Math.floor(p * this.n))]!;
-    return { p50: at(0.5), p99: at(0.99) };
-  }
-}
 
 /** Load keys [0, n) once each, C at a time; `onProgress` gets the count now and then. */
 export async function loadKeys(
@@ -94,8 +80,8 @@ export async function runCell(
   seed: number,
 ): Promise<CellResult> {
   const rand = mulberry32(seed);
-  const putLat = new Latencies();
-  const getLat = new Latencies();
+  const putLat = LatencyHistogram.create();
+  const getLat = LatencyHistogram.create();
   let errors = 0;
   let firstError: unknown = null;
   const t0 = performance.now();
@@ -118,23 +104,23 @@ export async function runCell(
         continue;
       }
       const stop = performance.now();
-      if (start >= recordFrom && stop <= end) (isPut ? putLat : getLat).push((stop - start) * 1000);
+      if (start >= recordFrom && stop <= end) (isPut ? putLat : getLat).recordUs((stop - start) * 1000);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, loop));
   if (firstError) process.stderr.write(`ycsb: ${errors} request(s) failed in ${w.name}; first: ${(firstError as Error).message}\n`);
-  const put = putLat.pct();
-  const get = getLat.pct();
   const seconds = durationMs / 1000;
   return {
-    ops: putLat.n + getLat.n,
-    puts: putLat.n,
-    gets: getLat.n,
+    ops: putLat.count + getLat.count,
+    puts: putLat.count,
+    gets: getLat.count,
     errors,
     seconds,
-    putP50: put.p50,
-    putP99: put.p99,
-    getP50: get.p50,
-    getP99: get.p99,
+    putP50: putLat.percentileUs(50),
+    putP99: putLat.percentileUs(99),
+    getP50: getLat.percentileUs(50),
+    getP99: getLat.percentileUs(99),
+    putHist: putLat,
+    getHist: getLat,
   };
 }

@@ -52,13 +52,20 @@ export const ErrorCodes = {
   NOT_FOUND: 'ROWAN_ERR_NOT_FOUND',
   TIMEOUT: 'ROWAN_ERR_TIMEOUT',
   NO_HANDSHAKE: 'ROWAN_ERR_NO_HANDSHAKE',
-  /** A request on a connection that has not proven the cluster secret: refused, nothing ran. */
+  /** A request on a connection that has not proven its credential (the cluster secret for peers, the
+   *  client password for clients): refused, nothing ran. */
   NOAUTH: 'ROWAN_ERR_NOAUTH',
-  /** A handshake proof did not match (wrong secret), or the peer could not prove the secret. */
+  /** A handshake proof did not match (wrong secret or password), or the peer could not prove one. */
   AUTH_FAILED: 'ROWAN_ERR_AUTH_FAILED',
+  /** A peer-only request (REPLICATE, COPY_SHARD) on a connection authenticated as a client: refused,
+   *  nothing ran. */
+  FORBIDDEN: 'ROWAN_ERR_FORBIDDEN',
   /** A client port already holds clients.connectionsMax connections: this one is refused (not applied). */
   TOO_MANY_CONNECTIONS: 'ROWAN_ERR_TOO_MANY_CONNECTIONS',
   REPLICATION_FAILED: 'ROWAN_ERR_REPLICATION_FAILED',
+  /** A one-sided verb (WRITE, READ, ALLOC) outside what the soft NIC granted this peer (README
+   *  "Security model"): nothing was read or written. */
+  NOT_GRANTED: 'ROWAN_ERR_NOT_GRANTED',
   /** The node's lease with the configuration manager has expired: it serves nothing (not applied). */
   LEASE_EXPIRED: 'ROWAN_ERR_LEASE_EXPIRED',
   /** A PUT/DEL was sent but no answer came back (connection lost, timeout): it may or may not have
@@ -79,6 +86,9 @@ export const ErrorCodes = {
   MOVE_REFUSED: 'ROWAN_ERR_MOVE_REFUSED',
   /** The ZooKeeper configuration store cannot be reached, or its session is lost (config/zk-store.ts). */
   ZOOKEEPER: 'ROWAN_ERR_ZOOKEEPER',
+  /** A configuration manager that is not (or no longer) the elected active one refused to act
+   *  (actors/manager/election.ts): its election znode is gone or its session may have expired. */
+  NOT_ACTIVE_MANAGER: 'ROWAN_ERR_NOT_ACTIVE_MANAGER',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

@@ -8,13 +8,17 @@ export const POOL_FILE = 'pool.pm';
 export const SRQ_FILE = 'rowan.srq';
 /** The node's control socket (runtime/endpoint.ts). */
 export const CONTROL_SOCKET_FILE = 'rowan.sock';
+/** Which shards this node has received replicated data of, and at which version it was promoted
+ *  (actors/kv/trust.ts): what a cold start may apply from the b-log. */
+export const REPLICAS_FILE = 'replicas.json';
 
 export interface DataDirFiles {
   pool: string;
   srq: string;
   socket: string;
+  replicas: string;
 }
 
 export function dataDirFiles(dataDir: string): DataDirFiles {
-  return { pool: join(dataDir, POOL_FILE), srq: join(dataDir, SRQ_FILE), socket: join(dataDir, CONTROL_SOCKET_FILE) };
+  return { pool: join(dataDir, POOL_FILE), srq: join(dataDir, SRQ_FILE), socket: join(dataDir, CONTROL_SOCKET_FILE), replicas: join(dataDir, REPLICAS_FILE) };
 }

@@ -3,10 +3,15 @@
 // by challenge-response, never by sending it: each side sends a fresh nonce, each answers with
 // HMAC-SHA256(secret, label | the peer's nonce | its own nonce). The label names the protocol and the
 // side, so a proof can be neither replayed (the nonces are new per connection) nor reflected back (the
-// two sides' labels differ). The Redis ports cannot do challenge-response (AUTH sends a password):
-// there the password is the secret's hex text itself.
+// two sides' labels differ).
+//
+// Clients hold a different credential, the client password (`rowan cluster` writes DIR/client-password,
+// also 0600): the binary client port proves it by the same challenge-response (keyed with the password's
+// bytes, under the client labels), the Redis ports take it as `requirepass`. A client therefore never
+// holds the cluster secret and cannot pose as a node to the fabric, REPLICATE or the manager.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, openSync, closeSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { chmodSync, openSync, closeSync, existsSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { ErrorCodes, RowanError } from './errors.js';
 
 export const SECRET_BYTES = 32;
@@ -27,27 +32,44 @@ export function parseSecret(text: string, from: string): Uint8Array {
 
 /** The secret in `path`. Refused when group or others may read it: a secret anyone can read is none. */
 export function readSecretFile(path: string): Uint8Array {
+  return parseSecret(readPrivateFile(path, 'secret'), `the secret file ${path}`);
+}
+
+/** The text of a credential file that only its owner may read (`what` names it in errors). */
+function readPrivateFile(path: string, what: string): string {
   let mode: number;
   let text: string;
   try {
     mode = statSync(path).mode;
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new RowanError(ErrorCodes.BAD_CONFIG, `cannot read the secret file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `cannot read the ${what} file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   if ((mode & 0o077) !== 0)
-    throw new RowanError(ErrorCodes.BAD_CONFIG, `the secret file ${path} has mode 0${(mode & 0o777).toString(8)}: group and others must not read it (chmod 600 ${path})`);
-  return parseSecret(text, `the secret file ${path}`);
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `the ${what} file ${path} has mode 0${(mode & 0o777).toString(8)}: group and others must not read it (chmod 600 ${path})`);
+  return text;
 }
 
 /** Create `path` (mode 0600, failing if it exists) holding a new random secret; returns it. */
-export function writeNewSecretFile(path: string): Uint8Array {
+/** The cluster secret a manager or an operator's tool uses: the file `flag` names, else
+ *  $ROWAN_SECRET_FILE, else the file `secret` beside `clusterFile`; null when none of them exists. */
+export function findSecret(flag: string | undefined, clusterFile: string | undefined): Uint8Array | null {
+  const file = flag ?? process.env[SECRET_FILE_ENV];
+  if (file !== undefined && file !== '') return readSecretFile(resolve(file));
+  if (clusterFile !== undefined) {
+    const beside = join(dirname(resolve(clusterFile)), SECRET_FILE);
+    if (existsSync(beside)) return readSecretFile(beside);
+  }
+  return null;
+}
+
+export function writeNewSecretFile(path: string, what = 'secret'): Uint8Array {
   const secret = new Uint8Array(randomBytes(SECRET_BYTES));
   let fd: number;
   try {
     fd = openSync(path, 'wx', 0o600);
   } catch (err) {
-    throw new RowanError(ErrorCodes.DATA_DIR, `cannot create the secret file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new RowanError(ErrorCodes.DATA_DIR, `cannot create the ${what} file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   try {
     writeSync(fd, `${secretHex(secret)}\n`);
@@ -76,10 +98,44 @@ export function proofMatches(expected: Uint8Array, got: Uint8Array): boolean {
   return expected.length === got.length && timingSafeEqual(expected, got);
 }
 
-/** Constant-time comparison of a password with the secret's hex text (the Redis ports' AUTH). */
-export function passwordMatches(secret: Uint8Array, password: Uint8Array): boolean {
-  const want = Buffer.from(secretHex(secret), 'latin1');
-  const got = Buffer.from(password.buffer, password.byteOffset, password.byteLength);
-  // Compare as lowercase hex; a length mismatch is decided without looking at the bytes.
-  return got.length === want.length && timingSafeEqual(want, Buffer.from(got.toString('latin1').toLowerCase(), 'latin1'));
+/** Constant-time comparison of a password a client sent with the client password (the Redis ports'
+ *  AUTH). Exact bytes: a length mismatch is decided without looking at them. */
+export function passwordMatches(password: Uint8Array, got: Uint8Array): boolean {
+  const want = Buffer.from(password.buffer, password.byteOffset, password.byteLength);
+  const g = Buffer.from(got.buffer, got.byteOffset, got.byteLength);
+  return g.length === want.length && timingSafeEqual(want, g);
+}
+
+// ---- the client password ---------------------------------------------------------------------------
+
+/** The name of the client password file in a cluster directory (next to cluster.json and secret). */
+export const CLIENT_PASSWORD_FILE = 'client-password';
+/** The environment variable naming a client password file (rowan start, and the client commands). */
+export const CLIENT_PASSWORD_FILE_ENV = 'ROWAN_CLIENT_PASSWORD_FILE';
+/** Bounds of a client password: long enough to resist guessing, short enough for one AUTH line. */
+export const PASSWORD_BYTES_MIN = 16;
+export const PASSWORD_BYTES_MAX = 256;
+
+/** A client password from its text (a file's first line, or given to a client): 16..256 printable
+ *  ASCII characters without spaces, so it passes unchanged through `redis-cli -a` and `AUTH`. */
+export function parsePassword(text: string, from: string): Uint8Array {
+  const pw = text.replace(/[\r\n]+$/, '');
+  if (!/^[\x21-\x7e]*$/.test(pw) || pw.length < PASSWORD_BYTES_MIN || pw.length > PASSWORD_BYTES_MAX)
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `${from} does not hold a client password (${PASSWORD_BYTES_MIN}-${PASSWORD_BYTES_MAX} printable ASCII characters, no spaces, on one line)`);
+  return new Uint8Array(Buffer.from(pw, 'latin1'));
+}
+
+/** The client password in `path`; refused, like the secret, when group or others may read it. */
+export function readPasswordFile(path: string): Uint8Array {
+  return parsePassword(readPrivateFile(path, 'client password'), `the client password file ${path}`);
+}
+
+/** Create `path` (mode 0600, failing if it exists) holding a new random client password (64 hex). */
+export function writeNewPasswordFile(path: string): Uint8Array {
+  return new Uint8Array(Buffer.from(secretHex(writeNewSecretFile(path, 'client password')), 'latin1'));
+}
+
+/** The password's text (what redis-cli -a and ioredis take). */
+export function passwordText(password: Uint8Array): string {
+  return Buffer.from(password.buffer, password.byteOffset, password.byteLength).toString('latin1');
 }

@@ -24,7 +24,8 @@
 // a nic without a secret is refused by a sender that has one (AUTH_FAILED), and a nic that wants one
 // refuses a sender without (NOAUTH). Nothing else is sent before the AUTH reply.
 import { CorkedWriter, RequestIds } from '../net/pipeline.js';
-import { connect as netConnect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { connectSocket, type TlsClientMaterial } from '../net/tls.js';
 import {
   FRAME_BYTES_MAX_DEFAULT,
   FRAME_VERSION,
@@ -60,6 +61,8 @@ export interface TcpConnectOptions extends Partial<RowanSenderOptions> {
   /** The cluster secret to prove to the nic, and to check the nic's proof against; absent or null
    *  connects only to a nic that runs without authentication. */
   secret?: Uint8Array | null;
+  /** Mutual TLS to the nic (runtime/net/tls.ts): this node's certificate and the CA; null: plain TCP. */
+  tls?: TlsClientMaterial | null;
 }
 
 const DEFAULTS = { connectTimeoutMs: 5000, requestTimeoutMs: 30_000, maxInFlight: 1024, maxInFlightBytes: 16 * 1024 * 1024 };
@@ -125,12 +128,12 @@ export class TcpConnection implements RowanConnection {
   static async connect(o: TcpConnectOptions): Promise<TcpConnection> {
     const timeoutMs = o.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs;
     const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = netConnect({ host: o.host, port: o.port });
+      const { socket: s, ready } = connectSocket(o, o.tls ?? null);
       const timer = setTimeout(() => {
         s.destroy();
         reject(new RowanError(ErrorCodes.PEER_GONE, `no connection to the nic at ${o.host}:${o.port} within ${timeoutMs} ms`));
       }, timeoutMs);
-      s.once('connect', () => {
+      s.once(ready, () => {
         clearTimeout(timer);
         s.removeAllListeners('error');
         resolve(s);

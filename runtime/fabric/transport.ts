@@ -1,6 +1,7 @@
 // How an actor reaches another node's Rowan receiver (CONVENTIONS 9: transport is injected). Roles get
 // a Transport in their context and never pick a fabric class themselves; the node gives them the
 // real one (shm or tcp, by the peer's fabric), the simulator (test/sim/) gives them its own.
+import { loadTls } from '../net/tls.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { FabricKind } from '../../config/base/fabric-kinds.js';
 import type { RowanConfig } from '../../config/model.js';
@@ -15,21 +16,26 @@ export interface PeerEndpoint {
   fabric: { kind: FabricKind; host: string; port: number };
 }
 
+/** Who is sending: the id a tcp NIC grants one-sided regions to (the sending node's id). */
+export interface SenderIdentity {
+  senderId: number;
+}
+
 export interface Transport {
   /** A Rowan connection to `peer`'s receiver (rejects while it is not up; callers retry). */
-  connect(peer: PeerEndpoint): Promise<RowanConnection>;
+  connect(peer: PeerEndpoint, self?: SenderIdentity): Promise<RowanConnection>;
 }
 
 /** The real fabrics, as the node's configuration sets them up. */
 export function fabricTransport(config: RowanConfig, secret: Uint8Array | null): Transport {
   return {
-    async connect(peer) {
+    async connect(peer, self) {
       switch (peer.fabric.kind) {
         case 'shm':
           // (Concurrent mappings by several actors are retried inside native/pmem2.ts.)
           return ShmConnection.connect(peer.dataDir, { mode: config.persistence, retryMs: config.replication.retryMs });
         case 'tcp':
-          return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs, secret });
+          return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs, secret, tls: loadTls(config.tls), ...(self ? { senderId: self.senderId } : {}) });
         default:
           throw new RowanError(ErrorCodes.FABRIC_UNAVAILABLE, `node ${peer.id} asks for the ${peer.fabric.kind} fabric, which an actor cannot open here`);
       }

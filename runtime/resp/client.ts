@@ -2,7 +2,8 @@
 // does not own to the owner's cluster port, actors/worker/resp/). Replies are matched to requests in
 // FIFO order, as RESP defines. Replies are decoded into ./reply.ts values so they can be re-encoded for
 // the client's own protocol version. Bounded: a reply header larger than the limits closes the link.
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { connectSocket, type TlsClientMaterial } from '../net/tls.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { NullArray, RespErr, Simple, type Reply } from './reply.js';
 
@@ -93,15 +94,23 @@ export class RespPeer {
   private flushQueued = false;
 
   /** `password`: sent as AUTH first on every link (the peer's requirepass); null = none. */
-  constructor(readonly host: string, readonly port: number, private readonly bulkBytesMax: number, private readonly timeoutMs = 5000, private readonly password: string | null = null) {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    private readonly bulkBytesMax: number,
+    private readonly timeoutMs = 5000,
+    private readonly password: string | null = null,
+    /** TLS to the peer (runtime/net/tls.ts): verified against the CA; null = plain TCP. */
+    private readonly tls: TlsClientMaterial | null = null,
+  ) {
     this.parser = new RespReplyParser(bulkBytesMax);
   }
 
   private open(): Promise<Socket> {
     this.opening ??= new Promise<Socket>((resolve, reject) => {
-      const s = connect({ host: this.host, port: this.port, noDelay: true });
+      const { socket: s, ready } = connectSocket({ host: this.host, port: this.port, noDelay: true }, this.tls);
       const t = setTimeout(() => s.destroy(new Error(`connect timeout after ${this.timeoutMs} ms`)), this.timeoutMs);
-      s.once('connect', () => {
+      s.once(ready, () => {
         clearTimeout(t);
         this.socket = s;
         if (this.password !== null) {

@@ -1,6 +1,7 @@
 // A RESP listener (Redis protocol, DESIGN §7): TCP connections speaking RESP2/RESP3 to a RespHandler.
 // Generic: no key-value knowledge here (the KV commands are actors/worker/resp/).
-import { createServer, type Server } from 'node:net';
+import type { Server } from 'node:net';
+import { createServer, type TlsMaterial } from '../net/tls.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import { RespConnection, type RespConnStats, type RespHandler } from './connection.js';
@@ -21,13 +22,15 @@ export interface RespServeOptions {
   /** Connection ids are idBase + 1, idBase + 2, ... (unique per node when bases differ per worker). */
   idBase?: number;
   log?: Logger;
+  /** TLS (server certificate only: Redis clients present none); null or absent: plain TCP. */
+  tls?: TlsMaterial | null;
 }
 
 export async function serveResp(o: RespServeOptions): Promise<RespServer> {
   const stats: RespConnStats = { connected: 0, accepted: 0, commands: 0, protocolErrors: 0 };
   const conns = new Set<RespConnection>();
   let nextId = o.idBase ?? 0;
-  const server = createServer({ noDelay: true }, (socket) => {
+  const server = createServer(o.tls ?? null, 'server', { noDelay: true }, (socket) => {
     if (conns.size >= o.limits.connectionsMax) {
       socket.end('-ERR max number of clients reached\r\n');
       return;

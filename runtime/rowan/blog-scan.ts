@@ -5,9 +5,11 @@
 // there: it steps over any stride that does not hold a verified block, one 64 B stride at a time, and
 // accepts only blocks whose checksum verifies. A torn or partial write is never accepted.
 //
-// What this does not defend against: a value that embeds a well-formed block with a valid checksum at a
-// 64 B-aligned offset, if a torn write's header was lost and the scan resynchronises inside its
-// payload. Closing that (e.g. seeding the checksum with a per-cluster secret) is noted for the digest.
+// Resynchronising means the scan may look at strides inside a torn block's payload: a value that embeds
+// a well-formed block at a 64 B boundary would surface there. Block checksums are keyed with the
+// cluster's seed (shm/log-checksum.ts), which clients never see, so such an inner block does not verify
+// (but for a 2^-32 chance) and is stepped over like any other invalid stride. A cluster without a seed
+// (made before seeds existed) keeps the unkeyed checksum and this hazard.
 import type { Limits } from '../../config/limits.js';
 import { readBlock, type Block } from '../../shm/log.js';
 

@@ -12,8 +12,10 @@
 //   - a peer that ends or dies mid-frame: the partial frame is dropped, never executed.
 // The handler only ever sees fully checked requests, so nothing partial is ever written.
 //
-// Authentication (./frames-layout.ts): on a port with a secret, HELLO is answered CHALLENGE and the
-// connection is not authenticated until its AUTH proof checks out; before that every other request is
+// Authentication (./frames-layout.ts): on a port with credentials, HELLO is answered CHALLENGE and the
+// connection is not authenticated until its AUTH proof checks out -- of the client password for a
+// HELLO of role client, of the cluster secret for role peer (another node: only a peer may REPLICATE,
+// COPY_SHARD or PEER_LEASE, a client gets ROWAN_ERR_FORBIDDEN for them); before that every other request is
 // answered ROWAN_ERR_NOAUTH without reaching the handler, a wrong proof is answered
 // ROWAN_ERR_AUTH_FAILED and ends the connection, and the handshake deadline (handshakeMs) runs until
 // AUTH, so an unauthenticated connection cannot be held open either.
@@ -37,9 +39,11 @@ import {
   type FrameLimits,
   type Request,
 } from './frames.js';
-import { CLIENT_LABEL, CONFIG_JSON_BYTES_MAX, SERVER_LABEL, requestBytesMax } from './frames-layout.js';
+import { CLIENT_LABEL, CONFIG_JSON_BYTES_MAX, HelloRole, OP_NAMES, PEER_LABEL, PEER_SERVER_LABEL, SERVER_LABEL, requestBytesMax, type HelloRoleCode } from './frames-layout.js';
 import { newNonce, proof, proofMatches } from '../../config/base/secret.js';
+import { peerCertified } from '../net/tls.js';
 import type { KvHandler } from './handler.js';
+import { forClients } from '../../config/cluster.js';
 
 export interface ConnectionOptions {
   handler: KvHandler;
@@ -58,8 +62,13 @@ export interface ConnectionOptions {
   idleMs: number;
   /** After the server ends a connection, how long the peer has to close its side before a reset. */
   lingerMs: number;
-  /** The cluster secret clients must prove (HELLO, CHALLENGE, AUTH); null = none asked (--no-auth). */
+  /** The cluster secret peers (HELLO role peer) must prove; null together with `password` = none
+   *  asked (--no-auth). */
   secret: Uint8Array | null;
+  /** The client password clients (HELLO role client) must prove. */
+  password: Uint8Array | null;
+  /** The port runs TLS: a HELLO of role peer must come with a certificate the cluster CA signed. */
+  tls: boolean;
 }
 
 export interface ServerStats {
@@ -78,10 +87,12 @@ export interface ServerStats {
   authFailures: number;
   /** Connections refused over clients.connectionsMax. */
   refused: number;
+  /** TLS handshakes that failed (a plaintext client on a TLS port, a certificate the CA did not sign). */
+  tlsRefused: number;
 }
 
 export function newServerStats(): ServerStats {
-  return { connections: 0, open: 0, requests: 0, errorResponses: 0, badStreams: 0, truncated: 0, internalErrors: 0, refused: 0, noAuth: 0, authFailures: 0 };
+  return { connections: 0, open: 0, requests: 0, errorResponses: 0, badStreams: 0, truncated: 0, internalErrors: 0, refused: 0, noAuth: 0, authFailures: 0, tlsRefused: 0 };
 }
 
 type State = 'open' | 'closing' | 'closed';
@@ -90,8 +101,12 @@ export class ClientConnection {
   private readonly reader: FrameReader;
   private state: State = 'open';
   private helloed = false;
-  /** The client proved the secret (from the start when the port has none). */
+  /** The client proved its credential (from the start when the port asks none). */
   private authed: boolean;
+  /** The connection may run peer-only requests: it proved the cluster secret, or nothing is asked. */
+  private peer: boolean;
+  /** The role its HELLO named: which credential its AUTH proves. */
+  private role: HelloRoleCode = HelloRole.CLIENT;
   /** This connection's CHALLENGE nonce and the client's HELLO nonce. */
   private nonce: Uint8Array | null = null;
   private peerNonce: Uint8Array | null = null;
@@ -111,7 +126,8 @@ export class ClientConnection {
     private readonly onGone: (c: ClientConnection) => void,
   ) {
     this.reader = new FrameReader(requestBytesMax(o.limits));
-    this.authed = o.secret === null;
+    this.authed = o.secret === null && o.password === null;
+    this.peer = this.authed;
     stats.connections++;
     stats.open++;
     socket.setNoDelay(true);
@@ -199,7 +215,7 @@ export class ClientConnection {
       return;
     }
     if (!this.helloed) {
-      if (req.op === Op.HELLO) return this.hello(req.id, req.version, req.nonce);
+      if (req.op === Op.HELLO) return this.hello(req.id, req.version, req.nonce, req.role);
       const e = new RowanError(ErrorCodes.NO_HANDSHAKE, 'the first frame on a connection must be HELLO');
       this.respond(errorResponse(req.id, this.term(), e), true);
       return this.badStream(null);
@@ -207,12 +223,16 @@ export class ClientConnection {
     if (req.op === Op.AUTH) return this.auth(req.id, req.proof);
     if (!this.authed && req.op !== Op.HELLO) {
       this.stats.noAuth++;
-      const e = new RowanError(ErrorCodes.NOAUTH, 'authentication required: answer the HELLO challenge with AUTH (the cluster secret)');
+      const e = new RowanError(ErrorCodes.NOAUTH, 'authentication required: answer the HELLO challenge with AUTH (the client password)');
+      return this.respond(errorResponse(req.id, this.term(), e), true);
+    }
+    if (!this.peer && (req.op === Op.REPLICATE || req.op === Op.COPY_SHARD || req.op === Op.PEER_LEASE)) {
+      const e = new RowanError(ErrorCodes.FORBIDDEN, `${OP_NAMES[req.op]} is for the cluster's nodes (HELLO role peer, the cluster secret), not for clients`);
       return this.respond(errorResponse(req.id, this.term(), e), true);
     }
     switch (req.op) {
       case Op.HELLO:
-        return this.hello(req.id, req.version, req.nonce);
+        return this.hello(req.id, req.version, req.nonce, req.role);
       case Op.CONFIG:
         return this.configResponse(req.id);
       default:
@@ -220,37 +240,54 @@ export class ClientConnection {
     }
   }
 
-  private hello(id: number, version: number, peerNonce: Uint8Array | undefined): void {
+  private hello(id: number, version: number, peerNonce: Uint8Array | undefined, role: HelloRoleCode | undefined): void {
     if (version !== PROTOCOL_VERSION || !peerNonce) {
-      const why = version === 1 ? ' (version 1 has no authentication: upgrade the client)' : '';
+      const why = version === 1 ? ' (version 1 has no authentication: upgrade the client)' : version === 2 ? ' (version 2 clients prove the cluster secret, which clients no longer hold: upgrade the client and give it the client password)' : '';
       const e = new RowanError(ErrorCodes.BAD_FRAME, `client speaks protocol version ${version}, this server ${PROTOCOL_VERSION}${why}`);
       this.respond(errorResponse(id, this.term(), e), true);
       return this.badStream(null);
     }
     this.helloed = true;
-    const secret = this.o.secret;
-    if (secret === null || this.authed) {
+    if (this.authed) {
       this.handshakeDone();
       return this.respond(encodeResponse({ status: Status.OK, id, term: this.term() }), false);
     }
+    this.role = role ?? HelloRole.CLIENT;
+    if (this.role === HelloRole.PEER && this.o.tls && !peerCertified(this.socket)) {
+      // Mutual TLS for peers: the secret alone is not enough on a TLS port.
+      this.stats.authFailures++;
+      const e = new RowanError(ErrorCodes.AUTH_FAILED, 'a peer (HELLO role peer) must present a TLS certificate signed by the cluster CA');
+      this.respond(errorResponse(id, this.term(), e), true);
+      return this.badStream(null);
+    }
+    const key = this.key();
     this.nonce = newNonce();
     this.peerNonce = new Uint8Array(peerNonce); // a copy: the request is a view into a received chunk
-    const p = proof(secret, SERVER_LABEL, this.peerNonce, this.nonce);
+    // A port missing the role's credential still challenges (with a random key): AUTH then fails.
+    const p = proof(key ?? newNonce(), this.role === HelloRole.PEER ? PEER_SERVER_LABEL : SERVER_LABEL, this.peerNonce, this.nonce);
     this.respond(encodeResponse({ status: Status.CHALLENGE, id, term: this.term(), nonce: this.nonce, proof: p }), false);
   }
 
-  /** AUTH: the client's proof of the secret. Wrong: AUTH_FAILED, and the connection ends. */
+  /** The credential the HELLO's role proves: the cluster secret for a peer, else the client password. */
+  private key(): Uint8Array | null {
+    return this.role === HelloRole.PEER ? this.o.secret : this.o.password;
+  }
+
+  /** AUTH: the client's proof of its credential. Wrong: AUTH_FAILED, and the connection ends. */
   private auth(id: number, got: Uint8Array): void {
-    const secret = this.o.secret;
-    if (secret !== null && !this.authed) {
-      if (!this.nonce || !this.peerNonce || !proofMatches(proof(secret, CLIENT_LABEL, this.nonce, this.peerNonce), got)) {
+    if (!this.authed) {
+      const key = this.key();
+      const label = this.role === HelloRole.PEER ? PEER_LABEL : CLIENT_LABEL;
+      if (key === null || !this.nonce || !this.peerNonce || !proofMatches(proof(key, label, this.nonce, this.peerNonce), got)) {
         this.stats.authFailures++;
-        this.o.log?.warn({ peer: this.socket.remoteAddress }, 'rpc: a client failed authentication; closing its connection');
-        const e = new RowanError(ErrorCodes.AUTH_FAILED, 'authentication failed: the AUTH proof does not match this cluster\'s secret');
+        const who = this.role === HelloRole.PEER ? 'peer (cluster secret)' : 'client (client password)';
+        this.o.log?.warn({ peer: this.socket.remoteAddress, role: this.role }, `rpc: a ${who} failed authentication; closing its connection`);
+        const e = new RowanError(ErrorCodes.AUTH_FAILED, `authentication failed: the AUTH proof does not match this cluster's ${this.role === HelloRole.PEER ? 'secret' : 'client password'}`);
         this.respond(errorResponse(id, this.term(), e), true);
         return this.badStream(null);
       }
       this.authed = true;
+      this.peer = this.role === HelloRole.PEER;
     }
     this.handshakeDone();
     this.respond(encodeResponse({ status: Status.OK, id, term: this.term() }), false);
@@ -263,7 +300,7 @@ export class ClientConnection {
 
   private configResponse(id: number): void {
     try {
-      const json = JSON.stringify(this.o.handler.config());
+      const json = JSON.stringify(forClients(this.o.handler.config())); // never the checksum seed
       if (Buffer.byteLength(json) > CONFIG_JSON_BYTES_MAX)
         throw new RowanError(ErrorCodes.BAD_CONFIG, `the configuration's JSON exceeds the ${CONFIG_JSON_BYTES_MAX} B a CONFIG response may carry`);
       this.respond(encodeResponse({ status: Status.CONFIG, id, term: this.term(), json }), false);

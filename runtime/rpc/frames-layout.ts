@@ -13,8 +13,10 @@
 //   client routed with (0 for HELLO and CONFIG); termHi < 2^21 so the term is a safe integer.
 //
 //   op               body
-//   HELLO       1    protocolVersion u32 · client nonce (32 B)        (exactly 36 bytes; version 1's
-//                    HELLO had no nonce: its 4 bytes are still read, to answer "upgrade the client")
+//   HELLO       1    protocolVersion u32 · client nonce (32 B) ·      (exactly 40 bytes; another
+//                    role u32 (1 client, 2 peer)                      version's HELLO is read as far
+//                                                                     as its version, to answer
+//                                                                     "upgrade the client")
 //   PUT         2    keyLen u16 · valueLen u32 · key · value          (exactly 6 + keyLen + valueLen)
 //   GET         3    keyLen u16 · key                                 (exactly 2 + keyLen)
 //   DEL         4    keyLen u16 · key
@@ -22,7 +24,8 @@
 //   GET_REPLICA 6    keyLen u16 · key
 //   REPLICATE   7    one encoded log block (shm/log.ts), 1..mtu bytes   (RPC-KV replication, ROWAN §6.1:
 //                    a primary's worker to a backup's worker; the backup appends, persists, indexes)
-//   AUTH        8    proof (32 B) = HMAC(secret, CLIENT_LABEL · server nonce · client nonce)
+//   AUTH        8    proof (32 B) = HMAC(key, CLIENT_LABEL · server nonce · client nonce), or
+//                    PEER_LABEL for a peer (see CHALLENGE for the key)
 //   COPY_SHARD  9    keyLen u16 · copy request (actors/kv/copy-batch.ts), answered VALUE
 //   PEER_LEASE 10    keyLen u16 · lease request (actors/kv/peer-lease.ts), answered OK (granted)
 //
@@ -40,21 +43,31 @@
 //   NOT_FOUND   2    (empty)                       GET, GET_REPLICA
 //   ERROR       3    codeLen u16 · code (ASCII) · msgLen u32 · message (UTF-8)
 //   CONFIG      4    len u32 · JSON of ClusterConfig
-//   CHALLENGE   5    server nonce (32 B) · proof (32 B)   HELLO, on a server with a secret: the proof is
-//                    HMAC(secret, SERVER_LABEL · client nonce · server nonce); the client checks it and
-//                    answers AUTH. Until AUTH is OK every other request is answered ERROR
+//   CHALLENGE   5    server nonce (32 B) · proof (32 B)   HELLO, on a server with credentials: the
+//                    proof is HMAC(key, SERVER_LABEL · client nonce · server nonce), where key is the
+//                    client password for role client, and the cluster secret (labels PEER_SERVER_LABEL,
+//                    PEER_LABEL) for role peer -- another node's worker: REPLICATE, COPY_SHARD and PEER_LEASE
+//                    run only for a peer, a client gets ROWAN_ERR_FORBIDDEN. The client checks the proof
+//                    and answers AUTH. Until AUTH is OK every other request is answered ERROR
 //                    ROWAN_ERR_NOAUTH and nothing runs; a wrong AUTH proof is answered
-//                    ROWAN_ERR_AUTH_FAILED and the connection is closed. A server without a secret
-//                    (rowan start --no-auth) answers HELLO with OK.
+//                    ROWAN_ERR_AUTH_FAILED and the connection is closed. A server without credentials
+//                    (rowan start --no-auth) answers HELLO with OK, whatever the role.
 //
 // An ERROR with request id 0 concerns the connection, not a request (client ids start at 1): the
 // stream could not be framed any more, and the server closes the connection after it.
 
-/** 2: HELLO carries a nonce, the CHALLENGE status and the AUTH op exist (authentication). */
-export const PROTOCOL_VERSION = 2;
-/** HMAC labels of the server's and the client's proofs (different: a proof cannot be reflected). */
-export const SERVER_LABEL = 'rowan-rpc-v2 server';
-export const CLIENT_LABEL = 'rowan-rpc-v2 client';
+/** 2: HELLO carries a nonce, the CHALLENGE status and the AUTH op exist (authentication).
+ *  3: HELLO carries a role; clients prove the client password, peers the cluster secret. */
+export const PROTOCOL_VERSION = 3;
+/** HMAC labels of the server's and the client's proofs (different: a proof cannot be reflected), and
+ *  of a peer's handshake (different again: a client's proof is never a peer's). */
+export const SERVER_LABEL = 'rowan-rpc-v3 server';
+export const CLIENT_LABEL = 'rowan-rpc-v3 client';
+export const PEER_SERVER_LABEL = 'rowan-rpc-v3 peer-server';
+export const PEER_LABEL = 'rowan-rpc-v3 peer';
+/** Who says HELLO: a client (GET, PUT, DEL, CONFIG, GET_REPLICA) or another node (everything). */
+export const HelloRole = { CLIENT: 1, PEER: 2 } as const;
+export type HelloRoleCode = (typeof HelloRole)[keyof typeof HelloRole];
 
 // ---- header (both directions) ------------------------------------------------------------------------
 export const LENGTH_OFF = 0;
@@ -101,9 +114,12 @@ export const HELLO_NONCE_OFF = 4;
 /** Nonces and proofs of the handshake (config/base/secret.ts). */
 export const NONCE_BYTES = 32;
 export const PROOF_BYTES = 32;
-export const HELLO_BODY_BYTES = HELLO_NONCE_OFF + NONCE_BYTES;
-/** A version 1 HELLO: the version alone. */
+export const HELLO_ROLE_OFF = HELLO_NONCE_OFF + NONCE_BYTES;
+export const HELLO_BODY_BYTES = HELLO_ROLE_OFF + 4;
+/** Older versions' HELLOs: the version alone (1), version and nonce (2). Read as far as the version,
+ *  so the server can tell such a client to upgrade. */
 export const HELLO_V1_BODY_BYTES = 4;
+export const HELLO_V2_BODY_BYTES = HELLO_NONCE_OFF + NONCE_BYTES;
 /** AUTH: the proof. */
 export const AUTH_BODY_BYTES = PROOF_BYTES;
 /** CHALLENGE response: server nonce then proof. */

@@ -25,7 +25,7 @@ const STAGE_BYTES = 16 * 1024;
 const EMPTY = new Uint8Array(0);
 
 export type Request =
-  | { op: typeof L.Op.HELLO; id: number; term: number; version: number; /** absent: zeros */ nonce?: Uint8Array }
+  | { op: typeof L.Op.HELLO; id: number; term: number; version: number; /** absent: zeros */ nonce?: Uint8Array; /** absent: client */ role?: L.HelloRoleCode }
   | { op: typeof L.Op.AUTH; id: number; term: number; proof: Uint8Array }
   | { op: typeof L.Op.PUT; id: number; term: number; key: Uint8Array; value: Uint8Array }
   | { op: typeof L.Op.GET | typeof L.Op.DEL | typeof L.Op.GET_REPLICA | typeof L.Op.COPY_SHARD | typeof L.Op.PEER_LEASE; id: number; term: number; key: Uint8Array }
@@ -80,6 +80,7 @@ export function encodeRequest(r: Request): Buffer {
       f.writeUInt32LE(r.version, L.HEADER_BYTES + L.HELLO_VERSION_OFF);
       f.fill(0, L.HEADER_BYTES + L.HELLO_NONCE_OFF);
       if (r.nonce) f.set(r.nonce.subarray(0, L.NONCE_BYTES), L.HEADER_BYTES + L.HELLO_NONCE_OFF);
+      f.writeUInt32LE(r.role ?? L.HelloRole.CLIENT, L.HEADER_BYTES + L.HELLO_ROLE_OFF);
       return f;
     }
     case L.Op.AUTH: {
@@ -358,11 +359,13 @@ export function decodeRequest(f: Uint8Array, limits: L.FrameLimits): Request {
   switch (h.first) {
     case L.Op.HELLO: {
       // Another version's HELLO is read far enough to name its version (the connection answers it).
-      if (b.length === L.HELLO_V1_BODY_BYTES && u32(b, L.HELLO_VERSION_OFF) !== L.PROTOCOL_VERSION)
+      if ((b.length === L.HELLO_V1_BODY_BYTES || b.length === L.HELLO_V2_BODY_BYTES) && u32(b, L.HELLO_VERSION_OFF) !== L.PROTOCOL_VERSION)
         return { op: L.Op.HELLO, id: h.id, term: h.term, version: u32(b, L.HELLO_VERSION_OFF) };
       const version = u32(b, L.HELLO_VERSION_OFF);
       bodyIs(h, 'HELLO', L.HELLO_BODY_BYTES);
-      return { op: L.Op.HELLO, id: h.id, term: h.term, version, nonce: b.subarray(L.HELLO_NONCE_OFF) };
+      const role = u32(b, L.HELLO_ROLE_OFF);
+      if (role !== L.HelloRole.CLIENT && role !== L.HelloRole.PEER) throw frameError(ErrorCodes.BAD_FRAME, `HELLO role ${role} is neither client (1) nor peer (2)`, h.id);
+      return { op: L.Op.HELLO, id: h.id, term: h.term, version, nonce: b.subarray(L.HELLO_NONCE_OFF, L.HELLO_ROLE_OFF), role };
     }
     case L.Op.AUTH:
       bodyIs(h, 'AUTH', L.AUTH_BODY_BYTES);

@@ -1,7 +1,8 @@
 // A worker's client port (DESIGN §7, §4.1 "the client sends an RPC to a worker thread"): one TCP
 // listener whose connections speak the frames of ./frames.ts to a KvHandler. The per-connection logic
 // (handshake, pipelining, flow control, bad input) lives in ./connection.ts.
-import { createServer, type Server } from 'node:net';
+import type { Server } from 'node:net';
+import { createServer, type TlsMaterial } from '../net/tls.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import { errorResponse } from './frames.js';
@@ -18,9 +19,15 @@ export interface ServeOptions {
   /** 0 = any free port (the bound one is returned). */
   port: number;
   handler: KvHandler;
-  /** The cluster secret clients must prove before any request runs (README "Security model");
-   *  null serves anyone (rowan start --no-auth, and tests of the protocol itself). */
+  /** The cluster secret other nodes (HELLO role peer: REPLICATE, COPY_SHARD) must prove before any
+   *  request runs (README "Security model"); null with `password` null serves anyone (rowan start
+   *  --no-auth, and tests of the protocol itself). */
   secret: Uint8Array | null;
+  /** The client password clients (HELLO role client) must prove; absent: null. */
+  password?: Uint8Array | null;
+  /** TLS (runtime/net/tls.ts, mode 'request'): clients verify this node; a peer must also present a
+   *  certificate the CA signed before its HELLO of role peer is taken. Absent or null: plain TCP. */
+  tls?: TlsMaterial | null;
   /** keyBytesMax and valueBytesMax (config/limits.ts); they also bound the frame size. */
   limits: FrameLimits;
   log?: Logger;
@@ -64,12 +71,17 @@ export async function serveClients(o: ServeOptions): Promise<RpcServer> {
     idleMs: o.idleMs ?? RPC_DEFAULTS.idleMs,
     lingerMs: o.lingerMs ?? RPC_DEFAULTS.lingerMs,
     secret: o.secret,
+    password: o.password ?? null,
+    tls: (o.tls ?? null) !== null,
   };
+  // A port with one credential and not the other would serve half its callers unauthenticated.
+  if ((opts.secret === null) !== (opts.password === null))
+    throw new RowanError(ErrorCodes.BAD_CONFIG, 'a client port needs both the cluster secret and the client password, or neither (--no-auth)');
   const stats = newServerStats();
   const conns = new Set<ClientConnection>();
   // allowHalfOpen: a client may send its requests and shut down its sending side; it still gets answers.
   const connectionsMax = o.connectionsMax ?? RPC_DEFAULTS.connectionsMax;
-  const server = createServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
+  const server = createServer(o.tls ?? null, 'request', { allowHalfOpen: true, noDelay: true }, (socket) => {
     if (conns.size >= connectionsMax) {
       // Refused with a reason the client can read (request id 0), not a bare reset.
       stats.refused++;
@@ -80,6 +92,9 @@ export async function serveClients(o: ServeOptions): Promise<RpcServer> {
       return;
     }
     conns.add(new ClientConnection(socket, opts, stats, (c) => conns.delete(c)));
+  }, (err) => {
+    stats.tlsRefused++;
+    o.log?.debug({ err: err.message }, 'rpc: a TLS handshake failed (a plaintext client, or a certificate the CA did not sign)');
   });
   server.on('error', (err) => o.log?.error({ err }, 'rpc: client listener error'));
   const host = o.host ?? RPC_DEFAULTS.host;

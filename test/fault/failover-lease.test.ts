@@ -77,7 +77,7 @@ test('a dead primary is failed over: writes to its shards succeed through the cl
     assert.ok(committedAt - tStop >= 200 - 40, `node 1's shards reassigned ${(committedAt - tStop).toFixed(0)} ms after SIGSTOP: before its lease expired`);
     process.kill(pids.get(1)!, 'SIGCONT');
     paused.pop();
-    const old = await RowanClient.connect({ cluster: stale, retries: 0, secretFile: join(dir, 'secret') });
+    const old = await RowanClient.connect({ cluster: stale, retries: 0, passwordFile: join(dir, 'client-password') });
     let refused = 0;
     for (const k of onPaused) {
       for (const op of [() => old.get(k), () => old.put(k, 'from-a-stale-primary')]) {

@@ -38,7 +38,7 @@ test('the manager cut off alone: nothing is reassigned, every client request suc
     else console.log(`kept ${dir}`);
   });
   const keys = Array.from({ length: 16 }, (_, i) => `h-${i}`);
-  const common = { cluster: c.file, secretFile: c.secretFile, maxOps: 60_000, keys };
+  const common = { cluster: c.file, passwordFile: c.passwordFile, maxOps: 60_000, keys };
   const l0 = ClientLoad.start(c, 'c0', { ...common, out: join(dir, 'load-c0.json'), clients: 2, clientBase: 0, unique: true });
   const l1 = ClientLoad.start(c, 'c1', { ...common, out: join(dir, 'load-c1.json'), clients: 2, clientBase: 10 });
   const ok = () => l0.progress()!.fresh.ok + l1.progress()!.fresh.ok;

@@ -47,7 +47,7 @@ test('a primary cut off from the manager and its peers stops serving at its leas
   assert.ok(victimKeys.length > 0);
   const staleFile = join(dir, 'stale-config.json');
   writeFileSync(staleFile, JSON.stringify(first));
-  const common = { cluster: c.file, secretFile: c.secretFile, maxOps: 40_000 };
+  const common = { cluster: c.file, passwordFile: c.passwordFile, maxOps: 40_000 };
   const l0 = ClientLoad.start(c, 'c0', { ...common, out: join(dir, 'load-c0.json'), keys, clients: 2, clientBase: 0, unique: true });
   const l1 = ClientLoad.start(c, 'c1', { ...common, out: join(dir, 'load-c1.json'), keys: [...keys, ...victimKeys], clients: 1, clientBase: 10, stale: { config: staleFile, keys: victimKeys, clientBase: 20, maxOps: 40_000, loops: STALE_LOOPS } });
   await waitFor('both client hosts to be served', () => (l0.progress()?.fresh.ok ?? 0) > 100 && (l1.progress()?.stale?.ok ?? 0) > 30, 60_000, 50);

@@ -49,7 +49,7 @@ test('moves of a shard under PUT/GET/DEL on it: history linearizable, one node s
     for (let i = 0; i < MOVES; i++) {
       const c = readCluster(file);
       const to = otherReplica(c, HOT, i);
-      const rec = await move(c, HOT, to);
+      const rec = await move(c, HOT, to, dir);
       assert.ok(rec.doneAt !== undefined, `move ${i} finished: ${JSON.stringify(rec)}`);
       times.push(rec.doneAt! - rec.startedAt);
       assert.equal(readCluster(file).shards[HOT]!.primary, to);
@@ -142,7 +142,7 @@ test('a full cold start in the middle of a move: the restarted manager resumes i
     for (let i = 0; i < keys.length; i += 20) await Promise.all(keys.slice(i, i + 20).map((k) => probe.put(k, `v1-${k}`)));
     const c = readCluster(file);
     const to = otherReplica(c, HOT, 0);
-    void move(c, HOT, to).catch(() => {}); // held after its commit by the test hook
+    void move(c, HOT, to, dir).catch(() => {}); // held after its commit by the test hook
     await waitFor('the move to commit', () => logRecords(join(dir, 'manager.log')).some((r) => r['event'] === 'move-committed'), 30_000, 20);
     // Writes at the new term, on the target, before the crash.
     await waitFor('the target to serve', () => probe.put(keys[0]!, 'v2').then(() => true, () => false), 30_000, 50);

@@ -46,13 +46,13 @@ test('rowan cluster --zookeeper: keys written, a failover stored in ZooKeeper, t
     assert.equal(c1.term, 1);
 
     // 1. Keys through the client (configuration from ZooKeeper) and through the CLI.
-    const client = await RowanClient.connect({ zookeeper: zk.connect, clusterName: name, retries: 5, secretFile: join(cdir, 'secret') });
+    const client = await RowanClient.connect({ zookeeper: zk.connect, clusterName: name, retries: 5, passwordFile: join(cdir, 'client-password') });
     clients.push(client);
     const keys = Array.from({ length: 120 }, (_, i) => `k-${i}`);
     for (const k of keys) await client.put(k, `v1-${k}`);
     const exec = promisify(execFile);
-    await exec(process.execPath, [rowan, 'put', 'cli-key', 'cli-value', '--zookeeper', zk.connect, '--cluster-name', name, '--secret-file', join(cdir, 'secret')]);
-    assert.equal((await exec(process.execPath, [rowan, 'get', 'cli-key', '--zookeeper', zk.connect, '--cluster-name', name, '--secret-file', join(cdir, 'secret')])).stdout, 'cli-value\n');
+    await exec(process.execPath, [rowan, 'put', 'cli-key', 'cli-value', '--zookeeper', zk.connect, '--cluster-name', name, '--password-file', join(cdir, 'client-password')]);
+    assert.equal((await exec(process.execPath, [rowan, 'get', 'cli-key', '--zookeeper', zk.connect, '--cluster-name', name, '--password-file', join(cdir, 'client-password')])).stdout, 'cli-value\n');
     const st = await exec(process.execPath, [rowan, 'status', '--zookeeper', zk.connect, '--cluster-name', name]);
     assert.match(st.stdout, /cluster term 1: 3 nodes \(none dead\)/);
 
@@ -83,7 +83,7 @@ test('rowan cluster --zookeeper: keys written, a failover stored in ZooKeeper, t
     });
     await run.ready;
     assert.match(run.output(), /existing cluster in .*term 2; configuration in zk:\/\//);
-    const again = await RowanClient.connect({ zookeeper: zk.connect, clusterName: name, retries: 5, secretFile: join(cdir, 'secret') });
+    const again = await RowanClient.connect({ zookeeper: zk.connect, clusterName: name, retries: 5, passwordFile: join(cdir, 'client-password') });
     clients.push(again);
     for (const k of keys) assert.equal(dec(await again.get(k)), onVictim.includes(k) ? `v2-${k}` : `v1-${k}`, k);
     assert.equal(dec(await again.get('cli-key')), 'cli-value');

@@ -30,11 +30,11 @@ for (const t of chosen) {
   reports.push(r);
   console.log(`${r.findings.length} findings in ${(r.ms / 1000).toFixed(1)} s`);
 }
-console.log('\nTARGET        INPUTS    REFUSED   CRASHES  VIOLATIONS  SLOW  INPUTS/S');
+console.log('\nTARGET           INPUTS    REFUSED   CRASHES  VIOLATIONS  SLOW  INPUTS/S');
 for (const r of reports) {
   const n = (k: string) => r.findings.filter((f) => f.kind === k).length;
   console.log(
-    `${r.target.padEnd(12)}  ${String(r.inputs).padStart(7)}  ${String(r.refused).padStart(8)}  ${String(n('crash')).padStart(7)}  ` +
+    `${r.target.padEnd(15)}  ${String(r.inputs).padStart(7)}  ${String(r.refused).padStart(8)}  ${String(n('crash')).padStart(7)}  ` +
       `${String(n('violation')).padStart(10)}  ${String(n('slow')).padStart(4)}  ${Math.round(r.inputs / (r.ms / 1000)).toString().padStart(8)}`,
   );
 }

@@ -12,19 +12,14 @@ import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { FrameReader, decodeRequest, decodeResponse, encodeRequest, encodeResponse } from '../../runtime/rpc/frames.js';
 import { Op, Status, requestBytesMax } from '../../runtime/rpc/frames-layout.js';
 import { EntryType, encodeBlocks, encodeEntry, entrySize, readBlock, readEntryAt, scanBlocks, scanEntries } from '../../shm/log.js';
-import { chunks, type Rng } from './mutate.js';
+import { chunks } from './mutate.js';
+import { nicVerbs } from './nic-verbs.js';
+import { setChecksumSeed } from '../../shm/log-checksum.js';
 
-export class FuzzViolation extends Error {}
+import { FuzzViolation, type FuzzTarget } from './target.js';
+export { FuzzViolation, type FuzzTarget };
 
-export interface FuzzTarget {
-  name: string;
-  corpus: Uint8Array[];
-  run(input: Uint8Array, rng: Rng): void;
-  /** Errors that are the target's documented refusals, not crashes. */
-  expected(err: unknown): boolean;
-  /** Whether bad input is refused with an error (parsers) or skipped silently (scanners). */
-  refuses: boolean;
-}
+
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const limits = defaultLimits;
@@ -161,6 +156,32 @@ const blogScan: FuzzTarget = {
   refuses: false,
 };
 
+/** The cluster seed the keyed b-log target checksums with (shm/log-checksum.ts). */
+const KEYED_SEED = 0x5eed1234;
+
+/** blog-scan with checksums keyed as a seeded cluster keys them: the same acceptance rules. */
+const blogScanKeyed: FuzzTarget = {
+  name: 'blog-scan-keyed',
+  corpus: (() => {
+    setChecksumSeed(KEYED_SEED);
+    try {
+      return [blogRegion()];
+    } finally {
+      setChecksumSeed(0);
+    }
+  })(),
+  run(input, rng) {
+    setChecksumSeed(KEYED_SEED);
+    try {
+      blogScan.run(input, rng);
+    } finally {
+      setChecksumSeed(0);
+    }
+  },
+  expected: isRowanError,
+  refuses: false,
+};
+
 const resp: FuzzTarget = {
   name: 'resp',
   corpus: [
@@ -181,4 +202,4 @@ const resp: FuzzTarget = {
   refuses: true,
 };
 
-export const targets: readonly FuzzTarget[] = [rpc, nicFrames, logScan, blogScan, resp];
+export const targets: readonly FuzzTarget[] = [rpc, nicFrames, logScan, blogScan, blogScanKeyed, nicVerbs, resp];

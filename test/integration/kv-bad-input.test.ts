@@ -1,7 +1,7 @@
 // Bad input against a real node of a running cluster (issue: malformed and truncated frames, unknown
 // ops, keys and values over the limits, a client speaking before the handshake): each gets an error
 // reply or a closed connection, the node keeps serving, and no data changes. The bad frames after the
-// handshake come from a client that authenticated (HELLO, CHALLENGE, AUTH with the cluster secret).
+// handshake come from a client that authenticated (HELLO, CHALLENGE, AUTH with the client password).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { RowanClient } from '../../actors/kv/client/client.js';
 import { defaultLimits } from '../../config/limits.js';
 import { FileConfigStore } from '../../config/store.js';
-import { decodeResponse, encodeRequest, FrameReader, Op, Status } from '../../runtime/rpc/frames.js';
+import { decodeResponse, encodeRequest, FrameReader, Op, PROTOCOL_VERSION, Status } from '../../runtime/rpc/frames.js';
 import { CLIENT_LABEL } from '../../runtime/rpc/frames-layout.js';
-import { newNonce, proof, readSecretFile } from '../../config/base/secret.js';
+import { newNonce, proof, readPasswordFile } from '../../config/base/secret.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 
 const limits = { keyBytesMax: defaultLimits.keyBytesMax, valueBytesMax: defaultLimits.valueBytesMax };
@@ -59,7 +59,7 @@ function exchange(port: number, chunks: Uint8Array[], endAfter = false, secret: 
     s.on('error', () => {});
     s.on('connect', () => {
       if (secret === null) return send();
-      s.write(encodeRequest({ op: Op.HELLO, id: 999, term: 0, version: 2, nonce }));
+      s.write(encodeRequest({ op: Op.HELLO, id: 999, term: 0, version: PROTOCOL_VERSION, nonce }));
     });
   });
 }
@@ -75,7 +75,7 @@ test('bad frames get an error reply or a closed connection; the node keeps servi
     for (let i = 0; i < 50; i++) await client.put(`stable-${i}`, `v-${i}`);
     const port = cluster.nodes[0]!.workerPorts[0]!;
     const term = cluster.term;
-    const secret = readSecretFile(join(dir, 'secret'));
+    const secret = readPasswordFile(join(dir, 'client-password')); // the client password: these are a client's frames
     const put = (id: number, key: string, value: Uint8Array) => encodeRequest({ op: Op.PUT, id, term, key: enc(key), value });
 
     // A PUT before HELLO.

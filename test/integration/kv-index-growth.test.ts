@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { eventually } from '../fixtures/eventually.js';
 import { RowanClient } from '../../actors/kv/client/client.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
@@ -32,7 +33,8 @@ async function checkAll(client: RowanClient, keys: number, value: (i: number) =>
     assert.equal(dec(await client.get(`k${i}`)), value(i), `primary read of k${i}`);
     if (i % backupEvery !== 0) return;
     for (const node of [1, 2]) {
-      assert.equal(dec(await client.getReplica(node, `k${i}`)), value(i), `backup ${node} read of k${i}`);
+      // Digest applies a Used segment after the receiver's grace: wait for it, not a fixed time.
+      await eventually(async () => assert.equal(dec(await client.getReplica(node, `k${i}`)), value(i), `backup ${node} read of k${i}`));
       backupReads++;
     }
   });

@@ -16,10 +16,11 @@ function run(cmd: string, args: string[], cwd: string): { code: number; out: str
   return { code: r.status ?? -1, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }
 
-const consumerTs = `import { RowanClient, RowanError, ErrorCodes, type ClusterConfig } from 'rowan';
+const consumerTs = `import { RowanClient, RowanError, ErrorCodes, type ClientOptions, type ClusterConfig } from 'rowan';
 
-export async function roundTrip(file: string): Promise<string | null> {
-  const c: RowanClient = await RowanClient.connect({ cluster: file });
+export async function roundTrip(file: string, password?: string): Promise<string | null> {
+  const o: ClientOptions = { cluster: file, ...(password !== undefined ? { password } : {}), timeoutMs: 5000 };
+  const c: RowanClient = await RowanClient.connect(o);
   try {
     await c.put('hello', 'world');
     const v: Uint8Array | null = await c.get('hello');

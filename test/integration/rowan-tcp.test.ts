@@ -247,10 +247,10 @@ test('peers sending garbage get an error reply or a closed connection; other con
     assert.ok(e2.op === OP_ERROR && e2.id === 78 && e2.code === 'ROWAN_ERR_BAD_ARGUMENT', JSON.stringify(e2));
     odd.send(encodeRequest({ op: Op.WRITE, id: 79, offset: 0, data: new Uint8Array(64).fill(0xee) }));
     const e3 = await odd.reply();
-    assert.ok(e3.op === OP_ERROR && e3.id === 79 && e3.code === 'ROWAN_ERR_BAD_ARGUMENT', JSON.stringify(e3));
+    assert.ok(e3.op === OP_ERROR && e3.id === 79 && e3.code === 'ROWAN_ERR_NOT_GRANTED', JSON.stringify(e3));
     odd.send(encodeRequest({ op: Op.WRITE, id: 80, offset: rx.pool.segmentOffset(rx.pool.segmentCount - 1), data: new Uint8Array(64).fill(0xee) }));
     const e4 = await odd.reply();
-    assert.ok(e4.op === OP_ERROR && e4.id === 80 && e4.code === 'ROWAN_ERR_BAD_ARGUMENT', JSON.stringify(e4));
+    assert.ok(e4.op === OP_ERROR && e4.id === 80 && e4.code === 'ROWAN_ERR_NOT_GRANTED', JSON.stringify(e4));
     odd.send(encodeRequest({ op: Op.HELLO, id: 81, version: FRAME_VERSION, senderId: 9, nonce: new Uint8Array(32) }));
     assert.equal((await odd.reply()).op, Op.HELLO, 'still serving this connection');
     odd.close();
@@ -275,11 +275,11 @@ test('peers sending garbage get an error reply or a closed connection; other con
 
     // One-sided verbs through a TcpConnection: ALLOC, WRITE, READ back; WRITE outside the region fails.
     const conn = await TcpConnection.connect({ host: '127.0.0.1', port: r.port, senderId: 42 });
-    const region = await conn.allocateRegion(7);
+    const region = await conn.allocateRegion(42); // its own node id (the HELLO sender id): regions are granted per node
     const data = new Uint8Array(256).map((_, i) => i);
     await conn.writeAt(region.offset + 4096, data);
     assert.deepEqual(await conn.read(region.offset + 4096, 256), data);
-    await assert.rejects(conn.writeAt(region.offset + region.length - 8, data), { code: 'ROWAN_ERR_BAD_ARGUMENT' });
+    await assert.rejects(conn.writeAt(region.offset + region.length - 8, data), { code: 'ROWAN_ERR_NOT_GRANTED' });
     await conn.close();
     await assert.rejects(conn.write(new Uint8Array(64)), { code: 'ROWAN_ERR_RECEIVER_CLOSED' });
 

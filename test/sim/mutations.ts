@@ -3,13 +3,17 @@
 //   index-ignores-versions  every index update wins, whatever the version it carries (a reordered or
 //                           re-issued older write replaces a newer one);
 //   gc-frees-live           the cleaner frees Committed segments without moving their live entries out
-//                           (it believes every segment holds nothing live).
+//                           (it believes every segment holds nothing live);
+//   tombstone-drops-early   the tombstone sweep drops every committed tombstone of a primary shard,
+//                           without looking for older entries of its key elsewhere on PM (rule 4 of
+//                           actors/clean/tombstones.ts): a cold start brings an older PUT back.
 import { Cleaner, type CleanerOptions } from '../../actors/clean/gc.js';
 import type { KvShared } from '../../actors/kv/shared.js';
+import { TombstoneSweep } from '../../actors/clean/tombstones.js';
 import type { ShardIndex } from '../../shm/index.js';
 import type { SimNodeOptions } from './node.js';
 
-export type MutationName = 'index-ignores-versions' | 'gc-frees-live';
+export type MutationName = 'index-ignores-versions' | 'gc-frees-live' | 'tombstone-drops-early';
 
 /** The highest version an index item can carry: an upsert with it is never stale. */
 const VERSION_ALWAYS_NEWER = 2 ** 48 - 1;
@@ -33,6 +37,12 @@ class FreesLiveCleaner extends Cleaner {
   }
 }
 
+class EarlyTombstoneSweep extends TombstoneSweep {
+  protected override occursElsewhere(): boolean {
+    return false;
+  }
+}
+
 export const mutations: Record<MutationName, Partial<SimNodeOptions>> = {
   'index-ignores-versions': {
     mutateShared: (s: KvShared) => {
@@ -40,4 +50,5 @@ export const mutations: Record<MutationName, Partial<SimNodeOptions>> = {
     },
   },
   'gc-frees-live': { makeCleaner: (o) => new FreesLiveCleaner(o) },
+  'tombstone-drops-early': { makeSweep: (o) => new EarlyTombstoneSweep(o) },
 };

@@ -47,6 +47,9 @@ export interface SimNodeOptions {
   /** Mutation hooks (the mutation test): alter the shared state or the cleaner a node boots with. */
   mutateShared?: (s: KvShared) => void;
   makeCleaner?: (o: CleanerOptions) => Cleaner;
+  /** Period of the clean actor's tombstone sweep (ms; actors/clean/tombstones.ts). */
+  tombstoneSweepMs: number;
+  makeSweep?: CleanerOptions['makeSweep'];
 }
 
 /** The simulated fabric, per incarnation of a node (its connections die with it). */
@@ -68,7 +71,7 @@ export class SimNode {
   private used: number[] = [];
   private channels = new Map<number, RowanConnection & { broken?: boolean }>();
   private transport!: Transport;
-  readonly counts = { boots: 0, crashes: 0, digested: 0, cleaned: 0, quarantined: 0 };
+  readonly counts = { boots: 0, crashes: 0, digested: 0, cleaned: 0, quarantined: 0, tombstonesDropped: 0 };
 
   constructor(
     readonly id: number,
@@ -134,6 +137,10 @@ export class SimNode {
       id: 0,
       count: 1,
       liveThresholdPercent: o.liveThresholdPercent,
+      // The cluster's configuration never changes in the simulator: a shard's primary is its primary
+      // since every boot (rule 1 of the sweep).
+      tombstones: { eligible: (s) => this.cluster.shards[s]?.primary === this.id, now: () => this.loop.clock.now(), periodMs: o.tombstoneSweepMs },
+      ...(o.makeSweep ? { makeSweep: o.makeSweep } : {}),
     };
     o.mutateShared?.(co.shared);
     this.cleaner = o.makeCleaner ? o.makeCleaner(co) : new Cleaner(co);
@@ -150,7 +157,9 @@ export class SimNode {
       }
     });
     this.every(o.cleanPeriodMs, 'clean', () => {
+      const dropped = this.cleaner.sweep?.stats.dropped ?? 0;
       this.counts.cleaned += this.cleaner.pass();
+      this.counts.tombstonesDropped += (this.cleaner.sweep?.stats.dropped ?? 0) - dropped;
     });
     this.every(o.commitVerPeriodMs, 'commitver', () => {
       this.worker.disseminateCommitVers().catch(() => {}); // a failed write gives the advance back

@@ -48,6 +48,7 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
     commitVerPeriodMs: 15,
     liveThresholdPercent: 75,
     holdTimeoutMs: 50,
+    tombstoneSweepMs: 10,
   },
   net: { delayMinMs: 0.02, delayMaxMs: 1.5, lossP: 0, stallP: 0, stallMinMs: 20, stallMaxMs: 300, noBufferRetryMs: 0.5, noBufferTimeoutMs: 200 },
   clients: { clients: 4, opsPerClient: 80, keys: 8, thinkMaxMs: 4, timeoutMs: 400, bigValueP: 0.03 },
@@ -70,8 +71,11 @@ export interface SimResult {
   ops: { ok: number; fail: number; unknown: number };
   faults: string[];
   net: SimNet['stats'];
-  /** Per node: segments digested, cleaned (freed + emptied), boots, buffers fenced and quarantined. */
+  /** Per node: segments digested, cleaned (freed + emptied), tombstones dropped, boots, buffers fenced
+   *  and quarantined. */
   nodes: string[];
+  /** Tombstones the nodes' sweeps removed from their indexes (all incarnations). */
+  tombstonesDropped: number;
   /** Backups whose answers after the cold start fit the writes but not what clients read (see above). */
   divergent: number;
 }
@@ -139,7 +143,8 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
       if (checkHistory([...workload, ...backup], '').length > 0) divergent++;
     });
   }
-  return { seed, ok: findings.length === 0, findings, divergent, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.boots}b/${n.counts.quarantined}q`), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats };
+  return { seed, ok: findings.length === 0, findings, divergent, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.tombstonesDropped}t/${n.counts.boots}b/${n.counts.quarantined}q`),
+    tombstonesDropped: nodes.reduce((a, n) => a + n.counts.tombstonesDropped, 0), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats };
 }
 
 function primaryOf(c: ClusterConfig, key: string): number {

@@ -4,11 +4,12 @@
 //
 //   const c = await RowanClient.connect({ cluster: 'cluster.json' });   // or { endpoints: ['127.0.0.1:7500'] }
 //
-// Authentication (README "Security model"): every connection proves the cluster secret (HELLO,
-// CHALLENGE, AUTH; runtime/rpc/frames-layout.ts). The secret is `secret` (its hex text, as in the file,
-// or its bytes), else `secretFile`, else -- for a cluster given as a file -- the file `secret` next to it
-// (rowan cluster writes DIR/secret beside DIR/cluster.json) when there is one; without any, only servers
-// started with --no-auth answer.
+// Authentication (README "Security model"): every connection proves the client password (HELLO of
+// role client, CHALLENGE, AUTH; runtime/rpc/frames-layout.ts) -- never the cluster secret, which only
+// nodes hold. The password is `password` (its text, as in the file), else `passwordFile`, else -- for
+// a cluster given as a file -- the file `client-password` next to it (rowan cluster writes
+// DIR/client-password beside DIR/cluster.json) when there is one; without any, only servers started
+// with --no-auth answer.
 //   await c.put('k', 'v'); const v = await c.get('k'); await c.del('k'); await c.close();
 //
 // Failure handling (all RowanErrors). What an error means for a PUT/DEL (§4.5; DESIGN §6):
@@ -33,7 +34,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { SECRET_FILE, parseSecret, readSecretFile } from '../../../config/base/secret.js';
+import { CLIENT_PASSWORD_FILE, parsePassword, readPasswordFile } from '../../../config/base/secret.js';
+import { loadTlsCa, type TlsClientMaterial } from '../../../runtime/net/tls.js';
 import type { ClusterConfig } from '../../../config/cluster.js';
 import { defaultLimits } from '../../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
@@ -64,20 +66,23 @@ export interface ClientOptions {
   retries?: number;
   /** Key and value limits checked before sending (default: config/limits.ts). */
   limits?: FrameLimits;
-  /** The cluster secret: its 64 hex characters (the content of DIR/secret) or its 32 bytes. */
-  secret?: string | Uint8Array;
-  /** A file holding the secret (mode 0600). Default: `secret` beside a cluster file, if it exists. */
-  secretFile?: string;
+  /** The client password (README "Security model"): its text (the content of DIR/client-password). */
+  password?: string;
+  /** A file holding the client password (mode 0600). Default: `client-password` beside a cluster
+   *  file, if it exists. */
+  passwordFile?: string;
+  /** The cluster's CA certificate (PEM file) when its nodes serve TLS (rowan start --tls-*): the client
+   *  connects over TLS and verifies each node against it. Absent: plain TCP. */
+  tlsCaFile?: string;
 }
 
-/** The secret a client proves: given, from a file, or beside the cluster file; null = none. */
-export function clientSecret(o: Pick<ClientOptions, 'secret' | 'secretFile' | 'cluster'>): Uint8Array | null {
-  if (typeof o.secret === 'string') return parseSecret(o.secret, 'the secret given');
-  if (o.secret !== undefined) return o.secret;
-  if (o.secretFile !== undefined) return readSecretFile(o.secretFile);
+/** The password a client proves: given, from a file, or beside the cluster file; null = none. */
+export function clientPassword(o: Pick<ClientOptions, 'password' | 'passwordFile' | 'cluster'>): Uint8Array | null {
+  if (o.password !== undefined) return parsePassword(o.password, 'the password given');
+  if (o.passwordFile !== undefined) return readPasswordFile(o.passwordFile);
   if (typeof o.cluster === 'string') {
-    const beside = join(dirname(o.cluster), SECRET_FILE);
-    if (existsSync(beside)) return readSecretFile(beside);
+    const beside = join(dirname(o.cluster), CLIENT_PASSWORD_FILE);
+    if (existsSync(beside)) return readPasswordFile(beside);
   }
   return null;
 }
@@ -108,7 +113,8 @@ export class RowanClient {
     private readonly retries: number,
     private readonly limits: FrameLimits,
     maxInFlight: number,
-    private readonly secret: Uint8Array | null,
+    private readonly password: Uint8Array | null,
+    private readonly tls: TlsClientMaterial | null,
   ) {
     this.slots = new Slots(maxInFlight);
   }
@@ -121,8 +127,9 @@ export class RowanClient {
     const limits = o.limits ?? { keyBytesMax: defaultLimits.keyBytesMax, valueBytesMax: defaultLimits.valueBytesMax };
     const endpoints = (o.endpoints ?? []).map(parseEndpoint);
     // Bootstrap through a throwaway client whose configuration is not known yet.
-    const secret = clientSecret(o);
-    const boot = new RowanClient(null as unknown as ClusterConfig, { store: null, endpoints }, timeoutMs, retries, limits, maxInFlight, secret);
+    const password = clientPassword(o);
+    const tls = o.tlsCaFile === undefined ? null : loadTlsCa(o.tlsCaFile);
+    const boot = new RowanClient(null as unknown as ClusterConfig, { store: null, endpoints }, timeoutMs, retries, limits, maxInFlight, password, tls);
     try {
       const { config, source } = await initialConfig(o.cluster, endpoints, (e) => boot.fetchConfig(e), o.zookeeper === undefined ? undefined : { connect: o.zookeeper, path: zkConfigPath(o.clusterName ?? DEFAULT_ZK_CLUSTER_NAME) });
       boot.cfg = config;
@@ -276,7 +283,7 @@ export class RowanClient {
       if (this.closed) throw new RowanError(ErrorCodes.PEER_GONE, 'the client is closed');
       let entry = this.conns.get(k);
       if (!entry) {
-        const opened: ConnEntry = { opening: RpcConnection.open(e, this.timeoutMs, this.limits, this.secret), conn: null };
+        const opened: ConnEntry = { opening: RpcConnection.open(e, this.timeoutMs, this.limits, this.password === null ? null : { role: 'client', password: this.password }, this.tls), conn: null };
         opened.opening.then(
           (c) => (opened.conn = c),
           () => this.conns.get(k) === opened && this.conns.delete(k),

@@ -7,13 +7,15 @@
 //              or may not have run: the caller decides whether to re-send; PUT and DEL are idempotent);
 //   TIMEOUT    no response within timeoutMs (the connection stays usable; a late response is dropped);
 //   BAD_FRAME  the server sent bytes that are not a response (the connection is dropped);
-//   NOAUTH / AUTH_FAILED  at open: the server wants the cluster secret and none was given, or one of
-//              the two sides could not prove it (a server without a secret is refused by a client
-//              holding one: it could be anyone's).
+//   NOAUTH / AUTH_FAILED  at open: the server wants a credential and none was given, or one of the
+//              two sides could not prove it (a server without credentials is refused by a client
+//              holding one: it could be anyone's). A client proves the client password; another
+//              node's worker (REPLICATE, COPY_SHARD) opens as a peer and proves the cluster secret.
 import { CorkedWriter, RequestIds } from '../../../runtime/net/pipeline.js';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { connectSocket, type TlsClientMaterial } from '../../../runtime/net/tls.js';
 import { ErrorCodes, RowanError, type ErrorCode } from '../../../config/base/errors.js';
-import { CLIENT_LABEL, SERVER_LABEL, responseBytesMax } from '../../../runtime/rpc/frames-layout.js';
+import { CLIENT_LABEL, HelloRole, PEER_LABEL, PEER_SERVER_LABEL, SERVER_LABEL, responseBytesMax } from '../../../runtime/rpc/frames-layout.js';
 import { newNonce, proof, proofMatches } from '../../../config/base/secret.js';
 import {
   FrameReader,
@@ -34,6 +36,10 @@ export interface Endpoint {
 export function endpointKey(e: Endpoint): string {
   return e.host.includes(':') ? `[${e.host}]:${e.port}` : `${e.host}:${e.port}`;
 }
+
+/** What a connection proves at open: the client password (a client) or the cluster secret (a peer:
+ *  another node's worker). */
+export type Credential = { role: 'client'; password: Uint8Array } | { role: 'peer'; secret: Uint8Array };
 
 interface Pending {
   resolve: (r: Response) => void;
@@ -64,11 +70,12 @@ export class RpcConnection {
     socket.on('close', () => this.fail(gone(endpoint, 'connection closed')));
   }
 
-  /** Connect, say HELLO and authenticate with `secret`; PEER_GONE if unreachable, TIMEOUT if no answer
-   *  within timeoutMs, NOAUTH / AUTH_FAILED if the two sides do not share the secret. */
-  static open(endpoint: Endpoint, timeoutMs: number, limits: FrameLimits, secret: Uint8Array | null = null): Promise<RpcConnection> {
+  /** Connect, say HELLO and authenticate with `cred`; PEER_GONE if unreachable, TIMEOUT if no answer
+   *  within timeoutMs, NOAUTH / AUTH_FAILED if the two sides do not share the credential. */
+  static open(endpoint: Endpoint, timeoutMs: number, limits: FrameLimits, cred: Credential | null = null, tls: TlsClientMaterial | null = null): Promise<RpcConnection> {
     return new Promise((resolve, reject) => {
-      const socket = connect({ host: endpoint.host, port: endpoint.port });
+      // Over TLS (runtime/net/tls.ts) the server is verified against the CA before HELLO.
+      const { socket, ready } = connectSocket(endpoint, tls);
       const timer = setTimeout(() => {
         socket.destroy();
         reject(new RowanError(ErrorCodes.TIMEOUT, `connecting to ${endpointKey(endpoint)} took over ${timeoutMs} ms`));
@@ -78,12 +85,15 @@ export class RpcConnection {
         reject(gone(endpoint, err.code ?? err.message));
       };
       socket.once('error', onError);
-      socket.once('connect', () => {
+      socket.once(ready, () => {
         socket.off('error', onError);
         clearTimeout(timer);
         const c = new RpcConnection(socket, endpoint, timeoutMs, limits);
-        c.handshake(secret).then(() => resolve(c), (err: unknown) => {
+        c.handshake(cred).then(() => resolve(c), (err: unknown) => {
           c.close();
+          // A TLS port drops a plaintext HELLO without a word: say what the likely cause is.
+          if (tls === null && err instanceof RowanError && err.code === ErrorCodes.PEER_GONE)
+            return reject(new RowanError(ErrorCodes.PEER_GONE, `${err.message} during HELLO (if the cluster serves TLS, give its CA: --tls-ca / tlsCaFile)`));
           reject(err);
         });
       });
@@ -91,21 +101,25 @@ export class RpcConnection {
   }
 
   /** HELLO, and when the server challenges: check its proof, then AUTH with ours. */
-  private async handshake(secret: Uint8Array | null): Promise<void> {
+  private async handshake(cred: Credential | null): Promise<void> {
     const where = endpointKey(this.endpoint);
     const nonce = newNonce();
-    const r = await this.request((id) => encodeRequest({ op: Op.HELLO, id, term: 0, version: PROTOCOL_VERSION, nonce }));
+    const peer = cred?.role === 'peer';
+    const role = peer ? HelloRole.PEER : HelloRole.CLIENT;
+    const r = await this.request((id) => encodeRequest({ op: Op.HELLO, id, term: 0, version: PROTOCOL_VERSION, nonce, role }));
     if (r.status === Status.ERROR) throw remoteError(r);
+    const what = peer ? 'the cluster secret' : 'the client password';
     if (r.status === Status.OK) {
-      if (secret === null) return;
-      throw new RowanError(ErrorCodes.AUTH_FAILED, `worker ${where} does not authenticate (started with --no-auth?), and this client holds a cluster secret: refusing it`);
+      if (cred === null) return;
+      throw new RowanError(ErrorCodes.AUTH_FAILED, `worker ${where} does not authenticate (started with --no-auth?), and this ${peer ? 'node holds' : 'client holds'} ${what}: refusing it`);
     }
     if (r.status !== Status.CHALLENGE) throw new RowanError(ErrorCodes.BAD_FRAME, `HELLO answered with status ${r.status}`);
-    if (secret === null)
-      throw new RowanError(ErrorCodes.NOAUTH, `worker ${where} requires the cluster secret: give it (RowanClient secret, or --secret-file; rowan cluster writes DIR/secret)`);
-    if (!proofMatches(proof(secret, SERVER_LABEL, nonce, r.nonce), r.proof))
-      throw new RowanError(ErrorCodes.AUTH_FAILED, `worker ${where} did not prove the cluster secret (another cluster, or a wrong secret here)`);
-    const a = await this.request((id) => encodeRequest({ op: Op.AUTH, id, term: 0, proof: proof(secret, CLIENT_LABEL, r.nonce, nonce) }));
+    if (cred === null)
+      throw new RowanError(ErrorCodes.NOAUTH, `worker ${where} requires the client password: give it (RowanClient password, or --password-file; rowan cluster writes DIR/client-password)`);
+    const key = cred.role === 'peer' ? cred.secret : cred.password;
+    if (!proofMatches(proof(key, peer ? PEER_SERVER_LABEL : SERVER_LABEL, nonce, r.nonce), r.proof))
+      throw new RowanError(ErrorCodes.AUTH_FAILED, `worker ${where} did not prove ${what} (another cluster, or a wrong ${peer ? 'secret' : 'password'} here)`);
+    const a = await this.request((id) => encodeRequest({ op: Op.AUTH, id, term: 0, proof: proof(key, peer ? PEER_LABEL : CLIENT_LABEL, r.nonce, nonce) }));
     if (a.status === Status.ERROR) throw remoteError(a);
     if (a.status !== Status.OK) throw new RowanError(ErrorCodes.BAD_FRAME, `AUTH answered with status ${a.status}`);
   }

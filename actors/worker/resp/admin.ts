@@ -1,6 +1,6 @@
 // Connection and server commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT CONFIG WAIT READONLY
-// READWRITE ASKING, with Redis 7's replies and error strings. The password (requirepass) is the cluster
-// secret's hex text (README "Security model"): until AUTH <password> (or AUTH default <password>, or
+// READWRITE ASKING, with Redis 7's replies and error strings. The password (requirepass) is the client
+// password, never the cluster secret (README "Security model"): until AUTH <password> (or AUTH default <password>, or
 // HELLO 3 AUTH default <password>) succeeds, other commands get -NOAUTH (./handler.ts); RESET makes the
 // connection unauthenticated again. A node started with --no-auth answers AUTH as Redis does without one.
 import { defaultLimits } from '../../../config/limits.js';
@@ -20,10 +20,10 @@ export function ping(_ctx: RespContext, args: Buffer[]): Reply {
 const WRONGPASS = err('WRONGPASS invalid username-password pair or user is disabled.');
 
 export function auth(ctx: RespContext, args: Buffer[], conn: RespConnection): Reply {
-  if (ctx.secret !== null) {
+  if (ctx.password !== null) {
     if (args.length !== 2 && args.length !== 3) return err('ERR syntax error');
     if (args.length === 3 && args[1]!.toString() !== 'default') return WRONGPASS;
-    if (!passwordMatches(ctx.secret, args[args.length - 1]!)) return WRONGPASS;
+    if (!passwordMatches(ctx.password, args[args.length - 1]!)) return WRONGPASS;
     conn.authenticated = true;
     return OK;
   }
@@ -55,7 +55,7 @@ export function hello(ctx: RespContext, args: Buffer[], conn: RespConnection): R
       } else return err(`ERR Syntax error in HELLO option '${args[i]!.toString().slice(0, 128)}'`);
     }
   }
-  if (ctx.secret !== null && !conn.authenticated)
+  if (ctx.password !== null && !conn.authenticated)
     return err('NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time');
   conn.proto = proto;
   if (name !== undefined) conn.name = name;

@@ -66,9 +66,9 @@ export interface RespContext {
   startedMs: number;
   /** Wall-clock ms (config/base/clock.ts wallClock unless injected). */
   clock: Clock;
-  /** The cluster secret: a connection must AUTH with its hex text before anything else; null = no
-   *  password (rowan start --no-auth). */
-  secret: Uint8Array | null;
+  /** requirepass, the client password (never the cluster secret): a connection must AUTH with it
+   *  before anything else; null = no password (rowan start --no-auth). */
+  password: Uint8Array | null;
 }
 
 export interface InfoSource {

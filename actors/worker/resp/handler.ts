@@ -47,7 +47,7 @@ export class KvRespHandler implements RespHandler {
     const cmd = COMMAND_BY_NAME.get(name);
     conn.lastCommand = name.slice(0, 32);
     // requirepass: before AUTH only the commands Redis flags no_auth run (AUTH, HELLO, QUIT, RESET).
-    if (this.ctx.secret !== null && !conn.authenticated && !cmd?.flags.includes('no_auth')) return this.counted(NOAUTH);
+    if (this.ctx.password !== null && !conn.authenticated && !cmd?.flags.includes('no_auth')) return this.counted(NOAUTH);
     if (!cmd) return this.counted(unknownCommand(args));
     if (cmd.arity > 0 ? args.length !== cmd.arity : args.length < -cmd.arity) return this.counted(err(`ERR wrong number of arguments for '${name}' command`));
     const r = cmd.run(this.ctx, args, conn);

@@ -5,6 +5,7 @@
 // goes to worker s % workers(P), as for the binary protocol). Backups are not exposed as Redis replicas:
 // they serve no reads (their indexes lag by the digest), and every write is already on them when
 // acknowledged.
+import type { TlsClientMaterial } from '../../../runtime/net/tls.js';
 import { createHash } from 'node:crypto';
 import { nodeOf, type ClusterConfig, type ClusterNode } from '../../../config/cluster.js';
 import { keySlot, shardOfSlot, slotRangeOfShard } from '../../../config/slots.js';
@@ -75,8 +76,10 @@ export class NodeView {
     readonly nodeId: number,
     readonly workerId: number,
     private readonly bulkBytesMax: number,
-    /** The Redis password forwarding links AUTH with (the secret's hex text), or null (--no-auth). */
+    /** The Redis password forwarding links AUTH with (the client password), or null (--no-auth). */
     private readonly password: string | null = null,
+    /** TLS for forwarding links (the cluster CA; this node's certificate), or null. */
+    private readonly tls: TlsClientMaterial | null = null,
   ) {}
 
   config(): ClusterConfig {
@@ -115,7 +118,7 @@ export class NodeView {
     const k = `${e.host}:${e.port}`;
     let p = this.peers.get(k);
     if (!p) {
-      p = new RespPeer(e.host, e.port, this.bulkBytesMax, 5000, this.password);
+      p = new RespPeer(e.host, e.port, this.bulkBytesMax, 5000, this.password, this.tls);
       this.peers.set(k, p);
     }
     return p;

@@ -13,7 +13,8 @@ import type { Limits } from '../../../config/limits.js';
 import type { KvShared } from '../../kv/shared.js';
 import type { Logger } from '../../../config/base/log.js';
 import { respLimits } from '../../../runtime/resp/limits.js';
-import { secretHex } from '../../../config/base/secret.js';
+import { passwordText } from '../../../config/base/secret.js';
+import type { TlsMaterial } from '../../../runtime/net/tls.js';
 import { serveResp, type RespServer } from '../../../runtime/resp/server.js';
 import type { PersistentRegion } from '../../../config/base/region.js';
 import type { KvWorker } from '../kv.js';
@@ -42,13 +43,17 @@ export interface RespServeDeps {
   log?: Logger;
   /** Wall clock for INFO uptime, CLIENT ages, CLUSTER NODES (default wallClock). */
   clock?: Clock;
-  /** requirepass: the cluster secret, whose hex text is the password; null = none (--no-auth). */
-  secret: Uint8Array | null;
+  /** requirepass: the client password (its text; forwarding links AUTH with it too); null = none
+   *  (--no-auth). */
+  password: Uint8Array | null;
+  /** TLS on both Redis ports (server certificate only, like Redis's tls-auth-clients no); forwarding
+   *  links to other nodes verify them against the CA and present this node's certificate. */
+  tls?: TlsMaterial | null;
 }
 
 export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
   const limits = respLimits(d.limits.valueBytesMax);
-  const view = new NodeView(d.cluster, d.nodeId, d.workerId, limits.bulkBytesMax, d.secret === null ? null : secretHex(d.secret));
+  const view = new NodeView(d.cluster, d.nodeId, d.workerId, limits.bulkBytesMax, d.password === null ? null : passwordText(d.password), d.tls ?? null);
   const keyspace = new Keyspace(d.shared, d.region, d.limits, d.workerId);
   const locks = new KeyLocks();
   const stats: RespKvStats = { hits: 0, misses: 0, moved: 0, forwarded: 0, crossSlot: 0, errors: 0 };
@@ -56,8 +61,8 @@ export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
   const clock = d.clock ?? wallClock;
   const startedMs = clock.now();
   const open = async (mode: RespMode, port: number, idBase: number) => {
-    const ctx: RespContext = { mode, worker: d.worker, view, keyspace, locks, stats, servers, port, info: d.info, startedMs, clock, secret: d.secret };
-    const s = await serveResp({ host: d.host, port, handler: new KvRespHandler(ctx), limits, idBase, ...(d.log ? { log: d.log } : {}) });
+    const ctx: RespContext = { mode, worker: d.worker, view, keyspace, locks, stats, servers, port, info: d.info, startedMs, clock, password: d.password };
+    const s = await serveResp({ host: d.host, port, handler: new KvRespHandler(ctx), limits, idBase, tls: d.tls ?? null, ...(d.log ? { log: d.log } : {}) });
     ctx.port = s.port;
     servers.push(s);
     return s;

@@ -2,7 +2,7 @@
 // where it stopped, and the concurrent-only merge drops stretches in which a thread wrote nothing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CONCURRENT_BIN_MS, mergeByTime, percentiles } from '../../../bench/rowan/measure.js';
+import { CONCURRENT_BIN_MS, mergeByTime } from '../../../bench/rowan/measure.js';
 import type { TraceArrays } from '../../../bench/rowan/protocol.js';
 
 function trace(times: number[], base: number, capped = false): TraceArrays {
@@ -32,9 +32,4 @@ test('concurrent-only keeps just the bins in which every thread wrote', () => {
   assert.deepEqual([...mergeByTime([a, bb], true).addrs], [0, 1000, 192, 1064]);
   assert.equal(mergeByTime([a, bb]).addrs.length, 6);
   assert.equal(mergeByTime([a], true).addrs.length, 4, 'one thread alone is always concurrent with itself');
-});
-
-test('percentiles over the union of samples', () => {
-  const [p50, p99] = percentiles([Float32Array.from({ length: 50 }, (_, i) => i), Float32Array.from({ length: 50 }, (_, i) => 50 + i)], [50, 99]);
-  assert.deepEqual([p50, p99], [50, 99]);
 });

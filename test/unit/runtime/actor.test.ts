@@ -9,6 +9,7 @@ import { RowanError } from '../../../config/base/errors.js';
 import { createCounters, readCounters } from '../../../shm/counters.js';
 import { Doorbell, Inbox, Outbox, RecordKind } from '../../../shm/mailbox.js';
 import { Ring } from '../../../shm/ring.js';
+import { eventually } from '../../fixtures/eventually.js';
 
 const allowed = schedGetaffinity(0);
 const lastCpu = allowed[allowed.length - 1]!;
@@ -82,7 +83,9 @@ test('a ping through the rings comes back as a pong, and the actor stops and exi
     if (pong === undefined) await sleep(5);
   }
   assert.equal(pong, 41);
-  await sleep(40); // past two 15 ms CommitVer-period ticks of the worker
+  // The worker's periodic tick (15 ms CommitVer period) has run: wait for its published count rather
+  // than sleeping a guess (a loaded machine can delay the first tick past any fixed pause).
+  await eventually(() => assert.ok(readCounters(s.counters).counts.TICKS > 0, 'worker ran its periodic tick'), 30_000, 5);
   assert.equal(await h.stop(5000), 'stopped');
   assert.equal(await h.exited, 0);
   const c = readCounters(s.counters);

@@ -137,7 +137,7 @@ test('the sender with the secret authenticates once and its verbs run; a NIC wit
   const open = await setup(null);
   try {
     const c = await TcpConnection.connect({ host: '127.0.0.1', port: t.nic.endpoint.port, secret: SECRET });
-    const region = await c.allocateRegion(7);
+    const region = await c.allocateRegion(0); // the sender id it said HELLO with (default 0)
     await c.writeAt(region.offset, new Uint8Array(64).fill(0x11));
     assert.deepEqual([...(await c.read(region.offset, 4))], [0x11, 0x11, 0x11, 0x11]);
     await c.close();
@@ -146,7 +146,7 @@ test('the sender with the secret authenticates once and its verbs run; a NIC wit
     await assert.rejects(TcpConnection.connect({ host: '127.0.0.1', port: open.nic.endpoint.port, secret: SECRET }), { code: 'ROWAN_ERR_AUTH_FAILED' });
     // Without secrets on both sides (--no-auth) it works as before.
     const plain = await TcpConnection.connect({ host: '127.0.0.1', port: open.nic.endpoint.port });
-    await plain.allocateRegion(8);
+    await plain.allocateRegion(0);
     await plain.close();
   } finally {
     await t.done();

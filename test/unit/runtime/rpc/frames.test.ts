@@ -31,7 +31,8 @@ const hex = (v: Uint8Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength)
 const plain = (x: object) => Object.fromEntries(Object.entries(x).map(([k, v]) => [k, v instanceof Uint8Array ? hex(v) : v]));
 
 const requests: Request[] = [
-  { op: Op.HELLO, id: 1, term: 0, version: PROTOCOL_VERSION, nonce: bytes(32, 11) },
+  { op: Op.HELLO, id: 1, term: 0, version: PROTOCOL_VERSION, nonce: bytes(32, 11), role: L.HelloRole.CLIENT },
+  { op: Op.HELLO, id: 1, term: 0, version: PROTOCOL_VERSION, nonce: bytes(32, 12), role: L.HelloRole.PEER },
   { op: Op.PUT, id: 2, term: 3, key: bytes(16), value: bytes(100, 7) },
   { op: Op.PUT, id: 3, term: 2 ** 40 + 5, key: bytes(limits.keyBytesMax), value: bytes(limits.valueBytesMax, 9) },
   { op: Op.PUT, id: 4, term: 1, key: new Uint8Array(0), value: new Uint8Array(0) },
@@ -214,6 +215,7 @@ test('every kind of malformed request is a RowanError with its code and request 
     ['unknown op 255', raw({ op: 255, body: bytes(50) }), ErrorCodes.UNKNOWN_OP],
     ['HELLO too short', raw({ op: Op.HELLO, body: bytes(3) }), ErrorCodes.BAD_FRAME],
     ['HELLO too long', raw({ op: Op.HELLO, body: bytes(5) }), ErrorCodes.BAD_FRAME],
+    ['HELLO of an unknown role', raw({ op: Op.HELLO, body: Buffer.concat([Buffer.from([L.PROTOCOL_VERSION, 0, 0, 0]), Buffer.alloc(32), Buffer.from([3, 0, 0, 0])]) }), ErrorCodes.BAD_FRAME],
     ['CONFIG with a body', raw({ op: Op.CONFIG, body: bytes(1) }), ErrorCodes.BAD_FRAME],
     ['GET without keyLen', raw({ op: Op.GET, body: bytes(1) }), ErrorCodes.BAD_FRAME],
     ['GET key shorter than keyLen', raw({ op: Op.GET, body: Buffer.concat([u16(9), key]) }), ErrorCodes.BAD_FRAME],

@@ -1,0 +1,103 @@
+// Issue 12: DEL tombstones were never removed from a shard's index, so a churn of unique PUT+DEL keys
+// grew every index (and the live bytes GC has to keep copying) without bound. Through a real cluster
+// (3 node processes, every shard on its primary only: the sweep drops tombstones on primaries, see
+// actors/clean/tombstones.ts), a bounded churn of unique keys next to a set of long-lived keys: the
+// tombstones are dropped, the index holds the live keys plus at most the tombstones of the last few
+// sweep cycles, live bytes stay near the live keys' bytes, and every key reads right -- also after a
+// full restart (cold start from the pools).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { launchClusterReady, notRefused } from '../fixtures/cluster-retry.js';
+import { RowanClient } from '../../actors/kv/client/client.js';
+import { collectClusterStatus } from '../../bin/cluster-status.js';
+
+const dec = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
+const FLAGS = ['--nodes', '3', '--replication', '1', '--shards', '6', '--pool-mib', '24', '--segment-kib', '256'];
+const LIVE = 200;
+const CHURN = 12_000;
+const BATCH = 100;
+const VALUE = 'v'.repeat(100);
+
+interface Sample {
+  keys: number;
+  items: number;
+  dropped: number;
+  liveBytes: number;
+  segments: number;
+}
+
+async function sample(file: string, keys: number): Promise<Sample> {
+  const st = await collectClusterStatus(file);
+  const s: Sample = { keys, items: 0, dropped: 0, liveBytes: 0, segments: 0 };
+  for (const n of st.nodes) {
+    const g = n.status?.storage;
+    assert.ok(g?.index, `node ${n.id} reports its index (${n.error ?? ''})`);
+    s.items += g.index.items ?? 0;
+    s.dropped += g.index.tombstonesDropped;
+    for (const grp of g.groups) {
+      s.liveBytes += grp.liveBytes ?? 0;
+      s.segments += grp.segments;
+    }
+  }
+  return s;
+}
+
+/** Poll until `ok` holds for a sample (bounded); returns the last sample. */
+async function waitFor(file: string, keys: number, ok: (s: Sample) => boolean, ms: number): Promise<Sample> {
+  const until = Date.now() + ms;
+  let s = await sample(file, keys);
+  while (!ok(s) && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 250));
+    s = await sample(file, keys);
+  }
+  return s;
+}
+
+test('unique PUT+DEL churn: tombstones are dropped, index items and live bytes stay bounded, a restart keeps every key right', { timeout: 300_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-tombstones-'));
+  const file = join(dir, 'cluster.json');
+  const basePort = randomBasePort();
+  let run = await launchClusterReady(dir, basePort, FLAGS);
+  try {
+    let client = await RowanClient.connect({ cluster: file });
+    for (let i = 0; i < LIVE; i += BATCH) await Promise.all(Array.from({ length: BATCH }, (_, j) => notRefused(() => client.put(`live-${i + j}`, `${VALUE}${i + j}`))));
+    const base = await sample(file, 0);
+    const samples: Sample[] = [];
+    for (let i = 0; i < CHURN; i += BATCH) {
+      await Promise.all(
+        Array.from({ length: BATCH }, async (_, j) => {
+          const k = `churn-${i + j}`;
+          await notRefused(() => client.put(k, VALUE));
+          await notRefused(() => client.del(k));
+        }),
+      );
+      if ((i + BATCH) % 3000 === 0) samples.push(await sample(file, i + BATCH));
+    }
+    // Settled: the sweep gets to the last tombstones (a cycle every 100 ms, 1.6 s at its longest pause).
+    const end = await waitFor(file, CHURN, (s) => s.items <= LIVE + 50, 60_000);
+    samples.push(end);
+    for (const s of samples) console.log(`# tombstones: after ${s.keys} churned keys: ${s.items} index items, ${s.dropped} tombstones dropped, ${s.liveBytes} live bytes, ${s.segments} non-free segments`);
+    assert.ok(end.items <= LIVE + 50, `index items settle at the live keys: ${end.items} (${LIVE} live keys, ${CHURN} deleted)`);
+    assert.ok(end.dropped >= CHURN * 0.95, `tombstones dropped: ${end.dropped} of ${CHURN}`);
+    // Live bytes: the long-lived keys' (measured before the churn) plus a few hundred entries' worth.
+    assert.ok(end.liveBytes <= base.liveBytes + 300 * 256, `live bytes ${end.liveBytes}, ${base.liveBytes} before the churn`);
+
+    for (let i = 0; i < LIVE; i++) assert.equal(dec(await notRefused(() => client.get(`live-${i}`))), `${VALUE}${i}`);
+    for (let i = 0; i < CHURN; i += 37) assert.equal(dec(await notRefused(() => client.get(`churn-${i}`))), null, `churn-${i}`);
+    await client.close();
+    assert.equal(await stopCluster(run.child), 0, run.output());
+
+    run = await launchClusterReady(dir, basePort, FLAGS); // the cluster's ports are in its configuration
+    client = await RowanClient.connect({ cluster: file });
+    for (let i = 0; i < LIVE; i++) assert.equal(dec(await notRefused(() => client.get(`live-${i}`))), `${VALUE}${i}`, `live-${i} after the restart`);
+    for (let i = 0; i < CHURN; i += 7) assert.equal(dec(await notRefused(() => client.get(`churn-${i}`))), null, `churn-${i} after the restart`);
+    await client.close();
+  } finally {
+    await stopCluster(run.child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
