@@ -19,7 +19,7 @@ import { ErrorCodes } from '../../config/base/errors.js';
 import { shardOfKey } from '../../config/slots.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { logRecords, readCluster, waitFor } from '../fixtures/failover-cluster.js';
-import { fullyReplicated } from '../fixtures/rereplication.js';
+import { fullyReplicatedConfig } from '../fixtures/rereplication.js';
 import { netnsUnavailable, NetnsLab } from '../fixtures/netns.js';
 import { ClientLoad, NetnsCluster } from '../fixtures/netns-cluster.js';
 
@@ -56,7 +56,7 @@ test('a primary cut off from the manager and its peers stops serving at its leas
   const tCut = monotonicClock.now();
   c.lab.cut(`n${victim}`);
   assert.equal(c.lab.connected(`n${victim}`), false);
-  await waitFor('node 0 to be failed over', () => (readCluster(c.file).dead ?? []).includes(victim), 30_000, 20);
+  await waitFor('node 0 to be failed over', async () => ((await c.config())?.dead ?? []).includes(victim), 30_000, 20);
   let committedAt = NaN;
   let storedAt = NaN;
   await waitFor('the manager to commit the failover', () => {
@@ -83,7 +83,10 @@ test('a primary cut off from the manager and its peers stops serving at its leas
   await c.killNode(victim);
   const tRejoin = monotonicClock.now();
   await c.startNode(victim, true);
-  await waitFor('node 0 to rejoin and every shard to have 3 caught-up replicas', () => !(readCluster(c.file).dead ?? []).includes(victim) && fullyReplicated(c.file, 3), 60_000, 50);
+  await waitFor('node 0 to rejoin and every shard to have 3 caught-up replicas', async () => {
+    const cfg = await c.config();
+    return cfg !== null && !(cfg.dead ?? []).includes(victim) && fullyReplicatedConfig(cfg, 3);
+  }, 60_000, 50);
   const caughtUpAt = monotonicClock.now();
   const beforeStop = l0.progress()!.fresh.ok;
   await waitFor('the load to go on after the rejoin', () => l0.progress()!.fresh.ok > beforeStop + 50, 60_000, 50);
