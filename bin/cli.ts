@@ -34,6 +34,7 @@ import type { NodeStatus } from '../runtime/status.js';
 import { formatStatus } from './status-format.js';
 import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
 import { describeStore, readStoreOnce } from '../config/store-spec.js';
+import { FileConfigStore } from '../config/store.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
@@ -149,6 +150,21 @@ async function clusterFlags(o: StartOpts): Promise<NodeKvOptions | null> {
 }
 
 
+/**
+ * A cluster node's NIC listens where the cluster configuration says peers reach it (its entry's
+ * `fabric.host`), not on the default 127.0.0.1: on hosts with their own addresses (README
+ * "Partitions": one network namespace per node) a NIC on loopback is unreachable. The cluster's
+ * address sits under the config file's own `fabric.host`, so a file, ROWAN_FABRIC_HOST or a flag
+ * still wins.
+ */
+function withClusterFabricHost(file: ConfigInput | undefined, kv: NodeKvOptions | null): ConfigInput | undefined {
+  if (kv === null) return file;
+  const cluster = kv.cluster ?? (existsSync(kv.clusterFile) ? new FileConfigStore(kv.clusterFile).readSync() : undefined);
+  const me = cluster?.nodes.find((n) => n.id === kv.nodeId);
+  if (me === undefined) return file; // node-kv reports the missing file or node with its own error
+  return { ...file, fabric: { host: me.fabric.host, ...file?.fabric } };
+}
+
 function metricsPort(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--metrics-port: '${v}' is not a port (0-65535)`);
@@ -180,10 +196,10 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   }
   if (o.tlsCert !== undefined || o.tlsKey !== undefined || o.tlsCa !== undefined)
     flags.tls = { ...(o.tlsCert !== undefined ? { cert: resolve(o.tlsCert) } : {}), ...(o.tlsKey !== undefined ? { key: resolve(o.tlsKey) } : {}), ...(o.tlsCa !== undefined ? { ca: resolve(o.tlsCa) } : {}) };
-  const file = o.config === undefined ? undefined : loadConfigFile(o.config);
+  const kv = await clusterFlags(o);
+  const file = withClusterFabricHost(o.config === undefined ? undefined : loadConfigFile(o.config), kv);
   const config = resolveConfig({ dataDir: resolve(o.dataDir), allowedCores: allowed, env: configFromEnv(process.env), flags, ...(file ? { file } : {}) });
   const log = createLogger(config.logLevel);
-  const kv = await clusterFlags(o);
   const { secret, clientPassword } = nodeCredentials(o, config);
   const tls = loadTls(config.tls); // read here first: a bad file fails the start, not an actor
   if (tls) log.info({ cert: config.tls.cert, ca: config.tls.ca }, 'TLS on every client, Redis, fabric and manager connection (peers: mutual TLS)');

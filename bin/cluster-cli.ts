@@ -9,7 +9,8 @@
 // the launcher keeps running, prints each failover as the configuration file changes, and restarts
 // the node with backoff (./cluster-supervise.ts): listed dead, it rejoins with an empty pool and
 // re-replication gives it shards again (§4.5 phase 3). A manager that dies is restarted (the nodes'
-// leases run out meanwhile: no node serves without a manager).
+// manager leases run out meanwhile; they serve on their peer leases while they all reach each other,
+// actors/kv/peer-lease.ts).
 //
 // With --zookeeper HOST:PORT the configuration lives in ZooKeeper only (znode /rowan/NAME/config, NAME
 // from --cluster-name): no DIR/cluster.json is written, so there is one truth. DIR/cluster-store.json

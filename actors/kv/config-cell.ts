@@ -15,6 +15,9 @@
 //       28   Int32 SHARDS   shard count, immutable
 //       32   Float64 BASE   monotonicClock.now() at creation, immutable
 //       64   Uint8 x shardCount  BLOCKED: 1 while a promoted shard catches up (phase 2)
+//   GRANTS   Int32 x (NODE_ID_MAX + 1), from grantsOffset(): peer leases this node granted
+//            (actors/kv/peer-lease.ts): node N's promise holds until BASE + GRANTS[N] ms (ceiled);
+//            workers raise it, the main thread reads it before taking over N's shards
 //      JSON  the configuration, UTF-8, from jsonOffset() for `capacity` bytes
 //
 // Readers pay one Atomics.load of TERM per request and re-parse only when it changed; the lease is one
@@ -22,6 +25,7 @@
 import { monotonicClock, type Clock } from '../../config/base/clock.js';
 import { validateCluster, type ClusterConfig } from '../../config/cluster.js';
 import { ErrorCodes, RowanError, invariant } from '../../config/base/errors.js';
+import { NODE_ID_MAX } from '../../config/base/ids.js';
 
 const SEQ = 0;
 const TERM = 1;
@@ -36,8 +40,12 @@ const BLOCKED_BYTE = 64;
 /** LEASE value of a node that runs without a configuration manager: always valid. */
 export const LEASE_NONE = -1;
 
-function jsonOffset(shardCount: number): number {
+function grantsOffset(shardCount: number): number {
   return BLOCKED_BYTE + Math.ceil(shardCount / 8) * 8;
+}
+
+function jsonOffset(shardCount: number): number {
+  return grantsOffset(shardCount) + (NODE_ID_MAX + 1) * 4;
 }
 
 export class ConfigCell {
@@ -45,6 +53,7 @@ export class ConfigCell {
   private readonly blocked: Uint8Array;
   private readonly base: number;
   private readonly json: Uint8Array;
+  private readonly grants: Int32Array;
   private cached: ClusterConfig | null = null;
   private cachedTerm = -1;
 
@@ -53,6 +62,7 @@ export class ConfigCell {
     this.base = new Float64Array(buffer, BASE_BYTE, 1)[0]!;
     const shardCount = new Int32Array(buffer, SHARDS * 4, 1)[0]!;
     this.blocked = new Uint8Array(buffer, BLOCKED_BYTE, shardCount);
+    this.grants = new Int32Array(buffer, grantsOffset(shardCount), NODE_ID_MAX + 1);
     this.json = new Uint8Array(buffer, jsonOffset(shardCount));
   }
 
@@ -145,6 +155,33 @@ export class ConfigCell {
       throw new RowanError(ErrorCodes.STALE_TERM, `request routed with term ${clientTerm}, this node is at term ${term}`);
     }
     return 'ok';
+  }
+
+  /** When this cell was made (monotonicClock): a restarted node's promises of its previous
+   *  incarnation were made before it, and hold at most one lease past it. */
+  createdAt(): number {
+    return this.base;
+  }
+
+  /**
+   * Peer leases (any thread: the worker that granted): `node`'s promise holds until at least `until`
+   * (monotonicClock ms; ceiled, so the cell never claims less). Raised with a CAS, never lowered.
+   */
+  recordGrant(node: number, until: number): void {
+    const v = Math.min(2 ** 31 - 1, Math.ceil(until - this.base));
+    for (;;) {
+      const cur = Atomics.load(this.grants, node);
+      if (cur >= v) return;
+      // Publishes the promise before the granting worker re-reads PENDING and TERM (peer-lease.ts):
+      // either it sees the main thread's PENDING, or the main thread sees this word.
+      if (Atomics.compareExchange(this.grants, node, cur, v) === cur) return;
+    }
+  }
+
+  /** Until when the promise made to `node` holds (monotonicClock ms; -Infinity: none made). */
+  grantedUntil(node: number): number {
+    const v = Atomics.load(this.grants, node);
+    return v === 0 ? -Infinity : this.base + v;
   }
 
   // ---- the writer (the node's main thread only) ----------------------------------------------------

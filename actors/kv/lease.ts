@@ -29,6 +29,7 @@ import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigCell } from './config-cell.js';
+import { promisesOverAt } from './peer-lease.js';
 import { LineReader, encodeLine, type GatherEntry, type ManagerToNode, type NodeToManager } from './manager-protocol.js';
 import type { ShardLoad } from './load.js';
 
@@ -54,6 +55,10 @@ export interface LeaseHooks {
 /** Before the first grant tells the period. */
 const FIRST_RENEW_MS = 10;
 const RECONNECT_MS = 20;
+/** Leases without a word from the manager before the lease client reconnects. */
+const SILENT_LEASES = 2;
+/** Before the first grant tells the lease: how long a connection attempt may take. */
+const CONNECT_TIMEOUT_MS = 1000;
 /** Connected but not granted for this long: try the next manager (when there is another). */
 export const NO_GRANT_MS = 3000;
 /** After a refused handshake: a wrong secret does not heal in 20 ms. */
@@ -61,11 +66,22 @@ const AUTH_RETRY_MS = 1000;
 
 export class LeaseClient {
   private socket: Socket | null = null;
+  /** A first connection being made; a second one made beside a silent `socket`; the old one of
+   *  those, closed once the manager answers on its replacement. */
+  private dialing: Socket | null = null;
+  private replacing: Socket | null = null;
+  private retiring: Socket | null = null;
   private timer: NodeJS.Timeout | undefined;
   private renewMs = FIRST_RENEW_MS;
   private seq = 0;
   private readonly sentAt = new Map<number, number>();
   private leaseUntil = 0;
+  /** Until when this node holds every other member's peer lease (./peer-lease.ts). */
+  private peerUntil = -Infinity;
+  private timing: { leaseMs: number; renewMs: number; driftMs: number } | null = null;
+  /** When the manager last said anything on the current connection (own clock). */
+  private heardAt = 0;
+  private silent = false;
   private stopped = false;
   private evicted = false;
   /** Commits run one after the other: a promotion is the promotion log's only writer. */
@@ -93,6 +109,23 @@ export class LeaseClient {
     /** How often the load statistics go to the manager (resharding.periodMs; paper: 500 ms). */
     private readonly loadPeriodMs = 500,
   ) {}
+
+  /** The manager's lease timing, once it granted a lease (peer leases use the same). */
+  leaseTiming(): { leaseMs: number; renewMs: number; driftMs: number } | null {
+    return this.timing;
+  }
+
+  /** Peer leases (./peer-lease.ts) changed: the node serves while either lease holds. */
+  setPeerLease(until: number): void {
+    this.peerUntil = until;
+    this.publishLease();
+  }
+
+  /** Workers serve until the later of the manager's lease and the peer leases (never after eviction). */
+  private publishLease(): void {
+    if (this.evicted || this.cell.evicted()) return;
+    this.cell.setLease(Math.max(this.leaseUntil, this.peerUntil, 0));
+  }
 
   private loadTimer: NodeJS.Timeout | undefined;
   private loadSentAt = 0;
@@ -122,19 +155,30 @@ export class LeaseClient {
     clearInterval(this.timer);
     clearInterval(this.watchdog);
     clearInterval(this.loadTimer);
-    this.socket?.destroy();
+    for (const x of [this.socket, this.dialing, this.replacing, this.retiring]) x?.destroy();
   }
 
-  private connect(): void {
+  /**
+   * Connect to the manager. `replace`: a second connection beside the current one, which looks dead
+   * (renew()); the current one is closed only once the manager answered on the new one, so it has
+   * taken the new connection as this node's before it sees the old one close (a close is a failure
+   * hint to it), and nothing is closed while the manager cannot be reached at all.
+   */
+  private connect(replace = false): void {
     if (this.stopped || this.evicted) return;
+    if (replace && this.replacing !== null) return;
     const manager = this.managers[this.next % this.managers.length]!;
     this.next = (this.next + 1) % this.managers.length;
     const multi = this.managers.length > 1;
     const { socket: s, ready } = connectSocket({ host: manager.host, port: manager.port, noDelay: true }, this.tls);
+    if (replace) this.replacing = s;
+    else this.dialing = s;
     const reader = new LineReader<ManagerToNode>();
     const auth = new NodeAuthHandshake(this.secret, `${manager.host}:${manager.port}`);
     let authed = false;
     let retryMs = RECONNECT_MS;
+    // A manager that cannot be reached (a partition drops the SYN) is tried again, not waited for.
+    const connecting = setTimeout(() => s.destroy(), this.timing?.leaseMs ?? CONNECT_TIMEOUT_MS);
     // A manager that never answers the handshake (an old one ignores auth-hello; a paused one accepts
     // in the kernel and says nothing) must not hold the node silently: give up after the manager's own
     // handshake deadline and retry -- with another manager to try, after NO_GRANT_MS and at once there.
@@ -152,13 +196,24 @@ export class LeaseClient {
       this.authFailure = why;
       s.destroy();
     }, handshakeMs).unref();
-    s.on(ready, () => s.write(auth.hello()));
+    s.on(ready, () => {
+      clearTimeout(connecting);
+      s.write(auth.hello());
+    });
     const authenticated = () => {
       authed = true;
       clearTimeout(deadline);
       if (this.authFailure !== '') this.log.info('lease: the configuration manager accepted this node');
       this.authFailure = '';
+      if (this.dialing === s) this.dialing = null;
+      if (this.replacing === s) this.replacing = null;
+      const old = this.socket;
+      if (old !== null && old !== s) {
+        this.retiring?.destroy();
+        this.retiring = old; // closed at the first answer on `s` after its hello
+      }
       this.socket = s;
+      this.heardAt = this.clock.now();
       this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
       this.sentAt.set(0, this.clock.now()); // the hello is renew 0
       this.grantedAt = this.clock.now();
@@ -183,6 +238,16 @@ export class LeaseClient {
       }
     };
     s.on('data', (chunk: Buffer) => {
+      if (authed && this.socket === s && this.retiring !== null) {
+        const old = this.retiring;
+        this.retiring = null;
+        old.destroy();
+      }
+      this.heardAt = this.clock.now();
+      if (this.silent) {
+        this.silent = false;
+        this.log.warn('the configuration manager answers again');
+      }
       try {
         for (const m of reader.push(chunk)) {
           if (authed) {
@@ -204,13 +269,17 @@ export class LeaseClient {
     });
     s.on('error', () => {});
     s.on('close', () => {
+      clearTimeout(connecting);
       clearTimeout(deadline);
-      if (this.socket === s) {
+      if (this.replacing === s) return void (this.replacing = null); // renew() tries again
+      if (this.retiring === s) return void (this.retiring = null); // replaced: nothing to do
+      if (this.dialing === s) this.dialing = null;
+      else if (this.socket === s) {
         this.socket = null;
         clearInterval(this.watchdog);
-      }
-      clearInterval(this.timer);
-      clearInterval(this.loadTimer);
+        clearInterval(this.timer);
+        clearInterval(this.loadTimer);
+      } else return;
       if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), retryMs).unref();
     });
   }
@@ -221,6 +290,25 @@ export class LeaseClient {
   }
 
   private renew(): void {
+    // No word from the manager for two leases on a connection that looks open: the path to it may be
+    // broken (a partition drops packets; TCP would retransmit with a growing backoff for minutes and,
+    // after the heal, resume seconds late). A second connection is tried, again each renew period
+    // until one works (connect(true)). Checked again after the event loop has read its sockets
+    // (setImmediate): timers run before I/O, so after a stall of this thread grants already waiting
+    // in the socket would look missing.
+    const t = this.timing;
+    if (t && this.clock.now() - this.heardAt > SILENT_LEASES * t.leaseMs) {
+      const s = this.socket;
+      setImmediate(() => {
+        const ms = this.clock.now() - this.heardAt;
+        if (this.socket !== s || ms <= SILENT_LEASES * t.leaseMs) return;
+        if (!this.silent) {
+          this.silent = true;
+          this.log.warn({ ms: +ms.toFixed(0) }, 'no word from the configuration manager for two leases: trying a new connection (serving on peer leases meanwhile, if every other member grants one)');
+        }
+        this.connect(true);
+      });
+    }
     const seq = ++this.seq;
     this.sentAt.set(seq, this.clock.now());
     if (this.sentAt.size > 64) this.sentAt.delete(this.sentAt.keys().next().value!);
@@ -236,11 +324,12 @@ export class LeaseClient {
       case 'grant': {
         const sent = this.sentAt.get(m.seq);
         if (sent === undefined) return;
+        this.timing = { leaseMs: m.leaseMs, renewMs: m.renewMs, driftMs: m.driftMs };
         this.grantedAt = this.clock.now();
         const until = sent + m.leaseMs - m.driftMs;
         if (until > this.leaseUntil) {
           this.leaseUntil = until;
-          this.cell.setLease(until); // workers serve until then
+          this.publishLease(); // workers serve until then (or longer, on peer leases)
         }
         if (m.renewMs !== this.renewMs) {
           this.renewMs = m.renewMs;
@@ -284,6 +373,22 @@ export class LeaseClient {
     this.send({ t: 'prepared', node: this.nodeId, term, versions: r.versions, entries: r.entries, truncated: r.truncated });
   }
 
+  /**
+   * Before taking over shards of `from` nodes: no more peer leases from here (PENDING; a prepare set
+   * it already), then wait until every promise this node made to them has certainly expired
+   * (./peer-lease.ts): an old primary serving on its peer leases has stopped by then.
+   */
+  private async outlivePromises(term: number, from: number[]): Promise<void> {
+    if (from.length === 0) return;
+    if (this.cell.pendingTerm() === 0) this.cell.setPending(term); // seq-cst store before the loads below
+    const t = this.timing ?? { leaseMs: 0, driftMs: 0 };
+    const until = Math.max(...from.map((n) => promisesOverAt(this.cell, n, t.leaseMs, t.driftMs)));
+    const wait = until - this.clock.now();
+    if (wait <= 0) return;
+    this.log.info({ term, from: [...new Set(from)], waitMs: +wait.toFixed(1) }, `taking over shards at term ${term}: waiting ${wait.toFixed(0)} ms for the peer leases granted to node ${[...new Set(from)].join(', node ')} to expire`);
+    await new Promise((r) => setTimeout(r, Math.ceil(wait)));
+  }
+
   private async commit(term: number, next: ClusterConfig, floors: Record<string, number>, scatter: GatherEntry[], again: number[], planned: ReadonlySet<number>): Promise<void> {
     if (term <= this.cell.term()) return;
     const t0 = this.clock.now();
@@ -309,6 +414,9 @@ export class LeaseClient {
       return;
     }
     for (const s of mine) this.cell.setShardBlocked(s, true); // before the new configuration is visible
+    // Only a failed-over primary (dead in `next`) can still be serving without knowing; the source of
+    // a planned move acknowledged the prepare and serves nothing of the shard any more.
+    await this.outlivePromises(term, mine.map((s) => old.shards[s]!.primary).filter((n) => n !== this.nodeId && (next.dead ?? []).includes(n)));
     this.cell.publish(next);
     this.cell.setPending(0);
     this.log.info({ term, promoted: mine.length }, `committed term ${term}`);

@@ -22,6 +22,7 @@ import { availableParallelism } from 'node:os';
 import { rebuildIndexesParallel } from './recovery.js';
 import { ConfigCell } from './config-cell.js';
 import { LeaseClient } from './lease.js';
+import { PeerLeases } from './peer-lease.js';
 import { gatherForPrepare } from './gather.js';
 import { promoteShards } from './promote.js';
 import { CatchUp } from './catchup.js';
@@ -70,7 +71,7 @@ export const DEFAULT_KEYS_PER_SHARD = defaultLimits.indexKeysPerShard;
 export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = monotonicClock): NodeApplication {
   let start: KvStart | undefined;
   let nodePool: Pool | undefined;
-  let lease: { client: LeaseClient; catchUp: CatchUp } | null = null;
+  let lease: { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } | null = null;
   let record: ReplicaRecord | undefined;
   return {
     async prepare(pool, log) {
@@ -89,6 +90,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
     },
     stopping() {
       lease?.catchUp.stop();
+      lease?.peers.stop();
       lease?.client.stop();
     },
     status: (pool, actors, uptimeMs) => {
@@ -164,7 +166,7 @@ function startLease(
   tls: TlsMaterial | null,
   record: ReplicaRecord,
   loadPeriodMs: number,
-): { client: LeaseClient; catchUp: CatchUp } {
+): { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } {
   const managers = parseManagers(manager);
   const shared = attachKvShared(start.shared, pool.region);
   // The promotion log: one instance on this thread, appended to by promotions and re-replication.
@@ -211,9 +213,14 @@ function startLease(
     },
   }, rejoin, secret, tls, loadPeriodMs);
   client.start();
+  // Peer leases (./peer-lease.ts): the node serves on while the manager is unreachable, as long as
+  // every other member vouches that nothing can have taken its shards.
+  const lc = client;
+  const peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => lc.setPeerLease(until));
+  peers.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);
-  return { client, catchUp };
+  return { client, catchUp, peers };
 }
 
 export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): Promise<KvStart> {

@@ -28,6 +28,10 @@ export interface LeaseTiming {
 
 export const DEFAULT_LEASE_MS = 200;
 
+/** A manager that hears from a member again after a lease of silence from all of them gives every
+ *  member this many leases to reconnect before it suspects one (README "Partitions"). */
+export const RECOVERY_GRACE_LEASES = 5;
+
 /** A member that never connected to this manager is suspected after this long (node cold start). */
 export const JOIN_GRACE_MS = 120_000;
 
@@ -49,6 +53,9 @@ export function leaseTiming(leaseMs: number, renewMs?: number, driftMs?: number)
 /** The manager's view: the last renew received from each member. */
 export class LeaseTable {
   private readonly lastRenew = new Map<number, number>();
+  /** The last hello/renew received from each member, granted or not (a member being failed over
+   *  gets no grant, but what it sends still shows it is alive and reaches this manager). */
+  private readonly lastHeard = new Map<number, number>();
 
   constructor(
     readonly timing: LeaseTiming,
@@ -69,9 +76,31 @@ export class LeaseTable {
     return (this.lastRenew.get(node) ?? this.startedAt) + this.timing.leaseMs + this.timing.driftMs;
   }
 
+  /** Suspect nobody before `until`: the manager was cut off from every member and hears from them
+   *  again, each at its own reconnect (see ConfigManager.onMessage). Only ever delays a failover. */
+  graceUntil(until: number): void {
+    this.grace = Math.max(this.grace, until);
+  }
+
+  inGrace(now: number): boolean {
+    return now < this.grace;
+  }
+
+  private grace = -Infinity;
+
   /** Members whose lease has certainly expired at `now` (one never heard from: after the join grace). */
   expired(members: number[], now: number): number[] {
+    if (this.inGrace(now)) return [];
     return members.filter((n) => (this.lastRenew.has(n) ? now >= this.certainlyExpiredAt(n) : now >= this.startedAt + Math.max(this.joinGraceMs, this.timing.leaseMs + this.timing.driftMs)));
+  }
+
+  heard(node: number, at: number): void {
+    this.lastHeard.set(node, Math.max(at, this.lastHeard.get(node) ?? -Infinity));
+  }
+
+  /** When `node` was last heard from (-Infinity: never by this manager). */
+  lastHeardAt(node: number): number {
+    return this.lastHeard.get(node) ?? -Infinity;
   }
 
   /** The last renew received, for status. */

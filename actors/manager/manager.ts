@@ -19,14 +19,15 @@
 //
 // With a standby a manager acts only while it is the elected active one (./takeover.ts, ./election.ts).
 import type { Clock } from '../../config/base/clock.js';
-import { isCatchingUp, liveNodes, type CatchingUp, type ClusterConfig } from '../../config/cluster.js';
+import { liveNodes, type ClusterConfig } from '../../config/cluster.js';
 import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
 import { planScatter, type MemberReport } from './gather.js';
 import { LeaseTable, type LeaseTiming } from './leases.js';
 import { FAILOVER_MODES, planFailover, type FailoverPlan, type ShardMove } from './plan.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
-import { planCaughtUp, planJoin, planRereplication } from './rereplicate.js';
+import { Healing } from './healing.js';
+import { Reach } from './reach.js';
 import { notActive } from './election.js';
 import { ALWAYS, completeStoredTerm, TAKEOVER_GRACE_MS, type Activation, type TakeoverHost } from './takeover.js';
 import { LoadTable } from './load.js';
@@ -83,11 +84,9 @@ export class ConfigManager {
   private readonly promoting = new Map<number, { waiting: Set<number>; done: () => void }>();
   readonly history: FailoverRecord[] = [];
   /** Configuration changes that move no primary (§4.5 phase 3), run between failovers by drain(). */
-  private readonly joins = new Set<number>();
-  private caughtUp: CatchingUp[] = [];
-  private rereplicateWanted = true;
-  /** Re-replications: when each new backup was added and when it was reported caught up. */
-  readonly rereplications: { shard: number; node: number; term: number; addedAt: number; caughtUpAt?: number; entries?: number; bytes?: number; ms?: number }[] = [];
+  private readonly healing: Healing;
+  /** Which members reach this manager (a manager cut off from all of them reassigns nothing). */
+  private readonly reach: Reach;
 
   /** Load statistics the nodes report (§4.6) and the moves made from them or asked for. */
   readonly loads = new LoadTable();
@@ -131,6 +130,30 @@ export class ConfigManager {
       sleep: (ms) => this.sleep(ms),
       pauseAfter: resharding.pauseAfter,
     });
+    this.reach = new Reach({
+      timing,
+      leases: this.leases,
+      members: () => this.members(),
+      candidates: (failed) => this.members().filter((n) => n !== failed && this.links.has(n) && !this.failing.has(n)),
+      failing: () => this.failing.size,
+      closed: () => this.closed,
+      sleep: (ms) => this.sleep(ms),
+      clock,
+      log,
+    });
+    this.healing = new Healing({
+      config: () => this.cfg,
+      members: () => this.members(),
+      usable: (node) => this.links.has(node) && !this.failing.has(node),
+      connected: (node) => this.links.has(node),
+      admitted: (node) => {
+        this.failing.delete(node);
+        this.leases.renewed(node, this.clock.now()); // its lease window starts now (it gets grants from here)
+      },
+      push: (next) => this.push(next),
+      clock,
+      log,
+    });
     if (!FAILOVER_MODES.includes(initial.replication)) {
       log.warn({ mode: initial.replication }, `replication mode ${initial.replication}: NO FAILOVER -- its backups index one-sided writes only at a cold start, so a promoted backup would lack acknowledged writes; a dead node's shards stay unserved`);
     }
@@ -168,11 +191,11 @@ export class ConfigManager {
     switch (m.t) {
       case 'hello':
       case 'renew': {
-        if (this.joins.has(m.node)) return; // rejoining: no grant until it is a member again
+        if (this.healing.joining(m.node)) return; // rejoining: no grant until it is a member again
         if (m.t === 'hello' && m.rejoin && (this.cfg.dead ?? []).includes(m.node)) {
           // A failed-over node restarted with an empty pool asks to come back (./rereplicate.ts planJoin).
           this.links.set(m.node, link);
-          this.joins.add(m.node);
+          this.healing.join(m.node);
           this.log.warn({ node: m.node }, `node ${m.node} asks to rejoin with an empty pool`);
           this.kick();
           return;
@@ -181,10 +204,21 @@ export class ConfigManager {
           link.send({ t: 'evicted', term: this.cfg.term });
           return;
         }
-        this.links.set(m.node, link);
+        // A new connection introduces itself with hello and becomes the node's link; renewals still
+        // arriving on an older one (a node that opened a second connection to a silent manager,
+        // actors/kv/lease.ts) are answered there but do not make it current again, so its close is
+        // not taken for a failure.
+        if (m.t === 'hello' || !this.links.has(m.node)) this.links.set(m.node, link);
         this.memberTerm.set(m.node, m.term);
+        this.reach.heardFrom(m.node, now);
         if (!this.activation.valid()) return; // not (or no longer) the active manager: no grant
-        if (this.failing.has(m.node)) return; // no grant: its lease runs out
+        if (this.failing.has(m.node)) {
+          // No grant: its lease runs out. Counting the renew as its last one only moves the instant
+          // its lease certainly expired later (safe), and keeps tick() from suspecting again a node
+          // that talks to us while its failover is being decided (failover() then drops it).
+          this.leases.renewed(m.node, now);
+          return;
+        }
         this.leases.renewed(m.node, now);
         const { leaseMs, renewMs, driftMs } = this.timing;
         link.send({ t: 'grant', seq: m.t === 'renew' ? m.seq : 0, leaseMs, renewMs, driftMs, term: this.cfg.term });
@@ -192,21 +226,14 @@ export class ConfigManager {
         if (m.term < this.cfg.term && !this.running && !this.finishWanted) link.send({ t: 'commit', term: this.cfg.term, config: this.cfg, floors: {} });
         // A member (re)connecting may be what a degraded shard was waiting for.
         if (m.t === 'hello') {
-          this.rereplicateWanted = true;
+          this.healing.want();
           this.kick();
         }
         return;
       }
-      case 'caughtUp': {
-        if (!isCatchingUp(this.cfg, m.shard, m.node) || this.cfg.shards[m.shard]!.primary !== m.from) return; // stale
-        if (this.caughtUp.some((x) => x.shard === m.shard && x.node === m.node)) return;
-        const r = this.rereplications.find((x) => x.shard === m.shard && x.node === m.node && x.caughtUpAt === undefined);
-        if (r) Object.assign(r, { entries: m.entries, bytes: m.bytes, ms: m.ms });
-        this.log.info({ node: m.node, shard: m.shard, from: m.from, entries: m.entries, bytes: m.bytes, ms: m.ms }, `node ${m.node} caught up on shard ${m.shard}: ${m.entries} entries, ${m.bytes} B in ${m.ms.toFixed(0)} ms`);
-        this.caughtUp.push({ shard: m.shard, node: m.node });
-        this.kick();
+      case 'caughtUp':
+        if (this.healing.reportCaughtUp(m)) this.kick();
         return;
-      }
       case 'prepared': {
         const p = this.prepared;
         if (!p || m.term !== p.term) return;
@@ -221,7 +248,7 @@ export class ConfigManager {
         const pr = this.promoting.get(m.term);
         if (!pr) return;
         this.log.info(
-          { node: m.node, term: m.term, shards: m.shards, entries: m.entries, gathered: m.gathered ?? 0, scattered: m.scattered ?? 0, ms: m.ms },
+          { node: m.node, term: m.term, shards: m.shards, entries: m.entries, gathered: m.gathered ?? 0, scattered: m.scattered ?? 0, ms: m.ms, at: now },
           `node ${m.node} promoted ${m.shards.length} shard(s) in ${m.ms.toFixed(1)} ms`,
         );
         pr.waiting.delete(m.node);
@@ -244,7 +271,7 @@ export class ConfigManager {
     this.links.delete(node);
     this.memberTerm.delete(node);
     if (!this.activation.valid()) return;
-    this.joins.delete(node);
+    this.healing.forget(node);
     if (this.members().includes(node)) this.suspect(node, 'connection closed');
   }
 
@@ -281,7 +308,7 @@ export class ConfigManager {
   }
 
   private reconfigurationWanted(): boolean {
-    return this.finishWanted || this.joins.size > 0 || this.caughtUp.length > 0 || this.rereplicateWanted || this.moveRequests.length > 0 || this.resumeWanted();
+    return this.finishWanted || this.healing.pending() || this.moveRequests.length > 0 || this.resumeWanted();
   }
 
   /** Stored tasks of a move this manager did not finish (it restarted, or took over) to resume. */
@@ -356,7 +383,7 @@ export class ConfigManager {
           } catch (err) {
             this.log.error({ err: (err as Error).message }, `reconfiguration failed; retrying in ${FAILOVER_RETRY_MS} ms`);
             void this.sleep(FAILOVER_RETRY_MS).then(() => {
-              this.rereplicateWanted = true;
+              this.healing.want();
               this.kick();
             });
             return;
@@ -392,7 +419,18 @@ export class ConfigManager {
     const wait = this.leases.certainlyExpiredAt(node) - this.clock.now();
     if (wait > 0) await this.sleep(wait);
     if (this.closed) return;
-    const live = new Set(this.members().filter((n) => n !== node && this.links.has(n) && !this.failing.has(n)));
+    // Members reconnecting after this manager was cut off: give `node` the same chance.
+    while (!this.closed && this.leases.inGrace(this.clock.now()) && this.leases.lastHeardAt(node) <= rec.detectedAt) {
+      await this.sleep(Math.max(1, Math.floor(this.timing.renewMs / 4)));
+    }
+    const live = await this.reach.heardSince(node, rec.detectedAt);
+    if (this.leases.lastHeardAt(node) > rec.detectedAt) {
+      // It talks to us again (its renewals were held up, or this manager was the one cut off):
+      // nothing was reassigned, so it keeps its shards and is granted again from its next renew.
+      this.failing.delete(node);
+      this.log.warn({ node, term: this.cfg.term }, `node ${node} was heard from again before its failover was stored: it keeps its shards (term ${this.cfg.term} unchanged)`);
+      return;
+    }
     const plan = planFailover(this.cfg, node, live);
     this.history.push(rec);
     rec.moved = plan.moved;
@@ -423,7 +461,7 @@ export class ConfigManager {
       { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length, gathered: scatter.gathered, scattered: scatter.scattered },
       `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
     );
-    this.rereplicateWanted = true; // the failed node's replicas are to be made again
+    this.healing.want(); // the failed node's replicas are to be made again
   }
 
   /** Call `done` once every reachable node of `to` reported the promotions of `term`. Registered
@@ -482,7 +520,7 @@ export class ConfigManager {
   private async finish(): Promise<void> {
     this.finishWanted = false;
     try {
-      if (await completeStoredTerm(this.takeoverHost())) this.rereplicateWanted = true;
+      if (await completeStoredTerm(this.takeoverHost())) this.healing.want();
     } catch (err) {
       this.finishWanted = true;
       throw err;
@@ -516,7 +554,7 @@ export class ConfigManager {
    * block, as no primary changes).
    */
   private async reconfigure(): Promise<void> {
-    await this.reconfigureReplicas();
+    await this.healing.pass();
     const req = this.moveRequests.shift();
     if (req) {
       try {
@@ -529,55 +567,6 @@ export class ConfigManager {
     } else if (this.resumeWanted()) {
       this.resumeAfter = this.clock.now() + MOVE_PROMOTE_TIMEOUT_MS; // not again before a stalled one timed out
       await this.moves.resume();
-    }
-  }
-
-  private async reconfigureReplicas(): Promise<void> {
-    for (const node of [...this.joins]) {
-      const next = planJoin(this.cfg, node);
-      if (!next || !this.links.has(node)) {
-        this.joins.delete(node);
-        continue;
-      }
-      // A joiner until its configuration is stored: a renewal arriving meanwhile is ignored, where a
-      // non-member's would be answered `evicted` (which ends the node).
-      await this.push(next);
-      this.joins.delete(node);
-      this.failing.delete(node);
-      this.leases.renewed(node, this.clock.now()); // its lease window starts now (it gets grants from here)
-      this.log.warn({ node, term: next.term }, `node ${node} rejoined the cluster (term ${next.term}) holding no shard`);
-      this.rereplicateWanted = true;
-    }
-    if (this.caughtUp.length > 0) {
-      const done = this.caughtUp;
-      this.caughtUp = [];
-      const plan = planCaughtUp(this.cfg, done);
-      if (plan) {
-        await this.push(plan.next);
-        const at = this.clock.now();
-        for (const x of plan.cleared) {
-          const r = this.rereplications.find((y) => y.shard === x.shard && y.node === x.node && y.caughtUpAt === undefined);
-          if (r) r.caughtUpAt = at;
-        }
-        this.log.warn(
-          { event: 'caught-up', term: plan.next.term, cleared: plan.cleared, catchingUp: plan.next.catchingUp?.length ?? 0 },
-          `re-replication: term ${plan.next.term}, ${plan.cleared.map((x) => `${x.shard}@${x.node}`).join(' ')} caught up (${plan.next.catchingUp?.length ?? 0} still catching up)`,
-        );
-      }
-    }
-    if (this.rereplicateWanted) {
-      this.rereplicateWanted = false;
-      const eligible = new Set(this.members().filter((n) => this.links.has(n) && !this.failing.has(n)));
-      const plan = planRereplication(this.cfg, eligible);
-      if (plan) {
-        await this.push(plan.next);
-        const at = this.clock.now();
-        for (const x of plan.added) this.rereplications.push({ ...x, term: plan.next.term, addedAt: at });
-        this.log.warn(
-          { event: 're-replicate', term: plan.next.term, added: plan.added },
-          `re-replication: term ${plan.next.term}, new backups ${plan.added.map((x) => `${x.shard}->${x.node}`).join(' ')} (catching up)`,
-        );
-      }
     }
   }
 

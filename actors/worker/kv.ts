@@ -14,6 +14,8 @@ import { RequestGate } from './gate.js';
 import { PrimaryPath } from './primary.js';
 import { RpcBackup } from './rpc-backup.js';
 import { CopySource } from './copy-source.js';
+import { grantPeerLease } from '../kv/peer-lease.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 export type { KvWorkerDeps, KvWorkerStats } from './core.js';
 export { DEL_KEEP_FREE } from './primary.js';
@@ -109,6 +111,15 @@ export class KvWorker {
   async copyShard(request: Uint8Array, clientTerm: number): Promise<Uint8Array> {
     this.gate.check();
     return this.copy.copyShard(request, clientTerm);
+  }
+
+  /** A peer lease (README "Partitions", actors/kv/peer-lease.ts): promise the asking node not to take
+   *  over its shards for a lease, if this node may. Without a configuration manager there is no lease. */
+  async peerLease(request: Uint8Array, clientTerm: number): Promise<void> {
+    this.gate.check();
+    const cell = this.d.cell;
+    if (!cell) throw new RowanError(ErrorCodes.UNKNOWN_OP, 'this node runs without a configuration manager: no leases');
+    grantPeerLease(cell, request, clientTerm, this.core.now(), this.d.nodeId);
   }
 
   /** RPC-KV backup side: append the block's entry to the backup log (persist), index it, then reply. */

@@ -11,6 +11,7 @@ import { startKvServing, type KvServing } from './serve.js';
 
 let serving: KvServing | null = null;
 let disseminating = false;
+let following = false;
 
 export const workerActor = defineActor<WorkerInbound>({
   role: 'worker',
@@ -26,10 +27,19 @@ export const workerActor = defineActor<WorkerInbound>({
   tickMs: (c) => c.replication.commitVerPeriodMs,
   tick: (ctx) => {
     const s = serving;
-    if (!s || disseminating) return;
+    if (!s) return;
+    // Following the configuration runs on its own: dropping a failed node's replication links is what
+    // ends writes (and a dissemination) hanging on a link to a node cut off rather than dead, whose
+    // TCP connection does not close (README "Partitions"); behind a stuck dissemination it never ran.
+    if (!following) {
+      following = true;
+      s.followConfig()
+        .catch((err: unknown) => ctx.log.warn({ err: (err as Error).message }, 'following the configuration failed; retried next period'))
+        .finally(() => (following = false));
+    }
+    if (disseminating) return;
     disseminating = true;
-    s.followConfig()
-      .then(() => s.worker.disseminateCommitVers())
+    s.worker.disseminateCommitVers()
       .catch((err: unknown) => ctx.log.warn({ err: (err as Error).message }, 'CommitVer dissemination failed; retried next period'))
       .finally(() => {
         disseminating = false;

@@ -14,8 +14,8 @@
 //
 // Authentication (./frames-layout.ts): on a port with credentials, HELLO is answered CHALLENGE and the
 // connection is not authenticated until its AUTH proof checks out -- of the client password for a
-// HELLO of role client, of the cluster secret for role peer (another node: only a peer may REPLICATE
-// or COPY_SHARD, a client gets ROWAN_ERR_FORBIDDEN for them); before that every other request is
+// HELLO of role client, of the cluster secret for role peer (another node: only a peer may REPLICATE,
+// COPY_SHARD or PEER_LEASE, a client gets ROWAN_ERR_FORBIDDEN for them); before that every other request is
 // answered ROWAN_ERR_NOAUTH without reaching the handler, a wrong proof is answered
 // ROWAN_ERR_AUTH_FAILED and ends the connection, and the handshake deadline (handshakeMs) runs until
 // AUTH, so an unauthenticated connection cannot be held open either.
@@ -39,7 +39,7 @@ import {
   type FrameLimits,
   type Request,
 } from './frames.js';
-import { CLIENT_LABEL, CONFIG_JSON_BYTES_MAX, HelloRole, PEER_LABEL, PEER_SERVER_LABEL, SERVER_LABEL, requestBytesMax, type HelloRoleCode } from './frames-layout.js';
+import { CLIENT_LABEL, CONFIG_JSON_BYTES_MAX, HelloRole, OP_NAMES, PEER_LABEL, PEER_SERVER_LABEL, SERVER_LABEL, requestBytesMax, type HelloRoleCode } from './frames-layout.js';
 import { newNonce, proof, proofMatches } from '../../config/base/secret.js';
 import { peerCertified } from '../net/tls.js';
 import type { KvHandler } from './handler.js';
@@ -226,8 +226,8 @@ export class ClientConnection {
       const e = new RowanError(ErrorCodes.NOAUTH, 'authentication required: answer the HELLO challenge with AUTH (the client password)');
       return this.respond(errorResponse(req.id, this.term(), e), true);
     }
-    if (!this.peer && (req.op === Op.REPLICATE || req.op === Op.COPY_SHARD)) {
-      const e = new RowanError(ErrorCodes.FORBIDDEN, `${req.op === Op.REPLICATE ? 'REPLICATE' : 'COPY_SHARD'} is for the cluster's nodes (HELLO role peer, the cluster secret), not for clients`);
+    if (!this.peer && (req.op === Op.REPLICATE || req.op === Op.COPY_SHARD || req.op === Op.PEER_LEASE)) {
+      const e = new RowanError(ErrorCodes.FORBIDDEN, `${OP_NAMES[req.op]} is for the cluster's nodes (HELLO role peer, the cluster secret), not for clients`);
       return this.respond(errorResponse(req.id, this.term(), e), true);
     }
     switch (req.op) {
@@ -340,6 +340,10 @@ export class ClientConnection {
       case Op.REPLICATE:
         if (!h.replicate) throw new RowanError(ErrorCodes.UNKNOWN_OP, 'this server takes no REPLICATE requests');
         await h.replicate(req.block, req.term);
+        return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });
+      case Op.PEER_LEASE:
+        if (!h.peerLease) throw new RowanError(ErrorCodes.UNKNOWN_OP, 'this server takes no PEER_LEASE requests');
+        await h.peerLease(req.key, req.term);
         return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });
       case Op.COPY_SHARD:
       case Op.GET:

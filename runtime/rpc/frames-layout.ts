@@ -26,6 +26,8 @@
 //                    a primary's worker to a backup's worker; the backup appends, persists, indexes)
 //   AUTH        8    proof (32 B) = HMAC(key, CLIENT_LABEL · server nonce · client nonce), or
 //                    PEER_LABEL for a peer (see CHALLENGE for the key)
+//   COPY_SHARD  9    keyLen u16 · copy request (actors/kv/copy-batch.ts), answered VALUE
+//   PEER_LEASE 10    keyLen u16 · lease request (actors/kv/peer-lease.ts), answered OK (granted)
 //
 // Response (worker port -> client), answered in completion order, matched by request id:
 //
@@ -44,8 +46,8 @@
 //   CHALLENGE   5    server nonce (32 B) · proof (32 B)   HELLO, on a server with credentials: the
 //                    proof is HMAC(key, SERVER_LABEL · client nonce · server nonce), where key is the
 //                    client password for role client, and the cluster secret (labels PEER_SERVER_LABEL,
-//                    PEER_LABEL) for role peer -- another node's worker: REPLICATE and COPY_SHARD run
-//                    only for a peer, a client gets ROWAN_ERR_FORBIDDEN. The client checks the proof
+//                    PEER_LABEL) for role peer -- another node's worker: REPLICATE, COPY_SHARD and PEER_LEASE
+//                    run only for a peer, a client gets ROWAN_ERR_FORBIDDEN. The client checks the proof
 //                    and answers AUTH. Until AUTH is OK every other request is answered ERROR
 //                    ROWAN_ERR_NOAUTH and nothing runs; a wrong AUTH proof is answered
 //                    ROWAN_ERR_AUTH_FAILED and the connection is closed. A server without credentials
@@ -99,9 +101,12 @@ export const Op = {
   /** Re-replication (§4.5 phase 3): a batch of a shard's indexed entries from its primary. Shaped like
    *  GET (keyLen · key); the "key" is the copy request (actors/kv/copy-batch.ts), answered with VALUE. */
   COPY_SHARD: 9,
+  /** A peer lease (README "Partitions", actors/kv/peer-lease.ts): a node asks another to promise not
+   *  to take over its shards for a lease. Shaped like GET; the "key" is the request, answered OK. */
+  PEER_LEASE: 10,
 } as const;
 export type OpCode = (typeof Op)[keyof typeof Op];
-export const OP_NAMES: Readonly<Record<number, string>> = { 1: 'HELLO', 2: 'PUT', 3: 'GET', 4: 'DEL', 5: 'CONFIG', 6: 'GET_REPLICA', 7: 'REPLICATE', 8: 'AUTH', 9: 'COPY_SHARD' };
+export const OP_NAMES: Readonly<Record<number, string>> = { 1: 'HELLO', 2: 'PUT', 3: 'GET', 4: 'DEL', 5: 'CONFIG', 6: 'GET_REPLICA', 7: 'REPLICATE', 8: 'AUTH', 9: 'COPY_SHARD', 10: 'PEER_LEASE' };
 
 // ---- request bodies (offsets relative to HEADER_BYTES) -----------------------------------------------
 export const HELLO_VERSION_OFF = 0;

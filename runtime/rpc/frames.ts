@@ -28,7 +28,7 @@ export type Request =
   | { op: typeof L.Op.HELLO; id: number; term: number; version: number; /** absent: zeros */ nonce?: Uint8Array; /** absent: client */ role?: L.HelloRoleCode }
   | { op: typeof L.Op.AUTH; id: number; term: number; proof: Uint8Array }
   | { op: typeof L.Op.PUT; id: number; term: number; key: Uint8Array; value: Uint8Array }
-  | { op: typeof L.Op.GET | typeof L.Op.DEL | typeof L.Op.GET_REPLICA | typeof L.Op.COPY_SHARD; id: number; term: number; key: Uint8Array }
+  | { op: typeof L.Op.GET | typeof L.Op.DEL | typeof L.Op.GET_REPLICA | typeof L.Op.COPY_SHARD | typeof L.Op.PEER_LEASE; id: number; term: number; key: Uint8Array }
   | { op: typeof L.Op.CONFIG; id: number; term: number }
   | { op: typeof L.Op.REPLICATE; id: number; term: number; block: Uint8Array };
 
@@ -102,6 +102,7 @@ export function encodeRequest(r: Request): Buffer {
     case L.Op.DEL:
     case L.Op.GET_REPLICA:
     case L.Op.COPY_SHARD:
+    case L.Op.PEER_LEASE:
       return keyRequest(r.op, r.id, r.term, r.key);
     case L.Op.CONFIG:
       return header(r.op, r.id, r.term, 0);
@@ -383,13 +384,14 @@ export function decodeRequest(f: Uint8Array, limits: L.FrameLimits): Request {
     case L.Op.GET:
     case L.Op.DEL:
     case L.Op.GET_REPLICA:
-    case L.Op.COPY_SHARD: {
+    case L.Op.COPY_SHARD:
+    case L.Op.PEER_LEASE: {
       const name = L.OP_NAMES[h.first]!;
       if (b.length < L.KEY_OFF) bodyIs(h, name, L.KEY_OFF);
       const keyLen = u16(b, L.KEY_LEN_OFF);
       bodyIs(h, name, L.KEY_OFF + keyLen);
       checkKey(keyLen, limits, h.id);
-      const op = h.first as typeof L.Op.GET | typeof L.Op.DEL | typeof L.Op.GET_REPLICA | typeof L.Op.COPY_SHARD;
+      const op = h.first as typeof L.Op.GET | typeof L.Op.DEL | typeof L.Op.GET_REPLICA | typeof L.Op.COPY_SHARD | typeof L.Op.PEER_LEASE;
       return { op, id: h.id, term: h.term, key: b.subarray(L.KEY_OFF) };
     }
     case L.Op.CONFIG:

@@ -30,5 +30,11 @@ export interface KvHandler {
    * Handlers that are no primary may omit it (ROWAN_ERR_UNKNOWN_OP).
    */
   copyShard?(request: Uint8Array, clientTerm: number): Promise<Uint8Array>;
+  /**
+   * A peer lease (README "Partitions"): another node of the cluster asks this one to promise not to
+   * take over its shards for a lease; resolves when granted, throws (STALE_TERM ...) when refused.
+   * Handlers that hold no configuration may omit it (ROWAN_ERR_UNKNOWN_OP).
+   */
+  peerLease?(request: Uint8Array, clientTerm: number): Promise<void>;
   config(): ClusterConfig;
 }
