@@ -144,7 +144,7 @@ type Phase = 'idle' | 'quiesce' | 'scan';
 
 export class TombstoneSweep {
   readonly stats: TombstoneStats = { cycles: 0, scanned: 0, candidates: 0, dropped: 0, kept: 0, droppedOnBackup: 0, floorSaveFailures: 0 };
-  private readonly floors: ShardFloors;
+  protected readonly floors: ShardFloors;
   private readonly gc: KvGc;
   private readonly reader: PoolEntryReader;
   private readonly inflight: BigInt64Array;
@@ -213,7 +213,7 @@ export class TombstoneSweep {
     this.persistFloors();
     this.bounds = shared.indexes.map((ix, s) => {
       if (!ix) return -1;
-      if (this.asBackup[s]) return this.floors.persisted(s);
+      if (this.asBackup[s]) return this.backupBound(s);
       return this.o.eligible(s) ? commitVerOf(shared.versions, this.inflight, shardCount, INFLIGHT_WORKERS_MAX, s) : -1;
     });
     if (this.bounds.every((b) => b <= 0)) {
@@ -252,6 +252,12 @@ export class TombstoneSweep {
       return;
     }
     for (const [s, v] of raise) this.floors.raisePersisted(s, v);
+  }
+
+  /** Rule 2B: a backup's bound is its persisted floor. Overridden only by the simulator's mutation test
+   *  (test/sim/mutations.ts). */
+  protected backupBound(shard: number): number {
+    return this.floors.persisted(shard);
   }
 
   /** Is the candidate's shard still eligible the way it was at the cycle's start (rule 1)? */
