@@ -6,16 +6,21 @@
 // for the hotspot, the overload detected, the move started and finished (from the manager's log,
 // whose `at` is the same CLOCK_MONOTONIC this process reads).
 //
-// Flags: --duration=ms (default 10000), --hotspot=ms (3000), --keys=N (30000), --concurrency=C (48),
-// --workers=W (per node, default 1), --shards=S (12), --period=ms (resharding.periodMs, 500),
-// --node-cpu=C (each node process limited to C CPUs by a cgroup quota, default 0.5; 0: no limit).
-// Through the harness: npm run bench -- reshard. The three nodes and the client share this machine's
-// 2 cores: without a budget per node a hot node simply takes the CPU an idle one leaves and no
-// overload shows, so each node process gets a cgroup CPU quota (--node-cpu) as a server has its CPUs.
+// Flags: --duration=ms (default 10000), --hotspot=ms (3000), --warmup=ms (3000, load not counted),
+// --keys=N (30000), --rate=N (45000 requests/s offered, open loop; 0: closed loop of --concurrency=C,
+// 48), --node-queue=N (48: requests outstanding per node, more arrivals are shed), --workers=W (per
+// node, 1), --shards=S (12), --period=ms (resharding.periodMs, 500), --lease-ms=ms (2000),
+// --node-cpu=C (each node process limited to C CPUs by a cgroup quota, default 0.2; 0: no limit),
+// --quota-period=ms (the quota's CFS period, 10). Through the harness: npm run bench -- reshard.
+// The three nodes and the client share this machine's 2 cores: without a budget per node a hot node
+// simply takes the CPU an idle one leaves, so each node process gets a cgroup CPU quota
+// (./reshard/cpu-budget.ts). Per 250 ms the run records the cores each node, the client and the rest
+// of the machine ran, and how often each node's quota throttled it (README "Resharding": a node's CPU
+// is mostly a fixed part, so a hot node here did not saturate).
 import { findSecret } from '../config/base/secret.js';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../actors/kv/client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
@@ -23,12 +28,35 @@ import type { ClusterConfig } from '../config/cluster.js';
 import { shardOfKey } from '../config/slots.js';
 import { progress, recordParams, resultsDir, type Row } from './report.js';
 import { reshardTimelineSvg, type Mark } from './reshard/timeline.js';
-import { limitCpu } from './reshard/cpu-budget.js';
+import { limitCpu, processCpuNs, threadsIn, throttling } from './reshard/cpu-budget.js';
 import { mulberry32 } from './ycsb/zipfian.js';
 import { askManager, managerAddress } from '../bin/manager-admin.js';
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
 const BUCKET_MS = 100;
+const CPU_SAMPLE_MS = 250;
+
+/** Cores each node process (by node id) and the client ran over the sample's interval, and the share of
+ *  the node's quota periods in which the quota throttled it. */
+export interface CpuSample {
+  atMs: number;
+  nodes: Record<string, number | null>;
+  throttledShare: Record<string, number | null>;
+  client: number;
+  /** Cores the rest of the machine ran: every other process (the manager, other users), from /proc/stat. */
+  rest: number | null;
+}
+
+/** Busy and total jiffies of the whole machine so far (/proc/stat's first line). */
+function machineJiffies(): { busy: number; total: number } | null {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+    const total = f.reduce((a, b) => a + b, 0);
+    return { busy: total - f[3]! - f[4]!, total };
+  } catch {
+    return null;
+  }
+}
 
 function flag(name: string, dflt: number): number {
   const a = process.argv.find((x) => x.startsWith(`--${name}=`));
@@ -40,15 +68,16 @@ function flag(name: string, dflt: number): number {
 interface Cluster {
   dir: string;
   file: string;
-  /** The node processes' pids (from the launcher's "node N ready (pid P)" lines). */
+  /** The node processes' pids (from the launcher's "node N ready (pid P)" lines), and their node ids. */
   pids: number[];
+  ids: number[];
   stop(): Promise<void>;
 }
 
-async function startCluster(shards: number, workers: number, periodMs: number): Promise<Cluster> {
+async function startCluster(shards: number, workers: number, periodMs: number, leaseMs: number): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-bench-'));
   const base = 10_000 + Math.floor(Math.random() * 220) * 100;
-  const child = spawn(process.execPath, [bin, 'cluster', '--dir', dir, '--base-port', String(base), '--shards', String(shards), '--workers', String(workers), '--pool-mib', '128'], {
+  const child = spawn(process.execPath, [bin, 'cluster', '--dir', dir, '--base-port', String(base), '--shards', String(shards), '--workers', String(workers), '--pool-mib', '128', '--lease-ms', String(leaseMs)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ROWAN_RESHARDING_PERIOD_MS: String(periodMs) },
   });
@@ -60,11 +89,12 @@ async function startCluster(shards: number, workers: number, periodMs: number): 
     if (child.exitCode !== null || Date.now() - t0 > 120_000) throw new Error(`rowan cluster did not start:\n${out}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  const pids = [...out.matchAll(/node \d+ ready \(pid (\d+)\)/g)].map((m) => Number(m[1]));
+  const ready = [...out.matchAll(/node (\d+) ready \(pid (\d+)\)/g)].map((m) => ({ id: Number(m[1]), pid: Number(m[2]) })).sort((a, b) => a.id - b.id);
   return {
     dir,
     file: join(dir, 'cluster.json'),
-    pids,
+    pids: ready.map((r) => r.pid),
+    ids: ready.map((r) => r.id),
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGINT');
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
@@ -81,15 +111,24 @@ export async function run(): Promise<Row[]> {
   const hotspotMs = flag('hotspot', 3_000);
   const keyCount = flag('keys', 30_000);
   const concurrency = flag('concurrency', 48);
+  const offerRate = process.argv.some((a) => a === '--rate=0') ? 0 : flag('rate', 45_000);
+  const nodeQueue = flag('node-queue', 48);
   const workers = flag('workers', 1);
   const shards = flag('shards', 12);
   const periodMs = flag('period', 500);
-  const nodeCpu = process.argv.some((a) => a === '--node-cpu=0') ? 0 : flag('node-cpu', 0.5);
-  recordParams({ nodeCpu, durationMs, hotspotMs, keys: keyCount, concurrency, workers, shards, periodMs, nodes: 3, replication: 3, workload: '95 % GET / 5 % PUT, uniform keys, 100 B values; after the hotspot 80 % of the requests to one node go to one shard of another' });
-  const cl = await startCluster(shards, workers, periodMs);
+  const nodeCpu = process.argv.some((a) => a === '--node-cpu=0') ? 0 : flag('node-cpu', 0.2);
+  const quotaPeriodMs = flag('quota-period', 10);
+  // The lease only decides how fast a dead node is failed over, which this benchmark does not measure.
+  // A node throttled to a fraction of a CPU runs its main thread's lease renewals late: with the default
+  // 200 ms lease all three nodes lost theirs at 0.2 CPU while the keys were loaded.
+  const leaseMs = flag('lease-ms', 2000);
+  const warmupMs = process.argv.some((a) => a === '--warmup=0') ? 0 : flag('warmup', 3000);
+  recordParams({ leaseMs, rate: offerRate, nodeQueue: offerRate > 0 ? nodeQueue : null, concurrency: offerRate > 0 ? null : concurrency, nodeCpu, quotaPeriodMs, warmupMs, durationMs, hotspotMs, keys: keyCount, workers, shards, periodMs, nodes: 3, replication: 3, workload: '95 % GET / 5 % PUT, uniform keys, 100 B values; after the hotspot 80 % of the requests to one node go to one shard of another' });
+  const cl = await startCluster(shards, workers, periodMs, leaseMs);
   // One CPU budget per node, as the paper's servers each have their own CPUs (./reshard/cpu-budget.ts).
-  const budgets = nodeCpu > 0 ? limitCpu(cl.pids, nodeCpu, `rowan-reshard-${process.pid}`) : { how: 'none (--node-cpu=0)', release: () => {} };
-  progress(`reshard: CPU budget: ${budgets.how}`, 0, 1);
+  const budgets = nodeCpu > 0 ? limitCpu(cl.pids, nodeCpu, `rowan-reshard-${process.pid}`, Math.round(quotaPeriodMs * 1000)) : { how: 'none (--node-cpu=0)', groups: cl.pids.map(() => null), release: () => {} };
+  progress(`reshard: CPU budget: ${budgets.how}; threads in each node's group: ${budgets.groups.map(threadsIn).join(', ')}`, 0, 1);
+  const nodeOfPid = cl.ids.map(String);
   try {
     const c0 = JSON.parse(readFileSync(cl.file, 'utf8')) as ClusterConfig;
     const clients = await Promise.all(Array.from({ length: 4 }, () => RowanClient.connect({ cluster: cl.file, retries: 10, timeoutMs: 10_000 })));
@@ -100,13 +139,15 @@ export async function run(): Promise<Row[]> {
     const nodeB = c0.shards[hot]!.primary;
     const nodeA = c0.shards[hot]!.backups[0]!;
     const hotKeys = keys.filter((_, i) => shardOf[i] === hot);
+    const shardOfName = new Map(keys.map((k, i) => [k, shardOf[i]!]));
     const value = Buffer.alloc(100, 'v');
     progress(`reshard: loading ${keyCount} keys`, 0, 1);
     for (let i = 0; i < keys.length; i += 64) await Promise.all(keys.slice(i, i + 64).map((k, j) => clients[j % clients.length]!.put(k, value)));
     const rand = mulberry32(42);
     const buckets = new Array<number>(Math.ceil(durationMs / BUCKET_MS)).fill(0);
     let errors = 0;
-    const t0 = monotonicClock.now();
+    // A warm-up first (not counted): the load's digest and clean work, and the JIT, settle.
+    const t0 = monotonicClock.now() + warmupMs;
     const end = t0 + durationMs;
     const pick = (now: number): string => {
       const i = Math.floor(rand() * keys.length);
@@ -114,34 +155,135 @@ export async function run(): Promise<Row[]> {
       if (now - t0 >= hotspotMs && c0.shards[shardOf[i]!]!.primary === nodeA && rand() < 0.8) return hotKeys[Math.floor(rand() * hotKeys.length)]!;
       return keys[i]!;
     };
+    // Per bucket: requests completed (`buckets`), offered, shed; latencies (ms) of those completed.
+    const offered = new Array<number>(buckets.length).fill(0);
+    const shed = new Array<number>(buckets.length).fill(0);
+    const lat: number[][] = buckets.map(() => []);
+    let notGenerated = 0;
+    const bucketOf = (ms: number) => {
+      const b = Math.floor((ms - t0) / BUCKET_MS);
+      return b >= 0 && b < buckets.length ? b : -1;
+    };
+    const one = async (c: RowanClient, key: string) => {
+      const start = monotonicClock.now();
+      try {
+        if (rand() < 0.05) await c.put(key, value);
+        else await c.get(key);
+        const now = monotonicClock.now();
+        const b = bucketOf(now);
+        if (b >= 0) {
+          buckets[b]!++;
+          lat[b]!.push(now - start);
+        }
+      } catch {
+        errors++;
+      }
+    };
+    // Closed loop (--rate=0): `concurrency` requests outstanding; each sends its next when one returns.
     const loop = async (c: RowanClient) => {
       for (;;) {
         const now = monotonicClock.now();
         if (now >= end) return;
-        const key = pick(now);
-        try {
-          if (rand() < 0.05) await c.put(key, value);
-          else await c.get(key);
-          const b = Math.floor((monotonicClock.now() - t0) / BUCKET_MS);
-          if (b < buckets.length) buckets[b]!++;
-        } catch {
-          errors++;
-        }
+        await one(c, pick(now));
       }
     };
-    progress(`reshard: ${durationMs} ms of 95 % GET, hotspot on shard ${hot} (node ${nodeB}) at ${hotspotMs} ms`, 0, 1);
+    // Open loop (--rate=R): requests arrive at R/s whatever the latency, as from many independent
+    // clients. Each node takes at most `nodeQueue` outstanding requests of this client; an arrival for a
+    // node already holding that many is shed (counted, not sent), as a server with a bounded queue
+    // refuses it: an overloaded node's backlog cannot grow without bound and swamp the rest.
+    const outstanding = new Map<number, number>();
+    const paced = async () => {
+      const start = monotonicClock.now();
+      let sent = 0;
+      let rr = 0;
+      const inflight: Promise<void>[] = [];
+      for (;;) {
+        const now = monotonicClock.now();
+        if (now >= end) break;
+        let due = Math.floor(((now - start) * offerRate) / 1000) - sent;
+        // More than 50 ms behind (this process was not scheduled): those arrivals are not generated.
+        const cap = Math.ceil((offerRate * 50) / 1000);
+        if (due > cap) {
+          if (now >= t0) notGenerated += due - cap;
+          sent += due - cap;
+          due = cap;
+        }
+        for (let i = 0; i < due; i++, sent++) {
+          const key = pick(now);
+          const c = clients[rr++ % clients.length]!;
+          const cfg = c.config();
+          const node = cfg.shards[shardOfName.get(key)!]!.primary;
+          const b = bucketOf(now);
+          if (b >= 0) offered[b]!++;
+          const n = outstanding.get(node) ?? 0;
+          if (n >= nodeQueue) {
+            if (b >= 0) shed[b]!++;
+            continue;
+          }
+          outstanding.set(node, n + 1);
+          const p = one(c, key).finally(() => outstanding.set(node, outstanding.get(node)! - 1));
+          if (inflight.length < 1024) inflight.push(p);
+          else inflight[sent % 1024] = p;
+        }
+        await new Promise((res) => setTimeout(res, 1));
+      }
+      await Promise.all(inflight);
+    };
+    progress(`reshard: ${warmupMs} ms warm-up, then ${durationMs} ms of 95 % GET, hotspot on shard ${hot} (node ${nodeB}) at ${hotspotMs} ms`, 0, 1);
     // The manager's view of each node's load (requests/s as primary + weighted backup writes), sampled.
     const loads: { atMs: number; loads: Record<string, number> }[] = [];
     const secret = findSecret(undefined, cl.file);
-    const sampler = (async () => {
+    const loadSampler = (async () => {
+      while (monotonicClock.now() < t0) await new Promise((res) => setTimeout(res, 20));
       while (monotonicClock.now() < end) {
         const r = (await askManager(managerAddress(undefined, c0), { op: 'loads' }, 1000, secret).catch(() => null)) as { loads: Record<string, number> } | null;
         if (r) loads.push({ atMs: monotonicClock.now() - t0, loads: r.loads });
         await new Promise((res) => setTimeout(res, 250));
       }
     })();
-    await Promise.all(Array.from({ length: concurrency }, (_, i) => loop(clients[i % clients.length]!)));
-    await sampler;
+    // What each node process and this client actually ran (cores, all threads) and how often a node's
+    // quota throttled it, per CPU_SAMPLE_MS: the evidence of which one is saturated.
+    const cpu: CpuSample[] = [];
+    const cpuSampler = (async () => {
+      let prevAt = monotonicClock.now();
+      let prevNs = cl.pids.map(processCpuNs);
+      let prevThr = budgets.groups.map(throttling);
+      let prevClient = process.cpuUsage();
+      let prevMachine = machineJiffies();
+      const cores = availableParallelism();
+      while (monotonicClock.now() < end) {
+        await new Promise((res) => setTimeout(res, CPU_SAMPLE_MS));
+        const at = monotonicClock.now();
+        const ns = cl.pids.map(processCpuNs);
+        const thr = budgets.groups.map(throttling);
+        const client = process.cpuUsage();
+        const machine = machineJiffies();
+        const dtUs = (at - prevAt) * 1000;
+        const nodeCores = cl.pids.map((_, i) => (ns[i] !== null && prevNs[i] !== null && ns[i]! >= prevNs[i]! ? (ns[i]! - prevNs[i]!) / 1000 / dtUs : null));
+        const clientCores = (client.user + client.system - prevClient.user - prevClient.system) / dtUs;
+        const busyCores = machine && prevMachine && machine.total > prevMachine.total ? ((machine.busy - prevMachine.busy) / (machine.total - prevMachine.total)) * cores : null;
+        cpu.push({
+          atMs: +(at - t0).toFixed(1),
+          // null: the process is gone (a dying one's threads vanish: a negative difference).
+          nodes: Object.fromEntries(cl.pids.map((_, i) => [nodeOfPid[i]!, nodeCores[i] === null ? null : +nodeCores[i]!.toFixed(3)])),
+          throttledShare: Object.fromEntries(cl.pids.map((_, i) => {
+            const a = prevThr[i];
+            const b = thr[i];
+            return [nodeOfPid[i]!, a && b && b.periods > a.periods ? +((b.throttled - a.throttled) / (b.periods - a.periods)).toFixed(3) : null];
+          })),
+          client: +clientCores.toFixed(3),
+          rest: busyCores === null ? null : +Math.max(0, busyCores - clientCores - nodeCores.reduce<number>((a, b) => a + (b ?? 0), 0)).toFixed(3),
+        });
+        prevMachine = machine;
+        prevAt = at;
+        prevNs = ns;
+        prevThr = thr;
+        prevClient = client;
+      }
+    })();
+    if (offerRate > 0) await paced();
+    else await Promise.all(Array.from({ length: concurrency }, (_, i) => loop(clients[i % clients.length]!)));
+    await Promise.all([loadSampler, cpuSampler]);
     await Promise.all(clients.map((c) => c.close()));
     const ev = managerEvents(cl.dir);
     const rel = (e: Record<string, unknown> | undefined) => (e ? (e['at'] as number) - t0 : null);
@@ -150,33 +292,81 @@ export async function run(): Promise<Row[]> {
     const done = started ? ev.find((e) => e['event'] === 'move-done' && e['term'] === started['term']) : undefined;
     const promoted = started ? ev.find((e) => e['event'] === 'move-promoted' && e['term'] === started['term']) : undefined;
     const moves = (started?.['moves'] as { shard: number; from: number; to: number }[] | undefined) ?? [];
-    const rate = (from: number, to: number) => {
-      const bs = buckets.slice(Math.max(0, Math.floor(from / BUCKET_MS)), Math.max(0, Math.floor(to / BUCKET_MS)));
+    const span = (xs: number[], from: number, to: number) => xs.slice(Math.max(0, Math.floor(from / BUCKET_MS)), Math.max(0, Math.floor(to / BUCKET_MS)));
+    const perSec = (xs: number[], from: number, to: number) => {
+      const bs = span(xs, from, to);
       return bs.length ? Math.round((bs.reduce((a, b) => a + b, 0) * 1000) / (bs.length * BUCKET_MS)) : 0;
+    };
+    const rate = (from: number, to: number) => perSec(buckets, from, to);
+    const pct = (from: number, to: number, q: number) => {
+      const xs = lat.slice(Math.max(0, Math.floor(from / BUCKET_MS)), Math.max(0, Math.floor(to / BUCKET_MS))).flat().sort((a, b) => a - b);
+      return xs.length ? +xs[Math.min(xs.length - 1, Math.floor(q * xs.length))]!.toFixed(1) : null;
     };
     const detectedMs = rel(detected);
     const doneMs = rel(done);
     const hotObjects = hotKeys.length;
+    const moveMs = done && started ? +((done['at'] as number) - (started['at'] as number)).toFixed(1) : null;
+    // The three windows: 2 s before the hotspot; the hotspot until the overload is detected (the move
+    // starts at once); from 500 ms after the move to the end.
+    const win = {
+      before: [hotspotMs - 2000, hotspotMs],
+      hotspot: [hotspotMs + 100, detectedMs ?? hotspotMs + 1000],
+      after: [(doneMs ?? durationMs) + 500, durationMs],
+    } as const;
+    const before = rate(...win.before);
+    const during = rate(...win.hotspot);
+    const after = rate(...win.after);
+    // Mean over the CPU samples whose interval ends inside [from, to] (at least the one ending first after `from`).
+    const meanCpu = (pickOne: (c: CpuSample) => number | null, [from, to]: readonly [number, number]) => {
+      let xs = cpu.filter((c) => c.atMs > from && c.atMs <= to + CPU_SAMPLE_MS / 2).map(pickOne).filter((v): v is number => v !== null);
+      if (xs.length === 0) xs = cpu.filter((c) => c.atMs > from).slice(0, 1).map(pickOne).filter((v): v is number => v !== null);
+      return xs.length ? +(xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(2) : null;
+    };
+    const cpuOf = (node: number) => (c: CpuSample) => c.nodes[String(node)] ?? null;
+    const thrOf = (node: number) => (c: CpuSample) => c.throttledShare[String(node)] ?? null;
+    const ratio = (a: number, b: number) => (b > 0 ? +(a / b).toFixed(2) : null);
     const row: Row = {
       nodes: 3,
       shards,
       workers,
       keys: keyCount,
-      concurrency,
+      rate: offerRate > 0 ? offerRate : null,
+      concurrency: offerRate > 0 ? null : concurrency,
+      nodeQueue: offerRate > 0 ? nodeQueue : null,
       hotShard: hot,
       hotspotMs,
       detectedAfterMs: detectedMs === null ? null : Math.round(detectedMs - hotspotMs),
       moved: moves.map((m) => `shard ${m.shard} ${m.from}->${m.to}`).join(', ') || 'none',
-      moveMs: done && started ? +((done['at'] as number) - (started['at'] as number)).toFixed(1) : null,
+      moveMs,
       handoverMs: promoted && started ? +((promoted['at'] as number) - (started['at'] as number)).toFixed(1) : null,
       objectsHandedOver: moves.length ? hotObjects : 0,
+      objectsPerSec: moves.length && moveMs ? Math.round(hotObjects / (moveMs / 1000)) : null,
       objectsCopied: 0,
       blogEntriesApplied: (done?.['entries'] as number | undefined) ?? null,
-      opsPerSecBefore: rate(hotspotMs - 2000, hotspotMs),
-      opsPerSecHotspot: rate(hotspotMs + 100, detectedMs ?? hotspotMs + 1000),
-      opsPerSecAfter: rate((doneMs ?? durationMs) + 500, durationMs),
+      opsPerSecBefore: before,
+      opsPerSecHotspot: during,
+      opsPerSecAfter: after,
+      hotspotVsBefore: ratio(during, before),
+      afterVsHotspot: ratio(after, during),
+      afterVsBefore: ratio(after, before),
       errors,
+      // Open loop: what arrived, what was shed at a full node queue, latency of what completed (ms).
+      offeredPerSec: offerRate > 0 ? [win.before, win.hotspot, win.after].map((w) => perSec(offered, ...w)).join(' / ') : null,
+      shedPerSec: offerRate > 0 ? [win.before, win.hotspot, win.after].map((w) => perSec(shed, ...w)).join(' / ') : null,
+      notGenerated: offerRate > 0 ? notGenerated : null,
+      p50Ms: [win.before, win.hotspot, win.after].map((w) => pct(...w, 0.5)).join(' / '),
+      p99Ms: [win.before, win.hotspot, win.after].map((w) => pct(...w, 0.99)).join(' / '),
       cpuBudget: budgets.how,
+      // Cores used (all threads) in the three windows: the hot shard's first primary B, the node it
+      // moved to (A), the third node, and this client process.
+      hotNode: nodeB,
+      cpuHotNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(cpuOf(nodeB), w)).join(' / '),
+      throttledHotNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(thrOf(nodeB), w)).join(' / '),
+      cpuTargetNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(cpuOf(nodeA), w)).join(' / '),
+      cpuThirdNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(cpuOf(3 - nodeA - nodeB), w)).join(' / '),
+      cpuClient: [win.before, win.hotspot, win.after].map((w) => meanCpu((c) => c.client, w)).join(' / '),
+      // Everything else on the machine (other users' processes: noise), over the whole run and the windows.
+      cpuRestOfMachine: [win.before, win.hotspot, win.after].map((w) => meanCpu((c) => c.rest, w)).join(' / '),
     };
     const marks: Mark[] = [{ label: 'hotspot', atMs: hotspotMs, color: '#d62728' }];
     if (detectedMs !== null) marks.push({ label: 'overload detected', atMs: detectedMs, color: '#ff7f0e' });
@@ -184,13 +374,13 @@ export async function run(): Promise<Row[]> {
     if (doneMs !== null) marks.push({ label: 'move finished', atMs: doneMs, color: '#9467bd' });
     writeFileSync(
       join(resultsDir, 'reshard-timeline.svg'),
-      reshardTimelineSvg(`Resharding (Figure 15): 3 nodes, ${shards} shards, 95 % GET; hotspot on shard ${hot} of node ${nodeB} at ${hotspotMs / 1000} s`, BUCKET_MS, buckets, marks, loads),
+      reshardTimelineSvg(`Resharding (Figure 15): 3 nodes, ${shards} shards, 95 % GET; hotspot on shard ${hot} of node ${nodeB} at ${hotspotMs / 1000} s`, BUCKET_MS, buckets, marks, loads, { cpu, quota: nodeCpu > 0 && budgets.groups.every((g) => g !== null) ? nodeCpu : null }),
     );
     const loadAt = (ms: number) => loads.filter((l) => l.atMs <= ms).pop()?.loads ?? {};
     row['loadsBeforeHotspot'] = JSON.stringify(loadAt(hotspotMs));
     row['loadsAtDetection'] = JSON.stringify(loadAt((detectedMs ?? hotspotMs) + 1));
     row['loadsAtEnd'] = JSON.stringify(loadAt(durationMs));
-    writeFileSync(join(resultsDir, 'reshard-timeline.json'), JSON.stringify({ bucketMs: BUCKET_MS, buckets, marks, loads, row, events: ev.filter((e) => String(e['event']).startsWith('move') || e['event'] === 'overload-detected').map((e) => ({ event: e['event'], atMs: rel(e), term: e['term'], moves: e['moves'] })) }, null, 1) + '\n');
+    writeFileSync(join(resultsDir, 'reshard-timeline.json'), JSON.stringify({ bucketMs: BUCKET_MS, buckets, offered, shed, marks, loads, cpu, row, events: ev.filter((e) => String(e['event']).startsWith('move') || e['event'] === 'overload-detected').map((e) => ({ event: e['event'], atMs: rel(e), term: e['term'], moves: e['moves'] })) }, null, 1) + '\n');
     return [row];
   } finally {
     await cl.stop();

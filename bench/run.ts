@@ -96,9 +96,9 @@ const benches: Record<string, Bench> = {
   reshard: {
     title: 'dynamic resharding (Figure 15): 95 % GET on 3 nodes, a hotspot on one shard at 3 s; ops/s before, during and after the move (timeline in reshard-timeline.svg)',
     module: './reshard.bench.js',
-    columns: ['hotspotMs', 'detectedAfterMs', 'moved', 'moveMs', 'handoverMs', 'objectsHandedOver', 'objectsCopied', 'blogEntriesApplied', 'opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter', 'errors'],
-    flags: '--duration=ms (10000) --hotspot=ms (3000) --keys=N (30000) --concurrency=C (48) --workers=W (1) --shards=S (12) --period=ms (500) --node-cpu=C (0.5; a cgroup CPU quota per node, 0: none)',
-    takes: '~40 s',
+    columns: ['detectedAfterMs', 'moved', 'moveMs', 'objectsHandedOver', 'objectsPerSec', 'blogEntriesApplied', 'opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter', 'hotspotVsBefore', 'afterVsHotspot', 'cpuHotNode', 'cpuRestOfMachine', 'errors'],
+    flags: '--duration=ms (10000) --hotspot=ms (3000) --warmup=ms (3000; load not counted) --keys=N (30000) --concurrency=C (48) --workers=W (1) --shards=S (12) --period=ms (500) --rate=N (45000 ops/s offered, open loop; 0: closed loop of --concurrency) --node-queue=N (48; outstanding per node, more arrivals are shed) --lease-ms=ms (2000) --node-cpu=C (0.2; a cgroup CPU quota per node, 0: none) --quota-period=ms (10; the quota\'s CFS period)',
+    takes: '~45 s',
   },
   'ycsb-gc': {
     title: 'YCSB Load A / A on Rowan-KV with big pools vs small pools under GC pressure: ops/s, latency (µs), segments reclaimed',
@@ -113,7 +113,7 @@ const benches: Record<string, Bench> = {
 
 /** Flags some benchmark reads (a misspelt one would otherwise be ignored silently). */
 const knownFlags = ['quick', 'help', 'replot', 'duration', 'streams', 'sizes', 'modes', 'depth', 'deep-depth', 'no-tcp', 'no-burst', 'retries', 'reps',
-  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu'];
+  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue'];
 
 export function usage(): string {
   const w = Math.max(...Object.keys(benches).map((n) => n.length));
