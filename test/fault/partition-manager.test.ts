@@ -11,32 +11,20 @@
 // of all clients is linearizable.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { monotonicClock } from '../../config/base/clock.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { logRecords, waitFor } from '../fixtures/failover-cluster.js';
-import { netnsUnavailable, NetnsLab } from '../fixtures/netns.js';
+import { netnsUnavailable } from '../fixtures/netns.js';
 import { ClientLoad, NetnsCluster } from '../fixtures/netns-cluster.js';
 
-/** Longer than the 200 ms default: on this shared 2-core machine (load ~20 at times) a 200 ms lease
- *  fails healthy nodes over now and then, which is not what this test is about. */
-const LEASE_MS = 400;
 /** The cut lasts at least this long: 7 leases, several failover retries of the manager. */
 const CUT_MS = 3000;
 const unavailable = netnsUnavailable();
 
 test('the manager cut off alone: nothing is reassigned, every client request succeeds throughout, the history is linearizable', { timeout: 150_000, skip: unavailable ?? false }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'rowan-part-b-'));
-  const c = await NetnsCluster.start({ dir, nodes: 3, shards: 8, leaseMs: LEASE_MS, clients: ['c0', 'c1'] });
-  t.after(async () => {
-    await c.destroy();
-    assert.deepEqual(NetnsLab.present(c.lab.prefix), [], 'every namespace of the run is gone');
-    if (process.env['ROWAN_TEST_KEEP'] === undefined) rmSync(dir, { recursive: true, force: true });
-    else console.log(`kept ${dir}`);
-  });
+  const { c, dir } = await NetnsCluster.forTest(t, 'part-b', 8);
   const keys = Array.from({ length: 16 }, (_, i) => `h-${i}`);
   const common = { cluster: c.file, passwordFile: c.passwordFile, maxOps: 60_000, keys };
   const l0 = ClientLoad.start(c, 'c0', { ...common, out: join(dir, 'load-c0.json'), clients: 2, clientBase: 0, unique: true });

@@ -10,33 +10,22 @@
 // after a new primary reported it serves, and the history of all clients is linearizable.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monotonicClock } from '../../config/base/clock.js';
 import { ErrorCodes } from '../../config/base/errors.js';
 import { shardOfKey } from '../../config/slots.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { logRecords, readCluster, waitFor } from '../fixtures/failover-cluster.js';
-import { netnsUnavailable, NetnsLab } from '../fixtures/netns.js';
+import { netnsUnavailable } from '../fixtures/netns.js';
 import { ClientLoad, NetnsCluster } from '../fixtures/netns-cluster.js';
 
 const SHARDS = 8;
 const STALE_LOOPS = 4;
-/** Longer than the 200 ms default: on this shared 2-core machine (load ~20 at times) a 200 ms lease
- *  fails healthy nodes over now and then, which is not what this test is about. */
-const LEASE_MS = 400;
 const unavailable = netnsUnavailable();
 
 test('a primary cut off from the manager only serves on peer leases until its failover, and never once a new primary serves its shards', { timeout: 150_000, skip: unavailable ?? false }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'rowan-part-c-'));
-  const c = await NetnsCluster.start({ dir, nodes: 3, shards: SHARDS, leaseMs: LEASE_MS, clients: ['c0', 'c1'] });
-  t.after(async () => {
-    await c.destroy();
-    assert.deepEqual(NetnsLab.present(c.lab.prefix), [], 'every namespace of the run is gone');
-    if (process.env['ROWAN_TEST_KEEP'] === undefined) rmSync(dir, { recursive: true, force: true });
-    else console.log(`kept ${dir}`);
-  });
+  const { c, dir } = await NetnsCluster.forTest(t, 'part-c', SHARDS);
   const victim = 0;
   const first = readCluster(c.file);
   const victimKeys = Array.from({ length: 64 }, (_, i) => `s-${i}`).filter((k) => first.shards[shardOfKey(new TextEncoder().encode(k), SHARDS)]!.primary === victim);
