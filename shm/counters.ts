@@ -71,7 +71,11 @@ export const I64 = {
   PM_FULL_REFUSALS: 18,
   /** clean: tombstones removed from the indexes by the tombstone sweep (actors/clean/tombstones.ts). */
   CLEAN_TOMBSTONES_DROPPED: 19,
-  WORDS: 20,
+  /** clean: of those, tombstones of shards this node backs up (dropped under a persisted floor). */
+  CLEAN_TOMBSTONES_DROPPED_BACKUP: 20,
+  /** digest: b-log blocks refused as late (at or below their shard's tombstone floor, actors/kv/floors.ts). */
+  DIGEST_LATE_BLOCKS: 21,
+  WORDS: 22,
 } as const;
 
 export type CounterName = Exclude<keyof typeof I64, 'WORDS'>;

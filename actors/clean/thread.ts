@@ -6,14 +6,17 @@
 // time; while there is nothing to clean it looks less often, up to every 16 periods. (The actors are
 // pinned threads of the runtime rather than a piscina pool: each owns a clean log and a read-epoch
 // slot, so they are not interchangeable workers.) Clean actor 0 also runs the node's tombstone sweep
-// (./tombstones.ts) for the shards this node has been primary of since it started.
+// (./tombstones.ts) for the shards this node has been primary of since it started, and for those it
+// backs up under their persisted floors (written to the data dir's floors file).
 import { defaultLimits } from '../../config/limits.js';
 import { defineActor, runActor, type ActorContext } from '../../runtime/actor.js';
 import { attachKvShared, kvOf } from '../kv/shared.js';
 import { I64 } from '../../shm/counters.js';
 import { RecordKind } from '../../shm/mailbox.js';
 import { Cleaner } from './gc.js';
-import { primarySinceStart } from './tombstones.js';
+import { backupNow, primarySinceStart } from './tombstones.js';
+import { FileFloorStore } from '../kv/floors.js';
+import { dataDirFiles } from '../../config/base/files.js';
 import type { CleanInbound } from './protocol.js';
 
 let cleaner: Cleaner | null = null;
@@ -27,6 +30,7 @@ function publish(c: Cleaner, ctx: ActorContext): void {
   l[I64.CLEAN_COPIED_BYTES] = s.copiedBytes;
   l[I64.CLEAN_BUSY_US] = s.busyUs;
   l[I64.CLEAN_TOMBSTONES_DROPPED] = c.sweep?.stats.dropped ?? 0;
+  l[I64.CLEAN_TOMBSTONES_DROPPED_BACKUP] = c.sweep?.stats.droppedOnBackup ?? 0;
 }
 
 /** Ticks to skip before looking for work again; doubles (up to IDLE_SKIP_MAX) while there is none. */
@@ -75,7 +79,16 @@ export const cleanActor = defineActor<CleanInbound>({
       id: ctx.id,
       count,
       liveThresholdPercent: ctx.config.gc.liveThresholdPercent,
-      ...(ctx.id === 0 ? { tombstones: { eligible: primarySinceStart(kv), now: () => ctx.clock.now() } } : {}),
+      ...(ctx.id === 0
+        ? {
+            tombstones: {
+              eligible: primarySinceStart(kv),
+              backupEligible: backupNow(kv),
+              floorStore: new FileFloorStore(dataDirFiles(ctx.config.dataDir).floors, ctx.pool.poolId),
+              now: () => ctx.clock.now(),
+            },
+          }
+        : {}),
     });
   },
   handlers: {

@@ -7,28 +7,54 @@
 //
 // The rule. A tombstone of key K with version vd, indexed at address A in segment T, of shard s, on
 // node N, is dropped (its index item removed with a CAS that expects exactly (tag, A)) when:
-//   (1) N has been s's primary in every configuration since it started (`eligible`): no other node's
-//       writes of s can land on N's PM later. Backups are excluded: on a backup, entries of s can
-//       reach the b-log after any point we could choose -- a write that failed at its primary with an
-//       unknown outcome can still be landing through a soft NIC, and a promotion gathers other
-//       backups' uncommitted entries -- and an older PUT arriving after the drop would be indexed,
-//       and found again by a cold start, with nothing left to outrank it. A promoted shard (primary
-//       now, not at start) is excluded for the same reason: a paused old primary may still land
-//       writes into N's b-log. Backups keep their tombstones, as before.
-//   (2) vd <= V, the shard's CommitVer read at the start of the cycle (actors/kv/commit.ts
-//       commitVerOf): every PUT/DEL of s with a version <= vd has finished -- its t-log entry is
-//       persistent and its index update done (or it failed) -- so no entry of K older than vd will
-//       ever be written by a worker again (the primary's workers take versions from one counter).
+//   (1) s is eligible on N, as its primary (P) or as its backup (B):
+//       P: N has been s's primary in every configuration published since it started
+//          (primarySinceStart: the configuration cell's per-shard "primary moved" flag, set by the
+//          main thread whenever it publishes a configuration naming another primary, is never set;
+//          no configuration is pending). No other node's writes of s can land on N's PM later. A
+//          shard promoted here, or moved away and back (even between two cycles), is not eligible: a
+//          paused old primary may still land writes into N's b-log.
+//       B: N is a full (not catching-up) backup of s in the current configuration, replication mode
+//          rowan, no configuration pending, and the node has a floor store (backupNow).
+//   (2) vd <= V, the cycle's bound for s, read at the start of the cycle:
+//       P: the shard's CommitVer (actors/kv/commit.ts commitVerOf): every PUT/DEL of s with a version
+//          <= vd has finished -- its t-log entry is persistent and its index update done (or it
+//          failed) -- so no entry of K older than vd will ever be written by a worker again (the
+//          primary's workers take versions from one counter).
+//       B: the shard's persisted floor PF (actors/kv/floors.ts), which this cycle first raised to the
+//          effective floor EF and wrote durably (FloorStore) before reading it. Below PF, N's index
+//          holds every acknowledged entry, and every path that could still bring an entry of s <= PF
+//          refuses it (PF <= EF <= F):
+//          - digest refuses and invalidates on PM every PUT/DEL block <= F it meets after the
+//            CommitVer block that set F. Every acknowledged entry <= F landed before that block (its
+//            landing finished before the primary counted it finished, computed the CommitVer and sent
+//            the block; reservations in the b-log follow real time), and digest applies the b-log in
+//            order, so arrival out of version order (b) is over by then. What comes after is a failed
+//            or unknown-outcome write still landing through a soft NIC (a), a re-issued duplicate of
+//            an applied entry, or a paused old primary's write (d): never needed;
+//          - promotion's catch-up scan and scattered/gathered entries (c) refuse entries <= EF: an
+//            acknowledged block <= EF lies in a Committed segment, never in the Using/Used ones
+//            promotion and gather read;
+//          - a cold start refuses and invalidates blocks <= PF in b-log segments it finds Using or
+//            Used (never digested, or digested with their late blocks already invalidated: either
+//            way only late blocks <= PF can be valid there), quarantined originals included.
+//          Only re-replication's copies of the primary's index bypass the floor, and a catching-up
+//          backup is not eligible. So after the drop no entry of K older than vd is ever indexed
+//          here, at run time or by a cold start, except from T itself (below).
 //   (3) the cycle's epoch, retired after reading V, is quiescent before any segment is scanned
 //       (the moment P): every clean actor's copy of an entry it saw live before the tombstone was
 //       indexed is complete (a copy is made inside a read-epoch stretch, gc-state.ts ReadEpochs).
-//       After P no entry of K older than vd is written anywhere on N: not by a worker (2), not by a
+//       After P no entry of K older than vd is written anywhere on N: not by a worker (2P), not by a
 //       clean actor (it copies only what the index points at, and that is the tombstone or newer), not
-//       by digest or gather (1).
+//       by digest or gather (1P, 2B: digest's reassembled entries are above F).
 //   (4) after P, the sweep scans every non-free segment claimed before P (pool seq <= the counter
 //       read at P; one claimed later holds only entries written after P) and K occurs in none but T:
 //       no key hash fingerprint of K in any of their entries (a fingerprint collision only keeps a
-//       tombstone), and no b-log multi-block entry of s whose key it could not read.
+//       tombstone), and no b-log multi-block entry of s whose key it could not read. On a backup this
+//       includes every b-log block landed before the scan reached it, late ones too; one landing
+//       after that is covered by (2B).
+//   Eligibility is looked at again right before each drop: a configuration change during a cycle
+//   (a term change, a promotion, this node becoming catching-up) keeps the tombstones of its shards.
 // Then no entry of K older than vd is on PM outside T, and none will be. T itself still holds the
 // tombstone: a cold start before T is freed indexes the tombstone again (it outranks whatever older
 // entry of K T holds); T is freed as a whole (one meta word) once nothing indexed is left in it, and
@@ -51,6 +77,8 @@ import type { Limits } from '../../config/limits.js';
 import { commitVerOf } from '../kv/commit.js';
 import { INFLIGHT_WORKERS_MAX, ReadEpochs } from '../kv/gc-state.js';
 import { ConfigCell } from '../kv/config-cell.js';
+import { isCatchingUp } from '../../config/cluster.js';
+import { ShardFloors, type FloorStore } from '../kv/floors.js';
 import type { KvGc, KvShared, KvStart } from '../kv/shared.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
@@ -74,6 +102,10 @@ export interface TombstoneSweepOptions {
   limits: Limits;
   /** May this node drop tombstones of `shard`: its primary in every configuration since it started? */
   eligible: (shard: number) => boolean;
+  /** May it drop them as a backup of `shard` (rule 1B)? Needs `floorStore` too. */
+  backupEligible?: (shard: number) => boolean;
+  /** Where the persisted floors are written before anything is dropped under them (rule 2B). */
+  floorStore?: FloorStore;
   /** Monotonic milliseconds (the actor's injected clock). */
   now: () => number;
   /** Read-epoch slot of the actor running the sweep (it reads addresses from the indexes). */
@@ -94,6 +126,10 @@ export interface TombstoneStats {
   dropped: number;
   /** Candidates kept because their key occurs in another segment (or a CAS lost to a write). */
   kept: number;
+  /** Of `dropped`, those of shards this node backs up. */
+  droppedOnBackup: number;
+  /** Floor writes that failed (the cycle keeps the floors persisted before). */
+  floorSaveFailures: number;
 }
 
 interface Candidate {
@@ -107,7 +143,8 @@ interface Candidate {
 type Phase = 'idle' | 'quiesce' | 'scan';
 
 export class TombstoneSweep {
-  readonly stats: TombstoneStats = { cycles: 0, scanned: 0, candidates: 0, dropped: 0, kept: 0 };
+  readonly stats: TombstoneStats = { cycles: 0, scanned: 0, candidates: 0, dropped: 0, kept: 0, droppedOnBackup: 0, floorSaveFailures: 0 };
+  protected readonly floors: ShardFloors;
   private readonly gc: KvGc;
   private readonly reader: PoolEntryReader;
   private readonly inflight: BigInt64Array;
@@ -119,6 +156,8 @@ export class TombstoneSweep {
   private busyMs = 0;
   // The current cycle (see the header): bounds per shard (-1 = not eligible), its epoch, the seq at P.
   private bounds: number[] = [];
+  /** Per shard, whether the cycle's bound is a backup's floor (rule 1B). */
+  private asBackup: boolean[] = [];
   private epoch = 0;
   private seqAtP = 0;
   private queue: number[] = [];
@@ -132,6 +171,7 @@ export class TombstoneSweep {
     this.gc = o.shared.gc!;
     this.reader = new PoolEntryReader(o.pool.region, o.limits);
     this.inflight = new BigInt64Array(this.gc.buffers.inflight);
+    this.floors = new ShardFloors(this.gc.buffers.floors);
   }
 
   /** A cycle is under way (waiting for its epoch or scanning). */
@@ -169,7 +209,13 @@ export class TombstoneSweep {
   private start(): number {
     const { shared } = this.o;
     const shardCount = shared.indexes.length;
-    this.bounds = shared.indexes.map((ix, s) => (ix && this.o.eligible(s) ? commitVerOf(shared.versions, this.inflight, shardCount, INFLIGHT_WORKERS_MAX, s) : -1));
+    this.asBackup = shared.indexes.map((ix, s) => !!ix && !!this.o.floorStore && !this.o.eligible(s) && (this.o.backupEligible?.(s) ?? false));
+    this.persistFloors();
+    this.bounds = shared.indexes.map((ix, s) => {
+      if (!ix) return -1;
+      if (this.asBackup[s]) return this.backupBound(s);
+      return this.o.eligible(s) ? commitVerOf(shared.versions, this.inflight, shardCount, INFLIGHT_WORKERS_MAX, s) : -1;
+    });
     if (this.bounds.every((b) => b <= 0)) {
       this.nextAt = this.o.now() + (this.o.periodMs ?? TOMBSTONE_SWEEP_PERIOD_MS);
       return 0;
@@ -183,6 +229,40 @@ export class TombstoneSweep {
     this.busyMs = 0;
     this.stats.cycles++;
     return 0;
+  }
+
+  /** Rule 2B: write the backups' effective floors durably where they rose, then count them persisted. */
+  private persistFloors(): void {
+    const store = this.o.floorStore;
+    if (!store) return;
+    const raise = new Map<number, number>();
+    this.asBackup.forEach((b, s) => {
+      if (b && this.floors.effective(s) > this.floors.persisted(s)) raise.set(s, this.floors.effective(s));
+    });
+    if (raise.size === 0) return;
+    const all = new Map<number, number>();
+    for (let s = 0; s < this.asBackup.length; s++) {
+      const v = Math.max(this.floors.persisted(s), raise.get(s) ?? 0);
+      if (v > 0) all.set(s, v);
+    }
+    try {
+      store.save(all);
+    } catch {
+      this.stats.floorSaveFailures++; // the old floors stay persisted, and bound this cycle
+      return;
+    }
+    for (const [s, v] of raise) this.floors.raisePersisted(s, v);
+  }
+
+  /** Rule 2B: a backup's bound is its persisted floor. Overridden only by the simulator's mutation test
+   *  (test/sim/mutations.ts). */
+  protected backupBound(shard: number): number {
+    return this.floors.persisted(shard);
+  }
+
+  /** Is the candidate's shard still eligible the way it was at the cycle's start (rule 1)? */
+  private stillEligible(shard: number): boolean {
+    return this.asBackup[shard] ? !this.o.eligible(shard) && (this.o.backupEligible?.(shard) ?? false) : this.o.eligible(shard);
   }
 
   /** Record every key of segment `seg` and the committed tombstones indexed there. */
@@ -226,8 +306,11 @@ export class TombstoneSweep {
     let dropped = 0;
     this.reading(() => {
       for (const c of this.candidates) {
-        if (this.occursElsewhere(occ, c) || !this.dropIfStill(c)) this.stats.kept++;
-        else dropped++;
+        if (!this.stillEligible(c.shard) || this.occursElsewhere(occ, c) || !this.dropIfStill(c)) this.stats.kept++;
+        else {
+          dropped++;
+          if (this.asBackup[c.shard]) this.stats.droppedOnBackup++;
+        }
       }
     });
     this.stats.candidates += this.candidates.length;
@@ -280,22 +363,28 @@ export class TombstoneSweep {
 }
 
 /**
- * The sweep's eligibility (rule 1 of the header): shards this node was primary of in the configuration
- * it started with and in every configuration seen since. Looked at on every call (each cycle start): a
- * shard seen once with another primary never drops here again in this incarnation; while a
- * configuration is pending (it may move shards) nothing drops.
+ * The sweep's eligibility as a primary (rule 1P of the header): shards this node was primary of in the
+ * configuration it started with and in every configuration published since -- the cell's per-shard
+ * "primary moved" flag, set by the main thread at every publish naming another primary, so a move away
+ * and back between two cycles is seen too. While a configuration is pending nothing drops.
  */
 export function primarySinceStart(kv: Pick<KvStart, 'cell' | 'cluster' | 'nodeId'>): (shard: number) => boolean {
   const cell = ConfigCell.attach(kv.cell);
-  const lost = new Set<number>();
-  let term = -1;
+  return (shard) => cell.pendingTerm() === 0 && kv.cluster.shards[shard]?.primary === kv.nodeId && !cell.primaryMoved(shard) && cell.config().shards[shard]?.primary === kv.nodeId;
+}
+
+/**
+ * The sweep's eligibility as a backup (rule 1B): a full backup of the shard in the current
+ * configuration, in replication mode rowan (the floors come from CommitVer blocks in the b-log), with
+ * no configuration pending.
+ */
+export function backupNow(kv: Pick<KvStart, 'cell' | 'nodeId'>): (shard: number) => boolean {
+  const cell = ConfigCell.attach(kv.cell);
   return (shard) => {
-    if (cell.term() !== term) {
-      const c = cell.config();
-      term = c.term;
-      for (const s of c.shards) if (s.primary !== kv.nodeId) lost.add(s.id);
-    }
-    return cell.pendingTerm() === 0 && kv.cluster.shards[shard]?.primary === kv.nodeId && !lost.has(shard);
+    if (cell.pendingTerm() !== 0) return false;
+    const c = cell.config();
+    const s = c.shards[shard];
+    return !!s && c.replication === 'rowan' && s.primary !== kv.nodeId && s.backups.includes(kv.nodeId) && !isCatchingUp(c, shard, kv.nodeId);
   };
 }
 

@@ -11,10 +11,18 @@
 // shared `votes` word of the segment; the last vote moves the segment Used -> Committed, where clean
 // actors can reclaim it. Partial entries that stay incomplete for PARTIAL_GIVE_UP_SEGMENTS further
 // segments are dropped (a sender that died mid-entry; its write was never acknowledged).
+//
+// Tombstone floors (actors/kv/floors.ts): applying a <shard, CommitVer> block of a shard this node is a
+// full backup of (no configuration pending) raises the shard's raw floor to it, at that point of the
+// b-log; every later PUT/DEL block of an owned shard at or below the raw floor is late, refused and
+// invalidated on PM. Once a digested segment and all before it have left Used, the floors raised up to
+// its end become effective (FloorTracker), which is what the tombstone sweep may persist and drop under.
 import { ConfigCell } from '../kv/config-cell.js';
 import { actorOwner } from '../../config/base/ids.js';
 import { defaultLimits } from '../../config/limits.js';
-import { BlockApplier } from '../kv/apply.js';
+import { BlockApplier, invalidateBlock } from '../kv/apply.js';
+import { isCatchingUp } from '../../config/cluster.js';
+import { FloorTracker, ShardFloors } from '../kv/floors.js';
 import { ReadEpochs } from '../kv/gc-state.js';
 import { attachKvShared, type KvShared, type KvStart } from '../kv/shared.js';
 import { newBlogScanStats, scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
@@ -37,6 +45,10 @@ export class DigestSegments {
   private readonly votes: Int32Array | null = null;
   private readonly pending: Pending[] = [];
   private readonly epochSlot: number;
+  private readonly floors: ShardFloors | null = null;
+  private readonly tracker = new FloorTracker();
+  /** Raw floors raised while digesting the current segment. */
+  private raised: Map<number, number> | null = null;
   readonly scan = newBlogScanStats();
   segments = 0;
   /** Segments this actor voted committed, and those its vote made Committed. */
@@ -56,23 +68,45 @@ export class DigestSegments {
       // (§4.5 phase 2) is no longer taken from the b-log, whoever still writes into it.
       const cell = ConfigCell.attach(kv.cell);
       let backupOf = new Set<number>();
+      let fullBackupOf = new Set<number>();
       let term = -1;
+      const refresh = (): void => {
+        if (cell.term() === term) return;
+        const c = cell.config();
+        term = c.term;
+        backupOf = new Set(c.shards.filter((s) => s.backups.includes(kv.nodeId)).map((s) => s.id));
+        fullBackupOf = new Set([...backupOf].filter((s) => !isCatchingUp(c, s, kv.nodeId)));
+      };
       const backs = (shard: number): boolean => {
-        if (cell.term() !== term) {
-          const c = cell.config();
-          term = c.term;
-          backupOf = new Set(c.shards.filter((s) => s.backups.includes(kv.nodeId)).map((s) => s.id));
-        }
+        refresh();
         return backupOf.has(shard);
       };
+      const mine = (shard: number): boolean => shard % who.count === who.id;
       this.shared = attachKvShared(kv.shared, this.pool.region);
       if (this.shared.gc) this.votes = new Int32Array(this.shared.gc.buffers.votes);
+      const floors = this.shared.gc ? new ShardFloors(this.shared.gc.buffers.floors) : null;
+      this.floors = floors;
+      const region = this.pool.region;
       this.applier = new BlockApplier(
-        this.pool.region,
+        region,
         this.shared,
-        (shard) => shard % who.count === who.id && backs(shard),
+        (shard) => mine(shard) && backs(shard),
         TLog.recover(this.pool, actorOwner(who.id), defaultLimits, OwnerRole.Digest),
         defaultLimits,
+        floors
+          ? {
+              late: (shard, version) => mine(shard) && version <= floors.raw(shard),
+              refused: (b) => invalidateBlock(region, b.offset),
+              commitVer: (shard, version) => {
+                // Only while this node is a full backup of the shard in a settled configuration: a
+                // configuration being prepared may bring scattered entries this node must absorb first.
+                refresh();
+                if (!fullBackupOf.has(shard) || cell.pendingTerm() !== 0 || version <= floors.raw(shard)) return;
+                floors.raiseRaw(shard, version);
+                (this.raised ??= new Map()).set(shard, version);
+              },
+            }
+          : null,
       );
     }
   }
@@ -82,6 +116,7 @@ export class DigestSegments {
     const start = this.pool.segmentOffset(segment);
     const ep = this.shared?.gc?.epochs;
     ep?.enter(this.epochSlot);
+    this.raised = null;
     try {
       if (this.applier) this.applier.maxVer = new Map();
       for (const block of scanBlogBlocks(this.pool.region.bytes, start, start + this.pool.segmentBytes, defaultLimits, this.scan)) {
@@ -91,6 +126,7 @@ export class DigestSegments {
       ep?.exit(this.epochSlot);
     }
     this.segments++;
+    if (this.floors) this.tracker.digested(segment, this.pool.meta(segment).seq, this.raised);
     if (!this.applier || !this.votes) return [];
     this.pending.push({ segment, maxVer: this.applier.maxVer, heldFor: 0 });
     return this.checkCommitted();
@@ -134,7 +170,24 @@ export class DigestSegments {
       this.droppedPartials += applier.dropPending();
       return [...done, ...this.checkCommitted()];
     }
+    this.advanceFloors();
     return done;
+  }
+
+  /** Raise the effective floors of segments now out of Used (see the header). */
+  advanceFloors(): void {
+    const floors = this.floors;
+    if (!floors) return;
+    const ef = this.tracker.advance((seg, seq) => {
+      const m = this.pool.meta(seg);
+      return m.seq === seq && m.state === SegmentState.Used;
+    });
+    for (const [s, v] of ef) floors.raiseEffective(s, v);
+  }
+
+  /** Blocks refused as late (at or below their shard's raw floor). */
+  get late(): number {
+    return this.applier?.stats.late ?? 0;
   }
 
   /** Segments digested but not yet committed (waiting for a CommitVer). */

@@ -8,6 +8,8 @@
 // harmless. COMMITVER entries are recorded for commit tracking (§4.4) and not indexed; `maxVer` collects
 // the highest version of each owned shard seen since the caller last reset it (MaxVerArray, §4.4).
 // Every index change is reflected in the node's live-byte accounting when it keeps one.
+// A `floor` (./floors.ts) makes the applier refuse PUT/DEL blocks it knows to be late -- below the
+// shard's tombstone floor, landed after every acknowledged write under it -- before anything else.
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Limits } from '../../config/limits.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
@@ -33,13 +35,25 @@ export interface ApplyStats {
   commitVers: number;
   /** Entries that found their shard's index at its maximum (counted, never fatal). */
   indexFull: number;
+  /** PUT/DEL blocks refused as late: at or below their shard's tombstone floor (./floors.ts). */
+  late: number;
+}
+
+/** The tombstone floor as an applier sees it (./floors.ts). */
+export interface BlockFloor {
+  /** Is a PUT/DEL block of `shard` at `version` late here (never to be applied)? */
+  late(shard: number, version: number): boolean;
+  /** Called for each late block (digest and cold start invalidate it on PM). */
+  refused?(b: Block): void;
+  /** A COMMITVER block of a shard the applier owns was applied, in b-log order (digest raises F). */
+  commitVer?(shard: number, version: number): void;
 }
 
 export class BlockApplier {
   private readonly assembler: BlockAssembler;
   private readonly reader: PoolEntryReader;
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
-  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0 };
+  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0, late: 0 };
   /** Highest CommitVer seen per shard (CommitVerArray, §4.4). */
   readonly commitVer = new Map<number, number>();
   /** Highest PUT/DEL version per owned shard since the caller last replaced it (MaxVerArray, §4.4). */
@@ -54,6 +68,7 @@ export class BlockApplier {
     /** Where reassembled multi-block entries are kept. */
     private readonly log: TLog,
     limits: Limits,
+    private readonly floor: BlockFloor | null = null,
   ) {
     this.assembler = new BlockAssembler(limits);
     this.reader = new PoolEntryReader(region, limits);
@@ -71,6 +86,13 @@ export class BlockApplier {
       this.stats.untrusted++;
       return;
     }
+    // Late blocks are refused whoever owns the shard now (digest: a shard promoted here still gets the
+    // old primary's late blocks, and a later cold start must not find them valid).
+    if (this.floor && b.type !== EntryType.CommitVer && this.floor.late(b.shard, b.version)) {
+      this.stats.late++;
+      this.floor.refused?.(b);
+      return;
+    }
     if (!this.owns(b.shard, b.version)) {
       this.stats.skipped++;
       return;
@@ -81,6 +103,7 @@ export class BlockApplier {
     if (b.type === EntryType.CommitVer) {
       this.stats.commitVers++;
       if ((this.commitVer.get(b.shard) ?? 0) < b.version) this.commitVer.set(b.shard, b.version);
+      this.floor?.commitVer?.(b.shard, b.version);
       return;
     }
     if ((this.maxVer.get(b.shard) ?? 0) < b.version) this.maxVer.set(b.shard, b.version);
@@ -129,4 +152,13 @@ export class BlockApplier {
     if (r === 'stale') this.stats.stale++;
     else this.stats.indexed++;
   }
+}
+
+/** Bytes zeroed at a block's start to invalidate it: its type and checksum, one 8-byte persist. */
+export const INVALIDATE_BYTES = 8;
+
+/** Make the block at `offset` unreadable for good (a type of 0 is no entry type), persisted. */
+export function invalidateBlock(region: PersistentRegion, offset: number): void {
+  region.bytes.fill(0, offset, offset + INVALIDATE_BYTES);
+  region.persist(offset, INVALIDATE_BYTES);
 }

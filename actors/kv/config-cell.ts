@@ -15,6 +15,9 @@
 //       28   Int32 SHARDS   shard count, immutable
 //       32   Float64 BASE   monotonicClock.now() at creation, immutable
 //       64   Uint8 x shardCount  BLOCKED: 1 while a promoted shard catches up (phase 2)
+//    MOVED   Uint8 x shardCount  1 once a published configuration named another primary for the
+//                                shard than the first one did (the tombstone sweep's rule 1P)
+//    FIRST   Int32 x shardCount  each shard's primary in the first configuration, immutable
 //   GRANTS   Int32 x (NODE_ID_MAX + 1), from grantsOffset(): peer leases this node granted
 //            (actors/kv/peer-lease.ts): node N's promise holds until BASE + GRANTS[N] ms (ceiled);
 //            workers raise it, the main thread reads it before taking over N's shards
@@ -40,8 +43,21 @@ const BLOCKED_BYTE = 64;
 /** LEASE value of a node that runs without a configuration manager: always valid. */
 export const LEASE_NONE = -1;
 
+/** Bytes of a per-shard byte array, padded to 8. */
+function perShardBytes(shardCount: number): number {
+  return Math.ceil(shardCount / 8) * 8;
+}
+
+function movedOffset(shardCount: number): number {
+  return BLOCKED_BYTE + perShardBytes(shardCount);
+}
+
+function firstOffset(shardCount: number): number {
+  return movedOffset(shardCount) + perShardBytes(shardCount);
+}
+
 function grantsOffset(shardCount: number): number {
-  return BLOCKED_BYTE + Math.ceil(shardCount / 8) * 8;
+  return firstOffset(shardCount) + 4 * perShardBytes(shardCount);
 }
 
 function jsonOffset(shardCount: number): number {
@@ -51,6 +67,8 @@ function jsonOffset(shardCount: number): number {
 export class ConfigCell {
   private readonly i32: Int32Array;
   private readonly blocked: Uint8Array;
+  private readonly moved: Uint8Array;
+  private readonly first: Int32Array;
   private readonly base: number;
   private readonly json: Uint8Array;
   private readonly grants: Int32Array;
@@ -63,6 +81,8 @@ export class ConfigCell {
     const shardCount = new Int32Array(buffer, SHARDS * 4, 1)[0]!;
     this.blocked = new Uint8Array(buffer, BLOCKED_BYTE, shardCount);
     this.grants = new Int32Array(buffer, grantsOffset(shardCount), NODE_ID_MAX + 1);
+    this.moved = new Uint8Array(buffer, movedOffset(shardCount), shardCount);
+    this.first = new Int32Array(buffer, firstOffset(shardCount), shardCount);
     this.json = new Uint8Array(buffer, jsonOffset(shardCount));
   }
 
@@ -76,6 +96,7 @@ export class ConfigCell {
     new Float64Array(sab, BASE_BYTE, 1)[0] = clock.now(); // immutable from here; published by postMessage
     new Int32Array(sab, SHARDS * 4, 1)[0] = c.shardCount;
     const cell = new ConfigCell(sab);
+    for (const s of c.shards) cell.first[s.id] = s.primary; // immutable from here, like BASE
     cell.i32[LEASE] = leased ? 0 : LEASE_NONE;
     cell.publish(c);
     return cell;
@@ -135,6 +156,12 @@ export class ConfigCell {
     return Atomics.load(this.blocked, shard) === 1;
   }
 
+  /** Whether some configuration published since the cell was made named another primary for `shard`
+   *  than the first one (for good: the flag is never cleared). */
+  primaryMoved(shard: number): boolean {
+    return Atomics.load(this.moved, shard) === 1;
+  }
+
   /** Resolves when anything in the cell changes, or after timeoutMs. */
   async changed(timeoutMs: number): Promise<void> {
     const seen = Atomics.load(this.i32, CHANGE);
@@ -190,6 +217,8 @@ export class ConfigCell {
   publish(c: ClusterConfig): void {
     const text = new TextEncoder().encode(JSON.stringify(c));
     if (text.length > this.json.length) throw new RowanError(ErrorCodes.BAD_CONFIG, `configuration of ${text.length} B exceeds the cell's ${this.json.length} B`);
+    // Before the configuration is visible: a reader that sees the new term also sees the flags.
+    for (const s of c.shards) if (s.id < this.first.length && s.primary !== this.first[s.id]) Atomics.store(this.moved, s.id, 1);
     Atomics.add(this.i32, SEQ, 1); // odd: readers retry until the bytes below are complete
     this.json.set(text);
     Atomics.store(this.i32, LEN, text.length);

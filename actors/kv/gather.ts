@@ -13,6 +13,10 @@
 //            version-conditionally, so a newer version already indexed wins and a repeat is skipped
 //            without being written again. The shard version is raised above each, so a promoted shard
 //            continues after every version gathered.
+// Tombstone floors (./floors.ts): an entry at or below its shard's effective floor is late (an
+// acknowledged one was applied, and lies in a Committed segment); gather does not list it and a
+// scattered one is not absorbed -- this node may have dropped the tombstone that outranked it.
+// Re-replication's copies (absorbEntries without floors) come from the primary's index and bypass it.
 // The promotion log is a digest-role log: cold start (./recovery.ts) scans every non-Free Digest
 // segment, so the entries survive a restart; its full segments are sealed Committed and cleaned by GC
 // like any digest log's; its newest segment stays Using until a later promotion on this node reopens the
@@ -28,6 +32,7 @@ import { EntryType } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import type { TLog } from '../../shm/tlog.js';
 import { ReadEpochs } from './gc-state.js';
+import { ShardFloors } from './floors.js';
 import { GATHER_BYTES_MAX, gatherEntryBytes, type GatherEntry } from './manager-protocol.js';
 import { indexEntry, raiseVersion, type KvShared } from './shared.js';
 
@@ -52,7 +57,7 @@ export interface PrepareReport {
   entries: GatherEntry[];
   /** Entries left out because the list reached `bytesMax`. */
   truncated: boolean;
-  /** Entries at or below their shard's CommitVer, not listed. */
+  /** Entries at or below their shard's CommitVer (or its tombstone floor), not listed. */
   committed: number;
 }
 
@@ -82,9 +87,10 @@ export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: num
   // Newest first: if the list must be cut, the entries most likely still in flight are kept.
   const all = [...found.values()].sort((a, b) => b.v - a.v);
   const r: PrepareReport = { versions, entries: [], truncated: false, committed: 0 };
+  const floors = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
   let bytes = 0;
   for (const e of all) {
-    if (e.v <= (commitVer.get(e.s) ?? 0)) {
+    if (e.v <= (commitVer.get(e.s) ?? 0) || (floors !== null && e.v <= floors.effective(e.s))) {
       r.committed++;
       continue;
     }
@@ -109,6 +115,8 @@ export interface AbsorbStats {
   held: number;
   /** Of a shard this node holds no index for (not a replica of it). */
   skipped: number;
+  /** At or below their shard's effective tombstone floor (scattered entries only): late, not taken. */
+  late: number;
 }
 
 /** An entry to absorb, binary: shard, version, type (PUT or DEL), key, value. */
@@ -125,15 +133,16 @@ export interface RawEntry {
  * limits, OwnerRole.Digest)); the caller owns it and must be the only one appending to it.
  */
 export function absorbScattered(pool: Pool, shared: KvShared, log: TLog, entries: GatherEntry[], limits: Limits): AbsorbStats {
-  return absorbEntries(pool, shared, log, entries.map((g) => ({ s: g.s, v: g.v, t: g.t, key: Buffer.from(g.k, 'base64'), value: Buffer.from(g.x, 'base64') })), limits);
+  const floors = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : undefined;
+  return absorbEntries(pool, shared, log, entries.map((g) => ({ s: g.s, v: g.v, t: g.t, key: Buffer.from(g.k, 'base64'), value: Buffer.from(g.x, 'base64') })), limits, floors);
 }
 
 /**
  * absorbScattered for binary entries (also re-replication's copied batches, ./catchup.ts): each is
  * appended to `log` and indexed unless the index holds its key at that version or a newer one.
  */
-export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: Iterable<RawEntry>, limits: Limits): AbsorbStats {
-  const st: AbsorbStats = { absorbed: 0, held: 0, skipped: 0 };
+export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: Iterable<RawEntry>, limits: Limits, floors?: ShardFloors): AbsorbStats {
+  const st: AbsorbStats = { absorbed: 0, held: 0, skipped: 0, late: 0 };
   const reader = new PoolEntryReader(pool.region, limits);
   const hash = { hi: 0, lo: 0 };
   const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
@@ -146,6 +155,10 @@ export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: 
       // legitimately reach is not taken (./trust.ts; it would make the shard's later writes fail).
       if (!index || (g.t !== EntryType.Put && g.t !== EntryType.Del) || !plausibleVersion(g.v)) {
         st.skipped++;
+        continue;
+      }
+      if (floors && g.v <= floors.effective(g.s)) {
+        st.late++;
         continue;
       }
       raiseVersion(shared.versions, g.s, g.v);

@@ -12,9 +12,11 @@
 //   inflight  per (worker, shard) the lowest version that worker has claimed and not finished; the
 //             primary's CommitVer of a shard is below every such version (actors/kv/commit.ts).
 //   sent      per shard, the highest CommitVer already written to the backups.
+//   floors    per shard, the tombstone floors of a backup (./floors.ts): raw, effective, persisted.
 import { ACTORS_PER_ROLE_MAX } from '../../config/base/ids.js';
 import type { Limits } from '../../config/limits.js';
 import { storedSizeAt } from '../../shm/log.js';
+import { createFloorBuffer } from './floors.js';
 
 /** Worker actors per node the inflight table has room for: every worker a node may run. */
 export const INFLIGHT_WORKERS_MAX = ACTORS_PER_ROLE_MAX;
@@ -33,6 +35,7 @@ export interface GcSharedBuffers {
   epochs: SharedArrayBuffer;
   inflight: SharedArrayBuffer;
   sent: SharedArrayBuffer;
+  floors: SharedArrayBuffer;
 }
 
 export function createGcShared(pool: { dataOffset: number; segmentBytes: number; segmentCount: number }, shardCount: number): GcSharedBuffers {
@@ -47,6 +50,7 @@ export function createGcShared(pool: { dataOffset: number; segmentBytes: number;
     epochs,
     inflight: new SharedArrayBuffer(8 * INFLIGHT_WORKERS_MAX * shardCount),
     sent: new SharedArrayBuffer(8 * shardCount),
+    floors: createFloorBuffer(shardCount),
   };
 }
 

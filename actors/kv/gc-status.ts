@@ -37,7 +37,7 @@ export interface GcStatus {
   commit: { committedSegments: number; commitVersSent: number; pmFullRefusals: number };
   /** Items in the node's shard indexes (keys, tombstones included; null when not given the indexes),
    *  and tombstones the sweep removed from them (actors/clean/tombstones.ts). */
-  index: { items: number | null; tombstonesDropped: number };
+  index: { items: number | null; tombstonesDropped: number; tombstonesDroppedOnBackup: number; lateBlocks: number };
 }
 
 type Counts = Record<string, number | undefined>;
@@ -93,6 +93,8 @@ export function collectGcStatus(
     index: {
       items: indexes ? indexes.reduce((a, sab) => a + (sab ? ShardIndex.itemsIn(sab) : 0), 0) : null,
       tombstonesDropped: sum('clean', 'CLEAN_TOMBSTONES_DROPPED'),
+      tombstonesDroppedOnBackup: sum('clean', 'CLEAN_TOMBSTONES_DROPPED_BACKUP'),
+      lateBlocks: sum('digest', 'DIGEST_LATE_BLOCKS'),
     },
   };
 }
@@ -110,7 +112,7 @@ export function formatGcStatus(s: GcStatus, table: (head: string[], rows: string
     `gc: ${g.segmentsReclaimed} segments reclaimed (${(g.reclaimedBytes / 1e6).toFixed(1)} MB), ${(g.copiedBytes / 1e6).toFixed(1)} MB of live entries copied, ` +
       `${g.mbPerBusySecond.toFixed(1)} MB per clean CPU-second (${g.busyMs.toFixed(0)} ms CPU), ${g.mbPerSecond.toFixed(2)} MB/s over uptime`,
     `commit: ${s.commit.committedSegments} b-log segment votes committed, ${s.commit.commitVersSent} CommitVer rounds sent, ${s.commit.pmFullRefusals} writes refused PM_FULL`,
-    `index: ${s.index?.items ?? '-'} items in the shard indexes, ${s.index?.tombstonesDropped ?? '-'} tombstones dropped`,
+    `index: ${s.index?.items ?? '-'} items in the shard indexes, ${s.index?.tombstonesDropped ?? '-'} tombstones dropped (${s.index?.tombstonesDroppedOnBackup ?? '-'} as a backup), ${s.index?.lateBlocks ?? '-'} late b-log blocks refused`,
   );
   return lines;
 }

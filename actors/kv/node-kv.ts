@@ -20,6 +20,8 @@ import { shmPaths } from '../../runtime/fabric/shm.js';
 import { closeStaleQueue } from '../../runtime/rowan/srq.js';
 import { availableParallelism } from 'node:os';
 import { rebuildIndexesParallel } from './recovery.js';
+import { FileFloorStore } from './floors.js';
+import { dataDirFiles } from '../../config/base/files.js';
 import { ConfigCell } from './config-cell.js';
 import { LeaseClient } from './lease.js';
 import { PeerLeases } from './peer-lease.js';
@@ -250,6 +252,9 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
   setChecksumSeed(seed);
   record.noteBackups(receivedShards(cluster, o.nodeId));
   const trust = { blog: coldStartBlogTrust(cluster, o.nodeId, record), remoteOwners: remoteOwnersOf(cluster, o.nodeId) };
+  // The tombstone floors this node persisted as a backup (./floors.ts): late b-log blocks under them
+  // are refused by the b-log pass, and the shared floors start there.
+  const floors = new FileFloorStore(dataDirFiles(dataDir).floors, pool.poolId).load();
   let last = 0;
   const threads = o.coldStartThreads ?? Math.min(4, availableParallelism());
   const rep = await rebuildIndexesParallel(pool, buffers, defaultLimits, clock, threads, (done, total) => {
@@ -258,7 +263,7 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
       last = now;
       log.info({ done, total, threads }, `cold start: rebuilding indexes from the logs, ${done} of ${total} segments`);
     }
-  }, trust);
+  }, trust, floors);
   if (rep.untrusted > 0 || rep.freedForeign > 0) {
     log.warn(
       { untrusted: rep.untrusted, freedForeign: rep.freedForeign },

@@ -14,6 +14,9 @@
 //      sender at the receive queue yet), with versions no survivor reported; the gap keeps the new
 //      primary's writes above them, so such a late entry never shadows an acknowledged write.
 // Committed segments need no pass: digest parsed them before voting them committed.
+// Blocks at or below a shard's effective tombstone floor (./floors.ts) are late wherever step 1 finds
+// them (an acknowledged one lies in a Committed segment) and are refused, as are such scattered entries:
+// this node may have dropped the tombstone that outranked them.
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
 import { VERSION_MAX } from '../../shm/log-layout.js';
 import type { Limits } from '../../config/limits.js';
@@ -25,6 +28,7 @@ import { BlockApplier } from './apply.js';
 import { absorbScattered, undigested, yieldToRenewals, type AbsorbStats } from './gather.js';
 import type { GatherEntry } from './manager-protocol.js';
 import { ReadEpochs } from './gc-state.js';
+import { ShardFloors } from './floors.js';
 import { raiseVersion, type KvShared } from './shared.js';
 
 export interface PromotionReport {
@@ -70,7 +74,8 @@ export async function promoteShards(
   // The one promotion log, on the node's main thread: appended to synchronously by this function and by
   // re-replication (./catchup.ts) through the one instance the caller passes, else recovered here.
   const log = promotionLog ?? TLog.recover(pool, PROMOTION_ACTOR_ID, limits, OwnerRole.Digest);
-  const applier = new BlockApplier(pool.region, shared, (s) => want.has(s), log, limits);
+  const tomb = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
+  const applier = new BlockApplier(pool.region, shared, (s) => want.has(s), log, limits, tomb ? { late: (s, v) => want.has(s) && v <= tomb.effective(s) } : null);
   const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
   const segs = shards.length > 0 ? undigested(pool) : [];
   for (const seg of segs) {

@@ -17,6 +17,11 @@
 // of the configuration are freed unread (no member can have written them; they only held free space
 // hostage). Without one (unit tests, tools) every shard this node indexes is applied, as before;
 // versions out of the plausible range are refused either way (./apply.ts).
+// Tombstone floors (./floors.ts): given the floors a backup persisted before dropping tombstones under
+// them, a b-log block of shard s at or below s's floor found in a segment left Using or Used (never
+// digested, or digested with its late blocks already invalidated) is late: refused, and invalidated on
+// PM before the segment is recycled to Committed -- where the next cold start would take it for an
+// acknowledged block. The shared floors then start at the persisted ones.
 // The live-byte accounting starts from zero and follows every index change as it is made (a scanned
 // entry's size is known: no second pass over the indexes reading each live entry's header from PM).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -28,7 +33,8 @@ import { EntryType, scanEntries } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
-import { BlockApplier } from './apply.js';
+import { BlockApplier, invalidateBlock } from './apply.js';
+import { ShardFloors } from './floors.js';
 import { plausibleVersion } from './trust.js';
 import { checksumSeed } from '../../shm/log-checksum.js';
 import { attachKvShared, raiseVersion, type KvShared, type KvSharedBuffers } from './shared.js';
@@ -55,6 +61,8 @@ export interface RecoveryReport {
   untrusted: number;
   /** One-sided regions (role Remote) of owner ids no other node of the configuration holds, freed. */
   freedForeign: number;
+  /** b-log blocks refused and invalidated as late (at or below their shard's persisted floor). */
+  late: number;
   ms: number;
 }
 
@@ -86,7 +94,7 @@ function recycleBlogSegment(pool: Pool, seg: number, state: number, blocks: numb
 }
 
 function emptyReport(): RecoveryReport {
-  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, untrusted: 0, freedForeign: 0, ms: 0 };
+  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, untrusted: 0, freedForeign: 0, late: 0, ms: 0 };
 }
 
 /** The segments cold start reads: contiguous logs, and b-log (and baseline remote-log) segments. */
@@ -115,7 +123,16 @@ function freeForeignRegions(pool: Pool, trust: ColdStartTrust | undefined, r: Re
   }
 }
 
-export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clock: Clock, progress?: (done: number, total: number) => void, trust?: ColdStartTrust): RecoveryReport {
+export function rebuildIndexes(
+  pool: Pool,
+  shared: KvShared,
+  limits: Limits,
+  clock: Clock,
+  progress?: (done: number, total: number) => void,
+  trust?: ColdStartTrust,
+  /** The tombstone floors the node persisted (./floors.ts FloorStore), shard -> version. */
+  floors: ReadonlyMap<number, number> = new Map(),
+): RecoveryReport {
   const t0 = clock.now();
   const r = emptyReport();
   freeForeignRegions(pool, trust, r);
@@ -125,7 +142,7 @@ export function rebuildIndexes(pool: Pool, shared: KvShared, limits: Limits, clo
 
   const counts = scanLogSegments(pool, shared, logs, limits, (c) => progress?.(c.logSegments, total));
   Object.assign(r, counts);
-  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock, trust);
+  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock, trust, floors);
 }
 
 /**
@@ -143,11 +160,12 @@ export async function rebuildIndexesParallel(
   threads: number,
   progress?: (done: number, total: number) => void,
   trust?: ColdStartTrust,
+  floors: ReadonlyMap<number, number> = new Map(),
 ): Promise<RecoveryReport> {
   const shared = attachKvShared(buffers, pool.region);
   const { logs } = recoverySegments(pool);
   // Few segments, or a pool that is not a file (the simulator's memory): one thread.
-  if (threads <= 1 || logs.length < 2 * threads || pool.mode === 'memory') return rebuildIndexes(pool, shared, limits, clock, progress, trust);
+  if (threads <= 1 || logs.length < 2 * threads || pool.mode === 'memory') return rebuildIndexes(pool, shared, limits, clock, progress, trust, floors);
   const t0 = clock.now();
   const r = emptyReport();
   freeForeignRegions(pool, trust, r);
@@ -167,7 +185,7 @@ export async function rebuildIndexesParallel(
     },
   });
   for (const c of results) for (const k of Object.keys(c) as (keyof LogScanCounts)[]) r[k] += c[k];
-  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock, trust);
+  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock, trust, floors);
 }
 
 /** What one cold-start helper thread (./recovery-thread.ts) gets. */
@@ -232,10 +250,13 @@ function rebuildBlog(
   t0: number,
   clock: Clock,
   trust: ColdStartTrust | undefined,
+  floors: ReadonlyMap<number, number>,
 ): RecoveryReport {
   const bytes = pool.region.bytes;
   const filter = trust?.blog;
   let refused = 0;
+  /** Whether the segment being scanned is a b-log segment left Using or Used (see the header). */
+  let undigested = false;
   const applier = new BlockApplier(
     pool.region,
     shared,
@@ -243,9 +264,13 @@ function rebuildBlog(
     filter ? (shard, version) => filter(shard, version) || (refused++, false) : () => true,
     TLog.recover(pool, RECOVERY_LOG_OWNER, limits, OwnerRole.Digest),
     limits,
+    floors.size > 0 ? { late: (shard, version) => undigested && version <= (floors.get(shard) ?? 0), refused: (b) => invalidateBlock(pool.region, b.offset) } : null,
   );
+  if (shared.gc) new ShardFloors(shared.gc.buffers.floors).seed(floors);
   for (const seg of blog) {
     const start = pool.segmentOffset(seg);
+    const before = pool.meta(seg);
+    undigested = before.role === OwnerRole.Control && (before.state === SegmentState.Using || before.state === SegmentState.Used);
     let blocks = 0;
     for (const b of scanBlogBlocks(bytes, start, start + pool.segmentBytes, limits)) {
       applier.apply(b);
@@ -263,6 +288,7 @@ function rebuildBlog(
   r.stale += applier.stats.stale;
   r.indexFull += applier.stats.indexFull;
   r.untrusted += applier.stats.untrusted + refused;
+  r.late += applier.stats.late;
   r.ms = clock.now() - t0;
   return r;
 }

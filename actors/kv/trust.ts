@@ -142,7 +142,7 @@ export class ReplicaRecord {
 
 /** Write `path` so that a crash leaves either the old or the new content: temp file, fsync, rename,
  *  fsync of the directory. */
-function writeDurably(path: string, text: string): void {
+export function writeDurably(path: string, text: string): void {
   const tmp = `${path}.tmp`;
   try {
     const fd = openSync(tmp, 'w', 0o600);

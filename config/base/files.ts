@@ -11,14 +11,18 @@ export const CONTROL_SOCKET_FILE = 'rowan.sock';
 /** Which shards this node has received replicated data of, and at which version it was promoted
  *  (actors/kv/trust.ts): what a cold start may apply from the b-log. */
 export const REPLICAS_FILE = 'replicas.json';
+/** Per shard, the version under which a backup has dropped tombstones (actors/kv/floors.ts): b-log
+ *  blocks at or below it found in a segment digest never finished are late, and refused by a cold start. */
+export const FLOORS_FILE = 'tombstone-floors.json';
 
 export interface DataDirFiles {
   pool: string;
   srq: string;
   socket: string;
   replicas: string;
+  floors: string;
 }
 
 export function dataDirFiles(dataDir: string): DataDirFiles {
-  return { pool: join(dataDir, POOL_FILE), srq: join(dataDir, SRQ_FILE), socket: join(dataDir, CONTROL_SOCKET_FILE), replicas: join(dataDir, REPLICAS_FILE) };
+  return { pool: join(dataDir, POOL_FILE), srq: join(dataDir, SRQ_FILE), socket: join(dataDir, CONTROL_SOCKET_FILE), replicas: join(dataDir, REPLICAS_FILE), floors: join(dataDir, FLOORS_FILE) };
 }

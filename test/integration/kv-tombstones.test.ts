@@ -4,7 +4,9 @@
 // actors/clean/tombstones.ts), a bounded churn of unique keys next to a set of long-lived keys: the
 // tombstones are dropped, the index holds the live keys plus at most the tombstones of the last few
 // sweep cycles, live bytes stay near the live keys' bytes, and every key reads right -- also after a
-// full restart (cold start from the pools).
+// full restart (cold start from the pools). The second test replicates every shard to two backups:
+// backups drop tombstones too (under their persisted floors, rule 2B), every replica's index settles at
+// the live keys, and after a restart no deleted key comes back on any replica.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -95,6 +97,78 @@ test('unique PUT+DEL churn: tombstones are dropped, index items and live bytes s
     client = await RowanClient.connect({ cluster: file });
     for (let i = 0; i < LIVE; i++) assert.equal(dec(await notRefused(() => client.get(`live-${i}`))), `${VALUE}${i}`, `live-${i} after the restart`);
     for (let i = 0; i < CHURN; i += 7) assert.equal(dec(await notRefused(() => client.get(`churn-${i}`))), null, `churn-${i} after the restart`);
+    await client.close();
+  } finally {
+    await stopCluster(run.child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+const FLAGS_RF3 = ['--nodes', '3', '--replication', '3', '--shards', '6', '--pool-mib', '32', '--segment-kib', '256'];
+const CHURN_RF3 = 6000;
+
+interface NodeSample {
+  id: number;
+  items: number;
+  dropped: number;
+  droppedOnBackup: number;
+  liveBytes: number;
+}
+
+async function perNode(file: string): Promise<NodeSample[]> {
+  const st = await collectClusterStatus(file);
+  return st.nodes.map((n) => {
+    const g = n.status?.storage;
+    assert.ok(g?.index, `node ${n.id} reports its index (${n.error ?? ''})`);
+    return { id: n.id, items: g.index.items ?? 0, dropped: g.index.tombstonesDropped, droppedOnBackup: g.index.tombstonesDroppedOnBackup, liveBytes: g.groups.reduce((a, grp) => a + (grp.liveBytes ?? 0), 0) };
+  });
+}
+
+test('unique PUT+DEL churn with two backups per shard: backups drop tombstones too, every replica stays bounded, no deleted key comes back on any replica after a restart', { timeout: 300_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-tombstones-rf3-'));
+  const file = join(dir, 'cluster.json');
+  const basePort = randomBasePort();
+  let run = await launchClusterReady(dir, basePort, FLAGS_RF3);
+  try {
+    let client = await RowanClient.connect({ cluster: file });
+    for (let i = 0; i < LIVE; i += BATCH) await Promise.all(Array.from({ length: BATCH }, (_, j) => notRefused(() => client.put(`live-${i + j}`, `${VALUE}${i + j}`))));
+    const base = await perNode(file);
+    for (let i = 0; i < CHURN_RF3; i += BATCH) {
+      await Promise.all(
+        Array.from({ length: BATCH }, async (_, j) => {
+          const k = `churn-${i + j}`;
+          await notRefused(() => client.put(k, VALUE));
+          await notRefused(() => client.del(k));
+        }),
+      );
+    }
+    // Settled: a backup drops under floors that become effective once the b-log segments holding the
+    // CommitVers are digested and committed, so a trickle of updates to the live keys keeps the b-logs
+    // moving (a b-log segment is handed to digest once a later one is written) until every replica's
+    // index is back to the live keys.
+    const until = Date.now() + 120_000;
+    let nodes = await perNode(file);
+    for (let round = 0; nodes.some((n) => n.items > LIVE + 50) && Date.now() < until; round++) {
+      await Promise.all(Array.from({ length: 20 }, (_, j) => notRefused(() => client.put(`live-${(round * 20 + j) % LIVE}`, `${VALUE}${(round * 20 + j) % LIVE}`))));
+      await new Promise((r) => setTimeout(r, 100));
+      nodes = await perNode(file);
+    }
+    for (const n of nodes) console.log(`# tombstones rf3: node ${n.id}: ${n.items} index items, ${n.dropped} tombstones dropped (${n.droppedOnBackup} as a backup), ${n.liveBytes} live bytes (${base.find((b) => b.id === n.id)!.liveBytes} before the churn)`);
+    for (const n of nodes) {
+      assert.ok(n.items <= LIVE + 50, `node ${n.id}: index items settle at the live keys: ${n.items} (${LIVE} live keys, ${CHURN_RF3} deleted)`);
+      // Every node backs up two thirds of the shards: most of its drops are a backup's.
+      assert.ok(n.droppedOnBackup >= (CHURN_RF3 * 2) / 3 * 0.9, `node ${n.id}: tombstones dropped as a backup: ${n.droppedOnBackup}`);
+      assert.ok(n.liveBytes <= base.find((b) => b.id === n.id)!.liveBytes + 300 * 256, `node ${n.id}: live bytes ${n.liveBytes}`);
+    }
+    await client.close();
+    assert.equal(await stopCluster(run.child), 0, run.output());
+
+    run = await launchClusterReady(dir, basePort, FLAGS_RF3);
+    client = await RowanClient.connect({ cluster: file });
+    for (let node = 0; node < 3; node++) {
+      for (let i = 0; i < LIVE; i += 5) assert.equal(dec(await notRefused(() => client.getReplica(node, `live-${i}`))), `${VALUE}${i}`, `live-${i} on node ${node} after the restart`);
+      for (let i = 0; i < CHURN_RF3; i += 11) assert.equal(dec(await notRefused(() => client.getReplica(node, `churn-${i}`))), null, `churn-${i} on node ${node} after the restart`);
+    }
     await client.close();
   } finally {
     await stopCluster(run.child);

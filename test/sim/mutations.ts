@@ -7,13 +7,17 @@
 //   tombstone-drops-early   the tombstone sweep drops every committed tombstone of a primary shard,
 //                           without looking for older entries of its key elsewhere on PM (rule 4 of
 //                           actors/clean/tombstones.ts): a cold start brings an older PUT back.
+//   backup-drops-without-floor  a backup's sweep drops any tombstone rule 4 allows, under no floor (as
+//                           the primary's rule would with the backup's own shard version), and the
+//                           node persists no floors (a cold start refuses no late b-log block).
 import { Cleaner, type CleanerOptions } from '../../actors/clean/gc.js';
 import type { KvShared } from '../../actors/kv/shared.js';
 import { TombstoneSweep } from '../../actors/clean/tombstones.js';
 import type { ShardIndex } from '../../shm/index.js';
 import type { SimNodeOptions } from './node.js';
+import type { FloorStore } from '../../actors/kv/floors.js';
 
-export type MutationName = 'index-ignores-versions' | 'gc-frees-live' | 'tombstone-drops-early';
+export type MutationName = 'index-ignores-versions' | 'gc-frees-live' | 'tombstone-drops-early' | 'backup-drops-without-floor';
 
 /** The highest version an index item can carry: an upsert with it is never stale. */
 const VERSION_ALWAYS_NEWER = 2 ** 48 - 1;
@@ -43,6 +47,15 @@ class EarlyTombstoneSweep extends TombstoneSweep {
   }
 }
 
+class NoFloorSweep extends TombstoneSweep {
+  protected override backupBound(): number {
+    return Number.MAX_SAFE_INTEGER;
+  }
+}
+
+/** A floor store that keeps nothing. */
+const forgetfulStore = (): FloorStore => ({ load: () => new Map(), save: () => {} });
+
 export const mutations: Record<MutationName, Partial<SimNodeOptions>> = {
   'index-ignores-versions': {
     mutateShared: (s: KvShared) => {
@@ -51,4 +64,5 @@ export const mutations: Record<MutationName, Partial<SimNodeOptions>> = {
   },
   'gc-frees-live': { makeCleaner: (o) => new FreesLiveCleaner(o) },
   'tombstone-drops-early': { makeSweep: (o) => new EarlyTombstoneSweep(o) },
+  'backup-drops-without-floor': { makeSweep: (o) => new NoFloorSweep(o), makeFloorStore: forgetfulStore },
 };

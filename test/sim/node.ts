@@ -18,6 +18,7 @@ import { SharedReceiveQueue, type ReceiveQueue } from '../../runtime/rowan/srq.j
 import { Pool } from '../../shm/pool.js';
 import { poolGeometry } from '../../shm/pool-layout.js';
 import { TLog } from '../../shm/tlog.js';
+import { MemoryFloorStore, type FloorStore } from '../../actors/kv/floors.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
 import type { Transport } from '../../runtime/fabric/transport.js';
 import type { EventLoop } from './loop.js';
@@ -50,6 +51,9 @@ export interface SimNodeOptions {
   /** Period of the clean actor's tombstone sweep (ms; actors/clean/tombstones.ts). */
   tombstoneSweepMs: number;
   makeSweep?: CleanerOptions['makeSweep'];
+  /** Where a node keeps its persisted tombstone floors across crashes (actors/kv/floors.ts); the
+   *  mutation test substitutes a broken one. Default: memory that survives the node's crashes. */
+  makeFloorStore?: () => FloorStore;
 }
 
 /** The simulated fabric, per incarnation of a node (its connections die with it). */
@@ -71,7 +75,9 @@ export class SimNode {
   private used: number[] = [];
   private channels = new Map<number, RowanConnection & { broken?: boolean }>();
   private transport!: Transport;
-  readonly counts = { boots: 0, crashes: 0, digested: 0, cleaned: 0, quarantined: 0, tombstonesDropped: 0 };
+  readonly counts = { boots: 0, crashes: 0, digested: 0, cleaned: 0, quarantined: 0, tombstonesDropped: 0, tombstonesDroppedOnBackup: 0 };
+  /** The node's persisted tombstone floors: durable, like a file in its data dir. */
+  private readonly floorStore: FloorStore;
 
   constructor(
     readonly id: number,
@@ -83,6 +89,7 @@ export class SimNode {
     private readonly onError: (node: number, where: string, err: unknown) => void,
   ) {
     this.region = new SimRegion(poolBytesFor(o), id);
+    this.floorStore = o.makeFloorStore?.() ?? new MemoryFloorStore();
   }
 
   /** Start a new incarnation from the region's durable image (the first boot formats it). */
@@ -101,7 +108,7 @@ export class SimNode {
     this.buffers = createKvShared(this.cluster, this.id, o.keysPerShard, this.pool, o.keysPerShardMax);
     this.shared = attachKvShared(this.buffers, this.pool.region);
     o.mutateShared?.(this.shared);
-    rebuildIndexes(this.pool, this.shared, limits, this.loop.clock);
+    rebuildIndexes(this.pool, this.shared, limits, this.loop.clock, undefined, undefined, this.floorStore.load());
     const incBytes = new Uint8Array(8);
     new DataView(incBytes.buffer).setUint32(0, this.id * 65536 + this.inc, true);
     this.srq = SharedReceiveQueue.inMemory({ postCap: o.preallocate * 2 + 2, cqCap: 64, bufferBytesMax: o.segmentBytes }, incBytes);
@@ -138,8 +145,14 @@ export class SimNode {
       count: 1,
       liveThresholdPercent: o.liveThresholdPercent,
       // The cluster's configuration never changes in the simulator: a shard's primary is its primary
-      // since every boot (rule 1 of the sweep).
-      tombstones: { eligible: (s) => this.cluster.shards[s]?.primary === this.id, now: () => this.loop.clock.now(), periodMs: o.tombstoneSweepMs },
+      // since every boot, and its backups its full backups (rule 1 of the sweep).
+      tombstones: {
+        eligible: (s) => this.cluster.shards[s]?.primary === this.id,
+        backupEligible: (s) => this.cluster.shards[s]?.backups.includes(this.id) ?? false,
+        floorStore: this.floorStore,
+        now: () => this.loop.clock.now(),
+        periodMs: o.tombstoneSweepMs,
+      },
       ...(o.makeSweep ? { makeSweep: o.makeSweep } : {}),
     };
     o.mutateShared?.(co.shared);
@@ -158,8 +171,10 @@ export class SimNode {
     });
     this.every(o.cleanPeriodMs, 'clean', () => {
       const dropped = this.cleaner.sweep?.stats.dropped ?? 0;
+      const onBackup = this.cleaner.sweep?.stats.droppedOnBackup ?? 0;
       this.counts.cleaned += this.cleaner.pass();
       this.counts.tombstonesDropped += (this.cleaner.sweep?.stats.dropped ?? 0) - dropped;
+      this.counts.tombstonesDroppedOnBackup += (this.cleaner.sweep?.stats.droppedOnBackup ?? 0) - onBackup;
     });
     this.every(o.commitVerPeriodMs, 'commitver', () => {
       this.worker.disseminateCommitVers().catch(() => {}); // a failed write gives the advance back

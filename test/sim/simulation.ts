@@ -71,11 +71,13 @@ export interface SimResult {
   ops: { ok: number; fail: number; unknown: number };
   faults: string[];
   net: SimNet['stats'];
-  /** Per node: segments digested, cleaned (freed + emptied), tombstones dropped, boots, buffers fenced
+  /** Per node: segments digested, cleaned (freed + emptied), tombstones dropped (all, as a backup), boots, buffers fenced
    *  and quarantined. */
   nodes: string[];
-  /** Tombstones the nodes' sweeps removed from their indexes (all incarnations). */
+  /** Tombstones the nodes' sweeps removed from their indexes (all incarnations), and of those, the
+   *  ones of shards the node backs up. */
   tombstonesDropped: number;
+  tombstonesDroppedOnBackup: number;
   /** Backups whose answers after the cold start fit the writes but not what clients read (see above). */
   divergent: number;
 }
@@ -143,8 +145,8 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
       if (checkHistory([...workload, ...backup], '').length > 0) divergent++;
     });
   }
-  return { seed, ok: findings.length === 0, findings, divergent, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.tombstonesDropped}t/${n.counts.boots}b/${n.counts.quarantined}q`),
-    tombstonesDropped: nodes.reduce((a, n) => a + n.counts.tombstonesDropped, 0), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats };
+  return { seed, ok: findings.length === 0, findings, divergent, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.tombstonesDropped}t/${n.counts.tombstonesDroppedOnBackup}tb/${n.counts.boots}b/${n.counts.quarantined}q`),
+    tombstonesDropped: nodes.reduce((a, n) => a + n.counts.tombstonesDropped, 0), tombstonesDroppedOnBackup: nodes.reduce((a, n) => a + n.counts.tombstonesDroppedOnBackup, 0), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats };
 }
 
 function primaryOf(c: ClusterConfig, key: string): number {

@@ -122,7 +122,7 @@ test('gather/scatter: an entry on one surviving backup only ends up persisted an
 
     // Scattering again writes nothing: both already hold it.
     const again = await promoteShards(n2.pool, n2.shared, [], floors, limits, scatter.perMember.get(2));
-    assert.deepEqual(again.scattered, { absorbed: 0, held: 1, skipped: 0 });
+    assert.deepEqual(again.scattered, { absorbed: 0, held: 1, skipped: 0, late: 0 });
 
     // Cold start of both: the entries are in their pools, found by rebuildIndexes.
     for (const n of [n1, n2]) n.pool.close();
