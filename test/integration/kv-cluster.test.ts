@@ -63,15 +63,17 @@ test('a 3-node cluster replicates, digests, survives a full restart', { timeout:
     await client.close();
     assert.equal(await stop(run.child), 0, run.output());
 
-    // Every backup's b-log holds the newest acknowledged entry of each key it backs up. `rowan cluster`
-    // keyed every block checksum with the cluster's seed (shm/log-checksum.ts): so does this scan.
+    // Every backup's b-log holds the newest acknowledged entry of each key it backs up, or its clean log
+    // does: a backup's cleaner reclaims b-log segments whose entries are mostly dead (overwritten, or
+    // tombstones dropped under the shard's floor) and relocates the live ones. `rowan cluster` keyed
+    // every block checksum with the cluster's seed (shm/log-checksum.ts): so does this scan.
     assert.ok((cluster.checksumSeed ?? 0) !== 0, 'rowan cluster makes a seeded cluster');
     setChecksumSeed(cluster.checksumSeed!);
     for (const node of cluster.nodes) {
       const pool = Pool.open(join(node.dataDir, 'pool.pm'));
       const seen = new Map<string, string | null>();
       const newest = new Map<string, number>();
-      for (const seg of pool.segments({ role: OwnerRole.Control })) {
+      for (const seg of [...pool.segments({ role: OwnerRole.Control }), ...pool.segments({ role: OwnerRole.Clean })]) {
         const start = pool.segmentOffset(seg);
         for (const b of scanBlogBlocks(pool.region.bytes, start, start + pool.segmentBytes, defaultLimits)) {
           if (b.type === EntryType.CommitVer) continue;
@@ -85,7 +87,7 @@ test('a 3-node cluster replicates, digests, survives a full restart', { timeout:
       for (let i = 0; i < N; i++) {
         const shard = cluster.shards[shardOfKey(enc(key(i)), cluster.shardCount)]!;
         if (!shard.backups.includes(node.id)) continue;
-        assert.ok(seen.has(key(i)), `node ${node.id}'s b-log lacks ${key(i)}`);
+        assert.ok(seen.has(key(i)), `node ${node.id}'s b-log and clean log lack ${key(i)}`);
         assert.equal(seen.get(key(i)), expected(i), `node ${node.id}'s b-log, newest ${key(i)}`);
       }
     }
