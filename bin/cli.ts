@@ -63,6 +63,7 @@ interface StartOpts extends StoreFlags {
   logLevel?: LogLevel;
   fabric?: string;
   fabricPort?: string;
+  remoteSegmentsMax?: string;
   nodeId?: string;
   manager?: string;
   indexKeys?: string;
@@ -188,11 +189,14 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   }
   if (o.persistence !== undefined) flags.persistence = o.persistence as ConfigInput['persistence'];
   if (o.logLevel !== undefined) flags.logLevel = o.logLevel;
-  if (o.fabric !== undefined || o.fabricPort !== undefined) {
+  if (o.fabric !== undefined || o.fabricPort !== undefined || o.remoteSegmentsMax !== undefined) {
     const port = o.fabricPort === undefined ? undefined : Number(o.fabricPort);
     if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535))
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--fabric-port: '${o.fabricPort}' is not a port (0-65535; 0 = any free port)`);
-    flags.fabric = { ...(o.fabric !== undefined ? { kind: o.fabric as FabricKind } : {}), ...(port !== undefined ? { port } : {}) };
+    const quota = o.remoteSegmentsMax === undefined ? undefined : Number(o.remoteSegmentsMax);
+    if (quota !== undefined && !(Number.isInteger(quota) && quota >= 1))
+      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--remote-segments-max: '${o.remoteSegmentsMax}' is not a segment count (1 or more)`);
+    flags.fabric = { ...(o.fabric !== undefined ? { kind: o.fabric as FabricKind } : {}), ...(port !== undefined ? { port } : {}), ...(quota !== undefined ? { remoteSegmentsMax: quota } : {}) };
   }
   if (o.tlsCert !== undefined || o.tlsKey !== undefined || o.tlsCa !== undefined)
     flags.tls = { ...(o.tlsCert !== undefined ? { cert: resolve(o.tlsCert) } : {}), ...(o.tlsKey !== undefined ? { key: resolve(o.tlsKey) } : {}), ...(o.tlsCa !== undefined ? { ca: resolve(o.tlsCa) } : {}) };
@@ -290,6 +294,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
     .addOption(new Option('--fabric <kind>', 'how Rowan writes reach this node; tcp starts the nic actor (default: shm)').choices(FABRIC_KINDS))
     .option('--fabric-port <port>', 'TCP port of the nic (default: 7400; 0 = any free port, shown by rowan status)')
+    .option('--remote-segments-max <n>', 'segments one peer node\'s one-sided regions may hold in this pool; one more ALLOC gets ROWAN_ERR_QUOTA (default: a quarter of the pool; config fabric.remoteSegmentsMax)')
     .option('--cluster <file>', 'serve ROWAN-KV as a node of the cluster in this JSON file (written by rowan cluster)')
     .option('--zookeeper <host:port,...>', 'instead of --cluster: read the cluster configuration from ZooKeeper at cold start (znode /rowan/<cluster-name>/config)')
     .option('--cluster-name <name>', 'with --zookeeper: the cluster whose configuration to read (default: default)')

@@ -9,6 +9,7 @@ function defaultOf(key: string): string {
   if (key === 'dataDir') return '(--data-dir)';
   if (key === 'cores') return 'every CPU allowed';
   if (key === 'blog.preallocSegments' || key === 'blog.batchSegments') return 'scaled to the pool';
+  if (key === 'fabric.remoteSegmentsMax') return 'a quarter of the pool';
   let v: unknown = defaultConfig('', [0]);
   for (const p of key.split('.')) v = (v as Record<string, unknown>)[p];
   if (key === 'roles') return (v as { role: string; count: number }[]).map((r) => (r.count === 1 ? r.role : `${r.role}:${r.count}`)).join(',');

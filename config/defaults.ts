@@ -39,6 +39,13 @@ export function scaleBlogToPool(segmentCount: number): { preallocSegments: numbe
   return { preallocSegments, batchSegments };
 }
 
+/** Segments one peer node's one-sided regions may hold (config fabric.remoteSegmentsMax): a quarter of
+ *  the pool, so two peers' remote logs leave half of it to the node's own b-log (a quarter posted,
+ *  scaleBlogToPool) and logs, and three leave a quarter. */
+export function scaleRemoteToPool(segmentCount: number): number {
+  return Math.max(1, Math.floor(segmentCount / 4));
+}
+
 export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
   return {
     dataDir,
@@ -46,7 +53,7 @@ export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
     roles: defaultRoles.map((r) => ({ ...r })),
     cores: [...cores],
     logLevel: 'info',
-    fabric: { kind: 'shm', host: '127.0.0.1', port: defaultNicPort },
+    fabric: { kind: 'shm', host: '127.0.0.1', port: defaultNicPort, remoteSegmentsMax: scaleRemoteToPool(defaultSegmentCount) },
     pool: { segmentCount: defaultSegmentCount, segmentBytes: paper.segmentBytes },
     blog: { ...scaleBlogToPool(defaultSegmentCount), usedGraceMs: paper.usedGraceMs },
     replication: { retryMs: paper.replicationRetryMs, commitVerPeriodMs: paper.commitVerPeriodMs },

@@ -4,7 +4,7 @@
 // is an error (a typo in a config file must not silently fall back to a default).
 import { readFileSync } from 'node:fs';
 import { ErrorCodes, RowanError } from './base/errors.js';
-import { defaultConfig, scaleBlogToPool } from './defaults.js';
+import { defaultConfig, scaleBlogToPool, scaleRemoteToPool } from './defaults.js';
 import type { ConfigInput, RowanConfig } from './model.js';
 import { parseRoles } from './parse.js';
 import { validateConfig } from './validate.js';
@@ -66,5 +66,7 @@ export function resolveConfig(o: ResolveOptions): RowanConfig {
   const scaled = scaleBlogToPool(c.pool.segmentCount);
   if (!setBlog('preallocSegments')) c.blog.preallocSegments = scaled.preallocSegments;
   if (!setBlog('batchSegments')) c.blog.batchSegments = Math.min(scaled.batchSegments, c.blog.preallocSegments);
+  // So does the per-peer region quota.
+  if (![o.file, o.env, o.flags].some((l) => l?.fabric?.remoteSegmentsMax !== undefined)) c.fabric.remoteSegmentsMax = scaleRemoteToPool(c.pool.segmentCount);
   return validateConfig(c, o.allowedCores);
 }

@@ -37,6 +37,10 @@ export interface RowanConfig {
     host: string;
     /** Port the nic listens on; 0 = any free port (reported in READY and status). */
     port: number;
+    /** Segments the one-sided regions of one peer node may hold in this pool, counted until GC frees
+     *  them (bounded memory: no peer ALLOCs the pool empty); one more ALLOC gets QUOTA. Default: a
+     *  quarter of the pool (config/defaults.ts scaleRemoteToPool). */
+    remoteSegmentsMax: number;
   };
   pool: {
     segmentCount: number;

@@ -13,6 +13,9 @@ import { FRAME_BYTES_MAX_DEFAULT } from '../../runtime/fabric/nic-frames.js';
 import { NIC_PARK_MS, NIC_QUEUE_BYTES_MAX, type NicEndpoint } from './protocol.js';
 import { NicMemory, type NicMembership } from './verbs.js';
 
+/** How often an idle nic looks for a configuration that no longer names a node with regions here. */
+const RELEASE_CHECK_MS = 100;
+
 export interface NicServerOptions {
   /** The node's data dir: rowan.srq is attached from there. */
   dataDir: string;
@@ -35,6 +38,11 @@ export interface NicServerOptions {
   reserveSegments?: number;
   /** The node's membership (see NicMemoryOptions.members); absent: no membership check. */
   members?: () => NicMembership;
+  /** Per-peer-node region quota (NicMemoryOptions.remoteSegmentsMax; absent: a quarter of the pool). */
+  remoteSegmentsMax?: number;
+  /** Owner ids the configuration names (NicMemoryOptions.remoteOwners): other owners' regions are
+   *  released before the next verb, and at most RELEASE_CHECK_MS after a change while no verb comes. */
+  remoteOwners?: () => ReadonlySet<number>;
   /** Mutual TLS (runtime/net/tls.ts): every sender presents a certificate the cluster CA signed, or its
    *  handshake fails before a frame is read. Absent or null: plain TCP. */
   tls?: TlsMaterial | null;
@@ -45,20 +53,39 @@ export class NicServer {
   private readonly conns = new Set<NicConnection>();
   private readonly counts: NicStats = newNicStats();
   private closing: Promise<void> | null = null;
+  private readonly releaseTimer: NodeJS.Timeout | null;
 
   private constructor(
     private readonly server: Server,
     private readonly mem: NicMemory,
     host: string,
     port: number,
+    watch: boolean,
+    private readonly log: Logger | undefined,
   ) {
     this.endpoint = { host, port };
+    this.releaseTimer = watch ? setInterval(() => this.releaseRemoved(), RELEASE_CHECK_MS).unref() : null;
+  }
+
+  private releaseRemoved(): void {
+    try {
+      const n = this.mem.releaseRemoved();
+      if (n > 0) this.log?.info({ regions: n }, `nic: released ${n} region(s) of nodes the configuration no longer names`);
+    } catch (err) {
+      // No pool yet (the next verb or tick tries again) or stopping: nothing to release now.
+      if (!(err instanceof RowanError)) throw err;
+    }
   }
 
   static async listen(o: NicServerOptions): Promise<NicServer> {
     const now = () => o.clock.now();
     const frameBytesMax = o.frameBytesMax ?? FRAME_BYTES_MAX_DEFAULT;
-    const mem = new NicMemory({ dataDir: o.dataDir, pool: o.pool, frameBytesMax, now, reserveSegments: o.reserveSegments ?? 0, ...(o.members ? { members: o.members } : {}) });
+    const mem = new NicMemory({
+      dataDir: o.dataDir, pool: o.pool, frameBytesMax, now, reserveSegments: o.reserveSegments ?? 0,
+      ...(o.members ? { members: o.members } : {}),
+      ...(o.remoteSegmentsMax !== undefined ? { remoteSegmentsMax: o.remoteSegmentsMax } : {}),
+      ...(o.remoteOwners ? { remoteOwners: o.remoteOwners } : {}),
+    });
     const connOpts = { parkMs: o.parkMs ?? NIC_PARK_MS, queueBytesMax: o.queueBytesMax ?? NIC_QUEUE_BYTES_MAX, frameBytesMax, now, secret: o.secret };
     let nic: NicServer | null = null;
     const onSocket = (socket: Socket) => {
@@ -77,7 +104,7 @@ export class NicServer {
     });
     const addr = server.address();
     const port = typeof addr === 'object' && addr ? addr.port : o.port;
-    nic = new NicServer(server, mem, o.host, port);
+    nic = new NicServer(server, mem, o.host, port, o.remoteOwners !== undefined, o.log);
     return nic;
   }
 
@@ -88,6 +115,7 @@ export class NicServer {
   /** Stop accepting, drop every connection (their pending requests fail with PEER_GONE), unmap. */
   close(): Promise<void> {
     this.closing ??= new Promise<void>((resolve) => {
+      if (this.releaseTimer) clearInterval(this.releaseTimer);
       this.server.close(() => resolve());
       for (const c of this.conns) c.destroy();
     }).then(() => this.mem.close());

@@ -6,31 +6,19 @@ import { loadTls } from '../../runtime/net/tls.js';
 import { defineActor, runActor } from '../../runtime/actor.js';
 import type { NicInbound } from './protocol.js';
 import { NicServer } from './server.js';
-import type { NicMembership } from './verbs.js';
+import { configView, type NicConfigView } from './membership.js';
 import type { ActorContext } from '../../runtime/actor.js';
 import { kvOf } from '../kv/shared.js';
 import { ConfigCell } from '../kv/config-cell.js';
-import { liveNodes } from '../../config/cluster.js';
 
 let server: NicServer | null = null;
 
-/** On a ROWAN-KV node: the live membership of its configuration cell, for ALLOC (./verbs.ts). */
-function membership(ctx: ActorContext): { members?: () => NicMembership } {
+/** On a ROWAN-KV node: its configuration cell's membership and named nodes (./membership.ts). */
+function membership(ctx: ActorContext): Partial<NicConfigView> {
   const kv = kvOf(ctx);
   if (!kv) return {};
   const cell = ConfigCell.attach(kv.cell);
-  let term = -1;
-  let live: ReadonlySet<number> = new Set();
-  return {
-    members: () => {
-      const cfg = cell.config(); // re-parsed only when the term changed
-      if (cfg.term !== term) {
-        term = cfg.term;
-        live = new Set(liveNodes(cfg).map((n) => n.id));
-      }
-      return { self: kv.nodeId, live };
-    },
-  };
+  return configView(() => cell.config(), kv.nodeId); // config() re-parses only when the term changed
 }
 
 export const nicActor = defineActor<NicInbound>({
@@ -49,6 +37,7 @@ export const nicActor = defineActor<NicInbound>({
       secret: ctx.secret,
       tls: loadTls(c.tls),
       reserveSegments: c.gc.reserveSegments,
+      remoteSegmentsMax: c.fabric.remoteSegmentsMax,
       ...membership(ctx),
     });
     ctx.log.info({ endpoint: server.endpoint }, `nic listening on ${server.endpoint.host}:${server.endpoint.port}`);

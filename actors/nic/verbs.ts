@@ -8,8 +8,11 @@
 //   SEND   lands only in posted receive buffers (the queue picks the slot, never the peer);
 //   ALLOC  only for the peer's own owner id (remoteRegionOwner of the node id it named in HELLO, which
 //          an authenticated peer proved it belongs to the cluster for; on a KV node that id must be a
-//          live member of the configuration other than this node), and never out of the GC
-//          reserve (gc.reserveSegments free segments stay for clean actors, as for every other role);
+//          live member of the configuration other than this node), never out of the GC reserve
+//          (gc.reserveSegments free segments stay for clean actors, as for every other role), and
+//          never past the peer node's quota: fabric.remoteSegmentsMax segments of its owner id that
+//          are not Free, counted in the meta table (so across a NIC restart) until GC frees them.
+//          Over it: ROWAN_ERR_QUOTA, retryable like PM_FULL;
 //   WRITE  only inside a segment that is Using, of role Remote, owned by the peer's owner id: the
 //          regions ALLOC handed to that node (any of its connections: the share baseline's workers
 //          write into one region through their own connections; the meta table, not a per-process
@@ -18,7 +21,17 @@
 //          last (the persistence READ of a Rowan write, §3; the tcp sender needs none because the NIC
 //          persists before it acknowledges, but a sender that issues it keeps working). A READ of any
 //          other pool byte -- another key's value in the b-log, a t-log -- is refused.
-// Refusals are ROWAN_ERR_NOT_GRANTED and name only what the peer sent, never the pool's layout.
+// Refusals are ROWAN_ERR_NOT_GRANTED (an ALLOC over the quota or into the reserve: QUOTA, PM_FULL) and
+// name only what the peer sent, never the pool's layout.
+//
+// Regions of a node the configuration no longer names at all -- the cold start's rule for freeing them
+// (actors/kv/recovery.ts, trust.ts remoteOwnersOf) -- are released while the node runs too: on this
+// thread, before the next verb once the configuration changed (and on a timer, server.ts), they go
+// Committed and the clean actors free them like any Committed segment (live entries an index points at
+// are moved first, then the segment is freed once no reader holds an address in it). A WRITE or READ
+// re-checks the segment's state, so none reaches a released region, and the removed node is no live
+// member, so it gets no new one. A dead node that is still named keeps its regions: they may hold the
+// only copy of what it replicated.
 //
 // The nic maps the pool and the receive queue itself (each actor maps the pool, DESIGN §3). The queue is
 // created by the control actor; until it exists a SEND waits (RECEIVER_NOT_READY, retryable), and when
@@ -30,6 +43,7 @@ import { land } from '../../runtime/rowan/land.js';
 import { NO_BUFFER, SRQ_CLOSED, SharedReceiveQueue } from '../../runtime/rowan/srq.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { NODE_ID_MAX, remoteRegionOwner } from '../../config/base/ids.js';
+import { scaleRemoteToPool } from '../../config/defaults.js';
 import type { HelloInfo } from '../../runtime/fabric/nic-frames.js';
 
 export interface NicMemoryOptions {
@@ -44,6 +58,13 @@ export interface NicMemoryOptions {
   /** The node's membership now (a ROWAN-KV node's configuration cell): ALLOC is refused to a peer that
    *  names this node itself or a node that is not a live member. Absent (a standalone NIC): no check. */
   members?: () => NicMembership;
+  /** Segments (not Free) one peer node's regions may hold (config fabric.remoteSegmentsMax). Absent: a
+   *  quarter of the pool, as the config's default. */
+  remoteSegmentsMax?: number;
+  /** Owner ids of the nodes the configuration names (trust.ts remoteOwnersOf), the same Set until the
+   *  configuration changes: the regions of any other owner id are released (see the header). Absent:
+   *  none is released while the NIC runs. */
+  remoteOwners?: () => ReadonlySet<number>;
 }
 
 export interface NicMembership {
@@ -84,6 +105,8 @@ export class NicMemory {
   private closedAt = -Infinity;
   private readonly now: () => number;
   private closed = false;
+  /** The owner set regions were last released against (see releaseRemoved). */
+  private owners: ReadonlySet<number> | null = null;
 
   constructor(private readonly o: NicMemoryOptions) {
     this.now = o.now;
@@ -120,6 +143,7 @@ export class NicMemory {
   /** WRITE: copy + persist inside one region ALLOC handed to this peer's node. */
   write(peer: NicPeer, offset: number, data: Uint8Array): void {
     const pool = this.mapPool();
+    this.releaseRemoved();
     if (!this.inPeerRegion(pool, peer, offset, data.length))
       throw new RowanError(ErrorCodes.NOT_GRANTED, `WRITE of ${data.length} B at ${offset}: not inside a region ALLOC handed to this peer`);
     pool.region.bytes.set(data, offset);
@@ -130,6 +154,7 @@ export class NicMemory {
    *  (a reply must fit one frame). */
   read(peer: NicPeer, offset: number, length: number): Uint8Array {
     const pool = this.mapPool();
+    this.releaseRemoved();
     const max = this.o.frameBytesMax - 12;
     if (!Number.isSafeInteger(length) || length < 0 || length > max)
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `READ of ${length} B exceeds the ${max} B a reply can carry`);
@@ -140,10 +165,11 @@ export class NicMemory {
     return pool.region.bytes.subarray(offset, offset + length);
   }
 
-  /** ALLOC: a free segment for one-sided writes by the peer's node, owned by its owner id. PM_FULL when
-   *  none is free outside the GC reserve. */
+  /** ALLOC: a free segment for one-sided writes by the peer's node, owned by its owner id. QUOTA when
+   *  the node holds its quota already, PM_FULL when none is free outside the GC reserve. */
   alloc(peer: NicPeer, ownerId: number): { segment: number; offset: number; length: number } {
     const pool = this.mapPool();
+    this.releaseRemoved();
     if (peer.nodeId === null)
       throw new RowanError(ErrorCodes.NOT_GRANTED, 'ALLOC before a HELLO naming the sending node: regions are granted per node');
     const m = this.o.members?.();
@@ -152,6 +178,12 @@ export class NicMemory {
     const own = remoteRegionOwner(peer.nodeId);
     if (ownerId !== own)
       throw new RowanError(ErrorCodes.NOT_GRANTED, `ALLOC for owner id ${ownerId}: node ${peer.nodeId} may only allocate regions of its own owner id ${own}`);
+    // Counted from the meta table, not per connection or process: every region of the node until GC
+    // frees it (Free segments carry no owner), whichever NIC incarnation handed it out.
+    const quota = this.o.remoteSegmentsMax ?? scaleRemoteToPool(pool.segmentCount);
+    const held = pool.segments({ role: OwnerRole.Remote, ownerId: own }).length;
+    if (held >= quota)
+      throw new RowanError(ErrorCodes.QUOTA, `ALLOC for node ${peer.nodeId}: it holds ${held} regions here, its quota (fabric.remoteSegmentsMax); retry once garbage collection frees one`);
     // The NIC cannot rely on the pool's own reserve (a standalone NIC's pool may be opened without
     // one): the same rule as Pool.allocate for every role but Clean, checked here.
     const reserve = Math.max(this.o.reserveSegments, pool.reserveSegments);
@@ -159,6 +191,31 @@ export class NicMemory {
       throw new RowanError(ErrorCodes.PM_FULL, `no free segment for a remote region: the last ${reserve} are kept for garbage collection`);
     const segment = pool.allocate(OwnerRole.Remote, own);
     return { segment, offset: pool.segmentOffset(segment), length: pool.segmentBytes };
+  }
+
+  /**
+   * Release the regions of owner ids the configuration no longer names, if it changed since the last
+   * call (see the header). Returns how many were released.
+   */
+  releaseRemoved(): number {
+    const owners = this.o.remoteOwners?.();
+    if (!owners || owners === this.owners) return 0;
+    const n = this.releaseForeign(this.mapPool(), owners);
+    this.owners = owners;
+    return n;
+  }
+
+  /** Hand every role-Remote region whose owner id is not in `owners` to garbage collection: Committed,
+   *  which no verb reaches, and which clean actors free (Using -> Committed as a full t-log segment). */
+  private releaseForeign(pool: Pool, owners: ReadonlySet<number>): number {
+    let n = 0;
+    for (const seg of pool.segments({ role: OwnerRole.Remote })) {
+      const m = pool.meta(seg);
+      if (owners.has(m.ownerId) || (m.state !== SegmentState.Using && m.state !== SegmentState.Used)) continue;
+      pool.transition(seg, m.state, SegmentState.Committed);
+      n++;
+    }
+    return n;
   }
 
   close(): void {

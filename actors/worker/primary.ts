@@ -166,7 +166,7 @@ export class PrimaryPath {
       if (!(err instanceof RowanError)) throw err;
       // The entry is in our t-log and maybe on other backups: whatever the backup said (even a
       // STALE_TERM from an RPC-KV backup that moved on), for the client the outcome is unknown.
-      if (!BACKUP_GONE.has(err.code) && err.code !== ErrorCodes.PM_FULL) {
+      if (!BACKUP_GONE.has(err.code) && err.code !== ErrorCodes.PM_FULL && err.code !== ErrorCodes.QUOTA) {
         throw new RowanError(ErrorCodes.REPLICATION_FAILED, `backup node ${node} refused shard ${shard}'s entry: ${err.code}: ${err.message}`);
       }
       if (!cell || !BACKUP_GONE.has(err.code)) throw err;

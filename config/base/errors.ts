@@ -66,6 +66,9 @@ export const ErrorCodes = {
   /** A one-sided verb (WRITE, READ, ALLOC) outside what the soft NIC granted this peer (README
    *  "Security model"): nothing was read or written. */
   NOT_GRANTED: 'ROWAN_ERR_NOT_GRANTED',
+  /** An ALLOC from a peer node whose regions in this pool (not Free) already number
+   *  fabric.remoteSegmentsMax: nothing was allocated. Retryable once garbage collection frees one. */
+  QUOTA: 'ROWAN_ERR_QUOTA',
   /** The node's lease with the configuration manager has expired: it serves nothing (not applied). */
   LEASE_EXPIRED: 'ROWAN_ERR_LEASE_EXPIRED',
   /** A PUT/DEL was sent but no answer came back (connection lost, timeout): it may or may not have

@@ -14,7 +14,8 @@
 // re-landings the nic did are counted in stats().retries.
 //
 // Failures: a retryable reply (NO_BUFFER after the nic parked the write, RECEIVER_NOT_READY before the
-// receiver created its queue) is re-sent with backoff until `noBufferTimeoutMs` (then WRITE_TIMEOUT);
+// receiver created its queue, PM_FULL and QUOTA until GC frees a segment) is re-sent with backoff
+// until `noBufferTimeoutMs` (then WRITE_TIMEOUT, or PM_FULL / QUOTA);
 // a request unanswered for `requestTimeoutMs` fails with WRITE_TIMEOUT; a dead peer fails every
 // pending request with PEER_GONE (such a write may or may not have landed). Writes in flight together
 // land in the order they were issued unless one of them had to be re-sent after a retryable reply.
@@ -83,9 +84,11 @@ interface Pending {
   reject: (e: RowanError) => void;
 }
 
-// PM_FULL from the nic: no buffer because the receiver's pool is full; GC may free a segment, so retry,
-// and report PM_FULL (not a bare timeout) when giving up.
-const isRetryable = (code: string) => code === ErrorCodes.NO_BUFFER || code === ErrorCodes.RECEIVER_NOT_READY || code === ErrorCodes.PM_FULL;
+// PM_FULL from the nic: no buffer because the receiver's pool is full; QUOTA: an ALLOC over this node's
+// quota of regions there. GC may free a segment, so retry, and report the code (not a bare timeout)
+// when giving up.
+const FULL: ReadonlySet<string> = new Set([ErrorCodes.PM_FULL, ErrorCodes.QUOTA]);
+const isRetryable = (code: string) => code === ErrorCodes.NO_BUFFER || code === ErrorCodes.RECEIVER_NOT_READY || FULL.has(code);
 
 export class TcpConnection implements RowanConnection {
   readonly kind = 'tcp' as const;
@@ -315,7 +318,7 @@ export class TcpConnection implements RowanConnection {
       return;
     }
     this.release(p);
-    if (r.code === ErrorCodes.PM_FULL) p.reject(new RowanError(ErrorCodes.PM_FULL, `${r.message}; gave up after ${this.o.noBufferTimeoutMs} ms (nic at ${this.peer})`));
+    if (FULL.has(r.code)) p.reject(new RowanError(r.code === ErrorCodes.QUOTA ? ErrorCodes.QUOTA : ErrorCodes.PM_FULL, `${r.message}; gave up after ${this.o.noBufferTimeoutMs} ms (nic at ${this.peer})`));
     else if (isRetryable(r.code))
       p.reject(new RowanError(ErrorCodes.WRITE_TIMEOUT, `${r.message}; gave up after ${this.o.noBufferTimeoutMs} ms (nic at ${this.peer})`));
     else p.reject(fromRecord({ code: r.code, message: r.message }));

@@ -1,9 +1,10 @@
 // Fuzz target 'nic-verbs': the soft NIC's access rules (actors/nic/verbs.ts) under arbitrary WRITE, READ
 // and ALLOC requests of three peers on an in-memory pool. Whatever the bytes ask, a READ that succeeds
 // lies inside one region ALLOC handed to the asking peer's node, a WRITE changes no byte outside such a
-// region (one that fails changes none at all), ALLOC never takes the GC reserve nor a foreign owner id,
-// and every refusal is a RowanError with a stable code.
+// region (one that fails changes none at all), ALLOC never takes the GC reserve nor a foreign owner id
+// nor more than a node's quota of regions, and every refusal is a RowanError with a stable code.
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { scaleRemoteToPool } from '../../config/defaults.js';
 import type { PoolRegion } from '../../config/base/region.js';
 import { NicMemory, newNicPeer, type NicPeer } from '../../actors/nic/verbs.js';
 import { OwnerRole, Pool, SegmentState } from '../../shm/pool.js';
@@ -13,7 +14,9 @@ import { FuzzViolation, type FuzzTarget } from './target.js';
 const SEG = 4096;
 const SEGMENTS = 8;
 const RESERVE = 2;
-const REFUSALS: readonly string[] = [ErrorCodes.NOT_GRANTED, ErrorCodes.BAD_ARGUMENT, ErrorCodes.PM_FULL];
+const REFUSALS: readonly string[] = [ErrorCodes.NOT_GRANTED, ErrorCodes.BAD_ARGUMENT, ErrorCodes.PM_FULL, ErrorCodes.QUOTA];
+/** A node's regions at most (the default quota: a quarter of the pool). */
+const QUOTA = scaleRemoteToPool(SEGMENTS);
 
 class DramRegion implements PoolRegion {
   readonly mode = 'memory' as const;
@@ -87,6 +90,7 @@ export const nicVerbs: FuzzTarget = {
           const r = mem.alloc(peer, len % 4);
           violation(peer.nodeId === len % 4 && pool.meta(r.segment).ownerId === peer.nodeId, `peer ${who} allocated for owner ${len % 4}`);
           violation(pool.freeCount() >= RESERVE, 'ALLOC took the GC reserve');
+          violation(pool.segments({ role: OwnerRole.Remote, ownerId: len % 4 }).length <= QUOTA, `node ${peer.nodeId} holds more than its quota`);
         }
       } catch (e) {
         if (e instanceof FuzzViolation) throw e;

@@ -10,7 +10,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultConfig } from '../../config/defaults.js';
+import { defaultConfig, scaleRemoteToPool } from '../../config/defaults.js';
 import { validateConfig } from '../../config/validate.js';
 import { schedGetaffinity } from '../../native/libc.js';
 import { startNode, type RowanNode } from '../../runtime/node.js';
@@ -35,7 +35,7 @@ async function startReceiver(o: { segmentBytes: number; segmentCount: number; pr
   const rx = new TestReceiver(o);
   const config = defaultConfig(rx.dataDir, schedGetaffinity(0));
   config.roles = [{ role: 'nic', count: 1 }];
-  config.fabric = { kind: 'tcp', host: '127.0.0.1', port: 0 };
+  config.fabric = { kind: 'tcp', host: '127.0.0.1', port: 0, remoteSegmentsMax: scaleRemoteToPool(o.segmentCount) };
   config.pool = { segmentCount: o.segmentCount, segmentBytes: o.segmentBytes };
   config.blog = { preallocSegments: o.preallocate, batchSegments: o.batch, usedGraceMs: 2 };
   config.logLevel = 'warn';
@@ -336,7 +336,7 @@ test('a node whose fabric is tcp starts its nic; writes land in the b-log the re
   const dir = mkdtempSync(join(tmpdir(), 'rowan-tcp-node-'));
   const config = defaultConfig(dir, schedGetaffinity(0));
   config.roles = [{ role: 'control', count: 1 }];
-  config.fabric = { kind: 'tcp', host: '127.0.0.1', port: 0 };
+  config.fabric = { kind: 'tcp', host: '127.0.0.1', port: 0, remoteSegmentsMax: scaleRemoteToPool(16) };
   config.pool = { segmentCount: 16, segmentBytes: 256 * 1024 };
   config.blog = { preallocSegments: 4, batchSegments: 1, usedGraceMs: 2 };
   config.logLevel = 'warn';

@@ -25,7 +25,7 @@
 //   OUTCOME UNKNOWN -- the request may or may not have been applied (and may still be, later):
 //     OUTCOME_UNKNOWN: the connection died or timed out with the PUT/DEL outstanding (the cause is in
 //       the message), or the primary's lease expired while it replicated;
-//     REPLICATION_FAILED, PEER_GONE, RECEIVER_CLOSED, WRITE_TIMEOUT, PM_FULL from a server: the
+//     REPLICATION_FAILED, PEER_GONE, RECEIVER_CLOSED, WRITE_TIMEOUT, PM_FULL or QUOTA from a server: the
 //       primary persisted the entry in its t-log and replication to a backup failed part-way.
 //     The client never re-sends these: a re-send could apply the write twice and, with another
 //     client's write in between, let a reader see 1, 2, 1.

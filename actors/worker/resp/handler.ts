@@ -21,7 +21,7 @@ export function rowanErrorReply(e: unknown): RespErr {
   if (e instanceof RowanError) {
     if (NOT_APPLIED.has(e.code)) return err(`ERR ${e.code} ${e.message}`);
     if (RETRY.has(e.code)) return err(`TRYAGAIN ${e.code} ${e.message} (not applied)`);
-    if (e.code === ErrorCodes.PM_FULL) return err(`OOM ${e.code} ${e.message}`);
+    if (e.code === ErrorCodes.PM_FULL || e.code === ErrorCodes.QUOTA) return err(`OOM ${e.code} ${e.message}`);
     return err(`UNKNOWN ${e.code} ${e.message} (outcome unknown)`);
   }
   return err(`UNKNOWN ${ErrorCodes.INTERNAL} ${(e as Error)?.message ?? String(e)} (outcome unknown)`);

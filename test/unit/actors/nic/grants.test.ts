@@ -19,7 +19,7 @@ import type { NicMembership } from '../../../../actors/nic/verbs.js';
 const SEG = 64 * 1024;
 const SECRET = new Uint8Array(32).fill(0x5a);
 
-async function setup(o: { reserveSegments?: number; segmentCount?: number; members?: () => NicMembership } = {}) {
+async function setup(o: { reserveSegments?: number; segmentCount?: number; members?: () => NicMembership; remoteSegmentsMax?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-nic-grants-'));
   const p = shmPaths(dir);
   const pool = Pool.create(p.pool, { segmentCount: o.segmentCount ?? 16, segmentBytes: SEG });
@@ -30,7 +30,7 @@ async function setup(o: { reserveSegments?: number; segmentCount?: number; membe
   const planted = Buffer.from("another key's value, replicated here");
   pool.region.bytes.set(planted, pool.segmentOffset(blogSeg));
   srq.post([{ offset: pool.segmentOffset(blogSeg) + 4096, length: SEG - 4096 }]);
-  const nic = await NicServer.listen({ dataDir: dir, pool: () => pool, clock: monotonicClock, host: '127.0.0.1', port: 0, secret: SECRET, ...(o.reserveSegments !== undefined ? { reserveSegments: o.reserveSegments } : {}), ...(o.members ? { members: o.members } : {}) });
+  const nic = await NicServer.listen({ dataDir: dir, pool: () => pool, clock: monotonicClock, host: '127.0.0.1', port: 0, secret: SECRET, ...(o.reserveSegments !== undefined ? { reserveSegments: o.reserveSegments } : {}), ...(o.members ? { members: o.members } : {}), ...(o.remoteSegmentsMax !== undefined ? { remoteSegmentsMax: o.remoteSegmentsMax } : {}) });
   const connect = (senderId: number) => TcpConnection.connect({ host: '127.0.0.1', port: nic.endpoint.port, secret: SECRET, senderId });
   return {
     pool, nic, planted, blogSeg, connect,
@@ -79,7 +79,7 @@ test('a peer READs and WRITEs only its own regions; the b-log and other nodes\' 
 });
 
 test('ALLOC takes only the peer\'s own owner id, and never the GC reserve', async () => {
-  const t = await setup({ reserveSegments: 3 });
+  const t = await setup({ reserveSegments: 3, remoteSegmentsMax: 16 }); // no quota short of the pool (./quota.test.ts)
   try {
     const a = await t.connect(1);
     for (const owner of [2, 300, 1023, 0]) {

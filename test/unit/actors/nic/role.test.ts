@@ -31,6 +31,7 @@ test('fabric fields and the nic count are validated', () => {
   bad((c) => (c.fabric.kind = 'carrier-pigeon' as never), /fabric\.kind: must be one of shm\|tcp\|verbs/);
   bad((c) => (c.fabric.port = 70_000), /fabric\.port/);
   bad((c) => (c.fabric.host = ''), /fabric\.host/);
+  bad((c) => (c.fabric.remoteSegmentsMax = 0), /fabric\.remoteSegmentsMax/);
   const c = resolveConfig({ dataDir: '/d', allowedCores: [0, 1], flags: { fabric: { kind: 'tcp', port: 0 } } });
-  assert.deepEqual(c.fabric, { kind: 'tcp', host: '127.0.0.1', port: 0 }, 'flags merge over the fabric defaults');
+  assert.deepEqual(c.fabric, { kind: 'tcp', host: '127.0.0.1', port: 0, remoteSegmentsMax: 16 }, 'flags merge over the fabric defaults (the quota: a quarter of the 64-segment pool)');
 });
