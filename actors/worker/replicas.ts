@@ -11,8 +11,8 @@
 //           by the node (KvStart.shareLogs).
 //           The backup does NOT index these writes online: its digest reads only the Rowan b-log. They
 //           are durable in the backup's pool (the ack means persistent there), in segments of role
-//           Control, and a cold start indexes them (recovery scans every Control-owned segment with
-//           the hole-skipping b-log scan), so a backup learns them on restart (or a promotion would
+//           Remote, and a cold start indexes them (recovery scans every Control- and Remote-owned
+//           segment with the hole-skipping b-log scan), so a backup learns them on restart (or a promotion would
 //           have to scan them first -- not implemented for these baselines).
 //   rpc     RPC-KV: a REPLICATE request on a pipelined client connection to the backup node's worker
 //           port shard % workerPorts.length; that worker appends, persists and indexes the entry
