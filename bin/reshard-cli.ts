@@ -41,7 +41,7 @@ async function reshard(o: ReshardOpts): Promise<number> {
     if (o.json) return (process.stdout.write(JSON.stringify(p, null, 2) + '\n'), 0);
     const lines = [`load (requests/s, backups' replicated writes weighted): ${Object.entries(p.loads).map(([n, l]) => `node ${n} ${l}`).join(', ')}; average ${p.average}`];
     lines.push(p.overloaded.length ? `overloaded (> ${p.resharding.overloadPercent} % above the average): node ${p.overloaded.join(', node ')}` : 'no node is overloaded');
-    lines.push(p.moves.length ? `would move: ${p.moves.map((m) => `shard ${m.shard} from node ${m.from} to node ${m.to}`).join('; ')}` : 'would move nothing');
+    lines.push(p.moves.length ? `would move: ${p.moves.map((m) => `shard ${m.shard} from node ${m.from} to node ${m.to}`).join('; ')}` : `would move nothing: ${p.none ?? 'no move helps'}`);
     lines.push(`automatic resharding: ${p.resharding.auto ? 'on' : 'off (rowan manager --no-auto-reshard)'}`);
     process.stdout.write(lines.join('\n') + '\n');
     return 0;

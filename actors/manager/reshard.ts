@@ -97,6 +97,8 @@ export interface BalancePlan {
   average: number;
   overloaded: number[];
   moves: Move[];
+  /** Why there are no moves (absent when there are). */
+  none?: string;
 }
 
 /**
@@ -113,7 +115,16 @@ export function planBalance(c: ClusterConfig, rates: ReadonlyMap<number, ShardRa
   const loads = Object.fromEntries([...load].map(([n, l]) => [String(n), Math.round(l)]));
   const overloaded = members.filter((n) => load.get(n)! > average * (1 + o.overloadPercent / 100)).sort((a, b) => load.get(b)! - load.get(a)!);
   const plan: BalancePlan = { loads, average: Math.round(average), overloaded, moves: [] };
-  if (!FAILOVER_MODES.includes(c.replication) || members.length < 2 || total < o.minTotalOps || overloaded.length === 0) return plan;
+  const none = !FAILOVER_MODES.includes(c.replication)
+    ? `replication mode ${c.replication} has no failover, so no move`
+    : members.length < 2
+      ? 'fewer than 2 live nodes'
+      : total < o.minTotalOps
+        ? `the cluster's load (${Math.round(total)} requests/s) is under the ${o.minTotalOps} a plan needs`
+        : overloaded.length === 0
+          ? 'no node is overloaded'
+          : null;
+  if (none !== null) return { ...plan, none };
   const moving = new Set(c.migrations.map((m) => m.shard));
   const liveSet = new Set(members);
   for (const n of overloaded) {
@@ -132,5 +143,5 @@ export function planBalance(c: ClusterConfig, rates: ReadonlyMap<number, ShardRa
       moving.add(s.id);
     }
   }
-  return plan;
+  return plan.moves.length > 0 ? plan : { ...plan, none: 'no move lowers an overloaded node without overloading its target (a move needs a full backup to take the primary role)' };
 }

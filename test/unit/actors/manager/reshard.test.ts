@@ -54,10 +54,18 @@ test('the plan moves the hottest shard of an overloaded node to its least loaded
   assert.deepEqual(p.overloaded, [0]);
   assert.deepEqual(p.moves, [{ shard: 0, from: 0, to: 1 }]);
   // Balanced within 30 %: nothing. Too little load overall: nothing.
-  assert.deepEqual(planBalance(c, rates({ 0: [1000, 0], 1: [900, 0], 2: [1100, 0] }), [0, 1, 2], o).moves, []);
-  assert.deepEqual(planBalance(c, rates({ 0: [500, 0] }), [0, 1, 2], o).moves, []);
+  // Each empty plan says why (rowan reshard --plan prints it).
+  const balanced = planBalance(c, rates({ 0: [1000, 0], 1: [900, 0], 2: [1100, 0] }), [0, 1, 2], o);
+  assert.deepEqual([balanced.moves, balanced.none], [[], 'no node is overloaded']);
+  const idle = planBalance(c, rates({ 0: [500, 0] }), [0, 1, 2], o);
+  assert.deepEqual(idle.moves, []);
+  assert.deepEqual(idle.overloaded, [0]);
+  assert.match(idle.none!, /load \(500 requests\/s\) is under the 1000/);
   // One shard carries everything: moving it only moves the hotspot.
-  assert.deepEqual(planBalance(c, rates({ 0: [9000, 0] }), [0, 1, 2], o).moves, []);
+  const single = planBalance(c, rates({ 0: [9000, 0] }), [0, 1, 2], o);
+  assert.deepEqual(single.moves, []);
+  assert.match(single.none!, /^no move lowers/);
+  assert.equal(p.none, undefined);
   // An unreachable backup is not a target; with node 1 out, shard 0 on node 2 would overload node 2
   // more than node 0 is now, so the next hottest shard of node 0 goes instead.
   assert.deepEqual(planBalance(c, rates({ 0: [9000, 0], 3: [1000, 0], 2: [3000, 0] }), [0, 2], o).moves, [{ shard: 3, from: 0, to: 2 }]);
