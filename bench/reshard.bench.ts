@@ -11,7 +11,8 @@
 // 48), --node-queue=N (48: requests outstanding per node, more arrivals are shed), --workers=W (per
 // node, 1), --shards=S (12), --period=ms (resharding.periodMs, 500), --lease-ms=ms (2000),
 // --node-cpu=C (each node process limited to C CPUs by a cgroup quota, default 0.2; 0: no limit),
-// --quota-period=ms (the quota's CFS period, 10). Through the harness: npm run bench -- reshard.
+// --quota-period=ms (the quota's CFS period, 10), --value-bytes=B (100; the pool grows to hold the keys).
+// Through the harness: npm run bench -- reshard.
 // The three nodes and the client share this machine's 2 cores: without a budget per node a hot node
 // simply takes the CPU an idle one leaves, so each node process gets a cgroup CPU quota
 // (./reshard/cpu-budget.ts). Per 250 ms the run records the cores each node, the client and the rest
@@ -74,10 +75,10 @@ interface Cluster {
   stop(): Promise<void>;
 }
 
-async function startCluster(shards: number, workers: number, periodMs: number, leaseMs: number): Promise<Cluster> {
+async function startCluster(shards: number, workers: number, periodMs: number, leaseMs: number, poolMib: number): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-bench-'));
   const base = 10_000 + Math.floor(Math.random() * 220) * 100;
-  const child = spawn(process.execPath, [bin, 'cluster', '--dir', dir, '--base-port', String(base), '--shards', String(shards), '--workers', String(workers), '--pool-mib', '128', '--lease-ms', String(leaseMs)], {
+  const child = spawn(process.execPath, [bin, 'cluster', '--dir', dir, '--base-port', String(base), '--shards', String(shards), '--workers', String(workers), '--pool-mib', String(poolMib), '--lease-ms', String(leaseMs)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ROWAN_RESHARDING_PERIOD_MS: String(periodMs) },
   });
@@ -123,8 +124,11 @@ export async function run(): Promise<Row[]> {
   // 200 ms lease all three nodes lost theirs at 0.2 CPU while the keys were loaded.
   const leaseMs = flag('lease-ms', 2000);
   const warmupMs = process.argv.some((a) => a === '--warmup=0') ? 0 : flag('warmup', 3000);
-  recordParams({ leaseMs, rate: offerRate, nodeQueue: offerRate > 0 ? nodeQueue : null, concurrency: offerRate > 0 ? null : concurrency, nodeCpu, quotaPeriodMs, warmupMs, durationMs, hotspotMs, keys: keyCount, workers, shards, periodMs, nodes: 3, replication: 3, workload: '95 % GET / 5 % PUT, uniform keys, 100 B values; after the hotspot 80 % of the requests to one node go to one shard of another' });
-  const cl = await startCluster(shards, workers, periodMs, leaseMs);
+  const valueBytes = Math.round(flag('value-bytes', 100));
+  // Every node holds every key (3 replicas); 4x leaves room for the PUTs' overwrites before GC.
+  const poolMib = Math.max(128, Math.ceil((keyCount * (valueBytes + 64) * 4) / 2 ** 20));
+  recordParams({ leaseMs, rate: offerRate, nodeQueue: offerRate > 0 ? nodeQueue : null, concurrency: offerRate > 0 ? null : concurrency, nodeCpu, quotaPeriodMs, warmupMs, durationMs, hotspotMs, keys: keyCount, workers, shards, periodMs, nodes: 3, replication: 3, valueBytes, poolMib, workload: '95 % GET / 5 % PUT, uniform keys; after the hotspot 80 % of the requests to one node go to one shard of another' });
+  const cl = await startCluster(shards, workers, periodMs, leaseMs, poolMib);
   // One CPU budget per node, as the paper's servers each have their own CPUs (./reshard/cpu-budget.ts).
   const budgets = nodeCpu > 0 ? limitCpu(cl.pids, nodeCpu, `rowan-reshard-${process.pid}`, Math.round(quotaPeriodMs * 1000)) : { how: 'none (--node-cpu=0)', groups: cl.pids.map(() => null), release: () => {} };
   progress(`reshard: CPU budget: ${budgets.how}; threads in each node's group: ${budgets.groups.map(threadsIn).join(', ')}`, 0, 1);
@@ -140,7 +144,7 @@ export async function run(): Promise<Row[]> {
     const nodeA = c0.shards[hot]!.backups[0]!;
     const hotKeys = keys.filter((_, i) => shardOf[i] === hot);
     const shardOfName = new Map(keys.map((k, i) => [k, shardOf[i]!]));
-    const value = Buffer.alloc(100, 'v');
+    const value = Buffer.alloc(valueBytes, 'v');
     progress(`reshard: loading ${keyCount} keys`, 0, 1);
     for (let i = 0; i < keys.length; i += 64) await Promise.all(keys.slice(i, i + 64).map((k, j) => clients[j % clients.length]!.put(k, value)));
     const rand = mulberry32(42);

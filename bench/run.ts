@@ -97,7 +97,7 @@ const benches: Record<string, Bench> = {
     title: 'dynamic resharding (Figure 15): 95 % GET on 3 nodes, a hotspot on one shard at 3 s; ops/s before, during and after the move (timeline in reshard-timeline.svg)',
     module: './reshard.bench.js',
     columns: ['detectedAfterMs', 'moved', 'moveMs', 'objectsHandedOver', 'objectsPerSec', 'blogEntriesApplied', 'opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter', 'hotspotVsBefore', 'afterVsHotspot', 'cpuHotNode', 'cpuRestOfMachine', 'errors'],
-    flags: '--duration=ms (10000) --hotspot=ms (3000) --warmup=ms (3000; load not counted) --keys=N (30000) --concurrency=C (48) --workers=W (1) --shards=S (12) --period=ms (500) --rate=N (45000 ops/s offered, open loop; 0: closed loop of --concurrency) --node-queue=N (48; outstanding per node, more arrivals are shed) --lease-ms=ms (2000) --node-cpu=C (0.2; a cgroup CPU quota per node, 0: none) --quota-period=ms (10; the quota\'s CFS period)',
+    flags: '--duration=ms (10000) --hotspot=ms (3000) --warmup=ms (3000; load not counted) --keys=N (30000) --concurrency=C (48) --workers=W (1) --shards=S (12) --period=ms (500) --rate=N (45000 ops/s offered, open loop; 0: closed loop of --concurrency) --node-queue=N (48; outstanding per node, more arrivals are shed) --lease-ms=ms (2000) --node-cpu=C (0.2; a cgroup CPU quota per node, 0: none) --quota-period=ms (10; the quota\'s CFS period) --value-bytes=B (100)',
     takes: '~45 s',
   },
   'ycsb-gc': {
@@ -113,7 +113,7 @@ const benches: Record<string, Bench> = {
 
 /** Flags some benchmark reads (a misspelt one would otherwise be ignored silently). */
 const knownFlags = ['quick', 'help', 'replot', 'duration', 'streams', 'sizes', 'modes', 'depth', 'deep-depth', 'no-tcp', 'no-burst', 'retries', 'reps',
-  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue'];
+  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes'];
 
 export function usage(): string {
   const w = Math.max(...Object.keys(benches).map((n) => n.length));
