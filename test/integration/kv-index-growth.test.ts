@@ -42,64 +42,48 @@ async function checkAll(client: RowanClient, keys: number, value: (i: number) =>
   return backupReads;
 }
 
-test('150k keys into one shard: its index grows, no node dies, and a restart serves every key', { timeout: 600_000 }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'rowan-index-growth-'));
+/** Writes `n` keys into a new cluster made with `flags`, reads each back (and every `replicaEvery`th on
+ *  the `replicas` nodes' indexes), restarts the whole cluster (cold start) and reads them all again. */
+async function fillRestartRead(prefix: string, flags: string[], n: number, replicaEvery: number, replicas?: number[]): Promise<{ putS: number; before: number; after: number }> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   const base = randomBasePort();
-  // One shard: every key lands in the same index (sized for 65,536 keys at start, the old fixed size).
-  const flags = ['--shards', '1', '--pool-mib', '128'];
   let run = launchCluster(dir, base, flags);
-  const N = 150_000;
-  try {
-    await run.ready;
-    let client = await RowanClient.connect({ cluster: join(dir, 'cluster.json') });
-    await inBatches(20, 20, (i) => client.put(`fill-${i}`, '-'));
-    await inBatches(N, 1000, (i) => client.put(`k${i}`, `v${i}`));
-    await pushSegments(client);
-    const backupReads = await checkAll(client, N, (i) => `v${i}`, 97);
-    await client.close();
-    assert.equal(await stopCluster(run.child), 0, run.output());
-
-    run = launchCluster(dir, base, flags); // cold start rebuilds a 150k-key index on every node
-    await run.ready;
-    client = await RowanClient.connect({ cluster: join(dir, 'cluster.json') });
-    const after = await checkAll(client, N, (i) => `v${i}`, 97);
-    await client.close();
-    console.log(`# index growth: ${N} keys in one shard, ${backupReads} backup reads before and ${after} after a full restart`);
-  } finally {
-    await stopCluster(run.child);
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test('1 M keys into a 3-node cluster of 8 shards (125 k per shard, past the old fixed 65,536): no node dies, a restart serves every key', { timeout: 900_000 }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'rowan-million-'));
-  const base = randomBasePort();
-  // Every node holds every key (3 replicas): 1 M one-block entries are 64 MB of each pool.
-  const flags = ['--shards', '8', '--pool-mib', '256'];
-  let run = launchCluster(dir, base, flags);
-  const N = 1_000_000;
   try {
     await run.ready;
     let client = await RowanClient.connect({ cluster: join(dir, 'cluster.json') });
     await inBatches(20, 20, (i) => client.put(`fill-${i}`, '-'));
     const t0 = performance.now();
-    await inBatches(N, 1000, (i) => client.put(`k${i}`, `v${i}`));
+    await inBatches(n, 1000, (i) => client.put(`k${i}`, `v${i}`));
     const putS = (performance.now() - t0) / 1000;
     await pushSegments(client);
-    const replicaReads = await checkAll(client, N, (i) => `v${i}`, 997, [0, 1, 2]);
+    const before = await checkAll(client, n, (i) => `v${i}`, replicaEvery, replicas);
     await client.close();
     assert.equal(await stopCluster(run.child), 0, run.output());
 
-    run = launchCluster(dir, base, flags); // cold start rebuilds 8 indexes of ~125 k keys on every node
+    run = launchCluster(dir, base, flags); // the cold start rebuilds every index from the pool
     await run.ready;
     client = await RowanClient.connect({ cluster: join(dir, 'cluster.json') });
-    const after = await checkAll(client, N, (i) => `v${i}`, 997, [0, 1, 2]);
+    const after = await checkAll(client, n, (i) => `v${i}`, replicaEvery, replicas);
     await client.close();
-    console.log(`# 1 M keys: ${N} PUTs in ${putS.toFixed(1)} s, every key read on its primary and ${replicaReads} replica reads before and ${after} after a full restart`);
+    return { putS, before, after };
   } finally {
     await stopCluster(run.child);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+test('150k keys into one shard: its index grows, no node dies, and a restart serves every key', { timeout: 600_000 }, async () => {
+  // One shard: every key lands in the same index (sized for 65,536 keys at start, the old fixed size).
+  const N = 150_000;
+  const r = await fillRestartRead('rowan-index-growth-', ['--shards', '1', '--pool-mib', '128'], N, 97);
+  console.log(`# index growth: ${N} keys in one shard, ${r.before} backup reads before and ${r.after} after a full restart`);
+});
+
+test('1 M keys into a 3-node cluster of 8 shards (125 k per shard, past the old fixed 65,536): no node dies, a restart serves every key', { timeout: 900_000 }, async () => {
+  // Every node holds every key (3 replicas): 1 M one-block entries are 64 MB of each pool.
+  const N = 1_000_000;
+  const r = await fillRestartRead('rowan-million-', ['--shards', '8', '--pool-mib', '256'], N, 997, [0, 1, 2]);
+  console.log(`# 1 M keys: ${N} PUTs in ${r.putS.toFixed(1)} s, every key read on its primary and ${r.before} replica reads before and ${r.after} after a full restart`);
 });
 
 test('at its configured maximum the index refuses new keys before persisting them; updates, DELs, digests and restarts go on', { timeout: 300_000 }, async () => {
