@@ -7,42 +7,11 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '../../../../config/base/clock.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import type { Logger } from '../../../../config/base/log.js';
-import type { ConfigStore } from '../../../../config/store.js';
 import { ConfigManager, type Link } from '../../../../actors/manager/manager.js';
 import { planScatter } from '../../../../actors/manager/gather.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
+import { ManualTimers, MemoryStore, settle } from '../../../fixtures/manager-fakes.js';
 import type { GatherEntry, ManagerToNode } from '../../../../actors/kv/manager-protocol.js';
-
-class MemoryStore implements ConfigStore {
-  constructor(public cfg: ClusterConfig) {}
-  async read(): Promise<ClusterConfig> {
-    return this.cfg;
-  }
-  async write(next: ClusterConfig, expectedTerm: number | null): Promise<void> {
-    assert.equal(this.cfg.term, expectedTerm);
-    this.cfg = next;
-  }
-}
-
-/** sleep() for the manager: resolves when the test advances the clock past it. */
-class Timers {
-  private readonly due: { at: number; resolve: () => void }[] = [];
-  constructor(private readonly clock: ManualClock) {}
-  sleep = (ms: number): Promise<void> => new Promise((resolve) => this.due.push({ at: this.clock.now() + ms, resolve }));
-  async advance(ms: number): Promise<void> {
-    this.clock.advance(ms);
-    for (const t of this.due.filter((d) => d.at <= this.clock.now())) {
-      this.due.splice(this.due.indexOf(t), 1);
-      t.resolve();
-    }
-    await settle();
-  }
-}
-
-/** Let the manager's promise chain run (it awaits the store and timers, never real time). */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-}
 
 function capturingLogger(): { log: Logger; errors: string[] } {
   const errors: string[] = [];
@@ -64,7 +33,7 @@ function cluster(): ClusterConfig {
 
 test('gather/scatter: each surviving replica is sent exactly the entries it lacks, and only once the lease certainly expired', async () => {
   const clock = new ManualClock(1000);
-  const timers = new Timers(clock);
+  const timers = new ManualTimers(clock);
   const { log, errors } = capturingLogger();
   const initial = cluster();
   const timing = leaseTiming(200);
@@ -121,7 +90,7 @@ test('gather/scatter: each surviving replica is sent exactly the entries it lack
 
 test('gather/scatter: a member that listed only part of its entries is logged as an error, and the commit still goes out', async () => {
   const clock = new ManualClock(0);
-  const timers = new Timers(clock);
+  const timers = new ManualTimers(clock);
   const { log, errors } = capturingLogger();
   const initial = cluster();
   const cm = new ConfigManager(new MemoryStore(initial), initial, leaseTiming(200), clock, log, timers.sleep);

@@ -8,37 +8,18 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '../../../../config/base/clock.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import type { Logger } from '../../../../config/base/log.js';
-import type { ConfigStore } from '../../../../config/store.js';
 import { ConfigManager, type Link } from '../../../../actors/manager/manager.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
+import { ManualTimers, MemoryStore } from '../../../fixtures/manager-fakes.js';
 import type { ManagerToNode } from '../../../../actors/kv/manager-protocol.js';
 
-class MemoryStore implements ConfigStore {
-  writes = 0;
-  constructor(public cfg: ClusterConfig) {}
-  async read(): Promise<ClusterConfig> {
-    return this.cfg;
-  }
-  async write(next: ClusterConfig, expectedTerm: number | null): Promise<void> {
-    assert.equal(this.cfg.term, expectedTerm);
-    this.cfg = next;
-    this.writes++;
-  }
-}
-
 /** The manager's sleep() and tick(), on the manual clock. */
-class Timers {
-  private readonly due: { at: number; resolve: () => void }[] = [];
-  constructor(private readonly clock: ManualClock) {}
-  sleep = (ms: number): Promise<void> => new Promise((resolve) => this.due.push({ at: this.clock.now() + ms, resolve }));
+class Timers extends ManualTimers {
   /** Advance in steps of `step` ms, ticking the manager at each (its timer in production). */
   async run(ms: number, step: number, cm: ConfigManager, each: () => void = () => {}): Promise<void> {
     for (let t = 0; t < ms; t += step) {
       this.clock.advance(step);
-      for (const d of this.due.filter((x) => x.at <= this.clock.now())) {
-        this.due.splice(this.due.indexOf(d), 1);
-        d.resolve();
-      }
+      this.fire();
       each();
       cm.tick();
       for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));

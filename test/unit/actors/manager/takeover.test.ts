@@ -11,42 +11,11 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '../../../../config/base/clock.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import type { Logger } from '../../../../config/base/log.js';
-import type { ConfigStore } from '../../../../config/store.js';
 import { ConfigManager, TAKEOVER_GRACE_MS, type Activation, type Link } from '../../../../actors/manager/manager.js';
 import { planFailover } from '../../../../actors/manager/plan.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
+import { ManualTimers, MemoryStore, settle } from '../../../fixtures/manager-fakes.js';
 import type { GatherEntry, ManagerToNode } from '../../../../actors/kv/manager-protocol.js';
-
-class MemoryStore implements ConfigStore {
-  writes = 0;
-  constructor(public cfg: ClusterConfig) {}
-  async read(): Promise<ClusterConfig> {
-    return this.cfg;
-  }
-  async write(next: ClusterConfig, expectedTerm: number | null): Promise<void> {
-    assert.equal(this.cfg.term, expectedTerm);
-    this.writes++;
-    this.cfg = next;
-  }
-}
-
-class Timers {
-  private readonly due: { at: number; resolve: () => void }[] = [];
-  constructor(private readonly clock: ManualClock) {}
-  sleep = (ms: number): Promise<void> => new Promise((resolve) => this.due.push({ at: this.clock.now() + ms, resolve }));
-  async advance(ms: number): Promise<void> {
-    this.clock.advance(ms);
-    for (const t of this.due.filter((d) => d.at <= this.clock.now())) {
-      this.due.splice(this.due.indexOf(t), 1);
-      t.resolve();
-    }
-    await settle();
-  }
-}
-
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-}
 
 function logger(): { log: Logger; lines: string[] } {
   const lines: string[] = [];
@@ -77,7 +46,7 @@ function harness(nodes: number[]) {
 
 test('takeover: a stored term the previous manager did not push is completed with floors and scatter; members already on it are not waited for', async () => {
   const clock = new ManualClock(10_000);
-  const timers = new Timers(clock);
+  const timers = new ManualTimers(clock);
   const { log, lines } = logger();
   const c1 = cluster();
   const stored = planFailover(c1, 0, new Set([1, 2, 3])).next; // node 0 failed; stored at term 2, never pushed
@@ -114,7 +83,7 @@ test('takeover: a stored term the previous manager did not push is completed wit
 
 test('takeover: an invalid activation grants, suspects and stores nothing; after resume() a silent member is suspected only after lease + drift + grace', async () => {
   const clock = new ManualClock(0);
-  const timers = new Timers(clock);
+  const timers = new ManualTimers(clock);
   const { log } = logger();
   const c1 = cluster();
   const store = new MemoryStore(c1);
