@@ -24,6 +24,14 @@ function probe(lab: NetnsLab, from: string, to: string): string {
   return r.stdout.trim();
 }
 
+/** `to`'s name as seen from `from`: probes again (up to 5 times) while a busy machine makes the 1.5 s
+ *  look like a cut, so only an answer, or five silences in a row, decides. */
+function reach(lab: NetnsLab, from: string, to: string): string {
+  let got = probe(lab, from, to);
+  for (let i = 1; i < 5 && got === 'unreachable'; i++) got = probe(lab, from, to);
+  return got;
+}
+
 test('the netns harness: bridge, cut and heal, pair cuts, direct links, cleanup of this and of dead runs', { timeout: 60_000, skip: unavailable ?? false }, async () => {
   // A leftover of a "dead run": a namespace named with a pid that is not alive.
   const deadPid = 2 ** 22 + 1; // above the largest pid_max Linux allows (2^22): never a live process
@@ -34,23 +42,23 @@ test('the netns harness: bridge, cut and heal, pair cuts, direct links, cleanup 
     assert.deepEqual(NetnsLab.present(`${NETNS_PREFIX}-${deadPid}`), [], 'the dead run\'s namespace was removed');
     assert.match(lab.host('a').addr, /^10\.77\.\d+\.10$/);
     await Promise.all(['a', 'b', 'c'].map((h) => serve(lab, h)));
-    assert.equal(probe(lab, 'a', 'b'), 'b');
-    assert.equal(probe(lab, 'c', 'a'), 'a');
+    assert.equal(reach(lab, 'a', 'b'), 'b');
+    assert.equal(reach(lab, 'c', 'a'), 'a');
     lab.directLink('c', 'a');
     lab.cut('a');
     assert.equal(lab.connected('a'), false);
     assert.equal(probe(lab, 'b', 'a'), 'unreachable', 'a is cut off the bridge');
-    assert.equal(probe(lab, 'c', 'a'), 'a', 'the direct link still carries c <-> a');
-    assert.equal(probe(lab, 'c', 'b'), 'b');
+    assert.equal(reach(lab, 'c', 'a'), 'a', 'the direct link still carries c <-> a');
+    assert.equal(reach(lab, 'c', 'b'), 'b');
     lab.heal('a');
     assert.equal(lab.connected('a'), true);
-    assert.equal(probe(lab, 'b', 'a'), 'a');
+    assert.equal(reach(lab, 'b', 'a'), 'a');
     lab.cutPair('a', 'b');
     assert.equal(probe(lab, 'a', 'b'), 'unreachable');
     assert.equal(probe(lab, 'b', 'a'), 'unreachable');
-    assert.equal(probe(lab, 'a', 'c'), 'c', 'a pair cut leaves the rest');
+    assert.equal(reach(lab, 'a', 'c'), 'c', 'a pair cut leaves the rest');
     lab.healPair('a', 'b');
-    assert.equal(probe(lab, 'b', 'a'), 'a');
+    assert.equal(reach(lab, 'b', 'a'), 'a');
   } finally {
     await lab.destroy();
   }
