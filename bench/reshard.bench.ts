@@ -6,18 +6,24 @@
 // for the hotspot, the overload detected, the move started and finished (from the manager's log,
 // whose `at` is the same CLOCK_MONOTONIC this process reads).
 //
-// Flags: --duration=ms (default 10000), --hotspot=ms (3000), --warmup=ms (3000, load not counted),
-// --keys=N (30000), --rate=N (45000 requests/s offered, open loop; 0: closed loop of --concurrency=C,
-// 48), --node-queue=N (48: requests outstanding per node, more arrivals are shed), --workers=W (per
-// node, 1), --shards=S (12), --period=ms (resharding.periodMs, 500), --lease-ms=ms (2000),
-// --node-cpu=C (each node process limited to C CPUs by a cgroup quota, default 0.2; 0: no limit),
-// --quota-period=ms (the quota's CFS period, 10), --value-bytes=B (100; the pool grows to hold the keys).
+// Where a hot node's bottleneck comes from. The paper's hot server saturates its own CPUs. The three
+// nodes and the client here share 2 cores, so a hot node simply takes what idle ones leave; a cgroup
+// CPU quota per node (--link-mbit=0 --node-cpu=C, ./reshard/cpu-budget.ts) did not make the hot node
+// saturate alone either, because a node's cost per request falls as its batches grow (README
+// "Resharding", runs 1-11). So by default each node runs on a host of its own (a network namespace,
+// test/fixtures/netns.ts) whose link sends at most --link-mbit Mbit/s, the tcp fabric carries the
+// replication, and requests carry 16 KiB values: a node's capacity is its link, which it does not share
+// and which batching does not stretch. Per 250 ms the run records what each node sent, the cores each
+// node, the client and the rest of the machine ran, and (with a quota) how often it throttled a node.
+//
+// Flags (default with links / with --link-mbit=0): --link-mbit=M (180; 0: loopback), --duration=ms
+// (15000 / 10000), --hotspot=ms (3000), --warmup=ms (3000, load not counted), --keys=N (4000 / 30000),
+// --value-bytes=B (16384 / 100; the pool grows to hold the keys), --rate=N (3000 / 45000 requests/s
+// offered, open loop; 0: closed loop of --concurrency=C, 48), --node-queue=N (48: requests outstanding
+// per node, more arrivals are shed), --workers=W (per node, 1; more only on loopback), --shards=S (12),
+// --period=ms (resharding.periodMs, 500), --lease-ms=ms (2000), --node-cpu=C (a cgroup quota of C CPUs
+// per node process: none / 0.2; 0: none), --quota-period=ms (the quota's CFS period, 10).
 // Through the harness: npm run bench -- reshard.
-// The three nodes and the client share this machine's 2 cores: without a budget per node a hot node
-// simply takes the CPU an idle one leaves, so each node process gets a cgroup CPU quota
-// (./reshard/cpu-budget.ts). Per 250 ms the run records the cores each node, the client and the rest
-// of the machine ran, and how often each node's quota throttled it (README "Resharding": a node's CPU
-// is mostly a fixed part, so a hot node here did not saturate).
 import { findSecret } from '../config/base/secret.js';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,6 +38,8 @@ import { reshardTimelineSvg, type Mark } from './reshard/timeline.js';
 import { limitCpu, processCpuNs, threadsIn, throttling } from './reshard/cpu-budget.js';
 import { mulberry32 } from './ycsb/zipfian.js';
 import { askManager, managerAddress } from '../bin/manager-admin.js';
+import { MANAGER_PORT, NetnsCluster } from '../test/fixtures/netns-cluster.js';
+import { netnsUnavailable } from '../test/fixtures/netns.js';
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
 const BUCKET_MS = 100;
@@ -46,6 +54,8 @@ export interface CpuSample {
   client: number;
   /** Cores the rest of the machine ran: every other process (the manager, other users), from /proc/stat. */
   rest: number | null;
+  /** With --link-mbit: Mbit/s each node sent over the interval (its eth0 counter). */
+  linkMbit?: Record<string, number | null>;
 }
 
 /** Busy and total jiffies of the whole machine so far (/proc/stat's first line). */
@@ -69,6 +79,12 @@ function flag(name: string, dflt: number): number {
 interface Cluster {
   dir: string;
   file: string;
+  /** The manager's address (the netns cluster's is on its own host). */
+  manager: { host: string; port: number } | undefined;
+  /** How the nodes are networked (loopback, or namespaces with shaped links). */
+  network: string;
+  /** Each node's link: its limit (Mbit/s) and the bytes it has sent so far, by node index; null on loopback. */
+  links: { mbit: number; txBytes: () => (number | null)[] } | null;
   /** The node processes' pids (from the launcher's "node N ready (pid P)" lines), and their node ids. */
   pids: number[];
   ids: number[];
@@ -94,6 +110,9 @@ async function startCluster(shards: number, workers: number, periodMs: number, l
   return {
     dir,
     file: join(dir, 'cluster.json'),
+    manager: undefined,
+    network: 'loopback, shm fabric',
+    links: null,
     pids: ready.map((r) => r.pid),
     ids: ready.map((r) => r.id),
     stop: async () => {
@@ -103,34 +122,74 @@ async function startCluster(shards: number, workers: number, periodMs: number, l
   };
 }
 
+/**
+ * The same cluster with each node on a host of its own (a network namespace, test/fixtures/netns.ts)
+ * whose link sends at most `mbit` Mbit/s (tc tbf on its eth0): a server's NIC, a per-node resource that
+ * the three nodes here do not share, unlike this machine's 2 cores. Replication runs over the tcp fabric,
+ * so backup writes cross the links too. This process reaches the hosts through the lab's root link.
+ */
+async function startNetnsCluster(shards: number, periodMs: number, leaseMs: number, poolMib: number, mbit: number): Promise<Cluster> {
+  const why = netnsUnavailable();
+  if (why !== null) throw new Error(`a node per network namespace is not possible here (${why}); --link-mbit=0 runs the nodes on loopback`);
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-bench-'));
+  const segmentBytes = 4 << 20;
+  const c = await NetnsCluster.start({
+    dir, nodes: 3, shards, leaseMs, clients: [], autoReshard: true, fileStore: true,
+    pool: { segmentCount: Math.ceil((poolMib << 20) / segmentBytes), segmentBytes },
+    env: { ROWAN_RESHARDING_PERIOD_MS: String(periodMs) },
+  });
+  c.lab.rootLink();
+  for (let id = 0; id < 3; id++) c.lab.shape(`n${id}`, mbit);
+  const ids = [0, 1, 2];
+  return {
+    dir,
+    file: c.file,
+    manager: { host: c.addr('cm'), port: MANAGER_PORT },
+    network: `a network namespace per node, each sending at most ${mbit} Mbit/s (tc tbf), tcp fabric`,
+    links: { mbit, txBytes: () => ids.map((id) => c.lab.txBytes(`n${id}`)) },
+    pids: ids.map((id) => c.procs.get(id)!.pid!),
+    ids,
+    stop: () => c.destroy(),
+  };
+}
+
 function managerEvents(dir: string): Record<string, unknown>[] {
   return readFileSync(join(dir, 'manager.log'), 'utf8').split('\n').filter((l) => l.startsWith('{') && l.includes('"event"')).map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 export async function run(): Promise<Row[]> {
-  const durationMs = flag('duration', 10_000);
+  // Two set-ups (README "Resharding"). By default each node is a host of its own whose link sends at
+  // most --link-mbit Mbit/s, and requests carry 16 KiB values: the hot node's link saturates while the
+  // others' do not, as the paper's hot server's CPUs do. --link-mbit=0: all on loopback, 100 B values,
+  // a cgroup CPU quota per node instead (runs 1-11: no node saturates alone there).
+  const linkMbit = process.argv.some((a) => a === '--link-mbit=0') ? 0 : flag('link-mbit', 180);
+  const link = linkMbit > 0;
+  const durationMs = flag('duration', link ? 15_000 : 10_000);
   const hotspotMs = flag('hotspot', 3_000);
-  const keyCount = flag('keys', 30_000);
+  const keyCount = flag('keys', link ? 4_000 : 30_000);
   const concurrency = flag('concurrency', 48);
-  const offerRate = process.argv.some((a) => a === '--rate=0') ? 0 : flag('rate', 45_000);
+  const offerRate = process.argv.some((a) => a === '--rate=0') ? 0 : flag('rate', link ? 3_000 : 45_000);
   const nodeQueue = flag('node-queue', 48);
   const workers = flag('workers', 1);
   const shards = flag('shards', 12);
   const periodMs = flag('period', 500);
-  const nodeCpu = process.argv.some((a) => a === '--node-cpu=0') ? 0 : flag('node-cpu', 0.2);
+  const cpuFlag = process.argv.find((a) => a.startsWith('--node-cpu='));
+  const nodeCpu = cpuFlag === '--node-cpu=0' || (cpuFlag === undefined && link) ? 0 : flag('node-cpu', 0.2);
   const quotaPeriodMs = flag('quota-period', 10);
   // The lease only decides how fast a dead node is failed over, which this benchmark does not measure.
   // A node throttled to a fraction of a CPU runs its main thread's lease renewals late: with the default
   // 200 ms lease all three nodes lost theirs at 0.2 CPU while the keys were loaded.
   const leaseMs = flag('lease-ms', 2000);
   const warmupMs = process.argv.some((a) => a === '--warmup=0') ? 0 : flag('warmup', 3000);
-  const valueBytes = Math.round(flag('value-bytes', 100));
+  const valueBytes = Math.round(flag('value-bytes', link ? 16_384 : 100));
   // Every node holds every key (3 replicas); 4x leaves room for the PUTs' overwrites before GC.
   const poolMib = Math.max(128, Math.ceil((keyCount * (valueBytes + 64) * 4) / 2 ** 20));
-  recordParams({ leaseMs, rate: offerRate, nodeQueue: offerRate > 0 ? nodeQueue : null, concurrency: offerRate > 0 ? null : concurrency, nodeCpu, quotaPeriodMs, warmupMs, durationMs, hotspotMs, keys: keyCount, workers, shards, periodMs, nodes: 3, replication: 3, valueBytes, poolMib, workload: '95 % GET / 5 % PUT, uniform keys; after the hotspot 80 % of the requests to one node go to one shard of another' });
-  const cl = await startCluster(shards, workers, periodMs, leaseMs, poolMib);
+  recordParams({ linkMbit: linkMbit > 0 ? linkMbit : null, leaseMs, rate: offerRate, nodeQueue: offerRate > 0 ? nodeQueue : null, concurrency: offerRate > 0 ? null : concurrency, nodeCpu, quotaPeriodMs, warmupMs, durationMs, hotspotMs, keys: keyCount, workers, shards, periodMs, nodes: 3, replication: 3, valueBytes, poolMib, workload: '95 % GET / 5 % PUT, uniform keys; after the hotspot 80 % of the requests to one node go to one shard of another' });
+  if (link && workers !== 1) throw new Error('--workers: the namespaced nodes run one worker each; --link-mbit=0 for more');
+  const cl = link ? await startNetnsCluster(shards, periodMs, leaseMs, poolMib, linkMbit) : await startCluster(shards, workers, periodMs, leaseMs, poolMib);
+  progress(`reshard: ${cl.network}`, 0, 1);
   // One CPU budget per node, as the paper's servers each have their own CPUs (./reshard/cpu-budget.ts).
-  const budgets = nodeCpu > 0 ? limitCpu(cl.pids, nodeCpu, `rowan-reshard-${process.pid}`, Math.round(quotaPeriodMs * 1000)) : { how: 'none (--node-cpu=0)', groups: cl.pids.map(() => null), release: () => {} };
+  const budgets = nodeCpu > 0 ? limitCpu(cl.pids, nodeCpu, `rowan-reshard-${process.pid}`, Math.round(quotaPeriodMs * 1000)) : { how: 'none', groups: cl.pids.map(() => null), release: () => {} };
   progress(`reshard: CPU budget: ${budgets.how}; threads in each node's group: ${budgets.groups.map(threadsIn).join(', ')}`, 0, 1);
   const nodeOfPid = cl.ids.map(String);
   try {
@@ -240,7 +299,7 @@ export async function run(): Promise<Row[]> {
     const loadSampler = (async () => {
       while (monotonicClock.now() < t0) await new Promise((res) => setTimeout(res, 20));
       while (monotonicClock.now() < end) {
-        const r = (await askManager(managerAddress(undefined, c0), { op: 'loads' }, 1000, secret).catch(() => null)) as { loads: Record<string, number> } | null;
+        const r = (await askManager(cl.manager ?? managerAddress(undefined, c0), { op: 'loads' }, 1000, secret).catch(() => null)) as { loads: Record<string, number> } | null;
         if (r) loads.push({ atMs: monotonicClock.now() - t0, loads: r.loads });
         await new Promise((res) => setTimeout(res, 250));
       }
@@ -254,6 +313,7 @@ export async function run(): Promise<Row[]> {
       let prevThr = budgets.groups.map(throttling);
       let prevClient = process.cpuUsage();
       let prevMachine = machineJiffies();
+      let prevTx = cl.links?.txBytes() ?? null;
       const cores = availableParallelism();
       while (monotonicClock.now() < end) {
         await new Promise((res) => setTimeout(res, CPU_SAMPLE_MS));
@@ -262,6 +322,7 @@ export async function run(): Promise<Row[]> {
         const thr = budgets.groups.map(throttling);
         const client = process.cpuUsage();
         const machine = machineJiffies();
+        const tx = cl.links?.txBytes() ?? null;
         const dtUs = (at - prevAt) * 1000;
         const nodeCores = cl.pids.map((_, i) => (ns[i] !== null && prevNs[i] !== null && ns[i]! >= prevNs[i]! ? (ns[i]! - prevNs[i]!) / 1000 / dtUs : null));
         const clientCores = (client.user + client.system - prevClient.user - prevClient.system) / dtUs;
@@ -277,7 +338,9 @@ export async function run(): Promise<Row[]> {
           })),
           client: +clientCores.toFixed(3),
           rest: busyCores === null ? null : +Math.max(0, busyCores - clientCores - nodeCores.reduce<number>((a, b) => a + (b ?? 0), 0)).toFixed(3),
+          ...(tx && prevTx ? { linkMbit: Object.fromEntries(cl.pids.map((_, i) => [nodeOfPid[i]!, tx[i] != null && prevTx![i] != null ? +(((tx[i]! - prevTx![i]!) * 8) / dtUs).toFixed(1) : null])) } : {}),
         });
+        prevTx = tx;
         prevMachine = machine;
         prevAt = at;
         prevNs = ns;
@@ -360,6 +423,7 @@ export async function run(): Promise<Row[]> {
       notGenerated: offerRate > 0 ? notGenerated : null,
       p50Ms: [win.before, win.hotspot, win.after].map((w) => pct(...w, 0.5)).join(' / '),
       p99Ms: [win.before, win.hotspot, win.after].map((w) => pct(...w, 0.99)).join(' / '),
+      network: cl.network,
       cpuBudget: budgets.how,
       // Cores used (all threads) in the three windows: the hot shard's first primary B, the node it
       // moved to (A), the third node, and this client process.
@@ -368,6 +432,8 @@ export async function run(): Promise<Row[]> {
       throttledHotNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(thrOf(nodeB), w)).join(' / '),
       cpuTargetNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(cpuOf(nodeA), w)).join(' / '),
       cpuThirdNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(cpuOf(3 - nodeA - nodeB), w)).join(' / '),
+      // With --link-mbit: Mbit/s the hot node, the target and the third node sent in the three windows.
+      ...(cl.links ? Object.fromEntries(([['linkMbitHotNode', nodeB], ['linkMbitTargetNode', nodeA], ['linkMbitThirdNode', 3 - nodeA - nodeB]] as const).map(([k, n]) => [k, [win.before, win.hotspot, win.after].map((w) => meanCpu((c) => c.linkMbit?.[String(n)] ?? null, w)).join(' / ')])) : {}),
       cpuClient: [win.before, win.hotspot, win.after].map((w) => meanCpu((c) => c.client, w)).join(' / '),
       // Everything else on the machine (other users' processes: noise), over the whole run and the windows.
       cpuRestOfMachine: [win.before, win.hotspot, win.after].map((w) => meanCpu((c) => c.rest, w)).join(' / '),
@@ -378,7 +444,7 @@ export async function run(): Promise<Row[]> {
     if (doneMs !== null) marks.push({ label: 'move finished', atMs: doneMs, color: '#9467bd' });
     writeFileSync(
       join(resultsDir, 'reshard-timeline.svg'),
-      reshardTimelineSvg(`Resharding (Figure 15): 3 nodes, ${shards} shards, 95 % GET; hotspot on shard ${hot} of node ${nodeB} at ${hotspotMs / 1000} s`, BUCKET_MS, buckets, marks, loads, { cpu, quota: nodeCpu > 0 && budgets.groups.every((g) => g !== null) ? nodeCpu : null }),
+      reshardTimelineSvg(`Resharding (Figure 15): 3 nodes, ${shards} shards, 95 % GET; hotspot on shard ${hot} of node ${nodeB} at ${hotspotMs / 1000} s`, BUCKET_MS, buckets, marks, loads, { cpu, quota: nodeCpu > 0 && budgets.groups.every((g) => g !== null) ? nodeCpu : null, linkMbit: cl.links?.mbit ?? null }),
     );
     const loadAt = (ms: number) => loads.filter((l) => l.atMs <= ms).pop()?.loads ?? {};
     row['loadsBeforeHotspot'] = JSON.stringify(loadAt(hotspotMs));

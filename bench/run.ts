@@ -96,9 +96,9 @@ const benches: Record<string, Bench> = {
   reshard: {
     title: 'dynamic resharding (Figure 15): 95 % GET on 3 nodes, a hotspot on one shard at 3 s; ops/s before, during and after the move (timeline in reshard-timeline.svg)',
     module: './reshard.bench.js',
-    columns: ['detectedAfterMs', 'moved', 'moveMs', 'objectsHandedOver', 'objectsPerSec', 'blogEntriesApplied', 'opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter', 'hotspotVsBefore', 'afterVsHotspot', 'cpuHotNode', 'cpuRestOfMachine', 'errors'],
-    flags: '--duration=ms (10000) --hotspot=ms (3000) --warmup=ms (3000; load not counted) --keys=N (30000) --concurrency=C (48) --workers=W (1) --shards=S (12) --period=ms (500) --rate=N (45000 ops/s offered, open loop; 0: closed loop of --concurrency) --node-queue=N (48; outstanding per node, more arrivals are shed) --lease-ms=ms (2000) --node-cpu=C (0.2; a cgroup CPU quota per node, 0: none) --quota-period=ms (10; the quota\'s CFS period) --value-bytes=B (100)',
-    takes: '~45 s',
+    columns: ['detectedAfterMs', 'moved', 'moveMs', 'objectsHandedOver', 'objectsPerSec', 'blogEntriesApplied', 'opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter', 'hotspotVsBefore', 'afterVsHotspot', 'cpuHotNode', 'linkMbitHotNode', 'cpuRestOfMachine', 'errors'],
+    flags: '--link-mbit=M (180: each node in a network namespace whose link sends M Mbit/s, tcp fabric; 0: all on loopback, shm fabric) --duration=ms (15000; 10000 on loopback) --hotspot=ms (3000) --warmup=ms (3000; load not counted) --keys=N (4000; 30000) --value-bytes=B (16384; 100) --rate=N (3000; 45000 ops/s offered, open loop; 0: closed loop of --concurrency) --concurrency=C (48) --node-queue=N (48; outstanding per node, more arrivals are shed) --workers=W (1; more only on loopback) --shards=S (12) --period=ms (500) --lease-ms=ms (2000) --node-cpu=C (a cgroup CPU quota per node: none; 0.2 on loopback; 0: none) --quota-period=ms (10; the quota\'s CFS period)',
+    takes: '~1 min',
   },
   'ycsb-gc': {
     title: 'YCSB Load A / A on Rowan-KV with big pools vs small pools under GC pressure: ops/s, latency (µs), segments reclaimed',
@@ -113,7 +113,7 @@ const benches: Record<string, Bench> = {
 
 /** Flags some benchmark reads (a misspelt one would otherwise be ignored silently). */
 const knownFlags = ['quick', 'help', 'replot', 'duration', 'streams', 'sizes', 'modes', 'depth', 'deep-depth', 'no-tcp', 'no-burst', 'retries', 'reps',
-  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes'];
+  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes', 'link-mbit'];
 
 export function usage(): string {
   const w = Math.max(...Object.keys(benches).map((n) => n.length));

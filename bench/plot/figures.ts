@@ -311,7 +311,7 @@ const reshard = (rows: Rows): Figure[] => [
     file: 'reshard.svg',
     svg: barChartSvg({
       title: 'dynamic resharding (Figure 15): total ops/s before the hotspot, during it (until the overload is detected) and after the move',
-      notes: ['the timeline with each node\'s load is reshard-timeline.svg; each node runs under a CPU budget (cpuBudget in the JSON), as the paper\'s servers each have their own CPUs'],
+      notes: [`the timeline with each node's load is reshard-timeline.svg; ${rows.map((r) => `nodes: ${String(r.network ?? 'loopback')}; CPU budget: ${String(r.cpuBudget ?? 'none')}`).join('; ')}`],
       value: { label: 'operations per second' },
       series: ['2 s before the hotspot', 'hotspot until detected', 'after the move'],
       bars: rows.map((r) => ({ label: `moved ${r.moved}`, values: [num(r, 'opsPerSecBefore'), num(r, 'opsPerSecHotspot'), num(r, 'opsPerSecAfter')] })),

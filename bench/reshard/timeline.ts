@@ -22,9 +22,11 @@ const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#8c564b'];
 
 /** Per-node CPU samples (cores) and the quota each node ran under, for the bottom panel. */
 export interface CpuPanel {
-  cpu: { atMs: number; nodes: Record<string, number | null>; client: number; rest: number | null }[];
+  cpu: { atMs: number; nodes: Record<string, number | null>; client: number; rest: number | null; linkMbit?: Record<string, number | null> }[];
   /** Each node's quota in cores (a dashed line), or null: none. */
   quota: number | null;
+  /** Each node's link limit in Mbit/s (a panel of what each sent, the limit dashed), or null: loopback. */
+  linkMbit?: number | null;
 }
 
 /** Throughput over time (top) and, when given, each node's load as the manager saw it (middle) and
@@ -48,7 +50,7 @@ export function reshardTimelineSvg(title: string, bucketMs: number, buckets: num
     panels.push(linePanel(panels.length + 1, spanMs, marks, {
       heading: `CPU per process, all threads (cores)${cpu.quota !== null ? `; dashed: each node's quota, ${cpu.quota} CPU` : ''}`,
       axis: 'time (s); per 250 ms: /proc/PID/task/*/schedstat (nodes), process.cpuUsage (client), /proc/stat minus both (rest)',
-      unit: (v) => v.toFixed(v < 1 && v > 0 ? 1 : 0),
+      unit: (v) => String(+v.toFixed(2)),
       steps: [0.1, 0.2, 0.25, 0.5, 1],
       floor: cpu.quota ?? 0,
       level: cpu.quota,
@@ -57,6 +59,19 @@ export function reshardTimelineSvg(title: string, bucketMs: number, buckets: num
         { label: 'client', color: '#7f7f7f', points: cpu.cpu.map((c) => [c.atMs, c.client] as const) },
         { label: 'rest (noise)', color: '#bcbd22', points: cpu.cpu.filter((c) => c.rest !== null).map((c) => [c.atMs, c.rest!] as const) },
       ],
+    }));
+  }
+  const limit = cpu?.linkMbit;
+  if (cpu && limit != null) {
+    const nodes = [...new Set(cpu.cpu.flatMap((c) => Object.keys(c.linkMbit ?? {})))].sort();
+    panels.push(linePanel(panels.length + 1, spanMs, marks, {
+      heading: `What each node sent on its link (Mbit/s); dashed: its limit, ${limit} Mbit/s`,
+      axis: 'time (s); per 250 ms: the tx byte counter of each node\'s eth0 (its network namespace)',
+      unit: (v) => String(+v.toFixed(1)),
+      steps: [10, 20, 25, 50, 100, 200, 250, 500, 1000],
+      floor: limit * 1.2, // the dashed limit below the legend
+      level: limit,
+      lines: nodes.map((n, i) => ({ label: `node ${n}`, color: COLORS[i % COLORS.length]!, points: cpu.cpu.filter((c) => c.linkMbit?.[n] != null).map((c) => [c.atMs, c.linkMbit![n]!] as const) })),
     }));
   }
   if (panels.length === 0) return top;

@@ -1,6 +1,7 @@
 // The partition harness itself (test/fixtures/netns.ts): hosts reach each other over the bridge; a cut
 // of one host's bridge port stops its traffic while a direct link keeps its pair talking; a cut between
-// two hosts only stops theirs; heals restore everything; destroy() leaves no namespace or process; and
+// two hosts only stops theirs; heals restore everything; a shaped link (shape) still carries traffic and
+// its tx counter (txBytes) counts it; destroy() leaves no namespace or process; and
 // namespaces left by a run that died (its pid in the name) are removed by the next lab.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -59,6 +60,15 @@ test('the netns harness: bridge, cut and heal, pair cuts, direct links, cleanup 
     assert.equal(reach(lab, 'a', 'c'), 'c', 'a pair cut leaves the rest');
     lab.healPair('a', 'b');
     assert.equal(reach(lab, 'b', 'a'), 'a');
+    // A shaped link (the reshard benchmark's): a token bucket on b's eth0, and b still answers; b's tx
+    // counter grows by at least what it sent (its name, and TCP's handshake and teardown).
+    lab.shape('b', 50);
+    const qdisc = spawnSync('tc', ['-n', lab.host('b').ns, 'qdisc', 'show', 'dev', 'eth0'], { encoding: 'utf8' }).stdout;
+    assert.match(qdisc, /tbf .*rate 50Mbit/, qdisc);
+    const tx0 = lab.txBytes('b');
+    assert.ok(tx0 !== null, 'b\'s tx counter is readable');
+    assert.equal(reach(lab, 'a', 'b'), 'b', 'a shaped link still carries b\'s answer');
+    assert.ok(lab.txBytes('b')! > tx0 + 'b'.length, 'b\'s tx counter grew');
   } finally {
     await lab.destroy();
   }
