@@ -4,7 +4,8 @@
 // which rejoins and gets its replicas back (re-replication) before the next cycle. A PUT/GET/DEL load
 // on the moving shard and one other runs throughout; its history is checked for linearizability (no
 // acknowledged write lost, no stale read) and, from the logs, no node served a moved shard before
-// its source had stopped. ROWAN_RESHARD_KILL_CYCLES cycles (default 4: 2 sources, 2 targets);
+// its source had stopped. ROWAN_RESHARD_KILL_CYCLES kills (default 4: 2 sources, 2 targets; a victim
+// that died on its own before its kill does not count);
 // `npm run test:reshard-kills` runs 40 (20 each).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,7 +25,7 @@ const SHARDS = 6;
 const HOT = 1;
 const CYCLES = Number(process.env['ROWAN_RESHARD_KILL_CYCLES'] ?? 4);
 
-test(`moves interrupted by SIGKILL of the source or the target (${CYCLES} cycles): rollback or failover, every acknowledged write readable, history linearizable`, { timeout: 120_000 + CYCLES * 30_000 }, async () => {
+test(`moves interrupted by SIGKILL of the source or the target (${CYCLES} kills, half of each): rollback or failover, every acknowledged write readable, history linearizable`, { timeout: 120_000 + CYCLES * 60_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-kill-'));
   const cl = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', '200', '--no-auto-reshard', '--pool-mib', '48']);
   const clients: RowanClient[] = [];
@@ -40,18 +41,24 @@ test(`moves interrupted by SIGKILL of the source or the target (${CYCLES} cycles
     const load = new KvLoad(clients, keys, maxOps, 5);
     load.start();
     await waitFor('load to start', () => load.ops > 50, 30_000);
-    for (let cycle = 0; cycle < CYCLES; cycle++) {
+    // CYCLES kills, half of sources and half of targets: a victim that died on its own before the kill
+    // (below) does not count, and the role that is behind is killed next.
+    const want = { source: Math.ceil(CYCLES / 2), target: Math.floor(CYCLES / 2) };
+    const killed = { source: 0, target: 0 };
+    for (let cycle = 0; killed.source < want.source || killed.target < want.target; cycle++) {
+      assert.ok(cycle < CYCLES * 2, `only ${killed.source} sources and ${killed.target} targets killed in ${cycle} tries`);
       await waitFor(`cycle ${cycle}: every shard with 3 caught-up replicas`, () => fullyReplicated(file, 3) && (readCluster(file).dead ?? []).length === 0, 90_000, 50);
       const c = readCluster(file);
       const source = c.shards[HOT]!.primary;
       const target = otherReplica(c, HOT, cycle);
-      const victim = cycle % 2 === 0 ? source : target;
+      const role = killed.source < want.source && (killed.source <= killed.target || killed.target >= want.target) ? 'source' : 'target';
+      const victim = role === 'source' ? source : target;
       const pid = nodePids(cl.output()).get(victim)!;
       const ops = load.ops;
       assert.ok(load.ops < maxOps, `the load reached its bound of ${maxOps} operations`);
       await waitFor('load to go on', () => load.ops > ops + 20, 30_000);
       const moving = move(c, HOT, target, dir).then((r) => (r.doneAt !== undefined ? 'done' : 'stalled'), (e: Error) => (/rolled back/.test(e.message) ? 'rolled back' : `refused`));
-      const delayMs = Math.random() * (cycle % 4 < 2 ? 8 : 60); // half early (prepare), half late (promotion)
+      const delayMs = Math.random() * (killed[role] % 2 === 0 ? 8 : 60); // half early (prepare), half late (promotion)
       await new Promise((r) => setTimeout(r, delayMs)); // a random point of the move (it takes ~10-100 ms here)
       const killedAt = monotonicClock.now(); // the clock of the manager's `at` (CLOCK_MONOTONIC)
       if (!killNode(pid)) {
@@ -61,6 +68,7 @@ test(`moves interrupted by SIGKILL of the source or the target (${CYCLES} cycles
         await moving;
         continue;
       }
+      killed[role]++;
       const outcome = await moving;
       // Where in the move the kill landed, from the manager's step records of this move.
       const steps = logRecords(join(dir, 'manager.log')).filter((x) => typeof x['event'] === 'string' && (x['event'] as string).startsWith('move-') && x['term'] === c.term + 1);
@@ -80,7 +88,7 @@ test(`moves interrupted by SIGKILL of the source or the target (${CYCLES} cycles
     const one = checkOneServer(dir, 3);
     const rolledBack = logRecords(join(dir, 'manager.log')).filter((x) => x['event'] === 'move-rolled-back').length;
     console.log(
-      `reshard kill test: ${CYCLES} kills mid-move ${JSON.stringify(outcomes)}; ${rolledBack} rolled back by the manager; ` +
+      `reshard kill test: ${killed.source + killed.target} kills mid-move (${killed.source} sources, ${killed.target} targets) ${JSON.stringify(outcomes)}; ${rolledBack} rolled back by the manager; ` +
         `${load.ops} ops (${load.counts.ok} ok, ${load.counts.fail} not applied, ${load.counts.unknown} unknown ${JSON.stringify(load.counts.codes)}), linearizable (${r.ok === true ? r.checked : 0} checked), 0 acknowledged writes lost; ` +
         `${one.checked} served moves: source stopped first in all`,
     );
