@@ -16,11 +16,15 @@ export interface ShardRate {
 interface Report {
   at: number;
   term: number;
+  /** Its place among every report recorded (1, 2, ...): which reports came after a plan. */
+  seq: number;
   rates: Map<number, ShardRate>;
 }
 
 export class LoadTable {
   private readonly reports = new Map<number, Report>();
+  /** Reports recorded so far. */
+  seq = 0;
 
   /** A node's `load` message: flat (shard, requests, writes) triples counted over `periodMs`. */
   record(node: number, term: number, periodMs: number, flat: readonly number[], now: number): void {
@@ -31,18 +35,19 @@ export class LoadTable {
       if (!Number.isInteger(shard) || shard < 0 || !(reqs >= 0) || !(writes >= 0)) continue; // a broken report counts nothing
       rates.set(shard, { reqs: (reqs * 1000) / periodMs, writes: (writes * 1000) / periodMs });
     }
-    this.reports.set(node, { at: now, term, rates });
+    this.reports.set(node, { at: now, term, seq: ++this.seq, rates });
   }
 
   forget(node: number): void {
     this.reports.delete(node);
   }
 
-  /** Whether every node in `nodes` reported since `since` at term `term` or later. */
-  freshFor(nodes: readonly number[], since: number, term: number): boolean {
+  /** Whether every node in `nodes` reported since `since` at term `term` or later, and after the
+   *  report numbered `afterSeq` (default: any). */
+  freshFor(nodes: readonly number[], since: number, term: number, afterSeq = 0): boolean {
     return nodes.every((n) => {
       const r = this.reports.get(n);
-      return r !== undefined && r.at >= since && r.term >= term;
+      return r !== undefined && r.at >= since && r.term >= term && r.seq > afterSeq;
     });
   }
 
@@ -69,4 +74,33 @@ export function nodeLoads(c: ClusterConfig, rates: ReadonlyMap<number, ShardRate
     for (const b of s.backups) if (load.has(b)) load.set(b, load.get(b)! + BACKUP_WRITE_WEIGHT * r.writes);
   }
   return load;
+}
+
+/**
+ * When automatic resharding plans (§4.6): once per generation of reports -- as soon as every reachable
+ * member has reported since the last plan, a whole period after the last configuration change -- and
+ * it moves only when two generations in a row are overloaded. One report period straddling the onset
+ * of a hotspot shows a mix of the old and the new load, and would move the wrong shard. Planning on
+ * the report that completes a generation, not on a timer of the manager's own, adds no wait for a tick
+ * and never counts one report twice.
+ */
+export class OverloadDetector {
+  private lastPlanSeq = 0;
+  private seen = 0;
+
+  /** Whether a new generation is complete: every one of `members` reported after the last plan, at
+   *  `term` or later, and since `since`. */
+  due(loads: LoadTable, members: readonly number[], since: number, term: number): boolean {
+    return members.length > 0 && loads.freshFor(members, since, term, this.lastPlanSeq);
+  }
+
+  /** The generation was planned, with `moves` moves: true when it is the second overloaded one in a row
+   *  (the counting starts over). */
+  planned(loads: LoadTable, moves: number): boolean {
+    this.lastPlanSeq = loads.seq;
+    this.seen = moves === 0 ? 0 : this.seen + 1;
+    if (this.seen < 2) return false;
+    this.seen = 0;
+    return true;
+  }
 }

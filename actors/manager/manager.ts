@@ -30,7 +30,7 @@ import { Healing } from './healing.js';
 import { Reach } from './reach.js';
 import { notActive } from './election.js';
 import { ALWAYS, completeStoredTerm, TAKEOVER_GRACE_MS, type Activation, type TakeoverHost } from './takeover.js';
-import { LoadTable } from './load.js';
+import { LoadTable, OverloadDetector } from './load.js';
 import { MOVE_PROMOTE_TIMEOUT_MS, MoveRunner, type MoveRecord } from './moves.js';
 import { DEFAULT_RESHARDING, planBalance, type BalancePlan, type Move, type ReshardingOptions } from './reshard.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -94,8 +94,7 @@ export class ConfigManager {
   private readonly moveRequests: { moves: Move[]; why: string; reply: (err: Error | null, rec?: MoveRecord) => void }[] = [];
   /** When the configuration last changed: load reports must cover periods after it. */
   private changedAt: number;
-  private nextPlanAt = 0;
-  private overloadSeen = 0;
+  private readonly overload = new OverloadDetector();
   private resumeAfter = 0;
 
   constructor(
@@ -260,7 +259,9 @@ export class ConfigManager {
         return;
       }
       case 'load':
-        if (this.members().includes(m.node) && Array.isArray(m.loads)) this.loads.record(m.node, m.term, m.periodMs, m.loads, now);
+        if (!this.members().includes(m.node) || !Array.isArray(m.loads)) return;
+        this.loads.record(m.node, m.term, m.periodMs, m.loads, now);
+        if (this.activation.valid()) this.maybeRebalance(now); // the report that completes a generation plans at once
         return;
     }
   }
@@ -334,22 +335,15 @@ export class ConfigManager {
     return planBalance(this.cfg, this.loads.shardRates(), [...this.reachable()], this.resharding);
   }
 
-  /**
-   * Automatic resharding (§4.6), each period: once every reachable member has reported a whole period
-   * after the last configuration change, plan; moves found are queued as one batch.
-   */
+  /** Automatic resharding (§4.6): plans once per generation of load reports (./load.ts
+   *  OverloadDetector); the moves of a second overloaded generation in a row are queued as one batch. */
   private maybeRebalance(now: number): void {
     const r = this.resharding;
-    if (!r.auto || this.running || this.closed || now < this.nextPlanAt || this.moveRequests.length > 0) return;
-    this.nextPlanAt = now + r.periodMs;
+    if (!r.auto || this.running || this.closed || this.moveRequests.length > 0) return;
     const members = [...this.reachable()];
-    if (!this.loads.freshFor(members, this.changedAt + r.periodMs, this.cfg.term)) return;
+    if (!this.overload.due(this.loads, members, this.changedAt + r.periodMs, this.cfg.term)) return;
     const plan = this.balancePlan();
-    // Two periods in a row: one report period straddling the onset of a hotspot shows a mix of the
-    // old and the new load, and would move the wrong shard.
-    this.overloadSeen = plan.moves.length === 0 ? 0 : this.overloadSeen + 1;
-    if (this.overloadSeen < 2) return;
-    this.overloadSeen = 0;
+    if (!this.overload.planned(this.loads, plan.moves.length)) return;
     this.log.warn({ event: 'overload-detected', at: now, loads: plan.loads, average: plan.average, overloaded: plan.overloaded, moves: plan.moves },
       `overload: node ${plan.overloaded.join(', node ')} above the average ${plan.average} ops/s by more than ${r.overloadPercent} % (loads ${JSON.stringify(plan.loads)}); moving ${plan.moves.map((m) => `shard ${m.shard} ${m.from}->${m.to}`).join(', ')}`);
     this.requestMove(plan.moves, 'overload', (err) => {

@@ -2,7 +2,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { planFailover } from '../../../../actors/manager/plan.js';
-import { BACKUP_WRITE_WEIGHT, LoadTable, nodeLoads } from '../../../../actors/manager/load.js';
+import { BACKUP_WRITE_WEIGHT, LoadTable, OverloadDetector, nodeLoads } from '../../../../actors/manager/load.js';
+import { ConfigManager, type Link } from '../../../../actors/manager/manager.js';
+import { leaseTiming } from '../../../../actors/manager/leases.js';
+import { ManualClock } from '../../../../config/base/clock.js';
+import type { Logger } from '../../../../config/base/log.js';
+import type { ManagerToNode } from '../../../../actors/kv/manager-protocol.js';
+import { ManualTimers, MemoryStore, settle } from '../../../fixtures/manager-fakes.js';
 import { DEFAULT_RESHARDING, clearTasks, moveRefusal, planBalance, planMoves, rollBack } from '../../../../actors/manager/reshard.js';
 import { LoadCounters, LoadSampler, createLoadCounters } from '../../../../actors/kv/load.js';
 
@@ -105,4 +111,60 @@ test('the failover of a move\'s source re-promotes the shard at the target; of i
   assert.ok(byTarget.moved.some((m) => m.shard === 0 && m.from === 1));
   assert.notEqual(byTarget.next.shards[0]!.primary, 1);
   assert.deepEqual(byTarget.next.migrations, []);
+});
+
+test('overload detection: one plan per generation of reports (every member reported since the last plan), a move after two overloaded generations in a row', () => {
+  const t = new LoadTable();
+  const d = new OverloadDetector();
+  const members = [0, 1, 2];
+  const report = (n: number, at: number, term = 1) => t.record(n, term, 500, [n, 100, 0], at);
+  for (const n of members) report(n, 1000);
+  assert.equal(d.due(t, members, 500, 1), true, 'a whole generation');
+  assert.equal(d.planned(t, 1), false, 'the first overloaded generation only counts');
+  assert.equal(d.due(t, members, 500, 1), false, 'the same reports are not planned twice');
+  report(0, 1500);
+  report(1, 1500);
+  assert.equal(d.due(t, members, 500, 1), false, 'node 2 has not reported since the last plan');
+  report(2, 1500);
+  assert.equal(d.due(t, members, 500, 1), true);
+  assert.equal(d.planned(t, 1), true, 'the second overloaded generation in a row moves');
+  for (const n of members) report(n, 2000);
+  assert.equal(d.planned(t, 1), false, 'after a move the counting starts over');
+  for (const n of members) report(n, 2500);
+  assert.equal(d.planned(t, 0), false, 'a balanced generation');
+  for (const n of members) report(n, 3000);
+  assert.equal(d.planned(t, 1), false, 'breaks the run: this one is the first again');
+  for (const n of members) report(n, 3500);
+  assert.equal(d.due(t, members, 4000, 1), false, 'reports from before a configuration change (+ a period) do not count');
+  assert.equal(d.due(t, members, 500, 2), false, 'nor reports of an older term');
+  assert.equal(d.due(t, [], 500, 1), false, 'no members, no plan');
+});
+
+test('the manager plans on the report that completes a generation: two overloaded generations start the move, with no timer advanced', async () => {
+  const clock = new ManualClock(10_000);
+  const timers = new ManualTimers(clock);
+  const c = cluster(3, 6, 3); // node n is primary of shards n and n+3
+  const sent = new Map<number, ManagerToNode[]>([0, 1, 2].map((n) => [n, []]));
+  const links = new Map<number, Link>([0, 1, 2].map((n) => [n, { send: (m: ManagerToNode) => void sent.get(n)!.push(m) }]));
+  const lines: string[] = [];
+  const keep = (_o: unknown, msg: string) => void lines.push(msg);
+  const log = { info: keep, warn: keep, debug: keep, trace: keep, error: keep } as unknown as Logger;
+  const cm = new ConfigManager(new MemoryStore(c), c, leaseTiming(200), clock, log, timers.sleep, undefined, { ...DEFAULT_RESHARDING, auto: true });
+  for (const n of [0, 1, 2]) cm.onMessage({ t: 'hello', node: n, pid: 1, term: 1 }, links.get(n)!);
+  await settle();
+  clock.advance(600); // a whole period after the manager started
+  // Shard 0 (node 0) is hot: node 0 serves 9,000 requests/s, the others 600.
+  const generation = () => {
+    cm.onMessage({ t: 'load', node: 0, term: 1, periodMs: 500, loads: [0, 4000, 0, 3, 500, 0] }, links.get(0)!);
+    cm.onMessage({ t: 'load', node: 1, term: 1, periodMs: 500, loads: [1, 150, 0, 4, 150, 0] }, links.get(1)!);
+    const before = lines.length;
+    cm.onMessage({ t: 'load', node: 2, term: 1, periodMs: 500, loads: [2, 150, 0, 5, 150, 0] }, links.get(2)!);
+    return lines.slice(before);
+  };
+  assert.ok(!generation().some((l) => /^overload/.test(l)), 'the first overloaded generation moves nothing');
+  const second = generation();
+  assert.ok(second.some((l) => /^overload: node 0 above the average/.test(l)), second.join('\n'));
+  await settle();
+  assert.equal(sent.get(1)!.filter((m) => m.t === 'prepare').length, 1, 'the move of shard 0 is under way (prepare sent)');
+  cm.close();
 });
