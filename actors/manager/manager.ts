@@ -2,20 +2,8 @@
 // the server (./server.ts) feeds it messages and connection closes, a timer calls tick(), and it talks
 // back through each node's Link. Time comes from the injected clock.
 //
-// Failover of node X, one at a time:
-//   detected   X's connection dropped (a hint) or its lease certainly expired; X gets no more grants
-//   (wait)     until X's lease has certainly expired (./leases.ts): never a second primary. Planning
-//              waits too: nodes that died with X (the whole cluster, in a power loss) have dropped
-//              their connections by then, and no shard is handed to one of them -- with none live
-//              the failover waits and retries, so a cluster restarted after it keeps every node
-//   stored     the new configuration (./plan.ts) written with a compare-and-set on the term
-//   prepared   every live member acknowledged `prepare` (it blocks requests) -- or timed out; each
-//              listed the entries of the moved shards it may hold alone (gather, ./gather.ts)
-//   committed  `commit` sent, with each surviving replica of a moved shard the gathered entries it
-//              lacks (scatter): members serve the new configuration; promoted shards catch up first
-//   promoted   every new primary reported phase 2 done
-// Each step is one log line with `event` and `at` (monotonic ms, comparable across processes on this
-// host): `rowan cluster` prints them, the failover benchmark plots them.
+// Failovers of nodes one at a time (./failover.ts), then configuration changes that move no primary
+// (./healing.ts) and resharding moves (./moves.ts), from one drain loop.
 //
 // With a standby a manager acts only while it is the elected active one (./takeover.ts, ./election.ts).
 import type { Clock } from '../../config/base/clock.js';
@@ -24,7 +12,8 @@ import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
 import { planScatter, type MemberReport } from './gather.js';
 import { LeaseTable, type LeaseTiming } from './leases.js';
-import { FAILOVER_MODES, planFailover, type FailoverPlan, type ShardMove } from './plan.js';
+import { FAILOVER_MODES, type ShardMove } from './plan.js';
+import { failOver, failoverEvent, markFailover, type FailoverHost, type FailoverRecord } from './failover.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
 import { Healing } from './healing.js';
 import { Reach } from './reach.js';
@@ -44,20 +33,6 @@ export interface Link {
 /** A member that has not acknowledged `prepare` by then is left behind (its lease will tell). */
 export const PREPARE_TIMEOUT_MS = 2000;
 export const FAILOVER_RETRY_MS = 1000;
-
-export interface FailoverRecord {
-  node: number;
-  term: number;
-  moved: FailoverPlan['moved'];
-  detectedAt: number;
-  storedAt?: number;
-  preparedAt?: number;
-  committedAt?: number;
-  promotedAt?: number;
-  /** Distinct entries gathered for the moved shards, and entries scattered (summed over members). */
-  gathered?: number;
-  scattered?: number;
-}
 
 export class ConfigManager {
   private cfg: ClusterConfig;
@@ -386,7 +361,7 @@ export class ConfigManager {
         }
         const node = this.queue.shift()!;
         try {
-          await this.failover(node);
+          await failOver(this.failoverHost(), node);
         } catch (err) {
           // A store that refused (another manager moved the term) or a plan that cannot be made (the
           // node holds a shard's last replica): say so once and try again a second later.
@@ -406,56 +381,27 @@ export class ConfigManager {
     }
   }
 
-  private async failover(node: number): Promise<void> {
-    const rec: FailoverRecord = { node, term: this.cfg.term + 1, moved: [], detectedAt: this.clock.now() };
-    this.event(rec, 'detected', rec.detectedAt);
-    // Never reassign before the failed node's lease has certainly expired.
-    const wait = this.leases.certainlyExpiredAt(node) - this.clock.now();
-    if (wait > 0) await this.sleep(wait);
-    if (this.closed) return;
-    // Members reconnecting after this manager was cut off: give `node` the same chance.
-    while (!this.closed && this.leases.inGrace(this.clock.now()) && this.leases.lastHeardAt(node) <= rec.detectedAt) {
-      await this.sleep(Math.max(1, Math.floor(this.timing.renewMs / 4)));
-    }
-    const live = await this.reach.heardSince(node, rec.detectedAt);
-    if (this.leases.lastHeardAt(node) > rec.detectedAt) {
-      // It talks to us again (its renewals were held up, or this manager was the one cut off):
-      // nothing was reassigned, so it keeps its shards and is granted again from its next renew.
-      this.failing.delete(node);
-      this.log.warn({ node, term: this.cfg.term }, `node ${node} was heard from again before its failover was stored: it keeps its shards (term ${this.cfg.term} unchanged)`);
-      return;
-    }
-    const plan = planFailover(this.cfg, node, live);
-    this.history.push(rec);
-    rec.moved = plan.moved;
-    const old = this.cfg;
-    await this.storeConfig(plan.next); // compare-and-set on the term; refused when not the active manager
-    this.mark(rec, 'stored');
-    this.loads.forget(node);
-    if (this.activation.pauseAfterStoreMs) {
-      this.log.warn({ event: 'test-pause', term: plan.next.term, ms: this.activation.pauseAfterStoreMs }, `test hook: pausing ${this.activation.pauseAfterStoreMs} ms after storing term ${plan.next.term}`);
-      await this.sleep(this.activation.pauseAfterStoreMs);
-    }
-    // Phase 1: push, and every live member blocks and acknowledges.
-    const shards = plan.moved.map((m) => m.shard);
-    const prep = await this.prepareRound(plan.next, shards);
-    if (prep.missing.length > 0) this.log.warn({ term: plan.next.term, missing: prep.missing }, 'prepare not acknowledged by every member in time; committing without them');
-    this.mark(rec, 'prepared');
-    if (this.closed) return;
-    // A shard whose move away from the failed node had committed keeps its new primary, which
-    // promotes it again, with the floors and the scatter of this failover (./plan.ts).
-    const again = plan.moved.filter((m) => old.shards[m.shard]!.primary !== node).map((m) => m.shard);
-    const scatter = this.commitRound(plan.next, plan.moved, prep, again, []);
-    rec.gathered = scatter.gathered;
-    rec.scattered = scatter.scattered;
-    this.awaitPromoted(plan.next.term, plan.moved.map((m) => m.to), () => this.mark(rec, 'promoted'));
-    this.links.get(node)?.send({ t: 'evicted', term: plan.next.term });
-    this.mark(rec, 'committed');
-    this.log.warn(
-      { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length, gathered: scatter.gathered, scattered: scatter.scattered },
-      `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
-    );
-    this.healing.want(); // the failed node's replicas are to be made again
+  private failoverHost(): FailoverHost {
+    return {
+      config: () => this.cfg,
+      closed: () => this.closed,
+      leases: this.leases,
+      timing: this.timing,
+      reach: this.reach,
+      spared: (node) => this.failing.delete(node),
+      begin: (rec) => this.history.push(rec),
+      storeConfig: (next) => this.storeConfig(next),
+      stored: (node) => this.loads.forget(node),
+      pauseAfterStoreMs: this.activation.pauseAfterStoreMs,
+      prepareRound: (next, shards) => this.prepareRound(next, shards),
+      commitRound: (next, moved, prep, again, planned) => this.commitRound(next, moved, prep, again, planned),
+      awaitPromoted: (term, to, done) => this.awaitPromoted(term, to, done),
+      evict: (node, term) => this.links.get(node)?.send({ t: 'evicted', term }),
+      healingWanted: () => this.healing.want(),
+      log: this.log,
+      clock: this.clock,
+      sleep: (ms) => this.sleep(ms),
+    };
   }
 
   /** Call `done` once every reachable node of `to` reported the promotions of `term`. Registered
@@ -535,8 +481,8 @@ export class ConfigManager {
       prepareRound: (next, shards, planned, waitFor) => this.prepareRound(next, shards, planned, waitFor),
       commitRound: (next, moved, prep, again, planned) => this.commitRound(next, moved, prep, again, planned),
       awaitPromoted: (term, to, done) => this.awaitPromoted(term, to, done),
-      begin: (rec) => (this.history.push(rec), this.event(rec, 'resumed', rec.detectedAt)),
-      mark: (rec, step) => this.mark(rec, step),
+      begin: (rec) => (this.history.push(rec), failoverEvent(this.log, rec, 'resumed', rec.detectedAt)),
+      mark: (rec, step) => markFailover(this.log, this.clock, rec, step),
       log: this.log, clock: this.clock,
       sleep: (ms) => this.sleep(ms),
     };
@@ -568,15 +514,5 @@ export class ConfigManager {
   async push(next: ClusterConfig): Promise<void> {
     await this.storeConfig(next); // fenced: refused when not the active manager
     for (const n of this.members()) this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors: {} });
-  }
-
-  private mark(rec: FailoverRecord, step: 'stored' | 'prepared' | 'committed' | 'promoted'): void {
-    const at = this.clock.now();
-    rec[`${step}At`] = at;
-    this.event(rec, step, at);
-  }
-
-  private event(rec: FailoverRecord, event: string, at: number): void {
-    this.log.info({ event, at, node: rec.node, term: rec.term, sinceDetectedMs: +(at - rec.detectedAt).toFixed(2) }, `failover ${event}: node ${rec.node}, term ${rec.term}`);
   }
 }

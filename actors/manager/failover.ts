@@ -1,0 +1,129 @@
+// The failover of one node (§4.5 phase 1), run by the configuration manager's drain loop
+// (./manager.ts), one node at a time:
+//   detected   X's connection dropped (a hint) or its lease certainly expired; X gets no more grants
+//   (wait)     until X's lease has certainly expired (./leases.ts): never a second primary. Planning
+//              waits too: nodes that died with X (the whole cluster, in a power loss) have dropped
+//              their connections by then, and no shard is handed to one of them -- with none live
+//              the failover waits and retries, so a cluster restarted after it keeps every node
+//   stored     the new configuration (./plan.ts) written with a compare-and-set on the term
+//   prepared   every live member acknowledged `prepare` (it blocks requests) -- or timed out; each
+//              listed the entries of the moved shards it may hold alone (gather, ./gather.ts)
+//   committed  `commit` sent, with each surviving replica of a moved shard the gathered entries it
+//              lacks (scatter): members serve the new configuration; promoted shards catch up first
+//   promoted   every new primary reported phase 2 done
+// Each step is one log line with `event` and `at` (monotonic ms, comparable across processes on this
+// host): `rowan cluster` prints them, the failover benchmark plots them.
+import type { Clock } from '../../config/base/clock.js';
+import type { ClusterConfig } from '../../config/cluster.js';
+import type { Logger } from '../../config/base/log.js';
+import type { MemberReport } from './gather.js';
+import type { LeaseTable, LeaseTiming } from './leases.js';
+import { planFailover, type FailoverPlan, type ShardMove } from './plan.js';
+import type { Reach } from './reach.js';
+
+export interface FailoverRecord {
+  node: number;
+  term: number;
+  moved: FailoverPlan['moved'];
+  detectedAt: number;
+  storedAt?: number;
+  preparedAt?: number;
+  committedAt?: number;
+  promotedAt?: number;
+  /** Distinct entries gathered for the moved shards, and entries scattered (summed over members). */
+  gathered?: number;
+  scattered?: number;
+}
+
+export type FailoverStep = 'stored' | 'prepared' | 'committed' | 'promoted';
+
+/** What a failover needs of the manager. */
+export interface FailoverHost {
+  config(): ClusterConfig;
+  closed(): boolean;
+  readonly leases: LeaseTable;
+  readonly timing: LeaseTiming;
+  readonly reach: Reach;
+  /** `node` spoke again before anything was reassigned: it is no longer being failed over. */
+  spared(node: number): void;
+  /** The failover is planned: keep its record (the manager's history). */
+  begin(rec: FailoverRecord): void;
+  storeConfig(next: ClusterConfig): Promise<void>;
+  /** The failed node's configuration is stored: forget its load reports. */
+  stored(node: number): void;
+  /** Tests only: hold the failover this long after storing its term. */
+  pauseAfterStoreMs?: number | undefined;
+  prepareRound(next: ClusterConfig, shards: number[]): Promise<{ versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] }>;
+  commitRound(next: ClusterConfig, moved: readonly ShardMove[], prep: { versions: Map<number, number>; reports: Map<number, MemberReport> }, again: number[], planned: number[]): { gathered: number; scattered: number };
+  awaitPromoted(term: number, to: readonly number[], done: () => void): void;
+  /** Tell `node` (should it still listen) that it was removed at `term`. */
+  evict(node: number, term: number): void;
+  /** The failed node's replicas are to be made again (re-replication). */
+  healingWanted(): void;
+  readonly log: Logger;
+  readonly clock: Clock;
+  sleep(ms: number): Promise<void>;
+}
+
+/** Fail `node` over: nothing is stored when it is heard from again first, or the manager closes. */
+export async function failOver(h: FailoverHost, node: number): Promise<void> {
+  const rec: FailoverRecord = { node, term: h.config().term + 1, moved: [], detectedAt: h.clock.now() };
+  failoverEvent(h.log, rec, 'detected', rec.detectedAt);
+  // Never reassign before the failed node's lease has certainly expired.
+  const wait = h.leases.certainlyExpiredAt(node) - h.clock.now();
+  if (wait > 0) await h.sleep(wait);
+  if (h.closed()) return;
+  // Members reconnecting after this manager was cut off: give `node` the same chance.
+  while (!h.closed() && h.leases.inGrace(h.clock.now()) && h.leases.lastHeardAt(node) <= rec.detectedAt) {
+    await h.sleep(Math.max(1, Math.floor(h.timing.renewMs / 4)));
+  }
+  const live = await h.reach.heardSince(node, rec.detectedAt);
+  const old = h.config();
+  if (h.leases.lastHeardAt(node) > rec.detectedAt) {
+    // It talks to us again (its renewals were held up, or this manager was the one cut off):
+    // nothing was reassigned, so it keeps its shards and is granted again from its next renew.
+    h.spared(node);
+    h.log.warn({ node, term: old.term }, `node ${node} was heard from again before its failover was stored: it keeps its shards (term ${old.term} unchanged)`);
+    return;
+  }
+  const plan = planFailover(old, node, live);
+  h.begin(rec);
+  rec.moved = plan.moved;
+  await h.storeConfig(plan.next); // compare-and-set on the term; refused when not the active manager
+  markFailover(h.log, h.clock, rec, 'stored');
+  h.stored(node);
+  if (h.pauseAfterStoreMs) {
+    h.log.warn({ event: 'test-pause', term: plan.next.term, ms: h.pauseAfterStoreMs }, `test hook: pausing ${h.pauseAfterStoreMs} ms after storing term ${plan.next.term}`);
+    await h.sleep(h.pauseAfterStoreMs);
+  }
+  // Phase 1: push, and every live member blocks and acknowledges.
+  const prep = await h.prepareRound(plan.next, plan.moved.map((m) => m.shard));
+  if (prep.missing.length > 0) h.log.warn({ term: plan.next.term, missing: prep.missing }, 'prepare not acknowledged by every member in time; committing without them');
+  markFailover(h.log, h.clock, rec, 'prepared');
+  if (h.closed()) return;
+  // A shard whose move away from the failed node had committed keeps its new primary, which
+  // promotes it again, with the floors and the scatter of this failover (./plan.ts).
+  const again = plan.moved.filter((m) => old.shards[m.shard]!.primary !== node).map((m) => m.shard);
+  const scatter = h.commitRound(plan.next, plan.moved, prep, again, []);
+  rec.gathered = scatter.gathered;
+  rec.scattered = scatter.scattered;
+  h.awaitPromoted(plan.next.term, plan.moved.map((m) => m.to), () => markFailover(h.log, h.clock, rec, 'promoted'));
+  h.evict(node, plan.next.term);
+  markFailover(h.log, h.clock, rec, 'committed');
+  h.log.warn(
+    { node, term: plan.next.term, oldTerm: old.term, moved: plan.moved, degraded: plan.degraded.length, gathered: scatter.gathered, scattered: scatter.scattered },
+    `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
+  );
+  h.healingWanted();
+}
+
+/** Record that `rec` reached `step`, and log it. */
+export function markFailover(log: Logger, clock: Clock, rec: FailoverRecord, step: FailoverStep): void {
+  const at = clock.now();
+  rec[`${step}At`] = at;
+  failoverEvent(log, rec, step, at);
+}
+
+export function failoverEvent(log: Logger, rec: FailoverRecord, event: string, at: number): void {
+  log.info({ event, at, node: rec.node, term: rec.term, sinceDetectedMs: +(at - rec.detectedAt).toFixed(2) }, `failover ${event}: node ${rec.node}, term ${rec.term}`);
+}
