@@ -40,7 +40,9 @@ async function reshard(o: ReshardOpts): Promise<number> {
     const p = (await askManager(to, { op: 'plan' }, timeoutMs, secret)) as BalancePlan & { resharding: { auto: boolean; overloadPercent: number } };
     if (o.json) return (process.stdout.write(JSON.stringify(p, null, 2) + '\n'), 0);
     const lines = [`load (requests/s, backups' replicated writes weighted): ${Object.entries(p.loads).map(([n, l]) => `node ${n} ${l}`).join(', ')}; average ${p.average}`];
-    lines.push(p.overloaded.length ? `overloaded (> ${p.resharding.overloadPercent} % above the average): node ${p.overloaded.join(', node ')}` : 'no node is overloaded');
+    // Above the line but nothing to move (too little load, say): not called overloaded; the next line says why.
+    const above = `(> ${p.resharding.overloadPercent} % above the average): node ${p.overloaded.join(', node ')}`;
+    lines.push(p.overloaded.length === 0 ? 'no node is overloaded' : p.moves.length > 0 ? `overloaded ${above}` : `above the overload line ${above}, but not acted on`);
     lines.push(p.moves.length ? `would move: ${p.moves.map((m) => `shard ${m.shard} from node ${m.from} to node ${m.to}`).join('; ')}` : `would move nothing: ${p.none ?? 'no move helps'}`);
     lines.push(`automatic resharding: ${p.resharding.auto ? 'on' : 'off (rowan manager --no-auto-reshard)'}`);
     process.stdout.write(lines.join('\n') + '\n');
