@@ -94,6 +94,12 @@ export class OverloadDetector {
     return members.length > 0 && loads.freshFor(members, since, term, this.lastPlanSeq);
   }
 
+  /** Whether any report came since the last plan (a generation may be complete): one comparison, for
+   *  the manager's every-millisecond tick. */
+  news(loads: LoadTable): boolean {
+    return loads.seq > this.lastPlanSeq;
+  }
+
   /** The generation was planned, with `moves` moves: true when it is the second overloaded one in a row
    *  (the counting starts over). */
   planned(loads: LoadTable, moves: number): boolean {

@@ -314,7 +314,7 @@ export class ConfigManager {
    *  OverloadDetector); the moves of a second overloaded generation in a row are queued as one batch. */
   private maybeRebalance(now: number): void {
     const r = this.resharding;
-    if (!r.auto || this.running || this.closed || this.moveRequests.length > 0) return;
+    if (!r.auto || !this.overload.news(this.loads) || this.running || this.closed || this.moveRequests.length > 0) return;
     const members = [...this.reachable()];
     if (!this.overload.due(this.loads, members, this.changedAt + r.periodMs, this.cfg.term)) return;
     const plan = this.balancePlan();

@@ -122,7 +122,9 @@ test('overload detection: one plan per generation of reports (every member repor
   assert.equal(d.due(t, members, 500, 1), true, 'a whole generation');
   assert.equal(d.planned(t, 1), false, 'the first overloaded generation only counts');
   assert.equal(d.due(t, members, 500, 1), false, 'the same reports are not planned twice');
+  assert.equal(d.news(t), false, 'no report since the plan');
   report(0, 1500);
+  assert.equal(d.news(t), true);
   report(1, 1500);
   assert.equal(d.due(t, members, 500, 1), false, 'node 2 has not reported since the last plan');
   report(2, 1500);
