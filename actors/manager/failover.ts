@@ -16,9 +16,9 @@
 import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
-import type { MemberReport } from './gather.js';
+import type { RoundsHost } from './rounds.js';
 import type { LeaseTable, LeaseTiming } from './leases.js';
-import { planFailover, type FailoverPlan, type ShardMove } from './plan.js';
+import { planFailover, type FailoverPlan } from './plan.js';
 import type { Reach } from './reach.js';
 
 export interface FailoverRecord {
@@ -38,8 +38,7 @@ export interface FailoverRecord {
 export type FailoverStep = 'stored' | 'prepared' | 'committed' | 'promoted';
 
 /** What a failover needs of the manager. */
-export interface FailoverHost {
-  config(): ClusterConfig;
+export interface FailoverHost extends RoundsHost {
   closed(): boolean;
   readonly leases: LeaseTable;
   readonly timing: LeaseTiming;
@@ -53,16 +52,10 @@ export interface FailoverHost {
   stored(node: number): void;
   /** Tests only: hold the failover this long after storing its term. */
   pauseAfterStoreMs?: number | undefined;
-  prepareRound(next: ClusterConfig, shards: number[]): Promise<{ versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] }>;
-  commitRound(next: ClusterConfig, moved: readonly ShardMove[], prep: { versions: Map<number, number>; reports: Map<number, MemberReport> }, again: number[], planned: number[]): { gathered: number; scattered: number };
-  awaitPromoted(term: number, to: readonly number[], done: () => void): void;
   /** Tell `node` (should it still listen) that it was removed at `term`. */
   evict(node: number, term: number): void;
   /** The failed node's replicas are to be made again (re-replication). */
   healingWanted(): void;
-  readonly log: Logger;
-  readonly clock: Clock;
-  sleep(ms: number): Promise<void>;
 }
 
 /** Fail `node` over: nothing is stored when it is heard from again first, or the manager closes. */

@@ -13,6 +13,7 @@ import type { Logger } from '../../config/base/log.js';
 import { planScatter, type MemberReport } from './gather.js';
 import { LeaseTable, type LeaseTiming } from './leases.js';
 import { FAILOVER_MODES, type ShardMove } from './plan.js';
+import type { Prepared, RoundsHost } from './rounds.js';
 import { failOver, failoverEvent, markFailover, type FailoverHost, type FailoverRecord } from './failover.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
 import { Healing } from './healing.js';
@@ -66,6 +67,8 @@ export class ConfigManager {
   /** Load statistics the nodes report (§4.6) and the moves made from them or asked for. */
   readonly loads = new LoadTable();
   readonly moves: MoveRunner;
+  /** The two rounds of a primary change, for failovers, takeovers and moves (./rounds.ts). */
+  private readonly rounds: RoundsHost;
   private readonly moveRequests: { moves: Move[]; why: string; reply: (err: Error | null, rec?: MoveRecord) => void }[] = [];
   /** When the configuration last changed: load reports must cover periods after it. */
   private changedAt: number;
@@ -90,18 +93,21 @@ export class ConfigManager {
     this.leases = activation.takeover ? new LeaseTable(timing, this.activatedAt, TAKEOVER_GRACE_MS) : new LeaseTable(timing, this.activatedAt);
     // A move goes through storeConfig()/push()/prepareRound()/commitRound(): each refuses (notActive)
     // once this manager is not the active one; the store itself is fenced on its election znode.
-    this.moves = new MoveRunner({
+    this.rounds = {
       config: () => this.cfg,
-      reachable: () => this.reachable(),
-      suspected: (node) => this.failing.has(node),
-      storeConfig: (next) => this.storeConfig(next),
-      push: (next) => this.push(next),
-      prepareRound: (next, shards, planned) => this.prepareRound(next, shards, planned),
+      prepareRound: (next, shards, planned, waitFor) => this.prepareRound(next, shards, planned, waitFor),
       commitRound: (next, moved, prep, again, planned) => this.commitRound(next, moved, prep, again, planned),
       awaitPromoted: (term, to, done) => this.awaitPromoted(term, to, done),
       log,
       clock,
       sleep: (ms) => this.sleep(ms),
+    };
+    this.moves = new MoveRunner({
+      ...this.rounds,
+      reachable: () => this.reachable(),
+      suspected: (node) => this.failing.has(node),
+      storeConfig: (next) => this.storeConfig(next),
+      push: (next) => this.push(next),
       pauseAfter: resharding.pauseAfter,
     });
     this.reach = new Reach({
@@ -383,7 +389,7 @@ export class ConfigManager {
 
   private failoverHost(): FailoverHost {
     return {
-      config: () => this.cfg,
+      ...this.rounds,
       closed: () => this.closed,
       leases: this.leases,
       timing: this.timing,
@@ -393,14 +399,8 @@ export class ConfigManager {
       storeConfig: (next) => this.storeConfig(next),
       stored: (node) => this.loads.forget(node),
       pauseAfterStoreMs: this.activation.pauseAfterStoreMs,
-      prepareRound: (next, shards) => this.prepareRound(next, shards),
-      commitRound: (next, moved, prep, again, planned) => this.commitRound(next, moved, prep, again, planned),
-      awaitPromoted: (term, to, done) => this.awaitPromoted(term, to, done),
       evict: (node, term) => this.links.get(node)?.send({ t: 'evicted', term }),
       healingWanted: () => this.healing.want(),
-      log: this.log,
-      clock: this.clock,
-      sleep: (ms) => this.sleep(ms),
     };
   }
 
@@ -417,7 +417,7 @@ export class ConfigManager {
    * `waitFor` (default: every reachable member) are waited for, bounded by PREPARE_TIMEOUT_MS.
    * `shards`: the shards changing primary (a member adds the ones its own configuration shows).
    */
-  async prepareRound(next: ClusterConfig, shards: number[], planned = false, waitFor?: ReadonlySet<number>): Promise<{ versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] }> {
+  async prepareRound(next: ClusterConfig, shards: number[], planned = false, waitFor?: ReadonlySet<number>): Promise<Prepared> {
     if (!this.activation.valid()) throw notActive(`push of term ${next.term}`);
     const members = this.members();
     const versions = new Map<number, number>();
@@ -440,7 +440,7 @@ export class ConfigManager {
   }
 
   /** Phase 2: commit `next` to every member, with floors and scatter for the shards in `moved`. */
-  commitRound(next: ClusterConfig, moved: readonly ShardMove[], prep: { versions: Map<number, number>; reports: Map<number, MemberReport> }, again: number[], planned: number[]): { gathered: number; scattered: number } {
+  commitRound(next: ClusterConfig, moved: readonly ShardMove[], prep: Omit<Prepared, 'missing'>, again: number[], planned: number[]): { gathered: number; scattered: number } {
     if (!this.activation.valid()) throw notActive(`commit of term ${next.term}`);
     const members = this.members();
     const floors: Record<string, number> = {};
@@ -469,7 +469,7 @@ export class ConfigManager {
 
   private takeoverHost(): TakeoverHost {
     return {
-      config: () => this.cfg,
+      ...this.rounds,
       members: () => this.members(),
       connected: (n) => this.links.has(n),
       suspected: (n) => this.failing.has(n),
@@ -478,13 +478,8 @@ export class ConfigManager {
       activation: this.activation,
       timing: this.timing,
       activatedAt: () => this.activatedAt,
-      prepareRound: (next, shards, planned, waitFor) => this.prepareRound(next, shards, planned, waitFor),
-      commitRound: (next, moved, prep, again, planned) => this.commitRound(next, moved, prep, again, planned),
-      awaitPromoted: (term, to, done) => this.awaitPromoted(term, to, done),
       begin: (rec) => (this.history.push(rec), failoverEvent(this.log, rec, 'resumed', rec.detectedAt)),
       mark: (rec, step) => markFailover(this.log, this.clock, rec, step),
-      log: this.log, clock: this.clock,
-      sleep: (ms) => this.sleep(ms),
     };
   }
 

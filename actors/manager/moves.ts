@@ -15,10 +15,8 @@
 // the floors of a fresh prepare; a task whose source or target fails is finished by that failover
 // (./plan.ts).
 import type { ClusterConfig } from '../../config/cluster.js';
-import type { Clock } from '../../config/base/clock.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import type { Logger } from '../../config/base/log.js';
-import type { MemberReport } from './gather.js';
+import type { Prepared, RoundsHost } from './rounds.js';
 import { clearTasks, moveRefusal, planMoves, rollBack, type Move } from './reshard.js';
 
 /** How long the manager waits for targets to report their promotions before leaving a move to the
@@ -42,20 +40,13 @@ export interface MoveRecord {
 }
 
 /** What a move needs of the manager. */
-export interface MoveHost {
-  config(): ClusterConfig;
+export interface MoveHost extends RoundsHost {
   /** Live members holding a connection and not being failed over. */
   reachable(): Set<number>;
   /** Whether `node` is being (or queued to be) failed over. */
   suspected(node: number): boolean;
   storeConfig(next: ClusterConfig): Promise<void>;
   push(next: ClusterConfig): Promise<void>;
-  prepareRound(next: ClusterConfig, shards: number[], planned: boolean): Promise<{ versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] }>;
-  commitRound(next: ClusterConfig, moved: readonly Move[], prep: { versions: Map<number, number>; reports: Map<number, MemberReport> }, again: number[], planned: number[]): { gathered: number; scattered: number };
-  awaitPromoted(term: number, to: readonly number[], done: () => void): void;
-  readonly log: Logger;
-  readonly clock: Clock;
-  sleep(ms: number): Promise<void>;
   /** Tests only: hold a move after this step (ReshardingOptions.pauseAfter). */
   pauseAfter?: { step: string; ms: number } | undefined;
 }
@@ -120,7 +111,7 @@ export class MoveRunner {
     return rec;
   }
 
-  private async promote(rec: MoveRecord, next: ClusterConfig, moves: Move[], prep: Parameters<MoveHost['commitRound']>[2], again: number[], planned: number[]): Promise<void> {
+  private async promote(rec: MoveRecord, next: ClusterConfig, moves: Move[], prep: Omit<Prepared, 'missing'>, again: number[], planned: number[]): Promise<void> {
     let reported = false;
     this.h.awaitPromoted(next.term, moves.map((m) => m.to), () => (reported = true));
     this.h.commitRound(next, moves, prep, again, planned);

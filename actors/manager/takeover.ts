@@ -11,13 +11,10 @@
 // before its term was stored (failover() stores only then), so nothing more needs to wait; a move's
 // live source drains at the prepare like in any move. Moves left in the stored migration list are then
 // resumed by the manager's reconfigure() (./moves.ts resume).
-import type { Clock } from '../../config/base/clock.js';
-import type { ClusterConfig } from '../../config/cluster.js';
-import type { Logger } from '../../config/base/log.js';
 import { notActive } from './election.js';
-import type { MemberReport } from './gather.js';
 import type { LeaseTiming } from './leases.js';
 import type { ShardMove } from './plan.js';
+import type { RoundsHost } from './rounds.js';
 
 /** After a takeover, how long members it has not heard from have to reconnect, beyond a full lease. */
 export const TAKEOVER_GRACE_MS = 3000;
@@ -45,11 +42,8 @@ export interface TakeoverRecord {
   scattered?: number;
 }
 
-type Prepared = { versions: Map<number, number>; reports: Map<number, MemberReport>; missing: number[] };
-
 /** What completing a stored term needs of the manager. */
-export interface TakeoverHost {
-  config(): ClusterConfig;
+export interface TakeoverHost extends RoundsHost {
   members(): number[];
   /** Whether `node` holds a connection / is being failed over / the term it last reported. */
   connected(node: number): boolean;
@@ -60,15 +54,9 @@ export interface TakeoverHost {
   readonly timing: LeaseTiming;
   /** When this manager was elected or became valid again. */
   activatedAt(): number;
-  prepareRound(next: ClusterConfig, shards: number[], planned: boolean, waitFor: ReadonlySet<number>): Promise<Prepared>;
-  commitRound(next: ClusterConfig, moved: readonly ShardMove[], prep: Prepared, again: number[], planned: number[]): { gathered: number; scattered: number };
-  awaitPromoted(term: number, to: readonly number[], done: () => void): void;
   /** A term being completed: into the manager's failover history, logged as `resumed`. */
   begin(rec: TakeoverRecord): void;
   mark(rec: TakeoverRecord, step: 'prepared' | 'committed' | 'promoted'): void;
-  readonly log: Logger;
-  readonly clock: Clock;
-  sleep(ms: number): Promise<void>;
 }
 
 /**
