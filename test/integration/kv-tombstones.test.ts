@@ -32,6 +32,26 @@ interface Sample {
   segments: number;
 }
 
+/** The long-lived keys, `live-0` .. `live-(LIVE-1)`, in batches. */
+async function putLive(client: RowanClient): Promise<void> {
+  for (let i = 0; i < LIVE; i += BATCH) await Promise.all(Array.from({ length: BATCH }, (_, j) => notRefused(() => client.put(`live-${i + j}`, `${VALUE}${i + j}`))));
+}
+
+/** A PUT then a DEL of each unique key `churn-0` .. `churn-(n-1)`, a batch at a time; `after(done)` once
+ *  each batch is done. */
+async function churn(client: RowanClient, n: number, after?: (done: number) => Promise<void>): Promise<void> {
+  for (let i = 0; i < n; i += BATCH) {
+    await Promise.all(
+      Array.from({ length: BATCH }, async (_, j) => {
+        const k = `churn-${i + j}`;
+        await notRefused(() => client.put(k, VALUE));
+        await notRefused(() => client.del(k));
+      }),
+    );
+    await after?.(i + BATCH);
+  }
+}
+
 async function sample(file: string, keys: number): Promise<Sample> {
   const st = await collectClusterStatus(file);
   const s: Sample = { keys, items: 0, dropped: 0, liveBytes: 0, segments: 0 };
@@ -66,19 +86,12 @@ test('unique PUT+DEL churn: tombstones are dropped, index items and live bytes s
   let run = await launchClusterReady(dir, basePort, FLAGS);
   try {
     let client = await RowanClient.connect({ cluster: file });
-    for (let i = 0; i < LIVE; i += BATCH) await Promise.all(Array.from({ length: BATCH }, (_, j) => notRefused(() => client.put(`live-${i + j}`, `${VALUE}${i + j}`))));
+    await putLive(client);
     const base = await sample(file, 0);
     const samples: Sample[] = [];
-    for (let i = 0; i < CHURN; i += BATCH) {
-      await Promise.all(
-        Array.from({ length: BATCH }, async (_, j) => {
-          const k = `churn-${i + j}`;
-          await notRefused(() => client.put(k, VALUE));
-          await notRefused(() => client.del(k));
-        }),
-      );
-      if ((i + BATCH) % 3000 === 0) samples.push(await sample(file, i + BATCH));
-    }
+    await churn(client, CHURN, async (done) => {
+      if (done % 3000 === 0) samples.push(await sample(file, done));
+    });
     // Settled: the sweep gets to the last tombstones (a cycle every 100 ms, 1.6 s at its longest pause).
     const end = await waitFor(file, CHURN, (s) => s.items <= LIVE + 50, 60_000);
     samples.push(end);
@@ -131,17 +144,9 @@ test('unique PUT+DEL churn with two backups per shard: backups drop tombstones t
   let run = await launchClusterReady(dir, basePort, FLAGS_RF3);
   try {
     let client = await RowanClient.connect({ cluster: file });
-    for (let i = 0; i < LIVE; i += BATCH) await Promise.all(Array.from({ length: BATCH }, (_, j) => notRefused(() => client.put(`live-${i + j}`, `${VALUE}${i + j}`))));
+    await putLive(client);
     const base = await perNode(file);
-    for (let i = 0; i < CHURN_RF3; i += BATCH) {
-      await Promise.all(
-        Array.from({ length: BATCH }, async (_, j) => {
-          const k = `churn-${i + j}`;
-          await notRefused(() => client.put(k, VALUE));
-          await notRefused(() => client.del(k));
-        }),
-      );
-    }
+    await churn(client, CHURN_RF3);
     // Settled: a backup drops under floors that become effective once the b-log segments holding the
     // CommitVers are digested and committed, so a trickle of updates to the live keys keeps the b-logs
     // moving (a b-log segment is handed to digest once a later one is written) until every replica's
