@@ -25,9 +25,7 @@
 // per node process: none / 0.2; 0: none), --quota-period=ms (the quota's CFS period, 10).
 // Through the harness: npm run bench -- reshard.
 import { findSecret } from '../config/base/secret.js';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RowanClient } from '../actors/kv/client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
@@ -35,126 +33,19 @@ import type { ClusterConfig } from '../config/cluster.js';
 import { shardOfKey } from '../config/slots.js';
 import { progress, recordParams, resultsDir, type Row } from './report.js';
 import { reshardTimelineSvg, type Mark } from './reshard/timeline.js';
-import { limitCpu, processCpuNs, threadsIn, throttling } from './reshard/cpu-budget.js';
+import { limitCpu, threadsIn } from './reshard/cpu-budget.js';
+import { managerEvents, startCluster, startNetnsCluster } from './reshard/cluster.js';
+import { CPU_SAMPLE_MS, sampleResources, type CpuSample } from './reshard/samples.js';
 import { mulberry32 } from './ycsb/zipfian.js';
 import { askManager, managerAddress } from '../bin/manager-admin.js';
-import { MANAGER_PORT, NetnsCluster } from '../test/fixtures/netns-cluster.js';
-import { netnsUnavailable } from '../test/fixtures/netns.js';
 
-const bin = new URL('../../bin/rowan', import.meta.url).pathname;
 const BUCKET_MS = 100;
-const CPU_SAMPLE_MS = 250;
-
-/** Cores each node process (by node id) and the client ran over the sample's interval, and the share of
- *  the node's quota periods in which the quota throttled it. */
-export interface CpuSample {
-  atMs: number;
-  nodes: Record<string, number | null>;
-  throttledShare: Record<string, number | null>;
-  client: number;
-  /** Cores the rest of the machine ran: every other process (the manager, other users), from /proc/stat. */
-  rest: number | null;
-  /** With --link-mbit: Mbit/s each node sent over the interval (its eth0 counter). */
-  linkMbit?: Record<string, number | null>;
-}
-
-/** Busy and total jiffies of the whole machine so far (/proc/stat's first line). */
-function machineJiffies(): { busy: number; total: number } | null {
-  try {
-    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
-    const total = f.reduce((a, b) => a + b, 0);
-    return { busy: total - f[3]! - f[4]!, total };
-  } catch {
-    return null;
-  }
-}
 
 function flag(name: string, dflt: number): number {
   const a = process.argv.find((x) => x.startsWith(`--${name}=`));
   const v = a ? Number(a.slice(name.length + 3)) : dflt;
   if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name}: '${a}' is not a positive number`);
   return v;
-}
-
-interface Cluster {
-  dir: string;
-  file: string;
-  /** The manager's address (the netns cluster's is on its own host). */
-  manager: { host: string; port: number } | undefined;
-  /** How the nodes are networked (loopback, or namespaces with shaped links). */
-  network: string;
-  /** Each node's link: its limit (Mbit/s) and the bytes it has sent so far, by node index; null on loopback. */
-  links: { mbit: number; txBytes: () => (number | null)[] } | null;
-  /** The node processes' pids (from the launcher's "node N ready (pid P)" lines), and their node ids. */
-  pids: number[];
-  ids: number[];
-  stop(): Promise<void>;
-}
-
-async function startCluster(shards: number, workers: number, periodMs: number, leaseMs: number, poolMib: number): Promise<Cluster> {
-  const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-bench-'));
-  const base = 10_000 + Math.floor(Math.random() * 220) * 100;
-  const child = spawn(process.execPath, [bin, 'cluster', '--dir', dir, '--base-port', String(base), '--shards', String(shards), '--workers', String(workers), '--pool-mib', String(poolMib), '--lease-ms', String(leaseMs)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ROWAN_RESHARDING_PERIOD_MS: String(periodMs) },
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const t0 = Date.now();
-  while (!out.includes('serving.')) {
-    if (child.exitCode !== null || Date.now() - t0 > 120_000) throw new Error(`rowan cluster did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const ready = [...out.matchAll(/node (\d+) ready \(pid (\d+)\)/g)].map((m) => ({ id: Number(m[1]), pid: Number(m[2]) })).sort((a, b) => a.id - b.id);
-  return {
-    dir,
-    file: join(dir, 'cluster.json'),
-    manager: undefined,
-    network: 'loopback, shm fabric',
-    links: null,
-    pids: ready.map((r) => r.pid),
-    ids: ready.map((r) => r.id),
-    stop: async () => {
-      if (child.exitCode === null) child.kill('SIGINT');
-      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
-    },
-  };
-}
-
-/**
- * The same cluster with each node on a host of its own (a network namespace, test/fixtures/netns.ts)
- * whose link sends at most `mbit` Mbit/s (tc tbf on its eth0): a server's NIC, a per-node resource that
- * the three nodes here do not share, unlike this machine's 2 cores. Replication runs over the tcp fabric,
- * so backup writes cross the links too. This process reaches the hosts through the lab's root link.
- */
-async function startNetnsCluster(shards: number, periodMs: number, leaseMs: number, poolMib: number, mbit: number): Promise<Cluster> {
-  const why = netnsUnavailable();
-  if (why !== null) throw new Error(`a node per network namespace is not possible here (${why}); --link-mbit=0 runs the nodes on loopback`);
-  const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-bench-'));
-  const segmentBytes = 4 << 20;
-  const c = await NetnsCluster.start({
-    dir, nodes: 3, shards, leaseMs, clients: [], autoReshard: true, fileStore: true,
-    pool: { segmentCount: Math.ceil((poolMib << 20) / segmentBytes), segmentBytes },
-    env: { ROWAN_RESHARDING_PERIOD_MS: String(periodMs) },
-  });
-  c.lab.rootLink();
-  for (let id = 0; id < 3; id++) c.lab.shape(`n${id}`, mbit);
-  const ids = [0, 1, 2];
-  return {
-    dir,
-    file: c.file,
-    manager: { host: c.addr('cm'), port: MANAGER_PORT },
-    network: `a network namespace per node, each sending at most ${mbit} Mbit/s (tc tbf), tcp fabric`,
-    links: { mbit, txBytes: () => ids.map((id) => c.lab.txBytes(`n${id}`)) },
-    pids: ids.map((id) => c.procs.get(id)!.pid!),
-    ids,
-    stop: () => c.destroy(),
-  };
-}
-
-function managerEvents(dir: string): Record<string, unknown>[] {
-  return readFileSync(join(dir, 'manager.log'), 'utf8').split('\n').filter((l) => l.startsWith('{') && l.includes('"event"')).map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 export async function run(): Promise<Row[]> {
@@ -191,7 +82,6 @@ export async function run(): Promise<Row[]> {
   // One CPU budget per node, as the paper's servers each have their own CPUs (./reshard/cpu-budget.ts).
   const budgets = nodeCpu > 0 ? limitCpu(cl.pids, nodeCpu, `rowan-reshard-${process.pid}`, Math.round(quotaPeriodMs * 1000)) : { how: 'none', groups: cl.pids.map(() => null), release: () => {} };
   progress(`reshard: CPU budget: ${budgets.how}; threads in each node's group: ${budgets.groups.map(threadsIn).join(', ')}`, 0, 1);
-  const nodeOfPid = cl.ids.map(String);
   try {
     const c0 = JSON.parse(readFileSync(cl.file, 'utf8')) as ClusterConfig;
     const clients = await Promise.all(Array.from({ length: 4 }, () => RowanClient.connect({ cluster: cl.file, retries: 10, timeoutMs: 10_000 })));
@@ -306,48 +196,7 @@ export async function run(): Promise<Row[]> {
     })();
     // What each node process and this client actually ran (cores, all threads) and how often a node's
     // quota throttled it, per CPU_SAMPLE_MS: the evidence of which one is saturated.
-    const cpu: CpuSample[] = [];
-    const cpuSampler = (async () => {
-      let prevAt = monotonicClock.now();
-      let prevNs = cl.pids.map(processCpuNs);
-      let prevThr = budgets.groups.map(throttling);
-      let prevClient = process.cpuUsage();
-      let prevMachine = machineJiffies();
-      let prevTx = cl.links?.txBytes() ?? null;
-      const cores = availableParallelism();
-      while (monotonicClock.now() < end) {
-        await new Promise((res) => setTimeout(res, CPU_SAMPLE_MS));
-        const at = monotonicClock.now();
-        const ns = cl.pids.map(processCpuNs);
-        const thr = budgets.groups.map(throttling);
-        const client = process.cpuUsage();
-        const machine = machineJiffies();
-        const tx = cl.links?.txBytes() ?? null;
-        const dtUs = (at - prevAt) * 1000;
-        const nodeCores = cl.pids.map((_, i) => (ns[i] !== null && prevNs[i] !== null && ns[i]! >= prevNs[i]! ? (ns[i]! - prevNs[i]!) / 1000 / dtUs : null));
-        const clientCores = (client.user + client.system - prevClient.user - prevClient.system) / dtUs;
-        const busyCores = machine && prevMachine && machine.total > prevMachine.total ? ((machine.busy - prevMachine.busy) / (machine.total - prevMachine.total)) * cores : null;
-        cpu.push({
-          atMs: +(at - t0).toFixed(1),
-          // null: the process is gone (a dying one's threads vanish: a negative difference).
-          nodes: Object.fromEntries(cl.pids.map((_, i) => [nodeOfPid[i]!, nodeCores[i] === null ? null : +nodeCores[i]!.toFixed(3)])),
-          throttledShare: Object.fromEntries(cl.pids.map((_, i) => {
-            const a = prevThr[i];
-            const b = thr[i];
-            return [nodeOfPid[i]!, a && b && b.periods > a.periods ? +((b.throttled - a.throttled) / (b.periods - a.periods)).toFixed(3) : null];
-          })),
-          client: +clientCores.toFixed(3),
-          rest: busyCores === null ? null : +Math.max(0, busyCores - clientCores - nodeCores.reduce<number>((a, b) => a + (b ?? 0), 0)).toFixed(3),
-          ...(tx && prevTx ? { linkMbit: Object.fromEntries(cl.pids.map((_, i) => [nodeOfPid[i]!, tx[i] != null && prevTx![i] != null ? +(((tx[i]! - prevTx![i]!) * 8) / dtUs).toFixed(1) : null])) } : {}),
-        });
-        prevTx = tx;
-        prevMachine = machine;
-        prevAt = at;
-        prevNs = ns;
-        prevThr = thr;
-        prevClient = client;
-      }
-    })();
+    const { samples: cpu, done: cpuSampler } = sampleResources(cl, budgets.groups, t0, end);
     if (offerRate > 0) await paced();
     else await Promise.all(Array.from({ length: concurrency }, (_, i) => loop(clients[i % clients.length]!)));
     await Promise.all([loadSampler, cpuSampler]);
