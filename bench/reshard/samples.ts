@@ -42,45 +42,45 @@ export function sampleResources(cl: Cluster, groups: (string | null)[], t0: numb
   return { samples, done: sampleUntil(cl, groups, t0, end, samples) };
 }
 
+/** One reading of every counter the samples are differences of. */
+function readCounters(cl: Cluster, groups: (string | null)[]) {
+  return {
+    at: monotonicClock.now(),
+    ns: cl.pids.map(processCpuNs),
+    thr: groups.map(throttling),
+    client: process.cpuUsage(),
+    machine: machineJiffies(),
+    tx: cl.links?.txBytes() ?? null,
+  };
+}
+
 async function sampleUntil(cl: Cluster, groups: (string | null)[], t0: number, end: number, cpu: CpuSample[]): Promise<void> {
   const nodeOfPid = cl.ids.map(String);
-  let prevAt = monotonicClock.now();
-  let prevNs = cl.pids.map(processCpuNs);
-  let prevThr = groups.map(throttling);
-  let prevClient = process.cpuUsage();
-  let prevMachine = machineJiffies();
-  let prevTx = cl.links?.txBytes() ?? null;
   const cores = availableParallelism();
+  let prev = readCounters(cl, groups);
   while (monotonicClock.now() < end) {
     await new Promise((res) => setTimeout(res, CPU_SAMPLE_MS));
-    const at = monotonicClock.now();
-    const ns = cl.pids.map(processCpuNs);
-    const thr = groups.map(throttling);
-    const client = process.cpuUsage();
-    const machine = machineJiffies();
-    const tx = cl.links?.txBytes() ?? null;
-    const dtUs = (at - prevAt) * 1000;
-    const nodeCores = cl.pids.map((_, i) => (ns[i] !== null && prevNs[i] !== null && ns[i]! >= prevNs[i]! ? (ns[i]! - prevNs[i]!) / 1000 / dtUs : null));
-    const clientCores = (client.user + client.system - prevClient.user - prevClient.system) / dtUs;
-    const busyCores = machine && prevMachine && machine.total > prevMachine.total ? ((machine.busy - prevMachine.busy) / (machine.total - prevMachine.total)) * cores : null;
+    const cur = readCounters(cl, groups);
+    const { ns, thr, client, machine, tx } = cur;
+    const dtUs = (cur.at - prev.at) * 1000;
+    const nodeCores = cl.pids.map((_, i) => (ns[i] != null && prev.ns[i] != null && ns[i]! >= prev.ns[i]! ? (ns[i]! - prev.ns[i]!) / 1000 / dtUs : null));
+    const clientCores = (client.user + client.system - prev.client.user - prev.client.system) / dtUs;
+    const pm = prev.machine;
+    const busyCores = machine && pm && machine.total > pm.total ? ((machine.busy - pm.busy) / (machine.total - pm.total)) * cores : null;
+    const ptx = prev.tx;
     cpu.push({
-      atMs: +(at - t0).toFixed(1),
+      atMs: +(cur.at - t0).toFixed(1),
       // null: the process is gone (a dying one's threads vanish: a negative difference).
       nodes: Object.fromEntries(cl.pids.map((_, i) => [nodeOfPid[i]!, nodeCores[i] === null ? null : +nodeCores[i]!.toFixed(3)])),
       throttledShare: Object.fromEntries(cl.pids.map((_, i) => {
-        const a = prevThr[i];
+        const a = prev.thr[i];
         const b = thr[i];
         return [nodeOfPid[i]!, a && b && b.periods > a.periods ? +((b.throttled - a.throttled) / (b.periods - a.periods)).toFixed(3) : null];
       })),
       client: +clientCores.toFixed(3),
       rest: busyCores === null ? null : +Math.max(0, busyCores - clientCores - nodeCores.reduce<number>((a, b) => a + (b ?? 0), 0)).toFixed(3),
-      ...(tx && prevTx ? { linkMbit: Object.fromEntries(cl.pids.map((_, i) => [nodeOfPid[i]!, tx[i] != null && prevTx![i] != null ? +(((tx[i]! - prevTx![i]!) * 8) / dtUs).toFixed(1) : null])) } : {}),
+      ...(tx && ptx ? { linkMbit: Object.fromEntries(cl.pids.map((_, i) => [nodeOfPid[i]!, tx[i] != null && ptx[i] != null ? +(((tx[i]! - ptx[i]!) * 8) / dtUs).toFixed(1) : null])) } : {}),
     });
-    prevTx = tx;
-    prevMachine = machine;
-    prevAt = at;
-    prevNs = ns;
-    prevThr = thr;
-    prevClient = client;
+    prev = cur;
   }
 }
