@@ -111,7 +111,7 @@ async function failPrimary(run: LaunchedCluster, file: string, shard: number): P
   const before = readCluster(file);
   const victim = before.shards[shard]!.primary;
   process.kill(nodePids(run.output()).get(victim)!, 'SIGKILL');
-  await waitFor(`the failover of node ${victim} to be stored`, () => storedTerm(file) > before.term && readCluster(file).shards[shard]!.primary !== victim, 60_000);
+  await waitFor(`the failover of node ${victim} to be stored`, () => storedTerm(file) > before.term && readCluster(file).shards[shard]!.primary !== victim, 120_000);
   return readCluster(file);
 }
 

@@ -19,6 +19,7 @@ import { Pool } from '../../shm/pool.js';
 import { poolGeometry } from '../../shm/pool-layout.js';
 import { TLog } from '../../shm/tlog.js';
 import { MemoryFloorStore, type FloorStore } from '../../actors/kv/floors.js';
+import { MemoryShardVersionStore } from '../../actors/kv/shard-versions-file.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
 import type { Transport } from '../../runtime/fabric/transport.js';
 import type { EventLoop } from './loop.js';
@@ -78,6 +79,8 @@ export class SimNode {
   readonly counts = { boots: 0, crashes: 0, digested: 0, cleaned: 0, quarantined: 0, tombstonesDropped: 0, tombstonesDroppedOnBackup: 0 };
   /** The node's persisted tombstone floors: durable, like a file in its data dir. */
   private readonly floorStore: FloorStore;
+  /** The node's persisted version marks (actors/kv/version-marks.ts): durable likewise. */
+  private readonly markStore = new MemoryShardVersionStore();
 
   constructor(
     readonly id: number,
@@ -106,9 +109,9 @@ export class SimNode {
     const limits = defaultLimits;
     this.pool = Pool.onRegion(this.region, { segmentBytes: o.segmentBytes, segmentCount: o.segmentCount, reserveSegments: o.reserveSegments });
     this.buffers = createKvShared(this.cluster, this.id, o.keysPerShard, this.pool, o.keysPerShardMax);
-    this.shared = attachKvShared(this.buffers, this.pool.region);
+    this.shared = attachKvShared(this.buffers, this.pool.region, this.markStore);
     o.mutateShared?.(this.shared);
-    rebuildIndexes(this.pool, this.shared, limits, this.loop.clock, undefined, undefined, this.floorStore.load());
+    rebuildIndexes(this.pool, this.shared, limits, this.loop.clock, undefined, undefined, { floors: this.floorStore.load(), marks: this.markStore.load() });
     const incBytes = new Uint8Array(8);
     new DataView(incBytes.buffer).setUint32(0, this.id * 65536 + this.inc, true);
     this.srq = SharedReceiveQueue.inMemory({ postCap: o.preallocate * 2 + 2, cqCap: 64, bufferBytesMax: o.segmentBytes }, incBytes);
