@@ -14,7 +14,7 @@ import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { startNode } from '../runtime/node.js';
 import { loadTls } from '../runtime/net/tls.js';
-import { defaultTimings, leaseTiming } from '../config/timings.js';
+import { checkTimings, defaultTimings, leaseTiming } from '../config/timings.js';
 import type { ManagerStart } from '../actors/manager/protocol.js';
 import { followLauncher } from './cluster-lifecycle.js';
 import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
@@ -69,7 +69,7 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   if (!('file' in spec) && o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'with --zookeeper, give the manager a --data-dir');
   const clusterFile = 'file' in spec ? spec.file : '';
   const secret = managerSecret(o);
-  const timing = leaseTiming(num('lease-ms', o.leaseMs, defaultTimings.leaseMsMin, defaultTimings.leaseMsMax), o.renewMs === undefined ? undefined : num('renew-ms', o.renewMs, 1, 600_000));
+  const timing = leaseTiming(num('lease-ms', o.leaseMs, defaultTimings.leaseMsMin, defaultTimings.leaseMsMax), o.renewMs === undefined ? undefined : num('renew-ms', o.renewMs, 1, 600_000), undefined, checkTimings(defaultTimings));
   const port = num('port', o.port, 0, 65535);
   const zookeeper = 'file' in spec ? {} : { zookeeper: { connect: spec.zookeeper, path: spec.path }, zkSessionMs: num('zk-session-ms', o.zkSessionMs, 1000, 600_000) };
   const dataDir = resolve(o.dataDir ?? join(dirname(clusterFile), 'manager'));
