@@ -30,7 +30,7 @@ import { describeStore, type StoreSpec } from '../config/store-spec.js';
 import { ZK_FLAG_HELP, ZK_NAME_HELP, storeArgs } from './store-flags.js';
 import { STORE_POINTER, readClusterIn, storeFor } from './cluster-store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
-import { DEFAULT_LEASE_MS } from '../actors/manager/leases.js';
+import { checkTimings, deadWaitMsFor, defaultTimings, leaseTiming } from '../config/timings.js';
 import { describeChange, RestartBackoff, waitListedDead } from './cluster-supervise.js';
 import { DETACHED_ENV, detachCluster } from './cluster-detach.js';
 import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, stopCluster, waitReady } from './cluster-lifecycle.js';
@@ -236,7 +236,9 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
   const launcherEnv = { ...process.env, [LAUNCHER_PID_ENV]: String(process.pid) };
 
   const managerPort = managerPortOf(cluster);
-  const leaseMs = int('lease-ms', o.leaseMs, 4, 600_000);
+  const leaseMs = int('lease-ms', o.leaseMs, defaultTimings.leaseMsMin, defaultTimings.leaseMsMax);
+  // The manager grants this lease; the supervisor's wait for a dead node to be listed dead derives from it.
+  const deadWaitMs = deadWaitMsFor(checkTimings(defaultTimings), leaseTiming(leaseMs));
   // Manager i: port base + 490 + i, log DIR/manager.log (i = 0) or DIR/manager-i.log, runtime dir DIR/manager[-i].
   const suffix = (i: number) => (i === 0 ? '' : `-${i}`);
   const managerAddrs = managers.map((_, i) => `127.0.0.1:${managerPort + i}`).join(',');
@@ -306,7 +308,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       console.log(`node ${id} (pid ${c.pid}) exited (${signal ?? `code ${code}`}); the configuration manager fails it over; restarting it in ${ms} ms`);
       setTimeout(() => {
         if (stopping) return;
-        void waitListedDead(st.store, id, () => stopping).then((isDead) => {
+        void waitListedDead(st.store, id, () => stopping, deadWaitMs).then((isDead) => {
           if (stopping) return;
           const n = cluster.nodes.find((x) => x.id === id)!;
           console.log(`restarting node ${id}: ${isDead ? 'failed over, it rejoins with an empty pool' : 'not failed over, it restarts with its data'}`);
@@ -418,7 +420,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', asIs, 4096)
     .option('--no-restart', 'leave a node that dies down (default: restart it with backoff; a failed-over node rejoins with an empty pool and gets replicas again)')
     .option('--no-auto-reshard', 'the configuration manager moves hot shards only when asked (rowan reshard), not on its own (§4.6)')
-    .option('--lease-ms <ms>', 'lease the configuration manager grants; a dead node is failed over after it expires (paper: 10)', asIs, DEFAULT_LEASE_MS)
+    .option('--lease-ms <ms>', 'lease the configuration manager grants; a dead node is failed over after it expires (paper: 10)', asIs, defaultTimings.leaseMs)
     .addOption(new Option('--log-level <level>', 'log level of the nodes and the configuration manager (their logs: DIR/node-N.log, DIR/manager.log; default: info, or ROWAN_LOG_LEVEL)').choices(logLevels))
     .option('--index-keys <n>', "keys each shard's index is sized for at start (grows on demand; see rowan start --help)")
     .option('--index-keys-max <n>', "most keys one shard's index may grow to (see rowan start --help)")

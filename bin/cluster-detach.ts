@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
+import { defaultTimings } from '../config/timings.js';
 import { LAUNCHER_PID_FILE, closeQuietly, openNodeLog, processAlive, readLogFrom, runningLauncher } from './cluster-lifecycle.js';
 
 export const LAUNCHER_LOG = 'launcher.log';
@@ -19,8 +20,6 @@ export const LAUNCHER_LOG = 'launcher.log';
 export const DETACHED_ENV = 'ROWAN_CLUSTER_DETACHED';
 /** What the launcher prints once every node is ready (bin/cluster-cli.ts). */
 export const SERVING_MARK = '\nserving. Try:';
-/** Bound on the whole start, in case the launcher neither serves nor exits. */
-export const DETACH_READY_TIMEOUT_MS = 300_000;
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
 
@@ -28,7 +27,7 @@ const bin = new URL('../../bin/rowan', import.meta.url).pathname;
  * Start the launcher for `dir` in the background with `args` (the cluster command's arguments, without
  * --detach), wait until it serves, print what it printed, and return the exit code for this process.
  */
-export async function detachCluster(dir: string, args: string[], timeoutMs = DETACH_READY_TIMEOUT_MS): Promise<number> {
+export async function detachCluster(dir: string, args: string[], timeoutMs = defaultTimings.detachReadyTimeoutMs): Promise<number> {
   const other = runningLauncher(dir);
   if (other !== null) throw new RowanError(ErrorCodes.DATA_DIR, `a launcher (pid ${other}) is already running the cluster in ${dir}; rowan cluster stop --dir ${dir} stops it`);
   mkdirSync(dir, { recursive: true });

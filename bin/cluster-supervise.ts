@@ -1,16 +1,13 @@
 // `rowan cluster` as a supervisor (§4.5 phase 3): a node process that dies is restarted with backoff
-// (1 s, 2 s, 4 s ... capped at RESTART_DELAY_MAX_MS; back to 1 s once a run lasted STABLE_RUN_MS). The
+// (1 s, 2 s, 4 s ... capped at restartDelayMsMax; back to 1 s once a run lasted stableRunMs). The
 // manager fails the dead node over first; once the stored configuration lists it dead its data is
 // stale, so it restarts with `--rejoin` (an empty pool) and the manager takes it back as a member
 // holding no shard, to which re-replication then gives shards. A node that is not listed dead within
-// DEAD_WAIT_MS (a mode without failover) restarts with its data, as a cold start would.
+// deadWaitMsFor the lease in force (a mode without failover) restarts with its data, as a cold start
+// would. The timings: config/timings.ts.
 import type { ClusterConfig } from '../config/cluster.js';
 import type { ConfigStore } from '../config/store.js';
-
-export const RESTART_DELAY_MS = 1000;
-export const RESTART_DELAY_MAX_MS = 30_000;
-export const STABLE_RUN_MS = 10_000;
-export const DEAD_WAIT_MS = 10_000;
+import { defaultTimings } from '../config/timings.js';
 
 export class RestartBackoff {
   private attempts = 0;
@@ -23,15 +20,16 @@ export class RestartBackoff {
 
   /** The delay before the next restart of a node that exited at `now`. */
   next(now: number): number {
-    if (now - this.startedAt >= STABLE_RUN_MS) this.attempts = 0;
-    const ms = Math.min(RESTART_DELAY_MS * 2 ** this.attempts, RESTART_DELAY_MAX_MS);
+    if (now - this.startedAt >= defaultTimings.stableRunMs) this.attempts = 0;
+    const ms = Math.min(defaultTimings.restartDelayMs * 2 ** this.attempts, defaultTimings.restartDelayMsMax);
     this.attempts++;
     return ms;
   }
 }
 
-/** Whether the stored configuration lists `id` dead, polled until it does, `give up` or DEAD_WAIT_MS. */
-export async function waitListedDead(store: ConfigStore, id: number, giveUp: () => boolean): Promise<boolean> {
+/** Whether the stored configuration lists `id` dead, polled until it does, `give up` or `waitMs`
+ *  (deadWaitMsFor the lease the manager grants: until it may have failed the node over). */
+export async function waitListedDead(store: ConfigStore, id: number, giveUp: () => boolean, waitMs: number): Promise<boolean> {
   const t0 = Date.now();
   for (;;) {
     try {
@@ -39,7 +37,7 @@ export async function waitListedDead(store: ConfigStore, id: number, giveUp: () 
     } catch {
       // being replaced: read again
     }
-    if (giveUp() || Date.now() - t0 > DEAD_WAIT_MS) return false;
+    if (giveUp() || Date.now() - t0 > waitMs) return false;
     await new Promise((r) => setTimeout(r, 100));
   }
 }

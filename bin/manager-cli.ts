@@ -14,8 +14,7 @@ import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { startNode } from '../runtime/node.js';
 import { loadTls } from '../runtime/net/tls.js';
-import { DEFAULT_LEASE_MS, leaseTiming } from '../actors/manager/leases.js';
-import { DEFAULT_MANAGER_ZK_SESSION_MS } from '../actors/manager/election.js';
+import { checkTimings, defaultTimings, leaseTiming } from '../config/timings.js';
 import type { ManagerStart } from '../actors/manager/protocol.js';
 import { followLauncher } from './cluster-lifecycle.js';
 import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
@@ -70,7 +69,7 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   if (!('file' in spec) && o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'with --zookeeper, give the manager a --data-dir');
   const clusterFile = 'file' in spec ? spec.file : '';
   const secret = managerSecret(o);
-  const timing = leaseTiming(num('lease-ms', o.leaseMs, 4, 600_000), o.renewMs === undefined ? undefined : num('renew-ms', o.renewMs, 1, 600_000));
+  const timing = leaseTiming(num('lease-ms', o.leaseMs, defaultTimings.leaseMsMin, defaultTimings.leaseMsMax), o.renewMs === undefined ? undefined : num('renew-ms', o.renewMs, 1, 600_000), undefined, checkTimings(defaultTimings));
   const port = num('port', o.port, 0, 65535);
   const zookeeper = 'file' in spec ? {} : { zookeeper: { connect: spec.zookeeper, path: spec.path }, zkSessionMs: num('zk-session-ms', o.zkSessionMs, 1000, 600_000) };
   const dataDir = resolve(o.dataDir ?? join(dirname(clusterFile), 'manager'));
@@ -113,9 +112,9 @@ export function registerManagerCommand(p: Command, run: (f: () => Promise<number
   addZooKeeperFlags(cmd)
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port nodes renew their leases on (0 = any free port)', '7090')
-    .option('--lease-ms <ms>', 'lease length granted to nodes', String(DEFAULT_LEASE_MS))
+    .option('--lease-ms <ms>', 'lease length granted to nodes', String(defaultTimings.leaseMs))
     .option('--renew-ms <ms>', 'how often nodes renew (default lease / 5)')
-    .option('--zk-session-ms <ms>', 'with --zookeeper: the ZooKeeper session timeout S. Managers elect one active manager; a standby takes over about S after the active one dies, and the active one rides out a ZooKeeper outage of up to 3/4 S (README "ZooKeeper")', String(DEFAULT_MANAGER_ZK_SESSION_MS))
+    .option('--zk-session-ms <ms>', 'with --zookeeper: the ZooKeeper session timeout S. Managers elect one active manager; a standby takes over about S after the active one dies, and the active one rides out a ZooKeeper outage of up to 3/4 S (README "ZooKeeper")', String(defaultTimings.managerZkSessionMs))
     .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
     .option('--data-dir <dir>', "the manager process's runtime directory (default: manager/ next to the cluster file; required with --zookeeper)")
     .option('--no-auto-reshard', 'move hot shards only when asked (rowan reshard), not on its own (§4.6; config resharding.auto)')

@@ -12,7 +12,6 @@ export const paper = {
   replicationRetryMs: 1,
   commitVerPeriodMs: 15,
   gcLiveThresholdPercent: 75,
-  leaseMs: 10,
   reshardPeriodMs: 500,
   reshardOverloadPercent: 30,
   reshardTargetPercent: 5,
@@ -62,7 +61,6 @@ export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
     secretFile: '',
     clientPasswordFile: '',
     tls: { cert: '', key: '', ca: '' },
-    leaseMs: paper.leaseMs,
     resharding: {
       auto: true,
       periodMs: paper.reshardPeriodMs,

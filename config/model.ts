@@ -97,8 +97,6 @@ export interface RowanConfig {
     /** The CA that signed the cluster's certificates: peers and clients are verified against it. */
     ca: string;
   };
-  /** Lease between servers and the CM (§6.1: 10 ms). */
-  leaseMs: number;
   resharding: {
     /** The manager moves hot shards on its own (§4.6); false: only `rowan reshard` moves them. */
     auto: boolean;

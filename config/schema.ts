@@ -71,7 +71,6 @@ export const configSchema = z.strictObject({
     key: z.string({ message: 'must be a path' }).describe('PEM private key of tls.cert, mode 0600 (rowan start --tls-key)'),
     ca: z.string({ message: 'must be a path' }).describe('PEM CA certificate(s) peers are verified against (mutual TLS between nodes) and clients verify the node with (rowan start --tls-ca)'),
   }),
-  leaseMs: numIn(1, 600_000).describe('not read by a node: the configuration manager grants the lease (rowan manager/cluster --lease-ms)'),
   resharding: z.strictObject({
     auto: z.boolean().describe('the configuration manager moves hot shards on its own (§4.6); false: only `rowan reshard` moves them (read by rowan manager/cluster)'),
     periodMs: numIn(1, 3_600_000).describe('nodes report per-shard requests this often and the manager plans at this period (paper: 500 ms)'),

@@ -4,6 +4,7 @@
 // an actor.
 import { ErrorCodes, RowanError } from './base/errors.js';
 import { checkLimits, defaultLimits } from './limits.js';
+import { checkTimings, defaultTimings } from './timings.js';
 import type { RowanConfig } from './model.js';
 import { formatCpuList } from './parse.js';
 import { configSchema } from './schema.js';
@@ -46,6 +47,7 @@ function checkSchema(c: RowanConfig): void {
  */
 export function validateConfig(c: RowanConfig, allowedCores?: readonly number[]): RowanConfig {
   checkLimits(defaultLimits);
+  checkTimings(defaultTimings);
   checkSchema(c);
   const checkCores = (field: string, cores: number[]): void => {
     if (!allowedCores) return;

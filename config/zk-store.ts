@@ -17,7 +17,7 @@
 // the restarting server has its port open but does not serve yet can wait for that answer forever: its
 // state stays CONNECTING, no 'connected' and no 'expired' ever comes, and every operation fails with
 // "no ZooKeeper session" from then on. A watchdog here destroys a socket that has been connecting for
-// longer than STALL_MS_MAX (or a third of the session timeout, if shorter; at least STALL_MS_MIN), so
+// longer than zkStallMsMax (or a third of the session timeout, if shorter; at least zkStallMsMin), so
 // the library tries again -- with the same session, which the server restores if the client is back
 // within the session timeout. (Waiting as long as the library's own connect timeout, the session
 // timeout / servers, let a restored session expire before the client was back.)
@@ -26,15 +26,9 @@ import type { Client, Stat } from 'node-zookeeper-client';
 import { ErrorCodes, RowanError } from './base/errors.js';
 import { validateCluster, type ClusterConfig } from './cluster.js';
 import type { ConfigStore } from './store.js';
+import { defaultTimings } from './timings.js';
 
 export const DEFAULT_ZK_CLUSTER_NAME = 'default';
-export const DEFAULT_ZK_CONNECT_TIMEOUT_MS = 5000;
-export const DEFAULT_ZK_SESSION_TIMEOUT_MS = 10_000;
-/** Bounds on how long a reconnect handshake may go unanswered before it is restarted (see the header). */
-export const STALL_MS_MIN = 1000;
-export const STALL_MS_MAX = 3000;
-/** A closing client's socket is dropped after this, should the server not end the session first. */
-export const CLOSE_SESSION_GRACE_MS = 2000;
 
 /** The znode a cluster's configuration lives in. */
 export function zkConfigPath(clusterName: string): string {
@@ -79,8 +73,8 @@ export class ZooKeeperConfigStore implements ConfigStore {
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--zookeeper: '${o.connect}' is not host:port[,host:port...]`);
     this.connect = o.connect;
     this.path = o.path ?? zkConfigPath(DEFAULT_ZK_CLUSTER_NAME);
-    this.connectTimeoutMs = o.connectTimeoutMs ?? DEFAULT_ZK_CONNECT_TIMEOUT_MS;
-    this.sessionTimeoutMs = o.sessionTimeoutMs ?? DEFAULT_ZK_SESSION_TIMEOUT_MS;
+    this.connectTimeoutMs = o.connectTimeoutMs ?? defaultTimings.zkConnectTimeoutMs;
+    this.sessionTimeoutMs = o.sessionTimeoutMs ?? defaultTimings.zkSessionTimeoutMs;
   }
 
   /** Connect (bounded by connectTimeoutMs); fails with ROWAN_ERR_ZOOKEEPER when unreachable. */
@@ -143,10 +137,10 @@ export class ZooKeeperConfigStore implements ConfigStore {
     this.client = null;
     // A client without a session may sit in a handshake the server never answers (see the header): its
     // open socket would keep the process alive for good (a launcher that never exited). Drop it now; a
-    // connected one gets CLOSE_SESSION_GRACE_MS to end its session politely first.
+    // connected one gets zkCloseSessionGraceMs to end its session politely first.
     const drop = () => socketOf(c)?.destroy();
     if (!wasConnected) drop();
-    else setTimeout(drop, CLOSE_SESSION_GRACE_MS).unref();
+    else setTimeout(drop, defaultTimings.zkCloseSessionGraceMs).unref();
     for (const w of this.waiters) w();
     this.emit('closed');
   }
@@ -182,7 +176,7 @@ export class ZooKeeperConfigStore implements ConfigStore {
   /** See the header: kick a handshake the server never answers. */
   private watchStall(): void {
     clearInterval(this.stallTimer);
-    const stallMs = Math.max(STALL_MS_MIN, Math.min(STALL_MS_MAX, Math.floor(this.sessionTimeoutMs / 3)));
+    const stallMs = Math.max(defaultTimings.zkStallMsMin, Math.min(defaultTimings.zkStallMsMax, Math.floor(this.sessionTimeoutMs / 3)));
     let socket: unknown = null;
     let since = 0;
     this.stallTimer = setInterval(() => {

@@ -69,11 +69,12 @@
 // index holds) -- with a version above vd either way. The decision re-reads the entry at A and the
 // index inside a read-epoch stretch, so A cannot be freed and reused under it.
 // Cost: a cycle scans the pool's non-free segments, a few per clean pass, so the actor stays
-// responsive; cycles start every TOMBSTONE_SWEEP_PERIOD_MS, backing off (up to 16x) while they drop
+// responsive; cycles start every tombstoneSweepPeriodMs (config/timings.ts), backing off (up to 16x) while they drop
 // nothing, and never sooner than SWEEP_DUTY_PAUSE times the time the last cycle spent scanning and
 // deciding after it ended (the sweep takes at most about a fifth of its clean actor's time however big
 // the pool). Dropped tombstones stop counting as live bytes, so their segments become clean candidates.
 import type { Limits } from '../../config/limits.js';
+import { defaultTimings } from '../../config/timings.js';
 import { commitVerOf } from '../kv/commit.js';
 import { INFLIGHT_WORKERS_MAX, ReadEpochs } from '../kv/gc-state.js';
 import { ConfigCell } from '../kv/config-cell.js';
@@ -87,8 +88,6 @@ import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { SEGMENT_COUNT_MAX } from '../../shm/pool-layout.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 
-/** Pause between sweep cycles while they find something to drop. */
-export const TOMBSTONE_SWEEP_PERIOD_MS = 100;
 /** The pause grows (doubling) up to this many periods while cycles drop nothing. */
 const SWEEP_BACKOFF_MAX = 16;
 /** Bytes of segments scanned per step (one step per clean pass; at least one segment). */
@@ -217,7 +216,7 @@ export class TombstoneSweep {
       return this.o.eligible(s) ? commitVerOf(shared.versions, this.inflight, shardCount, INFLIGHT_WORKERS_MAX, s) : -1;
     });
     if (this.bounds.every((b) => b <= 0)) {
-      this.nextAt = this.o.now() + (this.o.periodMs ?? TOMBSTONE_SWEEP_PERIOD_MS);
+      this.nextAt = this.o.now() + (this.o.periodMs ?? defaultTimings.tombstoneSweepPeriodMs);
       return 0;
     }
     // Retired after the bounds were read (seq-cst): readers that entered before it may still copy.
@@ -321,7 +320,7 @@ export class TombstoneSweep {
     this.backoff = dropped > 0 ? 1 : Math.min(SWEEP_BACKOFF_MAX, this.backoff * 2);
     const now = this.o.now();
     this.busyMs += now - t0;
-    this.nextAt = now + Math.max((this.o.periodMs ?? TOMBSTONE_SWEEP_PERIOD_MS) * this.backoff, SWEEP_DUTY_PAUSE * this.busyMs);
+    this.nextAt = now + Math.max((this.o.periodMs ?? defaultTimings.tombstoneSweepPeriodMs) * this.backoff, SWEEP_DUTY_PAUSE * this.busyMs);
     return dropped;
   }
 

@@ -13,6 +13,7 @@ import type { TlsMaterial } from '../../runtime/net/tls.js';
 import type { Clock } from '../../config/base/clock.js';
 import { isCatchingUp, nodeOf } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { defaultTimings } from '../../config/timings.js';
 import type { Limits } from '../../config/limits.js';
 import type { Logger } from '../../config/base/log.js';
 import { encodeRequest, Op, Status } from '../../runtime/rpc/frames.js';
@@ -41,10 +42,6 @@ export interface CatchUpDeps {
   /** TLS to the primary's client port (this node's certificate: a peer over mutual TLS), or null. */
   tls?: TlsMaterial | null;
 }
-
-/** Re-sent while the mark stays (the manager may have missed it: reconnecting, failing over). */
-const RESEND_MS = 2000;
-const REQUEST_TIMEOUT_MS = 15_000;
 
 export interface CopyStats {
   entries: number;
@@ -103,17 +100,17 @@ export class CatchUp {
           t0 = clock.now();
         }
         if (cursor === COPY_DONE) {
-          if (clock.now() - reportedAt >= RESEND_MS) {
+          if (clock.now() - reportedAt >= defaultTimings.catchUpResendMs) {
             this.d.send({ t: 'caughtUp', node: this.d.nodeId, term: c.term, shard, from, ...st });
             reportedAt = clock.now();
           }
-          await cell.changed(RESEND_MS);
+          await cell.changed(defaultTimings.catchUpResendMs);
           continue;
         }
         try {
           if (!conn) {
             const n = nodeOf(c, primary);
-            conn = await RpcConnection.open({ host: n.host, port: n.workerPorts[shard % n.workerPorts.length]! }, REQUEST_TIMEOUT_MS, this.d.limits, this.d.secret === null ? null : { role: 'peer', secret: this.d.secret }, this.d.tls ?? null);
+            conn = await RpcConnection.open({ host: n.host, port: n.workerPorts[shard % n.workerPorts.length]! }, defaultTimings.catchUpRequestTimeoutMs, this.d.limits, this.d.secret === null ? null : { role: 'peer', secret: this.d.secret }, this.d.tls ?? null);
           }
           const key = encodeCopyRequest({ shard, cursor, bytesMax: COPY_BATCH_BYTES });
           const r = await conn.request((id) => encodeRequest({ op: Op.COPY_SHARD, id, term: c.term, key }));

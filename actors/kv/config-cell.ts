@@ -14,6 +14,8 @@
 //       24   Int32 CHANGE   bumped (and notified) on every change: waiters sleep on it
 //       28   Int32 SHARDS   shard count, immutable
 //       32   Float64 BASE   monotonicClock.now() at creation, immutable
+//       40   Int32 SPAN     leaseMs + driftMs of the lease in force (the last grant's): how long after a
+//                           silent node's last renew the manager may fail it over; 0 before a grant
 //       64   Uint8 x shardCount  BLOCKED: 1 while a promoted shard catches up (phase 2)
 //    MOVED   Uint8 x shardCount  1 once a published configuration named another primary for the
 //                                shard than the first one did (the tombstone sweep's rule 1P)
@@ -39,6 +41,7 @@ const EVICTED = 5;
 const CHANGE = 6;
 const SHARDS = 7;
 const BASE_BYTE = 32;
+const SPAN_BYTE = 40;
 const BLOCKED_BYTE = 64;
 /** LEASE value of a node that runs without a configuration manager: always valid. */
 export const LEASE_NONE = -1;
@@ -72,12 +75,14 @@ export class ConfigCell {
   private readonly base: number;
   private readonly json: Uint8Array;
   private readonly grants: Int32Array;
+  private readonly span: Int32Array;
   private cached: ClusterConfig | null = null;
   private cachedTerm = -1;
 
   private constructor(readonly buffer: SharedArrayBuffer) {
     this.i32 = new Int32Array(buffer, 0, 8);
     this.base = new Float64Array(buffer, BASE_BYTE, 1)[0]!;
+    this.span = new Int32Array(buffer, SPAN_BYTE, 1);
     const shardCount = new Int32Array(buffer, SHARDS * 4, 1)[0]!;
     this.blocked = new Uint8Array(buffer, BLOCKED_BYTE, shardCount);
     this.grants = new Int32Array(buffer, grantsOffset(shardCount), NODE_ID_MAX + 1);
@@ -134,6 +139,12 @@ export class ConfigCell {
 
   pendingTerm(): number {
     return Atomics.load(this.i32, PENDING);
+  }
+
+  /** leaseMs + driftMs of the lease in force (0 before the first grant): waits that must outlast a
+   *  failover derive from it (config/timings.ts failoverBoundMs). */
+  leaseSpanMs(): number {
+    return Atomics.load(this.span, 0);
   }
 
   /** Whether the lease holds at `now` (monotonicClock). */
@@ -236,6 +247,12 @@ export class ConfigCell {
   setLease(until: number): void {
     Atomics.store(this.i32, LEASE, Math.max(0, Math.floor(until - this.base))); // workers fence at the new instant
     this.notify();
+  }
+
+  /** The manager granted a lease of `leaseMs` with `driftMs` (each grant says so; a new manager may
+   *  grant another). */
+  setLeaseSpan(leaseMs: number, driftMs: number): void {
+    Atomics.store(this.span, 0, Math.ceil(leaseMs + driftMs)); // read by writes that wait for a failover
   }
 
   /** Fence now, for good: the manager removed this node. */

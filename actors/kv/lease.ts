@@ -14,17 +14,19 @@
 //
 // Each connection first proves the cluster secret to the manager and checks the manager's proof
 // (./manager-auth.ts); only then is the hello sent and the lease renewed. A refused handshake is
-// logged once and retried every AUTH_RETRY_MS (the node's lease meanwhile runs out: it fences itself).
+// logged once and retried every authRetryMs (the node's lease meanwhile runs out: it fences itself).
 //
 // Several managers (a standby, actors/manager/election.ts): the node is given all their addresses and
 // holds its lease with whichever answers. A standby does not listen, so a refused or lost connection
 // moves on to the next address; so does a connection whose handshake is not completed within
-// NO_GRANT_MS or on which no grant came for NO_GRANT_MS after it (a manager that lost its election or
-// is paused), as long as another address is there to try.
+// noGrantMs or on which no grant came for noGrantMs after it (a manager that lost its election or
+// is paused), as long as another address is there to try. The timings: config/timings.ts; noGrantMs
+// grows to two renew periods of the lease in force, so a healthy manager is never left.
 import type { Socket } from 'node:net';
 import { connectSocket, type TlsClientMaterial } from '../../runtime/net/tls.js';
 import { RowanError } from '../../config/base/errors.js';
-import { MANAGER_HANDSHAKE_MS, NodeAuthHandshake } from './manager-auth.js';
+import { NodeAuthHandshake } from './manager-auth.js';
+import { defaultTimings, noGrantMsFor } from '../../config/timings.js';
 import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
@@ -52,18 +54,6 @@ export interface LeaseHooks {
   evicted?(): void;
 }
 
-/** Before the first grant tells the period. */
-const FIRST_RENEW_MS = 10;
-const RECONNECT_MS = 20;
-/** Leases without a word from the manager before the lease client reconnects. */
-const SILENT_LEASES = 2;
-/** Before the first grant tells the lease: how long a connection attempt may take. */
-const CONNECT_TIMEOUT_MS = 1000;
-/** Connected but not granted for this long: try the next manager (when there is another). */
-export const NO_GRANT_MS = 3000;
-/** After a refused handshake: a wrong secret does not heal in 20 ms. */
-const AUTH_RETRY_MS = 1000;
-
 export class LeaseClient {
   private socket: Socket | null = null;
   /** A first connection being made; a second one made beside a silent `socket`; the old one of
@@ -72,7 +62,7 @@ export class LeaseClient {
   private replacing: Socket | null = null;
   private retiring: Socket | null = null;
   private timer: NodeJS.Timeout | undefined;
-  private renewMs = FIRST_RENEW_MS;
+  private renewMs = defaultTimings.firstRenewMs;
   private seq = 0;
   private readonly sentAt = new Map<number, number>();
   private leaseUntil = 0;
@@ -176,13 +166,13 @@ export class LeaseClient {
     const reader = new LineReader<ManagerToNode>();
     const auth = new NodeAuthHandshake(this.secret, `${manager.host}:${manager.port}`);
     let authed = false;
-    let retryMs = RECONNECT_MS;
+    let retryMs = defaultTimings.reconnectMs;
     // A manager that cannot be reached (a partition drops the SYN) is tried again, not waited for.
-    const connecting = setTimeout(() => s.destroy(), this.timing?.leaseMs ?? CONNECT_TIMEOUT_MS);
+    const connecting = setTimeout(() => s.destroy(), this.timing?.leaseMs ?? defaultTimings.managerConnectTimeoutMs);
     // A manager that never answers the handshake (an old one ignores auth-hello; a paused one accepts
     // in the kernel and says nothing) must not hold the node silently: give up after the manager's own
-    // handshake deadline and retry -- with another manager to try, after NO_GRANT_MS and at once there.
-    const handshakeMs = multi ? Math.min(NO_GRANT_MS, MANAGER_HANDSHAKE_MS) : MANAGER_HANDSHAKE_MS;
+    // handshake deadline and retry -- with another manager to try, after noGrantMs and at once there.
+    const handshakeMs = multi ? Math.min(noGrantMsFor(defaultTimings, this.timing?.renewMs ?? null), defaultTimings.managerHandshakeMs) : defaultTimings.managerHandshakeMs;
     const deadline = setTimeout(() => {
       if (authed) return;
       if (multi) {
@@ -190,9 +180,9 @@ export class LeaseClient {
         s.destroy();
         return;
       }
-      retryMs = AUTH_RETRY_MS;
+      retryMs = defaultTimings.authRetryMs;
       const why = `the configuration manager at ${manager.host}:${manager.port} did not complete the authentication handshake within ${handshakeMs} ms`;
-      if (why !== this.authFailure) this.log.error(`lease: ${why}; retrying every ${AUTH_RETRY_MS} ms`);
+      if (why !== this.authFailure) this.log.error(`lease: ${why}; retrying every ${defaultTimings.authRetryMs} ms`);
       this.authFailure = why;
       s.destroy();
     }, handshakeMs).unref();
@@ -222,11 +212,12 @@ export class LeaseClient {
       if (multi) {
         clearInterval(this.watchdog);
         this.watchdog = setInterval(() => {
-          if (this.socket !== s || this.clock.now() - this.grantedAt < NO_GRANT_MS) return;
-          this.log.warn({ manager: `${manager.host}:${manager.port}` }, `no lease grant from the manager at ${manager.host}:${manager.port} for ${NO_GRANT_MS} ms; trying the next one`);
+          const noGrantMs = noGrantMsFor(defaultTimings, this.timing?.renewMs ?? null); // two renew periods of the lease in force, at least
+          if (this.socket !== s || this.clock.now() - this.grantedAt < noGrantMs) return;
+          this.log.warn({ manager: `${manager.host}:${manager.port}` }, `no lease grant from the manager at ${manager.host}:${manager.port} for ${noGrantMs} ms; trying the next one`);
           this.next = (this.managers.indexOf(manager) + 1) % this.managers.length;
           s.destroy();
-        }, NO_GRANT_MS / 4);
+        }, defaultTimings.noGrantMs / 4);
         this.watchdog.unref();
       }
       if (this.hooks.load) {
@@ -260,8 +251,8 @@ export class LeaseClient {
         }
       } catch (err) {
         if (!authed && err instanceof RowanError) {
-          retryMs = AUTH_RETRY_MS;
-          if (err.message !== this.authFailure) this.log.error({ code: err.code }, `lease: ${err.message}; retrying every ${AUTH_RETRY_MS} ms`);
+          retryMs = defaultTimings.authRetryMs;
+          if (err.message !== this.authFailure) this.log.error({ code: err.code }, `lease: ${err.message}; retrying every ${defaultTimings.authRetryMs} ms`);
           this.authFailure = err.message;
         } else this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
         s.destroy();
@@ -297,11 +288,11 @@ export class LeaseClient {
     // (setImmediate): timers run before I/O, so after a stall of this thread grants already waiting
     // in the socket would look missing.
     const t = this.timing;
-    if (t && this.clock.now() - this.heardAt > SILENT_LEASES * t.leaseMs) {
+    if (t && this.clock.now() - this.heardAt > defaultTimings.silentLeases * t.leaseMs) {
       const s = this.socket;
       setImmediate(() => {
         const ms = this.clock.now() - this.heardAt;
-        if (this.socket !== s || ms <= SILENT_LEASES * t.leaseMs) return;
+        if (this.socket !== s || ms <= defaultTimings.silentLeases * t.leaseMs) return;
         if (!this.silent) {
           this.silent = true;
           this.log.warn({ ms: +ms.toFixed(0) }, 'no word from the configuration manager for two leases: trying a new connection (serving on peer leases meanwhile, if every other member grants one)');
@@ -325,6 +316,7 @@ export class LeaseClient {
         const sent = this.sentAt.get(m.seq);
         if (sent === undefined) return;
         this.timing = { leaseMs: m.leaseMs, renewMs: m.renewMs, driftMs: m.driftMs };
+        this.cell.setLeaseSpan(m.leaseMs, m.driftMs);
         this.grantedAt = this.clock.now();
         const until = sent + m.leaseMs - m.driftMs;
         if (until > this.leaseUntil) {

@@ -22,8 +22,6 @@ import { NONCE_BYTES, PROOF_BYTES, newNonce, proof, proofMatches } from '../../c
 
 export const MANAGER_LABEL = 'rowan-manager-v1 manager';
 export const NODE_LABEL = 'rowan-manager-v1 node';
-/** A connection that has not authenticated within this is closed by the CM. */
-export const MANAGER_HANDSHAKE_MS = 10_000;
 
 export type AuthMessage =
   | { t: 'auth-hello'; nonce: string }

@@ -5,6 +5,7 @@ import type { TlsMaterial } from '../../runtime/net/tls.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { nodeOf } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
+import { defaultTimings } from '../../config/timings.js';
 import { FileConfigStore } from '../../config/store.js';
 import type { Pool } from '../../shm/pool.js';
 import { monotonicClock, type Clock } from '../../config/base/clock.js';
@@ -134,14 +135,9 @@ export function parseManagers(manager: string): { host: string; port: number }[]
   });
 }
 
-/** How long an evicted node keeps answering LEASE_EXPIRED before it stops. */
-const EVICTED_EXIT_MS = 2000;
-
-/** How long a move's source waits for the writes it claimed for the shards it hands over to end
- *  (a write waits at most ADMIT_WAIT_MS plus a replication); past it the prepare is not acknowledged
- *  and the manager rolls the move back. */
-const DRAIN_TIMEOUT_MS = 1500;
-
+/** A move's source waits at most drainTimeoutMs (config/timings.ts) for the writes it claimed for the
+ *  shards it hands over to end; past it the prepare is not acknowledged and the manager rolls the move
+ *  back. */
 async function drainShards(shared: KvShared, shards: number[], shardCount: number, clock: Clock): Promise<void> {
   const g = shared.gc?.buffers;
   if (!g) return; // no commit tracking without a pool: nothing is tracked in flight
@@ -149,8 +145,8 @@ async function drainShards(shared: KvShared, shards: number[], shardCount: numbe
   for (;;) {
     const busy = shards.filter((s) => !shardDrained(g, shardCount, s));
     if (busy.length === 0) return;
-    if (clock.now() - t0 > DRAIN_TIMEOUT_MS) {
-      throw new RowanError(ErrorCodes.TIMEOUT, `shard(s) ${busy.join(', ')} still have writes in flight after ${DRAIN_TIMEOUT_MS} ms; the move is not acknowledged`);
+    if (clock.now() - t0 > defaultTimings.drainTimeoutMs) {
+      throw new RowanError(ErrorCodes.TIMEOUT, `shard(s) ${busy.join(', ')} still have writes in flight after ${defaultTimings.drainTimeoutMs} ms; the move is not acknowledged`);
     }
     await new Promise((r) => setTimeout(r, 1));
   }
@@ -217,8 +213,8 @@ function startLease(
     // with --rejoin -- it does not sit in the cluster serving nothing (a lease lost to a stall of the
     // machine, not a crash, would otherwise leave the cluster a replica short for good).
     evicted: () => {
-      log.error({ exitInMs: EVICTED_EXIT_MS }, `evicted: this node stops in ${EVICTED_EXIT_MS} ms; restart it with --rejoin (rowan cluster does) to take it back as an empty member`);
-      setTimeout(() => process.kill(process.pid, 'SIGTERM'), EVICTED_EXIT_MS).unref();
+      log.error({ exitInMs: defaultTimings.evictedExitMs }, `evicted: this node stops in ${defaultTimings.evictedExitMs} ms; restart it with --rejoin (rowan cluster does) to take it back as an empty member`);
+      setTimeout(() => process.kill(process.pid, 'SIGTERM'), defaultTimings.evictedExitMs).unref();
     },
   }, rejoin, secret, tls, loadPeriodMs);
   client.start();

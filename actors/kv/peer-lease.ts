@@ -39,6 +39,7 @@ import type { Clock } from '../../config/base/clock.js';
 import type { Logger } from '../../config/base/log.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { NODE_ID_MAX } from '../../config/base/ids.js';
+import { defaultTimings } from '../../config/timings.js';
 import type { FrameLimits } from '../../runtime/rpc/frames-layout.js';
 import { Op, Status } from '../../runtime/rpc/frames-layout.js';
 import { encodeRequest } from '../../runtime/rpc/frames.js';
@@ -68,7 +69,7 @@ export function decodePeerLeaseRequest(u: Uint8Array): PeerLeaseRequest {
   const b = Buffer.from(u.buffer, u.byteOffset, u.length);
   const r = { from: b.readUInt16LE(0), leaseMs: b.readUInt32LE(2), driftMs: b.readUInt32LE(6) };
   if (r.from > NODE_ID_MAX) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `PEER_LEASE from node ${r.from}, beyond ${NODE_ID_MAX}`);
-  if (r.leaseMs < 1 || r.leaseMs > 600_000 || r.driftMs >= r.leaseMs) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `PEER_LEASE of ${r.leaseMs} ms (drift ${r.driftMs} ms) is not a lease`);
+  if (r.leaseMs < 1 || r.leaseMs > defaultTimings.leaseMsMax || r.driftMs >= r.leaseMs) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `PEER_LEASE of ${r.leaseMs} ms (drift ${r.driftMs} ms) is not a lease`);
   return r;
 }
 

@@ -35,10 +35,6 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ZooKeeperConfigStore } from '../../config/zk-store.js';
 
-/** The session timeout managers ask for by default (`rowan manager --zk-session-ms`): ZooKeeper's
- *  smallest with its default tickTime of 2000 ms. */
-export const DEFAULT_MANAGER_ZK_SESSION_MS = 4000;
-
 /** Heartbeats (an `exists` on the manager's own znode) per session timeout. */
 export const HEARTBEATS_PER_SESSION = 6;
 /** The active manager acts until this share of the session timeout after its last answered heartbeat. */

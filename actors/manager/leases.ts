@@ -13,42 +13,14 @@
 // write, actors/worker/primary.ts). Across hosts crystal drift is < 100 ppm; driftMs = leaseMs / 20
 // (5 %) leaves orders of magnitude to spare.
 //
-// Numbers (defaults of `rowan cluster` / `rowan manager`): leaseMs 200, renewMs 40 (five renewals per
+// Numbers (defaults of `rowan cluster` / `rowan manager`, config/timings.ts): leaseMs 200, renewMs 40 (five renewals per
 // lease: four may be late or lost before a live node fences itself), driftMs 10. A dead node's shards
 // move at the earliest 210 ms after its last renew. The paper uses 10 ms leases on dedicated cores
 // with RDMA; on this shared two-core machine a 10 ms lease would fence live nodes whenever a busy
 // event loop misses two renewals, so the default is longer; the failover benchmark runs shorter ones.
-import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { defaultTimings, type LeaseTiming } from '../../config/timings.js';
 
-export interface LeaseTiming {
-  leaseMs: number;
-  renewMs: number;
-  driftMs: number;
-}
-
-export const DEFAULT_LEASE_MS = 200;
-
-/** A manager that hears from a member again after a lease of silence from all of them gives every
- *  member this many leases to reconnect before it suspects one (README "Partitions"). */
-export const RECOVERY_GRACE_LEASES = 5;
-
-/** A member that never connected to this manager is suspected after this long (node cold start). */
-export const JOIN_GRACE_MS = 120_000;
-
-/** renewMs = leaseMs / 5, driftMs = leaseMs / 20 (at least 1 ms), checked. */
-export function leaseTiming(leaseMs: number, renewMs?: number, driftMs?: number): LeaseTiming {
-  const t = {
-    leaseMs,
-    renewMs: renewMs ?? Math.max(1, Math.floor(leaseMs / 5)),
-    driftMs: driftMs ?? Math.max(1, Math.ceil(leaseMs / 20)),
-  };
-  if (!(t.leaseMs >= 4 && t.leaseMs <= 600_000)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `leaseMs ${t.leaseMs} is not in [4, 600000]`);
-  // A node must get at least two renewals in before its lease (minus the margin) runs out.
-  if (!(t.renewMs >= 1 && 2 * t.renewMs <= t.leaseMs - t.driftMs)) {
-    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `renewMs ${t.renewMs} must allow two renewals within leaseMs - driftMs (${t.leaseMs - t.driftMs} ms)`);
-  }
-  return t;
-}
+export { leaseTiming, type LeaseTiming } from '../../config/timings.js';
 
 /** The manager's view: the last renew received from each member. */
 export class LeaseTable {
@@ -64,7 +36,7 @@ export class LeaseTable {
     private readonly startedAt: number,
     /** How long a member that never connected to this manager has to do so (a node's cold start)
      *  before it is suspected. Waiting longer than its lease is never unsafe, only slower. */
-    private readonly joinGraceMs: number = JOIN_GRACE_MS,
+    private readonly joinGraceMs: number = defaultTimings.joinGraceMs,
   ) {}
 
   renewed(node: number, at: number): void {

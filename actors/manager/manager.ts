@@ -19,21 +19,18 @@ import type { ManagerToNode, NodeToManager } from './protocol.js';
 import { Healing } from './healing.js';
 import { Reach } from './reach.js';
 import { notActive } from './election.js';
-import { ALWAYS, completeStoredTerm, TAKEOVER_GRACE_MS, type Activation, type TakeoverHost } from './takeover.js';
+import { ALWAYS, completeStoredTerm, type Activation, type TakeoverHost } from './takeover.js';
 import { LoadTable, OverloadDetector } from './load.js';
-import { MOVE_PROMOTE_TIMEOUT_MS, MoveRunner, type MoveRecord } from './moves.js';
+import { MoveRunner, type MoveRecord } from './moves.js';
 import { DEFAULT_RESHARDING, planBalance, type BalancePlan, type Move, type ReshardingOptions } from './reshard.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { defaultTimings } from '../../config/timings.js';
 
-export { DEFAULT_RESHARDING, TAKEOVER_GRACE_MS, type Activation, type ReshardingOptions };
+export { DEFAULT_RESHARDING, type Activation, type ReshardingOptions };
 
 export interface Link {
   send(m: ManagerToNode): void;
 }
-
-/** A member that has not acknowledged `prepare` by then is left behind (its lease will tell). */
-export const PREPARE_TIMEOUT_MS = 2000;
-export const FAILOVER_RETRY_MS = 1000;
 
 export class ConfigManager {
   private cfg: ClusterConfig;
@@ -90,7 +87,7 @@ export class ConfigManager {
     this.changedAt = clock.now();
     this.activatedAt = clock.now();
     this.finishWanted = activation.elected;
-    this.leases = activation.takeover ? new LeaseTable(timing, this.activatedAt, TAKEOVER_GRACE_MS) : new LeaseTable(timing, this.activatedAt);
+    this.leases = activation.takeover ? new LeaseTable(timing, this.activatedAt, defaultTimings.takeoverGraceMs) : new LeaseTable(timing, this.activatedAt);
     // A move goes through storeConfig()/push()/prepareRound()/commitRound(): each refuses (notActive)
     // once this manager is not the active one; the store itself is fenced on its election znode.
     this.rounds = {
@@ -150,7 +147,7 @@ export class ConfigManager {
    */
   resume(): void {
     this.activatedAt = this.clock.now();
-    this.leases = new LeaseTable(this.timing, this.activatedAt, TAKEOVER_GRACE_MS);
+    this.leases = new LeaseTable(this.timing, this.activatedAt, defaultTimings.takeoverGraceMs);
     this.finishWanted = true;
     this.log.warn({ term: this.cfg.term }, 'active again: every member gets a full lease before it can be suspected');
     this.kick();
@@ -356,8 +353,8 @@ export class ConfigManager {
             if (this.finishWanted) await this.finish();
             else await this.reconfigure();
           } catch (err) {
-            this.log.error({ err: (err as Error).message }, `reconfiguration failed; retrying in ${FAILOVER_RETRY_MS} ms`);
-            void this.sleep(FAILOVER_RETRY_MS).then(() => {
+            this.log.error({ err: (err as Error).message }, `reconfiguration failed; retrying in ${defaultTimings.failoverRetryMs} ms`);
+            void this.sleep(defaultTimings.failoverRetryMs).then(() => {
               this.healing.want();
               this.kick();
             });
@@ -371,9 +368,9 @@ export class ConfigManager {
         } catch (err) {
           // A store that refused (another manager moved the term) or a plan that cannot be made (the
           // node holds a shard's last replica): say so once and try again a second later.
-          this.log.error({ node, err: (err as Error).message }, `failover of node ${node} failed; retrying in ${FAILOVER_RETRY_MS} ms`);
+          this.log.error({ node, err: (err as Error).message }, `failover of node ${node} failed; retrying in ${defaultTimings.failoverRetryMs} ms`);
           if (this.activation.elected) this.finishWanted = true; // the stored term may not have been pushed
-          void this.sleep(FAILOVER_RETRY_MS).then(() => {
+          void this.sleep(defaultTimings.failoverRetryMs).then(() => {
             this.failing.delete(node);
             if (this.closed || !this.members().includes(node)) return;
             // Back (restarted, or it was only slow) before anything was reassigned: grant it again.
@@ -414,7 +411,7 @@ export class ConfigManager {
 
   /**
    * Phase 1 of a primary change: every reachable member is sent `prepare` and blocks; the ones in
-   * `waitFor` (default: every reachable member) are waited for, bounded by PREPARE_TIMEOUT_MS.
+   * `waitFor` (default: every reachable member) are waited for, bounded by prepareTimeoutMs (config/timings.ts).
    * `shards`: the shards changing primary (a member adds the ones its own configuration shows).
    */
   async prepareRound(next: ClusterConfig, shards: number[], planned = false, waitFor?: ReadonlySet<number>): Promise<Prepared> {
@@ -434,7 +431,7 @@ export class ConfigManager {
       this.prepared = { term: next.term, waiting, versions, reports, done };
       for (const n of members) this.links.get(n)?.send({ t: 'prepare', term: next.term, config: next, shards, ...(planned ? { planned } : {}) });
       if (waiting.size === 0) done();
-      void this.sleep(PREPARE_TIMEOUT_MS).then(done);
+      void this.sleep(defaultTimings.prepareTimeoutMs).then(done);
     });
     return { versions, reports, missing: [...waiting] };
   }
@@ -500,7 +497,7 @@ export class ConfigManager {
         if (!(err instanceof RowanError && err.code === ErrorCodes.MOVE_REFUSED)) throw err;
       }
     } else if (this.resumeWanted()) {
-      this.resumeAfter = this.clock.now() + MOVE_PROMOTE_TIMEOUT_MS; // not again before a stalled one timed out
+      this.resumeAfter = this.clock.now() + defaultTimings.movePromoteTimeoutMs; // not again before a stalled one timed out
       await this.moves.resume();
     }
   }

@@ -16,12 +16,9 @@
 // (./plan.ts).
 import type { ClusterConfig } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { defaultTimings } from '../../config/timings.js';
 import type { Prepared, RoundsHost } from './rounds.js';
 import { clearTasks, moveRefusal, planMoves, rollBack, type Move } from './reshard.js';
-
-/** How long the manager waits for targets to report their promotions before leaving a move to the
- *  failure handling (a target that died is failed over, which finishes the task). */
-export const MOVE_PROMOTE_TIMEOUT_MS = 10_000;
 
 export interface MoveRecord {
   moves: Move[];
@@ -120,9 +117,9 @@ export class MoveRunner {
     // Until the targets report -- or one of them is suspected failed: its failover (next in the
     // manager's queue, not behind this wait) finishes the task.
     const t0 = this.h.clock.now();
-    while (!reported && this.h.clock.now() - t0 < MOVE_PROMOTE_TIMEOUT_MS && !moves.some((m) => this.h.suspected(m.to))) await this.h.sleep(2);
+    while (!reported && this.h.clock.now() - t0 < defaultTimings.movePromoteTimeoutMs && !moves.some((m) => this.h.suspected(m.to))) await this.h.sleep(2);
     if (!reported) {
-      rec.error = moves.some((m) => this.h.suspected(m.to)) ? 'a target failed before it reported its promotion' : `a target did not report its promotion within ${MOVE_PROMOTE_TIMEOUT_MS} ms`;
+      rec.error = moves.some((m) => this.h.suspected(m.to)) ? 'a target failed before it reported its promotion' : `a target did not report its promotion within ${defaultTimings.movePromoteTimeoutMs} ms`;
       this.event(rec, 'move-stalled', `${rec.error}; the task stays listed (a failover of the target finishes it)`);
       return;
     }

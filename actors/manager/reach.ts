@@ -2,7 +2,8 @@
 // cut off from the whole cluster must not mistake its own isolation for the members' failures.
 import type { Clock } from '../../config/base/clock.js';
 import type { Logger } from '../../config/base/log.js';
-import { RECOVERY_GRACE_LEASES, type LeaseTable, type LeaseTiming } from './leases.js';
+import type { LeaseTable, LeaseTiming } from './leases.js';
+import { defaultTimings } from '../../config/timings.js';
 
 export interface ReachHost {
   readonly timing: LeaseTiming;
@@ -34,7 +35,7 @@ export class Reach {
     const t = this.h.timing;
     const silentMs = now - this.heardAny;
     if (Number.isFinite(silentMs) && silentMs > t.leaseMs + t.driftMs && this.h.members().length > 1) {
-      const graceMs = RECOVERY_GRACE_LEASES * t.leaseMs;
+      const graceMs = defaultTimings.recoveryGraceLeases * t.leaseMs;
       this.h.leases.graceUntil(now + graceMs);
       this.h.log.warn({ node, silentMs: +silentMs.toFixed(0), graceMs }, `heard from node ${node} after ${silentMs.toFixed(0)} ms in which no member was heard (this manager was cut off); no member is suspected for the next ${graceMs} ms while they reconnect`);
     }

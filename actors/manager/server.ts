@@ -6,7 +6,8 @@
 import type { Server, Socket } from 'node:net';
 import { createServer, type TlsMaterial } from '../../runtime/net/tls.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import { MANAGER_HANDSHAKE_MS, ManagerAuthGate, encodeAuth } from '../kv/manager-auth.js';
+import { ManagerAuthGate, encodeAuth } from '../kv/manager-auth.js';
+import { defaultTimings } from '../../config/timings.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigManager, Link } from './manager.js';
 import { LineReader, encodeLine, type NodeToManager } from './protocol.js';
@@ -28,7 +29,7 @@ export async function serveManager(cm: ConfigManager, host: string, port: number
     sockets.add(socket);
     const reader = new LineReader<NodeToManager>();
     const gate = new ManagerAuthGate(secret);
-    const deadline = gate.authed ? null : setTimeout(() => socket.destroy(), MANAGER_HANDSHAKE_MS).unref();
+    const deadline = gate.authed ? null : setTimeout(() => socket.destroy(), defaultTimings.managerHandshakeMs).unref();
     let node: number | null = null;
     const link: Link = {
       send: (m) => {

@@ -3,7 +3,7 @@
 //
 // With a standby a manager acts only while `activation.valid()`: no grant, no store, no push otherwise.
 // Elected, it starts with no lease knowledge: a member it has not heard from is suspected only after
-// leaseMs + driftMs + TAKEOVER_GRACE_MS (LeaseTable.startedAt = activation), so it never cuts a lease
+// leaseMs + driftMs + takeoverGraceMs (LeaseTable.startedAt = activation), so it never cuts a lease
 // the previous manager granted short. Its first step (completeStoredTerm) completes a failover -- or a
 // move (./moves.ts) -- the previous manager stored but may not have pushed: once the members reconnected
 // (bounded), every member still below the stored term is prepared and committed for it, with
@@ -11,20 +11,18 @@
 // before its term was stored (failover() stores only then), so nothing more needs to wait; a move's
 // live source drains at the prepare like in any move. Moves left in the stored migration list are then
 // resumed by the manager's reconfigure() (./moves.ts resume).
+import { defaultTimings } from '../../config/timings.js';
 import { notActive } from './election.js';
 import type { LeaseTiming } from './leases.js';
 import type { ShardMove } from './plan.js';
 import type { RoundsHost } from './rounds.js';
-
-/** After a takeover, how long members it has not heard from have to reconnect, beyond a full lease. */
-export const TAKEOVER_GRACE_MS = 3000;
 
 /** Whether this manager may act (./election.ts); a manager without an election always may. */
 export interface Activation {
   valid(): boolean;
   /** Elected through ZooKeeper: begin with completeStoredTerm and resume after a validity lapse. */
   elected: boolean;
-  /** Elected while another manager was seen active: members get TAKEOVER_GRACE_MS, not JOIN_GRACE_MS. */
+  /** Elected while another manager was seen active: members get takeoverGraceMs, not joinGraceMs (config/timings.ts). */
   takeover: boolean;
   /** Test hook: pause this long after storing a failover's configuration, before pushing it. */
   pauseAfterStoreMs?: number;
@@ -67,7 +65,7 @@ export interface TakeoverHost extends RoundsHost {
  * term was completed (then the manager looks at re-replication again).
  */
 export async function completeStoredTerm(h: TakeoverHost): Promise<boolean> {
-  const until = h.activatedAt() + h.timing.leaseMs + h.timing.driftMs + TAKEOVER_GRACE_MS;
+  const until = h.activatedAt() + h.timing.leaseMs + h.timing.driftMs + defaultTimings.takeoverGraceMs;
   while (!h.closed() && h.clock.now() < until && h.members().some((n) => !h.connected(n) && !h.suspected(n))) await h.sleep(20);
   if (h.closed()) return false;
   const next = h.config();

@@ -4,7 +4,7 @@
 //
 // A SEND that finds no posted buffer parks the connection -- its later frames wait behind it, as an RC
 // QP stalls on receiver-not-ready -- and is retried on a timer (1-2 ms) while every other connection
-// keeps running. After NIC_PARK_MS it is answered NO_BUFFER (or RECEIVER_NOT_READY), retryable: the
+// keeps running. After nicParkMs (config/timings.ts) it is answered NO_BUFFER (or RECEIVER_NOT_READY), retryable: the
 // sender retries up to its own bound. The write is never dropped silently.
 //
 // Flow control: while the frames not yet executed, or the replies the peer has not read, exceed the

@@ -17,11 +17,5 @@ export interface NicEndpoint {
   port: number;
 }
 
-/**
- * How long the nic keeps a connection's SEND parked waiting for the receiver to post a buffer (the RNR
- * retry of an RC QP) before answering NO_BUFFER; the sender then retries up to its own bound.
- */
-export const NIC_PARK_MS = 200;
-
 /** A connection whose unexecuted frames exceed this stops being read until they drain (TCP backpressure). */
 export const NIC_QUEUE_BYTES_MAX = 8 * 1024 * 1024;

@@ -10,7 +10,8 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import { NicConnection, newNicStats, type NicStats } from './connection.js';
 import { FRAME_BYTES_MAX_DEFAULT } from '../../runtime/fabric/nic-frames.js';
-import { NIC_PARK_MS, NIC_QUEUE_BYTES_MAX, type NicEndpoint } from './protocol.js';
+import { NIC_QUEUE_BYTES_MAX, type NicEndpoint } from './protocol.js';
+import { defaultTimings } from '../../config/timings.js';
 import { NicMemory, type NicMembership } from './verbs.js';
 
 /** How often an idle nic looks for a configuration that no longer names a node with regions here. */
@@ -86,7 +87,7 @@ export class NicServer {
       ...(o.remoteSegmentsMax !== undefined ? { remoteSegmentsMax: o.remoteSegmentsMax } : {}),
       ...(o.remoteOwners ? { remoteOwners: o.remoteOwners } : {}),
     });
-    const connOpts = { parkMs: o.parkMs ?? NIC_PARK_MS, queueBytesMax: o.queueBytesMax ?? NIC_QUEUE_BYTES_MAX, frameBytesMax, now, secret: o.secret };
+    const connOpts = { parkMs: o.parkMs ?? defaultTimings.nicParkMs, queueBytesMax: o.queueBytesMax ?? NIC_QUEUE_BYTES_MAX, frameBytesMax, now, secret: o.secret };
     let nic: NicServer | null = null;
     const onSocket = (socket: Socket) => {
       if (!nic || nic.closing) return void socket.destroy();

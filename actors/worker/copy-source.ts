@@ -8,12 +8,13 @@
 // batch (cursor 0) waits until the shard's CommitVer reaches the version counter read at admission
 // -- every such write has finished (indexed here if acknowledged) -- before it walks the index.
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { defaultTimings } from '../../config/timings.js';
 import type { CommitTracker } from '../kv/commit.js';
 import { decodeCopyRequest, readBatch } from '../kv/copy-batch.js';
 import type { WorkerCore } from './core.js';
 
-/** How long the first batch waits for older writes of the shard to finish. */
-export const COPY_BARRIER_MS = 10_000;
+/** The first batch waits for older writes of the shard to finish (at most copyBarrierMs,
+ *  config/timings.ts), looking again this often. */
 const BARRIER_POLL_MS = 2;
 
 export class CopySource {
@@ -31,7 +32,7 @@ export class CopySource {
     // Admission: at this node's term, the shard's primary, not being promoted.
     for (;;) {
       if (!cell || (cell.admit(clientTerm, this.core.now()) === 'ok' && !cell.shardBlocked(req.shard))) break;
-      if (this.core.now() - t0 > COPY_BARRIER_MS) throw new RowanError(ErrorCodes.STALE_TERM, `node ${d.nodeId} is reconfiguring; retry`);
+      if (this.core.now() - t0 > defaultTimings.copyBarrierMs) throw new RowanError(ErrorCodes.STALE_TERM, `node ${d.nodeId} is reconfiguring; retry`);
       await cell.changed(100);
     }
     const c = d.config();
@@ -41,7 +42,7 @@ export class CopySource {
     if (req.cursor === 0 && this.commit) {
       const v0 = Number(Atomics.load(d.shared.versions, req.shard)); // every claim so far is at or below it
       while (this.commit.commitVer(req.shard) < v0) {
-        if (this.core.now() - t0 > COPY_BARRIER_MS) throw new RowanError(ErrorCodes.TIMEOUT, `shard ${req.shard}: writes older than the copy still running after ${COPY_BARRIER_MS} ms; retry`);
+        if (this.core.now() - t0 > defaultTimings.copyBarrierMs) throw new RowanError(ErrorCodes.TIMEOUT, `shard ${req.shard}: writes older than the copy still running after ${defaultTimings.copyBarrierMs} ms; retry`);
         await new Promise((r) => setTimeout(r, BARRIER_POLL_MS));
       }
     }

@@ -14,6 +14,7 @@
 import type { ClusterConfig } from '../../config/cluster.js';
 import { shardOfKey } from '../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { backupGoneWaitMsFor, defaultTimings } from '../../config/timings.js';
 import type { CommitTracker } from '../kv/commit.js';
 import { LoadCounters } from '../kv/load.js';
 import { indexEntry, nextVersion, type ReplicaChannel } from '../kv/shared.js';
@@ -25,14 +26,8 @@ import type { WorkerCore } from './core.js';
  *  reserve of 3 (config gc.reserveSegments) one is the clean log in use, one its next, one for DELs. */
 export const DEL_KEEP_FREE = 1;
 
-/** How long a request waits for a pending configuration to commit or a promoted shard to catch up
- *  before it is refused with STALE_TERM (a manager that died mid-failover must not hang clients). */
-export const ADMIT_WAIT_MS = 2000;
-
 /** Replication failures that mean the backup node is gone (not a refusal of this entry). */
 const BACKUP_GONE: ReadonlySet<string> = new Set([ErrorCodes.PEER_GONE, ErrorCodes.RECEIVER_CLOSED, ErrorCodes.REPLICATION_FAILED, ErrorCodes.WRITE_TIMEOUT]);
-/** How long a write waits for the manager to remove a gone backup (a lease and then some). */
-const BACKUP_GONE_WAIT_MS = 3000;
 
 export class PrimaryPath {
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
@@ -171,12 +166,13 @@ export class PrimaryPath {
       }
       if (!cell || !BACKUP_GONE.has(err.code)) throw err;
       const t0 = this.core.now();
+      const waitMs = backupGoneWaitMsFor(defaultTimings, cell.leaseSpanMs()); // until the manager may have failed the backup over
       for (;;) {
         const c = cell.config();
         if (!c.shards[shard]!.backups.includes(node)) return;
         const waited = this.core.now() - t0;
-        if (waited >= BACKUP_GONE_WAIT_MS || !cell.leaseValid(this.core.now())) throw err;
-        await cell.changed(BACKUP_GONE_WAIT_MS - waited);
+        if (waited >= waitMs || !cell.leaseValid(this.core.now())) throw err;
+        await cell.changed(waitMs - waited);
       }
     }
   }
@@ -197,7 +193,7 @@ export class PrimaryPath {
   /**
    * Admission (§4.5): refuse when the lease expired (LEASE_EXPIRED) or the term differs (STALE_TERM);
    * wait while a configuration is prepared but not committed, or while the key's shard is being
-   * promoted here (phase 2), at most ADMIT_WAIT_MS, then STALE_TERM (the client refreshes and retries).
+   * promoted here (phase 2), at most admitWaitMs, then STALE_TERM (the client refreshes and retries).
    */
   private async admit(key: Uint8Array, clientTerm: number, read: boolean): Promise<{ c: ClusterConfig; shard: number; hash: KeyHash }> {
     const cell = this.core.d.cell;
@@ -209,10 +205,10 @@ export class PrimaryPath {
         const r = this.route(key, clientTerm, read);
         if (!cell.shardBlocked(r.shard)) return r;
       }
-      if (waitedMs >= ADMIT_WAIT_MS) {
+      if (waitedMs >= defaultTimings.admitWaitMs) {
         throw new RowanError(ErrorCodes.STALE_TERM, `node ${this.core.d.nodeId} is reconfiguring (term ${cell.term()}, pending ${cell.pendingTerm()}); retry`);
       }
-      await cell.changed(ADMIT_WAIT_MS - waitedMs);
+      await cell.changed(defaultTimings.admitWaitMs - waitedMs);
       waitedMs += this.core.now() - t0;
     }
   }

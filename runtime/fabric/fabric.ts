@@ -4,6 +4,7 @@
 // thread holds one RC QP per remote control thread in the paper (§5.2).
 
 import type { FabricKind } from '../../config/base/fabric-kinds.js';
+import { defaultTimings } from '../../config/timings.js';
 export { FABRIC_KINDS, type FabricKind } from '../../config/base/fabric-kinds.js';
 
 export interface SenderStats {
@@ -53,6 +54,6 @@ export interface RowanSenderOptions {
 
 export const defaultSenderOptions: Readonly<RowanSenderOptions> = Object.freeze({
   retryMs: 1,
-  noBufferTimeoutMs: 5000,
+  noBufferTimeoutMs: defaultTimings.noBufferTimeoutMs,
   senderId: 0,
 });

@@ -46,6 +46,7 @@ import {
 import { ErrorCodes, RowanError, fromRecord } from '../../config/base/errors.js';
 import { newNonce, proof, proofMatches } from '../../config/base/secret.js';
 import { monotonicClock, type Clock } from '../../config/base/clock.js';
+import { defaultTimings } from '../../config/timings.js';
 import { defaultSenderOptions, type RemoteRegion, type RowanConnection, type RowanSenderOptions, type SenderStats } from './fabric.js';
 
 export interface TcpConnectOptions extends Partial<RowanSenderOptions> {
@@ -67,9 +68,6 @@ export interface TcpConnectOptions extends Partial<RowanSenderOptions> {
 }
 
 const DEFAULTS = { connectTimeoutMs: 5000, requestTimeoutMs: 30_000, maxInFlight: 1024, maxInFlightBytes: 16 * 1024 * 1024 };
-/** Backoff between re-sends of a retryable request, in ms (the nic already parked it for a while). */
-const BACKOFF_FIRST_MS = 1;
-const BACKOFF_MAX_MS = 50;
 
 type Resolved = Exclude<Reply, { op: typeof OP_ERROR }>;
 
@@ -250,7 +248,7 @@ export class TcpConnection implements RowanConnection {
     const frame = req.op === Op.SEND ? encodeSend(id, req.data) : encodeRequest(req);
     return new Promise<Resolved>((resolve, reject) => {
       const now = this.clock.now();
-      const p: Pending = { id, frame, firstAt: now, sentAt: now, backoffMs: BACKOFF_FIRST_MS, retryTimer: null, resolve, reject };
+      const p: Pending = { id, frame, firstAt: now, sentAt: now, backoffMs: defaultTimings.tcpBackoffFirstMs, retryTimer: null, resolve, reject };
       this.pending.set(id, p);
       this.inFlightBytes += frame.length;
       this.out.write(frame);
@@ -314,7 +312,7 @@ export class TcpConnection implements RowanConnection {
         p.sentAt = this.clock.now();
         this.out.write(p.frame);
       }, p.backoffMs);
-      p.backoffMs = Math.min(p.backoffMs * 2, BACKOFF_MAX_MS);
+      p.backoffMs = Math.min(p.backoffMs * 2, defaultTimings.tcpBackoffMsMax);
       return;
     }
     this.release(p);

@@ -17,6 +17,7 @@ import { statSync, readFileSync } from 'node:fs';
 import { isIP, createServer as createTcpServer, connect as tcpConnect, type Server, type ServerOpts, type Socket } from 'node:net';
 import { createServer as createTlsServer, connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { defaultTimings } from '../../config/timings.js';
 
 /** A node's TLS material: its certificate and key, and the CA it checks peers and is checked against. */
 export interface TlsMaterial {
@@ -39,9 +40,6 @@ export interface TlsFiles {
 }
 
 export type TlsServerMode = 'mutual' | 'request' | 'server';
-
-/** A peer that has not finished the TLS handshake within this is dropped. */
-const HANDSHAKE_MS = 10_000;
 
 function readPem(path: string, what: string, private_: boolean): Buffer {
   let b: Buffer;
@@ -95,7 +93,7 @@ export function createServer(tls: TlsMaterial | null, mode: TlsServerMode, opts:
       ca: tls.ca,
       requestCert: mode !== 'server',
       rejectUnauthorized: mode === 'mutual',
-      handshakeTimeout: HANDSHAKE_MS,
+      handshakeTimeout: defaultTimings.tlsHandshakeMs,
       minVersion: 'TLSv1.2',
     },
     onSocket,

@@ -20,6 +20,7 @@ import { OwnerRole, SegmentState } from '../../shm/pool.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Clock } from '../../config/base/clock.js';
 import { monotonicClock } from '../../config/base/clock.js';
+import { defaultTimings } from '../../config/timings.js';
 import type { ReceiveQueue } from './srq.js';
 
 export interface ReceiverOptions {
@@ -35,12 +36,10 @@ export interface ReceiverOptions {
   graceMs: number;
   /** Receives Used b-log segments, in b-log order, in batches of at most `batch`. */
   onUsed: (segments: number[]) => void;
-  /** How long a Used buffer waits for its reservations' copies before it is fenced (default 1 s). */
+  /** How long a Used buffer waits for its reservations' copies before it is fenced (default receiverHoldTimeoutMs, config/timings.ts). */
   holdTimeoutMs?: number;
   clock?: Clock;
 }
-
-const HOLD_TIMEOUT_MS_DEFAULT = 1000;
 
 export interface ReceiverStats {
   posted: number;
@@ -154,7 +153,7 @@ export class RowanReceiver {
       let seg = this.postedSegs[0]!;
       if ((this.o.srq.holds?.(this.firstSeq) ?? 0) > 0) {
         if (this.drainSince < 0) this.drainSince = now;
-        if (now - this.drainSince < (this.o.holdTimeoutMs ?? HOLD_TIMEOUT_MS_DEFAULT)) break;
+        if (now - this.drainSince < (this.o.holdTimeoutMs ?? defaultTimings.receiverHoldTimeoutMs)) break;
         const copy = this.fenceAndCopy(this.firstSeq, seg);
         if (copy < 0) break; // the holds moved, or no free segment for the copy: next tick
         seg = copy;

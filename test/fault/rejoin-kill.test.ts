@@ -48,7 +48,7 @@ test(`${KILLS} SIGKILLs of random nodes of one cluster, each rejoining: every sh
       assert.ok(load.ops < maxOps, `the load reached its bound of ${maxOps} operations`);
       const ops = load.ops;
       await waitFor('load to go on', () => load.ops > ops + 20, 30_000);
-      // Not the previous victim: its restart is recent, and a second death within STABLE_RUN_MS
+      // Not the previous victim: its restart is recent, and a second death within stableRunMs
       // doubles `rowan cluster`'s restart delay (bin/cluster-supervise.ts).
       const victim = (last + 1 + Math.floor(Math.random() * 2)) % 3;
       last = victim;

@@ -14,12 +14,11 @@
 import { monotonicClock, type Clock } from '../../../config/base/clock.js';
 import { ErrorCodes, RowanError, invariant } from '../../../config/base/errors.js';
 import type { RemoteRegion, RowanConnection } from '../../../runtime/fabric/fabric.js';
+import { defaultTimings } from '../../../config/timings.js';
 import * as L from './share-layout.js';
 import { emptyStreamStats, type ReplicationStream, type ReplicationStreamStats } from './types.js';
 
 const TWO32 = 2 ** 32;
-/** A sender waits this long for another to finish allocating a region before giving up. */
-const ALLOCATION_WAIT_MS = 10_000;
 /**
  * Regions the log keeps before retiring the oldest. A write holding an address in region k must land
  * before the log reaches region k + slotCap: with 1 MiB regions, 64 leaves a descheduled sender thread
@@ -41,7 +40,7 @@ export class SharedLog {
   readonly buffer: SharedArrayBuffer;
   readonly slotCap: number;
   readonly nodeId: number;
-  /** Bounds the wait for another thread's allocation (ALLOCATION_WAIT_MS); injectable for tests. */
+  /** Bounds the wait for another thread's allocation (sharedLogAllocationWaitMs, config/timings.ts); injectable for tests. */
   clock: Clock = monotonicClock;
   private readonly i32: Int32Array;
   private readonly u32: Uint32Array;
@@ -112,8 +111,8 @@ export class SharedLog {
     const w = L.slotWord(this.slotCap, k) + L.S_TAG;
     const waitStart = this.clock.now();
     for (;;) {
-      if (this.clock.now() - waitStart > ALLOCATION_WAIT_MS) {
-        throw new RowanError(ErrorCodes.WRITE_TIMEOUT, `shared log: region ${k} not allocated within ${ALLOCATION_WAIT_MS} ms`);
+      if (this.clock.now() - waitStart > defaultTimings.sharedLogAllocationWaitMs) {
+        throw new RowanError(ErrorCodes.WRITE_TIMEOUT, `shared log: region ${k} not allocated within ${defaultTimings.sharedLogAllocationWaitMs} ms`);
       }
       const tag = Atomics.load(this.i32, w); // the slot's latest state
       if (tag === L.publishedTag(k)) return this.readSlot(w - L.S_TAG);

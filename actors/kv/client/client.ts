@@ -38,6 +38,7 @@ import { CLIENT_PASSWORD_FILE, parsePassword, readPasswordFile } from '../../../
 import { loadTlsCa, type TlsClientMaterial } from '../../../runtime/net/tls.js';
 import type { ClusterConfig } from '../../../config/cluster.js';
 import { defaultLimits } from '../../../config/limits.js';
+import { defaultTimings } from '../../../config/timings.js';
 import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
 import { Op, Status, encodeRequest, type FrameLimits, type Response } from '../../../runtime/rpc/frames.js';
 import { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath } from '../../../config/zk-store.js';
@@ -93,8 +94,6 @@ interface ConnEntry {
 }
 
 type KeyOp = typeof Op.PUT | typeof Op.GET | typeof Op.DEL | typeof Op.GET_REPLICA;
-
-const BACKOFF_MS_MAX = 100;
 
 /** Server answers that mean "not applied, the configuration moved on or is moving": refresh, retry. */
 const RETRY_CODES: ReadonlySet<string> = new Set([ErrorCodes.STALE_TERM, ErrorCodes.WRONG_SHARD, ErrorCodes.LEASE_EXPIRED]);
@@ -228,7 +227,7 @@ export class RowanClient {
         if (this.cfg.term > term) continue;
         // No newer configuration yet (the manager is still failing a node over): back off and ask again.
         if (!answered && performance.now() - t0 > this.timeoutMs) throw err;
-        await sleep(Math.min(BACKOFF_MS_MAX, 2 * 2 ** waits++));
+        await sleep(Math.min(defaultTimings.clientBackoffMsMax, 2 * 2 ** waits++));
       }
     } finally {
       this.slots.release();

@@ -38,7 +38,6 @@ test("defaults are the paper's parameters, with b-log numbers scaled to the pool
   assert.equal(c.replication.retryMs, 1);
   assert.equal(c.replication.commitVerPeriodMs, 15);
   assert.equal(c.gc.liveThresholdPercent, 75);
-  assert.equal(c.leaseMs, 10);
   assert.deepEqual(c.resharding, { auto: true, periodMs: 500, overloadPercent: 30, targetPercent: 5 });
   assert.equal(c.persistence, 'pagecache');
   assert.deepEqual(scaleBlogToPool(1 << 16), { preallocSegments: paper.blogPreallocSegments, batchSegments: paper.blogBatchSegments });
@@ -51,9 +50,9 @@ test('a config file merges over the defaults and flags over the file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-cfg-'));
   try {
     const file = join(dir, 'c.json');
-    writeFileSync(file, JSON.stringify({ pool: { segmentCount: 4096 }, leaseMs: 20, roles: 'worker:3,control' }));
-    const c = resolveConfig({ dataDir: '/d', allowedCores: [0, 1], file: loadConfigFile(file), flags: { leaseMs: 30 } });
-    assert.equal(c.leaseMs, 30);
+    writeFileSync(file, JSON.stringify({ pool: { segmentCount: 4096 }, gc: { periodMs: 20 }, roles: 'worker:3,control' }));
+    const c = resolveConfig({ dataDir: '/d', allowedCores: [0, 1], file: loadConfigFile(file), flags: { gc: { periodMs: 30 } } });
+    assert.equal(c.gc.periodMs, 30);
     assert.equal(c.pool.segmentCount, 4096);
     assert.equal(c.pool.segmentBytes, 4 * 1024 * 1024, 'untouched siblings keep their defaults');
     assert.deepEqual(c.blog, { preallocSegments: 512, batchSegments: 128, usedGraceMs: 2 }, 'rescaled to the bigger pool');
@@ -63,6 +62,9 @@ test('a config file merges over the defaults and flags over the file', () => {
       code: 'ROWAN_ERR_BAD_CONFIG',
       message: /blog\.batchSegment: unknown field/,
     });
+    // The lease is the manager's (--lease-ms): a node's config no longer takes one.
+    writeFileSync(file, '{"leaseMs": 10}');
+    assert.throws(() => resolveConfig({ dataDir: '/d', allowedCores: [0], file: loadConfigFile(file) }), { code: 'ROWAN_ERR_BAD_CONFIG', message: /leaseMs: unknown field/ });
     writeFileSync(file, 'not json');
     assert.throws(() => loadConfigFile(file), { code: 'ROWAN_ERR_BAD_CONFIG', message: /not JSON/ });
   } finally {

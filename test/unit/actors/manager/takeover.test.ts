@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '../../../../config/base/clock.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import type { Logger } from '../../../../config/base/log.js';
-import { ConfigManager, TAKEOVER_GRACE_MS, type Activation, type Link } from '../../../../actors/manager/manager.js';
+import { ConfigManager, type Activation, type Link } from '../../../../actors/manager/manager.js';
+import { defaultTimings } from '../../../../config/timings.js';
 import { planFailover } from '../../../../actors/manager/plan.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
 import { ManualTimers, MemoryStore, settle } from '../../../fixtures/manager-fakes.js';
@@ -105,7 +106,7 @@ test('takeover: an invalid activation grants, suspects and stores nothing; after
   for (const n of [0, 1, 2]) cm.onMessage({ t: 'renew', node: n, seq: 1, term: 1 }, h.links.get(n)!);
   for (const n of [0, 1, 2]) assert.equal(h.of(n, 'grant').length, 1, `node ${n} is granted again`);
   // Node 3 (gone) was never heard from after the resume: not suspected before the bound.
-  const bound = resumedAt + Math.max(TAKEOVER_GRACE_MS, timing.leaseMs + timing.driftMs);
+  const bound = resumedAt + Math.max(defaultTimings.takeoverGraceMs, timing.leaseMs + timing.driftMs);
   const renewAll = () => {
     for (const n of [0, 1, 2]) cm.onMessage({ t: 'renew', node: n, seq: 1, term: 1 }, h.links.get(n)!);
   };
