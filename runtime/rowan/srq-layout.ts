@@ -55,8 +55,9 @@
 //           [0, 16) count, [16, 30) the buffer's seq mod 2^14 (its tag), bit 30 Fenced. post() stores
 //           (tag, 0) before it publishes the slot. A sender adds a hold to the buffer it is about to
 //           reserve in *before* its cursor CAS (a CAS on the word that fails if the tag is not its
-//           buffer's), and drops it after the copy is persistent (a CAS that fails if the word was
-//           fenced). The receiver declares a buffer Used (usedBelow) and only then reads its holds: it
+//           buffer's), and drops it after the copy is persistent (a CAS that fails if the slot holds
+//           another buffer; on a fenced word it drops the count all the same and tells the sender it
+//           was fenced, so the count says how many copies may still come). The receiver declares a buffer Used (usedBelow) and only then reads its holds: it
 //           hands the buffer to digest -- after which it may be freed and reused -- only once they are 0.
 //           Seq-cst order makes that exact (a Dekker pair): a sender whose hold the receiver did not see
 //           took it after usedBelow moved, so its check of usedBelow after the CAS abandons the slot.
@@ -67,6 +68,8 @@
 //           buffer that slot held before was handed off, so a tag is never reused under live holds
 //           (it repeats every 2^14 buffers: a sender would have to stall that long between its hold
 //           and its copy for a release to hit the wrong buffer).
+//           A restart of the receiver closes the old queue and waits for its holds before cold start
+//           recycles anything (./stale-queue.ts).
 // noBuf     reservations that found no posted buffer (receiver not ready, or too slow to re-post).
 // starved   1 while the receiver could not keep buffers posted because its pool had no free segment
 //           (senders that find no buffer report PM_FULL instead of a bare timeout), else 0.

@@ -156,7 +156,8 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /**
    * Receiver side: build a fresh queue at `path`. An older queue file there (a previous incarnation of
    * this receiver, of any layout version) is first marked Closed, so senders still attached to it stop
-   * reserving in it.
+   * reserving in it. That does not wait for their copies: a node's cold start has already fenced them
+   * (./stale-queue.ts closeStaleQueue) before it recycled anything.
    */
   static create(path: string, o: SrqCreateOptions): SharedReceiveQueue {
     const g = checkGeometry(o);
@@ -446,17 +447,19 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /**
    * Drop the hold a reservation in buffer `seq` took (reserve() returned it in lastSeq), once its copy
    * is persistent. False if the receiver fenced the buffer meanwhile: the copy may have landed after
-   * the buffer was handed on, so the write must be re-issued.
+   * the buffer was handed on, so the write must be re-issued. A fenced hold is dropped all the same,
+   * so that the count keeps saying how many copies may still come (a restart waits for them,
+   * ./stale-queue.ts).
    */
   release(seq: number): boolean {
     this.mapped();
     const w = L.holdsWord(this.ring, seq);
     for (;;) {
       const h = Atomics.load(this.i32, w); // the slot's tag and holds as last published
-      if (h >>> L.HOLD_TAG_SHIFT !== (seq & L.HOLD_TAG_MASK)) return false;
+      if (((h >>> L.HOLD_TAG_SHIFT) & L.HOLD_TAG_MASK) !== (seq & L.HOLD_TAG_MASK)) return false; // the slot holds a later buffer
       invariant((h & L.HOLD_COUNT_MASK) > 0, `release of buffer ${seq} without a hold`);
       // Publishes that our copy is done: the receiver may hand the buffer on once the count is 0.
-      if (Atomics.compareExchange(this.i32, w, h, h - 1) === h) return true;
+      if (Atomics.compareExchange(this.i32, w, h, h - 1) === h) return (h & L.HOLD_FENCED) === 0;
     }
   }
 
@@ -539,12 +542,6 @@ export class SharedReceiveQueue implements ReceiveQueue {
     // Hot path: the message is built only when the check fails.
     if (this.unmapped) invariant(false, `receive queue ${this.path} used after close`);
   }
-}
-
-/** Close and remove the queue file a previous incarnation of this receiver left (cold start does this
- *  before it reads the b-log, so no sender lands in it meanwhile). No-op when there is none. */
-export function closeStaleQueue(path: string): void {
-  if (existsSync(path)) closeStale(path);
 }
 
 /**
