@@ -8,13 +8,14 @@
 //   1. close the old queue: state Closed and the cursor's Closed bit (every later cursor CAS fails);
 //   2. wait until the old queue's holds are all 0. A hold this wait did not see was taken after step 1
 //      (holds are taken before the cursor CAS: the Dekker pair of usedBelow, srq-layout.ts), so its
-//      CAS failed on the Closed bit and it copies nothing. Or until no other process maps the old
-//      queue: a sender copies within one synchronous landOnce, its queue mapped throughout, so a
-//      sender that no longer maps it is dead and copies nothing either;
-//   3. holds still there after `waitMs` while a live process maps the queue -- a sender stopped
-//      (SIGSTOP) or starved that long -- refuse to start (ROWAN_ERR_SENDERS_HOLDING): its copy would
-//      land in whatever the segment became. A later start finds the copy done or the sender gone;
-//      the copy, made before anything was recycled, is then part of the b-log cold start scans.
+//      CAS failed on the Closed bit and it copies nothing. Or until no sender that may still copy is
+//      alive: each named sender counts its holds in its slot of the queue (srq-layout.ts, senders),
+//      and one whose process is gone copies nothing (a process that no longer maps the queue is not
+//      it, whatever its pid; a sender past the named slots makes every mapper of the queue suspect);
+//   3. holds still there after `waitMs` while such a sender is alive -- stopped (SIGSTOP) or starved
+//      that long -- refuse to start (ROWAN_ERR_SENDERS_HOLDING): its copy would land in whatever the
+//      segment became. A later start finds the copy done or the sender gone; the copy, made before
+//      anything was recycled, is then part of the b-log cold start scans.
 //   4. otherwise fence every hold word (no release made on the old queue succeeds from now on) and
 //      remove the file.
 // An older queue version has no holds: it is closed and removed as before.
@@ -34,8 +35,6 @@ export interface StaleQueueOptions {
   waitMs?: number;
   clock?: Clock;
   sleep?: (ms: number) => Promise<void>;
-  /** Processes other than this one that map the file `path` (default: read from /proc). */
-  mappers?: (path: string) => number[];
 }
 
 export interface StaleQueueReport {
@@ -43,7 +42,7 @@ export interface StaleQueueReport {
   holds: number;
   /** How long the restart waited for them. */
   waitedMs: number;
-  /** Holds left by senders that no longer map the queue (they died mid-write): void. */
+  /** Holds left by senders that died mid-write: void. */
   voided: number;
 }
 
@@ -55,45 +54,76 @@ export interface StaleQueueReport {
 export async function closeStaleQueue(path: string, o: StaleQueueOptions = {}): Promise<StaleQueueReport | null> {
   if (!existsSync(path)) return null;
   const report: StaleQueueReport = { holds: 0, waitedMs: 0, voided: 0 };
-  let map: PmemMapping | null = null;
+  const map = mapQueue(path);
   try {
-    map = PmemMapping.map(path, { mode: 'pagecache', label: path });
-  } catch {
-    // Not a file we can map: no sender can hold anything in it either.
-  }
-  try {
-    const i32 = map && map.size >= L.HEADER_BYTES ? new Int32Array(map.bytes.buffer, map.bytes.byteOffset, map.size >> 2) : null;
-    if (i32 && Atomics.load(i32, L.W_MAGIC) === L.SRQ_MAGIC) {
-      Atomics.store(i32, L.W_STATE, L.SrqState.Closed); // older builds' senders stop at this
-      if (i32[L.W_VERSION] === L.SRQ_VERSION) {
-        // Publishes Closed to every sender: each later reservation CAS fails (the hold it took just
-        // before is then released, and nothing is copied).
-        Atomics.or(i32, L.W_CURSOR, L.CURSOR_CLOSED);
-        await drainHolds(path, i32, report, o);
-        fenceAll(i32);
-      }
+    const i32 = map ? closeMapped(map) : null;
+    if (i32) {
+      await drainHolds(path, i32, report, o);
+      fenceAll(i32);
     }
   } finally {
     map?.close();
   }
+  unlinkQuietly(path);
+  return report;
+}
+
+/**
+ * Close and remove the queue file at `path` without waiting for its senders' copies: for
+ * SharedReceiveQueue.create, which a node's cold start calls only after closeStaleQueue.
+ */
+export function closeQueueNow(path: string): void {
+  const map = mapQueue(path);
+  try {
+    if (map) closeMapped(map);
+  } finally {
+    map?.close();
+  }
+  unlinkQuietly(path);
+}
+
+function mapQueue(path: string): PmemMapping | null {
+  try {
+    return PmemMapping.map(path, { mode: 'pagecache', label: path });
+  } catch {
+    return null; // not a file we can map: no sender can hold anything in it either; replaced all the same
+  }
+}
+
+/**
+ * Mark a queue Closed, whatever its layout version: every version keeps magic and state at the same
+ * words and its senders check state (this version's senders check the cursor's Closed bit). Returns
+ * its words when it is of this version (it has holds to wait for), else null.
+ */
+function closeMapped(map: PmemMapping): Int32Array | null {
+  if (map.size < L.HEADER_BYTES) return null;
+  const i32 = new Int32Array(map.bytes.buffer, map.bytes.byteOffset, map.size >> 2);
+  if (Atomics.load(i32, L.W_MAGIC) !== L.SRQ_MAGIC) return null;
+  Atomics.store(i32, L.W_STATE, L.SrqState.Closed); // older builds' senders stop at this
+  if (i32[L.W_VERSION] !== L.SRQ_VERSION) return null;
+  // Publishes Closed to every sender: each later reservation CAS fails (the hold it took just before
+  // is then released, and nothing is copied).
+  Atomics.or(i32, L.W_CURSOR, L.CURSOR_CLOSED);
+  return i32;
+}
+
+function unlinkQuietly(path: string): void {
   try {
     unlinkSync(path);
   } catch {
     /* already gone */
   }
-  return report;
 }
 
 /** Step 2/3 of the header: wait for the holds, bounded; throw if a live sender keeps one. */
 async function drainHolds(path: string, i32: Int32Array, report: StaleQueueReport, o: StaleQueueOptions): Promise<void> {
   const clock = o.clock ?? monotonicClock;
   const sleep = o.sleep ?? ((ms: number) => sleepMs(ms));
-  const mappers = o.mappers ?? otherMappers;
   const waitMs = o.waitMs ?? STALE_HOLDS_WAIT_MS;
   const t0 = clock.now();
   report.holds = heldCopies(i32);
   for (let held = report.holds; held > 0; held = heldCopies(i32)) {
-    const live = mappers(path);
+    const live = liveHolders(path, i32);
     if (live.length === 0) {
       report.voided = held;
       break;
@@ -101,7 +131,7 @@ async function drainHolds(path: string, i32: Int32Array, report: StaleQueueRepor
     if (clock.now() - t0 >= waitMs) {
       throw new RowanError(
         ErrorCodes.SENDERS_HOLDING,
-        `the previous receive queue at ${path} still has ${held} reservation(s) whose copy has not finished after ${waitMs} ms, and process(es) ${live.join(', ')} still map it: ` +
+        `the previous receive queue at ${path} still has ${held} reservation(s) whose copy has not finished after ${waitMs} ms, held by live process(es) ${live.join(', ')}: ` +
           'starting now would let a late copy land in a recycled segment; start again once they finish or exit',
         { held, pids: live },
       );
@@ -126,33 +156,60 @@ function fenceAll(i32: Int32Array): void {
   for (let s = 0; s < ring; s++) Atomics.or(i32, L.holdsWord(ring, s), L.HOLD_FENCED);
 }
 
-/** Processes other than this one whose memory maps `path` (from /proc/PID/maps; Linux). */
-export function otherMappers(path: string): number[] {
-  let ino: number;
-  let real: string;
-  try {
-    ino = statSync(path).ino;
-    real = realpathSync(path);
-  } catch {
-    return [];
+/**
+ * The live processes whose senders may still copy into the queue: named senders holding a hold
+ * (read after the hold counts, so a hold counted there is either in its sender's slot or released),
+ * whose process still maps the queue; every process mapping it when senders attached unnamed.
+ */
+function liveHolders(path: string, i32: Int32Array): number[] {
+  const ring = i32[L.W_RING]!;
+  const cqCap = i32[L.W_CQ_CAP]!;
+  const attached = Atomics.load(i32, L.W_CQ_ATTACHED); // senders that ever attached
+  const file = identify(path);
+  if (!file) return [];
+  if (attached > L.SENDER_SLOTS) return mappers(file);
+  const pids = new Set<number>();
+  for (let n = 0; n < attached; n++) {
+    const w = L.senderSlotWord(ring, cqCap, n);
+    if (Atomics.load(i32, w + L.SENDER_HOLDING) <= 0) continue; // its holds as it last published them
+    const pid = Atomics.load(i32, w + L.SENDER_PID); // published at its attach, before any hold
+    if (pid === process.pid || mapsFile(pid, file)) pids.add(pid);
   }
+  return [...pids];
+}
+
+interface FileId {
+  ino: number;
+  path: string;
+}
+
+function identify(path: string): FileId | null {
+  try {
+    return { ino: statSync(path).ino, path: realpathSync(path) };
+  } catch {
+    return null;
+  }
+}
+
+/** Processes other than this one whose memory maps `file` (from /proc/PID/maps; Linux). */
+function mappers(file: FileId): number[] {
   const pids: number[] = [];
   for (const name of readdirSync('/proc')) {
     const pid = Number(name);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    let maps: string;
-    try {
-      maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
-    } catch {
-      continue; // gone meanwhile, or not ours to read (then it cannot open our 0600 queue either)
-    }
-    if (maps.split('\n').some((line) => mapsLine(line, ino, real))) pids.push(pid);
+    if (Number.isInteger(pid) && pid !== process.pid && mapsFile(pid, file)) pids.push(pid);
   }
   return pids;
 }
 
-/** Whether one /proc/PID/maps line ("addr perms offset dev inode path") maps inode `ino` at `path`. */
-function mapsLine(line: string, ino: number, path: string): boolean {
-  const f = line.split(/\s+/, 6);
-  return f.length >= 6 && Number(f[4]) === ino && line.includes(path);
+/** Whether process `pid` is alive and maps `file`. A process we may not look at is counted as one
+ *  (it could not have opened our 0600 queue unless it runs as root, but it is not ours to rule out). */
+function mapsFile(pid: number, file: FileId): boolean {
+  let maps: string;
+  try {
+    maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EACCES';
+  }
+  // One line per mapping: "address perms offset dev inode path".
+  return maps.split('\n').some((line) => Number(line.split(/\s+/, 6)[4]) === file.ino && line.includes(file.path));
 }

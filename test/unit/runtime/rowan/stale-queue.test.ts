@@ -22,12 +22,22 @@ const BUF = 4096;
 /** What the restarted node put in the recycled segment (a worker's new t-log, say). */
 const RECYCLED_FILL = 0x5a;
 const child = new URL('../../../fixtures/stalled-sender.js', import.meta.url).pathname;
+/** A restart that is to wait for a copy waits this long at most: far more than a loaded machine takes
+ *  to pass a message to the sender and copy 64 B (a short bound is tested on its own below). */
+const PATIENT_MS = 120_000;
 
 interface Stalled {
   proc: ChildProcess;
   reserved: number;
   /** Resolves with landOnce's result once told to copy. */
   copy(): Promise<number>;
+}
+
+/** A sender process attached to the queue: stalled between its reservation and its copy, or idle. */
+async function sender(queuePath: string, poolPath: string, mode: 'stall' | 'idle'): Promise<{ proc: ChildProcess; reserved: number }> {
+  const proc = fork(child, [queuePath, poolPath, mode], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const reserved = await new Promise<number>((resolve) => proc.once('message', (m: { reserved: number }) => resolve(m.reserved)));
+  return { proc, reserved };
 }
 
 /** The previous incarnation: a queue with one buffer posted at pool offset 0, and a stalled sender. */
@@ -39,8 +49,7 @@ async function setup() {
   const pool = PmemMapping.map(poolPath, { mode: 'pagecache', label: poolPath });
   const old = SharedReceiveQueue.create(queuePath, { postCap: 4, cqCap: 8, bufferBytesMax: BUF });
   old.post([{ offset: 0, length: BUF }]);
-  const proc = fork(child, [queuePath, poolPath], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const reserved = await new Promise<number>((resolve) => proc.once('message', (m: { reserved: number }) => resolve(m.reserved)));
+  const { proc, reserved } = await sender(queuePath, poolPath, 'stall');
   const stalled: Stalled = {
     proc,
     reserved,
@@ -51,6 +60,7 @@ async function setup() {
   };
   return {
     queuePath,
+    poolPath,
     pool,
     old,
     stalled,
@@ -76,7 +86,7 @@ async function setup() {
   };
 }
 
-test('a sender stalled between reserve and copy across a receiver restart: its late copy never lands in the recycled segment', { timeout: 60_000 }, async () => {
+test('a sender stalled between reserve and copy across a receiver restart: its late copy never lands in the recycled segment', { timeout: 180_000 }, async () => {
   const t = await setup();
   try {
     assert.equal(t.stalled.reserved, 0, 'the stalled sender holds the first slot of the posted buffer');
@@ -84,7 +94,7 @@ test('a sender stalled between reserve and copy across a receiver restart: its l
     // state word) and restarts: cold start closes the stale queue, then recycles the old buffer's
     // segment (empty: nothing landed in it).
     const restart = (async () => {
-      await closeStaleQueue(t.queuePath);
+      await closeStaleQueue(t.queuePath, { waitMs: PATIENT_MS });
       t.recycle();
     })();
     // The sender wakes up once the restart has closed its queue.
@@ -97,14 +107,14 @@ test('a sender stalled between reserve and copy across a receiver restart: its l
   }
 });
 
-test('a sender stalled past the wait: the restart refuses to start (SENDERS_HOLDING) and recycles nothing; once it copied, the next start goes on', { timeout: 60_000 }, async () => {
+test('a sender stalled past the wait: the restart refuses to start (SENDERS_HOLDING) and recycles nothing; once it copied, the next start goes on', { timeout: 180_000 }, async () => {
   const t = await setup();
   try {
     t.old.close();
     const waitMs = 300;
     await assert.rejects(closeStaleQueue(t.queuePath, { waitMs }), (err: RowanError) => {
       assert.equal(err.code, ErrorCodes.SENDERS_HOLDING);
-      assert.match(err.message, new RegExp(`1 reservation\\(s\\) whose copy has not finished after ${waitMs} ms, and process\\(es\\) ${t.stalled.proc.pid}`));
+      assert.match(err.message, new RegExp(`1 reservation\\(s\\) whose copy has not finished after ${waitMs} ms, held by live process\\(es\\) ${t.stalled.proc.pid}:`));
       return true;
     });
     assert.ok(existsSync(t.queuePath), 'the stale queue stays for the next start');
@@ -121,22 +131,24 @@ test('a sender stalled past the wait: the restart refuses to start (SENDERS_HOLD
   }
 });
 
-test('a sender that died holding a reservation holds nothing: the restart goes on without waiting out the bound', { timeout: 60_000 }, async () => {
+test('a sender that died holding a reservation holds nothing: the restart goes on without waiting out the bound, while an idle sender still maps the queue', { timeout: 180_000 }, async () => {
   const t = await setup();
+  const idle = await sender(t.queuePath, t.poolPath, 'idle');
   try {
     t.old.close();
     const gone = new Promise((r) => t.stalled.proc.once('exit', r));
     t.stalled.proc.kill('SIGKILL');
     await gone;
-    const report = await closeStaleQueue(t.queuePath, { waitMs: 600_000 }); // the test's timeout fails a wait for the bound
+    const report = await closeStaleQueue(t.queuePath, { waitMs: 10 * PATIENT_MS }); // the test's timeout fails a wait for the bound
     assert.deepEqual(report && { holds: report.holds, voided: report.voided }, { holds: 1, voided: 1 });
     assert.ok(!existsSync(t.queuePath));
   } finally {
+    idle.proc.kill('SIGKILL');
     await t.done();
   }
 });
 
-test('a sender attached to the old queue reserves nothing once the restart closed and fenced it (SRQ_CLOSED)', { timeout: 60_000 }, async () => {
+test('a sender attached to the old queue reserves nothing once the restart closed and fenced it (SRQ_CLOSED)', { timeout: 180_000 }, async () => {
   const t = await setup();
   try {
     // A second sender of the same process, attached before the restart, reserves after it closed.
@@ -151,12 +163,12 @@ test('a sender attached to the old queue reserves nothing once the restart close
   }
 });
 
-test('a hold the running receiver fenced (its sender stalled past holdTimeoutMs) counts until the sender releases it: the restart waits for that copy too', { timeout: 60_000 }, async () => {
+test('a hold the running receiver fenced (its sender stalled past holdTimeoutMs) counts until the sender releases it: the restart waits for that copy too', { timeout: 180_000 }, async () => {
   const t = await setup();
   try {
     assert.equal(t.old.fence(0), true);
     let restarted = false;
-    const restart = closeStaleQueue(t.queuePath).then((r) => ((restarted = true), r));
+    const restart = closeStaleQueue(t.queuePath, { waitMs: PATIENT_MS }).then((r) => ((restarted = true), r));
     await eventually(() => assert.ok(t.old.isClosed(), 'the restart has not closed the old queue'), 10_000, 5);
     assert.equal(restarted, false, 'the restart did not wait for the fenced hold');
     // The sender wakes up: its release finds the fence (LATE: it re-issues), and drops the hold.
