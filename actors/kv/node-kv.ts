@@ -18,7 +18,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import { SharedLog } from './baselines.js';
 import { shmPaths } from '../../runtime/fabric/shm.js';
-import { closeStaleQueue } from '../../runtime/rowan/srq.js';
+import { closeStaleQueue } from '../../runtime/rowan/stale-queue.js';
 import { availableParallelism } from 'node:os';
 import { rebuildIndexesParallel } from './recovery.js';
 import { FileFloorStore } from './floors.js';
@@ -240,8 +240,12 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
     throw new RowanError(ErrorCodes.BAD_CONFIG, `node ${o.nodeId} of ${o.clusterFile} keeps its data in ${me.dataDir}, not ${dataDir}`);
   }
   // Senders of other nodes may still have the previous incarnation's receive queue mapped (after a
-  // crash it was never shut down): close it before reading the b-log, so nothing lands behind the scan.
-  closeStaleQueue(shmPaths(dataDir).srq);
+  // crash it was never shut down): close it and wait for the copies they reserved before reading the
+  // b-log and recycling its segments, so nothing lands behind the scan or in a reused segment.
+  const stale = await closeStaleQueue(shmPaths(dataDir).srq);
+  if (stale && stale.holds > 0) {
+    log.warn({ ...stale }, `cold start: the previous receive queue had ${stale.holds} copy(ies) in flight; waited ${stale.waitedMs.toFixed(0)} ms for them (${stale.voided} left by senders that died mid-write)`);
+  }
   // With a manager the node may be given any shard later (re-replication, §4.5 phase 3): every shard
   // gets an index now (they are SharedArrayBuffers handed to the actors at start; unused ones stay small).
   const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax, o.manager !== undefined);

@@ -4,7 +4,9 @@
 //   (wait)     until X's lease has certainly expired (./leases.ts): never a second primary. Planning
 //              waits too: nodes that died with X (the whole cluster, in a power loss) have dropped
 //              their connections by then, and no shard is handed to one of them -- with none live
-//              the failover waits and retries, so a cluster restarted after it keeps every node
+//              the failover waits and retries, so a cluster restarted after it keeps every node.
+//              While no other member is heard at all, this manager may be the one cut off: nothing is
+//              stored, whatever X holds (primaries, backups only, nothing), until members renew
 //   stored     the new configuration (./plan.ts) written with a compare-and-set on the term
 //   prepared   every live member acknowledged `prepare` (it blocks requests) -- or timed out; each
 //              listed the entries of the moved shards it may hold alone (gather, ./gather.ts)
@@ -62,23 +64,9 @@ export interface FailoverHost extends RoundsHost {
 export async function failOver(h: FailoverHost, node: number): Promise<void> {
   const rec: FailoverRecord = { node, term: h.config().term + 1, moved: [], detectedAt: h.clock.now() };
   failoverEvent(h.log, rec, 'detected', rec.detectedAt);
-  // Never reassign before the failed node's lease has certainly expired.
-  const wait = h.leases.certainlyExpiredAt(node) - h.clock.now();
-  if (wait > 0) await h.sleep(wait);
-  if (h.closed()) return;
-  // Members reconnecting after this manager was cut off: give `node` the same chance.
-  while (!h.closed() && h.leases.inGrace(h.clock.now()) && h.leases.lastHeardAt(node) <= rec.detectedAt) {
-    await h.sleep(Math.max(1, Math.floor(h.timing.renewMs / 4)));
-  }
-  const live = await h.reach.heardSince(node, rec.detectedAt);
+  const live = await awaitVerdict(h, rec);
+  if (live === null) return;
   const old = h.config();
-  if (h.leases.lastHeardAt(node) > rec.detectedAt) {
-    // It talks to us again (its renewals were held up, or this manager was the one cut off):
-    // nothing was reassigned, so it keeps its shards and is granted again from its next renew.
-    h.spared(node);
-    h.log.warn({ node, term: old.term }, `node ${node} was heard from again before its failover was stored: it keeps its shards (term ${old.term} unchanged)`);
-    return;
-  }
   const plan = planFailover(old, node, live);
   h.begin(rec);
   rec.moved = plan.moved;
@@ -108,6 +96,40 @@ export async function failOver(h: FailoverHost, node: number): Promise<void> {
     `failover of node ${node}: term ${plan.next.term}, ${plan.moved.length} shard(s) moved (${plan.moved.map((m) => `${m.shard}->${m.to}`).join(' ')}); ${scatter.gathered} entries gathered, ${scatter.scattered} scattered`,
   );
   h.healingWanted();
+}
+
+/**
+ * Wait until `rec.node` may be failed over, and return the members that may take its shards; null
+ * when it is not to be (heard from again: spared; or the manager closed). Never before its lease has
+ * certainly expired, nor while members reconnect after this manager was cut off, nor while this
+ * manager hears no other member at all: then it may be the one cut off, and nothing is stored
+ * whatever the node holds (issue 24) -- it waits for members to renew and decides again.
+ */
+async function awaitVerdict(h: FailoverHost, rec: FailoverRecord): Promise<Set<number> | null> {
+  const node = rec.node;
+  for (;;) {
+    // Never reassign before the failed node's lease has certainly expired.
+    const wait = h.leases.certainlyExpiredAt(node) - h.clock.now();
+    if (wait > 0) await h.sleep(wait);
+    if (h.closed()) return null;
+    // Members reconnecting after this manager was cut off: give `node` the same chance.
+    while (!h.closed() && h.leases.inGrace(h.clock.now()) && h.leases.lastHeardAt(node) <= rec.detectedAt) {
+      await h.sleep(Math.max(1, Math.floor(h.timing.renewMs / 4)));
+    }
+    const live = await h.reach.heardSince(node, rec.detectedAt);
+    if (h.closed()) return null;
+    if (h.leases.lastHeardAt(node) > rec.detectedAt) {
+      // It talks to us again (its renewals were held up, or this manager was the one cut off):
+      // nothing was reassigned, so it keeps its shards and is granted again from its next renew.
+      h.spared(node);
+      const term = h.config().term;
+      h.log.warn({ node, term }, `node ${node} was heard from again before its failover was stored: it keeps its shards (term ${term} unchanged)`);
+      return null;
+    }
+    if (!h.reach.cutOff(node, rec.detectedAt)) return live;
+    h.reach.sayCutOff(node, rec.detectedAt);
+    await h.reach.untilHeard(h.clock.now());
+  }
 }
 
 /** Record that `rec` reached `step`, and log it. */

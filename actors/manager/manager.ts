@@ -112,7 +112,6 @@ export class ConfigManager {
       leases: this.leases,
       members: () => this.members(),
       candidates: (failed) => this.members().filter((n) => n !== failed && this.links.has(n) && !this.failing.has(n)),
-      failing: () => this.failing.size,
       closed: () => this.closed,
       sleep: (ms) => this.sleep(ms),
       clock,

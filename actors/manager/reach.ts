@@ -11,8 +11,6 @@ export interface ReachHost {
   members(): number[];
   /** Members that could take `failed`'s shards: connected and not being failed over themselves. */
   candidates(failed: number): number[];
-  /** How many members are being failed over. */
-  failing(): number;
   closed(): boolean;
   sleep(ms: number): Promise<void>;
   readonly clock: Clock;
@@ -46,26 +44,49 @@ export class Reach {
 
   /**
    * The members that may take `failed`'s shards: candidates heard from at or after `since` (when the
-   * failure was detected). Waits, at most a lease, for each candidate's next renew. Why: a manager
-   * cut off from the whole cluster sees every lease expire at once, the first one detected while the
-   * others still look valid; planning then would move shards between nodes that are all fine, and
-   * store a new term the whole cluster has to follow for nothing. A renew received after the
-   * detection is evidence the target still reaches this manager. With none heard, no plan is made
-   * (planFailover refuses) and the failover is retried.
+   * failure was detected). Waits, at most a lease, for each candidate's next renew -- and for any
+   * other member's, when none is a candidate. Why: a manager cut off from the whole cluster sees
+   * every lease expire at once, the first one detected while the others still look valid; planning
+   * then would move shards between nodes that are all fine, and store a new term the whole cluster
+   * has to follow for nothing. A renew received after the detection is evidence the target still
+   * reaches this manager. Whether anything may be stored at all is cutOff()'s answer, not this set's
+   * size: a node holding backups only (or nothing) needs no target.
    */
   async heardSince(failed: number, since: number): Promise<Set<number>> {
     const { timing: t, leases, clock } = this.h;
     const heard = (n: number) => leases.lastHeardAt(n) >= since;
     const until = clock.now() + t.leaseMs + t.driftMs;
-    while (!this.h.closed() && this.h.candidates(failed).some((n) => !heard(n)) && clock.now() < until && leases.lastHeardAt(failed) <= since) {
+    const waiting = () => this.h.candidates(failed).some((n) => !heard(n)) || this.cutOff(failed, since);
+    while (!this.h.closed() && waiting() && clock.now() < until && leases.lastHeardAt(failed) <= since) {
       await this.h.sleep(Math.max(1, Math.floor(t.renewMs / 4)));
     }
-    const candidates = this.h.candidates(failed);
-    const live = new Set(candidates.filter(heard));
-    if (live.size === 0 && candidates.length + this.h.failing() > 1 && !this.saidCutOff) {
-      this.saidCutOff = true; // once per silence (heardFrom() resets it)
-      this.h.log.warn({ node: failed, since }, `no other member has renewed since node ${failed}'s failure was detected: this manager looks cut off from the cluster; nothing is reassigned`);
+    return new Set(this.h.candidates(failed).filter(heard));
+  }
+
+  /**
+   * Whether this manager looks cut off from the cluster: there are members besides `failed`, and
+   * none of them was heard from at or after `since`. Its own silence is then no evidence that
+   * `failed` is down -- it may be this manager that nobody reaches -- so no configuration change may
+   * be stored, whatever `failed` holds: evicting a healthy node that holds backups only would leave
+   * its shards a replica short, and it would rejoin empty to be copied again.
+   */
+  cutOff(failed: number, since: number): boolean {
+    const others = this.h.members().filter((n) => n !== failed);
+    return others.length > 0 && others.every((n) => this.h.leases.lastHeardAt(n) < since);
+  }
+
+  /** Say, once per silence (heardFrom() resets it), that nothing is stored while cut off. */
+  sayCutOff(failed: number, since: number): void {
+    if (this.saidCutOff) return;
+    this.saidCutOff = true;
+    this.h.log.warn({ node: failed, since }, `no other member has renewed since node ${failed}'s failure was detected: this manager looks cut off from the cluster; nothing is reassigned, whatever node ${failed} holds, until members renew again`);
+  }
+
+  /** Wait until some member (`failed` included) is heard from after `from`, or the manager closes. */
+  async untilHeard(from: number): Promise<void> {
+    const { timing: t, leases } = this.h;
+    while (!this.h.closed() && this.h.members().every((n) => leases.lastHeardAt(n) <= from)) {
+      await this.h.sleep(Math.max(1, Math.floor(t.renewMs / 4)));
     }
-    return live;
   }
 }

@@ -39,6 +39,8 @@ export const ErrorCodes = {
   // Rowan abstraction and fabrics
   RECEIVER_NOT_READY: 'ROWAN_ERR_RECEIVER_NOT_READY',
   RECEIVER_CLOSED: 'ROWAN_ERR_RECEIVER_CLOSED',
+  /** A restarting receiver's previous queue still has a live sender's copy to come (runtime/rowan/stale-queue.ts). */
+  SENDERS_HOLDING: 'ROWAN_ERR_SENDERS_HOLDING',
   WRITE_TIMEOUT: 'ROWAN_ERR_WRITE_TIMEOUT',
   PEER_GONE: 'ROWAN_ERR_PEER_GONE',
   BAD_FRAME: 'ROWAN_ERR_BAD_FRAME',

@@ -18,6 +18,7 @@
 //        holds:        ring x { tag | count i32 }, padded to 64 B
 //        CQ tails:     cqShards x { tail u32, pad to 64 B }   (a cache line each)
 //        CQ rings:     cqShards x cqCap/cqShards x { poolOffset lo u32, hi u32, length u32, sender u32 }
+//        senders:      SENDER_SLOTS x { pid i32, holding i32, pad to 64 B }   (a cache line each)
 //
 // Every version keeps magic, version and state at words 0-2, so a receiver can close a queue file
 // of any older version (its senders check state) and an attacher can say which version it found.
@@ -55,8 +56,9 @@
 //           [0, 16) count, [16, 30) the buffer's seq mod 2^14 (its tag), bit 30 Fenced. post() stores
 //           (tag, 0) before it publishes the slot. A sender adds a hold to the buffer it is about to
 //           reserve in *before* its cursor CAS (a CAS on the word that fails if the tag is not its
-//           buffer's), and drops it after the copy is persistent (a CAS that fails if the word was
-//           fenced). The receiver declares a buffer Used (usedBelow) and only then reads its holds: it
+//           buffer's), and drops it after the copy is persistent (a CAS that fails if the slot holds
+//           another buffer; on a fenced word it drops the count all the same and tells the sender it
+//           was fenced, so the count says how many copies may still come). The receiver declares a buffer Used (usedBelow) and only then reads its holds: it
 //           hands the buffer to digest -- after which it may be freed and reused -- only once they are 0.
 //           Seq-cst order makes that exact (a Dekker pair): a sender whose hold the receiver did not see
 //           took it after usedBelow moved, so its check of usedBelow after the CAS abandons the slot.
@@ -67,6 +69,16 @@
 //           buffer that slot held before was handed off, so a tag is never reused under live holds
 //           (it repeats every 2^14 buffers: a sender would have to stall that long between its hold
 //           and its copy for a release to hit the wrong buffer).
+//           A restart of the receiver closes the old queue and waits for its holds before cold start
+//           recycles anything (./stale-queue.ts).
+// senders   who holds what, for a restart of the receiver (./stale-queue.ts): the n-th sender to
+//           attach (attached counts them) takes slot n, if n < SENDER_SLOTS, and stores its pid there.
+//           `holding` counts the holds it has taken and not yet released: it is raised before the hold
+//           CAS and lowered after the release CAS (or after a hold CAS that failed), so while a hold of
+//           this sender is in a count, its holding is above 0. A restart whose old queue still has
+//           holds waits for the senders whose holding is above 0 and whose process is alive; a dead
+//           sender copies nothing. A sender that attached past SENDER_SLOTS is not named: a restart
+//           then counts every process that maps the queue as a possible holder.
 // noBuf     reservations that found no posted buffer (receiver not ready, or too slow to re-post).
 // starved   1 while the receiver could not keep buffers posted because its pool had no free segment
 //           (senders that find no buffer report PM_FULL instead of a bare timeout), else 0.
@@ -77,8 +89,9 @@
 
 export const SRQ_MAGIC = 0x51525352; // 'RSRQ' little-endian
 /** 2: one-word cursor with a wrapping seq, seq per posted slot, sharded CQ, hot words on their own lines.
- *  3: holds per posted buffer (the receiver hands a buffer to digest only once its copies are done). */
-export const SRQ_VERSION = 3;
+ *  3: holds per posted buffer (the receiver hands a buffer to digest only once its copies are done).
+ *  4: sender slots (pid, holds taken): a restart waits for the copies of live senders only. */
+export const SRQ_VERSION = 4;
 
 export const SrqState = { Init: 0, Ready: 1, Closed: 2 } as const;
 export type SrqState = (typeof SrqState)[keyof typeof SrqState];
@@ -170,8 +183,25 @@ export function holdsWord(ring: number, seq: number): number {
   return (HEADER_BYTES + ring * POSTED_SLOT_BYTES + (seq & (ring - 1)) * 4) >> 2;
 }
 
+/** Senders named in the queue (see the header); later ones attach unnamed. */
+export const SENDER_SLOTS = 256;
+export const SENDER_SLOT_BYTES = 64;
+/** Word offsets inside a sender slot. */
+export const SENDER_PID = 0;
+export const SENDER_HOLDING = 1;
+
+/** Where the sender slots start: after the CQ rings, on a cache line of their own. */
+function beforeSenders(ring: number, cqCap: number): number {
+  return Math.ceil((HEADER_BYTES + ring * POSTED_SLOT_BYTES + holdsBytes(ring) + cqShardsFor(cqCap) * CQ_TAIL_BYTES + cqCap * CQ_SLOT_BYTES) / 64) * 64;
+}
+
 export function srqBytes(ring: number, cqCap: number): number {
-  return HEADER_BYTES + ring * POSTED_SLOT_BYTES + holdsBytes(ring) + cqShardsFor(cqCap) * CQ_TAIL_BYTES + cqCap * CQ_SLOT_BYTES;
+  return beforeSenders(ring, cqCap) + SENDER_SLOTS * SENDER_SLOT_BYTES;
+}
+
+/** Int32 word index of sender slot `n` (n < SENDER_SLOTS). */
+export function senderSlotWord(ring: number, cqCap: number, n: number): number {
+  return (beforeSenders(ring, cqCap) + n * SENDER_SLOT_BYTES) >> 2;
 }
 
 /** Int32 word index of the posted-ring slot for buffer `seq` (any seq congruent mod `ring` shares it). */

@@ -3,12 +3,13 @@
 // way an MP-SRQ RNIC lands a SEND (ROWAN §3.2.2). Both sides map the same file, so senders may be
 // threads of the receiver's process or other processes; Atomics on the mapping are real hardware
 // atomics on shared pages (checked across processes in test/integration/rowan-shm.test.ts).
-import { existsSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { PmemMapping } from '../../native/pmem2.js';
 import { defaultLimits } from '../../config/limits.js';
 import { ErrorCodes, RowanError, invariant } from '../../config/base/errors.js';
 import * as L from './srq-layout.js';
+import { closeQueueNow } from './stale-queue.js';
 
 export interface PostedBuffer {
   /** Pool offset of the buffer (a segment). */
@@ -129,6 +130,8 @@ export class SharedReceiveQueue implements ReceiveQueue {
   private curStrides = 0;
   /** Sender-local: the cursor word as this sender last saw or left it (reserve's first CAS guess). */
   private cursorSeen = 0;
+  /** Sender-local: the word counting this sender's holds in its sender slot, or -1 (not named). */
+  private holding = -1;
 
   private constructor(path: string, map: QueueMemory) {
     this.path = path;
@@ -156,11 +159,12 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /**
    * Receiver side: build a fresh queue at `path`. An older queue file there (a previous incarnation of
    * this receiver, of any layout version) is first marked Closed, so senders still attached to it stop
-   * reserving in it.
+   * reserving in it. That does not wait for their copies: a node's cold start has already fenced them
+   * (./stale-queue.ts closeStaleQueue) before it recycled anything.
    */
   static create(path: string, o: SrqCreateOptions): SharedReceiveQueue {
     const g = checkGeometry(o);
-    if (existsSync(path)) closeStale(path);
+    if (existsSync(path)) closeQueueNow(path);
     const tmp = `${path}.${process.pid}.tmp`;
     writeFileSync(tmp, Buffer.alloc(L.srqBytes(g.ring, o.cqCap)), { mode: 0o600 });
     const map = PmemMapping.map(tmp, { mode: 'pagecache', label: path });
@@ -196,9 +200,26 @@ export class SharedReceiveQueue implements ReceiveQueue {
       notReady(`${path} is a version ${version} receive queue; this build reads version ${L.SRQ_VERSION} (restart the receiver with this build)`);
     }
     const q = new SharedReceiveQueue(path, map);
-    // Takes the next CQ shard round-robin: senders attached one after another complete into different shards.
-    q.useCqShard(Atomics.add(q.i32, L.W_CQ_ATTACHED, 1) % q.cqShards);
+    // Counts this sender in: the n-th takes CQ shard n round-robin (senders attached one after another
+    // complete into different shards) and, while there is one, sender slot n.
+    const n = Atomics.add(q.i32, L.W_CQ_ATTACHED, 1);
+    q.useCqShard(n % q.cqShards);
+    if (n < L.SENDER_SLOTS) q.nameSender(n);
     return q;
+  }
+
+  /** Take sender slot `n`: a restart of the receiver can then tell whether this sender's holds can
+   *  still copy (its process is alive) or not. */
+  private nameSender(n: number): void {
+    const w = L.senderSlotWord(this.ring, this.cqCap, n);
+    Atomics.store(this.i32, w + L.SENDER_PID, process.pid); // publishes who slot n is, before any hold it takes
+    this.holding = w + L.SENDER_HOLDING;
+  }
+
+  /** Count a hold this sender is about to take (+1) or has let go of (-1) in its slot. */
+  private holdingBy(delta: number): void {
+    // Publishes, before the hold CAS (+1) and after the release CAS (-1), that this sender may copy.
+    if (this.holding >= 0) Atomics.add(this.i32, this.holding, delta);
   }
 
   private useCqShard(shard: number): void {
@@ -435,9 +456,13 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /** Add a hold to buffer `seq` if its slot still holds it and it is not fenced (see the layout). */
   private takeHold(seq: number): boolean {
     const w = L.holdsWord(this.ring, seq);
+    this.holdingBy(1);
     for (;;) {
       const h = Atomics.load(this.i32, w); // the slot's tag and holds as last published
-      if (h >>> L.HOLD_TAG_SHIFT !== (seq & L.HOLD_TAG_MASK)) return false;
+      if (h >>> L.HOLD_TAG_SHIFT !== (seq & L.HOLD_TAG_MASK)) {
+        this.holdingBy(-1);
+        return false;
+      }
       // Publishes our hold before the cursor CAS that reserves (the receiver reads it after usedBelow).
       if (Atomics.compareExchange(this.i32, w, h, h + 1) === h) return true;
     }
@@ -446,17 +471,25 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /**
    * Drop the hold a reservation in buffer `seq` took (reserve() returned it in lastSeq), once its copy
    * is persistent. False if the receiver fenced the buffer meanwhile: the copy may have landed after
-   * the buffer was handed on, so the write must be re-issued.
+   * the buffer was handed on, so the write must be re-issued. A fenced hold is dropped all the same,
+   * so that the count keeps saying how many copies may still come (a restart waits for them,
+   * ./stale-queue.ts).
    */
   release(seq: number): boolean {
     this.mapped();
     const w = L.holdsWord(this.ring, seq);
     for (;;) {
       const h = Atomics.load(this.i32, w); // the slot's tag and holds as last published
-      if (h >>> L.HOLD_TAG_SHIFT !== (seq & L.HOLD_TAG_MASK)) return false;
+      if (((h >>> L.HOLD_TAG_SHIFT) & L.HOLD_TAG_MASK) !== (seq & L.HOLD_TAG_MASK)) {
+        this.holdingBy(-1); // the slot holds a later buffer: our hold is gone with the old one
+        return false;
+      }
       invariant((h & L.HOLD_COUNT_MASK) > 0, `release of buffer ${seq} without a hold`);
       // Publishes that our copy is done: the receiver may hand the buffer on once the count is 0.
-      if (Atomics.compareExchange(this.i32, w, h, h - 1) === h) return true;
+      if (Atomics.compareExchange(this.i32, w, h, h - 1) === h) {
+        this.holdingBy(-1);
+        return (h & L.HOLD_FENCED) === 0;
+      }
     }
   }
 
@@ -538,40 +571,6 @@ export class SharedReceiveQueue implements ReceiveQueue {
   private mapped(): void {
     // Hot path: the message is built only when the check fails.
     if (this.unmapped) invariant(false, `receive queue ${this.path} used after close`);
-  }
-}
-
-/** Close and remove the queue file a previous incarnation of this receiver left (cold start does this
- *  before it reads the b-log, so no sender lands in it meanwhile). No-op when there is none. */
-export function closeStaleQueue(path: string): void {
-  if (existsSync(path)) closeStale(path);
-}
-
-/**
- * Mark a previous queue file Closed, whatever its layout version: every version keeps magic and state
- * at the same words and its senders check state (this version's senders check the cursor's Closed bit).
- */
-function closeStale(path: string): void {
-  try {
-    const map = PmemMapping.map(path, { mode: 'pagecache', label: path });
-    try {
-      if (map.size >= L.HEADER_BYTES) {
-        const i32 = new Int32Array(map.bytes.buffer, map.bytes.byteOffset, L.HEADER_BYTES >> 2);
-        if (Atomics.load(i32, L.W_MAGIC) === L.SRQ_MAGIC) {
-          Atomics.store(i32, L.W_STATE, L.SrqState.Closed); // older builds' senders stop at this
-          if (i32[L.W_VERSION] === L.SRQ_VERSION) Atomics.or(i32, L.W_CURSOR, L.CURSOR_CLOSED); // ours at this
-        }
-      }
-    } finally {
-      map.close();
-    }
-  } catch {
-    // Not a queue we can read: replace it all the same.
-  }
-  try {
-    unlinkSync(path);
-  } catch {
-    /* already gone */
   }
 }
 

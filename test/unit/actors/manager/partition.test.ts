@@ -35,13 +35,23 @@ function cluster(): ClusterConfig {
   });
 }
 
-function setup() {
+/** Node 2 holds backups only: nodes 0 and 1 are the primaries, each shard on all three nodes. */
+function backupsOnly(c: ClusterConfig): ClusterConfig {
+  return { ...c, shards: c.shards.map((s) => ({ id: s.id, primary: s.id % 2, backups: [1 - (s.id % 2), 2] })) };
+}
+
+/** Node 2 holds nothing: two replicas of each shard on nodes 0 and 1, node 2 a spare member. */
+function holdsNothing(c: ClusterConfig): ClusterConfig {
+  return { ...c, replicationFactor: 2, shards: c.shards.map((s) => ({ id: s.id, primary: s.id % 2, backups: [1 - (s.id % 2)] })) };
+}
+
+function setup(layout: (c: ClusterConfig) => ClusterConfig = (c) => c) {
   const clock = new ManualClock(1000);
   const timers = new Timers(clock);
   const warnings: string[] = [];
   const noop = () => {};
   const log = { info: noop, debug: noop, trace: noop, error: (_o: unknown, m: string) => warnings.push(m), warn: (_o: unknown, m: string) => warnings.push(m) } as unknown as Logger;
-  const initial = cluster();
+  const initial = layout(cluster());
   const store = new MemoryStore(initial);
   const timing = leaseTiming(200);
   const cm = new ConfigManager(store, initial, timing, clock, log, timers.sleep);
@@ -89,6 +99,35 @@ test('a manager cut off from every node reassigns nothing, and grants again once
   assert.equal(cm.config().term, 1);
   cm.close();
 });
+
+// Issue 24 hazard 3: the cut-off manager refused only a failover that had to move a primary; a node
+// holding backups only (or nothing) needed no live taker and was evicted -- term stored, the node
+// told it was removed -- while every node was healthy.
+for (const [what, layout] of [['backups only', backupsOnly], ['nothing', holdsNothing]] as const) {
+  test(`a manager cut off from every node stores nothing when a node holds ${what}, and fails it over once the others renew and it stays silent`, async () => {
+    const { timers, warnings, store, timing, cm, sent, links } = setup(layout);
+    const renew = (nodes: number[], seq: number) => {
+      for (const n of nodes) cm.onMessage({ t: 'renew', node: n, seq, term: 1 }, links.get(n)!);
+    };
+    let seq = 0;
+    await timers.run(400, timing.renewMs, cm, () => renew([0, 1, 2], ++seq));
+    // The cut: node 2's path goes first (its failover is the first planned, while nodes 0 and 1 still
+    // look valid), then everyone's; 3 s of silence, many leases.
+    await timers.run(2 * timing.renewMs, timing.renewMs, cm, () => renew([0, 1], ++seq));
+    await timers.run(3000, 10, cm);
+    assert.ok(warnings.some((w) => /suspected failed/.test(w)), 'nobody was even suspected');
+    assert.equal(store.writes, 0, `a configuration was stored while this manager was cut off (term ${store.cfg.term}, dead ${JSON.stringify(store.cfg.dead ?? [])})`);
+    for (const n of [0, 1, 2]) assert.deepEqual(sent.get(n)!.filter((m) => m.t !== 'grant').map((m) => m.t), [], `node ${n} was told nothing but grants`);
+    assert.ok(warnings.some((w) => /looks cut off from the cluster; nothing is reassigned/.test(w)), warnings.join('\n'));
+    // Healed for nodes 0 and 1; node 2 stays silent (it did die): once they renew, the manager acts
+    // again -- node 2 is failed over, after the reconnect grace.
+    await timers.run(4000, timing.renewMs, cm, () => renew([0, 1], ++seq));
+    assert.equal(store.cfg.term, 2, warnings.join('\n'));
+    assert.deepEqual(store.cfg.dead, [2]);
+    assert.deepEqual(store.cfg.shards.map((s) => s.primary), layout(cluster()).shards.map((s) => s.primary), 'no primary moved');
+    cm.close();
+  });
+}
 
 test('a node whose renewals are held up past its lease, then arrive again, keeps its shards; one that stays silent is failed over', async () => {
   const { timers, store, timing, cm, links, renewAll } = setup();

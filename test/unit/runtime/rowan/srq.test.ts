@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { MemoryRegion } from '../../../../config/base/region.js';
 import { NO_BUFFER, SRQ_CLOSED, STALE_RESERVATION, SharedReceiveQueue } from '../../../../runtime/rowan/srq.js';
 import { LATE, landOnce } from '../../../../runtime/rowan/land.js';
-import { W_VERSION } from '../../../../runtime/rowan/srq-layout.js';
+import { SRQ_VERSION, W_VERSION } from '../../../../runtime/rowan/srq-layout.js';
 
 const BUF = 4096; // 64 strides
 // 1 GiB buffers allowed: 25 stride bits leave 6 seq bits, so the seq wraps every 64 buffers.
@@ -134,7 +134,7 @@ test('a queue file of another layout version is refused with the version it has,
     v.writeInt32LE(1);
     writeSync(fd, v, 0, 4, W_VERSION * 4);
     closeSync(fd);
-    assert.throws(() => SharedReceiveQueue.attach(t.path), { code: 'ROWAN_ERR_RECEIVER_NOT_READY', message: /version 1 receive queue.*version 3/ });
+    assert.throws(() => SharedReceiveQueue.attach(t.path), { code: 'ROWAN_ERR_RECEIVER_NOT_READY', message: new RegExp(`version 1 receive queue.*version ${SRQ_VERSION}`) });
     const again = SharedReceiveQueue.create(t.path, { postCap: 4, cqCap: 8 });
     assert.ok(t.rx.isClosed(), 'the old file was marked Closed for its senders');
     again.close();
