@@ -78,6 +78,9 @@ export class LeaseClient {
   private commits: Promise<void> = Promise.resolve();
   /** Entries this node gathered for the prepare of the term in progress. */
   private gathered = { term: 0, n: 0 };
+  /** The shards this node drained for the last prepare it acknowledged (./config-cell.ts PENDING
+   *  holds that term until a commit: requests stay blocked meanwhile). */
+  private drained: number[] = [];
   /** The manager tried next (an index into managers), and when the current connection was last granted. */
   private next = 0;
   private grantedAt = 0;
@@ -359,6 +362,7 @@ export class LeaseClient {
     const drain = changed.filter((s) => old.shards[s]!.primary === this.nodeId && next.shards[s]!.primary !== this.nodeId);
     const r = await this.hooks.prepare(changed, drain, planned);
     this.gathered = { term, n: r.entries.length };
+    this.drained = drain;
     // Logged (synchronously) before the acknowledgement: a record of when this node stopped serving
     // exists for every prepare the manager may build on, even if the node dies right after.
     this.log.info({ term, changed: changed.length, drained: drain, stoppedAt, gathered: r.entries.length, truncated: r.truncated }, `prepared term ${term}: requests blocked; ${r.entries.length} entries gathered`);
@@ -381,10 +385,27 @@ export class LeaseClient {
     await new Promise((r) => setTimeout(r, Math.ceil(wait)));
   }
 
+  /**
+   * A commit that takes a primary role from this node it did not drain in a prepare still pending (a
+   * manager broke "a primary role changes hands only through a completed prepare"): said loudly, and
+   * the commit goes on -- once it is published, a write of such a shard still in flight here is not
+   * acknowledged (the worker re-checks term and role, actors/worker/primary.ts); refusing the commit
+   * would only keep this node serving the shard beside its new primary.
+   */
+  private checkDrained(term: number, old: ClusterConfig, next: ClusterConfig): void {
+    const away = next.shards.filter((s) => old.shards[s.id]!.primary === this.nodeId && s.primary !== this.nodeId).map((s) => s.id);
+    // Drained: in a prepare acknowledged since the last commit (PENDING set since, nothing admitted).
+    const undrained = away.filter((s) => this.cell.pendingTerm() === 0 || !this.drained.includes(s));
+    this.drained = []; // the commit ends the pending prepare
+    if (undrained.length === 0) return;
+    this.log.error({ term, shards: undrained, pending: this.cell.pendingTerm() }, `committing term ${term}, which takes shard(s) ${undrained.join(', ')} from this node, without having drained them in a prepare: writes of them still in flight end with an unknown outcome`);
+  }
+
   private async commit(term: number, next: ClusterConfig, floors: Record<string, number>, scatter: GatherEntry[], again: number[], planned: ReadonlySet<number>): Promise<void> {
     if (term <= this.cell.term()) return;
     const t0 = this.clock.now();
     const old = this.cell.config();
+    this.checkDrained(term, old, next);
     const mine = next.shards.filter((s) => s.primary === this.nodeId && (old.shards[s.id]!.primary !== this.nodeId || again.includes(s.id))).map((s) => s.id);
     const gathered = this.gathered.term === term ? this.gathered.n : 0;
     if (mine.length === 0) {
@@ -406,9 +427,11 @@ export class LeaseClient {
       return;
     }
     for (const s of mine) this.cell.setShardBlocked(s, true); // before the new configuration is visible
-    // Only a failed-over primary (dead in `next`) can still be serving without knowing; the source of
-    // a planned move acknowledged the prepare and serves nothing of the shard any more.
-    await this.outlivePromises(term, mine.map((s) => old.shards[s]!.primary).filter((n) => n !== this.nodeId && (next.dead ?? []).includes(n)));
+    // The old primary of a shard handed over without its drain (a failover: it is dead in `next`; a
+    // stored move completed because its source's lease expired) may still serve on the peer leases
+    // this node granted it until they run out. Only a `planned` handover's source acknowledged a
+    // prepare that drained the shard, and serves nothing of it any more.
+    await this.outlivePromises(term, mine.filter((s) => !planned.has(s)).map((s) => old.shards[s]!.primary).filter((n) => n !== this.nodeId));
     this.cell.publish(next);
     this.cell.setPending(0);
     this.log.info({ term, promoted: mine.length }, `committed term ${term}`);

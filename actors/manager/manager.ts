@@ -22,6 +22,7 @@ import { notActive } from './election.js';
 import { ALWAYS, completeStoredTerm, type Activation, type TakeoverHost } from './takeover.js';
 import { LoadTable, OverloadDetector } from './load.js';
 import { MoveRunner, type MoveRecord } from './moves.js';
+import { handovers } from './handover.js';
 import { DEFAULT_RESHARDING, planBalance, type BalancePlan, type Move, type ReshardingOptions } from './reshard.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { defaultTimings } from '../../config/timings.js';
@@ -37,6 +38,8 @@ export class ConfigManager {
   leases: LeaseTable;
   /** The committed term each connected member last reported (hello, renew). */
   private readonly memberTerm = new Map<number, number>();
+  /** Sources of moves handed over on their expired lease: no grant before they report this term. */
+  private readonly fenced = new Map<number, number>();
   private activatedAt: number;
   /** Complete a stored term some members have not committed (a takeover, a validity lapse). */
   private finishWanted: boolean;
@@ -103,6 +106,9 @@ export class ConfigManager {
       ...this.rounds,
       reachable: () => this.reachable(),
       suspected: (node) => this.failing.has(node),
+      reportedTerm: (node) => this.memberTerm.get(node),
+      leaseExpired: (node) => this.leaseExpired(node),
+      fence: (node, term) => this.fenced.set(node, Math.max(term, this.fenced.get(node) ?? 0)),
       storeConfig: (next) => this.storeConfig(next),
       push: (next) => this.push(next),
       pauseAfter: resharding.pauseAfter,
@@ -196,10 +202,10 @@ export class ConfigManager {
           return;
         }
         this.leases.renewed(m.node, now);
+        if (this.fencedUntil(m.node, m.term)) return; // handed over on its expired lease: none again yet
         const { leaseMs, renewMs, driftMs } = this.timing;
         link.send({ t: 'grant', seq: m.t === 'renew' ? m.seq : 0, leaseMs, renewMs, driftMs, term: this.cfg.term });
-        // A member that missed a commit (paused past a prepare timeout) catches up here.
-        if (m.term < this.cfg.term && !this.running && !this.finishWanted) link.send({ t: 'commit', term: this.cfg.term, config: this.cfg, floors: {} });
+        if (m.term < this.cfg.term) this.catchUp(m.node, link);
         // A member (re)connecting may be what a degraded shard was waiting for.
         if (m.t === 'hello') {
           this.healing.want();
@@ -241,6 +247,36 @@ export class ConfigManager {
         if (this.activation.valid()) this.maybeRebalance(now); // the report that completes a generation plans at once
         return;
     }
+  }
+
+  /**
+   * Whether `node` (reporting `term`) gets no grant: a move's handover was committed because its lease
+   * had certainly expired (./handover.ts), and a new lease before it committed that term would let it
+   * serve the shard again beside the target. Cleared once it reports the term.
+   */
+  private fencedUntil(node: number, term: number): boolean {
+    const until = this.fenced.get(node);
+    if (until === undefined) return false;
+    if (term < until) return true;
+    this.fenced.delete(node);
+    return false;
+  }
+
+  /**
+   * A member behind the stored term (paused past a prepare timeout, or the term was stored by a
+   * manager that died before pushing it) catches up: with a bare commit when the term hands none of
+   * its primary roles over or to it; else it is prepared first -- a move's source drains -- and the
+   * term completed as after a takeover (./takeover.ts), or the move rolled back.
+   */
+  private catchUp(node: number, link: Link): void {
+    if (this.running || this.finishWanted) return;
+    if (!handovers(this.cfg).some((t) => t.source === node || t.target === node)) {
+      link.send({ t: 'commit', term: this.cfg.term, config: this.cfg, floors: {} });
+      return;
+    }
+    this.log.warn({ node, term: this.cfg.term }, `node ${node} is behind term ${this.cfg.term}, which moves a shard from or to it: preparing it before anything commits`);
+    this.finishWanted = true;
+    this.kick();
   }
 
   /** A node's connection closed: a hint that it failed (its lease still has to expire first). */
@@ -294,6 +330,11 @@ export class ConfigManager {
     if (this.cfg.migrations.length === 0 || this.clock.now() < this.resumeAfter) return false;
     const live = this.reachable();
     return this.cfg.migrations.some((t) => live.has(t.source) && live.has(t.target));
+  }
+
+  /** Whether `node` certainly serves nothing under a lease from this manager (or a previous one). */
+  private leaseExpired(node: number): boolean {
+    return this.clock.now() >= this.leases.certainlyExpiredAt(node);
   }
 
   /** Live members holding a connection and not being failed over. */
@@ -470,6 +511,9 @@ export class ConfigManager {
       connected: (n) => this.links.has(n),
       suspected: (n) => this.failing.has(n),
       reportedTerm: (n) => this.memberTerm.get(n),
+      leaseExpired: (n) => this.leaseExpired(n),
+      fence: (n, term) => this.fenced.set(n, Math.max(term, this.fenced.get(n) ?? 0)),
+      storeConfig: (next) => this.storeConfig(next),
       closed: () => this.closed,
       activation: this.activation,
       timing: this.timing,

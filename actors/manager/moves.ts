@@ -12,13 +12,15 @@
 // Each step is a log line with `event` (move-*) and `at` (monotonic ms), for `rowan cluster` and the
 // resharding benchmark. A manager that restarts with tasks in the stored list, or a standby that takes
 // over, resumes them (resume): their new distribution is in force, so the targets promote again with
-// the floors of a fresh prepare; a task whose source or target fails is finished by that failover
-// (./plan.ts).
-import type { ClusterConfig } from '../../config/cluster.js';
+// the floors of a fresh prepare -- only where the source drained in that prepare or certainly serves
+// the shard no more (./handover.ts); a task for which that is not so is rolled back instead. A task
+// whose source or target fails is finished by that failover (./plan.ts).
+import type { ClusterConfig, MigrationTask } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { defaultTimings } from '../../config/timings.js';
 import type { Prepared, RoundsHost } from './rounds.js';
-import { clearTasks, moveRefusal, planMoves, rollBack, type Move } from './reshard.js';
+import { clearTasks, moveRefusal, planMoves, rollBack, undoTasks, type Move } from './reshard.js';
+import { judgeHandovers, type HandoverVerdict } from './handover.js';
 
 export interface MoveRecord {
   moves: Move[];
@@ -42,6 +44,12 @@ export interface MoveHost extends RoundsHost {
   reachable(): Set<number>;
   /** Whether `node` is being (or queued to be) failed over. */
   suspected(node: number): boolean;
+  /** The committed term `node` last reported (hello, renew); undefined when not connected. */
+  reportedTerm(node: number): number | undefined;
+  /** Whether `node`'s lease has certainly expired now. */
+  leaseExpired(node: number): boolean;
+  /** Grant `node` no lease until it reports `term` (a move's source handed over on its expired lease). */
+  fence(node: number, term: number): void;
   storeConfig(next: ClusterConfig): Promise<void>;
   push(next: ClusterConfig): Promise<void>;
   /** Tests only: hold a move after this step (ReshardingOptions.pauseAfter). */
@@ -100,12 +108,40 @@ export class MoveRunner {
     const next = { ...structuredClone(c), term: c.term + 1 };
     await this.h.storeConfig(next);
     this.mark(rec, 'stored');
-    const shards = moves.map((m) => m.shard);
-    const prep = await this.h.prepareRound(next, shards, false);
+    const prep = await this.h.prepareRound(next, moves.map((m) => m.shard), false);
     this.mark(rec, 'prepared');
-    // The sources may have crashed mid-move: their late blocks are covered by the promotion gap.
-    await this.promote(rec, next, moves, prep, shards, []);
+    const verdict = this.judge(tasks, c.term, prep);
+    // A source that acknowledged drained first (planned: no gap, no peer-lease wait on the target);
+    // one that did not may have crashed mid-move: its late blocks are covered by the promotion gap.
+    // Fenced before anything is awaited: a renew granted after the judgement would renew the lease
+    // it counted as expired.
+    for (const t of verdict.expired) this.h.fence(t.source, next.term + (verdict.unsafe.length > 0 ? 1 : 0));
+    if (verdict.unsafe.length === 0) {
+      await this.promote(rec, next, moves, prep, moves.map((m) => m.shard), verdict.drained);
+      return rec;
+    }
+    const back = undoTasks(next, verdict.unsafe.map((u) => u.task));
+    const kept = moves.filter((m) => !verdict.unsafe.some((u) => u.task.shard === m.shard));
+    rec.error = verdict.unsafe.map((u) => `shard ${u.task.shard}: ${u.why}`).join('; ');
+    if (kept.length === 0) await this.h.push(back);
+    else await this.h.storeConfig(back);
+    rec.rolledBackAt = this.h.clock.now();
+    this.event(rec, 'move-rolled-back', `resumed move rolled back (term ${back.term}): ${rec.error}`);
+    if (kept.length > 0) {
+      rec.term = back.term;
+      await this.promote(rec, back, kept, prep, kept.map((m) => m.shard), verdict.drained);
+    }
     return rec;
+  }
+
+  /** Which resumed tasks may hand their shard over (./handover.ts); throws while one is undecided. */
+  private judge(tasks: readonly MigrationTask[], term: number, prep: Prepared): HandoverVerdict {
+    const h = this.h;
+    const verdict = judgeHandovers(tasks, { term, answered: new Set(prep.reports.keys()), connected: (n) => h.reachable().has(n), reportedTerm: (n) => h.reportedTerm(n), leaseExpired: (n) => h.leaseExpired(n) });
+    if (verdict.undecided.length > 0) {
+      throw new RowanError(ErrorCodes.TIMEOUT, `the resumed move cannot go on nor be rolled back yet: ${verdict.undecided.map((u) => `shard ${u.task.shard}: ${u.why}`).join('; ')}`);
+    }
+    return verdict;
   }
 
   private async promote(rec: MoveRecord, next: ClusterConfig, moves: Move[], prep: Omit<Prepared, 'missing'>, again: number[], planned: number[]): Promise<void> {

@@ -66,6 +66,22 @@ export function clearTasks(c: ClusterConfig, shards: readonly number[]): Cluster
   return validateCluster({ ...structuredClone(c), term: c.term + 1, migrations: c.migrations.filter((m) => !shards.includes(m.shard)) });
 }
 
+/** Term t+1 without the moves of `tasks`: each shard's primary role back with its source, the target
+ *  back in the backup position planMoves gave the source (the same replicas), the task off the list.
+ *  For a stored move whose source may not have drained (./handover.ts): nobody served it there. */
+export function undoTasks(c: ClusterConfig, tasks: readonly MigrationTask[]): ClusterConfig {
+  const next = structuredClone(c);
+  next.term = c.term + 1;
+  for (const t of tasks) {
+    const s = next.shards[t.shard]!;
+    if (s.primary !== t.target || !s.backups.includes(t.source)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `shard ${t.shard} is not moving from node ${t.source} to node ${t.target} in term ${c.term}`);
+    s.backups = s.backups.map((b) => (b === t.source ? t.target : b));
+    s.primary = t.source;
+  }
+  next.migrations = c.migrations.filter((m) => !tasks.some((t) => t.shard === m.shard));
+  return validateCluster(next);
+}
+
 /** Term `current.term + 1` with `before`'s distribution (nobody served `current`). */
 export function rollBack(before: ClusterConfig, current: ClusterConfig): ClusterConfig {
   return validateCluster({ ...structuredClone(before), term: current.term + 1, migrations: before.migrations });

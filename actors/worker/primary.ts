@@ -93,6 +93,9 @@ export class PrimaryPath {
       if (cell && !cell.leaseValid(this.core.now())) {
         throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `the lease expired while shard ${shard}'s write was replicating; it may or may not survive the failover`);
       }
+      // Role safety (DESIGN §6): and only while this node still holds the primary role it was admitted
+      // under -- one load on this path; the configuration is re-read only when a commit came meanwhile.
+      if (cell && cell.term() !== c.term) this.checkStillPrimary(shard); // TERM is stored after a config's bytes (publish): same term = no commit since
       this.core.enterEpoch();
       try {
         indexEntry(d.shared, shard, key, hash, addr, e.version, this.core.reader); // now visible (③)
@@ -105,6 +108,18 @@ export class PrimaryPath {
     } finally {
       if (addr >= 0) d.tlog.release(addr);
       commit?.finish(shard, e.version);
+    }
+  }
+
+  /** A configuration committed while a write of `shard` was replicating: acknowledge it only if this
+   *  node is still the shard's primary there (a shard taken away may already be served elsewhere, by a
+   *  primary whose promotion scan never saw this entry). */
+  private checkStillPrimary(shard: number): void {
+    const { d } = this.core;
+    const now = d.config();
+    const primary = now.shards[shard]!.primary;
+    if (primary !== d.nodeId) {
+      throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `shard ${shard} passed to node ${primary} at term ${now.term} while this write was replicating; it may or may not survive there`);
     }
   }
 

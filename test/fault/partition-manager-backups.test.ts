@@ -18,7 +18,7 @@ import { checkLinearizability } from '../check/linearizability.js';
 import { logRecords, waitFor } from '../fixtures/failover-cluster.js';
 import { netnsUnavailable } from '../fixtures/netns.js';
 import { ClientLoad, NetnsCluster, PARTITION_LEASE_MS } from '../fixtures/netns-cluster.js';
-import { RECOVERY_GRACE_LEASES } from '../../actors/manager/leases.js';
+import { defaultTimings } from '../../config/timings.js';
 
 const NODES = [0, 1, 2];
 const BACKUP_ONLY = 2;
@@ -26,7 +26,7 @@ const BACKUP_ONLY = 2;
  *  (it happens) is failed over legitimately before the cut, and the test would be about nothing. */
 const LEASE_MS = 2.5 * PARTITION_LEASE_MS;
 /** The cut lasts at least this long: past a lease and the reconnect grace, twice over. */
-const CUT_MS = 2 * (LEASE_MS * (1 + RECOVERY_GRACE_LEASES));
+const CUT_MS = 2 * (LEASE_MS * (1 + defaultTimings.recoveryGraceLeases));
 const unavailable = netnsUnavailable();
 
 /** Primaries alternate between nodes 0 and 1; node 2 is a backup of every shard and primary of none. */
