@@ -18,7 +18,8 @@
 //      anything was recycled, is then part of the b-log cold start scans.
 //   4. otherwise fence every hold word (no release made on the old queue succeeds from now on) and
 //      remove the file.
-// An older queue version has no holds: it is closed and removed as before.
+// A queue of another layout version (an older build's: its senders name no slots) is only closed and
+// removed, as before.
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { setTimeout as sleepMs } from 'node:timers/promises';
 import { PmemMapping } from '../../native/pmem2.js';
