@@ -18,7 +18,8 @@
 //      anything was recycled, is then part of the b-log cold start scans.
 //   4. otherwise fence every hold word (no release made on the old queue succeeds from now on) and
 //      remove the file.
-// An older queue version has no holds: it is closed and removed as before.
+// A queue of another layout version (an older build's: its senders name no slots) is only closed and
+// removed, as before.
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { setTimeout as sleepMs } from 'node:timers/promises';
 import { PmemMapping } from '../../native/pmem2.js';
@@ -122,8 +123,11 @@ async function drainHolds(path: string, i32: Int32Array, report: StaleQueueRepor
   const waitMs = o.waitMs ?? STALE_HOLDS_WAIT_MS;
   const t0 = clock.now();
   report.holds = heldCopies(i32);
-  for (let held = report.holds; held > 0; held = heldCopies(i32)) {
-    const live = liveHolders(path, i32);
+  for (let held = report.holds; ; held = heldCopies(i32)) {
+    // Read after the counts (see liveHolders). A named sender holding with every count 0: its hold
+    // is in a slot the old receiver refilled after fencing it (its copy may still come), or it is
+    // between its hold and the cursor CAS that fails on Closed. Either way it is waited for.
+    const live = liveHolders(path, i32, held);
     if (live.length === 0) {
       report.voided = held;
       break;
@@ -159,17 +163,18 @@ function fenceAll(i32: Int32Array): void {
 /**
  * The live processes whose senders may still copy into the queue: named senders holding a hold
  * (read after the hold counts, so a hold counted there is either in its sender's slot or released),
- * whose process still maps the queue; every process mapping it when senders attached unnamed.
+ * whose process still maps the queue; while `held` counts any, every process mapping it when senders
+ * attached unnamed.
  */
-function liveHolders(path: string, i32: Int32Array): number[] {
+function liveHolders(path: string, i32: Int32Array, held: number): number[] {
   const ring = i32[L.W_RING]!;
   const cqCap = i32[L.W_CQ_CAP]!;
   const attached = Atomics.load(i32, L.W_CQ_ATTACHED); // senders that ever attached
   const file = identify(path);
   if (!file) return [];
-  if (attached > L.SENDER_SLOTS) return mappers(file);
+  if (attached > L.SENDER_SLOTS && held > 0) return mappers(file);
   const pids = new Set<number>();
-  for (let n = 0; n < attached; n++) {
+  for (let n = 0; n < Math.min(attached, L.SENDER_SLOTS); n++) {
     const w = L.senderSlotWord(ring, cqCap, n);
     if (Atomics.load(i32, w + L.SENDER_HOLDING) <= 0) continue; // its holds as it last published them
     const pid = Atomics.load(i32, w + L.SENDER_PID); // published at its attach, before any hold

@@ -15,6 +15,7 @@ import { SRQ_CLOSED, SharedReceiveQueue } from '../../../../runtime/rowan/srq.js
 import { ErrorCodes, type RowanError } from '../../../../config/base/errors.js';
 import { closeStaleQueue } from '../../../../runtime/rowan/stale-queue.js';
 import { LATE } from '../../../../runtime/rowan/land.js';
+import * as L from '../../../../runtime/rowan/srq-layout.js';
 import { eventually } from '../../../fixtures/eventually.js';
 import { STALLED_BLOCK_BYTES, STALLED_FILL } from '../../../fixtures/stalled-sender.js';
 
@@ -175,6 +176,31 @@ test('a hold the running receiver fenced (its sender stalled past holdTimeoutMs)
     assert.equal(await t.stalled.copy(), LATE);
     const report = await restart;
     assert.deepEqual(report && { holds: report.holds, voided: report.voided }, { holds: 1, voided: 0 });
+  } finally {
+    await t.done();
+  }
+});
+
+test('a hold whose count is gone (the running receiver fenced it and refilled its slot) still keeps the restart waiting: its sender counts it in its own slot', { timeout: 180_000 }, async () => {
+  const t = await setup();
+  try {
+    assert.equal(t.old.fence(0), true);
+    // What post() of buffer `ring` into the same slot does to the hold word: a new tag, no holds.
+    const raw = PmemMapping.map(t.queuePath, { mode: 'pagecache', label: t.queuePath });
+    const i32 = new Int32Array(raw.bytes.buffer, raw.bytes.byteOffset, raw.size >> 2);
+    const ring = i32[L.W_RING]!;
+    Atomics.store(i32, L.holdsWord(ring, 0), L.holdWord(ring, 0));
+    raw.close();
+    let restarted = false;
+    const restart = closeStaleQueue(t.queuePath, { waitMs: PATIENT_MS }).then((r) => ((restarted = true), r));
+    await eventually(() => assert.ok(t.old.isClosed(), 'the restart has not closed the old queue'), 10_000, 5);
+    assert.equal(restarted, false, 'the restart did not wait for the sender whose hold count is gone');
+    // The sender wakes up: its release finds another buffer's tag (LATE), and its slot drops to 0.
+    assert.equal(await t.stalled.copy(), LATE);
+    const report = await restart;
+    assert.deepEqual(report && { holds: report.holds, voided: report.voided }, { holds: 0, voided: 0 });
+    t.recycle();
+    assert.equal(t.corrupted(), 0);
   } finally {
     await t.done();
   }
