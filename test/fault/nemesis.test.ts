@@ -14,7 +14,7 @@
 // be its last); each node's rowan_blog_late_blocks_total summed over its processes, and 0 when no
 // write had an unknown outcome (only a write whose sender gave up can legitimately arrive late).
 //
-// Usage:
+// Usage (also printed by --help):
 //   npm run test:nemesis -- [--minutes N] [--fabric shm|tcp|both] [--seed S]
 //   (or ROWAN_NEMESIS_MINUTES, ROWAN_NEMESIS_FABRIC, ROWAN_NEMESIS_SEED with node --test)
 //   --minutes  how long faults keep coming, per fabric (default 0.5: `npm test`'s short run)
@@ -63,7 +63,16 @@ function flag(argv: string[], name: string): string | undefined {
   return argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 }
 
+const USAGE = `usage: npm run test:nemesis -- [--minutes N] [--fabric shm|tcp|both] [--seed S]
+  --minutes  how long faults keep coming, per fabric (default 0.5; env ROWAN_NEMESIS_MINUTES)
+  --fabric   shm, tcp or both, one after the other (default both; env ROWAN_NEMESIS_FABRIC)
+  --seed     the fault schedule's seed (default random, printed; env ROWAN_NEMESIS_SEED)`;
+
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(USAGE);
+    process.exit(0);
+  }
   const minutes = Number(flag(argv, 'minutes') ?? env['ROWAN_NEMESIS_MINUTES'] ?? 0.5);
   const fabric = flag(argv, 'fabric') ?? env['ROWAN_NEMESIS_FABRIC'] ?? 'both';
   const seedText = flag(argv, 'seed') ?? env['ROWAN_NEMESIS_SEED'];
@@ -133,7 +142,8 @@ for (const fabric of opts.fabrics) {
         ['seed', String(opts.seed)],
         ['faults', `${nemesis.faults.length} in ${(faultMs / 1000).toFixed(0)} s: ${Object.entries(nemesis.byKind()).map(([k, n]) => `${k} ${n}`).join(', ')}`],
         ['settled after a fault', `max ${Math.max(...nemesis.faults.map((f) => f.settledMs)).toFixed(0)} ms`],
-        ['nodes that stopped on their own', `${evicted} (evicted or crashed; restarted), manager ${nemesis.ownExits.length - evicted}`],
+        ['processes that stopped on their own', `${evicted} node(s): ${nemesis.ownExits.filter((e) => e.node !== 'manager' && e.code === 0).length} with exit code 0 (evicted), the others failed; the manager ${nemesis.ownExits.length - evicted}; all restarted`],
+        ['starts that failed (started again)', `${nemesis.startFailures.length}${nemesis.startFailures.length > 0 ? `: ${[...new Set(nemesis.startFailures)].slice(0, 3).join('; ')}` : ''}`],
         ['operations', `${history.length} (${counts.ok} ok, ${counts.fail} failed-not-applied, ${counts.unknown} unknown ${JSON.stringify(counts.codes)}), ${unknownWrites} writes of unknown outcome`],
         ['churn keys', `${results.reduce((n, r) => n + r.churnKeys, 0)} (PUT then DEL each)`],
         ['keys read back', `${back.keys}; unread ${back.unread.length + unreadHot.length + results.reduce((n, r) => n + r.unread.length, 0)}`],
@@ -152,7 +162,8 @@ for (const fabric of opts.fabrics) {
       log(`FAILED with seed ${opts.seed}; faults so far:\n${nemesis.faults.map((f, i) => `  ${i + 1}. ${describeFault(f.fault)} at ${f.at.toFixed(0)}..${f.endAt.toFixed(0)} (monotonic ms), settled ${f.settledMs.toFixed(0)} ms later`).join('\n')}\n  node exits on their own: ${JSON.stringify(nemesis.ownExits)}\n  logs kept in ${keepLogs(dir, fabric, opts.seed)}`);
       throw err;
     } finally {
-      if (results.length === 0) await Promise.all(loads.map((l) => l.stop(60_000).catch(() => null)));
+      // A failed run's loads are not drained (their final reads would wait on a broken cluster).
+      if (results.length === 0) for (const l of loads) l.child.kill('SIGKILL');
     }
   });
 }
