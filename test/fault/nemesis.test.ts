@@ -1,7 +1,8 @@
 // The nemesis test (issue 24): one long-lived cluster -- the manager, three nodes and two client hosts,
 // each in its own network namespace (test/fixtures/netns-cluster.ts), ZooKeeper beside the manager
 // where installed -- under a skewed PUT/GET/DEL load on a small key set plus unique-key PUT-then-DEL
-// churn from both client hosts (test/fixtures/nemesis-load.ts), while faults come one after the other
+// churn and a slow writer of a few rare keys from both client hosts (test/fixtures/nemesis-load.ts;
+// the loads live on overlapping shard sets, see HOT_SHARDS), while faults come one after the other
 // at random (test/fixtures/nemesis-faults.ts): SIGKILL of a node (restarted as `rowan cluster` would:
 // rejoining empty once listed dead), SIGSTOP/SIGCONT of a node or of the manager, SIGKILL of every
 // node (and half the time the manager) and a restart of all, SIGKILL of the manager, and partitions:
@@ -36,7 +37,7 @@ import { waitFor } from '../fixtures/failover-cluster.js';
 import { KvLoad, type LoadCounts } from '../fixtures/failover-load.js';
 import { netnsUnavailable } from '../fixtures/netns.js';
 import { ClientLoad, NetnsCluster } from '../fixtures/netns-cluster.js';
-import { readBack as readKeys, type NemesisLoadResult, type NemesisLoadSpec } from '../fixtures/nemesis-load.js';
+import { keysOnShards, readBack as readKeys, type NemesisLoadResult, type NemesisLoadSpec } from '../fixtures/nemesis-load.js';
 import { FaultSchedule, describeFault } from '../fixtures/nemesis-faults.js';
 import { Nemesis } from '../fixtures/nemesis.js';
 
@@ -49,7 +50,13 @@ interface Options {
 }
 
 const SHARDS = 8;
-const KEYS = Array.from({ length: 24 }, (_, i) => `h-${i}`);
+/** Where each load lives: skewed keys on shards 0-5, churn on 4-7, the rare keys on 6-7 -- shards 6 and
+ *  7 see unique-key PUT+DEL and little else, the shape of issue 24's hazard 1 (trigger ii). */
+const HOT_SHARDS = [0, 1, 2, 3, 4, 5];
+const CHURN_SHARDS = [4, 5, 6, 7];
+const RARE_SHARDS = [6, 7];
+const KEYS = keysOnShards('h', HOT_SHARDS, 24, SHARDS);
+const RARE_KEYS = keysOnShards('r', RARE_SHARDS, 4, SHARDS);
 const SKEW = 0.99;
 const CLIENT_HOSTS = ['c0', 'c1'];
 const CLIENTS_PER_HOST = 2;
@@ -120,7 +127,7 @@ for (const fabric of opts.fabrics) {
     const probe = await RowanClient.connect({ cluster: c.file, passwordFile: c.passwordFile, retries: 8, timeoutMs: 5000 });
     t.after(() => probe.close());
     const loads = CLIENT_HOSTS.map((host, i) => {
-      const spec: NemesisLoadSpec = { cluster: c.file, passwordFile: c.passwordFile, out: join(dir, `load-${host}.json`), keys: KEYS, skew: SKEW, clients: CLIENTS_PER_HOST, clientBase: i * 10, maxOps: 2_000_000 };
+      const spec: NemesisLoadSpec = { cluster: c.file, passwordFile: c.passwordFile, out: join(dir, `load-${host}.json`), keys: KEYS, skew: SKEW, clients: CLIENTS_PER_HOST, clientBase: i * 10, maxOps: 2_000_000, shards: SHARDS, churnShards: CHURN_SHARDS, rareKeys: RARE_KEYS };
       return ClientLoad.start(c, host, spec, loadScript);
     });
     const nemesis = new Nemesis(c, probe, loads, log);
@@ -134,7 +141,7 @@ for (const fabric of opts.fabrics) {
       results = await Promise.all(loads.map((l) => l.stop<NemesisLoadResult>(300_000)));
       // Every client host stopped writing: the skewed keys' final reads, from here, in the history.
       const reader = new KvLoad([], [], Infinity, 0, FINAL_READER, () => monotonicClock.now());
-      const unreadHot = await readKeys(reader, probe, FINAL_READER, KEYS);
+      const unreadHot = await readKeys(reader, probe, FINAL_READER, [...KEYS, ...RARE_KEYS]);
       const history: Operation[] = [...results.flatMap((r) => r.history), ...reader.operations()];
       const isFinal = (o: Operation) => o.client === FINAL_READER || results.some((_, i) => o.client === i * 10 + CLIENTS_PER_HOST + 1);
       const back = readBack(history, isFinal);
@@ -145,6 +152,7 @@ for (const fabric of opts.fabrics) {
       for (const r of results) {
         add(counts, r.skewed);
         add(counts, r.churn);
+        add(counts, r.rare);
       }
       const unknownWrites = history.filter((o) => o.op !== 'get' && o.outcome === 'unknown').length;
       const isolatedManager = nemesis.faults.filter((f) => f.fault.kind === 'isolate-manager');
@@ -154,7 +162,7 @@ for (const fabric of opts.fabrics) {
         ['seed', String(opts.seed)],
         ['faults', `${nemesis.faults.length} in ${(faultMs / 1000).toFixed(0)} s: ${Object.entries(nemesis.byKind()).map(([k, n]) => `${k} ${n}`).join(', ')}`],
         ['settled after a fault', `max ${Math.max(...nemesis.faults.map((f) => f.settledMs)).toFixed(0)} ms`],
-        ['processes that stopped on their own', `${evicted} node(s): ${nemesis.ownExits.filter((e) => e.node !== 'manager' && e.code === 0).length} with exit code 0 (evicted), the others failed; the manager ${nemesis.ownExits.length - evicted}; all restarted`],
+        ['processes that stopped on their own', `${evicted} node(s) (${nemesis.ownExits.filter((e) => e.node !== 'manager' && e.code === 0).length} with exit code 0: evicted), the manager ${nemesis.ownExits.length - evicted} time(s); all started again`],
         ['isolate-manager faults with a term change', `${isolatedManager.filter((f) => f.terms[1] > f.terms[0]).length} of ${isolatedManager.length} (a cut-off manager should store nothing: issue 24, hazard 3)`],
         ['starts that failed (started again)', `${nemesis.startFailures.length}${nemesis.startFailures.length > 0 ? `: ${[...new Set(nemesis.startFailures)].slice(0, 3).join('; ')}` : ''}`],
         ['operations', `${history.length} (${counts.ok} ok, ${counts.fail} failed-not-applied, ${counts.unknown} unknown ${JSON.stringify(counts.codes)}), ${unknownWrites} writes of unknown outcome`],
