@@ -31,8 +31,8 @@ import { cpSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { RowanClient } from '../../actors/kv/client/client.js';
 import { monotonicClock } from '../../config/base/clock.js';
-import { checkLinearizability, type Operation } from '../check/linearizability.js';
-import { readBack } from '../check/read-back.js';
+import { checkLinearizability, type CheckResult, type Operation } from '../check/linearizability.js';
+import { readBack, type ReadBack } from '../check/read-back.js';
 import { waitFor } from '../fixtures/failover-cluster.js';
 import { KvLoad, type LoadCounts } from '../fixtures/failover-load.js';
 import { netnsUnavailable } from '../fixtures/netns.js';
@@ -121,6 +121,96 @@ function keepLogs(dir: string, fabric: Fabric, seed: number): string {
   return to;
 }
 
+/** What the end of a run found: the merged history and every check made on it. */
+interface Verdict {
+  history: Operation[];
+  results: NemesisLoadResult[];
+  back: ReadBack;
+  /** Keys no final read could read (hot and rare ones here, churn ones on the client hosts). */
+  unread: string[];
+  lin: CheckResult;
+  late: { late: number; readings: number }[];
+  unknownWrites: number;
+  faultMs: number;
+}
+
+function startLoads(c: NetnsCluster, dir: string): ClientLoad[] {
+  return CLIENT_HOSTS.map((host, i) => {
+    const spec: NemesisLoadSpec = {
+      cluster: c.file, passwordFile: c.passwordFile, out: join(dir, `load-${host}.json`), keys: KEYS, skew: SKEW, clients: CLIENTS_PER_HOST,
+      clientBase: i * 10, maxOps: 2_000_000, shards: SHARDS, churnShards: CHURN_SHARDS, rareKeys: RARE_KEYS,
+    };
+    return ClientLoad.start(c, host, spec, loadScript);
+  });
+}
+
+/** Faults until `minutes` ran out (the last one ends and settles), then the loads stop, every key is
+ *  read back, and the history is checked. */
+async function run(nemesis: Nemesis, schedule: FaultSchedule, loads: ClientLoad[], probe: RowanClient): Promise<Verdict> {
+  const t0 = monotonicClock.now();
+  while (monotonicClock.now() - t0 < opts.minutes * 60_000) await nemesis.inject(schedule.next(), t0);
+  const faultMs = monotonicClock.now() - t0;
+  const results = await Promise.all(loads.map((l) => l.stop<NemesisLoadResult>(300_000)));
+  // Every client host stopped writing: the hot and rare keys' final reads, from here, in the history.
+  const reader = new KvLoad([], [], Infinity, 0, FINAL_READER, () => monotonicClock.now());
+  const unread = [...(await readKeys(reader, probe, FINAL_READER, [...KEYS, ...RARE_KEYS])), ...results.flatMap((r) => r.unread)];
+  const history: Operation[] = [...results.flatMap((r) => r.history), ...reader.operations()];
+  const isFinal = (o: Operation) => o.client === FINAL_READER || results.some((_, i) => o.client === i * 10 + CLIENTS_PER_HOST + 1);
+  return {
+    history,
+    results,
+    back: readBack(history, isFinal),
+    unread,
+    lin: checkLinearizability(history, { timeLimitMs: Math.max(120_000, opts.minutes * 30_000) }),
+    late: await nemesis.lateBlocks(),
+    unknownWrites: history.filter((o) => o.op !== 'get' && o.outcome === 'unknown').length,
+    faultMs,
+  };
+}
+
+/** The run's table: faults by kind, operations by outcome, what the checks found. */
+function summary(fabric: Fabric, c: NetnsCluster, nemesis: Nemesis, v: Verdict, tStart: number): string {
+  const counts: LoadCounts = { ok: 0, fail: 0, unknown: 0, codes: {} };
+  for (const r of v.results) for (const part of [r.skewed, r.churn, r.rare]) add(counts, part);
+  const isolatedManager = nemesis.faults.filter((f) => f.fault.kind === 'isolate-manager');
+  const nodeExits = nemesis.ownExits.filter((e) => e.node !== 'manager');
+  const lin = v.lin;
+  const rows: [string, string][] = [
+    ['fabric / store', `${fabric} / ${c.store}`],
+    ['seed', String(opts.seed)],
+    ['faults', `${nemesis.faults.length} in ${(v.faultMs / 1000).toFixed(0)} s: ${Object.entries(nemesis.byKind()).map(([k, n]) => `${k} ${n}`).join(', ')}`],
+    ['settled after a fault', `max ${Math.max(...nemesis.faults.map((f) => f.settledMs)).toFixed(0)} ms`],
+    ['processes that stopped on their own', `${nodeExits.length} node(s) (${nodeExits.filter((e) => e.code === 0).length} with exit code 0: evicted), the manager ${nemesis.ownExits.length - nodeExits.length} time(s); all started again`],
+    ['isolate-manager faults with a term change', `${isolatedManager.filter((f) => f.terms[1] > f.terms[0]).length} of ${isolatedManager.length} (a cut-off manager should store nothing: issue 24, hazard 3)`],
+    ['starts that failed (started again)', `${nemesis.startFailures.length}${nemesis.startFailures.length > 0 ? `: ${[...new Set(nemesis.startFailures)].slice(0, 3).join('; ')}` : ''}`],
+    ['operations', `${v.history.length} (${counts.ok} ok, ${counts.fail} failed-not-applied, ${counts.unknown} unknown ${JSON.stringify(counts.codes)}), ${v.unknownWrites} writes of unknown outcome`],
+    ['churn keys', `${v.results.reduce((n, r) => n + r.churnKeys, 0)} (PUT then DEL each)`],
+    ['keys read back', `${v.back.keys}; unread ${v.back.unread.length + v.unread.length}`],
+    ['lost acknowledged writes', String(v.back.lost.length)],
+    ['linearizable', lin.ok === true ? `yes (${lin.checked} ops checked over ${lin.keys} keys)` : lin.ok === false ? `NO (key ${lin.key})` : `undecided (${lin.reason})`],
+    ['late blocks (rowan_blog_late_blocks_total)', v.late.map((l, i) => `node ${i}: ${l.late} (${l.readings} readings)`).join(', ')],
+    ['duration', `${((monotonicClock.now() - tStart) / 1000).toFixed(0)} s`],
+  ];
+  const lost = v.back.lost.slice(0, 10).map((l) => `\n  lost: key ${l.key} read ${JSON.stringify(l.read)}, possible ${JSON.stringify(l.possible)}, acknowledged ${JSON.stringify(l.acknowledged)}`);
+  return `summary\n${rows.map(([k, v]) => `  ${k.padEnd(44)} ${v}`).join('\n')}${lost.join('')}`;
+}
+
+function assertVerdict(v: Verdict): void {
+  assert.deepEqual([...v.back.unread, ...v.unread], [], 'keys whose final read never completed: the run cannot say whether their writes were kept');
+  assert.equal(v.back.lost.length, 0, `acknowledged writes lost on ${v.back.lost.length} key(s): ${v.back.lost.slice(0, 5).map((l) => l.key).join(', ')}`);
+  assert.equal(v.lin.ok, true, v.lin.describe());
+  assert.ok(v.late.every((l) => l.readings > 0), 'a node whose /metrics was never read: its late blocks are unknown');
+  // Only a write whose sender gave up (an unknown outcome) can legitimately reach a backup late.
+  if (v.unknownWrites === 0) assert.deepEqual(v.late.map((l) => l.late), v.late.map(() => 0), 'late b-log blocks although no write had an unknown outcome');
+}
+
+/** The fault sequence so far, the one in progress, the nodes' own exits, where the logs are. */
+function failureReport(nemesis: Nemesis, dir: string, fabric: Fabric): string {
+  const done = nemesis.faults.map((f, i) => `  ${i + 1}. ${describeFault(f.fault)} at ${f.at.toFixed(0)}..${f.endAt.toFixed(0)} (monotonic ms), settled ${f.settledMs.toFixed(0)} ms later; term ${f.terms[0]} -> ${f.terms[1]}`);
+  const current = nemesis.current ? [`  ${nemesis.faults.length + 1}. ${describeFault(nemesis.current.fault)} at ${nemesis.current.at.toFixed(0)} (monotonic ms): not over when the run failed`] : [];
+  return [`FAILED with seed ${opts.seed}; faults:`, ...done, ...current, `  processes that stopped on their own: ${JSON.stringify(nemesis.ownExits)}`, `  logs kept in ${keepLogs(dir, fabric, opts.seed)}`].join('\n');
+}
+
 for (const fabric of opts.fabrics) {
   const timeout = opts.minutes * 60_000 + 15 * 60_000;
   test(`nemesis (${fabric}, ${opts.minutes} min, seed ${opts.seed}): random kills, pauses, full restarts, manager kills and partitions; history linearizable, no acknowledged write lost`, { timeout, skip: unavailable ?? false }, async (t) => {
@@ -131,66 +221,21 @@ for (const fabric of opts.fabrics) {
     c.lab.rootLink(); // the probe and the final reads run in this process
     const probe = await RowanClient.connect({ cluster: c.file, passwordFile: c.passwordFile, retries: 8, timeoutMs: 5000 });
     t.after(() => probe.close());
-    const loads = CLIENT_HOSTS.map((host, i) => {
-      const spec: NemesisLoadSpec = { cluster: c.file, passwordFile: c.passwordFile, out: join(dir, `load-${host}.json`), keys: KEYS, skew: SKEW, clients: CLIENTS_PER_HOST, clientBase: i * 10, maxOps: 2_000_000, shards: SHARDS, churnShards: CHURN_SHARDS, rareKeys: RARE_KEYS };
-      return ClientLoad.start(c, host, spec, loadScript);
-    });
+    const loads = startLoads(c, dir);
     const nemesis = new Nemesis(c, probe, loads, log);
-    const schedule = new FaultSchedule(scheduleSeed(opts.seed, fabric), 3);
-    let results: NemesisLoadResult[] = [];
+    let stopped = false;
     try {
       await waitFor('both client hosts to be served', () => loads.every((l) => (l.progress()?.fresh.ok ?? 0) > 50), 120_000, 50);
-      const t0 = monotonicClock.now();
-      while (monotonicClock.now() - t0 < opts.minutes * 60_000) await nemesis.inject(schedule.next(), t0);
-      const faultMs = monotonicClock.now() - t0;
-      results = await Promise.all(loads.map((l) => l.stop<NemesisLoadResult>(300_000)));
-      // Every client host stopped writing: the skewed keys' final reads, from here, in the history.
-      const reader = new KvLoad([], [], Infinity, 0, FINAL_READER, () => monotonicClock.now());
-      const unreadHot = await readKeys(reader, probe, FINAL_READER, [...KEYS, ...RARE_KEYS]);
-      const history: Operation[] = [...results.flatMap((r) => r.history), ...reader.operations()];
-      const isFinal = (o: Operation) => o.client === FINAL_READER || results.some((_, i) => o.client === i * 10 + CLIENTS_PER_HOST + 1);
-      const back = readBack(history, isFinal);
-      const lin = checkLinearizability(history, { timeLimitMs: Math.max(120_000, opts.minutes * 30_000) });
-      const lateReadings = await nemesis.lateBlocks();
-      const late = lateReadings.map((l) => l.late);
-      const counts: LoadCounts = { ok: 0, fail: 0, unknown: 0, codes: {} };
-      for (const r of results) {
-        add(counts, r.skewed);
-        add(counts, r.churn);
-        add(counts, r.rare);
-      }
-      const unknownWrites = history.filter((o) => o.op !== 'get' && o.outcome === 'unknown').length;
-      const isolatedManager = nemesis.faults.filter((f) => f.fault.kind === 'isolate-manager');
-      const evicted = nemesis.ownExits.filter((e) => e.node !== 'manager').length;
-      const rows: [string, string][] = [
-        ['fabric / store', `${fabric} / ${c.store}`],
-        ['seed', String(opts.seed)],
-        ['faults', `${nemesis.faults.length} in ${(faultMs / 1000).toFixed(0)} s: ${Object.entries(nemesis.byKind()).map(([k, n]) => `${k} ${n}`).join(', ')}`],
-        ['settled after a fault', `max ${Math.max(...nemesis.faults.map((f) => f.settledMs)).toFixed(0)} ms`],
-        ['processes that stopped on their own', `${evicted} node(s) (${nemesis.ownExits.filter((e) => e.node !== 'manager' && e.code === 0).length} with exit code 0: evicted), the manager ${nemesis.ownExits.length - evicted} time(s); all started again`],
-        ['isolate-manager faults with a term change', `${isolatedManager.filter((f) => f.terms[1] > f.terms[0]).length} of ${isolatedManager.length} (a cut-off manager should store nothing: issue 24, hazard 3)`],
-        ['starts that failed (started again)', `${nemesis.startFailures.length}${nemesis.startFailures.length > 0 ? `: ${[...new Set(nemesis.startFailures)].slice(0, 3).join('; ')}` : ''}`],
-        ['operations', `${history.length} (${counts.ok} ok, ${counts.fail} failed-not-applied, ${counts.unknown} unknown ${JSON.stringify(counts.codes)}), ${unknownWrites} writes of unknown outcome`],
-        ['churn keys', `${results.reduce((n, r) => n + r.churnKeys, 0)} (PUT then DEL each)`],
-        ['keys read back', `${back.keys}; unread ${back.unread.length + unreadHot.length + results.reduce((n, r) => n + r.unread.length, 0)}`],
-        ['lost acknowledged writes', String(back.lost.length)],
-        ['linearizable', lin.ok === true ? `yes (${lin.checked} ops checked over ${lin.keys} keys)` : lin.ok === false ? `NO (key ${lin.key})` : `undecided (${lin.reason})`],
-        ['late blocks (rowan_blog_late_blocks_total)', lateReadings.map((l, i) => `node ${i}: ${l.late} (${l.readings} readings)`).join(', ')],
-        ['duration', `${((monotonicClock.now() - tStart) / 1000).toFixed(0)} s`],
-      ];
-      log(`summary\n${rows.map(([k, v]) => `  ${k.padEnd(44)} ${v}`).join('\n')}`);
-      for (const l of back.lost.slice(0, 10)) log(`lost: key ${l.key} read ${JSON.stringify(l.read)}, possible ${JSON.stringify(l.possible)}, acknowledged ${JSON.stringify(l.acknowledged)}`);
-      assert.deepEqual([...back.unread, ...unreadHot, ...results.flatMap((r) => r.unread)], [], 'keys whose final read never completed: the run cannot say whether their writes were kept');
-      assert.equal(back.lost.length, 0, `acknowledged writes lost on ${back.lost.length} key(s): ${back.lost.slice(0, 5).map((l) => l.key).join(', ')}`);
-      assert.equal(lin.ok, true, lin.describe());
-      assert.ok(lateReadings.every((l) => l.readings > 0), 'a node whose /metrics was never read: its late blocks are unknown');
-      if (unknownWrites === 0) assert.deepEqual(late, late.map(() => 0), 'late b-log blocks although no write had an unknown outcome');
+      const v = await run(nemesis, new FaultSchedule(scheduleSeed(opts.seed, fabric), 3), loads, probe);
+      stopped = true;
+      log(summary(fabric, c, nemesis, v, tStart));
+      assertVerdict(v);
     } catch (err) {
-      log(`FAILED with seed ${opts.seed}; faults so far:\n${nemesis.faults.map((f, i) => `  ${i + 1}. ${describeFault(f.fault)} at ${f.at.toFixed(0)}..${f.endAt.toFixed(0)} (monotonic ms), settled ${f.settledMs.toFixed(0)} ms later`).join('\n')}${nemesis.current ? `\n  ${nemesis.faults.length + 1}. ${describeFault(nemesis.current.fault)} at ${nemesis.current.at.toFixed(0)} (monotonic ms): not over when the run failed` : ''}\n  node exits on their own: ${JSON.stringify(nemesis.ownExits)}\n  logs kept in ${keepLogs(dir, fabric, opts.seed)}`);
+      log(failureReport(nemesis, dir, fabric));
       throw err;
     } finally {
       // A failed run's loads are not drained (their final reads would wait on a broken cluster).
-      if (results.length === 0) for (const l of loads) l.child.kill('SIGKILL');
+      if (!stopped) for (const l of loads) l.child.kill('SIGKILL');
     }
   });
 }
