@@ -39,7 +39,7 @@ import { netnsUnavailable } from '../fixtures/netns.js';
 import { ClientLoad, NetnsCluster } from '../fixtures/netns-cluster.js';
 import { keysOnShards, readBack as readKeys, type NemesisLoadResult, type NemesisLoadSpec } from '../fixtures/nemesis-load.js';
 import { FaultSchedule, describeFault } from '../fixtures/nemesis-faults.js';
-import { Nemesis } from '../fixtures/nemesis.js';
+import { Nemesis, SettleTimeout } from '../fixtures/nemesis.js';
 
 type Fabric = 'shm' | 'tcp';
 
@@ -132,6 +132,8 @@ interface Verdict {
   late: { late: number; readings: number }[];
   unknownWrites: number;
   faultMs: number;
+  /** Why the cluster did not settle (faults stopped there; the history was still checked), or null. */
+  liveness: string | null;
 }
 
 function startLoads(c: NetnsCluster, dir: string): ClientLoad[] {
@@ -148,9 +150,19 @@ function startLoads(c: NetnsCluster, dir: string): ClientLoad[] {
  *  read back, and the history is checked. */
 async function run(nemesis: Nemesis, schedule: FaultSchedule, loads: ClientLoad[], probe: RowanClient): Promise<Verdict> {
   const t0 = monotonicClock.now();
-  while (monotonicClock.now() - t0 < opts.minutes * 60_000) await nemesis.inject(schedule.next(), t0);
+  let liveness: string | null = null;
+  while (liveness === null && monotonicClock.now() - t0 < opts.minutes * 60_000) {
+    try {
+      await nemesis.inject(schedule.next(), t0);
+    } catch (err) {
+      if (!(err instanceof SettleTimeout)) throw err;
+      liveness = err.message; // no more faults; what the clients saw so far is still checked
+    }
+  }
   const faultMs = monotonicClock.now() - t0;
   const results = await Promise.all(loads.map((l) => l.stop<NemesisLoadResult>(300_000)));
+  // Without the load's CPU the cluster may come back (an eviction loop under load, say): once more.
+  if (liveness !== null) await nemesis.settle('once the load stopped', false).catch((err: Error) => (liveness += `; ${err.message}`));
   // Every client host stopped writing: the hot and rare keys' final reads, from here, in the history.
   const reader = new KvLoad([], [], Infinity, 0, FINAL_READER, () => monotonicClock.now());
   const unread = [...(await readKeys(reader, probe, FINAL_READER, [...KEYS, ...RARE_KEYS])), ...results.flatMap((r) => r.unread)];
@@ -165,6 +177,7 @@ async function run(nemesis: Nemesis, schedule: FaultSchedule, loads: ClientLoad[
     late: await nemesis.lateBlocks(),
     unknownWrites: history.filter((o) => o.op !== 'get' && o.outcome === 'unknown').length,
     faultMs,
+    liveness,
   };
 }
 
@@ -179,7 +192,7 @@ function summary(fabric: Fabric, c: NetnsCluster, nemesis: Nemesis, v: Verdict, 
     ['fabric / store', `${fabric} / ${c.store}`],
     ['seed', String(opts.seed)],
     ['faults', `${nemesis.faults.length} in ${(v.faultMs / 1000).toFixed(0)} s: ${Object.entries(nemesis.byKind()).map(([k, n]) => `${k} ${n}`).join(', ')}`],
-    ['settled after a fault', `max ${Math.max(...nemesis.faults.map((f) => f.settledMs)).toFixed(0)} ms`],
+    ['settled after a fault', nemesis.faults.length === 0 ? '-' : `max ${Math.max(...nemesis.faults.map((f) => f.settledMs)).toFixed(0)} ms`],
     ['processes that stopped on their own', `${nodeExits.length} node(s) (${nodeExits.filter((e) => e.code === 0).length} with exit code 0: evicted), the manager ${nemesis.ownExits.length - nodeExits.length} time(s); all started again`],
     ['isolate-manager faults with a term change', `${isolatedManager.filter((f) => f.terms[1] > f.terms[0]).length} of ${isolatedManager.length} (a cut-off manager should store nothing: issue 24, hazard 3)`],
     ['starts that failed (started again)', `${nemesis.startFailures.length}${nemesis.startFailures.length > 0 ? `: ${[...new Set(nemesis.startFailures)].slice(0, 3).join('; ')}` : ''}`],
@@ -189,6 +202,7 @@ function summary(fabric: Fabric, c: NetnsCluster, nemesis: Nemesis, v: Verdict, 
     ['lost acknowledged writes', String(v.back.lost.length)],
     ['linearizable', lin.ok === true ? `yes (${lin.checked} ops checked over ${lin.keys} keys)` : lin.ok === false ? `NO (key ${lin.key})` : `undecided (${lin.reason})`],
     ['late blocks (rowan_blog_late_blocks_total)', v.late.map((l, i) => `node ${i}: ${l.late} (${l.readings} readings)`).join(', ')],
+    ['liveness', v.liveness === null ? 'settled after every fault' : `FAILED: ${v.liveness}`],
     ['duration', `${((monotonicClock.now() - tStart) / 1000).toFixed(0)} s`],
   ];
   const lost = v.back.lost.slice(0, 10).map((l) => `\n  lost: key ${l.key} read ${JSON.stringify(l.read)}, possible ${JSON.stringify(l.possible)}, acknowledged ${JSON.stringify(l.acknowledged)}`);
@@ -202,6 +216,7 @@ function assertVerdict(v: Verdict): void {
   assert.ok(v.late.every((l) => l.readings > 0), 'a node whose /metrics was never read: its late blocks are unknown');
   // Only a write whose sender gave up (an unknown outcome) can legitimately reach a backup late.
   if (v.unknownWrites === 0) assert.deepEqual(v.late.map((l) => l.late), v.late.map(() => 0), 'late b-log blocks although no write had an unknown outcome');
+  assert.equal(v.liveness, null, 'the cluster did not serve again within the bounds after a fault');
 }
 
 /** The fault sequence so far, the one in progress, the nodes' own exits, where the logs are. */
