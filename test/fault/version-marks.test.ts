@@ -89,13 +89,18 @@ function dataDirOf(c: ClusterConfig, id: number): string {
   return c.nodes.find((n) => n.id === id)!.dataDir;
 }
 
-/** Overwrite keys of the shards `node` backs up (but `except`) until a few of its 256 KiB b-log
- *  segments are full. */
-async function fillBlog(r: Recorded, c: ClusterConfig, node: number, except: number): Promise<void> {
+/** Overwrite keys of the shards `node` backs up (but `except`) until `done` holds: its 256 KiB b-log
+ *  segments fill, get digested and committed, and a floor raised in them becomes effective and is
+ *  persisted. Bounded; writing on rather than once covers a CommitVer block that lands after a fill. */
+async function fillBlogUntil(r: Recorded, c: ClusterConfig, node: number, except: number, what: string, done: () => boolean): Promise<void> {
   const keys = probeKeys(c.shardCount, 'fill').filter((_, s) => s !== except && c.shards[s]!.backups.includes(node));
   assert.ok(keys.length > 0, `node ${node} backs up another shard`);
   const value = 'f'.repeat(400);
-  for (let i = 0; i < 4000 / keys.length; i++) await Promise.all(keys.map((k) => r.client.put(k, value)));
+  const t0 = performance.now();
+  while (!done()) {
+    if (performance.now() - t0 > 180_000) throw new Error(`timed out after 180 s waiting for ${what}`);
+    for (let i = 0; i < 100; i++) await Promise.all(keys.map((k) => r.client.put(k, value)));
+  }
 }
 
 /** Full restart: stop the launcher and its nodes, start the cluster again from its pools. */
@@ -145,8 +150,7 @@ test('(i) a shard promoted at a failover and idle until a full restart keeps the
     const backup = c2.shards[shard]!.backups[0]!;
     // Other shards' writes fill `backup`'s b-log past the CommitVer block that told it the promoted
     // counter: that segment is digested and committed, its floor effective, and the sweep persists it.
-    await fillBlog(r, c2, backup, shard);
-    await waitFor(`node ${backup}'s persisted floor of shard ${shard} to pass the promotion gap`, () => (persistedFloors(dataDirOf(c2, backup)).get(shard) ?? 0) > PROMOTION_VERSION_GAP, 120_000, 20);
+    await fillBlogUntil(r, c2, backup, shard, `node ${backup}'s persisted floor of shard ${shard} to pass the promotion gap`, () => (persistedFloors(dataDirOf(c2, backup)).get(shard) ?? 0) > PROMOTION_VERSION_GAP);
     assert.equal(await r.get(key), `v1-${key}`);
     await r.client.close();
 
@@ -159,7 +163,8 @@ test('(i) a shard promoted at a failover and idle until a full restart keeps the
     await r.client.close();
   } finally {
     if (run.child.exitCode === null) await stopCluster(run.child);
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env['ROWAN_TEST_KEEP'] === undefined) rmSync(dir, { recursive: true, force: true });
+    else console.log(`kept ${dir}`);
   }
 });
 
@@ -196,9 +201,8 @@ test('(ii) after a PUT+DEL churn whose tombstones and segments are gone, a full 
     await waitFor(`node ${primary} to drop the churn's tombstones`, async () => ((await nodeMetric(base, primary, 'rowan_tombstones_dropped_total')) ?? 0) >= 2000, 120_000, 50);
     const big = 'r'.repeat(4000);
     for (let round = 0; round < 800; round++) await Promise.all(others.map((k) => r.client.put(k, big)));
-    await fillBlog(r, c1, backup, shard);
+    await fillBlogUntil(r, c1, backup, shard, `node ${backup}'s persisted floor of shard ${shard} to pass the churn`, () => (persistedFloors(dataDirOf(c1, backup)).get(shard) ?? 0) >= 4000);
     await waitFor(`node ${primary}'s GC to reclaim the churn's segments`, async () => ((await nodeMetric(base, primary, 'rowan_gc_reclaimed_bytes_total')) ?? 0) >= 2 * 1024 * 1024, 120_000, 50);
-    await waitFor(`node ${backup}'s persisted floor of shard ${shard} to pass the churn`, () => (persistedFloors(dataDirOf(c1, backup)).get(shard) ?? 0) >= 4000, 120_000, 20);
     assert.equal(await r.get(key), 'v1');
     await r.client.close();
 
@@ -211,6 +215,7 @@ test('(ii) after a PUT+DEL churn whose tombstones and segments are gone, a full 
     await r.client.close();
   } finally {
     if (run.child.exitCode === null) await stopCluster(run.child);
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env['ROWAN_TEST_KEEP'] === undefined) rmSync(dir, { recursive: true, force: true });
+    else console.log(`kept ${dir}`);
   }
 });
