@@ -141,7 +141,7 @@ const EVICTED_EXIT_MS = 2000;
  *  and the manager rolls the move back. */
 const DRAIN_TIMEOUT_MS = 1500;
 
-async function drainShards(shared: KvShared, shards: number[], shardCount: number, clock: Clock): Promise<void> {
+export async function drainShards(shared: KvShared, shards: number[], shardCount: number, clock: Clock, sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms))): Promise<void> {
   const g = shared.gc?.buffers;
   if (!g) return; // no commit tracking without a pool: nothing is tracked in flight
   const t0 = clock.now();
@@ -151,7 +151,7 @@ async function drainShards(shared: KvShared, shards: number[], shardCount: numbe
     if (clock.now() - t0 > DRAIN_TIMEOUT_MS) {
       throw new RowanError(ErrorCodes.TIMEOUT, `shard(s) ${busy.join(', ')} still have writes in flight after ${DRAIN_TIMEOUT_MS} ms; the move is not acknowledged`);
     }
-    await new Promise((r) => setTimeout(r, 1));
+    await sleep(1);
   }
 }
 
