@@ -53,7 +53,7 @@ export interface LeaseHooks {
 
 /** The connection to a manager, as the lease client uses it (a net.Socket or tls.TLSSocket). */
 export interface LeaseSocket {
-  on(event: string, fn: (...args: never[]) => void): unknown;
+  on(event: string, fn: (...args: any[]) => void): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
   write(line: string): unknown;
   destroy(): unknown;
 }

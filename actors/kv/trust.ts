@@ -65,7 +65,8 @@ function seedCheckOf(seed: number): string {
 /** The node's durable record of which shards it has received replicated data of (see the header). */
 export class ReplicaRecord {
   private constructor(
-    private readonly path: string,
+    /** null: kept in memory by its owner (ReplicaRecord.inMemory). */
+    private readonly path: string | null,
     private readonly poolId: string,
     private readonly seedCheck: string,
     readonly backup: Set<number>,
@@ -111,6 +112,12 @@ export class ReplicaRecord {
     return r;
   }
 
+  /** An empty record that lives in memory: its owner keeps it across the node's restarts (the
+   *  simulator, test/sim, whose nodes' data dirs are memory). */
+  static inMemory(): ReplicaRecord {
+    return new ReplicaRecord(null, '', '', new Set(), new Map());
+  }
+
   /** Note that this node is a backup of `shards` (persisted before returning when anything is new). */
   noteBackups(shards: Iterable<number>): void {
     let changed = false;
@@ -129,6 +136,7 @@ export class ReplicaRecord {
   }
 
   private save(): void {
+    if (this.path === null) return;
     const f: RecordFile = {
       format: RECORD_FORMAT,
       poolId: this.poolId,

@@ -1,5 +1,6 @@
-// Simulated clients: each runs a loop of PUT/GET/DEL on a small key set against the key's primary
-// (the worker of the simulated node, called directly as the client protocol would), recording every
+// Simulated clients: each runs a loop of PUT/GET/DEL on a small key set against the key's primary in
+// the stored configuration (the worker of the simulated node, called directly as the client protocol
+// would, with the configuration's term: a node behind or ahead refuses with STALE_TERM), recording every
 // operation for the linearizability checker. Outcomes:
 //   ok       the worker answered (a GET with what it read);
 //   fail     the primary was down when the request was sent: nothing was appended anywhere;
@@ -50,7 +51,8 @@ export class SimClients {
     private readonly loop: EventLoop,
     private readonly rng: Rng,
     private readonly trace: TraceHash,
-    private readonly cluster: ClusterConfig,
+    /** The configuration clients route by: the stored one (a client refreshes it after a refusal). */
+    private readonly config: () => ClusterConfig,
     private readonly nodes: SimNode[],
     private readonly o: ClientOptions,
   ) {}
@@ -73,14 +75,15 @@ export class SimClients {
 
   /** One request to the key's primary, recorded in the history. */
   async op(client: number, kind: 'put' | 'get' | 'del', key: string, value?: string): Promise<Operation> {
-    const primary = this.nodes[this.cluster.shards[shardOfKey(this.cluster, key)]!.primary]!;
+    const c = this.config();
+    const primary = this.nodes[c.shards[shardOfKey(c, key)]!.primary]!;
     const op: Operation = { client, key, op: kind, invoke: this.loop.now(), response: undefined, outcome: 'unknown' };
     if (value !== undefined) op.value = value;
     this.history.push(op);
     if (!primary.up) return this.done(op, 'fail');
     const w = primary.worker;
     const k = enc.encode(key);
-    const term = this.cluster.term;
+    const term = c.term;
     let p: Promise<Uint8Array | null | void>;
     try {
       p = kind === 'put' ? w.put(k, enc.encode(padded(value!, this.rng, this.o.bigValueP)), term) : kind === 'del' ? w.del(k, term) : w.get(k, term);

@@ -1,7 +1,7 @@
 // npm run sim -- --seeds N        run seeds 1..N, print the failing ones and seeds/second
 // npm run sim -- --seed S         replay one seed and print its findings and trace hash
 // options: --mutation index-ignores-versions|gc-frees-live|tombstone-drops-early|backup-drops-without-floor, --unfixed (receiver without the
-//          stalled-sender fix), --from F (first seed), --verbose
+//          stalled-sender fix), --from F (first seed), --verbose, --log (the manager's and nodes' log lines)
 import { performance } from 'node:perf_hooks';
 import type { MutationName } from './mutations.js';
 import { defaultSimOptions, runSeed, type SimOptions, type SimResult } from './simulation.js';
@@ -17,6 +17,7 @@ function show(r: SimResult, verbose: boolean): void {
       `ops ok/fail/unknown ${r.ops.ok}/${r.ops.fail}/${r.ops.unknown}  stalls ${r.net.stalls}  divergent ${r.divergent}  nodes ${r.nodes.join(' ')}  net ${JSON.stringify(r.net)}  faults: ${r.faults.join('; ') || 'none'}`,
   );
   if (verbose || !r.ok) for (const f of r.findings.slice(0, 8)) console.log(`  [${f.check}${f.node === undefined ? '' : ` node ${f.node}`}] ${f.detail}`);
+  if (process.argv.includes('--log')) for (const l of r.log) console.log(`    ${l}`);
 }
 
 async function main(): Promise<void> {
@@ -27,7 +28,7 @@ async function main(): Promise<void> {
   const one = arg('seed');
   const opts: Partial<SimOptions> = mutation ? { mutation } : {};
   // --unfixed: the receiver ignores the queue's holds, as before the stalled-sender fix.
-  if (process.argv.includes('--unfixed')) opts.node = { ...defaultSimOptions.node, receiverIgnoresHolds: true };
+  if (process.argv.includes("--unfixed")) opts.node = { ...defaultSimOptions.node, receiverIgnoresHolds: true };
   if (one !== undefined) {
     const r = await runSeed(Number(one), opts);
     show(r, true);
