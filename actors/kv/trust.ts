@@ -183,12 +183,15 @@ export function receivedShards(c: ClusterConfig, nodeId: number): number[] {
 /** Cold start's filter of b-log blocks for node `nodeId` under `c` (see the header, 2). */
 export function coldStartBlogTrust(c: ClusterConfig, nodeId: number, record: ReplicaRecord): (shard: number, version: number) => boolean {
   const received = new Set(receivedShards(c, nodeId));
-  const below = new Map<number, number>(); // shard -> versions below this are accepted
+  // shard -> versions up to this one are accepted. A promotion continued after its recorded version:
+  // that version itself may be the old primary's last acknowledged write (a planned move continues
+  // right after the floor, without the gap), so it is accepted; everything above landed after.
+  const upTo = new Map<number, number>();
   for (const s of c.shards) {
-    if (received.has(s.id)) below.set(s.id, Infinity);
-    else if (s.primary === nodeId && record.backup.has(s.id)) below.set(s.id, record.promoted.get(s.id) ?? Infinity);
+    if (received.has(s.id)) upTo.set(s.id, Infinity);
+    else if (s.primary === nodeId && record.backup.has(s.id)) upTo.set(s.id, record.promoted.get(s.id) ?? Infinity);
   }
-  return (shard, version) => plausibleVersion(version) && version < (below.get(shard) ?? 0);
+  return (shard, version) => plausibleVersion(version) && version <= (upTo.get(shard) ?? -1);
 }
 
 /** Owner ids of the one-sided regions (role Remote) other nodes of `c` may have written: every node
