@@ -1,6 +1,8 @@
 // Simulated clients: each runs a loop of PUT/GET/DEL on a small key set against the key's primary in
-// the stored configuration (the worker of the simulated node, called directly as the client protocol
-// would, with the configuration's term: a node behind or ahead refuses with STALE_TERM), recording every
+// the configuration it last read from the store (the worker of the simulated node, called directly as
+// the client protocol would, with that configuration's term: a node behind or ahead refuses with
+// STALE_TERM; the client reads the stored configuration again after any request that did not
+// succeed), recording every
 // operation for the linearizability checker. Outcomes:
 //   ok       the worker answered (a GET with what it read);
 //   fail     the primary was down when the request was sent: nothing was appended anywhere;
@@ -46,6 +48,9 @@ export function shardOfKey(cluster: ClusterConfig, key: string): number {
 export class SimClients {
   readonly history: Operation[] = [];
   readonly counts = { ok: 0, fail: 0, unknown: 0 };
+  /** The configuration each client routes by: kept until a request does not succeed (then it reads
+   *  the stored one again), so a client may talk to an old primary at an old term, as real ones do. */
+  private readonly known = new Map<number, ClusterConfig>();
 
   constructor(
     private readonly loop: EventLoop,
@@ -75,7 +80,8 @@ export class SimClients {
 
   /** One request to the key's primary, recorded in the history. */
   async op(client: number, kind: 'put' | 'get' | 'del', key: string, value?: string): Promise<Operation> {
-    const c = this.config();
+    const c = this.known.get(client) ?? this.config();
+    this.known.set(client, c);
     const primary = this.nodes[c.shards[shardOfKey(c, key)]!.primary]!;
     const op: Operation = { client, key, op: kind, invoke: this.loop.now(), response: undefined, outcome: 'unknown' };
     if (value !== undefined) op.value = value;
@@ -101,6 +107,7 @@ export class SimClients {
   }
 
   private done(op: Operation, outcome: Operation['outcome'], why = ''): Operation {
+    if (outcome !== 'ok') this.known.delete(op.client);
     op.outcome = outcome;
     if (outcome !== 'unknown') op.response = this.loop.now();
     this.counts[outcome]++;

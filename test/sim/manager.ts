@@ -49,6 +49,10 @@ export class SimStore {
 export interface SimManagerOptions {
   timing: LeaseTiming;
   tickMs: number;
+  /** Mutation (./mutations.ts): a move's stored term is committed to every member at once, without
+   *  a prepare -- nobody drained; and a member behind the stored term that says hello or renews is sent
+   *  the bare commit (the catch-up of issue 24's hazard 2). */
+  bareCommitMoves?: boolean;
 }
 
 export class SimManager {
@@ -61,6 +65,8 @@ export class SimManager {
   private points: (CrashPoint & { then: () => void })[] = [];
   private seen = new Map<string, number>();
   private sockets: SimSocket[] = [];
+  /** The latest connection of each node (the bare-commit mutation sends on it). */
+  private links = new Map<number, Link>();
   /** The log of every incarnation (for a failing seed's report). */
   readonly lines: string[] = [];
 
@@ -87,6 +93,7 @@ export class SimManager {
     this.up = true;
     this.counts.boots++;
     this.sockets = [];
+    this.links = new Map();
     const alive = () => this.up && this.inc === inc;
     const loop = this.net.loop;
     this.timers = new SimTimers(loop, ['manager', inc], alive, (w, e) => this.onError(w, e));
@@ -159,12 +166,19 @@ export class SimManager {
           continue;
         }
         node ??= m.node;
+        this.links.set(m.node, link);
         cm.onMessage(m, link);
+        if (this.o.bareCommitMoves && (m.t === 'hello' || m.t === 'renew') && m.term < this.store.cfg.term) this.bareCommit(link);
       }
     });
     s.on('close', () => {
       if (node !== null) cm.onClose(node, link);
     });
+  }
+
+  private bareCommit(link: Link): void {
+    const c = this.store.cfg;
+    link.send({ t: 'commit', term: c.term, config: structuredClone(c), floors: {} });
   }
 
   /** Count an occurrence of `what`; crash if an armed point matching it reached its count. */
@@ -189,6 +203,7 @@ export class SimManager {
       this.lines.push(`${this.net.loop.now().toFixed(1)} ${level} ${text}`);
       const ev = obj['event'];
       if (typeof ev === 'string') this.hit(`event:${ev}`, (p) => p.kind === 'event' && p.event === ev);
+      if (ev === 'move-stored' && this.o.bareCommitMoves && alive()) for (const l of this.links.values()) this.bareCommit(l);
     };
     return { info: line('info'), warn: line('warn'), error: line('error'), debug: () => {}, trace: () => {}, fatal: line('fatal') } as unknown as Logger;
   }

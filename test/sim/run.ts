@@ -1,6 +1,6 @@
 // npm run sim -- --seeds N        run seeds 1..N, print the failing ones and seeds/second
 // npm run sim -- --seed S         replay one seed and print its findings and trace hash
-// options: --mutation index-ignores-versions|gc-frees-live|tombstone-drops-early|backup-drops-without-floor, --unfixed (receiver without the
+// options: --mutation NAME (test/sim/mutations.ts), --unfixed (receiver without the
 //          stalled-sender fix), --from F (first seed), --verbose, --log (the manager's and nodes' log lines)
 import { performance } from 'node:perf_hooks';
 import type { MutationName } from './mutations.js';

@@ -105,13 +105,14 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   const findings: Finding[] = [];
   const faults: string[] = [];
   const store = new SimStore(planSimCluster(o));
-  if (o.mutation) Object.assign(o.node, mutations[o.mutation]);
+  const mutation = o.mutation ? mutations[o.mutation] : {};
+  Object.assign(o.node, mutation.node ?? {});
   // The seed picks how hostile the network is.
   const netO: SimNetOptions = { ...o.net, ...pickNetFaults(rng, over.net) };
   const nodes: SimNode[] = [];
   const net = new SimNet(loop, rng.fork(), netO, nodes);
   const onError = (node: number, where: string, err: unknown) => findings.push({ check: 'run', node, detail: `${where}: ${(err as Error).stack ?? String(err)}` });
-  const manager = new SimManager(store, net, { timing: o.lease, tickMs: o.managerTickMs }, (where, err) => onError(-1, `manager ${where}`, err));
+  const manager = new SimManager(store, net, { timing: o.lease, tickMs: o.managerTickMs, ...mutation.manager }, (where, err) => onError(-1, `manager ${where}`, err));
   const env: SimEnv = { loop, net, store, manager, nodes, log: (id) => nodeLogger(id, loop, manager.lines) };
   for (let id = 0; id < o.nodes; id++) nodes.push(new SimNode(id, env, o.node, (n) => net.transportFor(n), onError));
   manager.boot(false);
