@@ -34,6 +34,8 @@ export interface FaultEnv {
   findings: Finding[];
   /** True once the workload ended: faults scheduled for later do nothing. */
   calm: () => boolean;
+  /** The shards the clients' keys live in (moves pick among them). */
+  keyShards: number[];
 }
 
 /** Start node `n` again (cold start), unless it was evicted; a failed cold start is a finding. */
@@ -133,7 +135,7 @@ function partition(rng: Rng, e: FaultEnv, at: number): void {
 }
 
 function move(rng: Rng, e: FaultEnv, at: number): void {
-  const shard = rng.int(e.manager.store.cfg.shardCount);
+  const shard = rng.pick(e.keyShards);
   const pick = rng.u32();
   e.faults.push(`move of shard ${shard} at ${at.toFixed(1)} ms`);
   e.loop.at(at, ['move', shard], () => {

@@ -1,7 +1,7 @@
 // npm run sim -- --seeds N        run seeds 1..N, print the failing ones and seeds/second
 // npm run sim -- --seed S         replay one seed and print its findings and trace hash
 // options: --mutation NAME (test/sim/mutations.ts), --unfixed (receiver without the
-//          stalled-sender fix), --from F (first seed), --verbose, --log (the manager's and nodes' log lines)
+//          stalled-sender fix), --from F (first seed), --first (stop at the first failing seed), --verbose, --log (the manager's and nodes' log lines)
 import { performance } from 'node:perf_hooks';
 import type { MutationName } from './mutations.js';
 import { defaultSimOptions, runSeed, type SimOptions, type SimResult } from './simulation.js';
@@ -37,18 +37,21 @@ async function main(): Promise<void> {
     return;
   }
   const n = Number(arg('seeds') ?? 100);
-  const first = Number(arg('from') ?? 1);
+  const from = Number(arg('from') ?? 1);
+  const first = process.argv.includes('--first');
   const failed: number[] = [];
   const t0 = performance.now();
-  for (let s = first; s < first + n; s++) {
+  for (let s = from; s < from + n; s++) {
     const r = await runSeed(s, opts);
     if (!r.ok) {
       failed.push(s);
       show(r, false);
+      if (first) break;
     } else if (verbose) show(r, false);
   }
   const secs = (performance.now() - t0) / 1000;
-  console.log(`${n} seeds (${first}..${first + n - 1}) in ${secs.toFixed(1)} s: ${(n / secs).toFixed(1)} seeds/s; ${failed.length} failed${failed.length ? `: ${failed.join(' ')}` : ''}`);
+  const ran = failed.length > 0 && first ? failed[0]! - from + 1 : n;
+  console.log(`${ran} seeds (${from}..${from + ran - 1}) in ${secs.toFixed(1)} s: ${(ran / secs).toFixed(2)} seeds/s; ${failed.length} failed${failed.length ? `: ${failed.join(' ')}` : ''}`);
   if (unhandled) console.log(`unhandled rejection: ${String(unhandled)}`);
   process.exitCode = failed.length === 0 && !unhandled ? 0 : 1;
 }

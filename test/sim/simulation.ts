@@ -59,7 +59,7 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
   },
   net: { delayMinMs: 0.02, delayMaxMs: 1.5, lossP: 0, stallP: 0, stallMinMs: 20, stallMaxMs: 300, noBufferRetryMs: 0.5, noBufferTimeoutMs: 200 },
   clients: { clients: 4, opsPerClient: 80, keys: 8, thinkMaxMs: 4, timeoutMs: 400, bigValueP: 0.03 },
-  faults: { crashesMax: 2, partitionsMax: 3, fullRestartP: 0.25, managerCrashP: 0.5, movesMax: 2 },
+  faults: { crashesMax: 2, partitionsMax: 3, fullRestartP: 0.25, managerCrashP: 0.5, movesMax: 3 },
   lease: leaseTiming(40, 8, 2),
   managerTickMs: 2,
   settleMs: 3000,
@@ -120,7 +120,8 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   const clients = new SimClients(loop, rng.fork(), trace, () => store.cfg, nodes, o.clients);
   let calm = false;
   const span = o.clients.opsPerClient * (o.clients.thinkMaxMs / 2 + 2);
-  scheduleFaults(o.faults, span, rng.fork(), { loop, net, nodes, manager, faults, findings, calm: () => calm });
+  const keyShards = [...new Set(Array.from({ length: o.clients.keys }, (_, i) => shardOfKey(store.cfg, keyName(i))))].sort((a, b) => a - b);
+  scheduleFaults(o.faults, span, rng.fork(), { loop, net, nodes, manager, faults, findings, calm: () => calm, keyShards });
 
   let done = false;
   void clients.run().then(() => (done = true));
