@@ -201,6 +201,7 @@ export class SimNode {
       id: 0,
       count: 1,
       liveThresholdPercent: o.liveThresholdPercent,
+      cpuMicros: () => this.loop.now() * 1000,
       // Rule 1 of the sweep as the clean actor applies it (actors/clean/thread.ts).
       tombstones: {
         eligible: primarySinceStart({ cell: cell.buffer, cluster, nodeId: this.id }),

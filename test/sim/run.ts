@@ -14,7 +14,7 @@ function arg(name: string): string | undefined {
 function show(r: SimResult, verbose: boolean): void {
   console.log(
     `seed ${r.seed}: ${r.ok ? 'ok' : 'FAILED'}  trace ${r.trace}  events ${r.events}  sim ${r.simMs.toFixed(0)} ms  ` +
-      `ops ok/fail/unknown ${r.ops.ok}/${r.ops.fail}/${r.ops.unknown}  stalls ${r.net.stalls}  divergent ${r.divergent}  nodes ${r.nodes.join(' ')}  net ${JSON.stringify(r.net)}  faults: ${r.faults.join('; ') || 'none'}`,
+      `ops ok/fail/unknown ${r.ops.ok}/${r.ops.fail}/${r.ops.unknown}  term ${r.term}  failovers ${r.failovers}  moves ${r.moves}  manager crashes ${r.managerCrashes} (${r.crashPoints} at a crash point)  stalls ${r.net.stalls}  divergent ${r.divergent}  nodes ${r.nodes.join(' ')}  net ${JSON.stringify(r.net)}  faults: ${r.faults.join('; ') || 'none'}`,
   );
   if (verbose || !r.ok) for (const f of r.findings.slice(0, 8)) console.log(`  [${f.check}${f.node === undefined ? '' : ` node ${f.node}`}] ${f.detail}`);
   if (process.argv.includes('--log')) for (const l of r.log) console.log(`    ${l}`);

@@ -60,7 +60,7 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
   net: { delayMinMs: 0.02, delayMaxMs: 1.5, lossP: 0, stallP: 0, stallMinMs: 20, stallMaxMs: 300, noBufferRetryMs: 0.5, noBufferTimeoutMs: 200 },
   clients: { clients: 4, opsPerClient: 80, keys: 8, thinkMaxMs: 4, timeoutMs: 400, bigValueP: 0.03 },
   faults: { crashesMax: 2, partitionsMax: 3, fullRestartP: 0.25, managerCrashP: 0.5, movesMax: 3 },
-  lease: leaseTiming(40, 8, 2),
+  lease: leaseTiming(60, 12, 3),
   managerTickMs: 2,
   settleMs: 3000,
   horizonMs: 60_000,
@@ -93,6 +93,8 @@ export interface SimResult {
   failovers: number;
   moves: number;
   managerCrashes: number;
+  /** Crash points of the manager that fired (a crash inside a round). */
+  crashPoints: number;
   /** The manager's log and the nodes' (for a failing seed). */
   log: string[];
 }
@@ -176,7 +178,7 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   const cm = manager.cm;
   return { seed, ok: findings.length === 0, findings, divergent, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.tombstonesDropped}t/${n.counts.tombstonesDroppedOnBackup}tb/${n.counts.boots}b/${n.counts.quarantined}q${n.evicted ? '/evicted' : ''}`),
     tombstonesDropped: nodes.reduce((a, n) => a + n.counts.tombstonesDropped, 0), tombstonesDroppedOnBackup: nodes.reduce((a, n) => a + n.counts.tombstonesDroppedOnBackup, 0), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats,
-    term: cfg.term, failovers: cm?.history.length ?? 0, moves: cm?.moves.history.length ?? 0, managerCrashes: manager.counts.crashes, log: manager.lines };
+    term: cfg.term, failovers: cm?.history.length ?? 0, moves: cm?.moves.history.length ?? 0, managerCrashes: manager.counts.crashes, crashPoints: manager.counts.crashPoints, log: manager.lines };
 }
 
 /** Run the loop until every running node serves the stored term with nothing pending and no move is
