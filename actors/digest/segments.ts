@@ -60,6 +60,9 @@ export class DigestSegments {
     private readonly pool: Pool,
     private readonly who: { id: number; count: number },
     kv: KvStart | undefined,
+    /** Told of every block refused as late, with the floor it fell under: a refusal is never silent
+     *  (an acknowledged write refused here would be lost at the next failover). */
+    onLate?: (shard: number, version: number, floor: number) => void,
   ) {
     this.applier = null;
     this.epochSlot = ReadEpochs.slotOf('digest', who.id);
@@ -96,7 +99,10 @@ export class DigestSegments {
         floors
           ? {
               late: (shard, version) => mine(shard) && version <= floors.raw(shard),
-              refused: (b) => invalidateBlock(region, b.offset),
+              refused: (b) => {
+                invalidateBlock(region, b.offset);
+                onLate?.(b.shard, b.version, floors.raw(b.shard));
+              },
               commitVer: (shard, version) => {
                 // Only while this node is a full backup of the shard in a settled configuration: a
                 // configuration being prepared may bring scattered entries this node must absorb first.

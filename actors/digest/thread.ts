@@ -17,7 +17,9 @@ export const digestActor = defineActor<DigestInbound>({
   accepts: [RecordKind.SEGMENT_BATCH],
   init: (ctx) => {
     const count = ctx.config.roles.find((r) => r.role === 'digest')?.count ?? 1;
-    digest = new DigestSegments(ctx.pool, { id: ctx.id, count }, kvOf(ctx));
+    digest = new DigestSegments(ctx.pool, { id: ctx.id, count }, kvOf(ctx), (shard, version, floor) =>
+      ctx.log.error({ shard, version, floor, event: 'late-block' }, `refused a b-log block of shard ${shard} at version ${version} as late: at or below the shard's floor ${floor} (only a write that was never acknowledged may be late; rowan_blog_late_blocks_total counts them)`),
+    );
   },
   handlers: {
     [RecordKind.SEGMENT_BATCH]: (msg, _from, ctx) => {

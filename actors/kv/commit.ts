@@ -10,10 +10,13 @@
 // exists. commitVer() reads the counter V first and the table after: a claim included in V was preceded
 // by its worker's bound (seq-cst), so the table shows it or a later value published once it finished.
 // CommitVer = min(V, every published bound - 1).
+// Every claimed version and every CommitVer sent is covered by the shard's persisted version mark
+// first (./version-marks.ts): a cold start resumes above both.
 import { encodeBlocks, EntryType } from '../../shm/log.js';
 import type { Limits } from '../../config/limits.js';
 import { INFLIGHT_WORKERS_MAX, type GcSharedBuffers } from './gc-state.js';
 import { nextVersion, type ReplicaChannel } from './shared.js';
+import type { VersionMarks } from './version-marks.js';
 
 export class CommitTracker {
   private readonly inflight: BigInt64Array;
@@ -29,6 +32,8 @@ export class CommitTracker {
     private readonly workerId: number,
     /** Workers of this node (the inflight rows to read). */
     private readonly workers: number,
+    /** The node's persisted version marks (null: nothing persists, e.g. unit tests without a store). */
+    private readonly marks: VersionMarks | null = null,
   ) {
     if (workerId >= INFLIGHT_WORKERS_MAX || workers > INFLIGHT_WORKERS_MAX) throw new RangeError(`at most ${INFLIGHT_WORKERS_MAX} workers per node`);
     this.inflight = new BigInt64Array(g.inflight);
@@ -48,6 +53,12 @@ export class CommitTracker {
     }
     const v = nextVersion(this.versions, shard);
     mine.push(v);
+    try {
+      this.marks?.cover(shard, v); // before the version can leave the node (a t-log entry, a replica)
+    } catch (err) {
+      this.finish(shard, v); // consumed, never used: CommitVer may pass it
+      throw err;
+    }
     return v;
   }
 
@@ -78,6 +89,12 @@ export class CommitTracker {
       const c = BigInt(this.commitVer(shard));
       const prev = Atomics.load(this.sent, shard); // the last CommitVer written for this shard
       if (c <= prev || Atomics.compareExchange(this.sent, shard, prev, c) !== prev) continue; // claims this advance
+      try {
+        this.marks?.cover(shard, Number(c)); // a promoted counter is covered already; this is one load
+      } catch {
+        Atomics.compareExchange(this.sent, shard, c, prev); // gives the advance back: next period
+        continue;
+      }
       const [block] = encodeBlocks({ type: EntryType.CommitVer, shard, version: Number(c) }, limits);
       sends.push(
         Promise.all(backups.map(async (b) => (await channel(b, shard)).write(block!))).then(

@@ -19,9 +19,7 @@
 //                block <= PF in a segment it finds Using or Used, then starts F = EF = PF.
 // PF <= EF <= F: every path that can put an entry of s into the index refuses what lies at or below
 // the bound the sweep drops under. The layout: one BigInt64 per (word, shard), word-major.
-import { readFileSync } from 'node:fs';
-import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import { writeDurably } from './trust.js';
+import { FileShardVersionStore, MemoryShardVersionStore, type ShardVersionStore } from './shard-versions-file.js';
 
 const RAW = 0;
 const EFFECTIVE = 1;
@@ -113,58 +111,14 @@ export class FloorTracker {
 }
 
 /** Where the persisted floors live: a file in the data dir, or the simulator's memory. */
-export interface FloorStore {
-  load(): Map<number, number>;
-  /** Durable before it returns (a crash keeps the old floors or the new ones, all of them). */
-  save(floors: ReadonlyMap<number, number>): void;
-}
-
-const FLOORS_FORMAT = 1;
+export type FloorStore = ShardVersionStore;
 
 /** The floors of one pool (`poolId`) in `path`; a file of another pool reads as no floors. */
-export class FileFloorStore implements FloorStore {
-  constructor(
-    private readonly path: string,
-    private readonly poolId: string,
-  ) {}
-
-  load(): Map<number, number> {
-    let text: string;
-    try {
-      text = readFileSync(this.path, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
-      throw new RowanError(ErrorCodes.DATA_DIR, `cannot read ${this.path}: ${(err as Error).message}`);
-    }
-    let f: { format?: unknown; poolId?: unknown; floors?: unknown };
-    try {
-      f = JSON.parse(text) as typeof f;
-    } catch {
-      throw new RowanError(ErrorCodes.DATA_DIR, `${this.path} is not valid JSON (it is written with a rename: remove it only with its pool)`);
-    }
-    if (f.format !== FLOORS_FORMAT || f.poolId !== this.poolId || typeof f.floors !== 'object' || f.floors === null) return new Map();
-    const out = new Map<number, number>();
-    for (const [s, v] of Object.entries(f.floors as Record<string, unknown>)) {
-      if (Number.isSafeInteger(Number(s)) && Number.isSafeInteger(v) && (v as number) > 0) out.set(Number(s), v as number);
-    }
-    return out;
-  }
-
-  save(floors: ReadonlyMap<number, number>): void {
-    const f = { format: FLOORS_FORMAT, poolId: this.poolId, floors: Object.fromEntries([...floors].sort((a, b) => a[0] - b[0])) };
-    writeDurably(this.path, JSON.stringify(f) + '\n');
+export class FileFloorStore extends FileShardVersionStore {
+  constructor(path: string, poolId: string) {
+    super(path, poolId, 'floors');
   }
 }
 
 /** A store in memory that outlives a simulated node's crashes (a write is atomic, like a rename). */
-export class MemoryFloorStore implements FloorStore {
-  private saved = new Map<number, number>();
-
-  load(): Map<number, number> {
-    return new Map(this.saved);
-  }
-
-  save(floors: ReadonlyMap<number, number>): void {
-    this.saved = new Map(floors);
-  }
-}
+export class MemoryFloorStore extends MemoryShardVersionStore {}

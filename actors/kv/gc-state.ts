@@ -13,10 +13,12 @@
 //             primary's CommitVer of a shard is below every such version (actors/kv/commit.ts).
 //   sent      per shard, the highest CommitVer already written to the backups.
 //   floors    per shard, the tombstone floors of a backup (./floors.ts): raw, effective, persisted.
+//   marks     per shard, the persisted version high-water mark (./version-marks.ts).
 import { ACTORS_PER_ROLE_MAX } from '../../config/base/ids.js';
 import type { Limits } from '../../config/limits.js';
 import { storedSizeAt } from '../../shm/log.js';
 import { createFloorBuffer } from './floors.js';
+import { createMarkBuffer } from './version-marks.js';
 
 /** Worker actors per node the inflight table has room for: every worker a node may run. */
 export const INFLIGHT_WORKERS_MAX = ACTORS_PER_ROLE_MAX;
@@ -36,6 +38,7 @@ export interface GcSharedBuffers {
   inflight: SharedArrayBuffer;
   sent: SharedArrayBuffer;
   floors: SharedArrayBuffer;
+  marks: SharedArrayBuffer;
 }
 
 export function createGcShared(pool: { dataOffset: number; segmentBytes: number; segmentCount: number }, shardCount: number): GcSharedBuffers {
@@ -51,6 +54,7 @@ export function createGcShared(pool: { dataOffset: number; segmentBytes: number;
     inflight: new SharedArrayBuffer(8 * INFLIGHT_WORKERS_MAX * shardCount),
     sent: new SharedArrayBuffer(8 * shardCount),
     floors: createFloorBuffer(shardCount),
+    marks: createMarkBuffer(shardCount),
   };
 }
 

@@ -21,6 +21,7 @@ import { closeStaleQueue } from '../../runtime/rowan/srq.js';
 import { availableParallelism } from 'node:os';
 import { rebuildIndexesParallel } from './recovery.js';
 import { FileFloorStore } from './floors.js';
+import { FileMarkStore } from './version-marks.js';
 import { dataDirFiles } from '../../config/base/files.js';
 import { ConfigCell } from './config-cell.js';
 import { LeaseClient } from './lease.js';
@@ -88,7 +89,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null, record!, o.loadPeriodMs ?? 500);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null, record!, o.loadPeriodMs ?? 500, dataDir);
     },
     stopping() {
       lease?.catchUp.stop();
@@ -168,9 +169,11 @@ function startLease(
   tls: TlsMaterial | null,
   record: ReplicaRecord,
   loadPeriodMs: number,
+  dataDir: string,
 ): { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } {
   const managers = parseManagers(manager);
-  const shared = attachKvShared(start.shared, pool.region);
+  // Promotions hand out versions (their gap): this thread covers them with the node's marks.
+  const shared = attachKvShared(start.shared, pool.region, new FileMarkStore(dataDirFiles(dataDir).marks, pool.poolId));
   // The promotion log: one instance on this thread, appended to by promotions and re-replication.
   let plog: TLog | null = null;
   const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
@@ -188,13 +191,17 @@ function startLease(
         // counter, so the counters are the floors; what a failed write left on some replicas only was
         // never acknowledged and stays below them. No b-log scan.
         const versions: Record<string, number> = {};
-        for (const s of shards) versions[s] = Number(Atomics.load(shared.versions, s));
+        for (const s of shards) {
+          versions[s] = Number(Atomics.load(shared.versions, s));
+          shared.marks?.cover(s, versions[s]); // told to the manager: the target continues after it
+        }
         return { versions, entries: [], truncated: false };
       }
       return gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
     },
     promote: async (shards, floors, scatter, planned) => {
       const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog(), planned);
+      if (r.late > 0) log.error({ shards, late: r.late, event: 'late-block' }, `promotion of shard(s) ${shards.join(', ')} refused ${r.late} b-log block(s) as late (at or below a tombstone floor): only writes that were never acknowledged may be`);
       // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
       // shards at or above this version landed after the promotion and are never applied at cold start.
       for (const s of shards) record.notePromoted(s, r.versions[s]!);
@@ -255,6 +262,8 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
   // The tombstone floors this node persisted as a backup (./floors.ts): late b-log blocks under them
   // are refused by the b-log pass, and the shared floors start there.
   const floors = new FileFloorStore(dataDirFiles(dataDir).floors, pool.poolId).load();
+  // Every counter resumes at or above the mark persisted before its versions left the node.
+  const marks = new FileMarkStore(dataDirFiles(dataDir).marks, pool.poolId).load();
   let last = 0;
   const threads = o.coldStartThreads ?? Math.min(4, availableParallelism());
   const rep = await rebuildIndexesParallel(pool, buffers, defaultLimits, clock, threads, (done, total) => {
@@ -263,12 +272,15 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
       last = now;
       log.info({ done, total, threads }, `cold start: rebuilding indexes from the logs, ${done} of ${total} segments`);
     }
-  }, trust, floors);
+  }, trust, { floors, marks });
   if (rep.untrusted > 0 || rep.freedForeign > 0) {
     log.warn(
       { untrusted: rep.untrusted, freedForeign: rep.freedForeign },
       `cold start: ${rep.untrusted} b-log block(s) not applied (a shard this node did not receive them for, or an implausible version) and ${rep.freedForeign} region(s) of owner ids no other node holds freed`,
     );
+  }
+  if (rep.late > 0) {
+    log.error({ late: rep.late, event: 'late-block' }, `cold start: refused ${rep.late} b-log block(s) as late (at or below a persisted tombstone floor, in a segment digest never finished): only writes that were never acknowledged may be`);
   }
   if (o.rejoin && rep.indexed > 0) {
     throw new RowanError(ErrorCodes.BAD_CONFIG, `--rejoin needs an empty pool, and ${dataDir}'s holds ${rep.indexed} entries (stale after a failover: remove the pool file)`);

@@ -41,6 +41,8 @@ export interface PromotionReport {
   versions: Record<string, number>;
   /** What became of the scattered entries. */
   scattered: AbsorbStats;
+  /** b-log blocks refused as late (at or below their shard's effective floor). */
+  late: number;
 }
 
 /**
@@ -102,6 +104,9 @@ export async function promoteShards(
     const seen = Math.max(floors[s] ?? 0, Number(Atomics.load(shared.versions, s)));
     raiseVersion(shared.versions, s, planned.has(s) ? seen : Math.min(seen + PROMOTION_VERSION_GAP, VERSION_MAX - PROMOTION_VERSION_GAP));
     versions[s] = Number(Atomics.load(shared.versions, s));
+    // The shard's first CommitVer is this counter, gap included: persisted under the mark before the
+    // shard serves (./version-marks.ts), so a restart never resumes below what the backups were told.
+    shared.marks?.cover(s, versions[s]);
   }
-  return { shards, blocks: applier.stats.blocks, indexed: applier.stats.indexed, segments: segs.length, versions, scattered };
+  return { shards, blocks: applier.stats.blocks, indexed: applier.stats.indexed, segments: segs.length, versions, scattered, late: applier.stats.late };
 }

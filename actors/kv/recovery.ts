@@ -22,6 +22,10 @@
 // digested, or digested with its late blocks already invalidated) is late: refused, and invalidated on
 // PM before the segment is recycled to Committed -- where the next cold start would take it for an
 // acknowledged block. The shared floors then start at the persisted ones.
+// Version marks (./version-marks.ts): every shard counter is raised to at least the mark the node
+// persisted before it handed out or told any version above the counter (a CommitVer, a promotion
+// gap, a tombstone whose segment is gone may be above every version left on PM), and to at least its
+// persisted tombstone floor (a CommitVer this node saw as a backup).
 // The live-byte accounting starts from zero and follows every index change as it is made (a scanned
 // entry's size is known: no second pass over the indexes reading each live entry's header from PM).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -67,6 +71,14 @@ export interface RecoveryReport {
 }
 
 /** What the cold start trusts (see the header; ./trust.ts builds one from the configuration). */
+/** What the node persisted beside its pool that bounds a cold start: shard -> version maps. */
+export interface PersistedBounds {
+  /** The tombstone floors a backup persisted (./floors.ts FloorStore). */
+  floors?: ReadonlyMap<number, number>;
+  /** The version marks (./version-marks.ts): each counter resumes at or above its shard's. */
+  marks?: ReadonlyMap<number, number>;
+}
+
 export interface ColdStartTrust {
   /** Whether a b-log block of `shard` at `version` may be applied. */
   blog: (shard: number, version: number) => boolean;
@@ -130,8 +142,7 @@ export function rebuildIndexes(
   clock: Clock,
   progress?: (done: number, total: number) => void,
   trust?: ColdStartTrust,
-  /** The tombstone floors the node persisted (./floors.ts FloorStore), shard -> version. */
-  floors: ReadonlyMap<number, number> = new Map(),
+  persisted: PersistedBounds = {},
 ): RecoveryReport {
   const t0 = clock.now();
   const r = emptyReport();
@@ -142,7 +153,7 @@ export function rebuildIndexes(
 
   const counts = scanLogSegments(pool, shared, logs, limits, (c) => progress?.(c.logSegments, total));
   Object.assign(r, counts);
-  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock, trust, floors);
+  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock, trust, persisted);
 }
 
 /**
@@ -160,12 +171,12 @@ export async function rebuildIndexesParallel(
   threads: number,
   progress?: (done: number, total: number) => void,
   trust?: ColdStartTrust,
-  floors: ReadonlyMap<number, number> = new Map(),
+  persisted: PersistedBounds = {},
 ): Promise<RecoveryReport> {
   const shared = attachKvShared(buffers, pool.region);
   const { logs } = recoverySegments(pool);
   // Few segments, or a pool that is not a file (the simulator's memory): one thread.
-  if (threads <= 1 || logs.length < 2 * threads || pool.mode === 'memory') return rebuildIndexes(pool, shared, limits, clock, progress, trust, floors);
+  if (threads <= 1 || logs.length < 2 * threads || pool.mode === 'memory') return rebuildIndexes(pool, shared, limits, clock, progress, trust, persisted);
   const t0 = clock.now();
   const r = emptyReport();
   freeForeignRegions(pool, trust, r);
@@ -185,7 +196,7 @@ export async function rebuildIndexesParallel(
     },
   });
   for (const c of results) for (const k of Object.keys(c) as (keyof LogScanCounts)[]) r[k] += c[k];
-  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock, trust, floors);
+  return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock, trust, persisted);
 }
 
 /** What one cold-start helper thread (./recovery-thread.ts) gets. */
@@ -250,8 +261,9 @@ function rebuildBlog(
   t0: number,
   clock: Clock,
   trust: ColdStartTrust | undefined,
-  floors: ReadonlyMap<number, number>,
+  persisted: PersistedBounds,
 ): RecoveryReport {
+  const floors = persisted.floors ?? new Map<number, number>();
   const bytes = pool.region.bytes;
   const filter = trust?.blog;
   let refused = 0;
@@ -289,6 +301,20 @@ function rebuildBlog(
   r.indexFull += applier.stats.indexFull;
   r.untrusted += applier.stats.untrusted + refused;
   r.late += applier.stats.late;
+  resumeCounters(shared, persisted);
   r.ms = clock.now() - t0;
   return r;
+}
+
+/**
+ * Every shard counter at or above its persisted mark, and the shared marks seeded (see the header). A
+ * backup's counter also resumes at or above its persisted floor: the floor is a CommitVer it saw (the
+ * CommitVer block that raised it may be in a segment GC freed since), and the counter is what the node
+ * reports at a prepare -- a promotion must continue above every floor a survivor holds.
+ */
+function resumeCounters(shared: KvShared, persisted: PersistedBounds): void {
+  if (persisted.marks) shared.marks?.seed(persisted.marks);
+  for (const bound of [persisted.marks, persisted.floors]) {
+    for (const [s, v] of bound ?? []) if (s >= 0 && s < shared.versions.length) raiseVersion(shared.versions, s, v);
+  }
 }

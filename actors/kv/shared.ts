@@ -4,7 +4,8 @@
 //             workers; the next PUT/DEL of shard s gets versions[s] + 1.
 //   indexes   one SAB-resident bucket hash table per shard this node holds (primary or backup).
 //   gc        commit tracking and garbage collection state (./gc-state.ts), when the node has a pool.
-// Nothing here is persistent: a cold start rebuilds it from the logs (actors/kv/recovery.ts).
+// Nothing here is persistent: a cold start rebuilds it from the logs (actors/kv/recovery.ts), and
+// raises each counter to the shard's persisted version mark (./version-marks.ts).
 import { setChecksumSeed } from '../../shm/log-checksum.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
@@ -12,6 +13,8 @@ import type { KeyHash } from '../../shm/hash.js';
 import { ShardIndex, type EntryReader, type UpsertResult } from '../../shm/index.js';
 import { createGcShared, LiveBytes, ReadEpochs, type GcSharedBuffers } from './gc-state.js';
 import { createLoadCounters } from './load.js';
+import type { ShardVersionStore } from './shard-versions-file.js';
+import { VersionMarks } from './version-marks.js';
 
 export interface KvSharedBuffers {
   nodeId: number;
@@ -60,6 +63,9 @@ export interface KvShared {
   gc: KvGc | null;
   /** The load counters' buffer (./load.ts), when the node counts load. */
   load: SharedArrayBuffer | null;
+  /** The persisted version high-water marks (./version-marks.ts), when the node keeps GC state; they
+   *  persist only where the attacher passed a store. */
+  marks: VersionMarks | null;
 }
 
 export interface KvGc {
@@ -106,14 +112,16 @@ export function indexEntry(s: KvShared, shard: number, key: Uint8Array, hash: Ke
   return r;
 }
 
-/** Attach in this thread; pass this thread's pool mapping to get the GC state too. */
-export function attachKvShared(b: KvSharedBuffers, region?: { bytes: Uint8Array }): KvShared {
+/** Attach in this thread; pass this thread's pool mapping to get the GC state too, and the store of
+ *  the node's version marks where this thread hands out or tells versions (workers, promotion). */
+export function attachKvShared(b: KvSharedBuffers, region?: { bytes: Uint8Array }, markStore?: ShardVersionStore): KvShared {
   return {
     nodeId: b.nodeId,
     versions: new BigInt64Array(b.versions),
     indexes: b.indexes.map((sab) => (sab ? ShardIndex.attach(sab) : null)),
     gc: b.gc && region ? { buffers: b.gc, live: new LiveBytes(b.gc, region.bytes, defaultLimits), epochs: new ReadEpochs(b.gc.epochs) } : null,
     load: b.load ?? null,
+    marks: b.gc ? new VersionMarks(b.gc.marks, markStore ?? null) : null,
   };
 }
 

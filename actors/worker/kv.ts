@@ -33,7 +33,7 @@ export class KvWorker {
     this.core = new WorkerCore(d);
     const id = d.workerId ?? 0;
     const gc = d.shared.gc;
-    if (gc) this.commit = new CommitTracker(gc.buffers, d.shared.versions, d.config().shardCount, id, d.workers ?? id + 1);
+    if (gc) this.commit = new CommitTracker(gc.buffers, d.shared.versions, d.config().shardCount, id, d.workers ?? id + 1, d.shared.marks);
     this.primary = new PrimaryPath(this.core, this.commit);
     this.backup = new RpcBackup(this.core);
     // A batch rides in a VALUE reply, bounded by the client port's value limit.

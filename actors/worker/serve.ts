@@ -10,6 +10,8 @@ import { defaultLimits } from '../../config/limits.js';
 import type { ActorContext } from '../../runtime/actor.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { attachKvShared, kvOf } from '../kv/shared.js';
+import { FileMarkStore } from '../kv/version-marks.js';
+import { dataDirFiles } from '../../config/base/files.js';
 import { serveClients, type RpcServer } from '../../runtime/rpc/server.js';
 import { loadTls } from '../../runtime/net/tls.js';
 import { OwnerRole } from '../../shm/pool.js';
@@ -50,7 +52,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     clock: ctx.clock,
     region: pool.region,
     tlog: TLog.recover(pool, tlogOwner(ctx.id), defaultLimits),
-    shared: attachKvShared(kv.shared, pool.region),
+    shared: attachKvShared(kv.shared, pool.region, new FileMarkStore(dataDirFiles(ctx.config.dataDir).marks, pool.poolId)),
     workerId: ctx.id,
     ...(kv.metrics ? { metrics: { histograms: new RequestHistograms(kv.metrics, ACTORS_PER_ROLE_MAX, REQUEST_OPS.length), clock: ctx.clock } } : {}),
     workers: ctx.config.roles.find((r) => r.role === 'worker')?.count ?? ctx.id + 1,

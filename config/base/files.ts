@@ -14,6 +14,9 @@ export const REPLICAS_FILE = 'replicas.json';
 /** Per shard, the version under which a backup has dropped tombstones (actors/kv/floors.ts): b-log
  *  blocks at or below it found in a segment digest never finished are late, and refused by a cold start. */
 export const FLOORS_FILE = 'tombstone-floors.json';
+/** Per shard, the version high-water mark every version this node hands out or tells another node
+ *  stays under (actors/kv/version-marks.ts): a cold start resumes the shard's counter above it. */
+export const VERSION_MARKS_FILE = 'version-marks.json';
 
 export interface DataDirFiles {
   pool: string;
@@ -21,8 +24,9 @@ export interface DataDirFiles {
   socket: string;
   replicas: string;
   floors: string;
+  marks: string;
 }
 
 export function dataDirFiles(dataDir: string): DataDirFiles {
-  return { pool: join(dataDir, POOL_FILE), srq: join(dataDir, SRQ_FILE), socket: join(dataDir, CONTROL_SOCKET_FILE), replicas: join(dataDir, REPLICAS_FILE), floors: join(dataDir, FLOORS_FILE) };
+  return { pool: join(dataDir, POOL_FILE), srq: join(dataDir, SRQ_FILE), socket: join(dataDir, CONTROL_SOCKET_FILE), replicas: join(dataDir, REPLICAS_FILE), floors: join(dataDir, FLOORS_FILE), marks: join(dataDir, VERSION_MARKS_FILE) };
 }

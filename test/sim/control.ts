@@ -88,13 +88,17 @@ export class NodeControl {
         if (drain.length > 0) await drainShards(shared, drain, this.cell.config().shardCount, this.h.net.loop.clock, this.h.timers.sleep);
         if (planned) {
           const versions: Record<string, number> = {};
-          for (const s of shards) versions[s] = Number(Atomics.load(shared.versions, s));
+          for (const s of shards) {
+            versions[s] = Number(Atomics.load(shared.versions, s));
+            shared.marks?.cover(s, versions[s]); // told to the manager: the target continues after it
+          }
           return { versions, entries: [], truncated: false };
         }
         return gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
       },
       promote: async (shards, floors, scatter, planned) => {
         const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog(), planned);
+        if (r.late > 0) this.h.log.error(`promotion of shard(s) ${shards.join(', ')} refused ${r.late} b-log block(s) as late`);
         for (const s of shards) record.notePromoted(s, r.versions[s]!);
         return { entries: r.indexed, scattered: r.scattered.absorbed };
       },

@@ -10,6 +10,9 @@
 //   backup-drops-without-floor  a backup's sweep drops any tombstone rule 4 allows, under no floor (as
 //                           the primary's rule would with the backup's own shard version), and the
 //                           node persists no floors (a cold start refuses no late b-log block).
+//   counter-not-raised-at-cold-start  the node's persisted version marks read back as none: a cold
+//                           start rebuilds each counter from the versions on its PM alone, below what
+//                           it told its backups (CommitVer, promotion gaps: issue 24, hazard 1);
 //   receiver-ignores-holds  the receiver hands Used buffers on without waiting for the queue's holds
 //                           (a stalled sender copies into a segment digest and clean may have reused);
 //   bare-commit-of-move     the manager commits a move's stored term to every member without a prepare
@@ -22,8 +25,16 @@ import type { ShardIndex } from '../../shm/index.js';
 import type { SimNodeOptions } from './node.js';
 import type { SimManagerOptions } from './manager.js';
 import type { FloorStore } from '../../actors/kv/floors.js';
+import type { ShardVersionStore } from '../../actors/kv/shard-versions-file.js';
 
-export type MutationName = 'index-ignores-versions' | 'gc-frees-live' | 'tombstone-drops-early' | 'backup-drops-without-floor' | 'receiver-ignores-holds' | 'bare-commit-of-move';
+export type MutationName =
+  | 'index-ignores-versions'
+  | 'gc-frees-live'
+  | 'tombstone-drops-early'
+  | 'backup-drops-without-floor'
+  | 'counter-not-raised-at-cold-start'
+  | 'receiver-ignores-holds'
+  | 'bare-commit-of-move';
 
 export interface Mutation {
   node?: Partial<SimNodeOptions>;
@@ -67,6 +78,9 @@ class NoFloorSweep extends TombstoneSweep {
 /** A floor store that keeps nothing. */
 const forgetfulStore = (): FloorStore => ({ load: () => new Map(), save: () => {} });
 
+/** A version-mark store whose marks a cold start never sees. */
+const unreadMarks = (): ShardVersionStore => ({ load: () => new Map(), save: () => {} });
+
 export const mutations: Record<MutationName, Mutation> = {
   'index-ignores-versions': {
     node: {
@@ -78,6 +92,7 @@ export const mutations: Record<MutationName, Mutation> = {
   'gc-frees-live': { node: { makeCleaner: (o) => new FreesLiveCleaner(o) } },
   'tombstone-drops-early': { node: { makeSweep: (o) => new EarlyTombstoneSweep(o) } },
   'backup-drops-without-floor': { node: { makeSweep: (o) => new NoFloorSweep(o), makeFloorStore: forgetfulStore } },
+  'counter-not-raised-at-cold-start': { node: { makeMarkStore: unreadMarks } },
   'receiver-ignores-holds': { node: { receiverIgnoresHolds: true } },
   'bare-commit-of-move': { manager: { bareCommitMoves: true } },
 };

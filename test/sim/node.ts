@@ -25,6 +25,7 @@ import { Pool } from '../../shm/pool.js';
 import { poolGeometry } from '../../shm/pool-layout.js';
 import { TLog } from '../../shm/tlog.js';
 import { MemoryFloorStore, type FloorStore } from '../../actors/kv/floors.js';
+import { MemoryShardVersionStore, type ShardVersionStore } from '../../actors/kv/shard-versions-file.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
 import type { Transport } from '../../runtime/fabric/transport.js';
 import type { EventLoop } from './loop.js';
@@ -64,6 +65,8 @@ export interface SimNodeOptions {
   /** Where a node keeps its persisted tombstone floors across crashes (actors/kv/floors.ts); the
    *  mutation test substitutes a broken one. Default: memory that survives the node's crashes. */
   makeFloorStore?: () => FloorStore;
+  /** Likewise the persisted version marks (actors/kv/version-marks.ts). */
+  makeMarkStore?: () => ShardVersionStore;
 }
 
 /** The simulated fabric, per incarnation of a node (its connections die with it). */
@@ -102,6 +105,8 @@ export class SimNode {
   readonly counts = { boots: 0, crashes: 0, digested: 0, cleaned: 0, quarantined: 0, tombstonesDropped: 0, tombstonesDroppedOnBackup: 0 };
   /** The node's persisted tombstone floors: durable, like a file in its data dir. */
   private readonly floorStore: FloorStore;
+  /** The node's persisted version marks (actors/kv/version-marks.ts): durable likewise. */
+  private readonly markStore: ShardVersionStore;
   /** The node's replica record (actors/kv/trust.ts): durable, like replicas.json in its data dir. */
   private readonly record = ReplicaRecord.inMemory();
   /** The configuration this incarnation started with (read from the store at boot). */
@@ -119,6 +124,7 @@ export class SimNode {
     this.loop = env.loop;
     this.region = new SimRegion(poolBytesFor(o), id);
     this.floorStore = o.makeFloorStore?.() ?? new MemoryFloorStore();
+    this.markStore = o.makeMarkStore?.() ?? new MemoryShardVersionStore();
   }
 
   /** Start a new incarnation from the region's durable image (the first boot formats it). */
@@ -140,11 +146,11 @@ export class SimNode {
     this.pool = Pool.onRegion(this.region, { segmentBytes: o.segmentBytes, segmentCount: o.segmentCount, reserveSegments: o.reserveSegments });
     // With a manager every shard gets an index (a node may be given any shard later), as in node-kv.ts.
     this.buffers = createKvShared(cluster, this.id, o.keysPerShard, this.pool, o.keysPerShardMax, true);
-    this.shared = attachKvShared(this.buffers, this.pool.region);
+    this.shared = attachKvShared(this.buffers, this.pool.region, this.markStore);
     o.mutateShared?.(this.shared);
     this.record.noteBackups(receivedShards(cluster, this.id));
     const trust = { blog: coldStartBlogTrust(cluster, this.id, this.record), remoteOwners: remoteOwnersOf(cluster, this.id) };
-    const rep = rebuildIndexes(this.pool, this.shared, limits, this.loop.clock, undefined, trust, this.floorStore.load());
+    const rep = rebuildIndexes(this.pool, this.shared, limits, this.loop.clock, undefined, trust, { floors: this.floorStore.load(), marks: this.markStore.load() });
     const env = this.env;
     env.log(this.id).info(`cold start at term ${cluster.term}: ${rep.indexed} entries indexed, ${rep.untrusted} b-log block(s) not trusted, versions ${Array.from(this.shared.versions).join(',')}, promoted ${JSON.stringify([...this.record.promoted])}`);
     this.control = new NodeControl({
