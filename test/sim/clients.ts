@@ -29,6 +29,10 @@ export interface ClientOptions {
   timeoutMs: number;
   /** Chance that a PUT carries a value big enough for a multi-block entry. */
   bigValueP: number;
+  /** Churn clients: each PUTs and then DELs keys no other operation uses (`churnPairs` pairs), the
+   *  unique-key PUT+DEL churn of issue 24 -- tombstones the sweeps drop, floors the backups raise. */
+  churnClients: number;
+  churnPairs: number;
 }
 
 const enc = new TextEncoder();
@@ -64,7 +68,17 @@ export class SimClients {
 
   /** Run every client to the end of its operations. */
   run(): Promise<void> {
-    return Promise.all(Array.from({ length: this.o.clients }, (_, c) => this.client(c))).then(() => {});
+    const churn = Array.from({ length: this.o.churnClients }, (_, i) => this.churn(this.o.clients + i));
+    return Promise.all([...Array.from({ length: this.o.clients }, (_, c) => this.client(c)), ...churn]).then(() => {});
+  }
+
+  private async churn(c: number): Promise<void> {
+    for (let i = 0; i < this.o.churnPairs; i++) {
+      await this.loop.sleep(this.rng.float() * this.o.thinkMaxMs, ['think', c]);
+      const key = `churn-${c}-${i}`;
+      const put = await this.op(c, 'put', key, `c${c}-${i}`);
+      if (put.outcome !== 'fail') await this.op(c, 'del', key);
+    }
   }
 
   private async client(c: number): Promise<void> {

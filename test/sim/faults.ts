@@ -52,18 +52,24 @@ export function bootNode(n: SimNode, findings: Finding[]): boolean {
 
 export function scheduleFaults(o: FaultOptions, span: number, rng: Rng, e: FaultEnv): void {
   for (let i = rng.int(o.crashesMax + 1); i > 0; i--) nodeCrash(rng, e, rng.float() * span);
-  if (rng.chance(o.fullRestartP)) fullRestart(rng, e, rng.float() * span);
+  if (rng.chance(o.fullRestartP)) {
+    // Half the time a failover follows the restart: what the restarted primaries wrote is then read
+    // on a backup promoted (issue 24, hazard 1's triggers).
+    const at = (rng.float() * span) / 2;
+    fullRestart(rng, e, at);
+    if (rng.chance(0.5)) nodeCrash(rng, e, at + rng.range(130, 250), rng.range(150, 300));
+  }
   if (rng.chance(o.managerCrashP)) managerCrash(rng, e, span);
   for (let i = rng.int(o.partitionsMax + 1); i > 0; i--) partition(rng, e, rng.float() * span);
   for (let i = rng.int(o.movesMax + 1); i > 0; i--) move(rng, e, rng.float() * span);
 }
 
-function nodeCrash(rng: Rng, e: FaultEnv, at: number): void {
+function nodeCrash(rng: Rng, e: FaultEnv, at: number, down?: number): void {
   const { loop, nodes, faults, findings } = e;
   const n = nodes[rng.int(nodes.length)]!;
   const torn = rng.chance(0.5);
   const chunk = rng.chance(0.5) ? 8 : 64;
-  const downMs = rng.chance(0.6) ? rng.range(3, 40) : rng.range(60, 300);
+  const downMs = down ?? (rng.chance(0.6) ? rng.range(3, 40) : rng.range(60, 300));
   faults.push(`${torn ? `torn-${chunk}` : 'power'} crash of node ${n.id} at ${at.toFixed(1)} ms for ${downMs} ms`);
   loop.at(at, ['crash', n.id, torn ? chunk : 0], () => {
     if (!n.up || e.calm()) return;

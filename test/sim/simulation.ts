@@ -58,7 +58,7 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
     tombstoneSweepMs: 10,
   },
   net: { delayMinMs: 0.02, delayMaxMs: 1.5, lossP: 0, stallP: 0, stallMinMs: 20, stallMaxMs: 300, noBufferRetryMs: 0.5, noBufferTimeoutMs: 200 },
-  clients: { clients: 4, opsPerClient: 80, keys: 8, thinkMaxMs: 4, timeoutMs: 400, bigValueP: 0.03 },
+  clients: { clients: 4, opsPerClient: 80, keys: 8, thinkMaxMs: 4, timeoutMs: 400, bigValueP: 0.03, churnClients: 1, churnPairs: 40 },
   faults: { crashesMax: 2, partitionsMax: 3, fullRestartP: 0.25, managerCrashP: 0.5, movesMax: 3 },
   lease: leaseTiming(60, 12, 3),
   managerTickMs: 2,
