@@ -152,7 +152,7 @@ export class SimNode {
     const trust = { blog: coldStartBlogTrust(cluster, this.id, this.record), remoteOwners: remoteOwnersOf(cluster, this.id) };
     const rep = rebuildIndexes(this.pool, this.shared, limits, this.loop.clock, undefined, trust, { floors: this.floorStore.load(), marks: this.markStore.load() });
     const env = this.env;
-    env.log(this.id).info(`cold start at term ${cluster.term}: ${rep.indexed} entries indexed, ${rep.untrusted} b-log block(s) not trusted, versions ${Array.from(this.shared.versions).join(',')}, promoted ${JSON.stringify([...this.record.promoted])}`);
+    env.log(this.id).info(`cold start at term ${cluster.term}: ${rep.indexed} entries indexed, ${rep.untrusted} b-log block(s) not trusted, ${rep.late} refused as late, versions ${Array.from(this.shared.versions).join(',')}, promoted ${JSON.stringify([...this.record.promoted])}`);
     this.control = new NodeControl({
       id: this.id,
       pool: this.pool,

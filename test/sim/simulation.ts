@@ -43,7 +43,7 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
   replicationFactor: 3,
   node: {
     segmentBytes: 8192,
-    segmentCount: 32,
+    segmentCount: 48,
     reserveSegments: 3,
     keysPerShard: 64,
     keysPerShardMax: 4096,
