@@ -23,7 +23,7 @@ import { OwnerRole, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import type { SimNet } from './net.js';
 import { SimCellWake, type SimTimers } from './timers.js';
-import { MANAGER_ID, SimSocket } from './wire.js';
+import { SimSocket } from './wire.js';
 import type { SimManager } from './manager.js';
 
 /** What a node's control plane needs of the simulated node (one incarnation). */
@@ -131,4 +131,3 @@ export function askPeer(net: SimNet, from: number, fromAlive: () => boolean, wor
   });
 }
 
-export { MANAGER_ID };
