@@ -9,6 +9,12 @@ import type { CellWake } from '../../actors/kv/config-cell.js';
 import type { EventLoop } from './loop.js';
 import { SimCrash } from './region.js';
 
+/** Node's timers wait at least 1 ms (a shorter or non-finite delay becomes 1): so do these -- a wait
+ *  loop that asks for the rest of a deadline (1e-13 ms) must not spin at one simulated instant. */
+function nodeDelay(ms: number): number {
+  return Number.isFinite(ms) && ms >= 1 ? ms : 1;
+}
+
 class SimTimer implements TimerHandle {
   cancelled = false;
   unref(): TimerHandle {
@@ -27,7 +33,7 @@ export class SimTimers implements Timers {
 
   setTimeout(fn: () => void, ms: number): TimerHandle {
     const t = new SimTimer();
-    this.loop.at(ms, [...this.tag, 'timeout'], () => {
+    this.loop.at(nodeDelay(ms), [...this.tag, 'timeout'], () => {
       if (!t.cancelled) this.run(fn);
     }, true);
     return t;
@@ -38,9 +44,9 @@ export class SimTimers implements Timers {
     const tick = (): void => {
       if (t.cancelled || !this.alive()) return;
       this.run(fn);
-      if (!t.cancelled && this.alive()) this.loop.at(ms, [...this.tag, 'interval'], tick, true);
+      if (!t.cancelled && this.alive()) this.loop.at(nodeDelay(ms), [...this.tag, 'interval'], tick, true);
     };
-    this.loop.at(ms, [...this.tag, 'interval'], tick, true);
+    this.loop.at(nodeDelay(ms), [...this.tag, 'interval'], tick, true);
     return t;
   }
 
