@@ -50,6 +50,9 @@ export interface CleanerOptions {
   tombstones?: Pick<TombstoneSweepOptions, 'eligible' | 'backupEligible' | 'floorStore' | 'now' | 'periodMs' | 'segmentsPerStep' | 'beforeDrop'>;
   /** The simulator's mutation test substitutes a broken sweep here. */
   makeSweep?: (o: TombstoneSweepOptions) => TombstoneSweep;
+  /** This thread's CPU time in microseconds, for busyUs (injected like the clock: the simulator
+   *  passes its own; default threadCpuMicros, a system call). */
+  cpuMicros?: () => number;
 }
 
 export interface CleanerStats {
@@ -131,7 +134,8 @@ export class Cleaner {
    * 0 means there was nothing to do now.
    */
   pass(): number {
-    const t0 = threadCpuMicros();
+    const cpu = this.o.cpuMicros ?? threadCpuMicros;
+    const t0 = cpu();
     let progress = this.freeQuiescent();
     if (this.sweep) progress += this.sweep.step();
     const picks = this.candidates().slice(0, this.o.segmentsPerPass ?? NO_SEGMENTS_PER_PASS_DEFAULT);
@@ -150,7 +154,7 @@ export class Cleaner {
     progress += moved.length;
     if (progress > 0) {
       this.stats.passes++;
-      this.stats.busyUs += Math.round(threadCpuMicros() - t0);
+      this.stats.busyUs += Math.round(cpu() - t0);
     }
     return progress;
   }

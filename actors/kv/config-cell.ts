@@ -67,7 +67,16 @@ function jsonOffset(shardCount: number): number {
   return grantsOffset(shardCount) + (NODE_ID_MAX + 1) * 4;
 }
 
+/** How waiters learn of a change, when not through Atomics.waitAsync on the cell's CHANGE word: the
+ *  simulator (test/sim) runs every thread's code on one thread under simulated time (CONVENTIONS 9). */
+export interface CellWake {
+  /** Resolves at the next notify(), or after timeoutMs of the injected timers' time. */
+  wait(timeoutMs: number): Promise<void>;
+  notify(): void;
+}
+
 export class ConfigCell {
+  private wake: CellWake | null = null;
   private readonly i32: Int32Array;
   private readonly blocked: Uint8Array;
   private readonly moved: Uint8Array;
@@ -93,7 +102,7 @@ export class ConfigCell {
 
   /** On the node's main thread: a cell holding `c`; leased = a manager grants leases (fenced until
    *  the first grant), else the node serves without one. */
-  static create(c: ClusterConfig, leased: boolean, clock: Clock = monotonicClock): ConfigCell {
+  static create(c: ClusterConfig, leased: boolean, clock: Clock = monotonicClock, wake: CellWake | null = null): ConfigCell {
     const text = new TextEncoder().encode(JSON.stringify(c));
     // Room for the configuration to grow (dead list, moved shards) well past its first size.
     const capacity = Math.max(64 * 1024, text.length * 4);
@@ -101,6 +110,7 @@ export class ConfigCell {
     new Float64Array(sab, BASE_BYTE, 1)[0] = clock.now(); // immutable from here; published by postMessage
     new Int32Array(sab, SHARDS * 4, 1)[0] = c.shardCount;
     const cell = new ConfigCell(sab);
+    cell.wake = wake;
     for (const s of c.shards) cell.first[s.id] = s.primary; // immutable from here, like BASE
     cell.i32[LEASE] = leased ? 0 : LEASE_NONE;
     cell.publish(c);
@@ -175,6 +185,7 @@ export class ConfigCell {
 
   /** Resolves when anything in the cell changes, or after timeoutMs. */
   async changed(timeoutMs: number): Promise<void> {
+    if (this.wake) return this.wake.wait(timeoutMs);
     const seen = Atomics.load(this.i32, CHANGE);
     const w = Atomics.waitAsync(this.i32, CHANGE, seen, timeoutMs); // woken by notify() below
     if (w.async) await w.value;
@@ -270,5 +281,6 @@ export class ConfigCell {
   private notify(): void {
     Atomics.add(this.i32, CHANGE, 1);
     Atomics.notify(this.i32, CHANGE); // wakes every request waiting in changed()
+    this.wake?.notify();
   }
 }

@@ -22,12 +22,11 @@
 // noGrantMs or on which no grant came for noGrantMs after it (a manager that lost its election or
 // is paused), as long as another address is there to try. The timings: config/timings.ts; noGrantMs
 // grows to two renew periods of the lease in force, so a healthy manager is never left.
-import type { Socket } from 'node:net';
 import { connectSocket, type TlsClientMaterial } from '../../runtime/net/tls.js';
 import { RowanError } from '../../config/base/errors.js';
 import { NodeAuthHandshake } from './manager-auth.js';
 import { defaultTimings, noGrantMsFor } from '../../config/timings.js';
-import type { Clock } from '../../config/base/clock.js';
+import { realTimers, sleepOn, type Clock, type TimerHandle, type Timers } from '../../config/base/clock.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigCell } from './config-cell.js';
@@ -54,14 +53,31 @@ export interface LeaseHooks {
   evicted?(): void;
 }
 
+/** The connection to a manager, as the lease client uses it (a net.Socket or tls.TLSSocket). */
+export interface LeaseSocket {
+  on(event: string, fn: (...args: any[]) => void): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
+  write(line: string): unknown;
+  destroy(): unknown;
+}
+
+/** Open a connection to a manager; `ready` names the event the socket emits once connected. */
+export type DialManager = (to: { host: string; port: number; noDelay: boolean }, tls: TlsClientMaterial | null) => { socket: LeaseSocket; ready: string };
+
+/** What the lease client's time and connections come from (CONVENTIONS 9; the simulator, test/sim,
+ *  passes its own). Default: Node's timers and TCP/TLS. */
+export interface LeaseSeams {
+  timers?: Timers;
+  dial?: DialManager;
+}
+
 export class LeaseClient {
-  private socket: Socket | null = null;
+  private socket: LeaseSocket | null = null;
   /** A first connection being made; a second one made beside a silent `socket`; the old one of
    *  those, closed once the manager answers on its replacement. */
-  private dialing: Socket | null = null;
-  private replacing: Socket | null = null;
-  private retiring: Socket | null = null;
-  private timer: NodeJS.Timeout | undefined;
+  private dialing: LeaseSocket | null = null;
+  private replacing: LeaseSocket | null = null;
+  private retiring: LeaseSocket | null = null;
+  private timer: TimerHandle | undefined;
   private renewMs = defaultTimings.firstRenewMs;
   private seq = 0;
   private readonly sentAt = new Map<number, number>();
@@ -84,7 +100,7 @@ export class LeaseClient {
   /** The manager tried next (an index into managers), and when the current connection was last granted. */
   private next = 0;
   private grantedAt = 0;
-  private watchdog: NodeJS.Timeout | undefined;
+  private watchdog: TimerHandle | undefined;
 
   constructor(
     private readonly managers: { host: string; port: number }[],
@@ -101,7 +117,14 @@ export class LeaseClient {
     private readonly tls: TlsClientMaterial | null = null,
     /** How often the load statistics go to the manager (resharding.periodMs; paper: 500 ms). */
     private readonly loadPeriodMs = 500,
-  ) {}
+    seams: LeaseSeams = {},
+  ) {
+    this.timers = seams.timers ?? realTimers;
+    this.dial = seams.dial ?? connectSocket;
+  }
+
+  private readonly timers: Timers;
+  private readonly dial: DialManager;
 
   /** The manager's lease timing, once it granted a lease (peer leases use the same). */
   leaseTiming(): { leaseMs: number; renewMs: number; driftMs: number } | null {
@@ -120,7 +143,7 @@ export class LeaseClient {
     this.cell.setLease(Math.max(this.leaseUntil, this.peerUntil, 0));
   }
 
-  private loadTimer: NodeJS.Timeout | undefined;
+  private loadTimer: TimerHandle | undefined;
   private loadSentAt = 0;
   /** The last handshake failure logged (each distinct one is logged once, not at every retry). */
   private authFailure = '';
@@ -145,9 +168,9 @@ export class LeaseClient {
 
   stop(): void {
     this.stopped = true;
-    clearInterval(this.timer);
-    clearInterval(this.watchdog);
-    clearInterval(this.loadTimer);
+    this.timers.clearInterval(this.timer);
+    this.timers.clearInterval(this.watchdog);
+    this.timers.clearInterval(this.loadTimer);
     for (const x of [this.socket, this.dialing, this.replacing, this.retiring]) x?.destroy();
   }
 
@@ -163,7 +186,7 @@ export class LeaseClient {
     const manager = this.managers[this.next % this.managers.length]!;
     this.next = (this.next + 1) % this.managers.length;
     const multi = this.managers.length > 1;
-    const { socket: s, ready } = connectSocket({ host: manager.host, port: manager.port, noDelay: true }, this.tls);
+    const { socket: s, ready } = this.dial({ host: manager.host, port: manager.port, noDelay: true }, this.tls);
     if (replace) this.replacing = s;
     else this.dialing = s;
     const reader = new LineReader<ManagerToNode>();
@@ -171,12 +194,12 @@ export class LeaseClient {
     let authed = false;
     let retryMs = defaultTimings.reconnectMs;
     // A manager that cannot be reached (a partition drops the SYN) is tried again, not waited for.
-    const connecting = setTimeout(() => s.destroy(), this.timing?.leaseMs ?? defaultTimings.managerConnectTimeoutMs);
+    const connecting = this.timers.setTimeout(() => s.destroy(), this.timing?.leaseMs ?? defaultTimings.managerConnectTimeoutMs);
     // A manager that never answers the handshake (an old one ignores auth-hello; a paused one accepts
     // in the kernel and says nothing) must not hold the node silently: give up after the manager's own
     // handshake deadline and retry -- with another manager to try, after noGrantMs and at once there.
     const handshakeMs = multi ? Math.min(noGrantMsFor(defaultTimings, this.timing?.renewMs ?? null), defaultTimings.managerHandshakeMs) : defaultTimings.managerHandshakeMs;
-    const deadline = setTimeout(() => {
+    const deadline = this.timers.setTimeout(() => {
       if (authed) return;
       if (multi) {
         this.log.warn({ manager: `${manager.host}:${manager.port}` }, `lease: the configuration manager at ${manager.host}:${manager.port} did not complete the authentication handshake within ${handshakeMs} ms; trying the next one`);
@@ -190,12 +213,12 @@ export class LeaseClient {
       s.destroy();
     }, handshakeMs).unref();
     s.on(ready, () => {
-      clearTimeout(connecting);
+      this.timers.clearTimeout(connecting);
       s.write(auth.hello());
     });
     const authenticated = () => {
       authed = true;
-      clearTimeout(deadline);
+      this.timers.clearTimeout(deadline);
       if (this.authFailure !== '') this.log.info('lease: the configuration manager accepted this node');
       this.authFailure = '';
       if (this.dialing === s) this.dialing = null;
@@ -213,8 +236,8 @@ export class LeaseClient {
       this.next = this.managers.indexOf(manager); // this one answered: come back to it first
       this.schedule();
       if (multi) {
-        clearInterval(this.watchdog);
-        this.watchdog = setInterval(() => {
+        this.timers.clearInterval(this.watchdog);
+        this.watchdog = this.timers.setInterval(() => {
           const noGrantMs = noGrantMsFor(defaultTimings, this.timing?.renewMs ?? null); // two renew periods of the lease in force, at least
           if (this.socket !== s || this.clock.now() - this.grantedAt < noGrantMs) return;
           this.log.warn({ manager: `${manager.host}:${manager.port}` }, `no lease grant from the manager at ${manager.host}:${manager.port} for ${noGrantMs} ms; trying the next one`);
@@ -224,10 +247,10 @@ export class LeaseClient {
         this.watchdog.unref();
       }
       if (this.hooks.load) {
-        clearInterval(this.loadTimer);
+        this.timers.clearInterval(this.loadTimer);
         this.hooks.load(); // what was counted while disconnected is not this period's
         this.loadSentAt = this.clock.now();
-        this.loadTimer = setInterval(() => this.sendLoad(), this.loadPeriodMs);
+        this.loadTimer = this.timers.setInterval(() => this.sendLoad(), this.loadPeriodMs);
         this.loadTimer.unref();
       }
     };
@@ -263,24 +286,24 @@ export class LeaseClient {
     });
     s.on('error', () => {});
     s.on('close', () => {
-      clearTimeout(connecting);
-      clearTimeout(deadline);
+      this.timers.clearTimeout(connecting);
+      this.timers.clearTimeout(deadline);
       if (this.replacing === s) return void (this.replacing = null); // renew() tries again
       if (this.retiring === s) return void (this.retiring = null); // replaced: nothing to do
       if (this.dialing === s) this.dialing = null;
       else if (this.socket === s) {
         this.socket = null;
-        clearInterval(this.watchdog);
-        clearInterval(this.timer);
-        clearInterval(this.loadTimer);
+        this.timers.clearInterval(this.watchdog);
+        this.timers.clearInterval(this.timer);
+        this.timers.clearInterval(this.loadTimer);
       } else return;
-      if (!this.stopped && !this.evicted) setTimeout(() => this.connect(), retryMs).unref();
+      if (!this.stopped && !this.evicted) this.timers.setTimeout(() => this.connect(), retryMs).unref();
     });
   }
 
   private schedule(): void {
-    clearInterval(this.timer);
-    this.timer = setInterval(() => this.renew(), this.renewMs);
+    this.timers.clearInterval(this.timer);
+    this.timer = this.timers.setInterval(() => this.renew(), this.renewMs);
   }
 
   private renew(): void {
@@ -293,7 +316,7 @@ export class LeaseClient {
     const t = this.timing;
     if (t && this.clock.now() - this.heardAt > defaultTimings.silentLeases * t.leaseMs) {
       const s = this.socket;
-      setImmediate(() => {
+      this.timers.setImmediate(() => {
         const ms = this.clock.now() - this.heardAt;
         if (this.socket !== s || ms <= defaultTimings.silentLeases * t.leaseMs) return;
         if (!this.silent) {
@@ -382,7 +405,7 @@ export class LeaseClient {
     const wait = until - this.clock.now();
     if (wait <= 0) return;
     this.log.info({ term, from: [...new Set(from)], waitMs: +wait.toFixed(1) }, `taking over shards at term ${term}: waiting ${wait.toFixed(0)} ms for the peer leases granted to node ${[...new Set(from)].join(', node ')} to expire`);
-    await new Promise((r) => setTimeout(r, Math.ceil(wait)));
+    await sleepOn(this.timers, Math.ceil(wait));
   }
 
   /**

@@ -138,7 +138,7 @@ export function parseManagers(manager: string): { host: string; port: number }[]
 /** A move's source waits at most drainTimeoutMs (config/timings.ts) for the writes it claimed for the
  *  shards it hands over to end; past it the prepare is not acknowledged and the manager rolls the move
  *  back. */
-async function drainShards(shared: KvShared, shards: number[], shardCount: number, clock: Clock): Promise<void> {
+export async function drainShards(shared: KvShared, shards: number[], shardCount: number, clock: Clock, sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms))): Promise<void> {
   const g = shared.gc?.buffers;
   if (!g) return; // no commit tracking without a pool: nothing is tracked in flight
   const t0 = clock.now();
@@ -148,7 +148,7 @@ async function drainShards(shared: KvShared, shards: number[], shardCount: numbe
     if (clock.now() - t0 > defaultTimings.drainTimeoutMs) {
       throw new RowanError(ErrorCodes.TIMEOUT, `shard(s) ${busy.join(', ')} still have writes in flight after ${defaultTimings.drainTimeoutMs} ms; the move is not acknowledged`);
     }
-    await new Promise((r) => setTimeout(r, 1));
+    await sleep(1);
   }
 }
 

@@ -35,7 +35,7 @@
 // back to its manager lease; nothing here lets the manager itself be replaced (a standby manager is
 // another issue).
 import { nodeOf, liveNodes } from '../../config/cluster.js';
-import type { Clock } from '../../config/base/clock.js';
+import { realTimers, type Clock, type TimerHandle, type Timers } from '../../config/base/clock.js';
 import type { Logger } from '../../config/base/log.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { NODE_ID_MAX } from '../../config/base/ids.js';
@@ -102,6 +102,14 @@ export interface PeerLeaseTiming {
   driftMs: number;
 }
 
+/** What peer leases' time and requests come from (CONVENTIONS 9; the simulator, test/sim, passes its
+ *  own). Default: Node's timers and a PEER_LEASE request over the peer's client port. */
+export interface PeerLeaseSeams {
+  timers?: Timers;
+  /** Ask `peer` for a grant at `term`; resolves when granted, rejects (a RowanError) when not. */
+  ask?: (peer: number, term: number, body: Uint8Array, timeoutMs: number) => Promise<void>;
+}
+
 interface Peer {
   conn: RpcConnection | null;
   busy: boolean;
@@ -115,7 +123,7 @@ interface Peer {
  */
 export class PeerLeases {
   private readonly peers = new Map<number, Peer>();
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
   private stopped = false;
   private term = 0;
 
@@ -133,7 +141,12 @@ export class PeerLeases {
     private readonly timing: () => PeerLeaseTiming | null,
     /** Called whenever the instant this node holds every peer's grant until changes. */
     private readonly onChange: (until: number) => void,
-  ) {}
+    private readonly seams: PeerLeaseSeams = {},
+  ) {
+    this.timers = seams.timers ?? realTimers;
+  }
+
+  private readonly timers: Timers;
 
   start(): void {
     this.schedule(10);
@@ -141,7 +154,7 @@ export class PeerLeases {
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.timers.clearTimeout(this.timer);
     for (const p of this.peers.values()) p.conn?.close();
     this.peers.clear();
   }
@@ -160,7 +173,7 @@ export class PeerLeases {
 
   private schedule(ms: number): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => this.round(), ms);
+    this.timer = this.timers.setTimeout(() => this.round(), ms);
     this.timer.unref();
   }
 
@@ -192,18 +205,21 @@ export class PeerLeases {
     this.schedule(t.renewMs);
   }
 
+  /** The connection to the peer's client port (kept per peer). */
+  private async open(id: number, p: Peer, t: PeerLeaseTiming): Promise<RpcConnection> {
+    const n = nodeOf(this.cell.config(), id);
+    // A grant arriving later than a lease would be over already: the request is bounded by one.
+    p.conn ??= await RpcConnection.open({ host: n.host, port: n.workerPorts[0]! }, t.leaseMs, this.limits, this.secret === null ? null : { role: 'peer', secret: this.secret }, this.tls);
+    return p.conn;
+  }
+
   private async ask(id: number, p: Peer, term: number, t: PeerLeaseTiming): Promise<void> {
     p.busy = true;
     try {
-      const c = this.cell.config();
-      const n = nodeOf(c, id);
-      // A grant arriving later than a lease would be over already: the request is bounded by one.
-      p.conn ??= await RpcConnection.open({ host: n.host, port: n.workerPorts[0]! }, t.leaseMs, this.limits, this.secret === null ? null : { role: 'peer', secret: this.secret }, this.tls);
+      const conn = this.seams.ask ? null : await this.open(id, p, t);
       const body = encodePeerLeaseRequest({ from: this.nodeId, leaseMs: t.leaseMs, driftMs: t.driftMs });
       const sent = this.clock.now();
-      const r = await p.conn.request((rid) => encodeRequest({ op: Op.PEER_LEASE, id: rid, term, key: body }));
-      if (r.status === Status.ERROR) throw remoteError(r);
-      if (r.status !== Status.OK) throw new RowanError(ErrorCodes.BAD_FRAME, `PEER_LEASE answered with status ${r.status}`);
+      await (conn ? request(conn, term, body) : this.seams.ask!(id, term, body, t.leaseMs));
       if (this.term !== term || this.stopped) return;
       const until = sent + t.leaseMs - t.driftMs;
       if (until > p.until) {
@@ -223,4 +239,11 @@ export class PeerLeases {
       p.busy = false;
     }
   }
+}
+
+/** PEER_LEASE over a peer's client port: resolves when granted. */
+async function request(conn: RpcConnection, term: number, body: Uint8Array): Promise<void> {
+  const r = await conn.request((rid) => encodeRequest({ op: Op.PEER_LEASE, id: rid, term, key: body }));
+  if (r.status === Status.ERROR) throw remoteError(r);
+  if (r.status !== Status.OK) throw new RowanError(ErrorCodes.BAD_FRAME, `PEER_LEASE answered with status ${r.status}`);
 }

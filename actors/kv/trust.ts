@@ -65,7 +65,8 @@ function seedCheckOf(seed: number): string {
 /** The node's durable record of which shards it has received replicated data of (see the header). */
 export class ReplicaRecord {
   private constructor(
-    private readonly path: string,
+    /** null: kept in memory by its owner (ReplicaRecord.inMemory). */
+    private readonly path: string | null,
     private readonly poolId: string,
     private readonly seedCheck: string,
     readonly backup: Set<number>,
@@ -111,6 +112,12 @@ export class ReplicaRecord {
     return r;
   }
 
+  /** An empty record that lives in memory: its owner keeps it across the node's restarts (the
+   *  simulator, test/sim, whose nodes' data dirs are memory). */
+  static inMemory(): ReplicaRecord {
+    return new ReplicaRecord(null, '', '', new Set(), new Map());
+  }
+
   /** Note that this node is a backup of `shards` (persisted before returning when anything is new). */
   noteBackups(shards: Iterable<number>): void {
     let changed = false;
@@ -129,6 +136,7 @@ export class ReplicaRecord {
   }
 
   private save(): void {
+    if (this.path === null) return;
     const f: RecordFile = {
       format: RECORD_FORMAT,
       poolId: this.poolId,
@@ -175,12 +183,15 @@ export function receivedShards(c: ClusterConfig, nodeId: number): number[] {
 /** Cold start's filter of b-log blocks for node `nodeId` under `c` (see the header, 2). */
 export function coldStartBlogTrust(c: ClusterConfig, nodeId: number, record: ReplicaRecord): (shard: number, version: number) => boolean {
   const received = new Set(receivedShards(c, nodeId));
-  const below = new Map<number, number>(); // shard -> versions below this are accepted
+  // shard -> versions up to this one are accepted. A promotion continued after its recorded version:
+  // that version itself may be the old primary's last acknowledged write (a planned move continues
+  // right after the floor, without the gap), so it is accepted; everything above landed after.
+  const upTo = new Map<number, number>();
   for (const s of c.shards) {
-    if (received.has(s.id)) below.set(s.id, Infinity);
-    else if (s.primary === nodeId && record.backup.has(s.id)) below.set(s.id, record.promoted.get(s.id) ?? Infinity);
+    if (received.has(s.id)) upTo.set(s.id, Infinity);
+    else if (s.primary === nodeId && record.backup.has(s.id)) upTo.set(s.id, record.promoted.get(s.id) ?? Infinity);
   }
-  return (shard, version) => plausibleVersion(version) && version < (below.get(shard) ?? 0);
+  return (shard, version) => plausibleVersion(version) && version <= (upTo.get(shard) ?? -1);
 }
 
 /** Owner ids of the one-sided regions (role Remote) other nodes of `c` may have written: every node

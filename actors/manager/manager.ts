@@ -6,7 +6,7 @@
 // (./healing.ts) and resharding moves (./moves.ts), from one drain loop.
 //
 // With a standby a manager acts only while it is the elected active one (./takeover.ts, ./election.ts).
-import type { Clock } from '../../config/base/clock.js';
+import { realTimers, type Clock, type Timers } from '../../config/base/clock.js';
 import { liveNodes, type ClusterConfig } from '../../config/cluster.js';
 import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
@@ -85,6 +85,8 @@ export class ConfigManager {
     private readonly activation: Activation = ALWAYS,
     /** Automatic resharding (§4.6); absent or auto false: moves only when asked (`rowan reshard`). */
     readonly resharding: ReshardingOptions = { ...DEFAULT_RESHARDING, auto: false },
+    /** Where tick()'s second look is deferred to (the simulator, test/sim, passes its own). */
+    private readonly timers: Pick<Timers, 'setImmediate'> = realTimers,
   ) {
     this.cfg = initial;
     this.changedAt = clock.now();
@@ -299,7 +301,7 @@ export class ConfigManager {
     this.maybeRebalance(this.clock.now());
     if (!this.running && this.resumeWanted()) this.kick(); // its participants may have connected since
     if (this.leases.expired(this.members(), this.clock.now()).length === 0) return;
-    setImmediate(() => {
+    this.timers.setImmediate(() => {
       for (const n of this.leases.expired(this.members(), this.clock.now())) this.suspect(n, 'lease expired');
     });
   }

@@ -30,3 +30,35 @@ export class ManualClock implements Clock {
     this.t += ms;
   }
 }
+
+/** A timer a Timers implementation handed out: unref() keeps it from holding the process open. */
+export interface TimerHandle {
+  unref(): TimerHandle;
+}
+
+/**
+ * Timers are injected like the clock (CONVENTIONS 9): the node's and the manager's control-plane logic
+ * (lease client, peer leases, failover rounds) schedules through this, so the simulator (test/sim) can
+ * run it under simulated time. Production passes realTimers, Node's own functions.
+ */
+export interface Timers {
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  clearTimeout(t: TimerHandle | undefined): void;
+  setInterval(fn: () => void, ms: number): TimerHandle;
+  clearInterval(t: TimerHandle | undefined): void;
+  /** Run `fn` after the I/O already waiting (a zero-time yield). */
+  setImmediate(fn: () => void): void;
+}
+
+export const realTimers: Timers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (t) => clearTimeout(t as NodeJS.Timeout | undefined),
+  setInterval: (fn, ms) => setInterval(fn, ms),
+  clearInterval: (t) => clearInterval(t as NodeJS.Timeout | undefined),
+  setImmediate: (fn) => void setImmediate(fn),
+};
+
+/** A promise that resolves after `ms` on `timers`. */
+export function sleepOn(timers: Timers, ms: number): Promise<void> {
+  return new Promise((r) => timers.setTimeout(r, ms));
+}

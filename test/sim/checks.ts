@@ -6,6 +6,7 @@
 //            every acknowledged write is there at its latest version, nothing older came back;
 //   history  the clients' history, with final reads on the primaries and the replicas' answers after
 //            the cold start, is linearizable per key (test/check/linearizability.ts), replica by replica.
+import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import { readEntryAt } from '../../shm/log.js';
 import { SegmentState } from '../../shm/pool.js';
@@ -41,12 +42,12 @@ export function checkIndexes(n: SimNode): Finding[] {
   return out;
 }
 
-/** Read every key a node holds from its own index (a cold-started replica's answers). */
-export async function replicaReads(n: SimNode, keys: string[], at: () => number, client: number): Promise<{ ops: Operation[]; findings: Finding[] }> {
+/** Read every key a node holds a full replica of in `c` from its own index (a cold-started replica's answers). */
+export async function replicaReads(n: SimNode, c: ClusterConfig, keys: string[], at: () => number, client: number): Promise<{ ops: Operation[]; findings: Finding[] }> {
   const ops: Operation[] = [];
   const findings: Finding[] = [];
   for (const key of keys) {
-    if (!n.holds(key)) continue;
+    if (!n.holds(key, c)) continue;
     const t = at();
     try {
       const v = await n.worker.getReplica(enc.encode(key));

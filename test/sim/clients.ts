@@ -1,5 +1,8 @@
-// Simulated clients: each runs a loop of PUT/GET/DEL on a small key set against the key's primary
-// (the worker of the simulated node, called directly as the client protocol would), recording every
+// Simulated clients: each runs a loop of PUT/GET/DEL on a small key set against the key's primary in
+// the configuration it last read from the store (the worker of the simulated node, called directly as
+// the client protocol would, with that configuration's term: a node behind or ahead refuses with
+// STALE_TERM; the client reads the stored configuration again after any request that did not
+// succeed), recording every
 // operation for the linearizability checker. Outcomes:
 //   ok       the worker answered (a GET with what it read);
 //   fail     the primary was down when the request was sent: nothing was appended anywhere;
@@ -26,6 +29,10 @@ export interface ClientOptions {
   timeoutMs: number;
   /** Chance that a PUT carries a value big enough for a multi-block entry. */
   bigValueP: number;
+  /** Churn clients: each PUTs and then DELs keys no other operation uses (`churnPairs` pairs), the
+   *  unique-key PUT+DEL churn of issue 24 -- tombstones the sweeps drop, floors the backups raise. */
+  churnClients: number;
+  churnPairs: number;
 }
 
 const enc = new TextEncoder();
@@ -45,19 +52,33 @@ export function shardOfKey(cluster: ClusterConfig, key: string): number {
 export class SimClients {
   readonly history: Operation[] = [];
   readonly counts = { ok: 0, fail: 0, unknown: 0 };
+  /** The configuration each client routes by: kept until a request does not succeed (then it reads
+   *  the stored one again), so a client may talk to an old primary at an old term, as real ones do. */
+  private readonly known = new Map<number, ClusterConfig>();
 
   constructor(
     private readonly loop: EventLoop,
     private readonly rng: Rng,
     private readonly trace: TraceHash,
-    private readonly cluster: ClusterConfig,
+    /** The configuration clients route by: the stored one (a client refreshes it after a refusal). */
+    private readonly config: () => ClusterConfig,
     private readonly nodes: SimNode[],
     private readonly o: ClientOptions,
   ) {}
 
   /** Run every client to the end of its operations. */
   run(): Promise<void> {
-    return Promise.all(Array.from({ length: this.o.clients }, (_, c) => this.client(c))).then(() => {});
+    const churn = Array.from({ length: this.o.churnClients }, (_, i) => this.churn(this.o.clients + i));
+    return Promise.all([...Array.from({ length: this.o.clients }, (_, c) => this.client(c)), ...churn]).then(() => {});
+  }
+
+  private async churn(c: number): Promise<void> {
+    for (let i = 0; i < this.o.churnPairs; i++) {
+      await this.loop.sleep(this.rng.float() * this.o.thinkMaxMs, ['think', c]);
+      const key = `churn-${c}-${i}`;
+      const put = await this.op(c, 'put', key, `c${c}-${i}`);
+      if (put.outcome !== 'fail') await this.op(c, 'del', key);
+    }
   }
 
   private async client(c: number): Promise<void> {
@@ -73,14 +94,16 @@ export class SimClients {
 
   /** One request to the key's primary, recorded in the history. */
   async op(client: number, kind: 'put' | 'get' | 'del', key: string, value?: string): Promise<Operation> {
-    const primary = this.nodes[this.cluster.shards[shardOfKey(this.cluster, key)]!.primary]!;
+    const c = this.known.get(client) ?? this.config();
+    this.known.set(client, c);
+    const primary = this.nodes[c.shards[shardOfKey(c, key)]!.primary]!;
     const op: Operation = { client, key, op: kind, invoke: this.loop.now(), response: undefined, outcome: 'unknown' };
     if (value !== undefined) op.value = value;
     this.history.push(op);
     if (!primary.up) return this.done(op, 'fail');
     const w = primary.worker;
     const k = enc.encode(key);
-    const term = this.cluster.term;
+    const term = c.term;
     let p: Promise<Uint8Array | null | void>;
     try {
       p = kind === 'put' ? w.put(k, enc.encode(padded(value!, this.rng, this.o.bigValueP)), term) : kind === 'del' ? w.del(k, term) : w.get(k, term);
@@ -98,6 +121,7 @@ export class SimClients {
   }
 
   private done(op: Operation, outcome: Operation['outcome'], why = ''): Operation {
+    if (outcome !== 'ok') this.known.delete(op.client);
     op.outcome = outcome;
     if (outcome !== 'unknown') op.response = this.loop.now();
     this.counts[outcome]++;

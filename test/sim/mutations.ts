@@ -10,14 +10,36 @@
 //   backup-drops-without-floor  a backup's sweep drops any tombstone rule 4 allows, under no floor (as
 //                           the primary's rule would with the backup's own shard version), and the
 //                           node persists no floors (a cold start refuses no late b-log block).
+//   counter-not-raised-at-cold-start  the node's persisted version marks read back as none: a cold
+//                           start rebuilds each counter from the versions on its PM alone, below what
+//                           it told its backups (CommitVer, promotion gaps: issue 24, hazard 1);
+//   receiver-ignores-holds  the receiver hands Used buffers on without waiting for the queue's holds
+//                           (a stalled sender copies into a segment digest and clean may have reused);
+//   bare-commit-of-move     the manager commits a move's stored term to every member without a prepare
+//                           (the source never drains), and sends members behind the stored term the
+//                           bare commit on hello/renew (issue 24, hazard 2).
 import { Cleaner, type CleanerOptions } from '../../actors/clean/gc.js';
 import type { KvShared } from '../../actors/kv/shared.js';
 import { TombstoneSweep } from '../../actors/clean/tombstones.js';
 import type { ShardIndex } from '../../shm/index.js';
 import type { SimNodeOptions } from './node.js';
+import type { SimManagerOptions } from './manager.js';
 import type { FloorStore } from '../../actors/kv/floors.js';
+import type { ShardVersionStore } from '../../actors/kv/shard-versions-file.js';
 
-export type MutationName = 'index-ignores-versions' | 'gc-frees-live' | 'tombstone-drops-early' | 'backup-drops-without-floor';
+export type MutationName =
+  | 'index-ignores-versions'
+  | 'gc-frees-live'
+  | 'tombstone-drops-early'
+  | 'backup-drops-without-floor'
+  | 'counter-not-raised-at-cold-start'
+  | 'receiver-ignores-holds'
+  | 'bare-commit-of-move';
+
+export interface Mutation {
+  node?: Partial<SimNodeOptions>;
+  manager?: Partial<SimManagerOptions>;
+}
 
 /** The highest version an index item can carry: an upsert with it is never stale. */
 const VERSION_ALWAYS_NEWER = 2 ** 48 - 1;
@@ -56,13 +78,23 @@ class NoFloorSweep extends TombstoneSweep {
 /** A floor store that keeps nothing. */
 const forgetfulStore = (): FloorStore => ({ load: () => new Map(), save: () => {} });
 
-export const mutations: Record<MutationName, Partial<SimNodeOptions>> = {
+/** A version-mark store whose marks a cold start never sees. */
+const unreadMarks = (): ShardVersionStore => ({ load: () => new Map(), save: () => {} });
+
+export const mutations: Record<MutationName, Mutation> = {
   'index-ignores-versions': {
-    mutateShared: (s: KvShared) => {
-      s.indexes = s.indexes.map((ix) => (ix ? ignoreVersions(ix) : null));
+    node: {
+      mutateShared: (s: KvShared) => {
+        s.indexes = s.indexes.map((ix) => (ix ? ignoreVersions(ix) : null));
+      },
     },
   },
-  'gc-frees-live': { makeCleaner: (o) => new FreesLiveCleaner(o) },
-  'tombstone-drops-early': { makeSweep: (o) => new EarlyTombstoneSweep(o) },
-  'backup-drops-without-floor': { makeSweep: (o) => new NoFloorSweep(o), makeFloorStore: forgetfulStore },
+  'gc-frees-live': { node: { makeCleaner: (o) => new FreesLiveCleaner(o) } },
+  'tombstone-drops-early': { node: { makeSweep: (o) => new EarlyTombstoneSweep(o) } },
+  'backup-drops-without-floor': { node: { makeSweep: (o) => new NoFloorSweep(o), makeFloorStore: forgetfulStore } },
+  'counter-not-raised-at-cold-start': { node: { makeMarkStore: unreadMarks } },
+  'receiver-ignores-holds': { node: { receiverIgnoresHolds: true } },
+  'bare-commit-of-move': { manager: { bareCommitMoves: true } },
 };
+
+export const MUTATIONS = Object.keys(mutations) as MutationName[];

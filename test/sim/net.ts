@@ -14,7 +14,8 @@ import type { PeerEndpoint, Transport } from '../../runtime/fabric/transport.js'
 import { ABANDONED, LATE, MAX_REISSUES, copyLanding, reserveLanding } from '../../runtime/rowan/land.js';
 import { NO_BUFFER, SRQ_CLOSED } from '../../runtime/rowan/srq.js';
 import type { EventLoop } from './loop.js';
-import type { SimNode } from './node.js';
+import type { SharedReceiveQueue } from '../../runtime/rowan/srq.js';
+import type { SimRegion } from './region.js';
 import { SimCrash } from './region.js';
 import type { Rng } from './rng.js';
 
@@ -33,7 +34,16 @@ export interface SimNetOptions {
   noBufferTimeoutMs: number;
 }
 
-type Target = NonNullable<ReturnType<SimNode['landTarget']>>;
+/** A simulated node as the fabric sees it (./node.ts SimHost). */
+export interface SimHost {
+  readonly id: number;
+  readonly up: boolean;
+  readonly inc: number;
+  /** Where a Rowan write to this node lands now, or null while it is down. */
+  landTarget(): { srq: SharedReceiveQueue; region: SimRegion; inc: number } | null;
+}
+
+type Target = NonNullable<ReturnType<SimHost['landTarget']>>;
 
 export class SimNet {
   private cuts = new Map<string, number>();
@@ -43,7 +53,7 @@ export class SimNet {
     readonly loop: EventLoop,
     readonly rng: Rng,
     readonly o: SimNetOptions,
-    readonly nodes: SimNode[],
+    readonly nodes: SimHost[],
   ) {}
 
   /** Cut the link between a and b for `ms`. */
@@ -64,7 +74,7 @@ export class SimNet {
   }
 
   /** The Transport node `from` gets (CONVENTIONS 9): its connections are tied to its incarnation. */
-  transportFor(from: SimNode): Transport {
+  transportFor(from: SimHost): Transport {
     const inc = from.inc;
     return {
       connect: async (peer: PeerEndpoint): Promise<RowanConnection> => new SimConnection(this, from, inc, this.nodes[peer.id]!),
@@ -79,9 +89,9 @@ export class SimConnection implements RowanConnection {
 
   constructor(
     private readonly net: SimNet,
-    private readonly from: SimNode,
+    private readonly from: SimHost,
     private readonly fromInc: number,
-    private readonly to: SimNode,
+    private readonly to: SimHost,
   ) {}
 
   private get senderAlive(): boolean {

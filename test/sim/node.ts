@@ -1,9 +1,11 @@
 // One simulated ROWAN-KV node: the real role logic of a node process, composed single-threaded on a
 // SimRegion -- the worker's PUT/GET/DEL (KvWorker), the control actor's Rowan receiver over a receive
 // queue in memory (RowanReceiver + SharedReceiveQueue), one digest actor (DigestSegments), one clean
-// actor (Cleaner), and the cold start (rebuildIndexes) a node runs before its actors. The event loop
-// drives each role's periodic work; a crash stops all of it at once and a boot starts a new
-// incarnation from the region's durable image, exactly as a node process restarts from its pool.
+// actor (Cleaner), the cold start (rebuildIndexes) a node runs before its actors, and the node's side
+// of the control plane (./control.ts: configuration cell, lease, prepare/commit, promotion, peer
+// leases). The event loop drives each role's periodic work; a crash stops all of it at once and a boot
+// starts a new incarnation from the region's durable image and the stored configuration, exactly as a
+// node process restarts from its pool and the cluster file.
 import type { ClusterConfig } from '../../config/cluster.js';
 import { shardOfKey } from '../../config/slots.js';
 import { defaultLimits } from '../../config/limits.js';
@@ -11,7 +13,11 @@ import { KvWorker } from '../../actors/worker/kv.js';
 import { DigestSegments } from '../../actors/digest/segments.js';
 import { Cleaner, type CleanerOptions } from '../../actors/clean/gc.js';
 import { rebuildIndexes } from '../../actors/kv/recovery.js';
-import { ConfigCell } from '../../actors/kv/config-cell.js';
+import type { ConfigCell } from '../../actors/kv/config-cell.js';
+import { backupNow, primarySinceStart } from '../../actors/clean/tombstones.js';
+import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from '../../actors/kv/trust.js';
+import { isCatchingUp } from '../../config/cluster.js';
+import type { Logger } from '../../config/base/log.js';
 import { attachKvShared, createKvShared, type KvShared, type KvSharedBuffers, type ReplicaChannel } from '../../actors/kv/shared.js';
 import { RowanReceiver } from '../../runtime/rowan/receiver.js';
 import { SharedReceiveQueue, type ReceiveQueue } from '../../runtime/rowan/srq.js';
@@ -19,11 +25,15 @@ import { Pool } from '../../shm/pool.js';
 import { poolGeometry } from '../../shm/pool-layout.js';
 import { TLog } from '../../shm/tlog.js';
 import { MemoryFloorStore, type FloorStore } from '../../actors/kv/floors.js';
-import { MemoryShardVersionStore } from '../../actors/kv/shard-versions-file.js';
+import { MemoryShardVersionStore, type ShardVersionStore } from '../../actors/kv/shard-versions-file.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
 import type { Transport } from '../../runtime/fabric/transport.js';
 import type { EventLoop } from './loop.js';
 import { SimCrash, SimRegion } from './region.js';
+import { askPeer, NodeControl } from './control.js';
+import type { SimManager, SimStore } from './manager.js';
+import type { SimNet } from './net.js';
+import { SimTimers } from './timers.js';
 
 export interface SimNodeOptions {
   segmentBytes: number;
@@ -55,10 +65,22 @@ export interface SimNodeOptions {
   /** Where a node keeps its persisted tombstone floors across crashes (actors/kv/floors.ts); the
    *  mutation test substitutes a broken one. Default: memory that survives the node's crashes. */
   makeFloorStore?: () => FloorStore;
+  /** Likewise the persisted version marks (actors/kv/version-marks.ts). */
+  makeMarkStore?: () => ShardVersionStore;
 }
 
 /** The simulated fabric, per incarnation of a node (its connections die with it). */
 export type TransportFor = (node: SimNode) => Transport;
+
+/** The rest of the simulated cluster a node talks to. */
+export interface SimEnv {
+  loop: EventLoop;
+  net: SimNet;
+  store: SimStore;
+  manager: SimManager;
+  nodes: SimNode[];
+  log: (node: number) => Logger;
+}
 
 export class SimNode {
   readonly region: SimRegion;
@@ -73,6 +95,10 @@ export class SimNode {
   worker!: KvWorker;
   digest!: DigestSegments;
   cleaner!: Cleaner;
+  control!: NodeControl;
+  cell!: ConfigCell;
+  /** The manager removed this node (a failover): it stays down (it would come back with --rejoin). */
+  evicted = false;
   private used: number[] = [];
   private channels = new Map<number, RowanConnection & { broken?: boolean }>();
   private transport!: Transport;
@@ -80,19 +106,25 @@ export class SimNode {
   /** The node's persisted tombstone floors: durable, like a file in its data dir. */
   private readonly floorStore: FloorStore;
   /** The node's persisted version marks (actors/kv/version-marks.ts): durable likewise. */
-  private readonly markStore = new MemoryShardVersionStore();
+  private readonly markStore: ShardVersionStore;
+  /** The node's replica record (actors/kv/trust.ts): durable, like replicas.json in its data dir. */
+  private readonly record = ReplicaRecord.inMemory();
+  /** The configuration this incarnation started with (read from the store at boot). */
+  private cluster!: ClusterConfig;
+  private readonly loop: EventLoop;
 
   constructor(
     readonly id: number,
-    private readonly cluster: ClusterConfig,
+    private readonly env: SimEnv,
     private readonly o: SimNodeOptions,
-    private readonly loop: EventLoop,
     private readonly transportFor: TransportFor,
     /** Called when a role's code throws something other than SimCrash (a broken invariant). */
     private readonly onError: (node: number, where: string, err: unknown) => void,
   ) {
+    this.loop = env.loop;
     this.region = new SimRegion(poolBytesFor(o), id);
     this.floorStore = o.makeFloorStore?.() ?? new MemoryFloorStore();
+    this.markStore = o.makeMarkStore?.() ?? new MemoryShardVersionStore();
   }
 
   /** Start a new incarnation from the region's durable image (the first boot formats it). */
@@ -107,11 +139,37 @@ export class SimNode {
     this.transport = this.transportFor(this);
     const o = this.o;
     const limits = defaultLimits;
+    const inc = this.inc;
+    this.cluster = structuredClone(this.env.store.cfg);
+    const cluster = this.cluster;
+    const timers = new SimTimers(this.loop, ['node', this.id, inc], () => this.up && this.inc === inc, (w, e) => this.onError(this.id, w, e));
     this.pool = Pool.onRegion(this.region, { segmentBytes: o.segmentBytes, segmentCount: o.segmentCount, reserveSegments: o.reserveSegments });
-    this.buffers = createKvShared(this.cluster, this.id, o.keysPerShard, this.pool, o.keysPerShardMax);
+    // With a manager every shard gets an index (a node may be given any shard later), as in node-kv.ts.
+    this.buffers = createKvShared(cluster, this.id, o.keysPerShard, this.pool, o.keysPerShardMax, true);
     this.shared = attachKvShared(this.buffers, this.pool.region, this.markStore);
     o.mutateShared?.(this.shared);
-    rebuildIndexes(this.pool, this.shared, limits, this.loop.clock, undefined, undefined, { floors: this.floorStore.load(), marks: this.markStore.load() });
+    this.record.noteBackups(receivedShards(cluster, this.id));
+    const trust = { blog: coldStartBlogTrust(cluster, this.id, this.record), remoteOwners: remoteOwnersOf(cluster, this.id) };
+    const rep = rebuildIndexes(this.pool, this.shared, limits, this.loop.clock, undefined, trust, { floors: this.floorStore.load(), marks: this.markStore.load() });
+    const env = this.env;
+    env.log(this.id).info(`cold start at term ${cluster.term}: ${rep.indexed} entries indexed, ${rep.untrusted} b-log block(s) not trusted, ${rep.late} refused as late, versions ${Array.from(this.shared.versions).join(',')}, promoted ${JSON.stringify([...this.record.promoted])}`);
+    this.control = new NodeControl({
+      id: this.id,
+      pool: this.pool,
+      shared: this.shared,
+      record: this.record,
+      timers,
+      net: env.net,
+      manager: env.manager,
+      askPeer: (peer, term, body, ms) => askPeer(env.net, this.id, timers.alive, (p) => (env.nodes[p]?.up ? env.nodes[p]!.worker : null), peer, term, body, ms),
+      evicted: () => {
+        this.evicted = true;
+        this.loop.at(0, ['evicted', this.id], () => this.crash());
+      },
+      log: env.log(this.id),
+    }, cluster);
+    this.cell = this.control.cell;
+    const cell = this.cell;
     const incBytes = new Uint8Array(8);
     new DataView(incBytes.buffer).setUint32(0, this.id * 65536 + this.inc, true);
     this.srq = SharedReceiveQueue.inMemory({ postCap: o.preallocate * 2 + 2, cqCap: 64, bufferBytesMax: o.segmentBytes }, incBytes);
@@ -130,7 +188,9 @@ export class SimNode {
     this.receiver.start();
     this.worker = new KvWorker({
       nodeId: this.id,
-      config: () => this.cluster,
+      config: () => cell.config(),
+      cell,
+      clock: this.loop.clock,
       region: this.pool.region,
       tlog: TLog.recover(this.pool, 0, limits),
       shared: this.shared,
@@ -139,7 +199,7 @@ export class SimNode {
       workerId: 0,
       workers: 1,
     });
-    this.digest = new DigestSegments(this.pool, { id: 0, count: 1 }, { cluster: this.cluster, cell: ConfigCell.create(this.cluster, false, this.loop.clock).buffer, nodeId: this.id, shared: this.buffers });
+    this.digest = new DigestSegments(this.pool, { id: 0, count: 1 }, { cluster, cell: cell.buffer, nodeId: this.id, shared: this.buffers });
     const co: CleanerOptions = {
       pool: this.pool,
       shared: attachKvShared(this.buffers, this.pool.region),
@@ -147,11 +207,11 @@ export class SimNode {
       id: 0,
       count: 1,
       liveThresholdPercent: o.liveThresholdPercent,
-      // The cluster's configuration never changes in the simulator: a shard's primary is its primary
-      // since every boot, and its backups its full backups (rule 1 of the sweep).
+      cpuMicros: () => this.loop.now() * 1000,
+      // Rule 1 of the sweep as the clean actor applies it (actors/clean/thread.ts).
       tombstones: {
-        eligible: (s) => this.cluster.shards[s]?.primary === this.id,
-        backupEligible: (s) => this.cluster.shards[s]?.backups.includes(this.id) ?? false,
+        eligible: primarySinceStart({ cell: cell.buffer, cluster, nodeId: this.id }),
+        backupEligible: backupNow({ cell: cell.buffer, nodeId: this.id }),
         floorStore: this.floorStore,
         now: () => this.loop.clock.now(),
         periodMs: o.tombstoneSweepMs,
@@ -161,6 +221,7 @@ export class SimNode {
     o.mutateShared?.(co.shared);
     this.cleaner = o.makeCleaner ? o.makeCleaner(co) : new Cleaner(co);
     this.up = true;
+    this.control.start();
     this.every(o.controlTickMs, 'control', () => {
       const q = this.receiver.quarantined.length;
       this.receiver.tick();
@@ -187,6 +248,7 @@ export class SimNode {
   /** Power loss now: the CPU's view and every role stop; the durable image stays. */
   crash(): void {
     if (!this.up && this.region.crashed) return;
+    this.control?.kill();
     this.markDown();
     this.region.crash();
   }
@@ -194,12 +256,15 @@ export class SimNode {
   /** The node stops running code (called by crash, and by a torn persist as it fires). */
   markDown(): void {
     if (this.up) this.counts.crashes++;
+    if (this.up) this.control?.kill();
     this.up = false;
   }
 
-  /** Does this node hold a replica (primary or backup) of `key`'s shard? */
-  holds(key: string): boolean {
-    return this.shared.indexes[shardOfKey(new TextEncoder().encode(key), this.cluster.shardCount)] != null;
+  /** Does this node hold a full replica (primary, or a backup not catching up) of `key`'s shard in `c`? */
+  holds(key: string, c: ClusterConfig): boolean {
+    const shard = shardOfKey(new TextEncoder().encode(key), c.shardCount);
+    const s = c.shards[shard]!;
+    return s.primary === this.id || (s.backups.includes(this.id) && !isCatchingUp(c, shard, this.id));
   }
 
   /** Where a Rowan write to this node lands now, or null while it is down. */

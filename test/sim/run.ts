@@ -1,7 +1,7 @@
 // npm run sim -- --seeds N        run seeds 1..N, print the failing ones and seeds/second
 // npm run sim -- --seed S         replay one seed and print its findings and trace hash
-// options: --mutation index-ignores-versions|gc-frees-live|tombstone-drops-early|backup-drops-without-floor, --unfixed (receiver without the
-//          stalled-sender fix), --from F (first seed), --verbose
+// options: --mutation NAME (test/sim/mutations.ts), --unfixed (receiver without the
+//          stalled-sender fix), --from F (first seed), --first (stop at the first failing seed), --verbose, --log (the manager's and nodes' log lines)
 import { performance } from 'node:perf_hooks';
 import type { MutationName } from './mutations.js';
 import { defaultSimOptions, runSeed, type SimOptions, type SimResult } from './simulation.js';
@@ -14,9 +14,10 @@ function arg(name: string): string | undefined {
 function show(r: SimResult, verbose: boolean): void {
   console.log(
     `seed ${r.seed}: ${r.ok ? 'ok' : 'FAILED'}  trace ${r.trace}  events ${r.events}  sim ${r.simMs.toFixed(0)} ms  ` +
-      `ops ok/fail/unknown ${r.ops.ok}/${r.ops.fail}/${r.ops.unknown}  stalls ${r.net.stalls}  divergent ${r.divergent}  nodes ${r.nodes.join(' ')}  net ${JSON.stringify(r.net)}  faults: ${r.faults.join('; ') || 'none'}`,
+      `ops ok/fail/unknown ${r.ops.ok}/${r.ops.fail}/${r.ops.unknown}  term ${r.term}  failovers ${r.failovers}  moves ${r.moves}  manager crashes ${r.managerCrashes} (${r.crashPoints} at a crash point)  stalls ${r.net.stalls}  divergent ${r.divergent}  nodes ${r.nodes.join(' ')}  net ${JSON.stringify(r.net)}  faults: ${r.faults.join('; ') || 'none'}`,
   );
   if (verbose || !r.ok) for (const f of r.findings.slice(0, 8)) console.log(`  [${f.check}${f.node === undefined ? '' : ` node ${f.node}`}] ${f.detail}`);
+  if (process.argv.includes('--log')) for (const l of r.log) console.log(`    ${l}`);
 }
 
 async function main(): Promise<void> {
@@ -27,7 +28,7 @@ async function main(): Promise<void> {
   const one = arg('seed');
   const opts: Partial<SimOptions> = mutation ? { mutation } : {};
   // --unfixed: the receiver ignores the queue's holds, as before the stalled-sender fix.
-  if (process.argv.includes('--unfixed')) opts.node = { ...defaultSimOptions.node, receiverIgnoresHolds: true };
+  if (process.argv.includes("--unfixed")) opts.node = { ...defaultSimOptions.node, receiverIgnoresHolds: true };
   if (one !== undefined) {
     const r = await runSeed(Number(one), opts);
     show(r, true);
@@ -36,18 +37,21 @@ async function main(): Promise<void> {
     return;
   }
   const n = Number(arg('seeds') ?? 100);
-  const first = Number(arg('from') ?? 1);
+  const from = Number(arg('from') ?? 1);
+  const first = process.argv.includes('--first');
   const failed: number[] = [];
   const t0 = performance.now();
-  for (let s = first; s < first + n; s++) {
+  for (let s = from; s < from + n; s++) {
     const r = await runSeed(s, opts);
     if (!r.ok) {
       failed.push(s);
       show(r, false);
+      if (first) break;
     } else if (verbose) show(r, false);
   }
   const secs = (performance.now() - t0) / 1000;
-  console.log(`${n} seeds (${first}..${first + n - 1}) in ${secs.toFixed(1)} s: ${(n / secs).toFixed(1)} seeds/s; ${failed.length} failed${failed.length ? `: ${failed.join(' ')}` : ''}`);
+  const ran = failed.length > 0 && first ? failed[0]! - from + 1 : n;
+  console.log(`${ran} seeds (${from}..${from + ran - 1}) in ${secs.toFixed(1)} s: ${(ran / secs).toFixed(2)} seeds/s; ${failed.length} failed${failed.length ? `: ${failed.join(' ')}` : ''}`);
   if (unhandled) console.log(`unhandled rejection: ${String(unhandled)}`);
   process.exitCode = failed.length === 0 && !unhandled ? 0 : 1;
 }

@@ -1,14 +1,19 @@
-// One seeded run of the simulated cluster (issue 10): build the nodes, the fabric and the clients,
-// schedule the faults the seed picks, run the workload, settle, then check (./checks.ts). The seed
-// decides everything; the trace hash of the events run is the run's fingerprint.
-import { planCluster, type ClusterConfig } from '../../config/cluster.js';
+// One seeded run of the simulated cluster (issues 10, 24): build the configuration manager, the nodes,
+// the fabric and the clients, schedule the faults the seed picks (./faults.ts), run the workload,
+// settle, then check (./checks.ts) against the configuration the manager stored last. The seed decides
+// everything; the trace hash of the events run is the run's fingerprint.
+import { liveNodes, planCluster, type ClusterConfig } from '../../config/cluster.js';
+import type { Logger } from '../../config/base/log.js';
+import { leaseTiming, type LeaseTiming } from '../../actors/manager/leases.js';
 import type { Operation } from '../check/linearizability.js';
 import { checkHistory, checkIndexes, replicaReads, type Finding } from './checks.js';
 import { keyName, shardOfKey, SimClients, type ClientOptions } from './clients.js';
 import { EventLoop } from './loop.js';
 import { mutations, type MutationName } from './mutations.js';
 import { SimNet, type SimNetOptions } from './net.js';
-import { SimNode, type SimNodeOptions } from './node.js';
+import { SimNode, type SimEnv, type SimNodeOptions } from './node.js';
+import { bootNode, scheduleFaults, type FaultOptions } from './faults.js';
+import { SimManager, SimStore } from './manager.js';
 import { Rng } from './rng.js';
 import { TraceHash } from './trace.js';
 
@@ -19,9 +24,11 @@ export interface SimOptions {
   node: SimNodeOptions;
   net: SimNetOptions;
   clients: ClientOptions;
-  /** Faults the seed may pick: node crashes (up to), partitions (up to). */
-  crashesMax: number;
-  partitionsMax: number;
+  /** Faults the seed may pick (./faults.ts). */
+  faults: FaultOptions;
+  /** The manager's lease timing and tick period (simulated ms). */
+  lease: LeaseTiming;
+  managerTickMs: number;
   /** Simulated time to let in-flight work finish after the workload (ms). */
   settleMs: number;
   /** Give up on a workload still running at this simulated time (a hang is a finding). */
@@ -36,7 +43,7 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
   replicationFactor: 3,
   node: {
     segmentBytes: 8192,
-    segmentCount: 32,
+    segmentCount: 48,
     reserveSegments: 3,
     keysPerShard: 64,
     keysPerShardMax: 4096,
@@ -51,11 +58,12 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
     tombstoneSweepMs: 10,
   },
   net: { delayMinMs: 0.02, delayMaxMs: 1.5, lossP: 0, stallP: 0, stallMinMs: 20, stallMaxMs: 300, noBufferRetryMs: 0.5, noBufferTimeoutMs: 200 },
-  clients: { clients: 4, opsPerClient: 80, keys: 8, thinkMaxMs: 4, timeoutMs: 400, bigValueP: 0.03 },
-  crashesMax: 2,
-  partitionsMax: 3,
-  settleMs: 600,
-  horizonMs: 30_000,
+  clients: { clients: 4, opsPerClient: 80, keys: 8, thinkMaxMs: 4, timeoutMs: 400, bigValueP: 0.03, churnClients: 1, churnPairs: 40 },
+  faults: { crashesMax: 2, partitionsMax: 3, fullRestartP: 0.25, managerCrashP: 0.5, movesMax: 3 },
+  lease: leaseTiming(60, 12, 3),
+  managerTickMs: 2,
+  settleMs: 3000,
+  horizonMs: 60_000,
 });
 
 /** The client id of the final reads on the primaries (replica reads use 1000 + node id). */
@@ -80,52 +88,74 @@ export interface SimResult {
   tombstonesDroppedOnBackup: number;
   /** Backups whose answers after the cold start fit the writes but not what clients read (see above). */
   divergent: number;
+  /** The configuration's term at the end, failovers and moves the manager recorded, its crashes. */
+  term: number;
+  failovers: number;
+  moves: number;
+  managerCrashes: number;
+  /** Crash points of the manager that fired (a crash inside a round). */
+  crashPoints: number;
+  /** The manager's log and the nodes' (for a failing seed). */
+  log: string[];
 }
 
 export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Promise<SimResult> {
-  const o: SimOptions = { ...defaultSimOptions, ...over, node: { ...defaultSimOptions.node, ...over.node }, net: { ...defaultSimOptions.net, ...over.net }, clients: { ...defaultSimOptions.clients, ...over.clients } };
+  const o: SimOptions = { ...defaultSimOptions, ...over, node: { ...defaultSimOptions.node, ...over.node }, net: { ...defaultSimOptions.net, ...over.net }, clients: { ...defaultSimOptions.clients, ...over.clients }, faults: { ...defaultSimOptions.faults, ...over.faults } };
   const trace = new TraceHash();
   const loop = new EventLoop(trace);
   const rng = new Rng(seed);
   const findings: Finding[] = [];
   const faults: string[] = [];
-  const cluster = planSimCluster(o);
-  if (o.mutation) Object.assign(o.node, mutations[o.mutation]);
+  const store = new SimStore(planSimCluster(o));
+  const mutation = o.mutation ? mutations[o.mutation] : {};
+  Object.assign(o.node, mutation.node ?? {});
   // The seed picks how hostile the network is.
   const netO: SimNetOptions = { ...o.net, ...pickNetFaults(rng, over.net) };
   const nodes: SimNode[] = [];
   const net = new SimNet(loop, rng.fork(), netO, nodes);
   const onError = (node: number, where: string, err: unknown) => findings.push({ check: 'run', node, detail: `${where}: ${(err as Error).stack ?? String(err)}` });
-  for (let id = 0; id < o.nodes; id++) nodes.push(new SimNode(id, cluster, o.node, loop, (n) => net.transportFor(n), onError));
+  const manager = new SimManager(store, net, { timing: o.lease, tickMs: o.managerTickMs, ...mutation.manager }, (where, err) => onError(-1, `manager ${where}`, err));
+  const env: SimEnv = { loop, net, store, manager, nodes, log: (id) => nodeLogger(id, loop, manager.lines) };
+  for (let id = 0; id < o.nodes; id++) nodes.push(new SimNode(id, env, o.node, (n) => net.transportFor(n), onError));
+  manager.boot(false);
   for (const n of nodes) n.boot();
-  const clients = new SimClients(loop, rng.fork(), trace, cluster, nodes, o.clients);
-  scheduleFaults(o, rng.fork(), loop, nodes, net, faults, findings);
+  const clients = new SimClients(loop, rng.fork(), trace, () => store.cfg, nodes, o.clients);
+  let calm = false;
+  const span = o.clients.opsPerClient * (o.clients.thinkMaxMs / 2 + 2);
+  const keyShards = [...new Set(Array.from({ length: o.clients.keys }, (_, i) => shardOfKey(store.cfg, keyName(i))))].sort((a, b) => a - b);
+  scheduleFaults(o.faults, span, rng.fork(), { loop, net, nodes, manager, faults, findings, calm: () => calm, keyShards });
 
   let done = false;
   void clients.run().then(() => (done = true));
   await loop.run(o.horizonMs, () => done);
   if (!done) findings.push({ check: 'run', detail: `clients still running at ${o.horizonMs} ms of simulated time` });
 
-  // Settle: no more faults; everything down comes back; stalled writes finish; digest catches up.
+  // Settle: no more faults; everything down comes back (an evicted node stays out); stalled writes
+  // finish; failovers and moves in progress end; digest catches up.
+  calm = true;
+  manager.disarm();
   net.heal();
   netO.stallP = 0;
   netO.lossP = 0;
-  for (const n of nodes) if (!n.up) boot(n, findings);
-  await loop.run(loop.now() + o.settleMs);
+  if (!manager.up) manager.boot(false);
+  for (const n of nodes) if (!n.up) bootNode(n, findings);
+  await settle(loop, nodes, store, o.settleMs);
   for (const n of nodes) if (n.up) findings.push(...checkIndexes(n));
 
-  // Final reads on the primaries, then a power cycle of every node and its replicas' answers.
+  // Final reads on the primaries, then a power cycle of every member and its replicas' answers.
   const keys = Array.from({ length: o.clients.keys }, (_, i) => keyName(i));
-  for (const k of keys) await clients.op(FINAL_READER, 'get', k);
+  for (const k of keys) await drive(loop, clients.op(FINAL_READER, 'get', k));
+  const cfg = store.cfg;
   let t = loop.now() + 1;
-  const after: Operation[][] = [];
+  const after = new Map<number, Operation[]>();
   for (const n of nodes) {
+    if (!liveNodes(cfg).some((x) => x.id === n.id)) continue;
     n.crash();
-    if (!boot(n, findings)) continue;
+    if (!bootNode(n, findings)) continue;
     findings.push(...checkIndexes(n));
-    const r = await replicaReads(n, keys, () => (t += 1), 1000 + n.id);
+    const r = await replicaReads(n, cfg, keys, () => (t += 1), 1000 + n.id);
     findings.push(...r.findings);
-    after.push(r.ops);
+    after.set(n.id, r.ops);
   }
   const workload = clients.history.filter((op) => op.client !== FINAL_READER);
   findings.push(...checkHistory(clients.history, 'clients and final primary reads'));
@@ -137,16 +167,47 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   const writes = workload.filter((op) => op.op !== 'get');
   let divergent = 0;
   if (findings.length === 0) {
-    after.forEach((ops, i) => {
-      const mine = ops.filter((op) => primaryOf(cluster, op.key) === i);
-      const backup = ops.filter((op) => primaryOf(cluster, op.key) !== i);
-      findings.push(...checkHistory([...workload, ...mine], `primary reads of node ${i} after a cold start`));
-      findings.push(...checkHistory([...writes, ...backup], `backup reads of node ${i} after a cold start`));
+    for (const [id, ops] of after) {
+      const mine = ops.filter((op) => primaryOf(cfg, op.key) === id);
+      const backup = ops.filter((op) => primaryOf(cfg, op.key) !== id);
+      findings.push(...checkHistory([...workload, ...mine], `primary reads of node ${id} after a cold start`));
+      findings.push(...checkHistory([...writes, ...backup], `backup reads of node ${id} after a cold start`));
       if (checkHistory([...workload, ...backup], '').length > 0) divergent++;
-    });
+    }
   }
-  return { seed, ok: findings.length === 0, findings, divergent, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.tombstonesDropped}t/${n.counts.tombstonesDroppedOnBackup}tb/${n.counts.boots}b/${n.counts.quarantined}q`),
-    tombstonesDropped: nodes.reduce((a, n) => a + n.counts.tombstonesDropped, 0), tombstonesDroppedOnBackup: nodes.reduce((a, n) => a + n.counts.tombstonesDroppedOnBackup, 0), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats };
+  const cm = manager.cm;
+  return { seed, ok: findings.length === 0, findings, divergent, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.tombstonesDropped}t/${n.counts.tombstonesDroppedOnBackup}tb/${n.counts.boots}b/${n.counts.quarantined}q${n.evicted ? '/evicted' : ''}`),
+    tombstonesDropped: nodes.reduce((a, n) => a + n.counts.tombstonesDropped, 0), tombstonesDroppedOnBackup: nodes.reduce((a, n) => a + n.counts.tombstonesDroppedOnBackup, 0), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats,
+    term: cfg.term, failovers: cm?.history.length ?? 0, moves: cm?.moves.history.length ?? 0, managerCrashes: manager.counts.crashes, crashPoints: manager.counts.crashPoints, log: manager.lines };
+}
+
+/** Run the loop until every running node serves the stored term with nothing pending and no move is
+ *  listed, twice 100 ms apart (digest and clean catch up meanwhile), or for `maxMs`. */
+async function settle(loop: EventLoop, nodes: SimNode[], store: SimStore, maxMs: number): Promise<void> {
+  const until = loop.now() + maxMs;
+  const quiet = () => store.cfg.migrations.length === 0 && nodes.every((n) => !n.up || (n.cell.term() === store.cfg.term && n.cell.pendingTerm() === 0));
+  let calm = 0;
+  while (loop.now() < until && calm < 2) {
+    await loop.run(Math.min(until, loop.now() + 100));
+    calm = quiet() ? calm + 1 : 0;
+  }
+}
+
+/** Run the event loop until `p` settles (an operation outside the workload still needs simulated time). */
+async function drive<T>(loop: EventLoop, p: Promise<T>): Promise<T> {
+  let settled = false;
+  void p.finally(() => (settled = true)).catch(() => {});
+  await loop.run(loop.now() + 5_000, () => settled);
+  return p;
+}
+
+/** A node's log lines, kept with the manager's (a failing seed prints them). */
+function nodeLogger(id: number, loop: EventLoop, lines: string[]): Logger {
+  const line = (level: string) => (o: unknown, msg?: string) => {
+    if (level === 'debug') return;
+    lines.push(`${loop.now().toFixed(1)} node ${id} ${level} ${typeof o === 'string' ? o : (msg ?? '')}`);
+  };
+  return { info: line('info'), warn: line('warn'), error: line('error'), debug: line('debug'), trace: () => {}, fatal: line('fatal'), child: () => nodeLogger(id, loop, lines) } as unknown as Logger;
 }
 
 function primaryOf(c: ClusterConfig, key: string): number {
@@ -169,54 +230,3 @@ function pickNetFaults(rng: Rng, fixed: Partial<SimNetOptions> | undefined): Par
   return { ...p, ...fixed };
 }
 
-function boot(n: SimNode, findings: Finding[]): boolean {
-  try {
-    n.boot();
-    return true;
-  } catch (err) {
-    findings.push({ check: 'run', node: n.id, detail: `cold start failed: ${(err as Error).stack ?? String(err)}` });
-    return false;
-  }
-}
-
-/** Node crashes (power loss, or a torn persist) with a restart, and partitions, at times the seed picks. */
-function scheduleFaults(o: SimOptions, rng: Rng, loop: EventLoop, nodes: SimNode[], net: SimNet, faults: string[], findings: Finding[]): void {
-  const span = o.clients.opsPerClient * (o.clients.thinkMaxMs / 2 + 2);
-  for (let i = rng.int(o.crashesMax + 1); i > 0; i--) {
-    const at = rng.float() * span;
-    const n = nodes[rng.int(nodes.length)]!;
-    const torn = rng.chance(0.5);
-    const chunk = rng.chance(0.5) ? 8 : 64;
-    const downMs = rng.range(3, 40);
-    faults.push(`${torn ? `torn-${chunk}` : 'power'} crash of node ${n.id} at ${at.toFixed(1)} ms for ${downMs} ms`);
-    loop.at(at, ['crash', n.id, torn ? chunk : 0], () => {
-      if (!n.up) return;
-      const restart = () => loop.at(downMs, ['restart', n.id], () => {
-        if (!n.up) boot(n, findings);
-      });
-      if (!torn) {
-        n.crash();
-        return restart();
-      }
-      n.region.arm(rng.fork(), chunk as 8 | 64, () => {
-        n.markDown();
-        restart();
-      });
-      // No persist within 5 ms: the power goes out all the same.
-      loop.at(5, ['crash-fallback', n.id], () => {
-        if (n.up && n.region.isArmed) {
-          n.crash();
-          restart();
-        }
-      });
-    }, true);
-  }
-  for (let i = rng.int(o.partitionsMax + 1); i > 0; i--) {
-    const at = rng.float() * span;
-    const a = rng.int(nodes.length);
-    const b = (a + 1 + rng.int(nodes.length - 1)) % nodes.length;
-    const ms = rng.range(2, 60);
-    faults.push(`partition ${a}|${b} at ${at.toFixed(1)} ms for ${ms} ms`);
-    loop.at(at, ['partition', a, b, ms], () => net.partition(a, b, ms));
-  }
-}

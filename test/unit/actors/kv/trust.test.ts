@@ -136,6 +136,30 @@ test('a shard promoted to this node keeps its pre-promotion b-log data; blocks a
   }
 });
 
+test('regression (sim seed 32): a shard moved here by a planned move keeps the old primary\'s last write, at the very version the promotion continued after', async () => {
+  const t = setup();
+  try {
+    await t.coldStart(); // records: backup of shards 1 and 3
+    const k = keyOfShard(1, 'last');
+    t.plant(1, 7, k, 'last-before-move'); // the source's last acknowledged write of shard 1
+    // A planned move (§4.6): the drained source's counter (7) is the floor, and the target continues
+    // right after it -- no gap -- so the record says 7.
+    const rec = JSON.parse((await import('node:fs')).readFileSync(join(t.dir, 'replicas.json'), 'utf8')) as { promoted: Record<string, number> };
+    rec.promoted['1'] = 7;
+    writeFileSync(join(t.dir, 'replicas.json'), JSON.stringify(rec));
+    t.cluster.term++;
+    t.cluster.shards[1] = { id: 1, primary: 0, backups: [1] };
+    const late = keyOfShard(1, 'late');
+    t.plant(1, 8, late, 'after-move'); // above it: landed after the promotion, never acknowledged
+
+    const start = await t.coldStart();
+    assert.deepEqual(served(t.pool, start, k), { value: 'last-before-move', version: 7 }, 'the acknowledged write at the promotion version survives a full restart');
+    assert.equal(served(t.pool, start, late), null);
+  } finally {
+    t.done();
+  }
+});
+
 test('a pool older than the replica record keeps applying its b-log to every shard it holds', async () => {
   const t = setup();
   try {

@@ -1,0 +1,133 @@
+// A simulated node's side of the control plane, one per incarnation, wired as actors/kv/node-kv.ts
+// startLease() wires a node process: the configuration cell (leased: fenced until the first grant), the
+// real lease client (actors/kv/lease.ts: renewals, prepare, commit, eviction) dialing the simulated
+// manager (./wire.ts), its hooks -- drain, gather (actors/kv/gather.ts), promotion with scatter
+// (actors/kv/promote.ts), the replica record (actors/kv/trust.ts) -- and peer leases
+// (actors/kv/peer-lease.ts) asked of the other nodes' workers over the simulated network. All of it on
+// the incarnation's timers (./timers.ts). Not simulated: re-replication's copies (actors/kv/catchup.ts),
+// so a backup the manager adds stays catching up and is never checked as a full replica.
+import type { ClusterConfig } from '../../config/cluster.js';
+import { defaultLimits } from '../../config/limits.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { Logger } from '../../config/base/log.js';
+import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
+import { ConfigCell } from '../../actors/kv/config-cell.js';
+import { LeaseClient, type LeaseHooks } from '../../actors/kv/lease.js';
+import { PeerLeases } from '../../actors/kv/peer-lease.js';
+import { gatherForPrepare } from '../../actors/kv/gather.js';
+import { promoteShards } from '../../actors/kv/promote.js';
+import { drainShards } from '../../actors/kv/node-kv.js';
+import { receivedShards, type ReplicaRecord } from '../../actors/kv/trust.js';
+import type { KvShared } from '../../actors/kv/shared.js';
+import { OwnerRole, type Pool } from '../../shm/pool.js';
+import { TLog } from '../../shm/tlog.js';
+import type { SimNet } from './net.js';
+import { SimCellWake, type SimTimers } from './timers.js';
+import { SimSocket } from './wire.js';
+import type { SimManager } from './manager.js';
+
+/** What a node's control plane needs of the simulated node (one incarnation). */
+export interface ControlHost {
+  id: number;
+  pool: Pool;
+  shared: KvShared;
+  record: ReplicaRecord;
+  timers: SimTimers;
+  net: SimNet;
+  manager: SimManager;
+  /** Ask node `peer`'s worker for a peer lease (the simulated client port). */
+  askPeer(peer: number, term: number, body: Uint8Array, timeoutMs: number): Promise<void>;
+  /** The manager removed this node: it stops (it would be restarted with --rejoin). */
+  evicted(): void;
+  log: Logger;
+}
+
+export class NodeControl {
+  readonly cell: ConfigCell;
+  readonly lease: LeaseClient;
+  readonly peers: PeerLeases;
+  private readonly sockets: SimSocket[] = [];
+
+  constructor(
+    private readonly h: ControlHost,
+    boot: ClusterConfig,
+  ) {
+    const clock = h.net.loop.clock;
+    this.cell = ConfigCell.create(boot, true, clock, new SimCellWake(h.timers));
+    const dial = () => {
+      const s = new SimSocket(h.net, h.id, h.timers.alive);
+      this.sockets.push(s);
+      h.manager.accept(s);
+      return { socket: s, ready: 'connect' };
+    };
+    this.lease = new LeaseClient([{ host: 'manager', port: 1 }], h.id, this.cell, clock, h.log, this.hooks(), false, null, null, 500, { timers: h.timers, dial });
+    const lc = this.lease;
+    this.peers = new PeerLeases(h.id, this.cell, clock, h.log, null, defaultLimits, null, () => lc.leaseTiming(), (until) => lc.setPeerLease(until), {
+      timers: h.timers,
+      ask: (peer, term, body, ms) => h.askPeer(peer, term, body, ms),
+    });
+  }
+
+  start(): void {
+    this.lease.start();
+    this.peers.start();
+  }
+
+  /** The process died: its connections close (the manager sees it), nothing of it runs again. */
+  kill(): void {
+    for (const s of this.sockets) s.kill();
+  }
+
+  private hooks(): LeaseHooks {
+    const { id, pool, shared, record } = this.h;
+    let plog: TLog | null = null;
+    const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
+    return {
+      prepare: async (shards, drain, planned) => {
+        record.noteBackups(receivedShards(this.cell.config(), id));
+        if (drain.length > 0) await drainShards(shared, drain, this.cell.config().shardCount, this.h.net.loop.clock, this.h.timers.sleep);
+        if (planned) {
+          const versions: Record<string, number> = {};
+          for (const s of shards) {
+            versions[s] = Number(Atomics.load(shared.versions, s));
+            shared.marks?.cover(s, versions[s]); // told to the manager: the target continues after it
+          }
+          return { versions, entries: [], truncated: false };
+        }
+        return gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
+      },
+      promote: async (shards, floors, scatter, planned) => {
+        const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog(), planned);
+        if (r.late > 0) this.h.log.error(`promotion of shard(s) ${shards.join(', ')} refused ${r.late} b-log block(s) as late`);
+        for (const s of shards) record.notePromoted(s, r.versions[s]!);
+        return { entries: r.indexed, scattered: r.scattered.absorbed };
+      },
+      configured: () => record.noteBackups(receivedShards(this.cell.config(), id)),
+      evicted: () => this.h.evicted(),
+    };
+  }
+}
+
+/** Peer leases' PEER_LEASE over the simulated network: the peer's worker answers after the delays;
+ *  a cut, a peer down or a requester gone ends without a grant. */
+export function askPeer(net: SimNet, from: number, fromAlive: () => boolean, worker: (peer: number) => { peerLease(b: Uint8Array, term: number): Promise<void> } | null, peer: number, term: number, body: Uint8Array, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (err: Error | null): void => {
+      if (settled || !fromAlive()) return;
+      settled = true;
+      if (err) reject(err);
+      else resolve();
+    };
+    net.loop.at(timeoutMs, ['peer-timeout', from, peer], () => settle(new RowanError(ErrorCodes.TIMEOUT, `no answer from node ${peer}`)), true);
+    net.loop.at(net.delay(), ['peer-ask', from, peer], () => {
+      const w = worker(peer);
+      if (!w || net.cut(from, peer)) return;
+      w.peerLease(body, term).then(
+        () => net.loop.at(net.delay(), ['peer-grant', peer, from], () => !net.cut(from, peer) && settle(null), true),
+        (err: Error) => net.loop.at(net.delay(), ['peer-refuse', peer, from], () => !net.cut(from, peer) && settle(err), true),
+      );
+    }, true);
+  });
+}
+

@@ -1,0 +1,154 @@
+// The faults a seed schedules during the workload (issue 10, issue 24):
+//   node crash      power loss or a torn persist, restart after a short outage (the manager keeps the
+//                   node) or a long one (past its lease: the manager fails it over; it comes back
+//                   evicted and stays down -- re-replication's copy is not simulated);
+//   full restart    every node loses power at once and cold-starts (the manager runs on);
+//   manager crash   at a time, or at a crash point inside a round (./manager.ts), restarted later as
+//                   the file store's manager or as a standby taking over;
+//   partitions      between two nodes (Rowan writes, peer leases) or a node and the manager;
+//   moves           a shard's primary moved to one of its backups (actors/manager/moves.ts).
+// Nothing is scheduled once the simulation settles (`calm()`).
+import type { Finding } from './checks.js';
+import type { EventLoop } from './loop.js';
+import { CRASH_EVENTS, describePoint, type CrashPoint, type SimManager } from './manager.js';
+import type { SimNet } from './net.js';
+import type { SimNode } from './node.js';
+import type { Rng } from './rng.js';
+import { MANAGER_ID } from './wire.js';
+
+export interface FaultOptions {
+  crashesMax: number;
+  partitionsMax: number;
+  /** Chance of a full-cluster power loss, of a manager crash (at a time or a crash point), of moves. */
+  fullRestartP: number;
+  managerCrashP: number;
+  movesMax: number;
+}
+
+export interface FaultEnv {
+  loop: EventLoop;
+  net: SimNet;
+  nodes: SimNode[];
+  manager: SimManager;
+  faults: string[];
+  findings: Finding[];
+  /** True once the workload ended: faults scheduled for later do nothing. */
+  calm: () => boolean;
+  /** The shards the clients' keys live in (moves pick among them). */
+  keyShards: number[];
+}
+
+/** Start node `n` again (cold start), unless it was evicted; a failed cold start is a finding. */
+export function bootNode(n: SimNode, findings: Finding[]): boolean {
+  if (n.evicted) return false;
+  try {
+    n.boot();
+    return true;
+  } catch (err) {
+    findings.push({ check: 'run', node: n.id, detail: `cold start failed: ${(err as Error).stack ?? String(err)}` });
+    return false;
+  }
+}
+
+export function scheduleFaults(o: FaultOptions, span: number, rng: Rng, e: FaultEnv): void {
+  for (let i = rng.int(o.crashesMax + 1); i > 0; i--) nodeCrash(rng, e, rng.float() * span);
+  if (rng.chance(o.fullRestartP)) {
+    // Half the time a failover follows the restart: what the restarted primaries wrote is then read
+    // on a backup promoted (issue 24, hazard 1's triggers).
+    const at = (rng.float() * span) / 2;
+    fullRestart(rng, e, at);
+    if (rng.chance(0.5)) nodeCrash(rng, e, at + rng.range(130, 250), rng.range(150, 300));
+  }
+  if (rng.chance(o.managerCrashP)) managerCrash(rng, e, span);
+  for (let i = rng.int(o.partitionsMax + 1); i > 0; i--) partition(rng, e, rng.float() * span);
+  for (let i = rng.int(o.movesMax + 1); i > 0; i--) move(rng, e, rng.float() * span);
+}
+
+function nodeCrash(rng: Rng, e: FaultEnv, at: number, down?: number): void {
+  const { loop, nodes, faults, findings } = e;
+  const n = nodes[rng.int(nodes.length)]!;
+  const torn = rng.chance(0.5);
+  const chunk = rng.chance(0.5) ? 8 : 64;
+  const downMs = down ?? (rng.chance(0.6) ? rng.range(3, 40) : rng.range(60, 300));
+  faults.push(`${torn ? `torn-${chunk}` : 'power'} crash of node ${n.id} at ${at.toFixed(1)} ms for ${downMs} ms`);
+  loop.at(at, ['crash', n.id, torn ? chunk : 0], () => {
+    if (!n.up || e.calm()) return;
+    const restart = () => loop.at(downMs, ['restart', n.id], () => {
+      if (!n.up) bootNode(n, findings);
+    });
+    if (!torn) {
+      n.crash();
+      return restart();
+    }
+    n.region.arm(rng.fork(), chunk as 8 | 64, () => {
+      n.markDown();
+      restart();
+    });
+    // No persist within 5 ms: the power goes out all the same.
+    loop.at(5, ['crash-fallback', n.id], () => {
+      if (n.up && n.region.isArmed) {
+        n.crash();
+        restart();
+      }
+    });
+  }, true);
+}
+
+function fullRestart(rng: Rng, e: FaultEnv, at: number): void {
+  const downMs = rng.range(5, 120);
+  e.faults.push(`full-cluster power loss at ${at.toFixed(1)} ms for ${downMs} ms`);
+  e.loop.at(at, ['full-restart'], () => {
+    if (e.calm()) return;
+    for (const n of e.nodes) n.crash();
+    for (const n of e.nodes) e.loop.at(downMs + rng.float() * 10, ['restart', n.id], () => !n.up && bootNode(n, e.findings));
+  }, true);
+}
+
+/** The crash points a seed may pick: every round step's event, and mid-round sends and stores. */
+function pickPoint(rng: Rng): CrashPoint {
+  const r = rng.float();
+  if (r < 0.6) return { kind: 'event', event: rng.pick(CRASH_EVENTS), nth: rng.range(1, 2) };
+  if (r < 0.85) return { kind: 'send', msg: rng.pick(['prepare', 'commit'] as const), nth: rng.range(1, 6) };
+  return { kind: 'store', nth: rng.range(1, 3) };
+}
+
+function managerCrash(rng: Rng, e: FaultEnv, span: number): void {
+  const downMs = rng.range(2, 150);
+  const takeover = rng.chance(0.5);
+  const restart = () => e.loop.at(downMs, ['manager-restart'], () => !e.manager.up && e.manager.boot(takeover));
+  if (rng.chance(0.7)) {
+    const p = pickPoint(rng);
+    e.faults.push(`manager crash at ${describePoint(p)} for ${downMs} ms (${takeover ? 'standby takes over' : 'restart'})`);
+    e.manager.arm(p, restart);
+    return;
+  }
+  const at = rng.float() * span;
+  e.faults.push(`manager crash at ${at.toFixed(1)} ms for ${downMs} ms (${takeover ? 'standby takes over' : 'restart'})`);
+  e.loop.at(at, ['manager-crash'], () => {
+    if (e.calm() || !e.manager.up) return;
+    e.manager.crash('scheduled');
+    restart();
+  });
+}
+
+function partition(rng: Rng, e: FaultEnv, at: number): void {
+  const nodes = e.nodes.length;
+  const a = rng.int(nodes);
+  const b = rng.chance(0.35) ? MANAGER_ID : (a + 1 + rng.int(nodes - 1)) % nodes;
+  const ms = rng.chance(0.7) ? rng.range(2, 60) : rng.range(60, 250);
+  e.faults.push(`partition ${a}|${b === MANAGER_ID ? 'manager' : b} at ${at.toFixed(1)} ms for ${ms} ms`);
+  e.loop.at(at, ['partition', a, b, ms], () => !e.calm() && e.net.partition(a, b, ms));
+}
+
+function move(rng: Rng, e: FaultEnv, at: number): void {
+  const shard = rng.pick(e.keyShards);
+  const pick = rng.u32();
+  e.faults.push(`move of shard ${shard} at ${at.toFixed(1)} ms`);
+  e.loop.at(at, ['move', shard], () => {
+    if (e.calm() || !e.manager.up) return;
+    const s = e.manager.store.cfg.shards[shard]!;
+    if (s.backups.length === 0) return;
+    const to = s.backups[pick % s.backups.length]!;
+    e.manager.requestMove([{ shard, from: s.primary, to }]);
+  }, true);
+}
