@@ -284,3 +284,16 @@ export class ConfigCell {
     this.wake?.notify();
   }
 }
+
+/**
+ * A node starting from a stored configuration that names it the target of a move (§4.6) may start from
+ * a term nobody prepared: the manager stored the move and died before the source drained it, and the
+ * source may still be serving the shard at the old term. Such shards wait (blocked) until a commit
+ * promotes them here -- the manager resumes or rolls back every listed move (actors/manager/moves.ts)
+ * -- so a restart never makes a second primary. Returns the shards held.
+ */
+export function holdUnconfirmedMoves(cell: ConfigCell, c: ClusterConfig, nodeId: number): number[] {
+  const held = c.migrations.filter((t) => t.target === nodeId && c.shards[t.shard]?.primary === nodeId).map((t) => t.shard);
+  for (const s of held) cell.setShardBlocked(s, true);
+  return held;
+}

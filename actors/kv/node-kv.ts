@@ -24,7 +24,7 @@ import { rebuildIndexesParallel } from './recovery.js';
 import { FileFloorStore } from './floors.js';
 import { FileMarkStore } from './version-marks.js';
 import { dataDirFiles } from '../../config/base/files.js';
-import { ConfigCell } from './config-cell.js';
+import { ConfigCell, holdUnconfirmedMoves } from './config-cell.js';
 import { LeaseClient } from './lease.js';
 import { PeerLeases } from './peer-lease.js';
 import { gatherForPrepare } from './gather.js';
@@ -290,6 +290,8 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
     `cold start: ${rep.indexed} entries indexed from ${rep.logSegments} log and ${rep.blogSegments} b-log segments in ${rep.ms.toFixed(0)} ms`,
   );
   const cell = ConfigCell.create(cluster, o.manager !== undefined, clock);
+  const held = o.manager !== undefined ? holdUnconfirmedMoves(cell, cluster, o.nodeId) : [];
+  if (held.length > 0) log.warn({ shards: held, term: cluster.term }, `cold start: shard(s) ${held.join(', ')} moving here at term ${cluster.term} wait for the manager's commit (the move may never have been prepared)`);
   const start: KvStart = { cluster, cell: cell.buffer, nodeId: o.nodeId, shared: buffers, metrics: createRequestHistograms(ACTORS_PER_ROLE_MAX).buffer };
   if (cluster.replication === 'share') {
     // Share-KV: one remote log per (this node, backup node), its cursor shared by all our workers.

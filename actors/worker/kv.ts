@@ -132,7 +132,11 @@ export class KvWorker {
   async disseminateCommitVers(): Promise<number> {
     const c = this.d.config();
     if (!this.commit || this.gate.stopping || c.replication !== 'rowan') return 0;
-    const mine = c.shards.filter((s) => s.primary === this.d.nodeId).map((s) => ({ shard: s.id, backups: s.backups }));
+    // Not a shard still blocked here (being promoted, or a move's target waiting for the manager's
+    // commit after a restart, actors/kv/config-cell.ts holdUnconfirmedMoves): its counter is not yet
+    // the shard's, and a CommitVer from it would raise the backups' floors over the real primary's.
+    const cell = this.d.cell;
+    const mine = c.shards.filter((s) => s.primary === this.d.nodeId && !cell?.shardBlocked(s.id)).map((s) => ({ shard: s.id, backups: s.backups }));
     return this.gate.track(() => this.commit!.disseminate(mine, (n, s) => this.d.replica(n, s), this.d.limits));
   }
 

@@ -11,7 +11,7 @@ import { defaultLimits } from '../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
-import { ConfigCell } from '../../actors/kv/config-cell.js';
+import { ConfigCell, holdUnconfirmedMoves } from '../../actors/kv/config-cell.js';
 import { LeaseClient, type LeaseHooks } from '../../actors/kv/lease.js';
 import { PeerLeases } from '../../actors/kv/peer-lease.js';
 import { gatherForPrepare } from '../../actors/kv/gather.js';
@@ -54,6 +54,7 @@ export class NodeControl {
   ) {
     const clock = h.net.loop.clock;
     this.cell = ConfigCell.create(boot, true, clock, new SimCellWake(h.timers));
+    holdUnconfirmedMoves(this.cell, boot, h.id);
     const dial = () => {
       const s = new SimSocket(h.net, h.id, h.timers.alive);
       this.sockets.push(s);
