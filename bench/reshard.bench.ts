@@ -49,7 +49,7 @@ function flag(name: string, dflt: number): number {
 }
 
 export async function run(): Promise<Row[]> {
-  // Two set-ups (README "Resharding"). By default each node is a host of its own whose link sends at
+  // Two set-ups (docs/resharding.md). By default each node is a host of its own whose link sends at
   // most --link-mbit Mbit/s, and requests carry 16 KiB values: the hot node's link saturates while the
   // others' do not, as the paper's hot server's CPUs do. --link-mbit=0: all on loopback, 100 B values,
   // a cgroup CPU quota per node instead (runs 1-11: no node saturates alone there).

@@ -5,7 +5,7 @@ export { defineActor, runActor, spawnActor, type ActorContext, type ActorDefinit
 export { ShmConnection } from '../runtime/fabric/shm.js';
 export { TcpConnection } from '../runtime/fabric/tcp.js';
 export type { RowanConnection, FabricKind } from '../runtime/fabric/fabric.js';
-export { planCluster, type ClusterConfig } from '../config/cluster.js';
+export { planCluster, newChecksumSeed, type ClusterConfig } from '../config/cluster.js';
 export { FileConfigStore } from '../config/store.js';
 export { resolveConfig } from '../config/load.js';
 export { RowanError, ErrorCodes, type ErrorCode } from '../config/base/errors.js';

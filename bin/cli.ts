@@ -86,7 +86,7 @@ interface Credentials {
 
 /**
  * The cluster secret the node demands of peers and proves to them, and the client password it demands
- * of clients (README "Security model"): each from its flag, else its config key (file or ROWAN_*
+ * of clients (docs/security.md): each from its flag, else its config key (file or ROWAN_*
  * environment: secretFile, clientPasswordFile), else the file beside --cluster's file. A missing one
  * is an error unless --no-auth says to serve unauthenticated (both null).
  */

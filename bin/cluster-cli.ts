@@ -61,7 +61,7 @@ export interface ClusterOpts {
   restart?: boolean;
   /** --detach: run the launcher in the background (./cluster-detach.ts). */
   detach?: boolean;
-  /** TLS for every node and the manager (one certificate for the local cluster, README "Security model"). */
+  /** TLS for every node and the manager (one certificate for the local cluster, docs/security.md). */
   tlsCert?: string;
   tlsKey?: string;
   tlsCa?: string;
@@ -121,7 +121,7 @@ async function clusterFor(dir: string, o: ClusterOpts, store: ConfigStore): Prom
     shardCount: int('shards', o.shards, 1, 4096),
     replicationFactor: Math.min(int('replication', o.replication, 1, 16), n),
     replication: o.replicationMode as ClusterReplicationMode,
-    // Keys every log block's checksum (README "Security model"), with or without --no-auth.
+    // Keys every log block's checksum (docs/security.md), with or without --no-auth.
     checksumSeed: newChecksumSeed(),
   });
   return { cluster, fresh: true };
@@ -176,7 +176,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--pool-mib ${o.poolMib} holds ${poolSegments} segments of ${segmentBytes / 1024} KiB; a pool needs at least 8 (a smaller --segment-kib, or a larger --pool-mib)`);
     writeFileSync(nodeConfig, JSON.stringify({ pool: { segmentCount: poolSegments, segmentBytes } }, null, 2) + '\n');
   }
-  // The cluster secret and the client password (README "Security model"): made with the cluster, mode
+  // The cluster secret and the client password (docs/security.md): made with the cluster, mode
   // 0600. Nodes and the manager prove the secret to each other; clients prove the password (rowan
   // put/get/del read it beside cluster.json), which grants no node's rights. A cluster made before
   // either existed gets it now, and is told so: its clients must switch to the password.

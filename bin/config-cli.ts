@@ -1,6 +1,6 @@
 // `rowan config`: every key of a node's configuration with its environment variable, type, default and
 // meaning -- printed from the schema (config/schema.ts) that also checks them, so this is what is
-// checked. `--json-schema` prints a JSON Schema for `--config` files; `--markdown` the README's table.
+// checked. `--json-schema` prints a JSON Schema for `--config` files; `--markdown` the table of docs/configuration.md.
 import type { Command } from 'commander';
 import { defaultConfig } from '../config/defaults.js';
 import { configJsonSchema, configKeys } from '../config/schema.js';
@@ -17,7 +17,7 @@ function defaultOf(key: string): string {
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
-/** The README's table of configuration keys (a test keeps the README equal to this). */
+/** The table of configuration keys in docs/configuration.md (a test keeps the page equal to this). */
 export function configMarkdown(): string {
   const rows = configKeys().map((k) => `| \`${k.key}\` | ${k.env ? `\`${k.env}\`` : '-'} | ${k.type.replace(/\|/g, '\\|')} | ${defaultOf(k.key).replace(/\|/g, '\\|')} | ${k.description.replace(/\|/g, '\\|')} |`);
   return ['| key | environment | type | default | meaning |', '|---|---|---|---|---|', ...rows].join('\n');
@@ -27,7 +27,7 @@ export function registerConfigCommand(p: Command, run: (f: () => Promise<number>
   p.command('config')
     .description('list every node configuration key: its ROWAN_* environment variable, type, default and meaning (defaults <- --config file <- environment <- flags)')
     .option('--json-schema', 'print a JSON Schema for --config files instead')
-    .option('--markdown', 'print the table as Markdown (as in the README)')
+    .option('--markdown', 'print the table as Markdown (as in docs/configuration.md)')
     .action(function (this: Command) {
       const o = this.opts<{ jsonSchema?: boolean; markdown?: boolean }>();
       return run(async () => {

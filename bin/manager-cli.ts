@@ -39,7 +39,7 @@ export interface ManagerOpts extends StoreFlags {
 }
 
 /** The cluster secret nodes must prove to the manager: --secret-file, $ROWAN_SECRET_FILE, or the file
- *  `secret` beside --cluster's file; none is an error unless --no-auth (README "Security model"). */
+ *  `secret` beside --cluster's file; none is an error unless --no-auth (docs/security.md). */
 function managerSecret(o: ManagerOpts): Uint8Array | null {
   if (!o.auth) {
     if (o.secretFile !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--no-auth and --secret-file contradict each other');
@@ -114,7 +114,7 @@ export function registerManagerCommand(p: Command, run: (f: () => Promise<number
     .option('--port <port>', 'port nodes renew their leases on (0 = any free port)', '7090')
     .option('--lease-ms <ms>', 'lease length granted to nodes', String(defaultTimings.leaseMs))
     .option('--renew-ms <ms>', 'how often nodes renew (default lease / 5)')
-    .option('--zk-session-ms <ms>', 'with --zookeeper: the ZooKeeper session timeout S. Managers elect one active manager; a standby takes over about S after the active one dies, and the active one rides out a ZooKeeper outage of up to 3/4 S (README "ZooKeeper")', String(defaultTimings.managerZkSessionMs))
+    .option('--zk-session-ms <ms>', 'with --zookeeper: the ZooKeeper session timeout S. Managers elect one active manager; a standby takes over about S after the active one dies, and the active one rides out a ZooKeeper outage of up to 3/4 S (docs/running.md "ZooKeeper")', String(defaultTimings.managerZkSessionMs))
     .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
     .option('--data-dir <dir>', "the manager process's runtime directory (default: manager/ next to the cluster file; required with --zookeeper)")
     .option('--no-auto-reshard', 'move hot shards only when asked (rowan reshard), not on its own (§4.6; config resharding.auto)')

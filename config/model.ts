@@ -83,7 +83,7 @@ export interface RowanConfig {
     writeBytesMax: number;
   };
   /** The cluster secret's file (nodes prove it to each other); '' = rowan start's default (the file
-   *  `secret` beside --cluster's file). README "Security model". */
+   *  `secret` beside --cluster's file). docs/security.md. */
   secretFile: string;
   /** The client password's file (clients prove it on the client and Redis ports); '' = the file
    *  `client-password` beside --cluster's file. */

@@ -1,7 +1,7 @@
 // The node configuration's schema (zod): every key with its type, range and meaning, in one place. It
 // gives the checks (validateConfig parses with it before the cross-field rules of ./validate.ts), the
 // `ROWAN_*` environment variables (one per leaf key, ./env.ts), `rowan config` (the table of keys)
-// and `rowan config --json-schema` (a JSON Schema for config files). The README's table is generated
+// and `rowan config --json-schema` (a JSON Schema for config files). The table of docs/configuration.md is generated
 // from it and a test keeps the two equal.
 import { z } from 'zod';
 import { CPU_ID_MAX } from './base/ids.js';

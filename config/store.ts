@@ -44,7 +44,7 @@ export class FileConfigStore implements ConfigStore {
       }
     }
     const tmp = `${this.path}.${process.pid}.tmp`;
-    // 0600: the configuration carries the cluster's checksum seed (README "Security model"), which only
+    // 0600: the configuration carries the cluster's checksum seed (docs/security.md), which only
     // the cluster's own processes should read.
     const fd = openSync(tmp, 'w', 0o600);
     try {

@@ -42,7 +42,7 @@ export interface Timings {
   /** After a takeover, how long members it has not heard from have to reconnect, beyond a full lease. */
   takeoverGraceMs: number;
   /** A manager that hears again from a member after a lease of silence from all of them gives every
-   *  member this many leases to reconnect before it suspects one (README "Partitions"). */
+   *  member this many leases to reconnect before it suspects one (docs/failover.md "Partitions"). */
   recoveryGraceLeases: number;
   /** Either side of a manager connection drops a peer that has not completed the authentication
    *  handshake by then. */

@@ -36,7 +36,7 @@ export interface StartMessage {
   /** The application's payload for this actor (structured-cloneable; SharedArrayBuffers are shared).
    *  The runtime carries it and never looks inside: ROWAN-KV puts its cluster and shared indexes here. */
   app?: unknown;
-  /** The cluster secret (README "Security model"): what the nic, the client ports and the Redis ports
+  /** The cluster secret (docs/security.md): what the nic, the client ports and the Redis ports
    *  ask peers to prove, and what this actor proves to other nodes. null = rowan start --no-auth. */
   secret: Uint8Array | null;
   /** The client password clients prove on the client and Redis ports; null = none (--no-auth).

@@ -10,7 +10,7 @@
 // the JS state. Both paths compute the same function (test/unit/shm/log.test.ts checks them against
 // each other around the threshold).
 //
-// Keyed (README "Security model"): the CRC register starts from 0xffffffff XOR the cluster's checksum
+// Keyed (docs/security.md): the CRC register starts from 0xffffffff XOR the cluster's checksum
 // seed (ClusterConfig.checksumSeed, a random u32 `rowan cluster` writes; config/cluster.ts). A b-log
 // scan resynchronises stride by stride after a torn block (runtime/rowan/blog-scan.ts), so a value
 // whose bytes hold a well-formed block at a 64 B boundary would surface as a block of its own if the

@@ -1,4 +1,4 @@
-// Authentication of a connection to the configuration manager (README "Security model"): the same
+// Authentication of a connection to the configuration manager (docs/security.md): the same
 // mutual challenge-response over the cluster secret as the NIC and the client port
 // (config/base/secret.ts: proof, proofMatches), as JSON lines before any message of
 // ./manager-protocol.ts. Only nodes hold the secret; clients (the client password) cannot reach it.

@@ -1,5 +1,5 @@
 // Peer leases: a node keeps serving while the configuration manager is unreachable, as long as no
-// configuration that takes its shards can have been made (README "Partitions", issue 13).
+// configuration that takes its shards can have been made (docs/failover.md "Partitions", issue 13).
 //
 // The manager's lease (./lease.ts, actors/manager/leases.ts) fences a node that the manager may fail
 // over: the manager reassigns X's shards only after X's lease has certainly expired. A manager cut off

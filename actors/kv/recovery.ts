@@ -11,7 +11,7 @@
 // they are ordinary candidates for garbage collection. (Gather/scatter, ./gather.ts, runs at a live
 // failover only: entries of these segments are not gathered by a later one.) Clean logs (role Clean)
 // are contiguous logs like t-logs.
-// What the b-log pass trusts (./trust.ts, README "Security model"): with a ColdStartTrust, b-log blocks
+// What the b-log pass trusts (./trust.ts, docs/security.md): with a ColdStartTrust, b-log blocks
 // are applied only to shards this node legitimately received them for, below the version its promotion
 // started from for shards promoted here, and regions of role Remote whose owner id names no other node
 // of the configuration are freed unread (no member can have written them; they only held free space

@@ -1,4 +1,4 @@
-// What a node trusts of the replicated data in its own pool (README "Security model"), for the cold
+// What a node trusts of the replicated data in its own pool (docs/security.md), for the cold
 // start (./recovery.ts) and every applier of b-log blocks (./apply.ts).
 //
 // The b-log is written by other nodes: anything a peer SENDs lands there. A cold start used to apply

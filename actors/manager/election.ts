@@ -8,7 +8,7 @@
 // address in the ephemeral znode /rowan/<cluster>/manager, which `rowan status` reads; nodes find it by
 // trying the managers they were given in turn (a standby does not listen: actors/kv/lease.ts).
 //
-// Why one manager cannot act while another is active -- the timing argument (README "ZooKeeper"):
+// Why one manager cannot act while another is active -- the timing argument (docs/running.md "ZooKeeper"):
 //   * B becomes active only once A's election znode is gone, i.e. once ZooKeeper ended A's session:
 //     A closed it, or the server heard nothing from A for the session timeout S. The server expires a
 //     session no earlier than S after the last request it received from it.

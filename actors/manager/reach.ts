@@ -1,4 +1,4 @@
-// Which members reach the configuration manager (README "Partitions"), for ./manager.ts: a manager
+// Which members reach the configuration manager (docs/failover.md "Partitions"), for ./manager.ts: a manager
 // cut off from the whole cluster must not mistake its own isolation for the members' failures.
 import type { Clock } from '../../config/base/clock.js';
 import type { Logger } from '../../config/base/log.js';

@@ -31,7 +31,7 @@ export interface NicServerOptions {
   queueBytesMax?: number;
   log?: Logger;
   clock: Clock;
-  /** The cluster secret every peer must prove before anything runs (README "Security model");
+  /** The cluster secret every peer must prove before anything runs (docs/security.md);
    *  null serves every peer (rowan start --no-auth). */
   secret: Uint8Array | null;
   /** Free segments ALLOC leaves for garbage collection (config gc.reserveSegments; default 0 adds

@@ -3,7 +3,7 @@
 // on the pool, ALLOC hands out a free segment for one-sided logs. Everything is synchronous and
 // validated before memory is touched.
 //
-// The NIC does only what Rowan needs (README "Security model"), like an RNIC whose memory regions are
+// The NIC does only what Rowan needs (docs/security.md), like an RNIC whose memory regions are
 // registered per peer:
 //   SEND   lands only in posted receive buffers (the queue picks the slot, never the peer);
 //   ALLOC  only for the peer's own owner id (remoteRegionOwner of the node id it named in HELLO, which

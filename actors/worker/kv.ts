@@ -113,7 +113,7 @@ export class KvWorker {
     return this.copy.copyShard(request, clientTerm);
   }
 
-  /** A peer lease (README "Partitions", actors/kv/peer-lease.ts): promise the asking node not to take
+  /** A peer lease (docs/failover.md "Partitions", actors/kv/peer-lease.ts): promise the asking node not to take
    *  over its shards for a lease, if this node may. Without a configuration manager there is no lease. */
   async peerLease(request: Uint8Array, clientTerm: number): Promise<void> {
     this.gate.check();

@@ -30,7 +30,7 @@ export const workerActor = defineActor<WorkerInbound>({
     if (!s) return;
     // Following the configuration runs on its own: dropping a failed node's replication links is what
     // ends writes (and a dissemination) hanging on a link to a node cut off rather than dead, whose
-    // TCP connection does not close (README "Partitions"); behind a stuck dissemination it never ran.
+    // TCP connection does not close (docs/failover.md "Partitions"); behind a stuck dissemination it never ran.
     if (!following) {
       following = true;
       s.followConfig()

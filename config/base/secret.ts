@@ -1,4 +1,4 @@
-// The cluster secret (README "Security model"): 32 random bytes, stored as 64 hex characters in one
+// The cluster secret (docs/security.md): 32 random bytes, stored as 64 hex characters in one
 // line of a file of mode 0600 (`rowan cluster` writes DIR/secret). Every authenticated link proves it
 // by challenge-response, never by sending it: each side sends a fresh nonce, each answers with
 // HMAC-SHA256(secret, label | the peer's nonce | its own nonce). The label names the protocol and the

@@ -24,7 +24,7 @@
 // u64 fields travel as two u32 halves and must be safe integers. An error reply carries the request
 // id when the header was readable (0 otherwise) and a stable code (config/base/errors.ts).
 //
-// Authentication (version 2; README "Security model"): HELLO and AUTH are a mutual challenge-response
+// Authentication (version 2; docs/security.md): HELLO and AUTH are a mutual challenge-response
 // over the cluster secret (config/base/secret.ts). The nic's HELLO reply proves the secret with
 // HMAC(secret, NIC_LABEL | sender nonce | nic nonce); the sender checks it, then sends AUTH with
 // HMAC(secret, SENDER_LABEL | nic nonce | sender nonce). Until AUTH succeeded the nic executes nothing:

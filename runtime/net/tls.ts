@@ -1,4 +1,4 @@
-// TLS for every TCP port a node serves and every connection it opens (README "Security model"), with
+// TLS for every TCP port a node serves and every connection it opens (docs/security.md), with
 // node:tls and configured PEM files (config keys tls.cert, tls.key, tls.ca; rowan start --tls-*). Off
 // (plain TCP) when none are configured. Three kinds of endpoint:
 //

@@ -41,7 +41,7 @@ export class RespConnection {
   /** RESP version of replies: 2 until HELLO 3. */
   proto = 2;
   name: string | null = null;
-  /** AUTH succeeded (the handler decides whether commands need it: README "Security model"). */
+  /** AUTH succeeded (the handler decides whether commands need it: docs/security.md). */
   authenticated = false;
   /** Close once the reply of the request now running is written (QUIT). */
   closeAfterReply = false;

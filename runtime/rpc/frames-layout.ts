@@ -101,7 +101,7 @@ export const Op = {
   /** Re-replication (§4.5 phase 3): a batch of a shard's indexed entries from its primary. Shaped like
    *  GET (keyLen · key); the "key" is the copy request (actors/kv/copy-batch.ts), answered with VALUE. */
   COPY_SHARD: 9,
-  /** A peer lease (README "Partitions", actors/kv/peer-lease.ts): a node asks another to promise not
+  /** A peer lease (docs/failover.md "Partitions", actors/kv/peer-lease.ts): a node asks another to promise not
    *  to take over its shards for a lease. Shaped like GET; the "key" is the request, answered OK. */
   PEER_LEASE: 10,
 } as const;

@@ -31,7 +31,7 @@ export interface KvHandler {
    */
   copyShard?(request: Uint8Array, clientTerm: number): Promise<Uint8Array>;
   /**
-   * A peer lease (README "Partitions"): another node of the cluster asks this one to promise not to
+   * A peer lease (docs/failover.md "Partitions"): another node of the cluster asks this one to promise not to
    * take over its shards for a lease; resolves when granted, throws (STALE_TERM ...) when refused.
    * Handlers that hold no configuration may omit it (ROWAN_ERR_UNKNOWN_OP).
    */

@@ -20,7 +20,7 @@ export interface ServeOptions {
   port: number;
   handler: KvHandler;
   /** The cluster secret other nodes (HELLO role peer: REPLICATE, COPY_SHARD) must prove before any
-   *  request runs (README "Security model"); null with `password` null serves anyone (rowan start
+   *  request runs (docs/security.md); null with `password` null serves anyone (rowan start
    *  --no-auth, and tests of the protocol itself). */
   secret: Uint8Array | null;
   /** The client password clients (HELLO role client) must prove; absent: null. */

@@ -1,4 +1,4 @@
-// Peer leases under the partition they must not break (README "Partitions"): a primary cut off from
+// Peer leases under the partition they must not break (docs/failover.md "Partitions"): a primary cut off from
 // the configuration manager ONLY -- its peers and the clients still reach it. Its manager lease runs
 // out, so the manager fails it over; meanwhile it may serve on its peers' grants. Safety needs: the
 // survivors stop granting once they prepare the new configuration, and a survivor takes over node 0's

@@ -128,7 +128,7 @@ test('ZooKeeper restarted under load: the cluster serves throughout, nothing han
 
 // An outage longer than the managers' validity window (3/4 of a 2 s session): the active manager pauses
 // -- it grants nothing and can fail nothing over. The nodes' manager leases run out, and they go on
-// serving on peer leases (README "Partitions": every member grants every other one, and nothing can
+// serving on peer leases (docs/failover.md "Partitions": every member grants every other one, and nothing can
 // take a shard without waiting those grants out); before peer leases every node fenced itself here.
 // Once ZooKeeper is back the manager resumes (or, had its session expired, a manager is elected
 // afresh): every node holds a lease again, every shard is served, no acknowledged write is lost.

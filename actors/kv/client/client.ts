@@ -4,7 +4,7 @@
 //
 //   const c = await RowanClient.connect({ cluster: 'cluster.json' });   // or { endpoints: ['127.0.0.1:7500'] }
 //
-// Authentication (README "Security model"): every connection proves the client password (HELLO of
+// Authentication (docs/security.md): every connection proves the client password (HELLO of
 // role client, CHALLENGE, AUTH; runtime/rpc/frames-layout.ts) -- never the cluster secret, which only
 // nodes hold. The password is `password` (its text, as in the file), else `passwordFile`, else -- for
 // a cluster given as a file -- the file `client-password` next to it (rowan cluster writes
@@ -67,7 +67,7 @@ export interface ClientOptions {
   retries?: number;
   /** Key and value limits checked before sending (default: config/limits.ts). */
   limits?: FrameLimits;
-  /** The client password (README "Security model"): its text (the content of DIR/client-password). */
+  /** The client password (docs/security.md): its text (the content of DIR/client-password). */
   password?: string;
   /** A file holding the client password (mode 0600). Default: `client-password` beside a cluster
    *  file, if it exists. */

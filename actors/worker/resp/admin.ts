@@ -1,6 +1,6 @@
 // Connection and server commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT CONFIG WAIT READONLY
 // READWRITE ASKING, with Redis 7's replies and error strings. The password (requirepass) is the client
-// password, never the cluster secret (README "Security model"): until AUTH <password> (or AUTH default <password>, or
+// password, never the cluster secret (docs/security.md): until AUTH <password> (or AUTH default <password>, or
 // HELLO 3 AUTH default <password>) succeeds, other commands get -NOAUTH (./handler.ts); RESET makes the
 // connection unauthenticated again. A node started with --no-auth answers AUTH as Redis does without one.
 import { defaultLimits } from '../../../config/limits.js';

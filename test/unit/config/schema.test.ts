@@ -1,6 +1,6 @@
 // The configuration schema (config/schema.ts) as the one source of checks, environment variables and
 // docs: ROWAN_* variables layer between the config file and the flags, bad values name the variable or
-// field, and the README's table is the one `rowan config --markdown` prints.
+// field, and docs/configuration.md's table is the one `rowan config --markdown` prints.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -43,7 +43,7 @@ test('a bad variable or value is BAD_CONFIG naming it', () => {
   assert.throws(() => resolveConfig({ ...base, file: { pool: { segmentCount: '64' as never } } }), { code: 'ROWAN_ERR_BAD_CONFIG', message: /pool\.segmentCount: must be an integer/ });
 });
 
-test("the README's configuration table is the one rowan config --markdown prints", () => {
-  const readme = readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8');
-  assert.ok(readme.includes(configMarkdown()), 'README.md holds the table of `rowan config --markdown` (regenerate it)');
+test("docs/configuration.md's table is the one rowan config --markdown prints", () => {
+  const page = readFileSync(new URL('../../../../docs/configuration.md', import.meta.url), 'utf8');
+  assert.ok(page.includes(configMarkdown()), 'docs/configuration.md holds the table of `rowan config --markdown` (regenerate it)');
 });

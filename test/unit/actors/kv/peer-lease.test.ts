@@ -1,4 +1,4 @@
-// Peer leases, the granting side (actors/kv/peer-lease.ts, README "Partitions"): what a node promises,
+// Peer leases, the granting side (actors/kv/peer-lease.ts, docs/failover.md "Partitions"): what a node promises,
 // when it refuses, and that the promise is recorded in the configuration cell before the checks, so a
 // refusal never loses one and the main thread's takeover wait (promisesOverAt) covers every grant.
 import { test } from 'node:test';

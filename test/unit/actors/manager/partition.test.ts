@@ -1,4 +1,4 @@
-// The manager cut off from the whole cluster (README "Partitions", issue 13 (b)): every lease expires
+// The manager cut off from the whole cluster (docs/failover.md "Partitions", issue 13 (b)): every lease expires
 // at once at the manager, the first detected while the others still look valid. It must reassign
 // nothing (no term stored, no prepare sent) while no member is heard from, and grant again once the
 // members are back, the term unchanged. A member heard from again before its failover was stored
