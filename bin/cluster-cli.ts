@@ -33,6 +33,7 @@ import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { checkTimings, deadWaitMsFor, defaultTimings, leaseTiming } from '../config/timings.js';
 import { describeChange, RestartBackoff, waitListedDead } from './cluster-supervise.js';
 import { DETACHED_ENV, detachCluster } from './cluster-detach.js';
+import { parseDebugPause } from '../actors/manager/protocol.js';
 import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, checkPortsFree, claimClusterDir, closeQuietly, openNodeLog, stopCluster, waitReady } from './cluster-lifecycle.js';
 
 export interface ClusterOpts {
@@ -65,6 +66,8 @@ export interface ClusterOpts {
   tlsCert?: string;
   tlsKey?: string;
   tlsCa?: string;
+  /** --debug-pause STEP:MS, passed to the managers (fault tests). */
+  debugPause?: string;
 }
 
 /** --tls-cert/--tls-key/--tls-ca as given (absolute), for the nodes' and the manager's command lines. */
@@ -135,6 +138,7 @@ const NEW_CLUSTER_FLAGS: [keyof ClusterOpts, string][] = [
 
 export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> = new Set()): Promise<number> {
   tlsArgs(o); // half the TLS flags is bad usage, found before anything is made
+  if (o.debugPause !== undefined) parseDebugPause(o.debugPause); // likewise a bad --debug-pause
   const dir = resolve(o.dir);
   mkdirSync(dir, { recursive: true });
   const { spec, clusterName } = storeFor(dir, o);
@@ -246,7 +250,8 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
     const logFile = join(dir, `manager${suffix(i)}.log`);
     const { fd: out, from } = openNodeLog(logFile);
     const args = [bin, 'manager', ...where, '--port', String(managerPort + i), '--lease-ms', String(leaseMs), '--data-dir', join(dir, `manager${suffix(i)}`), '--secret-file', secretFile, ...tlsArgs(o),
-      ...(o.zkSessionMs !== undefined && !('file' in st.spec) ? ['--zk-session-ms', o.zkSessionMs] : []), ...(o.logLevel ? ['--log-level', o.logLevel] : []), ...(o.autoReshard === false ? ['--no-auto-reshard'] : [])];
+      ...(o.zkSessionMs !== undefined && !('file' in st.spec) ? ['--zk-session-ms', o.zkSessionMs] : []), ...(o.logLevel ? ['--log-level', o.logLevel] : []), ...(o.autoReshard === false ? ['--no-auto-reshard'] : []),
+      ...(o.debugPause !== undefined ? ['--debug-pause', o.debugPause] : [])];
     // Like a node: its own process group, and down with this launcher however the launcher dies.
     const m = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: launcherEnv });
     managers[i] = m;
@@ -431,6 +436,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--tls-cert <file>', 'PEM certificate for every node and the manager (its names must cover 127.0.0.1): TLS on all their ports, mutual between them (with --tls-key, --tls-ca; clients then need --tls-ca)')
     .option('--tls-key <file>', 'PEM private key of --tls-cert, mode 0600')
     .option('--tls-ca <file>', 'PEM CA that signed --tls-cert; clients verify the nodes with it')
+    .option('--debug-pause <step:ms>', 'for fault tests, never in production: passed to the configuration managers (see rowan manager --help)')
     .option('--detach', `run in the background: return once the cluster serves, printing its endpoints; the launcher's output goes to DIR/launcher.log, and rowan cluster stop --dir DIR stops it`)
     .action(function (this: Command) {
       const o = this.opts<ClusterOpts>();

@@ -15,7 +15,7 @@ import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { startNode } from '../runtime/node.js';
 import { loadTls } from '../runtime/net/tls.js';
 import { checkTimings, defaultTimings, leaseTiming } from '../config/timings.js';
-import type { ManagerStart } from '../actors/manager/protocol.js';
+import { DEBUG_PAUSE_STEPS, parseDebugPause, type ManagerStart } from '../actors/manager/protocol.js';
 import { followLauncher } from './cluster-lifecycle.js';
 import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
 
@@ -36,6 +36,8 @@ export interface ManagerOpts extends StoreFlags {
   tlsCa?: string;
   /** false with --no-auth. */
   auth: boolean;
+  /** --debug-pause STEP:MS (fault tests). */
+  debugPause?: string;
 }
 
 /** The cluster secret nodes must prove to the manager: --secret-file, $ROWAN_SECRET_FILE, or the file
@@ -86,9 +88,9 @@ export async function runManager(o: ManagerOpts): Promise<number> {
     },
   });
   const r = config.resharding;
-  const pause = /^(stored|committed):(\d+)$/.exec(process.env['ROWAN_TEST_MOVE_PAUSE'] ?? '');
-  const resharding = { auto: r.auto, periodMs: r.periodMs, overloadPercent: r.overloadPercent, targetPercent: r.targetPercent, minTotalOps: DEFAULT_RESHARDING.minTotalOps, ...(pause ? { pauseAfter: { step: pause[1]!, ms: Number(pause[2]) } } : {}) };
-  const start: ManagerStart = { clusterFile, host: o.host, port, ...timing, resharding, ...zookeeper };
+  const resharding = { auto: r.auto, periodMs: r.periodMs, overloadPercent: r.overloadPercent, targetPercent: r.targetPercent, minTotalOps: DEFAULT_RESHARDING.minTotalOps };
+  const debugPause = o.debugPause === undefined ? {} : { debugPause: parseDebugPause(o.debugPause) };
+  const start: ManagerStart = { clusterFile, host: o.host, port, ...timing, resharding, ...zookeeper, ...debugPause };
   const log = createLogger(config.logLevel);
   loadTls(config.tls); // a bad file fails here, with its name, not in the actor
   if (secret === null) log.warn('authentication is off (--no-auth): any peer that reaches the manager port may hold or break leases');
@@ -124,6 +126,7 @@ export function registerManagerCommand(p: Command, run: (f: () => Promise<number
     .option('--tls-key <file>', 'PEM private key of --tls-cert, mode 0600 (default: $ROWAN_TLS_KEY)')
     .option('--tls-ca <file>', 'PEM CA the nodes\' certificates must be signed by (default: $ROWAN_TLS_CA)')
     .option('--no-auth', 'let any peer that reaches the port hold or break leases (a warning is logged)')
+    .option('--debug-pause <step:ms>', `for fault tests, never in production: hold the manager MS ms after STEP (${DEBUG_PAUSE_STEPS.join(', ')}) of every such round, so a test can kill it or the cluster there`)
     .action(function (this: Command) {
       return run(() => runManager(this.opts<ManagerOpts>()))();
     });

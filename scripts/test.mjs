@@ -1,11 +1,25 @@
-// Runs every compiled test file under dist/test with node's built-in test runner.
+// Runs every compiled test file under dist/test with node's built-in test runner, one file at a time.
 // Usage: node scripts/test.mjs [unit|integration|fault ...]  (default: all suites)
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
+// ROWAN_TEST_DIST names another compiled tree than dist/test (the runner's own test uses it).
+//
+// Each file runs in a process group of its own under two bounds, so that one hung test costs minutes,
+// not the whole CI budget (a CI run that never finishes reports nothing):
+//   - every test and hook without a timeout of its own gets ROWAN_TEST_TIMEOUT_MS (default 10 min);
+//   - a whole file gets ROWAN_TEST_FILE_BUDGET_MS (default 25 min), then its group is killed.
+// At the end: a table of the files by time, the failures, and the skipped tests with their reasons.
+// Under CI (CI set and not 'false') a skipped test fails the run: in CI every tool a test needs is
+// installed (.ci/run), so a skip there means a test did not run, not a machine without the tool.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { spawn } from 'node:child_process';
 
 const root = new URL('..', import.meta.url).pathname;
 const suites = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'integration', 'fault'];
+const testTimeoutMs = Number(process.env.ROWAN_TEST_TIMEOUT_MS ?? 600_000);
+const distTest = process.env.ROWAN_TEST_DIST ?? join(root, 'dist', 'test');
+const fileBudgetMs = Number(process.env.ROWAN_TEST_FILE_BUDGET_MS ?? 1_500_000);
+const underCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
 
 function* walk(dir) {
   let names;
@@ -17,15 +31,70 @@ function* walk(dir) {
   }
 }
 
-const files = suites.flatMap((s) => [...walk(join(root, 'dist', 'test', s))]);
+/** One file under node --test: spec to our stdout, TAP to a file we read the counts and skips from. */
+function runFile(file, tapFile) {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const child = spawn(process.execPath, [
+      '--test', `--test-timeout=${testTimeoutMs}`,
+      '--test-reporter=spec', '--test-reporter-destination=stdout',
+      '--test-reporter=tap', `--test-reporter-destination=${tapFile}`,
+      file,
+    ], { stdio: ['ignore', 'inherit', 'inherit'], cwd: root, detached: true });
+    let overBudget = false;
+    const timer = setTimeout(() => {
+      overBudget = true;
+      console.error(`test: ${relative(root, file)} ran past its budget of ${fileBudgetMs / 60_000} min; killing it`);
+      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone already */ }
+    }, fileBudgetMs);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? 1, signal, overBudget, ms: Date.now() - t0 });
+    });
+  });
+}
+
+/** Counts and skipped tests from a TAP stream (node's tap reporter). */
+function readTap(tapFile) {
+  let text = '';
+  try { text = readFileSync(tapFile, 'utf8'); } catch { return { pass: 0, fail: 0, skipped: [] }; }
+  const count = (k) => Number(text.match(new RegExp(`^# ${k} (\\d+)$`, 'm'))?.[1] ?? 0);
+  const skipped = [...text.matchAll(/^\s*ok \d+ - (.*) # SKIP(.*)$/gm)].map((m) => `${m[1]}:${m[2]}`);
+  return { pass: count('pass'), fail: count('fail') + count('cancelled'), skipped };
+}
+
+const files = suites.flatMap((s) => [...walk(join(distTest, s))]);
 if (files.length === 0) {
-  console.error(`test: no compiled test files under dist/test/{${suites.join(',')}}; run npm run build first`);
+  console.error(`test: no compiled test files under ${distTest}/{${suites.join(',')}}; run npm run build first`);
   process.exit(1);
 }
-// Concurrency 1: the fault and integration tests spawn processes and threads of their own, and this
-// machine has two cores; running files one at a time keeps them from starving each other.
-const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], {
-  stdio: 'inherit',
-  cwd: root,
-});
-process.exit(r.status ?? 1);
+
+// One file at a time: the fault and integration tests spawn processes and threads of their own, and
+// this machine has two cores; running files together makes them starve each other.
+const tapDir = mkdtempSync(join(tmpdir(), 'rowan-test-'));
+const results = [];
+const t0 = Date.now();
+for (const [i, file] of files.entries()) {
+  const tapFile = join(tapDir, `${i}.tap`);
+  const r = runFile(file, tapFile);
+  const done = await r;
+  results.push({ file: relative(distTest, file), ...done, ...readTap(tapFile) });
+}
+rmSync(tapDir, { recursive: true, force: true });
+
+const secs = (ms) => (ms / 1000).toFixed(1).padStart(7);
+const failed = results.filter((r) => r.code !== 0 || r.fail > 0 || r.overBudget);
+const skipped = results.flatMap((r) => r.skipped.map((s) => `${r.file}: ${s}`));
+console.log(`\ntest: ${files.length} files in ${((Date.now() - t0) / 60_000).toFixed(1)} min; the slowest:`);
+for (const r of [...results].sort((a, b) => b.ms - a.ms).slice(0, 15)) {
+  console.log(`  ${secs(r.ms)} s  ${r.file}  (${r.pass} passed${r.fail ? `, ${r.fail} failed` : ''}${r.skipped.length ? `, ${r.skipped.length} skipped` : ''})`);
+}
+console.log(`test: ${results.reduce((a, r) => a + r.pass, 0)} passed, ${results.reduce((a, r) => a + r.fail, 0)} failed, ${skipped.length} skipped`);
+for (const r of failed) {
+  console.log(`test: FAILED ${r.file}${r.overBudget ? ` (killed past its ${fileBudgetMs / 60_000} min budget)` : ''}${r.signal ? ` (signal ${r.signal})` : ` (exit ${r.code})`}`);
+}
+if (skipped.length) {
+  console.log(`test: skipped${underCi ? ' (CI is set: a skip fails the run)' : ' (they did not run on this machine; under CI they would fail the run)'}:`);
+  for (const s of skipped) console.log(`  ${s}`);
+}
+process.exit(failed.length > 0 || (underCi && skipped.length > 0) ? 1 : 0);

@@ -74,7 +74,7 @@ export async function failOver(h: FailoverHost, node: number): Promise<void> {
   markFailover(h.log, h.clock, rec, 'stored');
   h.stored(node);
   if (h.pauseAfterStoreMs) {
-    h.log.warn({ event: 'test-pause', term: plan.next.term, ms: h.pauseAfterStoreMs }, `test hook: pausing ${h.pauseAfterStoreMs} ms after storing term ${plan.next.term}`);
+    h.log.warn({ event: 'debug-pause', term: plan.next.term, ms: h.pauseAfterStoreMs }, `--debug-pause: holding ${h.pauseAfterStoreMs} ms after storing term ${plan.next.term}`);
     await h.sleep(h.pauseAfterStoreMs);
   }
   // Phase 1: push, and every live member blocks and acknowledges.

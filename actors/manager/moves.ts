@@ -52,7 +52,7 @@ export interface MoveHost extends RoundsHost {
   fence(node: number, term: number): void;
   storeConfig(next: ClusterConfig): Promise<void>;
   push(next: ClusterConfig): Promise<void>;
-  /** Tests only: hold a move after this step (ReshardingOptions.pauseAfter). */
+  /** Fault tests (--debug-pause): hold a move after this step (ReshardingOptions.pauseAfter). */
   pauseAfter?: { step: string; ms: number } | undefined;
 }
 
@@ -168,7 +168,7 @@ export class MoveRunner {
   private async pause(step: string): Promise<void> {
     const p = this.h.pauseAfter;
     if (p && p.step === step) {
-      this.h.log.warn({ step, ms: p.ms }, `test hook: holding the move ${p.ms} ms after ${step}`);
+      this.h.log.warn({ event: 'debug-pause', step, ms: p.ms }, `--debug-pause: holding the move ${p.ms} ms after ${step}`);
       await this.h.sleep(p.ms);
     }
   }

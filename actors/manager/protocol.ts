@@ -3,15 +3,32 @@
 // per line, shared with every node's lease client) are in actors/kv/manager-protocol.ts.
 import type { PingRecord, PongRecord } from '../../shm/mailbox.js';
 import type { ReshardingOptions } from './reshard.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 export type ManagerInbound = PingRecord;
 export type ManagerOutbound = PongRecord;
 
 export { LineReader, encodeLine, LINE_BYTES_MAX, type ManagerToNode, type NodeToManager } from '../kv/manager-protocol.js';
 
-/** Test hook (test/fault/manager-standby.test.ts): a manager pauses this many ms after storing a
- *  failover's configuration, before pushing it, so a test can kill it mid-failover. */
-export const PAUSE_AFTER_STORE_ENV = 'ROWAN_TEST_MANAGER_PAUSE_AFTER_STORE_MS';
+/** Steps after which `--debug-pause STEP:MS` holds the manager: a failover's configuration stored but
+ *  not yet pushed; a move's term stored but not prepared; a move committed but its targets not yet
+ *  promoted. Fault tests kill the manager or the cluster there (docs/testing.md). */
+export const DEBUG_PAUSE_STEPS = ['failover-stored', 'move-stored', 'move-committed'] as const;
+export type DebugPauseStep = (typeof DEBUG_PAUSE_STEPS)[number];
+export interface DebugPause {
+  step: DebugPauseStep;
+  ms: number;
+}
+
+/** `STEP:MS` (the flag's value) -> DebugPause; BAD_ARGUMENT naming the steps otherwise. */
+export function parseDebugPause(v: string): DebugPause {
+  const m = /^([a-z-]+):(\d{1,9})$/.exec(v);
+  const step = m?.[1] as DebugPauseStep | undefined;
+  if (!m || !step || !DEBUG_PAUSE_STEPS.includes(step) || Number(m[2]) < 1) {
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--debug-pause: '${v}' is not STEP:MS with STEP one of ${DEBUG_PAUSE_STEPS.join(', ')} and MS a positive integer`);
+  }
+  return { step, ms: Number(m[2]) };
+}
 
 /** The manager actor's start payload (`rowan manager` builds it). */
 export interface ManagerStart {
@@ -29,4 +46,6 @@ export interface ManagerStart {
   driftMs?: number;
   /** Resharding (§4.6); absent: moves only when asked. */
   resharding?: ReshardingOptions;
+  /** `--debug-pause`: hold after a step of a round (fault tests). */
+  debugPause?: DebugPause;
 }

@@ -101,8 +101,8 @@ export interface ReshardingOptions extends BalanceOptions {
   auto: boolean;
   /** Load reporting and planning period (resharding.periodMs; paper: 500 ms). */
   periodMs: number;
-  /** Tests only (ROWAN_TEST_MOVE_PAUSE=step:ms): hold every move this long after a step, so a test
-   *  can crash the cluster mid-move. */
+  /** Fault tests (`--debug-pause move-stored|move-committed:MS`): hold every move this long after a
+   *  step, so a test can crash the cluster mid-move. */
   pauseAfter?: { step: string; ms: number };
 }
 

@@ -31,7 +31,8 @@ export interface Activation {
   elected: boolean;
   /** Elected while another manager was seen active: members get takeoverGraceMs, not joinGraceMs (config/timings.ts). */
   takeover: boolean;
-  /** Test hook: pause this long after storing a failover's configuration, before pushing it. */
+  /** Fault tests (--debug-pause failover-stored:MS): pause this long after storing a failover's
+   *  configuration, before pushing it. */
   pauseAfterStoreMs?: number;
 }
 

@@ -19,9 +19,23 @@ import type { Logger } from '../../config/base/log.js';
 import { ConfigManager } from './manager.js';
 import { leaseTiming, type LeaseTiming } from './leases.js';
 import { ManagerElection } from './election.js';
-import { PAUSE_AFTER_STORE_ENV, type ManagerInbound, type ManagerStart } from './protocol.js';
+import type { ManagerInbound, ManagerStart } from './protocol.js';
+import { ALWAYS, type Activation } from './takeover.js';
+import { DEFAULT_RESHARDING, type ReshardingOptions } from './reshard.js';
 import { serveManager, type ManagerServer } from './server.js';
 
+
+/** --debug-pause failover-stored:MS, as the manager's activation takes it. */
+function failoverPause(s: ManagerStart): Pick<Activation, 'pauseAfterStoreMs'> {
+  return s.debugPause?.step === 'failover-stored' ? { pauseAfterStoreMs: s.debugPause.ms } : {};
+}
+
+/** The resharding options with --debug-pause move-stored|move-committed:MS as the moves take it. */
+function reshardingOf(s: ManagerStart): ReshardingOptions | undefined {
+  const p = s.debugPause;
+  if (!p || p.step === 'failover-stored') return s.resharding;
+  return { ...(s.resharding ?? { ...DEFAULT_RESHARDING, auto: false }), pauseAfter: { step: p.step === 'move-stored' ? 'stored' : 'committed', ms: p.ms } };
+}
 
 let cm: ConfigManager | null = null;
 let server: ManagerServer | null = null;
@@ -48,13 +62,12 @@ async function activate(ctx: ActorContext, s: ManagerStart, timing: LeaseTiming,
       const initial = await store.read();
       if (!e.isActive()) return; // stopped meanwhile
       store.fenceOn(e.znode());
-      const pause = Number(process.env[PAUSE_AFTER_STORE_ENV] ?? 0);
       cm = new ConfigManager(store, initial, timing, ctx.clock, ctx.log, (ms) => sleep(ms), {
         valid: () => e.isValid(),
         elected: true,
         takeover,
-        ...(pause > 0 ? { pauseAfterStoreMs: pause } : {}),
-      }, s.resharding);
+        ...failoverPause(s),
+      }, reshardingOf(s));
       server = await serveManager(cm, s.host, s.port, ctx.log, ctx.secret, loadTls(ctx.config.tls));
       await e.publish({ host: s.host, port: server.port, pid: process.pid });
       ctx.log.warn(
@@ -112,7 +125,7 @@ export const managerActor = defineActor<ManagerInbound>({
       return { endpoint: { host: s.host, port: s.port } };
     }
     const file = new FileConfigStore(s.clusterFile);
-    cm = new ConfigManager(file, file.readSync(), timing, ctx.clock, ctx.log, (ms) => sleep(ms), undefined, s.resharding);
+    cm = new ConfigManager(file, file.readSync(), timing, ctx.clock, ctx.log, (ms) => sleep(ms), { ...ALWAYS, ...failoverPause(s) }, reshardingOf(s));
     server = await serveManager(cm, s.host, s.port, ctx.log, ctx.secret, loadTls(ctx.config.tls));
     ctx.log.info({ port: server.port, ...timing, term: cm.config().term, members: cm.members(), store: s.clusterFile }, `configuration manager listening on ${s.host}:${server.port}`);
     return { endpoint: { host: s.host, port: server.port } };

@@ -5,7 +5,7 @@
 //       than the takeover; each node's lease is polled through its control socket throughout), the
 //       load goes on, and a node SIGKILLed afterwards is failed over by the new manager;
 //   (b) kill -9 the active manager DURING a failover: a test hook pauses it after it stored the new
-//       term (ROWAN_TEST_MANAGER_PAUSE_AFTER_STORE_MS), a node is SIGKILLed, the manager is SIGKILLed
+//       term (`--debug-pause failover-stored:MS`), a node is SIGKILLed, the manager is SIGKILLed
 //       once the term is in ZooKeeper; the standby completes the failover (prepare, gather/scatter,
 //       commit), every acknowledged key reads back, and the concurrent history is linearizable.
 import { test } from 'node:test';
@@ -20,7 +20,6 @@ import { KvLoad } from '../fixtures/failover-load.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { ZooKeeperServer, zookeeperMissing } from '../fixtures/zookeeper.js';
 import { ZkView, launchReady, stopClusterBounded, managerPids, nodeLeases } from '../fixtures/zk-cluster.js';
-import { PAUSE_AFTER_STORE_ENV } from '../../actors/manager/protocol.js';
 
 const missing = zookeeperMissing();
 const SHARDS = 8;
@@ -38,7 +37,7 @@ interface Env {
 }
 
 /** A 3-node cluster with 2 managers, session timeout 2 s, leases of `leaseMs`; `env` goes to the launcher. */
-async function withCluster(prefix: string, leaseMs: number, env: Record<string, string>, body: (e: Env) => Promise<void>): Promise<void> {
+async function withCluster(prefix: string, leaseMs: number, extra: string[], body: (e: Env) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   let zk: ZooKeeperServer | null = null;
   let run: LaunchedCluster | null = null;
@@ -46,15 +45,8 @@ async function withCluster(prefix: string, leaseMs: number, env: Record<string, 
   const clients: RowanClient[] = [];
   try {
     zk = await ZooKeeperServer.start(join(dir, 'zk'));
-    const saved = { ...process.env };
-    Object.assign(process.env, env); // the launcher passes its environment on to the managers
-    let launched: Awaited<ReturnType<typeof launchReady>>;
-    try {
-      launched = await launchReady(dir, 'standby', (n) => ['--zookeeper', zk!.connect, '--cluster-name', n, '--managers', '2', '--zk-session-ms', '2000',
-        '--lease-ms', String(leaseMs), '--shards', String(SHARDS), '--nodes', '3', '--replication', '2', '--no-restart']);
-    } finally {
-      process.env = saved;
-    }
+    const launched = await launchReady(dir, 'standby', (n) => ['--zookeeper', zk!.connect, '--cluster-name', n, '--managers', '2', '--zk-session-ms', '2000',
+      '--lease-ms', String(leaseMs), '--shards', String(SHARDS), '--nodes', '3', '--replication', '2', '--no-restart', ...extra]);
     run = launched.run;
     const { cdir, name } = launched;
     view = await ZkView.open(zk.connect, name);
@@ -85,7 +77,7 @@ function managerLog(cdir: string, i: number): string {
 
 test('standby manager: kill -9 the active one; the standby takes over, no lease runs out, a later node failure is failed over by it', { skip: missing ?? false, timeout: 240_000 }, async () => {
   // Leases (5 s) outlast the takeover (about the 2 s session timeout): nodes never stop serving.
-  await withCluster('rowan-standby-a-', 5000, {}, async (e) => {
+  await withCluster('rowan-standby-a-', 5000, [], async (e) => {
     await waitFor('an active manager', async () => (await e.view.active()) !== null, 30_000, 50);
     const first = (await e.view.active())!;
     const pids = managerPids(e.run.output());
@@ -152,7 +144,7 @@ test('standby manager: kill -9 the active one; the standby takes over, no lease 
 });
 
 test('standby manager: kill -9 the active one during a failover (after it stored the new term); the standby completes it', { skip: missing ?? false, timeout: 240_000 }, async () => {
-  await withCluster('rowan-standby-b-', 1000, { [PAUSE_AFTER_STORE_ENV]: '60000' }, async (e) => {
+  await withCluster('rowan-standby-b-', 1000, ['--debug-pause', 'failover-stored:60000'], async (e) => {
     await waitFor('an active manager', async () => (await e.view.active()) !== null, 30_000, 50);
     const first = (await e.view.active())!;
     const pids = managerPids(e.run.output());
@@ -171,7 +163,7 @@ test('standby manager: kill -9 the active one during a failover (after it stored
       process.kill(nodePids(e.run.output()).get(victim)!, 'SIGKILL');
       // The failover's configuration is stored, then the manager pauses (test hook) before pushing it.
       await waitFor('the failover to be stored in ZooKeeper', async () => ((await e.view.config())?.term ?? 0) > before.term, 60_000, 20);
-      await waitFor('the manager to pause after storing', () => /"event":"test-pause"/.test(managerLog(e.cdir, firstIdx)), 10_000, 20);
+      await waitFor('the manager to pause after storing', () => /"event":"debug-pause"/.test(managerLog(e.cdir, firstIdx)), 10_000, 20);
       const stored = (await e.view.config())!;
       assert.ok((stored.dead ?? []).includes(victim));
       const leases = await nodeLeases(e.cdir, [0, 2]);
@@ -211,7 +203,7 @@ test('standby manager: kill -9 the active one during a failover (after it stored
 });
 
 test('standby manager: the active one paused (SIGSTOP) past its session stops acting; the standby takes over and the old one leaves once resumed', { skip: missing ?? false, timeout: 240_000 }, async () => {
-  await withCluster('rowan-standby-c-', 5000, {}, async (e) => {
+  await withCluster('rowan-standby-c-', 5000, [], async (e) => {
     await waitFor('an active manager', async () => (await e.view.active()) !== null, 30_000, 50);
     const first = (await e.view.active())!;
     const pids = managerPids(e.run.output());

@@ -1,5 +1,5 @@
 // A move whose new term was stored but never prepared (issue 24, hazard 2): the manager is SIGKILLed
-// right after `move-stored` (test hook ROWAN_TEST_MOVE_PAUSE=stored:...) while the move's source is
+// right after `move-stored` (`rowan cluster --debug-pause move-stored:MS`) while the move's source is
 // SIGSTOPped, and the source is let go only once the restarted manager had its chance to hand the shard
 // to the target. The source still holds the lease the killed manager granted (a long lease, so the
 // pause stays inside it) and requests from clients queued during the pause: it must not acknowledge
@@ -61,10 +61,9 @@ function undrainedCommits(dir: string): string[] {
 
 test(`the manager killed after a move's term was stored, the source paused: nothing committed undrained, history linearizable (${CYCLES} cycles)`, { timeout: 120_000 + CYCLES * 90_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-unprepared-'));
-  process.env['ROWAN_TEST_MOVE_PAUSE'] = 'stored:600000'; // every move the manager starts halts after its store
   const base = randomBasePort();
-  const cl = launchCluster(dir, base, ['--shards', String(SHARDS), '--lease-ms', String(LEASE_MS), '--no-auto-reshard', '--pool-mib', '48']);
-  delete process.env['ROWAN_TEST_MOVE_PAUSE'];
+  // Every move the manager starts halts after its store.
+  const cl = launchCluster(dir, base, ['--shards', String(SHARDS), '--lease-ms', String(LEASE_MS), '--no-auto-reshard', '--pool-mib', '48', '--debug-pause', 'move-stored:600000']);
   const clients: RowanClient[] = [];
   const stopped = new Set<number>();
   try {

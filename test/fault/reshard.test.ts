@@ -128,9 +128,7 @@ test('rowan reshard moves a shard by hand while rowan put/get keep working; --pl
 test('a full cold start in the middle of a move: the restarted manager resumes it from the migration list', { timeout: 150_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-cold-'));
   const base = randomBasePort();
-  process.env['ROWAN_TEST_MOVE_PAUSE'] = 'committed:60000';
-  const cl = launchCluster(dir, base, ['--shards', String(SHARDS), '--lease-ms', '200', '--no-auto-reshard']);
-  delete process.env['ROWAN_TEST_MOVE_PAUSE'];
+  const cl = launchCluster(dir, base, ['--shards', String(SHARDS), '--lease-ms', '200', '--no-auto-reshard', '--debug-pause', 'move-committed:60000']);
   let cl2: ReturnType<typeof launchCluster> | null = null;
   const clients: RowanClient[] = [];
   try {

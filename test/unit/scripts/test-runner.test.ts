@@ -1,0 +1,58 @@
+// scripts/test.mjs (npm test's runner) on small trees of test files made here: a skip is reported with
+// its reason and fails the run only under CI; a failing file fails it; a hung test is ended by the
+// per-test timeout and a file past its budget is killed, and the run still ends with the summary.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const runner = new URL('../../../../scripts/test.mjs', import.meta.url).pathname;
+
+function run(files: Record<string, string>, env: Record<string, string>): { code: number; out: string } {
+  const dist = mkdtempSync(join(tmpdir(), 'rowan-runner-'));
+  try {
+    mkdirSync(join(dist, 'unit'));
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dist, 'unit', name), text);
+    // Not CI's own setting, and not the variable that tells node:test it runs inside a test file.
+    const { CI: _ci, NODE_TEST_CONTEXT: _ctx, ...rest } = process.env;
+    const r = spawnSync(process.execPath, [runner, 'unit'], { encoding: 'utf8', env: { ...rest, ROWAN_TEST_DIST: dist, ...env }, timeout: 60_000 });
+    return { code: r.status ?? -1, out: `${r.stdout}${r.stderr}` };
+  } finally {
+    rmSync(dist, { recursive: true, force: true });
+  }
+}
+
+const passing = "import { test } from 'node:test';\ntest('fine', () => {});\n";
+const skipping = "import { test } from 'node:test';\ntest('needs a tool', { skip: 'the tool is not installed' }, () => {});\n";
+
+test('a skipped test is listed with its reason; the run passes locally and fails under CI', () => {
+  const files = { 'a.test.js': passing, 'b.test.js': skipping };
+  const local = run(files, {});
+  assert.equal(local.code, 0, local.out);
+  assert.match(local.out, /1 passed, 0 failed, 1 skipped/);
+  assert.match(local.out, /b\.test\.js: needs a tool: the tool is not installed/);
+  const ci = run(files, { CI: 'true' });
+  assert.equal(ci.code, 1, ci.out);
+  assert.match(ci.out, /CI is set: a skip fails the run/);
+  assert.equal(run(files, { CI: 'false' }).code, 0);
+});
+
+test('a failing file fails the run and is named', () => {
+  const r = run({ 'a.test.js': passing, 'c.test.js': "import { test } from 'node:test';\ntest('broken', () => { throw new Error('no'); });\n" }, {});
+  assert.equal(r.code, 1, r.out);
+  assert.match(r.out, /FAILED unit\/c\.test\.js/);
+  assert.match(r.out, /1 passed, 1 failed/);
+});
+
+test('a hung test ends at the test timeout, a file past its budget is killed; the summary still comes', () => {
+  const hung = "import { test } from 'node:test';\ntest('hangs', () => new Promise(() => setInterval(() => {}, 1000)));\n";
+  const timedOut = run({ 'h.test.js': hung }, { ROWAN_TEST_TIMEOUT_MS: '500' });
+  assert.equal(timedOut.code, 1, timedOut.out);
+  assert.match(timedOut.out, /FAILED unit\/h\.test\.js/);
+  const neverEnds = "setInterval(() => {}, 1000);\n"; // not even a test: only the budget ends it
+  const killed = run({ 'k.test.js': neverEnds }, { ROWAN_TEST_FILE_BUDGET_MS: '1500' });
+  assert.equal(killed.code, 1, killed.out);
+  assert.match(killed.out, /FAILED unit\/k\.test\.js \(killed past its/);
+});
