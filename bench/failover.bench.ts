@@ -14,7 +14,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RowanClient } from '../actors/kv/client/client.js';
+import { RowanClient } from '../client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
 import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/cluster.js';
 import { allShardsServed, logRecords, nodePids, probeKeys } from '../test/fixtures/failover-cluster.js';

@@ -27,7 +27,7 @@
 import { findSecret } from '../config/base/secret.js';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { RowanClient } from '../actors/kv/client/client.js';
+import { RowanClient } from '../client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { shardOfKey } from '../config/slots.js';

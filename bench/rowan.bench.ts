@@ -16,7 +16,7 @@
 // ROWAN_BENCH_TCP=off = --no-tcp). Through the harness: node dist/bench/run.js rowan [--quick].
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { SharedLog } from '../actors/kv/baselines.js';
+import { SharedLog } from '../actors/baselines/replication-writers.js';
 import { formatTable, progress, recordParams, type Row } from './report.js';
 import { cellsOf, parseOptions, type Cell, type RowanBenchOptions } from './rowan/options.js';
 import type { CellResult, CellSpec } from './rowan/protocol.js';

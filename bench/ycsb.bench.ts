@@ -29,7 +29,7 @@
 // ratios within one run.
 import { readFileSync, rmSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { RowanClient } from '../actors/kv/client/client.js';
+import { RowanClient } from '../client/client.js';
 import { paper } from '../config/defaults.js';
 import { formatTable, progress, recordParams, type Row } from './report.js';
 import { availableModes, startCluster } from './ycsb/cluster.js';

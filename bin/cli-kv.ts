@@ -1,9 +1,9 @@
-// `rowan put|get|del`: one request through RowanClient (actors/kv/client), for people and scripts.
+// `rowan put|get|del`: one request through RowanClient (client/), for people and scripts.
 // Exit codes as for every rowan command: 0 ok; 1 the request failed (the code is printed: PEER_GONE,
 // TIMEOUT, STALE_TERM after the retries, ...) or, for get, the key has no value; 2 bad usage.
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { RowanClient, type ClientOptions } from '../actors/kv/client/client.js';
+import { RowanClient, type ClientOptions } from '../client/client.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { CLIENT_PASSWORD_FILE_ENV } from '../config/base/secret.js';
 

@@ -2,7 +2,7 @@
 // running; 2 bad usage (unknown role, bad CPU list, bad config, unusable data dir, unknown option).
 import { followLauncher } from './cluster-lifecycle.js';
 import { readFileSync } from 'node:fs';
-import type { NodeKvOptions } from '../actors/kv/node-kv.js';
+import type { NodeKvOptions } from '../actors/node/node-application.js';
 import { defaultLimits } from '../config/limits.js';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -18,7 +18,7 @@ import { formatCpuList, parseCpuList, parseRoles } from '../config/parse.js';
 import { schedGetaffinity } from '../native/libc.js';
 import { probeSocket, requestControl, socketPath } from '../runtime/endpoint.js';
 import { registerKvCommands } from './cli-kv.js';
-import { kvApplication } from '../actors/kv/node-kv.js';
+import { kvApplication } from '../actors/node/node-application.js';
 import { registerClusterCommand } from './cluster-cli.js';
 import { registerManagerCommand } from './manager-cli.js';
 import { registerReshardCommand } from './reshard-cli.js';
@@ -207,7 +207,7 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   const { secret, clientPassword } = nodeCredentials(o, config);
   const tls = loadTls(config.tls); // read here first: a bad file fails the start, not an actor
   if (tls) log.info({ cert: config.tls.cert, ca: config.tls.ca }, 'TLS on every client, Redis, fabric and manager connection (peers: mutual TLS)');
-  // A failed-over node's data is stale: it rejoins with a fresh pool (§4.5 phase 3, actors/kv/node-kv.ts).
+  // A failed-over node's data is stale: it rejoins with a fresh pool (§4.5 phase 3, actors/node/node-application.ts).
   if (kv?.rejoin) rmSync(join(config.dataDir, POOL_FILE), { force: true });
   const node = await startNode({ config, log, handleSignals: true, secret, clientPassword, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication({ ...kv, secret, tls, loadPeriodMs: config.resharding.periodMs }, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;

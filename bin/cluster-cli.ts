@@ -10,7 +10,7 @@
 // the node with backoff (./cluster-supervise.ts): listed dead, it rejoins with an empty pool and
 // re-replication gives it shards again (§4.5 phase 3). A manager that dies is restarted (the nodes'
 // manager leases run out meanwhile; they serve on their peer leases while they all reach each other,
-// actors/kv/peer-lease.ts).
+// actors/shared/peer-lease.ts).
 //
 // With --zookeeper HOST:PORT the configuration lives in ZooKeeper only (znode /rowan/NAME/config, NAME
 // from --cluster-name): no DIR/cluster.json is written, so there is one truth. DIR/cluster-store.json

@@ -5,7 +5,7 @@ import type { ClusterConfig } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
 import { requestControl, socketPath } from '../runtime/endpoint.js';
 import { FAILOVER_MODES } from '../actors/manager/plan.js';
-import type { KvNodeStatus as NodeStatus } from '../actors/kv/gc-status.js';
+import type { KvNodeStatus as NodeStatus } from '../actors/shared/gc-status.js';
 import { listManagers, type ElectionEntry } from '../actors/manager/election.js';
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
 import type { StoreSpec } from '../config/store-spec.js';

@@ -1,10 +1,10 @@
 // Talking to the configuration manager as an operator (`rowan reshard`, `rowan status --cluster`):
-// one admin request on its port, one reply (actors/kv/manager-protocol.ts).
+// one admin request on its port, one reply (actors/shared/manager-protocol.ts).
 import { connect } from 'node:net';
 import type { ClusterConfig } from '../config/cluster.js';
-import { NodeAuthHandshake } from '../actors/kv/manager-auth.js';
+import { NodeAuthHandshake } from '../actors/shared/manager-auth.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
-import { LineReader, encodeLine, type AdminReply, type AdminRequest } from '../actors/kv/manager-protocol.js';
+import { LineReader, encodeLine, type AdminReply, type AdminRequest } from '../actors/shared/manager-protocol.js';
 import { managerPortOf } from './cluster-lifecycle.js';
 import type { ElectionEntry } from '../actors/manager/election.js';
 

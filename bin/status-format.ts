@@ -1,7 +1,7 @@
 // The human form of a node's status, printed by `rowan status`: the runtime's facts (actors, rings)
-// and ROWAN-KV's storage section (actors/kv/gc-status.ts).
+// and ROWAN-KV's storage section (actors/shared/gc-status.ts).
 import { formatCpuList } from '../config/parse.js';
-import { formatGcStatus, type GcStatus } from '../actors/kv/gc-status.js';
+import { formatGcStatus, type GcStatus } from '../actors/shared/gc-status.js';
 import type { NodeStatus } from '../runtime/status.js';
 
 /** The human form printed by `rowan status`. */

@@ -51,7 +51,7 @@ export interface Timings {
    *  default tickTime of 2000 ms. */
   managerZkSessionMs: number;
 
-  // ---- a node's lease client (actors/kv/lease.ts) ---------------------------------------------------
+  // ---- a node's lease client (actors/node/lease-client.ts) ---------------------------------------------------
   /** Renew period before the first grant tells the real one. */
   firstRenewMs: number;
   /** A refused or lost manager connection is tried again after this. */
@@ -66,7 +66,7 @@ export interface Timings {
   /** After a refused handshake: a wrong secret does not heal in reconnectMs. */
   authRetryMs: number;
 
-  // ---- a node serving (actors/worker, actors/kv) ----------------------------------------------------
+  // ---- a node serving (actors/worker, actors/node) --------------------------------------------------
   /** A request waits this long for a pending configuration to commit or a promoted shard to catch up
    *  before STALE_TERM (a manager that died mid-failover must not hang clients). */
   admitWaitMs: number;
@@ -102,7 +102,7 @@ export interface Timings {
   clientBackoffMsMax: number;
   /** A peer that has not finished the TLS handshake within this is dropped. */
   tlsHandshakeMs: number;
-  /** Shared-log baseline (actors/kv/baselines/share.ts): a sender waits this long for another to finish
+  /** Shared-log baseline (actors/baselines/share.ts): a sender waits this long for another to finish
    *  allocating a region before giving up. */
   sharedLogAllocationWaitMs: number;
 

@@ -1,7 +1,7 @@
 // The seam between the generic node (runtime/node.ts) and the application its actors run. The node
 // opens the pool, spawns and supervises actors and answers `status`; what the actors compute, and
 // what they need beyond rings, counters, pool, clock and transport, is the application's business.
-// ROWAN-KV is one (actors/kv/node-kv.ts kvApplication).
+// ROWAN-KV is one (actors/node/node-application.ts kvApplication).
 import type { Logger } from '../config/base/log.js';
 import type { Pool } from '../shm/pool.js';
 import type { Exposition } from './metrics.js';

@@ -33,7 +33,7 @@ export interface NodeOptions {
   handleSignals?: boolean;
   /** Replace a role's thread entry (tests inject faulty actors through the real supervisor). */
   entries?: Partial<Record<string, URL>>;
-  /** The application the actors run (ROWAN-KV: actors/kv/node-kv.ts kvApplication); none = bare actors. */
+  /** The application the actors run (ROWAN-KV: actors/node/node-application.ts kvApplication); none = bare actors. */
   app?: NodeApplication;
   /** Serve Prometheus metrics on GET http://host:port/metrics (runtime/metrics.ts); absent = none. */
   metrics?: { host: string; port: number };

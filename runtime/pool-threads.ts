@@ -1,5 +1,5 @@
 // Helper threads over the node's pool, for work an application wants spread over the CPUs before any
-// actor runs (ROWAN-KV: cold start's log scan, actors/kv/recovery-threads.ts). Each thread maps the
+// actor runs (ROWAN-KV: cold start's log scan, actors/node/recovery-thread.ts). Each thread maps the
 // pool file itself (as every actor does: a mapping is per thread), imports the application's module by
 // URL -- the runtime does not know the application -- and calls its `onPoolThread(pool, payload,
 // report)`; `report` posts progress to the caller. Results come back in payload order once every

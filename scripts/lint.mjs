@@ -3,19 +3,25 @@
 // 1. One dependency direction. Every source file belongs to the first layer whose folder prefixes its
 //    path; a file may import its own layer and the layers below it, never one above it nor a sibling
 //    of the same rank:
-//        base (config/base/)  <-  native/ | config/  <-  shm/  <-  runtime/  <-  actors/kv/  <-  actors/<role>/  <-  bin/
-//    A role may not import another role: what two roles share lives in actors/kv/. test/, bench/ and
-//    scripts/ sit outside the layers (they may import anything) but still take part in the cycle check.
+//        base (config/base/)  <-  native/ | config/  <-  shm/  <-  runtime/  <-  client/
+//          <-  actors/shared/ | actors/baselines/  <-  actors/<role>/  <-  actors/node/  <-  bin/
+//    actors/<role>/ holds what runs on that role's thread (worker, nic, digest, clean, control, migration,
+//    manager); actors/node/ what runs on a node's main thread (the manager link, promotion, catch-up,
+//    cold start, the node application), which starts the roles; actors/shared/ the state and protocols
+//    several of them share; client/ the client library (no role code); actors/baselines/ the
+//    evaluation's replication writers (docs/architecture.md). A role may not import another role: what
+//    two roles share lives in actors/shared/. test/, bench/ and scripts/ sit outside the layers (they may
+//    import anything) but still take part in the cycle check.
 // 2. No import cycle anywhere, type-only imports included (a type defined in the wrong file is a cycle).
 // 3. Only native/ imports koffi.
-// 4. Role code (actors/, except the client library) gets storage and time through its context: no
+// 4. Code under actors/ gets storage and time through its context: no
 //    Pool.open(path), Date.now() or performance.now() of its own.
 // 5. No source file over 600 lines.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const root = resolve(process.argv[2] ?? new URL('..', import.meta.url).pathname);
-const sourceDirs = ['config', 'native', 'shm', 'runtime', 'actors', 'bin', 'bench', 'test', 'scripts'];
+const sourceDirs = ['config', 'native', 'shm', 'runtime', 'actors', 'client', 'bin', 'bench', 'test', 'scripts'];
 const maxLines = 600;
 
 /** [folder prefix, layer name, rank]: the first matching prefix wins. */
@@ -25,21 +31,23 @@ const layers = [
   ['config/', 'config', 1],
   ['shm/', 'shm', 2],
   ['runtime/', 'runtime', 3],
-  ['actors/kv/', 'kv', 4],
-  ['actors/', 'role', 5],
-  ['bin/', 'cli', 6],
+  ['client/', 'client', 4],
+  ['actors/shared/', 'shared', 5],
+  ['actors/baselines/', 'baselines', 5],
+  ['actors/node/', 'node', 7],
+  ['actors/', 'role', 6],
+  ['bin/', 'cli', 8],
 ];
-const roleCodeExempt = ['actors/kv/client/'];
 
 function layerOf(rel) {
   for (const [prefix, name, rank] of layers) if (rel.startsWith(prefix)) return { name, rank, prefix };
   return null;
 }
 
-/** The role folder of a file under actors/ (not actors/kv/): 'actors/worker/' etc. */
+/** The role folder of a file under actors/<role>/: 'worker' etc. (null for shared/, baselines/, node/). */
 function roleOf(rel) {
   const m = /^actors\/([^/]+)\//.exec(rel);
-  return m && m[1] !== 'kv' ? m[1] : null;
+  return m && !['shared', 'baselines', 'node'].includes(m[1]) ? m[1] : null;
 }
 
 function* walk(dir) {
@@ -86,13 +94,13 @@ for (const [rel, text] of files) {
       } else if (to.rank > from.rank || (to.rank === from.rank && to.name !== from.name)) {
         problems.push(`${rel} imports ${dep}: upward (${from.name} may import only ${below(from)})`);
       } else if (from.name === 'role' && to.name === 'role' && roleOf(rel) !== roleOf(dep)) {
-        problems.push(`${rel} imports ${dep}: one role reaching into another; move what they share to actors/kv/`);
+        problems.push(`${rel} imports ${dep}: one role reaching into another; move what they share to actors/shared/`);
       }
     }
   }
   if (!rel.startsWith('native/') && /from\s+['"]koffi['"]|require\(\s*['"]koffi['"]\s*\)/.test(code))
     problems.push(`${rel}: imports koffi outside native/`);
-  if (rel.startsWith('actors/') && !roleCodeExempt.some((p) => rel.startsWith(p))) {
+  if (rel.startsWith('actors/')) {
     for (const [re, what] of [
       [/\bPool\.(open|openOrCreate|create)\(/, 'opens a pool itself; take ctx.pool (storage is injected)'],
       [/\bDate\.now\(\)/, 'reads Date.now(); take the injected Clock'],

@@ -73,7 +73,7 @@ export const I64 = {
   CLEAN_TOMBSTONES_DROPPED: 19,
   /** clean: of those, tombstones of shards this node backs up (dropped under a persisted floor). */
   CLEAN_TOMBSTONES_DROPPED_BACKUP: 20,
-  /** digest: b-log blocks refused as late (at or below their shard's tombstone floor, actors/kv/floors.ts). */
+  /** digest: b-log blocks refused as late (at or below their shard's tombstone floor, actors/shared/floors.ts). */
   DIGEST_LATE_BLOCKS: 21,
   WORDS: 22,
 } as const;

@@ -19,7 +19,7 @@
 // every pool written before seeds existed: those pools, and clusters whose configuration carries no
 // seed, stay readable as they are (the on-PM format is unchanged; only the checksum's key is new).
 // The seed is per thread state (setChecksumSeed): every thread that encodes or verifies blocks of a
-// ROWAN-KV node sets it from the configuration before its first block (actors/kv/shared.ts kvOf, the
+// ROWAN-KV node sets it from the configuration before its first block (actors/shared/node-shared.ts kvOf, the
 // node's main thread at cold start, the cold-start helper threads).
 import { endianness } from 'node:os';
 import { crc32c } from '@node-rs/crc32';

@@ -9,7 +9,7 @@
 //      address (ShardIndex.relocate): if a PUT/DEL or digest replaced the item meanwhile the CAS fails
 //      and the copy is dead -- a newer version is never overwritten, an older one never resurrected;
 //   3. retire it under a new read epoch; a later pass frees it (Committed -> Free) once no worker/digest/
-//      clean actor is still inside a stretch that began before that epoch (actors/kv/gc-state.ts,
+//      clean actor is still inside a stretch that began before that epoch (actors/shared/gc-state.ts,
 //      ReadEpochs): nobody can hold an address in the segment. Nothing waits: passes run every few ms.
 //   4. its live bytes must be 0 by then (every index change moves bytes between segments); if not, a
 //      rescan decides (an index still pointing in keeps the segment for a later clean).
@@ -22,8 +22,8 @@ import { actorOwner } from '../../config/base/ids.js';
 import type { Limits } from '../../config/limits.js';
 import { threadCpuMicros } from '../../native/libc.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import { ReadEpochs } from '../kv/gc-state.js';
-import type { KvGc, KvShared } from '../kv/shared.js';
+import { ReadEpochs } from '../shared/gc-state.js';
+import type { KvGc, KvShared } from '../shared/node-shared.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';

@@ -10,12 +10,12 @@
 // backs up under their persisted floors (written to the data dir's floors file).
 import { defaultLimits } from '../../config/limits.js';
 import { defineActor, runActor, type ActorContext } from '../../runtime/actor.js';
-import { attachKvShared, kvOf } from '../kv/shared.js';
+import { attachKvShared, kvOf } from '../shared/node-shared.js';
 import { I64 } from '../../shm/counters.js';
 import { RecordKind } from '../../shm/mailbox.js';
 import { Cleaner } from './gc.js';
 import { backupNow, primarySinceStart } from './tombstones.js';
-import { FileFloorStore } from '../kv/floors.js';
+import { FileFloorStore } from '../shared/floors.js';
 import { dataDirFiles } from '../../config/base/files.js';
 import type { CleanInbound } from './protocol.js';
 

@@ -17,11 +17,11 @@
 //       B: N is a full (not catching-up) backup of s in the current configuration, replication mode
 //          rowan, no configuration pending, and the node has a floor store (backupNow).
 //   (2) vd <= V, the cycle's bound for s, read at the start of the cycle:
-//       P: the shard's CommitVer (actors/kv/commit.ts commitVerOf): every PUT/DEL of s with a version
+//       P: the shard's CommitVer (actors/shared/commit.ts commitVerOf): every PUT/DEL of s with a version
 //          <= vd has finished -- its t-log entry is persistent and its index update done (or it
 //          failed) -- so no entry of K older than vd will ever be written by a worker again (the
 //          primary's workers take versions from one counter).
-//       B: the shard's persisted floor PF (actors/kv/floors.ts), which this cycle first raised to the
+//       B: the shard's persisted floor PF (actors/shared/floors.ts), which this cycle first raised to the
 //          effective floor EF and wrote durably (FloorStore) before reading it. Below PF, N's index
 //          holds every acknowledged entry, and every path that could still bring an entry of s <= PF
 //          refuses it (PF <= EF <= F):
@@ -75,12 +75,12 @@
 // the pool). Dropped tombstones stop counting as live bytes, so their segments become clean candidates.
 import type { Limits } from '../../config/limits.js';
 import { defaultTimings } from '../../config/timings.js';
-import { commitVerOf } from '../kv/commit.js';
-import { INFLIGHT_WORKERS_MAX, ReadEpochs } from '../kv/gc-state.js';
-import { ConfigCell } from '../kv/config-cell.js';
+import { commitVerOf } from '../shared/commit.js';
+import { INFLIGHT_WORKERS_MAX, ReadEpochs } from '../shared/gc-state.js';
+import { ConfigCell } from '../shared/config-cell.js';
 import { isCatchingUp } from '../../config/cluster.js';
-import { ShardFloors, type FloorStore } from '../kv/floors.js';
-import type { KvGc, KvShared, KvStart } from '../kv/shared.js';
+import { ShardFloors, type FloorStore } from '../shared/floors.js';
+import type { KvGc, KvShared, KvStart } from '../shared/node-shared.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import { EntryType, readEntryAt, scanEntries } from '../../shm/log.js';

@@ -1,6 +1,6 @@
 // What a digest actor does with a Used b-log segment (§4.4): parse it in order with the hole-skipping
 // b-log scan (runtime/rowan/blog-scan.ts), verifying every block, and, in a node that serves a cluster,
-// apply the blocks of the shards this actor owns to their backup indexes (actors/kv/apply.ts). Each
+// apply the blocks of the shards this actor owns to their backup indexes (actors/shared/apply.ts). Each
 // digest actor owns the backup shards s with s % digestCount === its id.
 //
 // Committed detection (§4.4): while parsing a segment the applier collects its MaxVerArray (highest
@@ -12,19 +12,19 @@
 // actors can reclaim it. Partial entries that stay incomplete for PARTIAL_GIVE_UP_SEGMENTS further
 // segments are dropped (a sender that died mid-entry; its write was never acknowledged).
 //
-// Tombstone floors (actors/kv/floors.ts): applying a <shard, CommitVer> block of a shard this node is a
+// Tombstone floors (actors/shared/floors.ts): applying a <shard, CommitVer> block of a shard this node is a
 // full backup of (no configuration pending) raises the shard's raw floor to it, at that point of the
 // b-log; every later PUT/DEL block of an owned shard at or below the raw floor is late, refused and
 // invalidated on PM. Once a digested segment and all before it have left Used, the floors raised up to
 // its end become effective (FloorTracker), which is what the tombstone sweep may persist and drop under.
-import { ConfigCell } from '../kv/config-cell.js';
+import { ConfigCell } from '../shared/config-cell.js';
 import { actorOwner } from '../../config/base/ids.js';
 import { defaultLimits } from '../../config/limits.js';
-import { BlockApplier, invalidateBlock } from '../kv/apply.js';
+import { BlockApplier, invalidateBlock } from '../shared/apply.js';
 import { isCatchingUp } from '../../config/cluster.js';
-import { FloorTracker, ShardFloors } from '../kv/floors.js';
-import { ReadEpochs } from '../kv/gc-state.js';
-import { attachKvShared, type KvShared, type KvStart } from '../kv/shared.js';
+import { FloorTracker, ShardFloors } from '../shared/floors.js';
+import { ReadEpochs } from '../shared/gc-state.js';
+import { attachKvShared, type KvShared, type KvStart } from '../shared/node-shared.js';
 import { newBlogScanStats, scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { OwnerRole, Pool, SegmentState } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';

@@ -6,7 +6,7 @@ import { defineActor, runActor } from '../../runtime/actor.js';
 import { invariant } from '../../config/base/errors.js';
 import { I64 } from '../../shm/counters.js';
 import { RecordKind } from '../../shm/mailbox.js';
-import { kvOf } from '../kv/shared.js';
+import { kvOf } from '../shared/node-shared.js';
 import { DigestSegments } from './segments.js';
 import type { DigestInbound } from './protocol.js';
 

@@ -1,7 +1,7 @@
 // An operator's requests to the configuration manager (`rowan reshard`, `rowan status --cluster`),
-// on the manager's port, one JSON line each (actors/kv/manager-protocol.ts AdminRequest/AdminReply).
+// on the manager's port, one JSON line each (actors/shared/manager-protocol.ts AdminRequest/AdminReply).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import type { AdminReply, AdminRequest } from '../kv/manager-protocol.js';
+import type { AdminReply, AdminRequest } from '../shared/manager-protocol.js';
 import { nodeLoads } from './load.js';
 import type { ConfigManager } from './manager.js';
 

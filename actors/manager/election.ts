@@ -6,7 +6,7 @@
 // would hold the election until our session ends). A standby watches only its predecessor (no herd when the
 // active one goes) and looks again when that znode goes away. The active manager then publishes its
 // address in the ephemeral znode /rowan/<cluster>/manager, which `rowan status` reads; nodes find it by
-// trying the managers they were given in turn (a standby does not listen: actors/kv/lease.ts).
+// trying the managers they were given in turn (a standby does not listen: actors/node/lease-client.ts).
 //
 // Why one manager cannot act while another is active -- the timing argument (docs/running.md "ZooKeeper"):
 //   * B becomes active only once A's election znode is gone, i.e. once ZooKeeper ended A's session:

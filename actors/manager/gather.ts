@@ -1,11 +1,11 @@
 // Gather/scatter planning (§4.5 phase 2), the manager's side: from what each surviving member listed in
 // its `prepared` acknowledgement (entries of the shards changing primary that it may hold alone; node
-// side in actors/kv/gather.ts, limits in actors/kv/manager-protocol.ts) build, per moved shard, the union
+// side in actors/shared/gather-scatter.ts, limits in actors/shared/manager-protocol.ts) build, per moved shard, the union
 // by (shard, version) -- a version names one write of a shard -- and for every surviving replica of the
 // shard in the new configuration (new primary and remaining backups) the entries it did not list.
 // Pure: the manager sends the result in `commit`.
 import type { ClusterConfig } from '../../config/cluster.js';
-import { SCATTER_BYTES_MAX, gatherEntryBytes, type GatherEntry } from '../kv/manager-protocol.js';
+import { SCATTER_BYTES_MAX, gatherEntryBytes, type GatherEntry } from '../shared/manager-protocol.js';
 
 export interface MemberReport {
   entries: GatherEntry[];

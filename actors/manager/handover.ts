@@ -14,7 +14,7 @@
 //               does only after the source drained -- this rule, applied before)
 //   expired     the source's lease certainly expired (the manager then grants it none until it
 //               reports the term, ./manager.ts `fenced`; the target waits out the peer-lease
-//               promises it gave the source, actors/kv/lease.ts)
+//               promises it gave the source, actors/node/lease-client.ts)
 // Otherwise the move is rolled back (./reshard.ts undoTasks) when the target certainly has not served
 // it -- it acknowledged this prepare while behind the term, or its lease certainly expired -- and the
 // source keeps every write it acknowledged. When neither is known (both unresponsive) nothing is
@@ -39,7 +39,7 @@ export interface HandoverVerdict {
   safe: MigrationTask[];
   /** Of those, the shards whose source drained in this round: planned, no promotion gap and no
    *  peer-lease wait on the target (the versions a member reports in `prepared` include its shard
-   *  counters, actors/kv/gather.ts, so the floors cover every version the source claimed). */
+   *  counters, actors/shared/gather-scatter.ts, so the floors cover every version the source claimed). */
   drained: number[];
   /** Of those, the tasks committed on the source's expired lease: the caller fences the source. */
   expired: MigrationTask[];

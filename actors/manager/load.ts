@@ -1,5 +1,5 @@
 // The manager's view of the cluster's load (§4.6): every node reports, each resharding period, the
-// requests it served per shard as primary and the writes among them (actors/kv/load.ts). A node's load
+// requests it served per shard as primary and the writes among them (actors/shared/shard-load.ts). A node's load
 // is what it serves as primary plus, for every shard it backs up, the writes its primary replicated to
 // it, weighted by BACKUP_WRITE_WEIGHT: a Rowan write costs the backup no worker CPU, only its digest
 // actor's parse and index update (§4.3), about half of what serving the request costs the primary.

@@ -190,7 +190,7 @@ export class ConfigManager {
         }
         // A new connection introduces itself with hello and becomes the node's link; renewals still
         // arriving on an older one (a node that opened a second connection to a silent manager,
-        // actors/kv/lease.ts) are answered there but do not make it current again, so its close is
+        // actors/node/lease-client.ts) are answered there but do not make it current again, so its close is
         // not taken for a failure.
         if (m.t === 'hello' || !this.links.has(m.node)) this.links.set(m.node, link);
         this.memberTerm.set(m.node, m.term);

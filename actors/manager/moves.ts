@@ -3,7 +3,7 @@
 // phases with a live old primary:
 //   stored      term t+1: the new distribution and the migration list (compare-and-set on the term)
 //   prepared    every member blocks; the source first drains the shard's writes in flight, so the
-//               floors cover every version it claimed (actors/kv/lease.ts) -- if the source or the
+//               floors cover every version it claimed (actors/node/lease-client.ts) -- if the source or the
 //               target does not acknowledge in time, the move is rolled back: term t+2 restores the
 //               old distribution (nobody served term t+1)
 //   committed   the target promotes the shard (catches its index up from its b-log, continues after

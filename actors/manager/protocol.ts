@@ -1,6 +1,6 @@
 // What the configuration manager actor takes and sends. Its ring traffic is only the runtime's
 // PING/PONG: the actor's thread serves the manager's TCP port itself, whose messages (one JSON object
-// per line, shared with every node's lease client) are in actors/kv/manager-protocol.ts.
+// per line, shared with every node's lease client) are in actors/shared/manager-protocol.ts.
 import type { PingRecord, PongRecord } from '../../shm/mailbox.js';
 import type { ReshardingOptions } from './reshard.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -8,7 +8,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 export type ManagerInbound = PingRecord;
 export type ManagerOutbound = PongRecord;
 
-export { LineReader, encodeLine, LINE_BYTES_MAX, type ManagerToNode, type NodeToManager } from '../kv/manager-protocol.js';
+export { LineReader, encodeLine, LINE_BYTES_MAX, type ManagerToNode, type NodeToManager } from '../shared/manager-protocol.js';
 
 /** Steps after which `--debug-pause STEP:MS` holds the manager: a failover's configuration stored but
  *  not yet pushed; a move's term stored but not prepared; a move committed but its targets not yet

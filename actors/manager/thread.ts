@@ -22,7 +22,7 @@ import { ManagerElection } from './election.js';
 import type { ManagerInbound, ManagerStart } from './protocol.js';
 import { ALWAYS, type Activation } from './takeover.js';
 import { DEFAULT_RESHARDING, type ReshardingOptions } from './reshard.js';
-import { serveManager, type ManagerServer } from './server.js';
+import { serveManager, type ManagerServer } from './manager-server.js';
 
 
 /** --debug-pause failover-stored:MS, as the manager's activation takes it. */

@@ -1,10 +1,10 @@
 // What the nic reads of a ROWAN-KV node's configuration (./verbs.ts): the live membership, for ALLOC,
-// and the owner ids of the nodes it names (actors/kv/trust.ts remoteOwnersOf, the cold start's rule),
+// and the owner ids of the nodes it names (actors/shared/trust.ts remoteOwnersOf, the cold start's rule),
 // whose regions are kept. Both are rebuilt only when the configuration's term changes, so the owner
 // set is the same object until then (NicMemory releases regions only when it changes).
 import { liveNodes, type ClusterConfig } from '../../config/cluster.js';
-import { remoteOwnersOf } from '../kv/trust.js';
-import type { NicMembership } from './verbs.js';
+import { remoteOwnersOf } from '../shared/trust.js';
+import type { NicMembership } from './nic-verbs.js';
 
 export interface NicConfigView {
   members: () => NicMembership;

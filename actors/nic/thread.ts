@@ -5,11 +5,11 @@
 import { loadTls } from '../../runtime/net/tls.js';
 import { defineActor, runActor } from '../../runtime/actor.js';
 import type { NicInbound } from './protocol.js';
-import { NicServer } from './server.js';
+import { NicServer } from './nic-server.js';
 import { configView, type NicConfigView } from './membership.js';
 import type { ActorContext } from '../../runtime/actor.js';
-import { kvOf } from '../kv/shared.js';
-import { ConfigCell } from '../kv/config-cell.js';
+import { kvOf } from '../shared/node-shared.js';
+import { ConfigCell } from '../shared/config-cell.js';
 
 let server: NicServer | null = null;
 

@@ -1,5 +1,5 @@
 // Re-replication's source side (§4.5 phase 3): the primary's worker answers COPY_SHARD with a batch of
-// the shard's indexed entries (actors/kv/copy-batch.ts). The shard keeps serving meanwhile.
+// the shard's indexed entries (actors/shared/copy-batch.ts). The shard keeps serving meanwhile.
 //
 // Nothing written is missed. The request carries the new backup's term and is admitted only at this
 // node's own term, so this node already serves a configuration listing the new backup: every PUT/DEL
@@ -9,8 +9,8 @@
 // -- every such write has finished (indexed here if acknowledged) -- before it walks the index.
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { defaultTimings } from '../../config/timings.js';
-import type { CommitTracker } from '../kv/commit.js';
-import { decodeCopyRequest, readBatch } from '../kv/copy-batch.js';
+import type { CommitTracker } from '../shared/commit.js';
+import { decodeCopyRequest, readBatch } from '../shared/copy-batch.js';
 import type { WorkerCore } from './core.js';
 
 /** The first batch waits for older writes of the shard to finish (at most copyBarrierMs,

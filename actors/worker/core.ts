@@ -3,9 +3,9 @@
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Limits } from '../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import { ReadEpochs } from '../kv/gc-state.js';
-import type { KvShared, ReplicaChannel } from '../kv/shared.js';
-import type { ConfigCell } from '../kv/config-cell.js';
+import { ReadEpochs } from '../shared/gc-state.js';
+import type { KvShared, ReplicaChannel } from '../shared/node-shared.js';
+import type { ConfigCell } from '../shared/config-cell.js';
 import { monotonicClock, type Clock } from '../../config/base/clock.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import type { ShardIndex } from '../../shm/index.js';
@@ -62,7 +62,7 @@ export class WorkerCore {
   }
 
   /** Bracket a synchronous stretch that takes addresses from an index: they stay readable until exit
-   *  (read epochs, actors/kv/gc-state.ts). Explicit calls, no closure, on the PUT/GET path. */
+   *  (read epochs, actors/shared/gc-state.ts). Explicit calls, no closure, on the PUT/GET path. */
   enterEpoch(): void {
     this.d.shared.gc?.epochs.enter(this.epochSlot);
   }

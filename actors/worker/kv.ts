@@ -3,18 +3,18 @@
 // One class per job, composed here behind the client protocol's handler interface:
 //   primary.ts     PUT/DEL/GET of the shards this node is primary of (t-log, replication, index)
 //   rpc-backup.ts  REPLICATE: RPC-KV's backup side (replication mode `rpc`)
-//   commit.ts of actors/kv  CommitVer tracking and its dissemination every period (§4.4)
+//   commit.ts of actors/sharedCommitVer tracking and its dissemination every period (§4.4)
 //   gate.ts        requests in flight, refused once stopping, quiesced before the pool is unmapped
 import type { ClusterConfig } from '../../config/cluster.js';
-import { CommitTracker } from '../kv/commit.js';
+import { CommitTracker } from '../shared/commit.js';
 import { EntryType } from '../../shm/log.js';
-import { OP_DEL, OP_GET, OP_PUT } from '../kv/metrics.js';
+import { OP_DEL, OP_GET, OP_PUT } from '../shared/node-metrics.js';
 import { WorkerCore, type KvWorkerDeps, type KvWorkerStats } from './core.js';
 import { RequestGate } from './gate.js';
 import { PrimaryPath } from './primary.js';
 import { RpcBackup } from './rpc-backup.js';
 import { CopySource } from './copy-source.js';
-import { grantPeerLease } from '../kv/peer-lease.js';
+import { grantPeerLease } from '../shared/peer-lease.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 export type { KvWorkerDeps, KvWorkerStats } from './core.js';
@@ -90,7 +90,7 @@ export class KvWorker {
     return v;
   }
 
-  // ---- request metrics (actors/kv/metrics.ts): a clock read at each end, no allocation ----------
+  // ---- request metrics (actors/shared/node-metrics.ts): a clock read at each end, no allocation ----------
 
   private started(): number {
     return this.d.metrics ? this.d.metrics.clock.now() : 0;
@@ -113,7 +113,7 @@ export class KvWorker {
     return this.copy.copyShard(request, clientTerm);
   }
 
-  /** A peer lease (docs/failover.md "Partitions", actors/kv/peer-lease.ts): promise the asking node not to take
+  /** A peer lease (docs/failover.md "Partitions", actors/shared/peer-lease.ts): promise the asking node not to take
    *  over its shards for a lease, if this node may. Without a configuration manager there is no lease. */
   async peerLease(request: Uint8Array, clientTerm: number): Promise<void> {
     this.gate.check();
@@ -133,7 +133,7 @@ export class KvWorker {
     const c = this.d.config();
     if (!this.commit || this.gate.stopping || c.replication !== 'rowan') return 0;
     // Not a shard still blocked here (being promoted, or a move's target waiting for the manager's
-    // commit after a restart, actors/kv/config-cell.ts holdUnconfirmedMoves): its counter is not yet
+    // commit after a restart, actors/shared/config-cell.ts holdUnconfirmedMoves): its counter is not yet
     // the shard's, and a CommitVer from it would raise the backups' floors over the real primary's.
     const cell = this.d.cell;
     const mine = c.shards.filter((s) => s.primary === this.d.nodeId && !cell?.shardBlocked(s.id)).map((s) => ({ shard: s.id, backups: s.backups }));

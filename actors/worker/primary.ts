@@ -6,18 +6,18 @@
 // GET: the shard's index -> the entry in the pool (checksum verified) -> its value.
 // Requests interleave at the awaits, as the coroutines of §5.1 do; the index update is
 // version-conditional, so PUTs to one key that finish out of order leave the newest one visible.
-// Commit tracking (§4.4, actors/kv/commit.ts): each PUT/DEL claims its version through the node's
+// Commit tracking (§4.4, actors/shared/commit.ts): each PUT/DEL claims its version through the node's
 // CommitTracker and finishes it when the request ends, and its t-log append stays pending until then,
 // so neither CommitVer nor a Committed t-log segment ever covers an entry still being replicated.
-// Index reads and updates run inside this worker's read epoch (actors/kv/gc-state.ts), and every
+// Index reads and updates run inside this worker's read epoch (actors/shared/gc-state.ts), and every
 // index change moves live bytes between segments, for the clean actors (actors/clean/gc.ts).
 import type { ClusterConfig } from '../../config/cluster.js';
 import { shardOfKey } from '../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { backupGoneWaitMsFor, defaultTimings } from '../../config/timings.js';
-import type { CommitTracker } from '../kv/commit.js';
-import { LoadCounters } from '../kv/load.js';
-import { indexEntry, nextVersion, type ReplicaChannel } from '../kv/shared.js';
+import type { CommitTracker } from '../shared/commit.js';
+import { LoadCounters } from '../shared/shard-load.js';
+import { indexEntry, nextVersion, type ReplicaChannel } from '../shared/node-shared.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import { encodeBlocks, entrySize, EntryType, readEntryAt, type EntryInput } from '../../shm/log.js';
 import type { WorkerCore } from './core.js';
@@ -31,7 +31,7 @@ const BACKUP_GONE: ReadonlySet<string> = new Set([ErrorCodes.PEER_GONE, ErrorCod
 
 export class PrimaryPath {
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
-  /** Requests per shard for resharding (§4.6, actors/kv/load.ts); null when the node does not count. */
+  /** Requests per shard for resharding (§4.6, actors/shared/shard-load.ts); null when the node does not count. */
   private readonly load: LoadCounters | null;
 
   constructor(

@@ -4,7 +4,7 @@
 //
 //   rowan   RowanConnection.write: the backup's MP-SRQ places the block in its one b-log; the backup's
 //           digest indexes it online once the segment is Used (ROWAN-KV).
-//   rwrite  the baseline ReplicationStream (actors/kv/baselines.ts) over the Rowan connection: a
+//   rwrite  the baseline ReplicationStream (actors/baselines/replication-writers.ts) over the Rowan connection: a
 //   batch   remote log per (this worker, backup) made of regions from allocateRegion, written with
 //   share   one-sided writeAt; batch adds 256 B / 5 µs batching; share uses one remote log per
 //           (this node, backup) shared by the node's workers through a SharedArrayBuffer counter made
@@ -23,11 +23,11 @@ import { defaultLimits } from '../../config/limits.js';
 import type { ActorContext } from '../../runtime/actor.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { remoteRegionOwner } from '../../config/base/ids.js';
-import { openReplicationStream, SharedLog, type ReplicationStream } from '../kv/baselines.js';
+import { openReplicationStream, SharedLog, type ReplicationStream } from '../baselines/replication-writers.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
 import { encodeRequest, Op, Status } from '../../runtime/rpc/frames.js';
-import { remoteError, RpcConnection } from '../kv/client/connection.js';
-import type { ReplicaChannel } from '../kv/shared.js';
+import { remoteError, RpcConnection } from '../../client/worker-connection.js';
+import type { ReplicaChannel } from '../shared/node-shared.js';
 
 export interface ReplicaSet {
   channel(nodeId: number, shard: number): ReplicaChannel;
@@ -39,7 +39,7 @@ export interface ReplicaSet {
 
 
 /** The Rowan connection to node `id`'s receiver, through the actor's injected transport. The sender
- *  id is this node's id: the tcp NIC grants one-sided regions per sending node (actors/nic/verbs.ts). */
+ *  id is this node's id: the tcp NIC grants one-sided regions per sending node (actors/nic/nic-verbs.ts). */
 function connectTo(cluster: ClusterConfig, id: number, ctx: ActorContext, self: number): Promise<RowanConnection> {
   return ctx.transport.connect(nodeOf(cluster, id), { senderId: self });
 }

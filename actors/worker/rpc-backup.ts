@@ -7,7 +7,7 @@
 // acknowledged from memory (the primary counts an entry replicated only after its final block's reply,
 // which comes after the whole entry is persistent here).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import { indexEntry, raiseVersion } from '../kv/shared.js';
+import { indexEntry, raiseVersion } from '../shared/node-shared.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import { BlockAssembler } from '../../shm/log-assembler.js';
 import { EntryType, readBlock, type EntryInput } from '../../shm/log.js';

@@ -4,20 +4,20 @@
 // (DESIGN §7: clients talk to worker threads directly). In rpc mode the port also takes REPLICATE
 // requests from other nodes' workers, appended to this worker's backup log.
 import { RequestHistograms } from '../../shm/histogram.js';
-import { REQUEST_OPS } from '../kv/metrics.js';
+import { REQUEST_OPS } from '../shared/node-metrics.js';
 import { nodeOf } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import type { ActorContext } from '../../runtime/actor.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import { attachKvShared, kvOf } from '../kv/shared.js';
-import { FileMarkStore } from '../kv/version-marks.js';
+import { attachKvShared, kvOf } from '../shared/node-shared.js';
+import { FileMarkStore } from '../shared/version-marks.js';
 import { dataDirFiles } from '../../config/base/files.js';
-import { serveClients, type RpcServer } from '../../runtime/rpc/server.js';
+import { serveClients, type RpcServer } from '../../runtime/rpc/rpc-server.js';
 import { loadTls } from '../../runtime/net/tls.js';
 import { OwnerRole } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { ACTORS_PER_ROLE_MAX, backupLogOwner, tlogOwner } from '../../config/base/ids.js';
-import { ConfigCell } from '../kv/config-cell.js';
+import { ConfigCell } from '../shared/config-cell.js';
 import { KvWorker } from './kv.js';
 import { openReplicas } from './replicas.js';
 import { rowanInfo } from './resp/rowan-info.js';

@@ -2,11 +2,11 @@
 // its client port and serves PUT/GET/DEL: append to its t-log, replicate every entry to the backups'
 // b-logs through Rowan, update the shard index once all backups acknowledged (actors/worker/kv.ts).
 // Without `kv` it only starts, pins and answers pings. Every CommitVer period it writes
-// <shard, CommitVer> of the shards its node is primary of to their backups (§4.4, actors/kv/commit.ts).
+// <shard, CommitVer> of the shards its node is primary of to their backups (§4.4, actors/shared/commit.ts).
 import { defineActor, runActor } from '../../runtime/actor.js';
 import { I64 } from '../../shm/counters.js';
 import type { WorkerInbound } from './protocol.js';
-import { kvOf } from '../kv/shared.js';
+import { kvOf } from '../shared/node-shared.js';
 import { startKvServing, type KvServing } from './serve.js';
 
 let serving: KvServing | null = null;

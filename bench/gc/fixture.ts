@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { planCluster } from '../../config/cluster.js';
 import { shardOfKey } from '../../config/slots.js';
 import { defaultLimits } from '../../config/limits.js';
-import { attachKvShared, createKvShared, indexEntry, nextVersion, type KvShared } from '../../actors/kv/shared.js';
+import { attachKvShared, createKvShared, indexEntry, nextVersion, type KvShared } from '../../actors/shared/node-shared.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64, hash64Into, type KeyHash } from '../../shm/hash.js';
 import { encodedSize, EntryType, readEntryAt, storedSizeAt } from '../../shm/log.js';

@@ -2,7 +2,7 @@
 // (as the nic actor runs it), serving the benchmark receiver's data dir. Replies once with its
 // endpoint and kernel tid (for CPU accounting); closes on 'close'.
 import { parentPort, workerData } from 'node:worker_threads';
-import { NicServer } from '../../actors/nic/server.js';
+import { NicServer } from '../../actors/nic/nic-server.js';
 import { gettid } from '../../native/libc.js';
 import { monotonicClock } from '../../config/base/clock.js';
 import { shmPaths } from '../../runtime/fabric/shm.js';

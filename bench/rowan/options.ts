@@ -1,5 +1,5 @@
 // Command-line options of the Rowan benchmark and the cells they expand to.
-import { REPLICATION_MODES, type ReplicationMode } from '../../actors/kv/baselines.js';
+import { REPLICATION_MODES, type ReplicationMode } from '../../actors/baselines/replication-writers.js';
 import type { BenchFabric } from './protocol.js';
 
 export interface RowanBenchOptions {

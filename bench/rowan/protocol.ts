@@ -3,7 +3,7 @@
 // opens and prepares its streams (first regions allocated) and answers `prepared`; once every thread
 // has, main sends `go` with a common start time; the thread answers with `retired` (one-sided regions
 // its logs left, for the receiver to reclaim) and one `result`.
-import type { ReplicationMode, ReplicationStreamStats } from '../../actors/kv/baselines.js';
+import type { ReplicationMode, ReplicationStreamStats } from '../../actors/baselines/replication-writers.js';
 
 export type BenchFabric = 'shm' | 'tcp';
 

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ShmConnection } from '../../runtime/fabric/shm.js';
-import { SharedLog, openReplicationStream, emptyStreamStats, type ReplicationStream } from '../../actors/kv/baselines.js';
+import { SharedLog, openReplicationStream, emptyStreamStats, type ReplicationStream } from '../../actors/baselines/replication-writers.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
 import { rng } from '../dlwa/streams.js';
 import { LatencyHistogram } from '../hist.js';

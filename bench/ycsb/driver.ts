@@ -1,7 +1,7 @@
 // The load driver: a closed loop of C concurrent requests from this process through one RowanClient
 // (each of C loops issues a request, awaits its reply, issues the next) for a fixed duration; records
 // every request's latency (µs, high-resolution clock) separately for PUT and GET, in HDR histograms.
-import type { RowanClient } from '../../actors/kv/client/client.js';
+import type { RowanClient } from '../../client/client.js';
 import { LatencyHistogram } from '../hist.js';
 import { keyOf, mulberry32, type KeyChooser } from './zipfian.js';
 

@@ -8,7 +8,7 @@ export interface Clock {
  * CLOCK_MONOTONIC in milliseconds, the same in every thread of the process (and every process of the
  * host). Not performance.now(): each worker_thread has its own timeOrigin, so two threads' readings
  * of performance.now() are not comparable -- and a lease expiry one thread writes into shared memory
- * must mean the same instant to the thread that checks it (actors/kv/config-cell.ts).
+ * must mean the same instant to the thread that checks it (actors/shared/config-cell.ts).
  */
 export const monotonicClock: Clock = {
   now: () => {

@@ -9,13 +9,13 @@ export const SRQ_FILE = 'rowan.srq';
 /** The node's control socket (runtime/endpoint.ts). */
 export const CONTROL_SOCKET_FILE = 'rowan.sock';
 /** Which shards this node has received replicated data of, and at which version it was promoted
- *  (actors/kv/trust.ts): what a cold start may apply from the b-log. */
+ *  (actors/shared/trust.ts): what a cold start may apply from the b-log. */
 export const REPLICAS_FILE = 'replicas.json';
-/** Per shard, the version under which a backup has dropped tombstones (actors/kv/floors.ts): b-log
+/** Per shard, the version under which a backup has dropped tombstones (actors/shared/floors.ts): b-log
  *  blocks at or below it found in a segment digest never finished are late, and refused by a cold start. */
 export const FLOORS_FILE = 'tombstone-floors.json';
 /** Per shard, the version high-water mark every version this node hands out or tells another node
- *  stays under (actors/kv/version-marks.ts): a cold start resumes the shard's counter above it. */
+ *  stays under (actors/shared/version-marks.ts): a cold start resumes the shard's counter above it. */
 export const VERSION_MARKS_FILE = 'version-marks.json';
 
 export interface DataDirFiles {

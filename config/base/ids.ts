@@ -11,7 +11,7 @@
 //   Control  [0, ACTORS)                    b-log segments of control actor c     blogOwner(c)
 //   Digest   [0, ACTORS)                    digest log of digest actor d          actorOwner(d)
 //            PROMOTION_ACTOR_ID              the node main thread's promotion log (§4.5 phase 2):
-//                                           reassembled entries and scattered ones (actors/kv/gather.ts)
+//                                           reassembled entries and scattered ones (actors/shared/gather-scatter.ts)
 //                                           (also its read-epoch slot among the digest ones)
 //   Digest   RECOVERY_LOG_OWNER             cold start's log of reassembled multi-block entries
 //   Clean    [0, ACTORS)                    clean log of clean actor k            actorOwner(k)
@@ -31,7 +31,7 @@ export const OWNER_ID_MAX = (1 << OWNER_ID_BITS) - 1;
 export const NODE_ID_MAX = 1023;
 
 /** Actors of one role per node (config/limits.ts actorsPerRoleMax; the commit tracker's inflight table,
- *  actors/kv/gc-state.ts, has a row per worker). */
+ *  actors/shared/gc-state.ts, has a row per worker). */
 export const ACTORS_PER_ROLE_MAX = 64;
 
 /** The digest-role id the node's main thread uses while it promotes shards (§4.5 phase 2): the owner
@@ -42,7 +42,7 @@ export const PROMOTION_ACTOR_ID = ACTORS_PER_ROLE_MAX - 1;
 /** First owner id of the RPC-KV backup logs (role Worker). */
 export const BACKUP_LOG_OWNER_BASE = 512;
 
-/** Cold start's own digest-role log (actors/kv/recovery.ts): clear of the digest actors' ids. */
+/** Cold start's own digest-role log (actors/node/recovery.ts): clear of the digest actors' ids. */
 export const RECOVERY_LOG_OWNER = OWNER_ID_MAX;
 
 /** CPUs a cpu_set_t can name (native/libc.ts CPU_SETSIZE): cores are in [0, CPU_ID_MAX]. */

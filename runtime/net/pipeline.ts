@@ -1,5 +1,5 @@
 // The two pieces every pipelined request/response connection of rowan needs (the client protocol in
-// actors/kv/client/connection.ts and the soft RNIC's fabric in runtime/fabric/tcp.ts).
+// client/worker-connection.ts and the soft RNIC's fabric in runtime/fabric/tcp.ts).
 import type { Socket } from 'node:net';
 
 const ID_MAX = 0xffffffff;

@@ -1,7 +1,7 @@
 // Landing one Rowan write: the whole data path an MP-SRQ RNIC runs for a SEND (ROWAN §3.2.2) --
 // reserve the next stride-aligned slot of the current posted buffer, copy, persist, write the
 // completion. Shared by the two software RNICs: the shm sender's thread (runtime/fabric/shm.ts) and
-// the tcp fabric's nic actor (actors/nic/verbs.ts), so both follow exactly the same rules.
+// the tcp fabric's nic actor (actors/nic/nic-verbs.ts), so both follow exactly the same rules.
 //
 // The paper's sender re-issues any write slower than 1 ms, because a real sender cannot see when the
 // receiver declares a buffer Used (§4.3). Whoever lands the write here can: the queue's `usedBelow`

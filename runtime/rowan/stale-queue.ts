@@ -3,7 +3,7 @@
 // A sender lands a write in three steps -- reserve a slot (a hold on its buffer first, srq-layout.ts),
 // copy, release the hold -- and may be descheduled for any time between them (a thread or a process,
 // not an RNIC's DMA engine). When the receiving node restarts, cold start recycles the b-log segments
-// the previous incarnation posted (one nothing landed in is freed at once, actors/kv/recovery.ts), so
+// the previous incarnation posted (one nothing landed in is freed at once, actors/node/recovery.ts), so
 // the restart must know that no copy reserved in the old queue is still to come before it recycles:
 //   1. close the old queue: state Closed and the cursor's Closed bit (every later cursor CAS fails);
 //   2. wait until the old queue's holds are all 0. A hold this wait did not see was taken after step 1

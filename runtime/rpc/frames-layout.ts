@@ -26,8 +26,8 @@
 //                    a primary's worker to a backup's worker; the backup appends, persists, indexes)
 //   AUTH        8    proof (32 B) = HMAC(key, CLIENT_LABEL · server nonce · client nonce), or
 //                    PEER_LABEL for a peer (see CHALLENGE for the key)
-//   COPY_SHARD  9    keyLen u16 · copy request (actors/kv/copy-batch.ts), answered VALUE
-//   PEER_LEASE 10    keyLen u16 · lease request (actors/kv/peer-lease.ts), answered OK (granted)
+//   COPY_SHARD  9    keyLen u16 · copy request (actors/shared/copy-batch.ts), answered VALUE
+//   PEER_LEASE 10    keyLen u16 · lease request (actors/shared/peer-lease.ts), answered OK (granted)
 //
 // Response (worker port -> client), answered in completion order, matched by request id:
 //
@@ -99,9 +99,9 @@ export const Op = {
   REPLICATE: 7,
   AUTH: 8,
   /** Re-replication (§4.5 phase 3): a batch of a shard's indexed entries from its primary. Shaped like
-   *  GET (keyLen · key); the "key" is the copy request (actors/kv/copy-batch.ts), answered with VALUE. */
+   *  GET (keyLen · key); the "key" is the copy request (actors/shared/copy-batch.ts), answered with VALUE. */
   COPY_SHARD: 9,
-  /** A peer lease (docs/failover.md "Partitions", actors/kv/peer-lease.ts): a node asks another to promise not
+  /** A peer lease (docs/failover.md "Partitions", actors/shared/peer-lease.ts): a node asks another to promise not
    *  to take over its shards for a lease. Shaped like GET; the "key" is the request, answered OK. */
   PEER_LEASE: 10,
 } as const;

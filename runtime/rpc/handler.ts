@@ -26,7 +26,7 @@ export interface KvHandler {
   replicate?(block: Uint8Array, clientTerm: number): Promise<void>;
   /**
    * Re-replication (§4.5 phase 3): one batch of a shard's entries for a new backup; `request` and the
-   * batch are the application's encoding (actors/kv/copy-batch.ts), carried as a key and a VALUE.
+   * batch are the application's encoding (actors/shared/copy-batch.ts), carried as a key and a VALUE.
    * Handlers that are no primary may omit it (ROWAN_ERR_UNKNOWN_OP).
    */
   copyShard?(request: Uint8Array, clientTerm: number): Promise<Uint8Array>;

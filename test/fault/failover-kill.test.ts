@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { checkLinearizability, type Operation } from '../check/linearizability.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { allShardsServed, nodePids, probeKeys, storedTerm, waitFor } from '../fixtures/failover-cluster.js';

@@ -12,7 +12,7 @@ import { monotonicClock } from '../../config/base/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { shardOfKey } from '../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';

@@ -29,7 +29,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { monotonicClock } from '../../config/base/clock.js';
 import { checkLinearizability, type CheckResult, type Operation } from '../check/linearizability.js';
 import { readBack, type ReadBack } from '../check/read-back.js';

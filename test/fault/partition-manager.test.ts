@@ -5,7 +5,7 @@
 // Nothing may be reassigned (the stored term stays), and the clients must be served throughout:
 // every read and write of both client hosts succeeds during the cut, on the first try. A node's
 // lease with the manager runs out after one lease; it keeps serving on its peer leases
-// (actors/kv/peer-lease.ts: every other member promises not to take over its shards before the
+// (actors/shared/peer-lease.ts: every other member promises not to take over its shards before the
 // promise expires, and refuses to promise once it prepares a new configuration). After the heal the
 // manager grants again, still at the same term. Every acknowledged write reads back and the history
 // of all clients is linearizable.

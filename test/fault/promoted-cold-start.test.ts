@@ -1,5 +1,5 @@
 // The TRAP of "cold start applies b-log blocks only to shards the node legitimately received"
-// (actors/kv/trust.ts): a node promoted to primary at a failover (§4.5) holds that shard's
+// (actors/shared/trust.ts): a node promoted to primary at a failover (§4.5) holds that shard's
 // pre-promotion data in its b-log. On a real `rowan cluster`: SIGKILL a primary, let a backup be
 // promoted, overwrite some of the keys through the new primary, then restart the whole cluster: the
 // promoted node's cold start must serve every acknowledged value -- the ones only its b-log holds
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { shardOfKey } from '../../config/slots.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { nodePids, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { shardOfKey } from '../../config/slots.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { allShardsServed, nodePids, probeKeys, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';

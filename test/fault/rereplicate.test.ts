@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { allShardsServed, nodePids, probeKeys, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { monotonicClock } from '../../config/base/clock.js';
 import { killNode, launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { connect } from 'node:net';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { alive, launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { logRecords, nodePids, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';

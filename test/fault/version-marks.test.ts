@@ -1,6 +1,6 @@
 // Versions never go backwards across restarts (issue 24, hazard 1; DESIGN §6). A primary tells its
 // backups CommitVer from its in-memory shard counter, and backups raise and persist their tombstone
-// floors to it (actors/kv/floors.ts). That counter counts versions with nothing persisted at them --
+// floors to it (actors/shared/floors.ts). That counter counts versions with nothing persisted at them --
 // the promotion gap, dropped tombstones whose segments were freed -- so a cold start that rebuilt it
 // from the pool alone came up below the floors: the next acknowledged PUT landed in every backup's
 // b-log, digest refused it there as late, and the write was gone at the next failover (GET returned
@@ -14,8 +14,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/kv/client/client.js';
-import { PROMOTION_VERSION_GAP } from '../../actors/kv/promote.js';
+import { RowanClient } from '../../client/client.js';
+import { PROMOTION_VERSION_GAP } from '../../actors/node/promote.js';
 import { dataDirFiles } from '../../config/base/files.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { shardOfKey } from '../../config/slots.js';

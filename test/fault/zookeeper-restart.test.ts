@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import type { LaunchedCluster } from '../fixtures/cluster.js';
 import { allShardsServed, nodePids, probeKeys, waitFor } from '../fixtures/failover-cluster.js';
 import { KvLoad } from '../fixtures/failover-load.js';

@@ -1,4 +1,4 @@
-// Fuzz target 'nic-verbs': the soft NIC's access rules (actors/nic/verbs.ts) under arbitrary WRITE, READ
+// Fuzz target 'nic-verbs': the soft NIC's access rules (actors/nic/nic-verbs.ts) under arbitrary WRITE, READ
 // and ALLOC requests of three peers on an in-memory pool. Whatever the bytes ask, a READ that succeeds
 // lies inside one region ALLOC handed to the asking peer's node, a WRITE changes no byte outside such a
 // region (one that fails changes none at all), ALLOC never takes the GC reserve nor a foreign owner id
@@ -6,7 +6,7 @@
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { scaleRemoteToPool } from '../../config/defaults.js';
 import type { PoolRegion } from '../../config/base/region.js';
-import { NicMemory, newNicPeer, type NicPeer } from '../../actors/nic/verbs.js';
+import { NicMemory, newNicPeer, type NicPeer } from '../../actors/nic/nic-verbs.js';
 import { OwnerRole, Pool, SegmentState } from '../../shm/pool.js';
 import { poolGeometry } from '../../shm/pool-layout.js';
 import { FuzzViolation, type FuzzTarget } from './target.js';

@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { defaultLimits } from '../../config/limits.js';
 import { FileConfigStore } from '../../config/store.js';
 import { decodeResponse, encodeRequest, FrameReader, Op, PROTOCOL_VERSION, Status } from '../../runtime/rpc/frames.js';

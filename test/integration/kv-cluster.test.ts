@@ -10,7 +10,7 @@ import { notRefused } from '../fixtures/cluster-retry.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { shardOfKey } from '../../config/slots.js';
 import { defaultLimits } from '../../config/limits.js';
 import { FileConfigStore } from '../../config/store.js';

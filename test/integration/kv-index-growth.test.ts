@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { eventually } from '../fixtures/eventually.js';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 const dec = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));

@@ -12,7 +12,7 @@ import { eventually } from '../fixtures/eventually.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { type ClusterConfig, type ClusterReplicationMode } from '../../config/cluster.js';
 import { shardOfKey } from '../../config/slots.js';
 import { FileConfigStore } from '../../config/store.js';
@@ -49,7 +49,7 @@ async function checkBackups(client: RowanClient, cluster: ClusterConfig, what: s
 
 const MODES: ClusterReplicationMode[] = ['rowan', 'rpc', 'rwrite', 'batch', 'share'];
 /** Every mode on the shm fabric; the one-sided baselines also over the tcp fabric, where the NIC grants
- *  regions per sending node (actors/nic/verbs.ts): share's workers write one region through their own
+ *  regions per sending node (actors/nic/nic-verbs.ts): share's workers write one region through their own
  *  connections, rwrite's each allocate their own. */
 const CASES: { mode: ClusterReplicationMode; fabric: 'shm' | 'tcp' }[] = [
   ...MODES.map((mode) => ({ mode, fabric: 'shm' as const })),

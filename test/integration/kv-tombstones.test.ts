@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { launchClusterReady, notRefused } from '../fixtures/cluster-retry.js';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { collectClusterStatus } from '../../bin/cluster-status.js';
 
 const dec = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));

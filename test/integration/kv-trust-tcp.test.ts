@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { readSecretFile } from '../../config/base/secret.js';
 import { shardOfKey } from '../../config/slots.js';
 import { defaultLimits } from '../../config/limits.js';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 
 async function scrape(url: string): Promise<string> {
   const r = await fetch(url);

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { Op, PROTOCOL_VERSION, Status, decodeResponse, encodeRequest, FrameReader } from '../../runtime/rpc/frames.js';
 import { defaultLimits } from '../../config/limits.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';

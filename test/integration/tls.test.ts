@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
-import { RowanClient } from '../../actors/kv/client/client.js';
+import { RowanClient } from '../../client/client.js';
 import { newNonce, passwordText, proof, readPasswordFile, readSecretFile } from '../../config/base/secret.js';
 import { FileConfigStore } from '../../config/store.js';
 import { decodeResponse, encodeRequest, FrameReader, Op, Status } from '../../runtime/rpc/frames.js';

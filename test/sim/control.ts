@@ -1,24 +1,24 @@
-// A simulated node's side of the control plane, one per incarnation, wired as actors/kv/node-kv.ts
+// A simulated node's side of the control plane, one per incarnation, wired as actors/node/node-application.ts
 // startLease() wires a node process: the configuration cell (leased: fenced until the first grant), the
-// real lease client (actors/kv/lease.ts: renewals, prepare, commit, eviction) dialing the simulated
-// manager (./wire.ts), its hooks -- drain, gather (actors/kv/gather.ts), promotion with scatter
-// (actors/kv/promote.ts), the replica record (actors/kv/trust.ts) -- and peer leases
-// (actors/kv/peer-lease.ts) asked of the other nodes' workers over the simulated network. All of it on
-// the incarnation's timers (./timers.ts). Not simulated: re-replication's copies (actors/kv/catchup.ts),
+// real lease client (actors/node/lease-client.ts: renewals, prepare, commit, eviction) dialing the simulated
+// manager (./wire.ts), its hooks -- drain, gather (actors/shared/gather-scatter.ts), promotion with scatter
+// (actors/node/promote.ts), the replica record (actors/shared/trust.ts) -- and peer leases
+// (actors/shared/peer-lease.ts) asked of the other nodes' workers over the simulated network. All of it on
+// the incarnation's timers (./timers.ts). Not simulated: re-replication's copies (actors/node/catch-up.ts),
 // so a backup the manager adds stays catching up and is never checked as a full replica.
 import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
-import { ConfigCell, holdUnconfirmedMoves } from '../../actors/kv/config-cell.js';
-import { LeaseClient, type LeaseHooks } from '../../actors/kv/lease.js';
-import { PeerLeases } from '../../actors/kv/peer-lease.js';
-import { gatherForPrepare } from '../../actors/kv/gather.js';
-import { promoteShards } from '../../actors/kv/promote.js';
-import { drainShards } from '../../actors/kv/node-kv.js';
-import { receivedShards, type ReplicaRecord } from '../../actors/kv/trust.js';
-import type { KvShared } from '../../actors/kv/shared.js';
+import { ConfigCell, holdUnconfirmedMoves } from '../../actors/shared/config-cell.js';
+import { LeaseClient, type LeaseHooks } from '../../actors/node/lease-client.js';
+import { PeerLeases } from '../../actors/shared/peer-lease.js';
+import { gatherForPrepare } from '../../actors/shared/gather-scatter.js';
+import { promoteShards } from '../../actors/node/promote.js';
+import { drainShards } from '../../actors/node/node-application.js';
+import { receivedShards, type ReplicaRecord } from '../../actors/shared/trust.js';
+import type { KvShared } from '../../actors/shared/node-shared.js';
 import { OwnerRole, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import type { SimNet } from './net.js';

@@ -2,7 +2,7 @@
 // its rounds (failover with gather/scatter, moves, completing a stored term), on simulated time
 // (./timers.ts), a configuration store in memory that outlives the manager's crashes (the cluster file,
 // or ZooKeeper), and the manager's side of each node's lease connection (./wire.ts) as
-// actors/manager/server.ts serves it (the handshake gate, then JSON lines into onMessage/onClose).
+// actors/manager/manager-server.ts serves it (the handshake gate, then JSON lines into onMessage/onClose).
 //
 // It crashes like any process: at a time the seed picks, or at a crash point -- the nth log event of
 // a round step (failover detected/stored/prepared/committed, move-*, takeover), the nth prepare or
@@ -19,7 +19,7 @@ import { ConfigManager, type Link } from '../../actors/manager/manager.js';
 import { ALWAYS } from '../../actors/manager/takeover.js';
 import type { LeaseTiming } from '../../actors/manager/leases.js';
 import type { Move } from '../../actors/manager/reshard.js';
-import { ManagerAuthGate } from '../../actors/kv/manager-auth.js';
+import { ManagerAuthGate } from '../../actors/shared/manager-auth.js';
 import { LineReader, encodeLine, type NodeToManager } from '../../actors/manager/protocol.js';
 import type { SimNet } from './net.js';
 import { SimTimers } from './timers.js';
@@ -147,7 +147,7 @@ export class SimManager {
     }, true);
   }
 
-  /** actors/manager/server.ts's connection handling, on a simulated socket. */
+  /** actors/manager/manager-server.ts's connection handling, on a simulated socket. */
   private serve(s: SimSocket): void {
     const cm = this.cm!;
     const reader = new LineReader<NodeToManager>();

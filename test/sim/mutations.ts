@@ -19,13 +19,13 @@
 //                           (the source never drains), and sends members behind the stored term the
 //                           bare commit on hello/renew (issue 24, hazard 2).
 import { Cleaner, type CleanerOptions } from '../../actors/clean/gc.js';
-import type { KvShared } from '../../actors/kv/shared.js';
+import type { KvShared } from '../../actors/shared/node-shared.js';
 import { TombstoneSweep } from '../../actors/clean/tombstones.js';
 import type { ShardIndex } from '../../shm/index.js';
 import type { SimNodeOptions } from './node.js';
 import type { SimManagerOptions } from './manager.js';
-import type { FloorStore } from '../../actors/kv/floors.js';
-import type { ShardVersionStore } from '../../actors/kv/shard-versions-file.js';
+import type { FloorStore } from '../../actors/shared/floors.js';
+import type { ShardVersionStore } from '../../actors/shared/shard-versions-file.js';
 
 export type MutationName =
   | 'index-ignores-versions'

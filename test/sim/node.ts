@@ -12,20 +12,20 @@ import { defaultLimits } from '../../config/limits.js';
 import { KvWorker } from '../../actors/worker/kv.js';
 import { DigestSegments } from '../../actors/digest/segments.js';
 import { Cleaner, type CleanerOptions } from '../../actors/clean/gc.js';
-import { rebuildIndexes } from '../../actors/kv/recovery.js';
-import type { ConfigCell } from '../../actors/kv/config-cell.js';
+import { rebuildIndexes } from '../../actors/node/recovery.js';
+import type { ConfigCell } from '../../actors/shared/config-cell.js';
 import { backupNow, primarySinceStart } from '../../actors/clean/tombstones.js';
-import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from '../../actors/kv/trust.js';
+import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from '../../actors/shared/trust.js';
 import { isCatchingUp } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
-import { attachKvShared, createKvShared, type KvShared, type KvSharedBuffers, type ReplicaChannel } from '../../actors/kv/shared.js';
+import { attachKvShared, createKvShared, type KvShared, type KvSharedBuffers, type ReplicaChannel } from '../../actors/shared/node-shared.js';
 import { RowanReceiver } from '../../runtime/rowan/receiver.js';
 import { SharedReceiveQueue, type ReceiveQueue } from '../../runtime/rowan/srq.js';
 import { Pool } from '../../shm/pool.js';
 import { poolGeometry } from '../../shm/pool-layout.js';
 import { TLog } from '../../shm/tlog.js';
-import { MemoryFloorStore, type FloorStore } from '../../actors/kv/floors.js';
-import { MemoryShardVersionStore, type ShardVersionStore } from '../../actors/kv/shard-versions-file.js';
+import { MemoryFloorStore, type FloorStore } from '../../actors/shared/floors.js';
+import { MemoryShardVersionStore, type ShardVersionStore } from '../../actors/shared/shard-versions-file.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
 import type { Transport } from '../../runtime/fabric/transport.js';
 import type { EventLoop } from './loop.js';
@@ -62,10 +62,10 @@ export interface SimNodeOptions {
   /** Period of the clean actor's tombstone sweep (ms; actors/clean/tombstones.ts). */
   tombstoneSweepMs: number;
   makeSweep?: CleanerOptions['makeSweep'];
-  /** Where a node keeps its persisted tombstone floors across crashes (actors/kv/floors.ts); the
+  /** Where a node keeps its persisted tombstone floors across crashes (actors/shared/floors.ts); the
    *  mutation test substitutes a broken one. Default: memory that survives the node's crashes. */
   makeFloorStore?: () => FloorStore;
-  /** Likewise the persisted version marks (actors/kv/version-marks.ts). */
+  /** Likewise the persisted version marks (actors/shared/version-marks.ts). */
   makeMarkStore?: () => ShardVersionStore;
 }
 
@@ -105,9 +105,9 @@ export class SimNode {
   readonly counts = { boots: 0, crashes: 0, digested: 0, cleaned: 0, quarantined: 0, tombstonesDropped: 0, tombstonesDroppedOnBackup: 0 };
   /** The node's persisted tombstone floors: durable, like a file in its data dir. */
   private readonly floorStore: FloorStore;
-  /** The node's persisted version marks (actors/kv/version-marks.ts): durable likewise. */
+  /** The node's persisted version marks (actors/shared/version-marks.ts): durable likewise. */
   private readonly markStore: ShardVersionStore;
-  /** The node's replica record (actors/kv/trust.ts): durable, like replicas.json in its data dir. */
+  /** The node's replica record (actors/shared/trust.ts): durable, like replicas.json in its data dir. */
   private readonly record = ReplicaRecord.inMemory();
   /** The configuration this incarnation started with (read from the store at boot). */
   private cluster!: ClusterConfig;

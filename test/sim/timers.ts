@@ -5,7 +5,7 @@
 // a crashed process does nothing more. A callback that throws (a broken invariant: in production an
 // uncaught exception) is reported through `onError`.
 import type { TimerHandle, Timers } from '../../config/base/clock.js';
-import type { CellWake } from '../../actors/kv/config-cell.js';
+import type { CellWake } from '../../actors/shared/config-cell.js';
 import type { EventLoop } from './loop.js';
 import { SimCrash } from './region.js';
 

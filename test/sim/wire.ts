@@ -6,7 +6,7 @@
 // connect timeout gives up on it). Each socket belongs to one incarnation of its process: when that
 // process crashes, its sockets close and it hears nothing more.
 import { EventEmitter } from 'node:events';
-import type { LeaseSocket } from '../../actors/kv/lease.js';
+import type { LeaseSocket } from '../../actors/node/lease-client.js';
 import type { SimNet } from './net.js';
 
 /** The manager's address on the simulated network (partitions between it and a node use it). */

@@ -4,7 +4,7 @@
 // HELLO 3 AUTH default <password>) succeeds, other commands get -NOAUTH (./handler.ts); RESET makes the
 // connection unauthenticated again. A node started with --no-auth answers AUTH as Redis does without one.
 import { defaultLimits } from '../../../config/limits.js';
-import type { RespConnection } from '../../../runtime/resp/connection.js';
+import type { RespConnection } from '../../../runtime/resp/resp-connection.js';
 import { OK, RMap, Simple, Verbatim, err, type Reply } from '../../../runtime/resp/reply.js';
 import type { RespContext } from './context.js';
 import { passwordMatches } from '../../../config/base/secret.js';

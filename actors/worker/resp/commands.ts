@@ -1,7 +1,7 @@
 // The command table of rowan's Redis front end: arity, flags and key positions as Redis 7 declares them
 // (COMMAND / COMMAND DOCS / COMMAND COUNT serve them, so redis-cli's hints and cluster clients' key
 // extraction work), the implementation, and how a request orders within a pipelined connection.
-import type { RespConnection, RequestOrder } from '../../../runtime/resp/connection.js';
+import type { RespConnection, RequestOrder } from '../../../runtime/resp/resp-connection.js';
 import { RMap, RSet, Simple, err, type Reply } from '../../../runtime/resp/reply.js';
 import * as admin from './admin.js';
 import { cluster } from './cluster-cmds.js';

@@ -2,7 +2,7 @@
 // mode, the keyspace walker and the counters INFO reports. One per port (two per worker: the
 // single-endpoint port and the cluster port), sharing the worker, view, keyspace and per-key locks.
 import type { Clock } from '../../../config/base/clock.js';
-import type { RespServer } from '../../../runtime/resp/server.js';
+import type { RespServer } from '../../../runtime/resp/resp-server.js';
 import type { KvWorker } from '../kv.js';
 import type { Keyspace } from './keyspace.js';
 import type { NodeView } from './node-view.js';

@@ -7,7 +7,7 @@
 //                          forwarding link failed mid-request); SET/DEL may be retried, conditional
 //                          commands (NX, XX, GETDEL) must be checked first
 //   MOVED / CROSSSLOT / CLUSTERDOWN   Redis Cluster routing, not applied
-import type { RespConnection, RespHandler, RequestOrder } from '../../../runtime/resp/connection.js';
+import type { RespConnection, RespHandler, RequestOrder } from '../../../runtime/resp/resp-connection.js';
 import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
 import { RespErr, err, type Reply } from '../../../runtime/resp/reply.js';
 import { COMMAND_BY_NAME, orderOf } from './commands.js';

@@ -3,8 +3,8 @@
 // never resize, so a full SCAN returns every key that existed for the whole scan at least once (the
 // Redis guarantee), whatever COUNT is. Each call walks one shard at most; 0 means done.
 import type { Limits } from '../../../config/limits.js';
-import { ReadEpochs } from '../../kv/gc-state.js';
-import type { KvShared } from '../../kv/shared.js';
+import { ReadEpochs } from '../../shared/gc-state.js';
+import type { KvShared } from '../../shared/node-shared.js';
 import { EntryType, readEntryAt } from '../../../shm/log.js';
 import type { PersistentRegion } from '../../../config/base/region.js';
 

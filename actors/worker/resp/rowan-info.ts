@@ -2,8 +2,8 @@
 // (Figure 6 life cycle), the live share GC works on, this worker's KV and Rowan counters. The clean and
 // digest actors' own counters (bytes reclaimed, committed segments) live in their threads' counters,
 // read by the node's main thread: `rowan status --data-dir` shows them.
-import { collectGcStatus } from '../../kv/gc-status.js';
-import type { GcSharedBuffers } from '../../kv/gc-state.js';
+import { collectGcStatus } from '../../shared/gc-status.js';
+import type { GcSharedBuffers } from '../../shared/gc-state.js';
 import { counterNames, I64 } from '../../../shm/counters.js';
 import type { Pool } from '../../../shm/pool.js';
 import type { KvWorker } from '../kv.js';

@@ -10,12 +10,12 @@
 import { wallClock, type Clock } from '../../../config/base/clock.js';
 import type { ClusterConfig } from '../../../config/cluster.js';
 import type { Limits } from '../../../config/limits.js';
-import type { KvShared } from '../../kv/shared.js';
+import type { KvShared } from '../../shared/node-shared.js';
 import type { Logger } from '../../../config/base/log.js';
 import { respLimits } from '../../../runtime/resp/limits.js';
 import { passwordText } from '../../../config/base/secret.js';
 import type { TlsMaterial } from '../../../runtime/net/tls.js';
-import { serveResp, type RespServer } from '../../../runtime/resp/server.js';
+import { serveResp, type RespServer } from '../../../runtime/resp/resp-server.js';
 import type { PersistentRegion } from '../../../config/base/region.js';
 import type { KvWorker } from '../kv.js';
 import { KeyLocks, type InfoSource, type RespContext, type RespKvStats, type RespMode } from './context.js';

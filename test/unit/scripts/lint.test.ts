@@ -28,9 +28,12 @@ const ok = {
   'config/base/errors.ts': 'export const E = 1;\n',
   'shm/ring.ts': "import { E } from '../config/base/errors.js';\nexport const R = E;\n",
   'runtime/actor.ts': "import { R } from '../shm/ring.js';\nexport const A = R;\n",
-  'actors/kv/shared.ts': "import { A } from '../../runtime/actor.js';\nexport const S = A;\n",
-  'actors/worker/thread.ts': "import { S } from '../kv/shared.js';\nexport const W = S;\n",
-  'bin/cli.ts': "import { W } from '../actors/worker/thread.js';\nexport const C = W;\n",
+  'actors/shared/node-shared.ts': "import { A } from '../../runtime/actor.js';\nexport const S = A;\n",
+  'client/client.ts': "import { A } from '../runtime/actor.js';\nexport const K = A;\n",
+  'actors/baselines/share.ts': "import { K } from '../../client/client.js';\nexport const B = K;\n",
+  'actors/worker/thread.ts': "import { S } from '../shared/node-shared.js';\nimport { B } from '../baselines/share.js';\nexport const W = S + B;\n",
+  'actors/node/node-application.ts': "import { W } from '../worker/thread.js';\nexport const N = W;\n",
+  'bin/cli.ts': "import { N } from '../actors/node/node-application.js';\nexport const C = N;\n",
 };
 
 test('a tree that follows the direction passes', () => {
@@ -46,9 +49,24 @@ test('an upward import fails and names both files', () => {
 });
 
 test('the generic runtime may not import the KV application', () => {
-  const r = runLint({ ...ok, 'runtime/node.ts': "import type { S } from '../actors/kv/shared.js';\nexport type N = typeof S;\n" });
+  const r = runLint({ ...ok, 'runtime/node.ts': "import type { S } from '../actors/shared/node-shared.js';\nexport type N = typeof S;\n" });
   assert.equal(r.code, 1, r.out);
-  assert.match(r.out, /runtime\/node\.ts imports actors\/kv\/shared\.ts: upward/);
+  assert.match(r.out, /runtime\/node\.ts imports actors\/shared\/node-shared\.ts: upward/);
+});
+
+test('the layout by thread: a role may not import the node main thread, shared state no role, the client no actor', () => {
+  const role = runLint({ ...ok, 'actors/digest/thread.ts': "import { N } from '../node/node-application.js';\nexport const D = N;\n" });
+  assert.equal(role.code, 1, role.out);
+  assert.match(role.out, /actors\/digest\/thread\.ts imports actors\/node\/node-application\.ts: upward \(role may import only/);
+  const shared = runLint({ ...ok, 'actors/shared/commit.ts': "import { W } from '../worker/thread.js';\nexport const C = W;\n" });
+  assert.equal(shared.code, 1, shared.out);
+  assert.match(shared.out, /actors\/shared\/commit\.ts imports actors\/worker\/thread\.ts: upward/);
+  const sibling = runLint({ ...ok, 'actors/shared/commit.ts': "import { B } from '../baselines/share.js';\nexport const C = B;\n" });
+  assert.equal(sibling.code, 1, sibling.out);
+  assert.match(sibling.out, /actors\/shared\/commit\.ts imports actors\/baselines\/share\.ts: upward/);
+  const client = runLint({ ...ok, 'client/routing.ts': "import { S } from '../actors/shared/node-shared.js';\nexport const R = S;\n" });
+  assert.equal(client.code, 1, client.out);
+  assert.match(client.out, /client\/routing\.ts imports actors\/shared\/node-shared\.ts: upward/);
 });
 
 test('a role importing another role fails', () => {
@@ -70,7 +88,7 @@ test('an import cycle fails, type-only imports included, and the message names t
 test('a role that opens its own pool or reads the wall clock fails', () => {
   const r = runLint({
     ...ok,
-    'actors/clean/thread.ts': "import { S } from '../kv/shared.js';\nexport const t = Date.now() + performance.now() + S;\nexport const p = (P: { open(x: string): void }) => Pool.open('pool.pm');\ndeclare const Pool: { open(x: string): void };\n",
+    'actors/clean/thread.ts': "import { S } from '../shared/node-shared.js';\nexport const t = Date.now() + performance.now() + S;\nexport const p = (P: { open(x: string): void }) => Pool.open('pool.pm');\ndeclare const Pool: { open(x: string): void };\n",
   });
   assert.equal(r.code, 1, r.out);
   assert.match(r.out, /actors\/clean\/thread\.ts: opens a pool itself/);

@@ -79,7 +79,7 @@ if (holdsSeed !== undefined) test('regression: the receiver-ignores-holds seed f
   assert.ok(fixed.net.stalls > 0, 'the seed stalls a lander between reserve and copy');
 });
 
-// Seed 14 found the planned-move trust bug (fixed in 6015606; test/unit/actors/kv/trust.test.ts holds
+// Seed 14 found the planned-move trust bug (fixed in 6015606; test/unit/actors/shared/trust.test.ts holds
 // the exact case) before the timers' 1 ms minimum changed every run; it still moves shards.
 test('seed 14 (a planned move, then a cold start of every node) passes', { timeout: 300_000 }, async () => {
   const r = await runSeed(14);

@@ -11,7 +11,7 @@ import { ConfigManager, type Link } from '../../../../actors/manager/manager.js'
 import { planScatter } from '../../../../actors/manager/gather.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
 import { ManualTimers, MemoryStore, settle } from '../../../fixtures/manager-fakes.js';
-import type { GatherEntry, ManagerToNode } from '../../../../actors/kv/manager-protocol.js';
+import type { GatherEntry, ManagerToNode } from '../../../../actors/shared/manager-protocol.js';
 
 function capturingLogger(): { log: Logger; errors: string[] } {
   const errors: string[] = [];

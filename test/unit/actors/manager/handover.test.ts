@@ -19,7 +19,7 @@ import { MoveRunner, type MoveHost } from '../../../../actors/manager/moves.js';
 import type { Prepared } from '../../../../actors/manager/rounds.js';
 import { planMoves, undoTasks } from '../../../../actors/manager/reshard.js';
 import { ManualTimers, MemoryStore, settle } from '../../../fixtures/manager-fakes.js';
-import type { ManagerToNode, NodeToManager } from '../../../../actors/kv/manager-protocol.js';
+import type { ManagerToNode, NodeToManager } from '../../../../actors/shared/manager-protocol.js';
 
 function logger(): { log: Logger; lines: string[] } {
   const lines: string[] = [];

@@ -11,7 +11,7 @@ import type { Logger } from '../../../../config/base/log.js';
 import { ConfigManager, type Link } from '../../../../actors/manager/manager.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
 import { ManualTimers, MemoryStore } from '../../../fixtures/manager-fakes.js';
-import type { ManagerToNode } from '../../../../actors/kv/manager-protocol.js';
+import type { ManagerToNode } from '../../../../actors/shared/manager-protocol.js';
 
 /** The manager's sleep() and tick(), on the manual clock. */
 class Timers extends ManualTimers {

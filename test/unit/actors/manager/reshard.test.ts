@@ -7,10 +7,10 @@ import { ConfigManager, type Link } from '../../../../actors/manager/manager.js'
 import { leaseTiming } from '../../../../actors/manager/leases.js';
 import { ManualClock } from '../../../../config/base/clock.js';
 import type { Logger } from '../../../../config/base/log.js';
-import type { ManagerToNode } from '../../../../actors/kv/manager-protocol.js';
+import type { ManagerToNode } from '../../../../actors/shared/manager-protocol.js';
 import { ManualTimers, MemoryStore, settle } from '../../../fixtures/manager-fakes.js';
 import { DEFAULT_RESHARDING, clearTasks, moveRefusal, planBalance, planMoves, rollBack } from '../../../../actors/manager/reshard.js';
-import { LoadCounters, LoadSampler, createLoadCounters } from '../../../../actors/kv/load.js';
+import { LoadCounters, LoadSampler, createLoadCounters } from '../../../../actors/shared/shard-load.js';
 
 function cluster(n: number, shards: number, rf: number): ClusterConfig {
   const nodes = Array.from({ length: n }, (_, id) => ({ id, host: '127.0.0.1', dataDir: `/d/${id}`, workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } }));

@@ -16,7 +16,7 @@ import { defaultTimings } from '../../../../config/timings.js';
 import { planFailover } from '../../../../actors/manager/plan.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
 import { ManualTimers, MemoryStore, settle } from '../../../fixtures/manager-fakes.js';
-import type { GatherEntry, ManagerToNode } from '../../../../actors/kv/manager-protocol.js';
+import type { GatherEntry, ManagerToNode } from '../../../../actors/shared/manager-protocol.js';
 
 function logger(): { log: Logger; lines: string[] } {
   const lines: string[] = [];

@@ -9,12 +9,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monotonicClock } from '../../../../config/base/clock.js';
-import { NicServer } from '../../../../actors/nic/server.js';
+import { NicServer } from '../../../../actors/nic/nic-server.js';
 import { shmPaths } from '../../../../runtime/fabric/shm.js';
 import { SharedReceiveQueue } from '../../../../runtime/rowan/srq.js';
 import { TcpConnection } from '../../../../runtime/fabric/tcp.js';
 import { OwnerRole, Pool, SegmentState } from '../../../../shm/pool.js';
-import type { NicMembership } from '../../../../actors/nic/verbs.js';
+import type { NicMembership } from '../../../../actors/nic/nic-verbs.js';
 
 const SEG = 64 * 1024;
 const SECRET = new Uint8Array(32).fill(0x5a);

@@ -1,5 +1,5 @@
 // Segments are released when the peer goes away for good (issue 12): once the configuration no longer
-// names a node at all -- the cold start's rule (actors/kv/trust.ts remoteOwnersOf) -- the running NIC
+// names a node at all -- the cold start's rule (actors/shared/trust.ts remoteOwnersOf) -- the running NIC
 // hands that node's regions to garbage collection before its next verb: no WRITE or READ of the node
 // reaches them, and a clean actor frees them, moving an entry an index still points at first. A node
 // that failed over (listed dead, still named) keeps its regions. Today no configuration change drops a
@@ -11,11 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cleaner } from '../../../../actors/clean/gc.js';
 import { configView } from '../../../../actors/nic/membership.js';
-import { NicServer } from '../../../../actors/nic/server.js';
-import { NicMemory, newNicPeer, type NicPeer } from '../../../../actors/nic/verbs.js';
+import { NicServer } from '../../../../actors/nic/nic-server.js';
+import { NicMemory, newNicPeer, type NicPeer } from '../../../../actors/nic/nic-verbs.js';
 import { planFailover } from '../../../../actors/manager/plan.js';
-import { rebuildIndexes } from '../../../../actors/kv/recovery.js';
-import { attachKvShared, createKvShared } from '../../../../actors/kv/shared.js';
+import { rebuildIndexes } from '../../../../actors/node/recovery.js';
+import { attachKvShared, createKvShared } from '../../../../actors/shared/node-shared.js';
 import { monotonicClock } from '../../../../config/base/clock.js';
 import { planCluster, validateCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { defaultLimits } from '../../../../config/limits.js';

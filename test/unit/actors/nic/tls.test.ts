@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monotonicClock } from '../../../../config/base/clock.js';
-import { NicServer } from '../../../../actors/nic/server.js';
+import { NicServer } from '../../../../actors/nic/nic-server.js';
 import { shmPaths } from '../../../../runtime/fabric/shm.js';
 import { SharedReceiveQueue } from '../../../../runtime/rowan/srq.js';
 import { TcpConnection } from '../../../../runtime/fabric/tcp.js';

@@ -7,7 +7,7 @@ import {
 } from '../../../../config/base/ids.js';
 import { OwnerRole } from '../../../../shm/pool-layout.js';
 import { defaultLimits } from '../../../../config/limits.js';
-import { INFLIGHT_WORKERS_MAX } from '../../../../actors/kv/gc-state.js';
+import { INFLIGHT_WORKERS_MAX } from '../../../../actors/shared/gc-state.js';
 import { planCluster } from '../../../../config/cluster.js';
 import { ErrorCodes } from '../../../../config/base/errors.js';
 

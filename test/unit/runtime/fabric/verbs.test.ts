@@ -31,7 +31,7 @@ import {
   type ReceiveQueue,
   type VerbsConnectionOptions,
   type VerbsRemote,
-} from '../../../../runtime/fabric/verbs.js';
+} from '../../../../runtime/fabric/verbs-sender.js';
 import { ControlChannel, dialVerbs, VERBS_PROTOCOL_VERSION } from '../../../../runtime/fabric/verbs-connect.js';
 
 // The proposed receiver.ts change types its queue as ReceiveQueue: the emulated SRQ must fit it as is.

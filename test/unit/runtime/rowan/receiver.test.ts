@@ -13,7 +13,7 @@ import { RowanReceiver } from '../../../../runtime/rowan/receiver.js';
 import { NO_BUFFER, SRQ_CLOSED, SharedReceiveQueue } from '../../../../runtime/rowan/srq.js';
 import { ABANDONED, LATE, ShmConnection, shmPaths } from '../../../../runtime/fabric/shm.js';
 import { TcpConnection } from '../../../../runtime/fabric/tcp.js';
-import { NicServer } from '../../../../actors/nic/server.js';
+import { NicServer } from '../../../../actors/nic/nic-server.js';
 import { RowanError } from '../../../../config/base/errors.js';
 
 const SEG = 64 * 1024;

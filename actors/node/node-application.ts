@@ -1,0 +1,302 @@
+// A node that serves ROWAN-KV: read the cluster configuration, create the shared shard versions and
+// indexes, and rebuild them from the pool (cold start, §4.7) before any actor runs. The result rides in
+// every worker's and digest's start message.
+import type { TlsMaterial } from '../../runtime/net/tls.js';
+import type { ClusterConfig } from '../../config/cluster.js';
+import { nodeOf } from '../../config/cluster.js';
+import { defaultLimits } from '../../config/limits.js';
+import { defaultTimings } from '../../config/timings.js';
+import { FileConfigStore } from '../../config/store.js';
+import type { Pool } from '../../shm/pool.js';
+import { monotonicClock, type Clock } from '../../config/base/clock.js';
+import type { NodeApplication } from '../../runtime/application.js';
+import { collectGcStatus } from '../shared/gc-status.js';
+import { ACTORS_PER_ROLE_MAX } from '../../config/base/ids.js';
+import { RequestHistograms } from '../../shm/histogram.js';
+import { REQUEST_OPS, createRequestHistograms, kvMetrics } from '../shared/node-metrics.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { Logger } from '../../config/base/log.js';
+import { SharedLog } from '../baselines/replication-writers.js';
+import { shmPaths } from '../../runtime/fabric/shm.js';
+import { closeStaleQueue } from '../../runtime/rowan/stale-queue.js';
+import { availableParallelism } from 'node:os';
+import { rebuildIndexesParallel } from './recovery.js';
+import { FileFloorStore } from '../shared/floors.js';
+import { FileMarkStore } from '../shared/version-marks.js';
+import { dataDirFiles } from '../../config/base/files.js';
+import { ConfigCell, holdUnconfirmedMoves } from '../shared/config-cell.js';
+import { LeaseClient } from './lease-client.js';
+import { PeerLeases } from '../shared/peer-lease.js';
+import { gatherForPrepare } from '../shared/gather-scatter.js';
+import { promoteShards } from './promote.js';
+import { CatchUp } from './catch-up.js';
+import { TLog } from '../../shm/tlog.js';
+import { OwnerRole, SegmentState } from '../../shm/pool.js';
+import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
+import { attachKvShared, createKvShared, heldShards, type KvShared, type KvStart } from '../shared/node-shared.js';
+import { shardDrained } from '../shared/commit.js';
+import { LoadSampler } from '../shared/shard-load.js';
+import { setChecksumSeed } from '../../shm/log-checksum.js';
+import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from '../shared/trust.js';
+
+export interface NodeKvOptions {
+  /** Where the configuration is stored, for messages: the cluster JSON file (the embedded store,
+   *  config/store.ts) or zk://host:port/znode. */
+  clusterFile: string;
+  /** The configuration, read already from a store that cannot be read synchronously (ZooKeeper, §4.7:
+   *  a node reads it from the store at cold start). Absent: read clusterFile. */
+  cluster?: ClusterConfig;
+  nodeId: number;
+  /** Keys each shard's index is sized for at start, and the most it may grow to (limits.indexKeysPerShard*). */
+  keysPerShard?: number;
+  /** The configuration manager ("host:port"): the node holds a lease with it, serves only while the
+   *  lease holds, and follows its new configurations (§4.5). Absent: a static configuration, no lease. */
+  manager?: string;
+  keysPerShardMax?: number;
+  /** The cluster secret (re-replication copies from the primary's client port, which demands it). */
+  secret?: Uint8Array | null;
+  /** TLS (runtime/net/tls.ts) for the lease connection and re-replication's copies: this node's
+   *  certificate and the cluster CA; absent or null = plain TCP. */
+  tls?: TlsMaterial | null;
+  /** Threads that rebuild the indexes from the logs at cold start (default: the CPUs, at most 4). */
+  coldStartThreads?: number;
+  /** How often load statistics go to the manager (resharding.periodMs, §4.6). */
+  loadPeriodMs?: number;
+  /** The node was failed over and restarts with an empty pool (`rowan start --rejoin`): it asks the
+   *  manager to take it back as a member holding no shard; re-replication then gives it some. A node
+   *  listed dead that does not say so is told `evicted`: it never serves its stale data. */
+  rejoin?: boolean;
+}
+
+export const DEFAULT_KEYS_PER_SHARD = defaultLimits.indexKeysPerShard;
+
+/** ROWAN-KV as the node's application: cold start before the actors, its state in the start messages
+ *  of the roles that serve it, and the storage/GC section of the node's status. */
+export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = monotonicClock): NodeApplication {
+  let start: KvStart | undefined;
+  let nodePool: Pool | undefined;
+  let lease: { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } | null = null;
+  let record: ReplicaRecord | undefined;
+  return {
+    async prepare(pool, log) {
+      nodePool = pool;
+      ({ start, record } = await prepareNodeKvTrusted(o, dataDir, pool, log, clock));
+    },
+    // The nic takes it too: it grants one-sided regions only to live members (actors/nic/nic-verbs.ts).
+    payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' || role === 'nic' ? start : undefined),
+    started(log) {
+      const cell = ConfigCell.attach(start!.cell);
+      if (o.manager === undefined) {
+        log.info('no configuration manager (--manager): static configuration, no lease, no failover');
+        return;
+      }
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null, record!, o.loadPeriodMs ?? 500, dataDir);
+    },
+    stopping() {
+      lease?.catchUp.stop();
+      lease?.peers.stop();
+      lease?.client.stop();
+    },
+    status: (pool, actors, uptimeMs) => {
+      const cell = start ? ConfigCell.attach(start.cell) : null;
+      const until = cell?.leaseUntil() ?? Infinity;
+      return {
+        ...collectGcStatus(pool, start?.shared.gc, actors, uptimeMs, start?.shared.indexes),
+        ...(cell
+          ? {
+              config: {
+                term: cell.term(),
+                pendingTerm: cell.pendingTerm(),
+                lease: o.manager === undefined ? 'none' : cell.evicted() ? 'evicted' : until > clock.now() ? `valid ${(until - clock.now()).toFixed(0)} ms` : 'expired',
+              },
+            }
+          : {}),
+      };
+    },
+    metrics: (e, pool, actors, uptimeMs) =>
+      kvMetrics(e, {
+        term: start ? ConfigCell.attach(start.cell).term() : 0,
+        histograms: start?.metrics ? new RequestHistograms(start.metrics, ACTORS_PER_ROLE_MAX, REQUEST_OPS.length) : null,
+        pool,
+        actors,
+        storage: collectGcStatus(pool, start?.shared.gc, actors, uptimeMs, start?.shared.indexes),
+      }),
+  };
+}
+
+/** --manager host:port[,host:port...]: the configuration managers, active and standbys (tried in turn). */
+export function parseManagers(manager: string): { host: string; port: number }[] {
+  return manager.split(',').map((one) => {
+    const at = one.lastIndexOf(':');
+    const host = one.slice(0, at);
+    const port = Number(one.slice(at + 1));
+    if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${one}' is not host:port`);
+    return { host, port };
+  });
+}
+
+/** A move's source waits at most drainTimeoutMs (config/timings.ts) for the writes it claimed for the
+ *  shards it hands over to end; past it the prepare is not acknowledged and the manager rolls the move
+ *  back. */
+export async function drainShards(shared: KvShared, shards: number[], shardCount: number, clock: Clock, sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms))): Promise<void> {
+  const g = shared.gc?.buffers;
+  if (!g) return; // no commit tracking without a pool: nothing is tracked in flight
+  const t0 = clock.now();
+  for (;;) {
+    const busy = shards.filter((s) => !shardDrained(g, shardCount, s));
+    if (busy.length === 0) return;
+    if (clock.now() - t0 > defaultTimings.drainTimeoutMs) {
+      throw new RowanError(ErrorCodes.TIMEOUT, `shard(s) ${busy.join(', ')} still have writes in flight after ${defaultTimings.drainTimeoutMs} ms; the move is not acknowledged`);
+    }
+    await sleep(1);
+  }
+}
+
+function startLease(
+  manager: string,
+  nodeId: number,
+  cell: ConfigCell,
+  pool: Pool,
+  start: KvStart,
+  clock: Clock,
+  log: Logger,
+  rejoin: boolean,
+  secret: Uint8Array | null,
+  tls: TlsMaterial | null,
+  record: ReplicaRecord,
+  loadPeriodMs: number,
+  dataDir: string,
+): { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } {
+  const managers = parseManagers(manager);
+  // Promotions hand out versions (their gap): this thread covers them with the node's marks.
+  const shared = attachKvShared(start.shared, pool.region, new FileMarkStore(dataDirFiles(dataDir).marks, pool.poolId));
+  // The promotion log: one instance on this thread, appended to by promotions and re-replication.
+  let plog: TLog | null = null;
+  const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
+  let client: LeaseClient | null = null;
+  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls });
+  const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
+  client = new LeaseClient(managers, nodeId, cell, clock, log, {
+    prepare: async (shards, drain, planned) => {
+      // Before the acknowledgement that lets the configuration commit: this node is still a backup of
+      // the shards it may now be promoted for (./trust.ts, what a later cold start applies).
+      record.noteBackups(receivedShards(cell.config(), nodeId));
+      if (drain.length > 0) await drainShards(shared, drain, start.cluster.shardCount, clock);
+      if (planned) {
+        // A move from a live primary that drained (§4.6): every version of the shard came from its
+        // counter, so the counters are the floors; what a failed write left on some replicas only was
+        // never acknowledged and stays below them. No b-log scan.
+        const versions: Record<string, number> = {};
+        for (const s of shards) {
+          versions[s] = Number(Atomics.load(shared.versions, s));
+          shared.marks?.cover(s, versions[s]); // told to the manager: the target continues after it
+        }
+        return { versions, entries: [], truncated: false };
+      }
+      return gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
+    },
+    promote: async (shards, floors, scatter, planned) => {
+      const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog(), planned);
+      if (r.late > 0) log.error({ shards, late: r.late, event: 'late-block' }, `promotion of shard(s) ${shards.join(', ')} refused ${r.late} b-log block(s) as late (at or below a tombstone floor): only writes that were never acknowledged may be`);
+      // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
+      // shards at or above this version landed after the promotion and are never applied at cold start.
+      for (const s of shards) record.notePromoted(s, r.versions[s]!);
+      return { entries: r.indexed, scattered: r.scattered.absorbed };
+    },
+    configured: () => {
+      record.noteBackups(receivedShards(cell.config(), nodeId));
+      catchUp.onConfig();
+    },
+    ...(sampler ? { load: () => sampler.sample() } : {}),
+    // An evicted node's data is stale and it is no member: it stops, after answering LEASE_EXPIRED for
+    // a moment to clients that still route to it, so that its supervisor (rowan cluster) restarts it
+    // with --rejoin -- it does not sit in the cluster serving nothing (a lease lost to a stall of the
+    // machine, not a crash, would otherwise leave the cluster a replica short for good).
+    evicted: () => {
+      log.error({ exitInMs: defaultTimings.evictedExitMs }, `evicted: this node stops in ${defaultTimings.evictedExitMs} ms; restart it with --rejoin (rowan cluster does) to take it back as an empty member`);
+      setTimeout(() => process.kill(process.pid, 'SIGTERM'), defaultTimings.evictedExitMs).unref();
+    },
+  }, rejoin, secret, tls, loadPeriodMs);
+  client.start();
+  // Peer leases (./peer-lease.ts): the node serves on while the manager is unreachable, as long as
+  // every other member vouches that nothing can have taken its shards.
+  const lc = client;
+  const peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => lc.setPeerLease(until));
+  peers.start();
+  catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
+  log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);
+  return { client, catchUp, peers };
+}
+
+export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): Promise<KvStart> {
+  return (await prepareNodeKvTrusted(o, dataDir, pool, log, clock)).start;
+}
+
+/** prepareNodeKv, also returning the node's replica record (./trust.ts) the lease keeps up to date. */
+async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock): Promise<{ start: KvStart; record: ReplicaRecord }> {
+  const cluster: ClusterConfig = o.cluster ?? new FileConfigStore(o.clusterFile).readSync();
+  const me = nodeOf(cluster, o.nodeId);
+  if (me.dataDir !== dataDir) {
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `node ${o.nodeId} of ${o.clusterFile} keeps its data in ${me.dataDir}, not ${dataDir}`);
+  }
+  // Senders of other nodes may still have the previous incarnation's receive queue mapped (after a
+  // crash it was never shut down): close it and wait for the copies they reserved before reading the
+  // b-log and recycling its segments, so nothing lands behind the scan or in a reused segment.
+  const stale = await closeStaleQueue(shmPaths(dataDir).srq);
+  if (stale && stale.holds > 0) {
+    log.warn({ ...stale }, `cold start: the previous receive queue had ${stale.holds} copy(ies) in flight; waited ${stale.waitedMs.toFixed(0)} ms for them (${stale.voided} left by senders that died mid-write)`);
+  }
+  // With a manager the node may be given any shard later (re-replication, §4.5 phase 3): every shard
+  // gets an index now (they are SharedArrayBuffers handed to the actors at start; unused ones stay small).
+  const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax, o.manager !== undefined);
+  // What the b-log pass may apply (./trust.ts): the record of shards this node received replicated data
+  // of, first brought up to date with this configuration's backups (before anything can land).
+  // Every block this node writes or reads is keyed with the cluster's seed (shm/log-checksum.ts); the
+  // record refuses a seed other than the one the pool was written with.
+  const seed = cluster.checksumSeed ?? 0;
+  const poolHadData = pool.segmentsInState(SegmentState.Free).length < pool.segmentCount;
+  const record = ReplicaRecord.load(dataDir, pool.poolId, poolHadData, heldShards(cluster, o.nodeId), seed);
+  setChecksumSeed(seed);
+  record.noteBackups(receivedShards(cluster, o.nodeId));
+  const trust = { blog: coldStartBlogTrust(cluster, o.nodeId, record), remoteOwners: remoteOwnersOf(cluster, o.nodeId) };
+  // The tombstone floors this node persisted as a backup (./floors.ts): late b-log blocks under them
+  // are refused by the b-log pass, and the shared floors start there.
+  const floors = new FileFloorStore(dataDirFiles(dataDir).floors, pool.poolId).load();
+  // Every counter resumes at or above the mark persisted before its versions left the node.
+  const marks = new FileMarkStore(dataDirFiles(dataDir).marks, pool.poolId).load();
+  let last = 0;
+  const threads = o.coldStartThreads ?? Math.min(4, availableParallelism());
+  const rep = await rebuildIndexesParallel(pool, buffers, defaultLimits, clock, threads, (done, total) => {
+    const now = clock.now();
+    if (now - last > 1000 || done === total) {
+      last = now;
+      log.info({ done, total, threads }, `cold start: rebuilding indexes from the logs, ${done} of ${total} segments`);
+    }
+  }, trust, { floors, marks });
+  if (rep.untrusted > 0 || rep.freedForeign > 0) {
+    log.warn(
+      { untrusted: rep.untrusted, freedForeign: rep.freedForeign },
+      `cold start: ${rep.untrusted} b-log block(s) not applied (a shard this node did not receive them for, or an implausible version) and ${rep.freedForeign} region(s) of owner ids no other node holds freed`,
+    );
+  }
+  if (rep.late > 0) {
+    log.error({ late: rep.late, event: 'late-block' }, `cold start: refused ${rep.late} b-log block(s) as late (at or below a persisted tombstone floor, in a segment digest never finished): only writes that were never acknowledged may be`);
+  }
+  if (o.rejoin && rep.indexed > 0) {
+    throw new RowanError(ErrorCodes.BAD_CONFIG, `--rejoin needs an empty pool, and ${dataDir}'s holds ${rep.indexed} entries (stale after a failover: remove the pool file)`);
+  }
+  log.info(
+    { ...rep, term: cluster.term, shards: heldShards(cluster, o.nodeId).length, nodes: cluster.nodes.length },
+    `cold start: ${rep.indexed} entries indexed from ${rep.logSegments} log and ${rep.blogSegments} b-log segments in ${rep.ms.toFixed(0)} ms`,
+  );
+  const cell = ConfigCell.create(cluster, o.manager !== undefined, clock);
+  const held = o.manager !== undefined ? holdUnconfirmedMoves(cell, cluster, o.nodeId) : [];
+  if (held.length > 0) log.warn({ shards: held, term: cluster.term }, `cold start: shard(s) ${held.join(', ')} moving here at term ${cluster.term} wait for the manager's commit (the move may never have been prepared)`);
+  const start: KvStart = { cluster, cell: cell.buffer, nodeId: o.nodeId, shared: buffers, metrics: createRequestHistograms(ACTORS_PER_ROLE_MAX).buffer };
+  if (cluster.replication === 'share') {
+    // Share-KV: one remote log per (this node, backup node), its cursor shared by all our workers.
+    start.shareLogs = {};
+    for (const n of cluster.nodes) if (n.id !== o.nodeId) start.shareLogs[n.id] = SharedLog.create({ nodeId: o.nodeId }).buffer;
+  }
+  return { start, record };
+}

@@ -1,0 +1,164 @@
+// Applying replicated log blocks to a node's backup indexes (§4.4 digest, §4.7 cold start). Used by
+// digest actors for Used b-log segments and by the cold start for every b-log segment in the pool.
+//
+// A single-block entry is indexed where it lies in the b-log. The blocks of a multi-block entry may lie
+// apart (Figure 7), and an index item must point at one contiguous entry, so once all blocks are in
+// the entry is appended to a log the applier owns (a TLog of role Digest) and indexed there.
+// Updates are version-conditional: duplicates from re-issued writes and out-of-order arrival are
+// harmless. COMMITVER entries are recorded for commit tracking (§4.4) and not indexed; `maxVer` collects
+// the highest version of each owned shard seen since the caller last reset it (MaxVerArray, §4.4).
+// Every index change is reflected in the node's live-byte accounting when it keeps one.
+// A `floor` (./floors.ts) makes the applier refuse PUT/DEL blocks it knows to be late -- below the
+// shard's tombstone floor, landed after every acknowledged write under it -- before anything else.
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { Limits } from '../../config/limits.js';
+import { hash64Into, type KeyHash } from '../../shm/hash.js';
+import { PoolEntryReader } from '../../shm/entry-reader.js';
+import { BlockAssembler } from '../../shm/log-assembler.js';
+import { EntryType, type Block } from '../../shm/log.js';
+import type { PersistentRegion } from '../../config/base/region.js';
+import type { TLog } from '../../shm/tlog.js';
+import type { KvShared } from './node-shared.js';
+import { indexEntry, raiseVersion } from './node-shared.js';
+import { plausibleVersion } from './trust.js';
+
+export interface ApplyStats {
+  blocks: number;
+  indexed: number;
+  stale: number;
+  /** Blocks of shards another applier (or no replica on this node) owns. */
+  skipped: number;
+  /** Blocks refused by what the node trusts (./trust.ts): a version out of any shard's plausible range,
+   *  or a shard this node cannot legitimately have received the block for. */
+  untrusted: number;
+  reassembled: number;
+  commitVers: number;
+  /** Entries that found their shard's index at its maximum (counted, never fatal). */
+  indexFull: number;
+  /** PUT/DEL blocks refused as late: at or below their shard's tombstone floor (./floors.ts). */
+  late: number;
+}
+
+/** The tombstone floor as an applier sees it (./floors.ts). */
+export interface BlockFloor {
+  /** Is a PUT/DEL block of `shard` at `version` late here (never to be applied)? */
+  late(shard: number, version: number): boolean;
+  /** Called for each late block (digest and cold start invalidate it on PM). */
+  refused?(b: Block): void;
+  /** A COMMITVER block of a shard the applier owns was applied, in b-log order (digest raises F). */
+  commitVer?(shard: number, version: number): void;
+}
+
+export class BlockApplier {
+  private readonly assembler: BlockAssembler;
+  private readonly reader: PoolEntryReader;
+  private readonly hash: KeyHash = { hi: 0, lo: 0 };
+  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0, late: 0 };
+  /** Highest CommitVer seen per shard (CommitVerArray, §4.4). */
+  readonly commitVer = new Map<number, number>();
+  /** Highest PUT/DEL version per owned shard since the caller last replaced it (MaxVerArray, §4.4). */
+  maxVer = new Map<number, number>();
+
+  constructor(
+    region: PersistentRegion,
+    private readonly shared: KvShared,
+    /** Which shards this applier updates; given the block's version too, a caller may also refuse
+     *  versions it cannot trust for that shard (the cold start: ./trust.ts coldStartBlogTrust). */
+    private readonly owns: (shard: number, version: number) => boolean,
+    /** Where reassembled multi-block entries are kept. */
+    private readonly log: TLog,
+    limits: Limits,
+    private readonly floor: BlockFloor | null = null,
+  ) {
+    this.assembler = new BlockAssembler(limits);
+    this.reader = new PoolEntryReader(region, limits);
+  }
+
+  apply(b: Block): void {
+    this.stats.blocks++;
+    if (!this.shared.indexes[b.shard]) {
+      this.stats.skipped++;
+      return;
+    }
+    // A version no shard can legitimately reach (a forged 2^48-1 would make every later PUT/DEL of the
+    // shard fail) is never applied nor raises the shard version, live or at cold start (./trust.ts).
+    if (!plausibleVersion(b.version)) {
+      this.stats.untrusted++;
+      return;
+    }
+    // Late blocks are refused whoever owns the shard now (digest: a shard promoted here still gets the
+    // old primary's late blocks, and a later cold start must not find them valid).
+    if (this.floor && b.type !== EntryType.CommitVer && this.floor.late(b.shard, b.version)) {
+      this.stats.late++;
+      this.floor.refused?.(b);
+      return;
+    }
+    if (!this.owns(b.shard, b.version)) {
+      this.stats.skipped++;
+      return;
+    }
+    // Versions seen in replicated entries keep this node's shard version above them, so a backup
+    // promoted to primary continues after every version it holds (§4.5 phase 2).
+    raiseVersion(this.shared.versions, b.shard, b.version);
+    if (b.type === EntryType.CommitVer) {
+      this.stats.commitVers++;
+      if ((this.commitVer.get(b.shard) ?? 0) < b.version) this.commitVer.set(b.shard, b.version);
+      this.floor?.commitVer?.(b.shard, b.version);
+      return;
+    }
+    if ((this.maxVer.get(b.shard) ?? 0) < b.version) this.maxVer.set(b.shard, b.version);
+    if (b.cnt === 1) {
+      this.index(b.shard, b.payload.subarray(0, b.keyLen), b.offset, b.version);
+      return;
+    }
+    const e = this.assembler.add(b);
+    if (e === null) return;
+    this.stats.reassembled++;
+    // Already indexed at this version or newer (a re-issued write, or a cold start that met this entry
+    // in the digest log first): copying it again would only grow the log.
+    const have = this.shared.indexes[e.shard]!.get(e.key, hash64Into(e.key, this.hash), this.reader);
+    if (have !== 0 && this.reader.versionAt(have) >= e.version) {
+      this.stats.stale++;
+      return;
+    }
+    const at = this.log.append({ type: e.type, shard: e.shard, version: e.version, key: e.key, value: e.value });
+    this.index(e.shard, e.key, at, e.version);
+  }
+
+  /** Offsets of the blocks of multi-block entries still waiting for more blocks. */
+  pendingBlockOffsets(): number[] {
+    return this.assembler.pendingOffsets();
+  }
+
+  /** Give up partial entries (their remaining blocks are not coming). */
+  dropPending(): number {
+    const n = this.assembler.pending;
+    this.assembler.clear();
+    return n;
+  }
+
+  private index(shard: number, key: Uint8Array, addr: number, version: number): void {
+    let r;
+    try {
+      r = indexEntry(this.shared, shard, key, hash64Into(key, this.hash), addr, version, this.reader);
+    } catch (err) {
+      // A full index never stops digest or cold start (the node keeps serving). It cannot happen while
+      // primaries keep their headroom (limits.indexHeadroomBuckets; a backup's index of a shard holds
+      // the same keys as the primary's); the entry stays in the pool and is counted, not lost silently.
+      if (!(err instanceof RowanError && err.code === ErrorCodes.INDEX_FULL)) throw err;
+      this.stats.indexFull++;
+      return;
+    }
+    if (r === 'stale') this.stats.stale++;
+    else this.stats.indexed++;
+  }
+}
+
+/** Bytes zeroed at a block's start to invalidate it: its type and checksum, one 8-byte persist. */
+export const INVALIDATE_BYTES = 8;
+
+/** Make the block at `offset` unreadable for good (a type of 0 is no entry type), persisted. */
+export function invalidateBlock(region: PersistentRegion, offset: number): void {
+  region.bytes.fill(0, offset, offset + INVALIDATE_BYTES);
+  region.persist(offset, INVALIDATE_BYTES);
+}

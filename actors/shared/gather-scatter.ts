@@ -1,0 +1,180 @@
+// Gather and scatter (§4.5 phase 2), a node's side: so that every surviving replica of a shard whose
+// primary died holds the same entries ("all", not "none"). When the old primary died mid-replication an
+// entry it never acknowledged may have reached one backup and not another.
+//
+//   prepare  gatherForPrepare(): one pass over this node's Using/Used b-log segments (what digest may
+//            not have applied or committed yet) collects, for the shards changing primary, the highest
+//            version held (the floors, as before) and every complete PUT/DEL entry with a version above
+//            the highest CommitVer seen for the shard in those segments (protocol note in
+//            ./manager-protocol.ts). Multi-block entries are reassembled; one missing a block was never
+//            acknowledged and is left out. Bounded by GATHER_BYTES_MAX (what does not fit: `truncated`).
+//   commit   absorbScattered(): the entries the manager says this node lacks are persisted -- appended
+//            to the promotion log (PROMOTION_ACTOR_ID, role Digest, config/base/ids.ts) -- and indexed
+//            version-conditionally, so a newer version already indexed wins and a repeat is skipped
+//            without being written again. The shard version is raised above each, so a promoted shard
+//            continues after every version gathered.
+// Tombstone floors (./floors.ts): an entry at or below its shard's effective floor is late (an
+// acknowledged one was applied, and lies in a Committed segment); gather does not list it and a
+// scattered one is not absorbed -- this node may have dropped the tombstone that outranked it.
+// Re-replication's copies (absorbEntries without floors) come from the primary's index and bypass it.
+// The promotion log is a digest-role log: cold start (./recovery.ts) scans every non-Free Digest
+// segment, so the entries survive a restart; its full segments are sealed Committed and cleaned by GC
+// like any digest log's; its newest segment stays Using until a later promotion on this node reopens the
+// chain (TLog.recover commits the older ones) -- the same as the promotion's own reassembled entries.
+import { plausibleVersion } from './trust.js';
+import type { Limits } from '../../config/limits.js';
+import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
+import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
+import { PoolEntryReader } from '../../shm/entry-reader.js';
+import { hash64Into } from '../../shm/hash.js';
+import { BlockAssembler } from '../../shm/log-assembler.js';
+import { EntryType } from '../../shm/log.js';
+import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
+import type { TLog } from '../../shm/tlog.js';
+import { ReadEpochs } from './gc-state.js';
+import { ShardFloors } from './floors.js';
+import { GATHER_BYTES_MAX, gatherEntryBytes, type GatherEntry } from './manager-protocol.js';
+import { indexEntry, raiseVersion, type KvShared } from './node-shared.js';
+
+/** b-log segments digest may not have applied (Using: still being filled; Used: handed to digest,
+ *  maybe not parsed) and whose entries are not known to be on every replica. */
+export function undigested(pool: Pool): number[] {
+  return pool.segments({ role: OwnerRole.Control }).filter((s) => {
+    const st = pool.meta(s).state;
+    return st === SegmentState.Using || st === SegmentState.Used;
+  });
+}
+
+/** The scans run on the node's main thread, which also renews the lease: a scan of many segments
+ *  must not hold back a renewal (the manager would take the node for dead). */
+export function yieldToRenewals(): Promise<void> {
+  return new Promise((r) => setImmediate(r));
+}
+
+export interface PrepareReport {
+  /** Highest version held per shard: the shard version and every block in the b-log segments. */
+  versions: Record<string, number>;
+  entries: GatherEntry[];
+  /** Entries left out because the list reached `bytesMax`. */
+  truncated: boolean;
+  /** Entries at or below their shard's CommitVer (or its tombstone floor), not listed. */
+  committed: number;
+}
+
+export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: number[], limits: Limits, bytesMax = GATHER_BYTES_MAX): Promise<PrepareReport> {
+  const want = new Set(shards);
+  const versions: Record<string, number> = {};
+  for (const s of shards) versions[s] = Number(Atomics.load(shared.versions, s));
+  const commitVer = new Map<number, number>();
+  const found = new Map<string, GatherEntry>(); // by shard:version (a re-issued write lands twice)
+  const assembler = new BlockAssembler(limits);
+  for (const seg of undigested(pool)) {
+    const start = pool.segmentOffset(seg);
+    for (const b of scanBlogBlocks(pool.region.bytes, start, start + pool.segmentBytes, limits)) {
+      if (!want.has(b.shard)) continue;
+      if (b.version > versions[b.shard]!) versions[b.shard] = b.version;
+      if (b.type === EntryType.CommitVer) {
+        if ((commitVer.get(b.shard) ?? 0) < b.version) commitVer.set(b.shard, b.version);
+        continue;
+      }
+      const e = assembler.add(b); // copies what it keeps; single-block entries are views, encoded now
+      if (e === null) continue;
+      const id = `${e.shard}:${e.version}`;
+      if (!found.has(id)) found.set(id, { s: e.shard, v: e.version, t: e.type, k: b64(e.key), x: b64(e.value) });
+    }
+    await yieldToRenewals();
+  }
+  // Newest first: if the list must be cut, the entries most likely still in flight are kept.
+  const all = [...found.values()].sort((a, b) => b.v - a.v);
+  const r: PrepareReport = { versions, entries: [], truncated: false, committed: 0 };
+  const floors = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
+  let bytes = 0;
+  for (const e of all) {
+    if (e.v <= (commitVer.get(e.s) ?? 0) || (floors !== null && e.v <= floors.effective(e.s))) {
+      r.committed++;
+      continue;
+    }
+    bytes += gatherEntryBytes(e);
+    if (bytes > bytesMax) {
+      r.truncated = true;
+      continue;
+    }
+    r.entries.push(e);
+  }
+  return r;
+}
+
+function b64(u: Uint8Array): string {
+  return Buffer.from(u.buffer, u.byteOffset, u.byteLength).toString('base64');
+}
+
+export interface AbsorbStats {
+  /** Appended to the promotion log and indexed. */
+  absorbed: number;
+  /** Already held at that version or a newer one (nothing written). */
+  held: number;
+  /** Of a shard this node holds no index for (not a replica of it). */
+  skipped: number;
+  /** At or below their shard's effective tombstone floor (scattered entries only): late, not taken. */
+  late: number;
+}
+
+/** An entry to absorb, binary: shard, version, type (PUT or DEL), key, value. */
+export interface RawEntry {
+  s: number;
+  v: number;
+  t: number;
+  key: Uint8Array;
+  value: Uint8Array;
+}
+
+/**
+ * Persist and index scattered entries. `log` is the promotion log (TLog.recover(pool, PROMOTION_ACTOR_ID,
+ * limits, OwnerRole.Digest)); the caller owns it and must be the only one appending to it.
+ */
+export function absorbScattered(pool: Pool, shared: KvShared, log: TLog, entries: GatherEntry[], limits: Limits): AbsorbStats {
+  const floors = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : undefined;
+  return absorbEntries(pool, shared, log, entries.map((g) => ({ s: g.s, v: g.v, t: g.t, key: Buffer.from(g.k, 'base64'), value: Buffer.from(g.x, 'base64') })), limits, floors);
+}
+
+/**
+ * absorbScattered for binary entries (also re-replication's copied batches, ./catchup.ts): each is
+ * appended to `log` and indexed unless the index holds its key at that version or a newer one.
+ */
+export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: Iterable<RawEntry>, limits: Limits, floors?: ShardFloors): AbsorbStats {
+  const st: AbsorbStats = { absorbed: 0, held: 0, skipped: 0, late: 0 };
+  const reader = new PoolEntryReader(pool.region, limits);
+  const hash = { hi: 0, lo: 0 };
+  const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
+  // A read epoch while index lookups read entries in the pool (GC must not free them underneath).
+  shared.gc?.epochs.enterShared(slot);
+  try {
+    for (const g of entries) {
+      const index = shared.indexes[g.s];
+      // Scattered and copied entries come from other nodes like b-log blocks: a version no shard can
+      // legitimately reach is not taken (./trust.ts; it would make the shard's later writes fail).
+      if (!index || (g.t !== EntryType.Put && g.t !== EntryType.Del) || !plausibleVersion(g.v)) {
+        st.skipped++;
+        continue;
+      }
+      if (floors && g.v <= floors.effective(g.s)) {
+        st.late++;
+        continue;
+      }
+      raiseVersion(shared.versions, g.s, g.v);
+      const key = g.key;
+      hash64Into(key, hash);
+      const have = index.get(key, hash, reader);
+      if (have !== 0 && reader.versionAt(have) >= g.v) {
+        st.held++;
+        continue;
+      }
+      const at = log.append({ type: g.t, shard: g.s, version: g.v, key, value: g.value });
+      indexEntry(shared, g.s, key, hash, at, g.v, reader);
+      st.absorbed++;
+    }
+  } finally {
+    shared.gc?.epochs.exitShared(slot);
+  }
+  return st;
+}
