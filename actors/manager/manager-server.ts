@@ -1,7 +1,7 @@
 // The configuration manager's TCP port: one connection per node's lease client, JSON lines
 // (./protocol.ts). A connection is bound to the node id of its first hello/renew; its close is the
 // manager's fast failure hint (a SIGKILLed process's sockets are closed by its kernel at once).
-// Before any of that the peer proves the cluster secret (../kv/manager-auth.ts): until it has, no
+// Before any of that the peer proves the cluster secret (../shared/manager-auth.ts): until it has, no
 // message reaches the manager, and anything but the handshake closes the connection.
 import type { Server, Socket } from 'node:net';
 import { createServer, type TlsMaterial } from '../../runtime/net/tls.js';

@@ -1,5 +1,5 @@
 // The configuration manager's logic (§4.5 phase 1), independent of sockets and threads (CONVENTIONS 9):
-// the server (./server.ts) feeds it messages and connection closes, a timer calls tick(), and it talks
+// the server (./manager-server.ts) feeds it messages and connection closes, a timer calls tick(), and it talks
 // back through each node's Link. Time comes from the injected clock.
 //
 // Failovers of nodes one at a time (./failover.ts), then configuration changes that move no primary

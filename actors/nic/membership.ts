@@ -1,4 +1,4 @@
-// What the nic reads of a ROWAN-KV node's configuration (./verbs.ts): the live membership, for ALLOC,
+// What the nic reads of a ROWAN-KV node's configuration (./nic-verbs.ts): the live membership, for ALLOC,
 // and the owner ids of the nodes it names (actors/shared/trust.ts remoteOwnersOf, the cold start's rule),
 // whose regions are kept. Both are rebuilt only when the configuration's term changes, so the owner
 // set is the same object until then (NicMemory releases regions only when it changes).

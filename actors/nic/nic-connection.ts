@@ -81,7 +81,7 @@ export class NicConnection {
   private head = 0;
   private queuedBytes = 0;
   private senderId = 0;
-  /** Who the peer is to the NIC's access rules (./verbs.ts): the node it named in HELLO, its last landing. */
+  /** Who the peer is to the NIC's access rules (./nic-verbs.ts): the node it named in HELLO, its last landing. */
   private readonly peer = newNicPeer();
   private waiting: Waiting | null = null;
   private fatal: RowanError | null = null;

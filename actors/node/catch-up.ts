@@ -1,7 +1,7 @@
 // Re-replication (§4.5 phase 3), the new backup's side, on the node's main thread: for every shard the
 // committed configuration lists this node as catching up on, copy the shard's existing entries from
-// its primary in batches (COPY_SHARD, ./copy-batch.ts) and persist them through the promotion log,
-// indexed version-conditionally (./gather.ts absorbEntries): an entry that reached this node by
+// its primary in batches (COPY_SHARD, ../shared/copy-batch.ts) and persist them through the promotion log,
+// indexed version-conditionally (../shared/gather-scatter.ts absorbEntries): an entry that reached this node by
 // replication since the configuration added it -- newer, or a DEL -- wins over the copy of an older
 // one whichever lands first (digest's b-log updates are version-conditional too). At the end of the
 // walk the node tells the manager (`caughtUp`), which commits a term without the mark.

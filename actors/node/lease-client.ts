@@ -1,5 +1,5 @@
 // A node's side of the configuration manager (§4.5), on the node's main thread: it holds the lease
-// and applies the manager's configurations to the node's configuration cell (./config-cell.ts), which
+// and applies the manager's configurations to the node's configuration cell (../shared/config-cell.ts), which
 // every worker and digest actor reads per request.
 //
 // Why the main thread and not the control actor: the main thread creates the cell and the shard
@@ -13,7 +13,7 @@
 // grant extends the lease to t_send + leaseMs - driftMs, never shortening it.
 //
 // Each connection first proves the cluster secret to the manager and checks the manager's proof
-// (./manager-auth.ts); only then is the hello sent and the lease renewed. A refused handshake is
+// (../shared/manager-auth.ts); only then is the hello sent and the lease renewed. A refused handshake is
 // logged once and retried every authRetryMs (the node's lease meanwhile runs out: it fences itself).
 //
 // Several managers (a standby, actors/manager/election.ts): the node is given all their addresses and
@@ -36,7 +36,7 @@ import type { ShardLoad } from '../shared/shard-load.js';
 
 export interface LeaseHooks {
   /** Phase 1: the highest version this node holds of each shard whose primary changes, and the
-   *  entries of those shards it gathers (./gather.ts). `drain`: the shards among them this node is
+   *  entries of those shards it gathers (../shared/gather-scatter.ts). `drain`: the shards among them this node is
    *  primary of (a planned move, §4.6): first wait until every write it claimed for them has ended;
    *  throws when they do not end in time (then no prepared is sent and the manager rolls back).
    *  `planned`: no gather -- the versions are the shard counters (a live primary's covers them all). */
@@ -82,7 +82,7 @@ export class LeaseClient {
   private seq = 0;
   private readonly sentAt = new Map<number, number>();
   private leaseUntil = 0;
-  /** Until when this node holds every other member's peer lease (./peer-lease.ts). */
+  /** Until when this node holds every other member's peer lease (../shared/peer-lease.ts). */
   private peerUntil = -Infinity;
   private timing: { leaseMs: number; renewMs: number; driftMs: number } | null = null;
   /** When the manager last said anything on the current connection (own clock). */
@@ -94,7 +94,7 @@ export class LeaseClient {
   private commits: Promise<void> = Promise.resolve();
   /** Entries this node gathered for the prepare of the term in progress. */
   private gathered = { term: 0, n: 0 };
-  /** The shards this node drained for the last prepare it acknowledged (./config-cell.ts PENDING
+  /** The shards this node drained for the last prepare it acknowledged (../shared/config-cell.ts PENDING
    *  holds that term until a commit: requests stay blocked meanwhile). */
   private drained: number[] = [];
   /** The manager tried next (an index into managers), and when the current connection was last granted. */
@@ -131,7 +131,7 @@ export class LeaseClient {
     return this.timing;
   }
 
-  /** Peer leases (./peer-lease.ts) changed: the node serves while either lease holds. */
+  /** Peer leases (../shared/peer-lease.ts) changed: the node serves while either lease holds. */
   setPeerLease(until: number): void {
     this.peerUntil = until;
     this.publishLease();
@@ -395,7 +395,7 @@ export class LeaseClient {
   /**
    * Before taking over shards of `from` nodes: no more peer leases from here (PENDING; a prepare set
    * it already), then wait until every promise this node made to them has certainly expired
-   * (./peer-lease.ts): an old primary serving on its peer leases has stopped by then.
+   * (../shared/peer-lease.ts): an old primary serving on its peer leases has stopped by then.
    */
   private async outlivePromises(term: number, from: number[]): Promise<void> {
     if (from.length === 0) return;

@@ -179,7 +179,7 @@ function startLease(
   client = new LeaseClient(managers, nodeId, cell, clock, log, {
     prepare: async (shards, drain, planned) => {
       // Before the acknowledgement that lets the configuration commit: this node is still a backup of
-      // the shards it may now be promoted for (./trust.ts, what a later cold start applies).
+      // the shards it may now be promoted for (../shared/trust.ts, what a later cold start applies).
       record.noteBackups(receivedShards(cell.config(), nodeId));
       if (drain.length > 0) await drainShards(shared, drain, start.cluster.shardCount, clock);
       if (planned) {
@@ -218,7 +218,7 @@ function startLease(
     },
   }, rejoin, secret, tls, loadPeriodMs);
   client.start();
-  // Peer leases (./peer-lease.ts): the node serves on while the manager is unreachable, as long as
+  // Peer leases (../shared/peer-lease.ts): the node serves on while the manager is unreachable, as long as
   // every other member vouches that nothing can have taken its shards.
   const lc = client;
   const peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => lc.setPeerLease(until));
@@ -232,7 +232,7 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
   return (await prepareNodeKvTrusted(o, dataDir, pool, log, clock)).start;
 }
 
-/** prepareNodeKv, also returning the node's replica record (./trust.ts) the lease keeps up to date. */
+/** prepareNodeKv, also returning the node's replica record (../shared/trust.ts) the lease keeps up to date. */
 async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock): Promise<{ start: KvStart; record: ReplicaRecord }> {
   const cluster: ClusterConfig = o.cluster ?? new FileConfigStore(o.clusterFile).readSync();
   const me = nodeOf(cluster, o.nodeId);
@@ -249,7 +249,7 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
   // With a manager the node may be given any shard later (re-replication, §4.5 phase 3): every shard
   // gets an index now (they are SharedArrayBuffers handed to the actors at start; unused ones stay small).
   const buffers = createKvShared(cluster, o.nodeId, o.keysPerShard ?? DEFAULT_KEYS_PER_SHARD, pool, o.keysPerShardMax, o.manager !== undefined);
-  // What the b-log pass may apply (./trust.ts): the record of shards this node received replicated data
+  // What the b-log pass may apply (../shared/trust.ts): the record of shards this node received replicated data
   // of, first brought up to date with this configuration's backups (before anything can land).
   // Every block this node writes or reads is keyed with the cluster's seed (shm/log-checksum.ts); the
   // record refuses a seed other than the one the pool was written with.
@@ -259,7 +259,7 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
   setChecksumSeed(seed);
   record.noteBackups(receivedShards(cluster, o.nodeId));
   const trust = { blog: coldStartBlogTrust(cluster, o.nodeId, record), remoteOwners: remoteOwnersOf(cluster, o.nodeId) };
-  // The tombstone floors this node persisted as a backup (./floors.ts): late b-log blocks under them
+  // The tombstone floors this node persisted as a backup (../shared/floors.ts): late b-log blocks under them
   // are refused by the b-log pass, and the shared floors start there.
   const floors = new FileFloorStore(dataDirFiles(dataDir).floors, pool.poolId).load();
   // Every counter resumes at or above the mark persisted before its versions left the node.

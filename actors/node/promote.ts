@@ -4,17 +4,17 @@
 //      not have applied yet (Using: still being filled; Used: handed to digest, maybe not parsed) is
 //      applied here, version-conditionally, so racing the digest actors is harmless;
 //   2. scatter: persist and index the entries other surviving replicas gathered that this node did not
-//      have (./gather.ts; the manager sends them in the commit), so every replica of the shard holds
+//      have (../shared/gather-scatter.ts; the manager sends them in the commit), so every replica of the shard holds
 //      the same set -- a node that stays backup absorbs its share through the same function;
 //   3. raise the shard version above every version seen: the blocks applied, the entries scattered,
 //      and `floors`, the highest version any surviving replica reported in its prepare
-//      acknowledgement (./lease.ts), so the new primary's first write outranks every entry of the
+//      acknowledgement (./lease-client.ts), so the new primary's first write outranks every entry of the
 //      shard on any replica -- and then by PROMOTION_VERSION_GAP more: an old primary that was paused,
 //      not killed, may still land blocks it had in flight after the failover (nothing fences a dead
 //      sender at the receive queue yet), with versions no survivor reported; the gap keeps the new
 //      primary's writes above them, so such a late entry never shadows an acknowledged write.
 // Committed segments need no pass: digest parsed them before voting them committed.
-// Blocks at or below a shard's effective tombstone floor (./floors.ts) are late wherever step 1 finds
+// Blocks at or below a shard's effective tombstone floor (../shared/floors.ts) are late wherever step 1 finds
 // them (an acknowledged one lies in a Committed segment) and are refused, as are such scattered entries:
 // this node may have dropped the tombstone that outranked them.
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
@@ -74,7 +74,7 @@ export async function promoteShards(
 ): Promise<PromotionReport> {
   const want = new Set(shards);
   // The one promotion log, on the node's main thread: appended to synchronously by this function and by
-  // re-replication (./catchup.ts) through the one instance the caller passes, else recovered here.
+  // re-replication (./catch-up.ts) through the one instance the caller passes, else recovered here.
   const log = promotionLog ?? TLog.recover(pool, PROMOTION_ACTOR_ID, limits, OwnerRole.Digest);
   const tomb = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
   const applier = new BlockApplier(pool.region, shared, (s) => want.has(s), log, limits, tomb ? { late: (s, v) => want.has(s) && v <= tomb.effective(s) } : null);
@@ -105,7 +105,7 @@ export async function promoteShards(
     raiseVersion(shared.versions, s, planned.has(s) ? seen : Math.min(seen + PROMOTION_VERSION_GAP, VERSION_MAX - PROMOTION_VERSION_GAP));
     versions[s] = Number(Atomics.load(shared.versions, s));
     // The shard's first CommitVer is this counter, gap included: persisted under the mark before the
-    // shard serves (./version-marks.ts), so a restart never resumes below what the backups were told.
+    // shard serves (../shared/version-marks.ts), so a restart never resumes below what the backups were told.
     shared.marks?.cover(s, versions[s]);
   }
   return { shards, blocks: applier.stats.blocks, indexed: applier.stats.indexed, segments: segs.length, versions, scattered, late: applier.stats.late };

@@ -8,21 +8,21 @@
 // regions of the one-sided baselines (also role Control) are indexed but keep their state.
 // Used b-log segments become Committed: this incarnation's digest actors never see them (the control
 // actor hands over only segments it retires itself), and with every entry now indexed from the pool
-// they are ordinary candidates for garbage collection. (Gather/scatter, ./gather.ts, runs at a live
+// they are ordinary candidates for garbage collection. (Gather/scatter, ../shared/gather-scatter.ts, runs at a live
 // failover only: entries of these segments are not gathered by a later one.) Clean logs (role Clean)
 // are contiguous logs like t-logs.
-// What the b-log pass trusts (./trust.ts, docs/security.md): with a ColdStartTrust, b-log blocks
+// What the b-log pass trusts (../shared/trust.ts, docs/security.md): with a ColdStartTrust, b-log blocks
 // are applied only to shards this node legitimately received them for, below the version its promotion
 // started from for shards promoted here, and regions of role Remote whose owner id names no other node
 // of the configuration are freed unread (no member can have written them; they only held free space
 // hostage). Without one (unit tests, tools) every shard this node indexes is applied, as before;
-// versions out of the plausible range are refused either way (./apply.ts).
-// Tombstone floors (./floors.ts): given the floors a backup persisted before dropping tombstones under
+// versions out of the plausible range are refused either way (../shared/apply.ts).
+// Tombstone floors (../shared/floors.ts): given the floors a backup persisted before dropping tombstones under
 // them, a b-log block of shard s at or below s's floor found in a segment left Using or Used (never
 // digested, or digested with its late blocks already invalidated) is late: refused, and invalidated on
 // PM before the segment is recycled to Committed -- where the next cold start would take it for an
 // acknowledged block. The shared floors then start at the persisted ones.
-// Version marks (./version-marks.ts): every shard counter is raised to at least the mark the node
+// Version marks (../shared/version-marks.ts): every shard counter is raised to at least the mark the node
 // persisted before it handed out or told any version above the counter (a CommitVer, a promotion
 // gap, a tombstone whose segment is gone may be above every version left on PM), and to at least its
 // persisted tombstone floor (a CommitVer this node saw as a backup).
@@ -61,7 +61,7 @@ export interface RecoveryReport {
   freedEmpty: number;
   /** Entries whose shard index was at its maximum (counted; cold start goes on). */
   indexFull: number;
-  /** b-log blocks not applied because this node does not trust them (./trust.ts). */
+  /** b-log blocks not applied because this node does not trust them (../shared/trust.ts). */
   untrusted: number;
   /** One-sided regions (role Remote) of owner ids no other node of the configuration holds, freed. */
   freedForeign: number;
@@ -70,12 +70,12 @@ export interface RecoveryReport {
   ms: number;
 }
 
-/** What the cold start trusts (see the header; ./trust.ts builds one from the configuration). */
+/** What the cold start trusts (see the header; ../shared/trust.ts builds one from the configuration). */
 /** What the node persisted beside its pool that bounds a cold start: shard -> version maps. */
 export interface PersistedBounds {
-  /** The tombstone floors a backup persisted (./floors.ts FloorStore). */
+  /** The tombstone floors a backup persisted (../shared/floors.ts FloorStore). */
   floors?: ReadonlyMap<number, number>;
-  /** The version marks (./version-marks.ts): each counter resumes at or above its shard's. */
+  /** The version marks (../shared/version-marks.ts): each counter resumes at or above its shard's. */
   marks?: ReadonlyMap<number, number>;
 }
 
@@ -228,7 +228,7 @@ export function scanLogSegments(pool: Pool, shared: KvShared, segs: number[], li
     for (const e of scanEntries(bytes, start, start + pool.segmentBytes, limits)) {
       r.entries++;
       const index = shared.indexes[e.shard];
-      // A version out of any shard's range is not this node's own write (./trust.ts): skipped.
+      // A version out of any shard's range is not this node's own write (../shared/trust.ts): skipped.
       if (!index || !plausibleVersion(e.version)) continue;
       raiseVersion(shared.versions, e.shard, e.version);
       if (e.type === EntryType.CommitVer) continue;
@@ -272,7 +272,7 @@ function rebuildBlog(
   const applier = new BlockApplier(
     pool.region,
     shared,
-    // b-log blocks only for shards this node received them for (./trust.ts); without a trust, all.
+    // b-log blocks only for shards this node received them for (../shared/trust.ts); without a trust, all.
     filter ? (shard, version) => filter(shard, version) || (refused++, false) : () => true,
     TLog.recover(pool, RECOVERY_LOG_OWNER, limits, OwnerRole.Digest),
     limits,

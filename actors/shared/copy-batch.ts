@@ -3,7 +3,7 @@
 // entries those buckets point at. The cursor is a home bucket: a key never leaves its home bucket's
 // chain (shm/index.ts forEachInBuckets), so a walk split over any number of requests visits every key
 // indexed for the whole walk at least once -- what it may miss (a key inserted after its bucket was
-// walked) reached the new backup by replication, which started before the walk (./catchup.ts).
+// walked) reached the new backup by replication, which started before the walk (../node/catch-up.ts).
 //
 //   request  shard u16 · cursor u32 · bytesMax u32                                  (10 bytes)
 //   batch    next u32 (COPY_DONE: the walk is over) · count u32 · count x entry

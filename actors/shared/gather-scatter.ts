@@ -17,7 +17,7 @@
 // acknowledged one was applied, and lies in a Committed segment); gather does not list it and a
 // scattered one is not absorbed -- this node may have dropped the tombstone that outranked it.
 // Re-replication's copies (absorbEntries without floors) come from the primary's index and bypass it.
-// The promotion log is a digest-role log: cold start (./recovery.ts) scans every non-Free Digest
+// The promotion log is a digest-role log: cold start (../node/recovery.ts) scans every non-Free Digest
 // segment, so the entries survive a restart; its full segments are sealed Committed and cleaned by GC
 // like any digest log's; its newest segment stays Using until a later promotion on this node reopens the
 // chain (TLog.recover commits the older ones) -- the same as the promotion's own reassembled entries.
@@ -138,7 +138,7 @@ export function absorbScattered(pool: Pool, shared: KvShared, log: TLog, entries
 }
 
 /**
- * absorbScattered for binary entries (also re-replication's copied batches, ./catchup.ts): each is
+ * absorbScattered for binary entries (also re-replication's copied batches, ../node/catch-up.ts): each is
  * appended to `log` and indexed unless the index holds its key at that version or a newer one.
  */
 export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: Iterable<RawEntry>, limits: Limits, floors?: ShardFloors): AbsorbStats {

@@ -1,5 +1,5 @@
 // The shared state behind commit tracking and garbage collection (§4.4), created once per node next to
-// the shard versions and indexes (./shared.ts) and attached by every worker, digest and clean actor:
+// the shard versions and indexes (./node-shared.ts) and attached by every worker, digest and clean actor:
 //
 //   live      live bytes per segment: the bytes of entries some index points at. Whoever changes an
 //             index item moves the entry's bytes from the old item's segment to the new one's (PUT/DEL

@@ -16,7 +16,7 @@
 // a lease, nor see a configuration. A node holding a secret refuses a CM that proves none.
 //
 // It lives in actors/shared/ because both sides use it: the manager's server (actors/manager/manager-server.ts) and
-// every node's lease client (./lease.ts).
+// every node's lease client (../node/lease-client.ts).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { NONCE_BYTES, PROOF_BYTES, newNonce, proof, proofMatches } from '../../config/base/secret.js';
 

@@ -6,14 +6,14 @@
 //                                                      with an empty pool asks to leave `dead`
 //                caughtUp   {node, term, shard, from,  re-replication (§4.5 phase 3): the shard's
 //                            entries, bytes, absorbed, entries are copied from primary `from`
-//                            ms}                       (./catchup.ts)
+//                            ms}                       (../node/catch-up.ts)
 //                renew      {node, seq, term}          every renewMs; term = the node's committed term
 //                prepared   {node, term, versions,     phase 1 ack: the node blocks requests; versions =
 //                            entries, truncated}       the highest version it holds per affected shard;
 //                                                      entries = what it gathered for phase 2 (below)
 //                promoted   {node, term, shards, ms,   phase 2 done for the shards promoted to it
 //                            entries, gathered, scattered}
-//                load       {node, term, periodMs,     resharding statistics (§4.6, ./load.ts): per
+//                load       {node, term, periodMs,     resharding statistics (§4.6, ./shard-load.ts): per
 //                            loads}                    shard requests served as primary and writes
 //                                                      replicated, since the last one (flat triples)
 //   CM -> node   grant      {seq, leaseMs, renewMs, driftMs, term}
@@ -46,7 +46,7 @@
 // the failover itself goes on as it would without gathering.
 //
 // It lives in actors/shared/ because both sides use it: the manager role (actors/manager/) and every
-// node's lease client (./lease.ts).
+// node's lease client (../node/lease-client.ts).
 import type { ClusterConfig } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 

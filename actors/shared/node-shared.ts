@@ -22,7 +22,7 @@ export interface KvSharedBuffers {
   /** By shard id; null for shards this node does not hold. */
   indexes: (SharedArrayBuffer | null)[];
   gc?: GcSharedBuffers;
-  /** Requests and writes per (worker, shard), for resharding (./load.ts). */
+  /** Requests and writes per (worker, shard), for resharding (./shard-load.ts). */
   load?: SharedArrayBuffer;
 }
 
@@ -61,7 +61,7 @@ export interface KvShared {
   indexes: (ShardIndex | null)[];
   /** Present when the buffers carry GC state and the attacher passed its pool mapping. */
   gc: KvGc | null;
-  /** The load counters' buffer (./load.ts), when the node counts load. */
+  /** The load counters' buffer (./shard-load.ts), when the node counts load. */
   load: SharedArrayBuffer | null;
   /** The persisted version high-water marks (./version-marks.ts), when the node keeps GC state; they
    *  persist only where the attacher passed a store. */

@@ -1,7 +1,7 @@
 // Peer leases: a node keeps serving while the configuration manager is unreachable, as long as no
 // configuration that takes its shards can have been made (docs/failover.md "Partitions", issue 13).
 //
-// The manager's lease (./lease.ts, actors/manager/leases.ts) fences a node that the manager may fail
+// The manager's lease (../node/lease-client.ts, actors/manager/leases.ts) fences a node that the manager may fail
 // over: the manager reassigns X's shards only after X's lease has certainly expired. A manager cut off
 // from everyone therefore fenced every node after one lease, although it could reassign nothing (it
 // reaches no node to prepare or commit anything). Peer leases let the nodes prove that themselves:
@@ -16,7 +16,7 @@
 //   serve    X serves while its manager lease holds, OR while it holds a grant from every other live
 //            member: until min over Y of (t_send + leaseMs - driftMs), its send time on its own clock
 //   keep     Y publishes a configuration that makes it primary of a shard X was primary of only
-//            once its promise to X has certainly expired (./lease.ts commit()); from the moment it
+//            once its promise to X has certainly expired (../node/lease-client.ts commit()); from the moment it
 //            prepares (or, without a prepare, starts that commit) it grants nothing more
 //
 // Why no shard of X is served by two primaries. X's shard s moves only through a failover the

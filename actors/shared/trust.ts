@@ -1,5 +1,5 @@
 // What a node trusts of the replicated data in its own pool (docs/security.md), for the cold
-// start (./recovery.ts) and every applier of b-log blocks (./apply.ts).
+// start (../node/recovery.ts) and every applier of b-log blocks (./apply.ts).
 //
 // The b-log is written by other nodes: anything a peer SENDs lands there. A cold start used to apply
 // every verified block of it to whatever shard it named, so one forged block could overwrite a key of
@@ -8,7 +8,7 @@
 //
 //  1. Versions. A block whose version is above VERSION_TRUST_MAX (half the 48-bit space) is never
 //     applied, live or at cold start. A legitimate shard gets there only after 2^47 writes or 2^21
-//     failovers of that one shard (each skips PROMOTION_VERSION_GAP = 2^26, ./promote.ts); a forged
+//     failovers of that one shard (each skips PROMOTION_VERSION_GAP = 2^26, ../node/promote.ts); a forged
 //     version below the bound still leaves 2^47 versions for the shard's writes, so none can brick it.
 //  2. Shards. A node legitimately receives b-log blocks of shard s only while it is a backup of s (a
 //     catching-up backup included), or the target of its migration. A primary never Rowan-writes to

@@ -1,6 +1,6 @@
 // Version high-water marks (DESIGN §6 "Versions never go backwards"; issue 24, hazard 1).
 //
-// A shard's counter (./shared.ts versions) lives in memory, and a cold start used to rebuild it from
+// A shard's counter (./node-shared.ts versions) lives in memory, and a cold start used to rebuild it from
 // the versions still on the node's PM alone. But versions leave the node with nothing persisted at
 // them here: CommitVer is the counter itself (the promotion gap, PROMOTION_VERSION_GAP, is in it
 // before any write), a dropped tombstone's segment is freed, a failed claim persists nothing. Backups
@@ -11,7 +11,7 @@
 // Now every version a node hands out or tells another node is covered first: per shard a mark M,
 // persisted (a data-dir file, written with a rename) *before* any version above it is used, and a cold
 // start raises the counter to at least M. Claims (./commit.ts), CommitVer (the counter, which only
-// claims, promotions and cold starts move) and promotions (./promote.ts) call cover(s, v); cover
+// claims, promotions and cold starts move) and promotions (../node/promote.ts) call cover(s, v); cover
 // persists M = v + MARK_STRIDE once v comes within half a stride of the persisted mark, so the file is
 // written once per half a million versions of a shard (a restart skips at most a stride: 2^47 / 2^20
 // leaves room for 2^27 restarts). The fast path is one Atomics.load and a comparison.

@@ -1,6 +1,6 @@
 // A worker's client port (DESIGN §7, §4.1 "the client sends an RPC to a worker thread"): one TCP
 // listener whose connections speak the frames of ./frames.ts to a KvHandler. The per-connection logic
-// (handshake, pipelining, flow control, bad input) lives in ./connection.ts.
+// (handshake, pipelining, flow control, bad input) lives in ./rpc-connection.ts.
 import type { Server } from 'node:net';
 import { createServer, type TlsMaterial } from '../net/tls.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
