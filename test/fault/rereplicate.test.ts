@@ -24,9 +24,9 @@ const VALUE_BYTES = 1000;
 const KEYS = Array.from({ length: 6 }, (_, i) => `key-${i}`);
 const CLIENTS = 3;
 
-test('SIGKILL of one of 4 nodes (replication 3) under load: every shard back to 3 caught-up replicas, replicas agree, history linearizable', { timeout: 150_000 }, async () => {
+test('SIGKILL of one of 4 nodes (replication 3) under load: every shard back to 3 caught-up replicas, replicas agree, history linearizable', { timeout: 240_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-rerep-'));
-  const run = launchCluster(dir, randomBasePort(), ['--nodes', '4', '--replication', '3', '--shards', String(SHARDS), '--lease-ms', '200', '--pool-mib', '64', '--no-restart']);
+  const run = launchCluster(dir, randomBasePort(), ['--nodes', '4', '--replication', '3', '--shards', String(SHARDS), '--lease-ms', '1000', '--pool-mib', '64', '--no-restart']);
   const clients: RowanClient[] = [];
   try {
     await run.ready;
@@ -50,7 +50,7 @@ test('SIGKILL of one of 4 nodes (replication 3) under load: every shard back to 
     await waitFor(`failover of node ${victim}`, () => storedTerm(file) > term, 20_000);
     await allShardsServed(probe, probeKeys(SHARDS), 20_000);
     const servedMs = performance.now() - t0;
-    await waitFor('every shard back to 3 caught-up replicas', () => fullyReplicated(file, 3), 60_000, 20);
+    await waitFor('every shard back to 3 caught-up replicas', () => fullyReplicated(file, 3), 120_000, 20);
     const replicatedMs = performance.now() - t0;
     const ops = load.ops;
     await waitFor('load to go on after re-replication', () => load.ops > ops + 100, 30_000);

@@ -30,7 +30,7 @@ function cleanup(dir: string): void {
 
 test('moves of a shard under PUT/GET/DEL on it: history linearizable, one node serves it at any time', { timeout: 150_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-'));
-  const cl = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', '200', '--no-auto-reshard']);
+  const cl = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', '1000', '--no-auto-reshard']);
   const clients: RowanClient[] = [];
   try {
     await cl.ready;
@@ -80,7 +80,7 @@ test('moves of a shard under PUT/GET/DEL on it: history linearizable, one node s
 
 test('rowan reshard moves a shard by hand while rowan put/get keep working; --plan and bad moves answer clearly', { timeout: 120_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-cli-'));
-  const cl = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', '200', '--no-auto-reshard']);
+  const cl = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', '1000', '--no-auto-reshard']);
   try {
     await cl.ready;
     const file = join(dir, 'cluster.json');
