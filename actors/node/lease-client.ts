@@ -65,6 +65,21 @@ export type DialManager = (to: { host: string; port: number; noDelay: boolean },
 
 /** What the lease client's time and connections come from (CONVENTIONS 9; the simulator, test/sim,
  *  passes its own). Default: Node's timers and TCP/TLS. */
+/** One connection attempt to one manager, from the dial to its close. */
+interface Attempt {
+  s: LeaseSocket;
+  manager: { host: string; port: number };
+  /** Several managers to try: a silent one is left for the next sooner. */
+  multi: boolean;
+  reader: LineReader<ManagerToNode>;
+  auth: NodeAuthHandshake;
+  authed: boolean;
+  /** How long after a close the next attempt waits (longer after a refused handshake). */
+  retryMs: number;
+  connecting: TimerHandle;
+  deadline: TimerHandle | undefined;
+}
+
 export interface LeaseSeams {
   timers?: Timers;
   dial?: DialManager;
@@ -185,120 +200,143 @@ export class LeaseClient {
     if (replace && this.replacing !== null) return;
     const manager = this.managers[this.next % this.managers.length]!;
     this.next = (this.next + 1) % this.managers.length;
-    const multi = this.managers.length > 1;
     const { socket: s, ready } = this.dial({ host: manager.host, port: manager.port, noDelay: true }, this.tls);
     if (replace) this.replacing = s;
     else this.dialing = s;
-    const reader = new LineReader<ManagerToNode>();
-    const auth = new NodeAuthHandshake(this.secret, `${manager.host}:${manager.port}`);
-    let authed = false;
-    let retryMs = defaultTimings.reconnectMs;
-    // A manager that cannot be reached (a partition drops the SYN) is tried again, not waited for.
-    const connecting = this.timers.setTimeout(() => s.destroy(), this.timing?.leaseMs ?? defaultTimings.managerConnectTimeoutMs);
-    // A manager that never answers the handshake (an old one ignores auth-hello; a paused one accepts
-    // in the kernel and says nothing) must not hold the node silently: give up after the manager's own
-    // handshake deadline and retry -- with another manager to try, after noGrantMs and at once there.
+    const a: Attempt = {
+      s, manager, multi: this.managers.length > 1,
+      reader: new LineReader<ManagerToNode>(),
+      auth: new NodeAuthHandshake(this.secret, `${manager.host}:${manager.port}`),
+      authed: false,
+      retryMs: defaultTimings.reconnectMs,
+      // A manager that cannot be reached (a partition drops the SYN) is tried again, not waited for.
+      connecting: this.timers.setTimeout(() => s.destroy(), this.timing?.leaseMs ?? defaultTimings.managerConnectTimeoutMs),
+      deadline: undefined,
+    };
+    a.deadline = this.handshakeDeadline(a);
+    s.on(ready, () => {
+      this.timers.clearTimeout(a.connecting);
+      s.write(a.auth.hello());
+    });
+    s.on('data', (chunk: Buffer) => this.onData(a, chunk));
+    s.on('error', () => {});
+    s.on('close', () => this.onClose(a));
+  }
+
+  /**
+   * A manager that never answers the handshake (an old one ignores auth-hello; a paused one accepts in
+   * the kernel and says nothing) must not hold the node silently: give up after the manager's own
+   * handshake deadline and retry -- with another manager to try, after noGrantMs and at once there.
+   */
+  private handshakeDeadline(a: Attempt): TimerHandle {
+    const { s, manager, multi } = a;
     const handshakeMs = multi ? Math.min(noGrantMsFor(defaultTimings, this.timing?.renewMs ?? null), defaultTimings.managerHandshakeMs) : defaultTimings.managerHandshakeMs;
-    const deadline = this.timers.setTimeout(() => {
-      if (authed) return;
+    return this.timers.setTimeout(() => {
+      if (a.authed) return;
       if (multi) {
         this.log.warn({ manager: `${manager.host}:${manager.port}` }, `lease: the configuration manager at ${manager.host}:${manager.port} did not complete the authentication handshake within ${handshakeMs} ms; trying the next one`);
         s.destroy();
         return;
       }
-      retryMs = defaultTimings.authRetryMs;
+      a.retryMs = defaultTimings.authRetryMs;
       const why = `the configuration manager at ${manager.host}:${manager.port} did not complete the authentication handshake within ${handshakeMs} ms`;
       if (why !== this.authFailure) this.log.error(`lease: ${why}; retrying every ${defaultTimings.authRetryMs} ms`);
       this.authFailure = why;
       s.destroy();
     }, handshakeMs).unref();
-    s.on(ready, () => {
-      this.timers.clearTimeout(connecting);
-      s.write(auth.hello());
-    });
-    const authenticated = () => {
-      authed = true;
-      this.timers.clearTimeout(deadline);
-      if (this.authFailure !== '') this.log.info('lease: the configuration manager accepted this node');
-      this.authFailure = '';
-      if (this.dialing === s) this.dialing = null;
-      if (this.replacing === s) this.replacing = null;
-      const old = this.socket;
-      if (old !== null && old !== s) {
-        this.retiring?.destroy();
-        this.retiring = old; // closed at the first answer on `s` after its hello
-      }
-      this.socket = s;
-      this.heardAt = this.clock.now();
-      this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
-      this.sentAt.set(0, this.clock.now()); // the hello is renew 0
-      this.grantedAt = this.clock.now();
-      this.next = this.managers.indexOf(manager); // this one answered: come back to it first
-      this.schedule();
-      if (multi) {
-        this.timers.clearInterval(this.watchdog);
-        this.watchdog = this.timers.setInterval(() => {
-          const noGrantMs = noGrantMsFor(defaultTimings, this.timing?.renewMs ?? null); // two renew periods of the lease in force, at least
-          if (this.socket !== s || this.clock.now() - this.grantedAt < noGrantMs) return;
-          this.log.warn({ manager: `${manager.host}:${manager.port}` }, `no lease grant from the manager at ${manager.host}:${manager.port} for ${noGrantMs} ms; trying the next one`);
-          this.next = (this.managers.indexOf(manager) + 1) % this.managers.length;
-          s.destroy();
-        }, defaultTimings.noGrantMs / 4);
-        this.watchdog.unref();
-      }
-      if (this.hooks.load) {
-        this.timers.clearInterval(this.loadTimer);
-        this.hooks.load(); // what was counted while disconnected is not this period's
-        this.loadSentAt = this.clock.now();
-        this.loadTimer = this.timers.setInterval(() => this.sendLoad(), this.loadPeriodMs);
-        this.loadTimer.unref();
-      }
-    };
-    s.on('data', (chunk: Buffer) => {
-      if (authed && this.socket === s && this.retiring !== null) {
-        const old = this.retiring;
-        this.retiring = null;
-        old.destroy();
-      }
-      this.heardAt = this.clock.now();
-      if (this.silent) {
-        this.silent = false;
-        this.log.warn('the configuration manager answers again');
-      }
-      try {
-        for (const m of reader.push(chunk)) {
-          if (authed) {
-            this.onMessage(m);
-            continue;
-          }
-          const next = auth.onMessage(m);
-          if (next === null) authenticated();
-          else s.write(next);
+  }
+
+  /** Bytes from the manager: the handshake until it completes, then its messages. */
+  private onData(a: Attempt, chunk: Buffer): void {
+    const s = a.s;
+    if (a.authed && this.socket === s && this.retiring !== null) {
+      const old = this.retiring;
+      this.retiring = null;
+      old.destroy();
+    }
+    this.heardAt = this.clock.now();
+    if (this.silent) {
+      this.silent = false;
+      this.log.warn('the configuration manager answers again');
+    }
+    try {
+      for (const m of a.reader.push(chunk)) {
+        if (a.authed) {
+          this.onMessage(m);
+          continue;
         }
-      } catch (err) {
-        if (!authed && err instanceof RowanError) {
-          retryMs = defaultTimings.authRetryMs;
-          if (err.message !== this.authFailure) this.log.error({ code: err.code }, `lease: ${err.message}; retrying every ${defaultTimings.authRetryMs} ms`);
-          this.authFailure = err.message;
-        } else this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
-        s.destroy();
+        const next = a.auth.onMessage(m);
+        if (next === null) this.authenticated(a);
+        else s.write(next);
       }
-    });
-    s.on('error', () => {});
-    s.on('close', () => {
-      this.timers.clearTimeout(connecting);
-      this.timers.clearTimeout(deadline);
-      if (this.replacing === s) return void (this.replacing = null); // renew() tries again
-      if (this.retiring === s) return void (this.retiring = null); // replaced: nothing to do
-      if (this.dialing === s) this.dialing = null;
-      else if (this.socket === s) {
-        this.socket = null;
-        this.timers.clearInterval(this.watchdog);
-        this.timers.clearInterval(this.timer);
-        this.timers.clearInterval(this.loadTimer);
-      } else return;
-      if (!this.stopped && !this.evicted) this.timers.setTimeout(() => this.connect(), retryMs).unref();
-    });
+    } catch (err) {
+      if (!a.authed && err instanceof RowanError) {
+        a.retryMs = defaultTimings.authRetryMs;
+        if (err.message !== this.authFailure) this.log.error({ code: err.code }, `lease: ${err.message}; retrying every ${defaultTimings.authRetryMs} ms`);
+        this.authFailure = err.message;
+      } else this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
+      s.destroy();
+    }
+  }
+
+  /** The manager proved the secret: this connection becomes the node's (the old one retires), hello. */
+  private authenticated(a: Attempt): void {
+    const { s, manager } = a;
+    a.authed = true;
+    this.timers.clearTimeout(a.deadline);
+    if (this.authFailure !== '') this.log.info('lease: the configuration manager accepted this node');
+    this.authFailure = '';
+    if (this.dialing === s) this.dialing = null;
+    if (this.replacing === s) this.replacing = null;
+    const old = this.socket;
+    if (old !== null && old !== s) {
+      this.retiring?.destroy();
+      this.retiring = old; // closed at the first answer on `s` after its hello
+    }
+    this.socket = s;
+    this.heardAt = this.clock.now();
+    this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
+    this.sentAt.set(0, this.clock.now()); // the hello is renew 0
+    this.grantedAt = this.clock.now();
+    this.next = this.managers.indexOf(manager); // this one answered: come back to it first
+    this.schedule();
+    if (a.multi) this.watchGrants(s, manager);
+    if (this.hooks.load) {
+      this.timers.clearInterval(this.loadTimer);
+      this.hooks.load(); // what was counted while disconnected is not this period's
+      this.loadSentAt = this.clock.now();
+      this.loadTimer = this.timers.setInterval(() => this.sendLoad(), this.loadPeriodMs);
+      this.loadTimer.unref();
+    }
+  }
+
+  /** With several managers: connected but not granted for two renew periods, try the next one. */
+  private watchGrants(s: LeaseSocket, manager: { host: string; port: number }): void {
+    this.timers.clearInterval(this.watchdog);
+    this.watchdog = this.timers.setInterval(() => {
+      const noGrantMs = noGrantMsFor(defaultTimings, this.timing?.renewMs ?? null); // two renew periods of the lease in force, at least
+      if (this.socket !== s || this.clock.now() - this.grantedAt < noGrantMs) return;
+      this.log.warn({ manager: `${manager.host}:${manager.port}` }, `no lease grant from the manager at ${manager.host}:${manager.port} for ${noGrantMs} ms; trying the next one`);
+      this.next = (this.managers.indexOf(manager) + 1) % this.managers.length;
+      s.destroy();
+    }, defaultTimings.noGrantMs / 4);
+    this.watchdog.unref();
+  }
+
+  private onClose(a: Attempt): void {
+    const s = a.s;
+    this.timers.clearTimeout(a.connecting);
+    this.timers.clearTimeout(a.deadline);
+    if (this.replacing === s) return void (this.replacing = null); // renew() tries again
+    if (this.retiring === s) return void (this.retiring = null); // replaced: nothing to do
+    if (this.dialing === s) this.dialing = null;
+    else if (this.socket === s) {
+      this.socket = null;
+      this.timers.clearInterval(this.watchdog);
+      this.timers.clearInterval(this.timer);
+      this.timers.clearInterval(this.loadTimer);
+    } else return;
+    if (!this.stopped && !this.evicted) this.timers.setTimeout(() => this.connect(), a.retryMs).unref();
   }
 
   private schedule(): void {
