@@ -10,10 +10,9 @@ import { realTimers, type Clock, type Timers } from '../../config/base/clock.js'
 import { liveNodes, type ClusterConfig } from '../../config/cluster.js';
 import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
-import { planScatter, type MemberReport } from './gather.js';
 import { LeaseTable, type LeaseTiming } from './leases.js';
-import { FAILOVER_MODES, type ShardMove } from './plan.js';
-import type { Prepared, RoundsHost } from './rounds.js';
+import { FAILOVER_MODES } from './plan.js';
+import { Rounds, roundsOf } from './rounds.js';
 import { failOver, failoverEvent, markFailover, type FailoverHost, type FailoverRecord } from './failover.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
 import { Healing } from './healing.js';
@@ -49,15 +48,6 @@ export class ConfigManager {
   private readonly queue: number[] = [];
   private running = false;
   private closed = false;
-  private prepared: {
-    term: number;
-    waiting: Set<number>;
-    versions: Map<number, number>;
-    reports: Map<number, MemberReport>;
-    done: () => void;
-  } | null = null;
-  /** Primary changes committed whose new primaries have not all reported `promoted`, by term. */
-  private readonly promoting = new Map<number, { waiting: Set<number>; done: () => void }>();
   readonly history: FailoverRecord[] = [];
   /** Configuration changes that move no primary (§4.5 phase 3), run between failovers by drain(). */
   private readonly healing: Healing;
@@ -68,7 +58,7 @@ export class ConfigManager {
   readonly loads = new LoadTable();
   readonly moves: MoveRunner;
   /** The two rounds of a primary change, for failovers, takeovers and moves (./rounds.ts). */
-  private readonly rounds: RoundsHost;
+  private readonly rounds: Rounds;
   private readonly moveRequests: { moves: Move[]; why: string; reply: (err: Error | null, rec?: MoveRecord) => void }[] = [];
   /** When the configuration last changed: load reports must cover periods after it. */
   private changedAt: number;
@@ -95,17 +85,18 @@ export class ConfigManager {
     this.leases = activation.takeover ? new LeaseTable(timing, this.activatedAt, defaultTimings.takeoverGraceMs) : new LeaseTable(timing, this.activatedAt);
     // A move goes through storeConfig()/push()/prepareRound()/commitRound(): each refuses (notActive)
     // once this manager is not the active one; the store itself is fenced on its election znode.
-    this.rounds = {
+    this.rounds = new Rounds({
       config: () => this.cfg,
-      prepareRound: (next, shards, planned, waitFor) => this.prepareRound(next, shards, planned, waitFor),
-      commitRound: (next, moved, prep, again, planned) => this.commitRound(next, moved, prep, again, planned),
-      awaitPromoted: (term, to, done) => this.awaitPromoted(term, to, done),
+      members: () => this.members(),
+      link: (n) => this.links.get(n),
+      valid: () => this.activation.valid(),
+      promotedEntries: (term, entries) => this.moves.promotedEntries.set(term, (this.moves.promotedEntries.get(term) ?? 0) + entries),
       log,
       clock,
       sleep: (ms) => this.sleep(ms),
-    };
+    });
     this.moves = new MoveRunner({
-      ...this.rounds,
+      ...roundsOf(this.rounds),
       reachable: () => this.reachable(),
       suspected: (node) => this.failing.has(node),
       reportedTerm: (node) => this.memberTerm.get(node),
@@ -218,31 +209,10 @@ export class ConfigManager {
       case 'caughtUp':
         if (this.healing.reportCaughtUp(m)) this.kick();
         return;
-      case 'prepared': {
-        const p = this.prepared;
-        if (!p || m.term !== p.term) return;
-        if (!p.waiting.has(m.node)) return;
-        for (const [s, v] of Object.entries(m.versions)) p.versions.set(Number(s), Math.max(v, p.versions.get(Number(s)) ?? 0));
-        p.reports.set(m.node, { entries: m.entries ?? [], truncated: m.truncated ?? false });
-        p.waiting.delete(m.node);
-        if (p.waiting.size === 0) p.done();
-        return;
-      }
-      case 'promoted': {
-        const pr = this.promoting.get(m.term);
-        if (!pr) return;
-        this.log.info(
-          { node: m.node, term: m.term, shards: m.shards, entries: m.entries, gathered: m.gathered ?? 0, scattered: m.scattered ?? 0, ms: m.ms, at: now },
-          `node ${m.node} promoted ${m.shards.length} shard(s) in ${m.ms.toFixed(1)} ms`,
-        );
-        pr.waiting.delete(m.node);
-        this.moves.promotedEntries.set(m.term, (this.moves.promotedEntries.get(m.term) ?? 0) + m.entries);
-        if (pr.waiting.size === 0) {
-          this.promoting.delete(m.term);
-          pr.done();
-        }
-        return;
-      }
+      case 'prepared':
+        return this.rounds.onPrepared(m);
+      case 'promoted':
+        return this.rounds.onPromoted(m, now);
       case 'load':
         if (!this.members().includes(m.node) || !Array.isArray(m.loads)) return;
         this.loads.record(m.node, m.term, m.periodMs, m.loads, now);
@@ -428,7 +398,7 @@ export class ConfigManager {
 
   private failoverHost(): FailoverHost {
     return {
-      ...this.rounds,
+      ...roundsOf(this.rounds),
       closed: () => this.closed,
       leases: this.leases,
       timing: this.timing,
@@ -441,58 +411,6 @@ export class ConfigManager {
       evict: (node, term) => this.links.get(node)?.send({ t: 'evicted', term }),
       healingWanted: () => this.healing.want(),
     };
-  }
-
-  /** Call `done` once every reachable node of `to` reported the promotions of `term`. Registered
-   *  before the commit goes out; `done` runs at once when none is reachable. */
-  awaitPromoted(term: number, to: readonly number[], done: () => void): void {
-    const waiting = new Set(to.filter((n) => this.links.has(n)));
-    if (waiting.size === 0) return done();
-    this.promoting.set(term, { waiting, done });
-  }
-
-  /**
-   * Phase 1 of a primary change: every reachable member is sent `prepare` and blocks; the ones in
-   * `waitFor` (default: every reachable member) are waited for, bounded by prepareTimeoutMs (config/timings.ts).
-   * `shards`: the shards changing primary (a member adds the ones its own configuration shows).
-   */
-  async prepareRound(next: ClusterConfig, shards: number[], planned = false, waitFor?: ReadonlySet<number>): Promise<Prepared> {
-    if (!this.activation.valid()) throw notActive(`push of term ${next.term}`);
-    const members = this.members();
-    const versions = new Map<number, number>();
-    const reports = new Map<number, MemberReport>();
-    const waiting = new Set((waitFor ? [...waitFor] : members).filter((n) => this.links.has(n)));
-    await new Promise<void>((resolve) => {
-      let settled = false;
-      const done = () => {
-        if (settled) return;
-        settled = true;
-        this.prepared = null;
-        resolve();
-      };
-      this.prepared = { term: next.term, waiting, versions, reports, done };
-      for (const n of members) this.links.get(n)?.send({ t: 'prepare', term: next.term, config: next, shards, ...(planned ? { planned } : {}) });
-      if (waiting.size === 0) done();
-      void this.sleep(defaultTimings.prepareTimeoutMs).then(done);
-    });
-    return { versions, reports, missing: [...waiting] };
-  }
-
-  /** Phase 2: commit `next` to every member, with floors and scatter for the shards in `moved`. */
-  commitRound(next: ClusterConfig, moved: readonly ShardMove[], prep: Omit<Prepared, 'missing'>, again: number[], planned: number[]): { gathered: number; scattered: number } {
-    if (!this.activation.valid()) throw notActive(`commit of term ${next.term}`);
-    const members = this.members();
-    const floors: Record<string, number> = {};
-    for (const m of moved) floors[m.shard] = prep.versions.get(m.shard) ?? 0;
-    const scatter = planScatter(next, moved.map((m) => m.shard), prep.reports, new Set(members.filter((n) => this.links.has(n))));
-    if (scatter.incomplete.length > 0) {
-      this.log.error({ term: next.term, why: scatter.incomplete }, `gather/scatter for term ${next.term} cannot be complete: ${scatter.incomplete.join('; ')}`);
-    }
-    for (const n of members) {
-      const mine = scatter.perMember.get(n);
-      this.links.get(n)?.send({ t: 'commit', term: next.term, config: next, floors, ...(mine ? { scatter: mine } : {}), ...(again.length ? { promote: again } : {}), ...(planned.length ? { planned } : {}) });
-    }
-    return { gathered: scatter.gathered, scattered: scatter.scattered };
   }
 
   /** After an election or a validity lapse: complete the stored term (./takeover.ts). */
@@ -508,7 +426,7 @@ export class ConfigManager {
 
   private takeoverHost(): TakeoverHost {
     return {
-      ...this.rounds,
+      ...roundsOf(this.rounds),
       members: () => this.members(),
       connected: (n) => this.links.has(n),
       suspected: (n) => this.failing.has(n),
