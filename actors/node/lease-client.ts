@@ -26,27 +26,15 @@ import { connectSocket, type TlsClientMaterial } from '../../runtime/net/tls.js'
 import { RowanError } from '../../config/base/errors.js';
 import { NodeAuthHandshake } from '../shared/manager-auth.js';
 import { defaultTimings, noGrantMsFor } from '../../config/timings.js';
-import { realTimers, sleepOn, type Clock, type TimerHandle, type Timers } from '../../config/base/clock.js';
-import type { ClusterConfig } from '../../config/cluster.js';
+import { realTimers, type Clock, type TimerHandle, type Timers } from '../../config/base/clock.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigCell } from '../shared/config-cell.js';
-import { promisesOverAt } from '../shared/peer-lease.js';
-import { LineReader, encodeLine, type GatherEntry, type ManagerToNode, type NodeToManager } from '../shared/manager-protocol.js';
+import { ConfigFollower, type FollowerHooks } from './config-follower.js';
+import { LineReader, encodeLine, type ManagerToNode, type NodeToManager } from '../shared/manager-protocol.js';
 import type { ShardLoad } from '../shared/shard-load.js';
 
-export interface LeaseHooks {
-  /** Phase 1: the highest version this node holds of each shard whose primary changes, and the
-   *  entries of those shards it gathers (../shared/gather-scatter.ts). `drain`: the shards among them this node is
-   *  primary of (a planned move, §4.6): first wait until every write it claimed for them has ended;
-   *  throws when they do not end in time (then no prepared is sent and the manager rolls back).
-   *  `planned`: no gather -- the versions are the shard counters (a live primary's covers them all). */
-  prepare(shards: number[], drain: number[], planned: boolean): Promise<{ versions: Record<string, number>; entries: GatherEntry[]; truncated: boolean }>;
-  /** Phase 2: persist and index `scatter`, catch the promoted shards (maybe none) up and raise their
-   *  versions above `floors` (`planned` ones without the promotion gap). `entries`: b-log entries
-   *  indexed; `scattered`: scattered ones absorbed. */
-  promote(shards: number[], floors: Record<string, number>, scatter: GatherEntry[], planned: ReadonlySet<number>): Promise<{ entries: number; scattered: number }>;
-  /** A configuration was published in the cell (and once at start): re-replication looks at it. */
-  configured?(): void;
+/** What the node does for the manager: follow its rounds (./config-follower.ts), report load, stop. */
+export interface LeaseHooks extends FollowerHooks {
   /** Resharding statistics (§4.6): requests and writes per shard since the previous call. */
   load?(): ShardLoad[];
   /** The manager removed this node from the membership (requests are refused from here on). */
@@ -106,12 +94,6 @@ export class LeaseClient {
   private stopped = false;
   private evicted = false;
   /** Commits run one after the other: a promotion is the promotion log's only writer. */
-  private commits: Promise<void> = Promise.resolve();
-  /** Entries this node gathered for the prepare of the term in progress. */
-  private gathered = { term: 0, n: 0 };
-  /** The shards this node drained for the last prepare it acknowledged (../shared/config-cell.ts PENDING
-   *  holds that term until a commit: requests stay blocked meanwhile). */
-  private drained: number[] = [];
   /** The manager tried next (an index into managers), and when the current connection was last granted. */
   private next = 0;
   private grantedAt = 0;
@@ -136,7 +118,15 @@ export class LeaseClient {
   ) {
     this.timers = seams.timers ?? realTimers;
     this.dial = seams.dial ?? connectSocket;
+    this.follower = new ConfigFollower({
+      nodeId, cell, clock, log, hooks, timers: this.timers,
+      send: (m) => this.send(m),
+      timing: () => this.timing,
+    });
   }
+
+  /** The prepare/commit rounds, as this node follows them (./config-follower.ts). */
+  private readonly follower: ConfigFollower;
 
   private readonly timers: Timers;
   private readonly dial: DialManager;
@@ -394,13 +384,8 @@ export class LeaseClient {
         return;
       }
       case 'prepare':
-        this.prepare(m.term, m.config, m.shards, m.planned ?? false).catch((err: Error) => this.log.error({ err: err.message, term: m.term }, `prepare of term ${m.term} failed: not acknowledged`));
-        return;
       case 'commit':
-        this.commits = this.commits
-          .then(() => this.commit(m.term, m.config, m.floors, m.scatter ?? [], m.promote ?? [], new Set(m.planned ?? [])))
-          .catch((err: Error) => this.log.error({ err: err.message }, 'commit failed'));
-        return;
+        return this.follower.onMessage(m);
       case 'evicted':
         if (this.evicted) return;
         this.evicted = true;
@@ -410,98 +395,5 @@ export class LeaseClient {
         this.hooks.evicted?.();
         return;
     }
-  }
-
-  private async prepare(term: number, next: ClusterConfig, confirm: number[] = [], planned = false): Promise<void> {
-    if (term <= this.cell.term()) return;
-    this.cell.setPending(term); // requests wait from here until the commit
-    const stoppedAt = this.clock.now();
-    const old = this.cell.config();
-    const changed = [...new Set([...next.shards.filter((s) => s.primary !== old.shards[s.id]!.primary).map((s) => s.id), ...confirm])].sort((a, b) => a - b);
-    // A shard this node hands over alive (a move, §4.6): its writes in flight end before the prepare
-    // is acknowledged, so the floors cover them and none lands after the new primary serves.
-    const drain = changed.filter((s) => old.shards[s]!.primary === this.nodeId && next.shards[s]!.primary !== this.nodeId);
-    const r = await this.hooks.prepare(changed, drain, planned);
-    this.gathered = { term, n: r.entries.length };
-    this.drained = drain;
-    // Logged (synchronously) before the acknowledgement: a record of when this node stopped serving
-    // exists for every prepare the manager may build on, even if the node dies right after.
-    this.log.info({ term, changed: changed.length, drained: drain, stoppedAt, gathered: r.entries.length, truncated: r.truncated }, `prepared term ${term}: requests blocked; ${r.entries.length} entries gathered`);
-    this.send({ t: 'prepared', node: this.nodeId, term, versions: r.versions, entries: r.entries, truncated: r.truncated });
-  }
-
-  /**
-   * Before taking over shards of `from` nodes: no more peer leases from here (PENDING; a prepare set
-   * it already), then wait until every promise this node made to them has certainly expired
-   * (../shared/peer-lease.ts): an old primary serving on its peer leases has stopped by then.
-   */
-  private async outlivePromises(term: number, from: number[]): Promise<void> {
-    if (from.length === 0) return;
-    if (this.cell.pendingTerm() === 0) this.cell.setPending(term); // seq-cst store before the loads below
-    const t = this.timing ?? { leaseMs: 0, driftMs: 0 };
-    const until = Math.max(...from.map((n) => promisesOverAt(this.cell, n, t.leaseMs, t.driftMs)));
-    const wait = until - this.clock.now();
-    if (wait <= 0) return;
-    this.log.info({ term, from: [...new Set(from)], waitMs: +wait.toFixed(1) }, `taking over shards at term ${term}: waiting ${wait.toFixed(0)} ms for the peer leases granted to node ${[...new Set(from)].join(', node ')} to expire`);
-    await sleepOn(this.timers, Math.ceil(wait));
-  }
-
-  /**
-   * A commit that takes a primary role from this node it did not drain in a prepare still pending (a
-   * manager broke "a primary role changes hands only through a completed prepare"): said loudly, and
-   * the commit goes on -- once it is published, a write of such a shard still in flight here is not
-   * acknowledged (the worker re-checks term and role, actors/worker/primary.ts); refusing the commit
-   * would only keep this node serving the shard beside its new primary.
-   */
-  private checkDrained(term: number, old: ClusterConfig, next: ClusterConfig): void {
-    const away = next.shards.filter((s) => old.shards[s.id]!.primary === this.nodeId && s.primary !== this.nodeId).map((s) => s.id);
-    // Drained: in a prepare acknowledged since the last commit (PENDING set since, nothing admitted).
-    const undrained = away.filter((s) => this.cell.pendingTerm() === 0 || !this.drained.includes(s));
-    this.drained = []; // the commit ends the pending prepare
-    if (undrained.length === 0) return;
-    this.log.error({ term, shards: undrained, pending: this.cell.pendingTerm() }, `committing term ${term}, which takes shard(s) ${undrained.join(', ')} from this node, without having drained them in a prepare: writes of them still in flight end with an unknown outcome`);
-  }
-
-  private async commit(term: number, next: ClusterConfig, floors: Record<string, number>, scatter: GatherEntry[], again: number[], planned: ReadonlySet<number>): Promise<void> {
-    if (term <= this.cell.term()) return;
-    const t0 = this.clock.now();
-    const old = this.cell.config();
-    this.checkDrained(term, old, next);
-    const mine = next.shards.filter((s) => s.primary === this.nodeId && (old.shards[s.id]!.primary !== this.nodeId || again.includes(s.id))).map((s) => s.id);
-    const gathered = this.gathered.term === term ? this.gathered.n : 0;
-    if (mine.length === 0) {
-      // A node that stays backup persists what it lacked before it serves the new term (its requests
-      // are still blocked by the prepare): the shard's replicas agree before anything builds on them.
-      // A failure here (the pool full) is logged and the node goes on: it must not stay blocked.
-      if (scatter.length > 0) {
-        try {
-          const r = await this.hooks.promote([], floors, scatter, planned);
-          this.log.info({ term, gathered, scattered: r.scattered, sent: scatter.length }, `absorbed ${r.scattered} scattered entries (of ${scatter.length})`);
-        } catch (err) {
-          this.log.error({ term, err: (err as Error).message, sent: scatter.length }, 'could not absorb the scattered entries; this replica may lack some of them');
-        }
-      }
-      this.cell.publish(next);
-      this.cell.setPending(0);
-      this.log.info({ term, promoted: 0 }, `committed term ${term}`);
-      this.hooks.configured?.();
-      return;
-    }
-    for (const s of mine) this.cell.setShardBlocked(s, true); // before the new configuration is visible
-    // The old primary of a shard handed over without its drain (a failover: it is dead in `next`; a
-    // stored move completed because its source's lease expired) may still serve on the peer leases
-    // this node granted it until they run out. Only a `planned` handover's source acknowledged a
-    // prepare that drained the shard, and serves nothing of it any more.
-    await this.outlivePromises(term, mine.filter((s) => !planned.has(s)).map((s) => old.shards[s]!.primary).filter((n) => n !== this.nodeId));
-    this.cell.publish(next);
-    this.cell.setPending(0);
-    this.log.info({ term, promoted: mine.length }, `committed term ${term}`);
-    const r = await this.hooks.promote(mine, floors, scatter, planned);
-    for (const s of mine) this.cell.setShardBlocked(s, false);
-    const servingAt = this.clock.now(); // monotonic, comparable with other processes' on this host
-    this.hooks.configured?.();
-    const ms = this.clock.now() - t0;
-    this.send({ t: 'promoted', node: this.nodeId, term, shards: mine, ms, entries: r.entries, gathered, scattered: r.scattered });
-    this.log.info({ term, shards: mine, servingAt, ms, entries: r.entries, gathered, scattered: r.scattered }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);
   }
 }
