@@ -30,6 +30,9 @@ import { describeStore, type StoreSpec } from '../config/store-spec.js';
 import { ZK_FLAG_HELP, ZK_NAME_HELP, storeArgs } from './store-flags.js';
 import { STORE_POINTER, readClusterIn, storeFor } from './cluster-store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
+import { FABRIC_KINDS, type FabricKind } from '../config/base/fabric-kinds.js';
+import { checkNodeFabric } from '../runtime/fabric/check.js';
+import { loopbackDevices, type VerbsDevices } from '../runtime/fabric/verbs-devices.js';
 import { checkTimings, deadWaitMsFor, defaultTimings, leaseTiming } from '../config/timings.js';
 import { describeChange, RestartBackoff, waitListedDead } from './cluster-supervise.js';
 import { DETACHED_ENV, detachCluster } from './cluster-detach.js';
@@ -65,6 +68,8 @@ export interface ClusterOpts {
   tlsCert?: string;
   tlsKey?: string;
   tlsCa?: string;
+  /** Hidden developer flag: nodes run --fabric verbs over the loopback RNIC in this directory. */
+  verbsLoopback?: string;
 }
 
 /** --tls-cert/--tls-key/--tls-ca as given (absolute), for the nodes' and the manager's command lines. */
@@ -78,6 +83,10 @@ function tlsArgs(o: ClusterOpts): string[] {
 }
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
+
+function verbsDevicesOf(o: ClusterOpts): VerbsDevices | undefined {
+  return o.verbsLoopback !== undefined ? loopbackDevices(o.verbsLoopback) : undefined;
+}
 
 function int(name: string, v: string | number, lo: number, hi: number): number {
   const n = Number(v);
@@ -103,13 +112,14 @@ async function clusterFor(dir: string, o: ClusterOpts, store: ConfigStore): Prom
   const n = int('nodes', o.nodes, 1, 16);
   const workers = int('workers', o.workers, 1, 8);
   const base = int('base-port', o.basePort, 1024, 60000);
-  if (o.fabric !== 'shm' && o.fabric !== 'tcp') throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--fabric: '${o.fabric}' (shm|tcp)`);
+  if (!(FABRIC_KINDS as readonly string[]).includes(o.fabric)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--fabric: '${o.fabric}' (${FABRIC_KINDS.join('|')})`);
   const nodes = Array.from({ length: n }, (_, id) => ({
     id,
     host: '127.0.0.1',
     dataDir: join(dir, `node-${id}`),
     workerPorts: Array.from({ length: workers }, (_, w) => base + id * 10 + w),
-    fabric: { kind: o.fabric as 'shm' | 'tcp', host: '127.0.0.1', port: base + 500 + id },
+    // tcp: the nic's port; verbs: the control actor's side channel (QP endpoints, runtime/fabric/verbs-connect.ts).
+    fabric: { kind: o.fabric as FabricKind, host: '127.0.0.1', port: base + 500 + id },
     // RESP (Redis protocol): single-endpoint ports and Redis Cluster ports (actors/worker/resp/).
     resp: {
       ports: Array.from({ length: workers }, (_, w) => base + 200 + id * 10 + w),
@@ -143,6 +153,8 @@ export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> =
   const store: ConfigStore = 'file' in spec ? new FileConfigStore(spec.file) : await ZooKeeperConfigStore.open({ connect: spec.zookeeper, path: spec.path });
   try {
     const { cluster, fresh } = await clusterFor(dir, o, store);
+    // Said once, here, not by every node failing to start: no RDMA device, ROWAN_ERR_VERBS_NO_DEVICE.
+    if (cluster.nodes.some((n) => n.fabric.kind === 'verbs')) checkNodeFabric('verbs', verbsDevicesOf(o));
     // Nothing is written before we know the cluster is not running already and every port is free.
     const release = await claimClusterDir(dir, fresh ? null : cluster);
     try {
@@ -278,7 +290,7 @@ async function launch(dir: string, st: Stored, cluster: ClusterConfig, fresh: bo
       '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
       '--manager', managerAddrs, '--metrics-port', String(metricsPortOf(cluster, n.id)), ...(o.logLevel ? ['--log-level', o.logLevel] : []),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : []),
-      ...(rejoin ? ['--rejoin'] : [])];
+      ...(rejoin ? ['--rejoin'] : []), ...(o.verbsLoopback !== undefined ? ['--verbs-loopback', resolve(o.verbsLoopback)] : [])];
     // Own process group: a terminal ^C reaches only this launcher, which stops each node once (SIGTERM).
     // ROWAN_LAUNCHER_PID: the node sets a parent-death signal, so it goes down with this launcher
     // however the launcher dies (SIGKILL included), instead of living on under PID 1.
@@ -415,7 +427,9 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--replication-mode <mode>', `how primaries replicate to backups, for a new cluster (ROWAN §6.1): ${CLUSTER_REPLICATION_MODES.join('|')}`, 'rowan')
     .option('--workers <n>', 'worker actors (client ports) per node', asIs, 1)
     .option('--base-port <port>', 'node N listens on base + 10N + worker, RESP on base + 200 + 10N + worker (Redis Cluster: base + 600 + 10N + worker); its NIC on base + 500 + N; metrics on base + 800 + N; the configuration manager on base + 490', asIs, 7100)
-    .option('--fabric <kind>', 'how replication writes reach each node: shm (same host) or tcp (its NIC actor)', 'shm')
+    .option('--fabric <kind>', 'how replication writes reach each node: shm (same host), tcp (its NIC actor) or verbs (RDMA: needs a device)', 'shm')
+    // Developer flag, hidden from --help: see rowan start --verbs-loopback (docs/running.md).
+    .addOption(new Option('--verbs-loopback <dir>', 'developer: --fabric verbs over the loopback RNIC in DIR').hideHelp())
     .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', asIs, 128)
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', asIs, 4096)
     .option('--no-restart', 'leave a node that dies down (default: restart it with backoff; a failed-over node rejoins with an empty pool and gets replicas again)')
