@@ -29,7 +29,7 @@ import { readClusterIn } from './cluster-store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { startNode } from '../runtime/node.js';
-import { loopbackDevices } from '../runtime/fabric/verbs-devices.js';
+import { LOOPBACK_RETRY_MS_MIN, loopbackDevices } from '../runtime/fabric/verbs-devices.js';
 import { loadTls } from '../runtime/net/tls.js';
 import type { NodeStatus } from '../runtime/status.js';
 import { formatStatus } from './status-format.js';
@@ -214,6 +214,11 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   if (kv?.rejoin) rmSync(join(config.dataDir, POOL_FILE), { force: true });
   const verbsDevices = o.verbsLoopback !== undefined ? loopbackDevices(o.verbsLoopback) : undefined;
   if (verbsDevices) log.warn({ dir: o.verbsLoopback }, 'verbs devices: the loopback RNIC (a software device for tests), not libibverbs');
+  // Its round trip is an event-loop hop between processes (milliseconds), not an RNIC's microseconds:
+  // under the paper's 1 ms bound every attempt comes back late and is re-issued until it times out.
+  if (verbsDevices && config.fabric.kind === 'verbs' && config.replication.retryMs < LOOPBACK_RETRY_MS_MIN) {
+    log.warn({ retryMs: config.replication.retryMs }, `the loopback RNIC needs a replication retry bound of at least ${LOOPBACK_RETRY_MS_MIN} ms (ROWAN_REPLICATION_RETRY_MS, with ROWAN_BLOG_USED_GRACE_MS above it): writes under this one are re-issued until they time out`);
+  }
   const node = await startNode({ config, log, handleSignals: true, secret, clientPassword, ...(verbsDevices ? { verbsDevices } : {}), ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication({ ...kv, secret, tls, loadPeriodMs: config.resharding.periodMs }, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.

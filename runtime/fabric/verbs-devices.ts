@@ -15,6 +15,10 @@ export type VerbsDevices =
   /** The loopback RNIC; every node of one emulated fabric names the same directory. */
   | { kind: 'loopback'; dir: string };
 
+/** The shortest replication retry bound (config replication.retryMs) the loopback RNIC can meet: its
+ *  round trip is an event-loop hop between processes, milliseconds on a busy machine. */
+export const LOOPBACK_RETRY_MS_MIN = 10;
+
 /** The loopback device spec for `dir`, checked (its sockets must fit a unix socket path). */
 export function loopbackDevices(dir: string): VerbsDevices {
   const abs = resolve(dir);
