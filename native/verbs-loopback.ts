@@ -17,17 +17,17 @@
 //     MAP_SHARED file, so a landed write is in the page cache before the READ behind it completes:
 //     durable across a process crash, like the `pagecache` persistence mode, not across power loss);
 //   - CQs are queues; a CQ created with IGNORE_OVERRUN drops its oldest entry when full (a ring).
+// The device and its verbs objects are here; moving data (requester and responder) is in
+// ./verbs-loopback-rnic.ts, the frames on the socket in ./verbs-loopback-wire.ts.
 // The responder's event loop does the copying: unlike hardware, the receiver's process is on the data
 // path. The data-path ops are JS callbacks in a fake ibv_context (./verbs-fake.ts), so the binding's
 // encoders and decoders are the production ones.
 import koffi, { type TypeObject } from 'koffi';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, unlinkSync } from 'node:fs';
-import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
 import * as abi from './verbs-abi.js';
-import { FakeVerbsDevice, decodeCqInitAttrEx, decodeRecvWrChain, decodeSendWrChain, writePointer, writeWorkCompletions, type FakeCompletion } from './verbs-fake.js';
-import { FrameReader, WireOp, decodeReply, decodeRequest, encodeReply, encodeRequest, type WireRequest } from './verbs-loopback-wire.js';
+import { FakeVerbsDevice, decodeCqInitAttrEx, decodeRecvWrChain, decodeSendWrChain, writePointer, writeWorkCompletions } from './verbs-fake.js';
+import { listen, postWorkRequests, respond, socketPathOf, type Cq, type Ctx, type Mr, type Qp, type Srq } from './verbs-loopback-rnic.js';
 import type { VerbsLibrary } from './verbs.js';
 
 type Ptr = bigint;
@@ -37,9 +37,6 @@ export const LOOPBACK_DEVICE_NAME = 'loopback0';
 export const LOOPBACK_DIR_CHARS_MAX = 107 - 22;
 
 const EINVAL = koffi.os.errno['EINVAL'] ?? 22;
-const status = (name: string): number => abi.IBV_WC_STATUS_NAMES.indexOf(name);
-const WC_REM_INV_REQ_ERR = status('IBV_WC_REM_INV_REQ_ERR');
-const WC_LOC_LEN_ERR = abi.IBV_WC_LOC_LEN_ERR;
 
 const big = (v: unknown): bigint => (v === null || v === undefined ? 0n : BigInt(v as number | bigint));
 
@@ -48,44 +45,6 @@ function zalloc(type: TypeObject, value: object): Ptr {
   new Uint8Array(koffi.view(p, koffi.sizeof(type))).fill(0);
   koffi.encode(p, type, value);
   return p;
-}
-
-interface Mr { addr: bigint; length: number; lkey: number; rkey: number; access: number; bytes: Uint8Array }
-interface Cq { entries: FakeCompletion[]; cap: number; ring: boolean }
-interface Srq { ctx: Ctx; posted: { wrId: bigint; addr: bigint; length: number }[]; waiting: Set<Responder> }
-interface Pending { wrId: bigint; signaled: boolean; opcode: number; byteLen: number; into: { addr: bigint; length: number }[] }
-
-interface Qp {
-  ptr: Ptr;
-  num: number;
-  ctx: Ctx;
-  sendCq: Cq;
-  recvCq: Cq;
-  srq: Srq | null;
-  sigAll: boolean;
-  state: number;
-  dest: { qpNum: number; path: string } | null;
-  socket: Socket | null;
-  pending: Map<number, Pending>;
-  nextSeq: number;
-  failed: boolean;
-  inbound: Set<Socket>;
-}
-
-interface Ctx {
-  fake: FakeVerbsDevice;
-  gid: Uint8Array;
-  path: string;
-  server: Server | null;
-  mrs: Map<Ptr, Mr>;
-  qps: Map<number, Qp>;
-}
-
-/** One responder connection: the requests of one remote QP, executed in order. */
-interface Responder {
-  socket: Socket;
-  qp: Qp | null;
-  queue: WireRequest[];
 }
 
 /** The loopback RNIC's VerbsLibrary over directory `dir` (shared by every process of the emulated fabric). */
@@ -210,7 +169,7 @@ class LoopbackRnic {
     const mr: Mr = { addr, length, lkey: key, rkey: key, access, bytes: new Uint8Array(koffi.view(addr, length)) };
     ctx.mrs.set(ptr, mr);
     this.mrs.set(ptr, { ctx, mr });
-    if (access & (abi.IBV_ACCESS_REMOTE_READ | abi.IBV_ACCESS_REMOTE_WRITE)) this.listen(ctx);
+    if (access & (abi.IBV_ACCESS_REMOTE_READ | abi.IBV_ACCESS_REMOTE_WRITE)) listen(ctx);
     return ptr;
   }
 
@@ -273,155 +232,14 @@ class LoopbackRnic {
     return 0;
   }
 
-  // ---- requester side ------------------------------------------------------------------------------
-
   private postSend(qpPtr: Ptr, wrPtr: Ptr, bad: Ptr): number {
     const qp = this.qps.get(qpPtr);
     if (!qp || qp.state !== abi.IBV_QPS_RTS || !qp.dest) {
       writePointer(bad, wrPtr);
       return EINVAL;
     }
-    for (const wr of decodeSendWrChain(wrPtr)) {
-      const signaled = qp.sigAll || (wr.sendFlags & abi.IBV_SEND_SIGNALED) !== 0;
-      const into = wr.sges.map((s) => ({ addr: s.addr, length: s.length }));
-      const byteLen = into.reduce((n, s) => n + s.length, 0);
-      const opcode = wr.opcode === abi.IBV_WR_RDMA_READ ? abi.IBV_WC_RDMA_READ : wr.opcode === abi.IBV_WR_RDMA_WRITE ? abi.IBV_WC_RDMA_WRITE : abi.IBV_WC_SEND;
-      const p: Pending = { wrId: wr.wrId, signaled, opcode, byteLen, into };
-      if (qp.failed) {
-        complete(qp.sendCq, { wrId: wr.wrId, status: abi.IBV_WC_WR_FLUSH_ERR, opcode, qpNum: qp.num });
-        continue;
-      }
-      const seq = qp.nextSeq++;
-      qp.pending.set(seq, p);
-      const req: WireRequest =
-        wr.opcode === abi.IBV_WR_SEND ? { op: WireOp.Send, seq, payload: gather(into) }
-        : wr.opcode === abi.IBV_WR_RDMA_WRITE ? { op: WireOp.Write, seq, remoteAddr: wr.remoteAddr, rkey: wr.rkey, payload: gather(into) }
-        : { op: WireOp.Read, seq, remoteAddr: wr.remoteAddr, rkey: wr.rkey, length: byteLen };
-      this.connection(qp).write(encodeRequest(req));
-    }
+    postWorkRequests(qp, decodeSendWrChain(wrPtr));
     return 0;
-  }
-
-  /** The QP's RC connection, opened on first use. */
-  private connection(qp: Qp): Socket {
-    if (qp.socket) return qp.socket;
-    const s = netConnect(qp.dest!.path);
-    qp.socket = s;
-    s.write(encodeRequest({ op: WireOp.Hello, seq: 0, qpNum: qp.dest!.qpNum }));
-    const reader = new FrameReader();
-    s.on('data', (chunk: Buffer) => {
-      try {
-        for (const body of reader.push(chunk)) this.onReply(qp, body);
-      } catch {
-        this.failQp(qp, abi.IBV_WC_RETRY_EXC_ERR);
-      }
-    });
-    // The peer is gone (its process died, or it destroyed its QP): what RC hardware reports after its retries.
-    s.on('error', () => this.failQp(qp, abi.IBV_WC_RETRY_EXC_ERR));
-    s.on('close', () => this.failQp(qp, abi.IBV_WC_RETRY_EXC_ERR));
-    return s;
-  }
-
-  private onReply(qp: Qp, body: Buffer): void {
-    const r = decodeReply(body);
-    const p = qp.pending.get(r.seq);
-    if (!p) return;
-    qp.pending.delete(r.seq);
-    if (r.status !== abi.IBV_WC_SUCCESS) {
-      complete(qp.sendCq, { wrId: p.wrId, status: r.status, opcode: p.opcode, qpNum: qp.num });
-      return this.failQp(qp, abi.IBV_WC_WR_FLUSH_ERR);
-    }
-    if (p.opcode === abi.IBV_WC_RDMA_READ) scatter(p.into, r.data);
-    if (p.signaled) complete(qp.sendCq, { wrId: p.wrId, status: abi.IBV_WC_SUCCESS, opcode: p.opcode, byteLen: p.byteLen, qpNum: qp.num });
-  }
-
-  /** The QP enters the error state: every outstanding WR completes with `st` (errors always complete). */
-  private failQp(qp: Qp, st: number): void {
-    if (qp.failed && qp.pending.size === 0) return;
-    qp.failed = true;
-    for (const p of qp.pending.values()) complete(qp.sendCq, { wrId: p.wrId, status: st, opcode: p.opcode, qpNum: qp.num });
-    qp.pending.clear();
-    qp.socket?.destroy();
-  }
-
-  // ---- responder side ------------------------------------------------------------------------------
-
-  private listen(ctx: Ctx): void {
-    if (ctx.server) return;
-    const server = createServer((socket) => this.accept(ctx, socket));
-    server.listen(ctx.path); // bound before listen() returns (a pipe in a non-cluster process)
-    server.unref();
-    ctx.server = server;
-  }
-
-  private accept(ctx: Ctx, socket: Socket): void {
-    const r: Responder = { socket, qp: null, queue: [] };
-    const reader = new FrameReader();
-    socket.on('data', (chunk: Buffer) => {
-      try {
-        for (const body of reader.push(chunk)) {
-          const req = decodeRequest(body);
-          if (req.op === WireOp.Hello) {
-            r.qp = ctx.qps.get(req.qpNum!) ?? null;
-            if (!r.qp) return void socket.destroy(); // no such QP: the requester sees its retries run out
-            r.qp.inbound.add(socket);
-          } else r.queue.push(req);
-        }
-      } catch {
-        return void socket.destroy();
-      }
-      this.respond(r);
-    });
-    socket.on('error', () => socket.destroy());
-    socket.on('close', () => {
-      r.qp?.inbound.delete(socket);
-      r.qp?.srq?.waiting.delete(r);
-    });
-  }
-
-  /** Execute queued requests in order; a SEND with no receive posted waits (RNR) and holds up the rest. */
-  private respond(r: Responder): void {
-    const qp = r.qp;
-    if (!qp || r.socket.destroyed) return;
-    while (r.queue.length > 0) {
-      const req = r.queue[0]!;
-      let reply: Buffer;
-      if (req.op === WireOp.Send) {
-        const srq = qp.srq;
-        if (srq && srq.posted.length === 0) {
-          srq.waiting.add(r);
-          return;
-        }
-        reply = encodeReply(srq ? this.land(qp, srq, req.payload!) : WC_REM_INV_REQ_ERR, req.seq);
-      } else reply = this.oneSided(qp.ctx, req);
-      r.queue.shift();
-      r.socket.write(reply);
-    }
-  }
-
-  /** SEND: the next posted receive buffer takes the payload; the ring CQ gets the receive completion. */
-  private land(qp: Qp, srq: Srq, payload: Uint8Array): number {
-    const recv = srq.posted.shift()!;
-    const fits = payload.length <= recv.length;
-    const mr = fits ? findMr(qp.ctx, recv.addr, payload.length, 0) : null;
-    if (mr) mr.bytes.set(payload, Number(recv.addr - mr.addr));
-    const st = mr ? abi.IBV_WC_SUCCESS : WC_LOC_LEN_ERR;
-    complete(qp.recvCq, { wrId: recv.wrId, status: st, opcode: abi.IBV_WC_RECV, byteLen: payload.length, qpNum: qp.num });
-    return mr ? abi.IBV_WC_SUCCESS : WC_REM_INV_REQ_ERR;
-  }
-
-  private oneSided(ctx: Ctx, req: WireRequest): Buffer {
-    const write = req.op === WireOp.Write;
-    const length = write ? req.payload!.length : req.length!;
-    const need = write ? abi.IBV_ACCESS_REMOTE_WRITE : abi.IBV_ACCESS_REMOTE_READ;
-    const mr = findMr(ctx, req.remoteAddr!, length, need, req.rkey);
-    if (!mr) return encodeReply(abi.IBV_WC_REM_ACCESS_ERR, req.seq);
-    const at = Number(req.remoteAddr! - mr.addr);
-    if (write) {
-      mr.bytes.set(req.payload!, at);
-      return encodeReply(abi.IBV_WC_SUCCESS, req.seq);
-    }
-    return encodeReply(abi.IBV_WC_SUCCESS, req.seq, mr.bytes.subarray(at, at + length));
   }
 
   private postSrqRecv(srqPtr: Ptr, wrPtr: Ptr): number {
@@ -433,7 +251,7 @@ class LoopbackRnic {
     if (srq.waiting.size > 0) {
       const waiting = [...srq.waiting];
       srq.waiting.clear();
-      setImmediate(() => waiting.forEach((r) => this.respond(r))); // not inside the caller's ibv_post_srq_recv
+      setImmediate(() => waiting.forEach((r) => respond(r))); // not inside the caller's ibv_post_srq_recv
     }
     return 0;
   }
@@ -444,42 +262,3 @@ class LoopbackRnic {
   }
 }
 
-function socketPathOf(dir: string, gid: Uint8Array): string {
-  return join(dir, `${Buffer.from(gid.subarray(8)).toString('hex')}.sock`);
-}
-
-function complete(cq: Cq, e: FakeCompletion): void {
-  cq.entries.push(e);
-  // A ring CQ overwrites its oldest entry; a plain one would overrun (the provider's error), which a
-  // requester's CQ sized to its send queue never does.
-  if (cq.ring && cq.entries.length > cq.cap) cq.entries.shift();
-}
-
-/** The MR of `ctx` covering [addr, addr+length) with `access` (and `rkey`, for remote access). */
-function findMr(ctx: Ctx, addr: bigint, length: number, access: number, rkey?: number): Mr | null {
-  for (const mr of ctx.mrs.values()) {
-    if (rkey !== undefined && mr.rkey !== rkey) continue;
-    if ((mr.access & access) !== access) continue;
-    if (addr >= mr.addr && addr + BigInt(length) <= mr.addr + BigInt(mr.length)) return mr;
-  }
-  return null;
-}
-
-function gather(sges: { addr: bigint; length: number }[]): Uint8Array {
-  const out = new Uint8Array(sges.reduce((n, s) => n + s.length, 0));
-  let at = 0;
-  for (const s of sges) {
-    if (s.length > 0) out.set(new Uint8Array(koffi.view(s.addr, s.length)), at);
-    at += s.length;
-  }
-  return out;
-}
-
-function scatter(sges: { addr: bigint; length: number }[], data: Uint8Array): void {
-  let at = 0;
-  for (const s of sges) {
-    const n = Math.min(s.length, data.length - at);
-    if (n > 0) new Uint8Array(koffi.view(s.addr, n)).set(data.subarray(at, at + n));
-    at += n;
-  }
-}
