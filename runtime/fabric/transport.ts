@@ -39,7 +39,8 @@ export function fabricTransport(config: RowanConfig, secret: Uint8Array | null):
           return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs, secret, tls: loadTls(config.tls), ...(self ? { senderId: self.senderId } : {}) });
         case 'verbs':
           // One RC QP to the peer's control actor, brought up over its side channel at fabric.port
-          // (actors/control/verbs-blog.ts); the device is the one this thread selected at start.
+          // (actors/control/verbs-blog-queue.ts); the device is the one this thread selected at start.
+          // The side channel proves no secret and has no TLS yet (README status, docs/security.md).
           return VerbsConnection.connect({
             host: peer.fabric.host,
             port: peer.fabric.port,
