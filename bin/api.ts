@@ -4,6 +4,9 @@ export { RowanClient, type ClientOptions } from '../client/client.js';
 export { defineActor, runActor, spawnActor, type ActorContext, type ActorDefinition } from '../runtime/actor.js';
 export { ShmConnection } from '../runtime/fabric/shm.js';
 export { TcpConnection } from '../runtime/fabric/tcp.js';
+export { VerbsConnection } from '../runtime/fabric/verbs-sender.js';
+// startNode's `verbsDevices`: libibverbs by default; the loopback RNIC for tests without RDMA hardware.
+export { loopbackDevices, type VerbsDevices } from '../runtime/fabric/verbs-devices.js';
 export type { RowanConnection, FabricKind } from '../runtime/fabric/fabric.js';
 export { planCluster, newChecksumSeed, type ClusterConfig } from '../config/cluster.js';
 export { FileConfigStore } from '../config/store.js';

@@ -29,6 +29,7 @@ import { readClusterIn } from './cluster-store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
 import { startNode } from '../runtime/node.js';
+import { LOOPBACK_RETRY_MS_MIN, loopbackDevices } from '../runtime/fabric/verbs-devices.js';
 import { loadTls } from '../runtime/net/tls.js';
 import type { NodeStatus } from '../runtime/status.js';
 import { formatStatus } from './status-format.js';
@@ -77,6 +78,8 @@ interface StartOpts extends StoreFlags {
   tlsCa?: string;
   /** false with --no-auth. */
   auth: boolean;
+  /** Hidden developer flag: the loopback RNIC instead of libibverbs (runtime/fabric/verbs-devices.ts). */
+  verbsLoopback?: string;
 }
 
 interface Credentials {
@@ -209,7 +212,14 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   if (tls) log.info({ cert: config.tls.cert, ca: config.tls.ca }, 'TLS on every client, Redis, fabric and manager connection (peers: mutual TLS)');
   // A failed-over node's data is stale: it rejoins with a fresh pool (§4.5 phase 3, actors/node/node-application.ts).
   if (kv?.rejoin) rmSync(join(config.dataDir, POOL_FILE), { force: true });
-  const node = await startNode({ config, log, handleSignals: true, secret, clientPassword, ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication({ ...kv, secret, tls, loadPeriodMs: config.resharding.periodMs }, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
+  const verbsDevices = o.verbsLoopback !== undefined ? loopbackDevices(o.verbsLoopback) : undefined;
+  if (verbsDevices) log.warn({ dir: o.verbsLoopback }, 'verbs devices: the loopback RNIC (a software device for tests), not libibverbs');
+  // Its round trip is an event-loop hop between processes (milliseconds), not an RNIC's microseconds:
+  // under the paper's 1 ms bound every attempt comes back late and is re-issued until it times out.
+  if (verbsDevices && config.fabric.kind === 'verbs' && config.replication.retryMs < LOOPBACK_RETRY_MS_MIN) {
+    log.warn({ retryMs: config.replication.retryMs }, `the loopback RNIC needs a replication retry bound of at least ${LOOPBACK_RETRY_MS_MIN} ms (ROWAN_REPLICATION_RETRY_MS, with ROWAN_BLOG_USED_GRACE_MS above it): writes under this one are re-issued until they time out`);
+  }
+  const node = await startNode({ config, log, handleSignals: true, secret, clientPassword, ...(verbsDevices ? { verbsDevices } : {}), ...(extras.entries ? { entries: extras.entries } : {}), ...(kv ? { app: kvApplication({ ...kv, secret, tls, loadPeriodMs: config.resharding.periodMs }, config.dataDir) } : {}), ...(o.metricsPort !== undefined ? { metrics: { host: '127.0.0.1', port: metricsPort(o.metricsPort) } } : {}) });
   const code = await node.closed;
   // Everything was stopped; if some handle still keeps the loop alive, say so and leave anyway.
   setTimeout(() => {
@@ -295,6 +305,10 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .addOption(new Option('--fabric <kind>', 'how Rowan writes reach this node; tcp starts the nic actor (default: shm)').choices(FABRIC_KINDS))
     .option('--fabric-port <port>', 'TCP port of the nic (default: 7400; 0 = any free port, shown by rowan status)')
     .option('--remote-segments-max <n>', 'segments one peer node\'s one-sided regions may hold in this pool; one more ALLOC gets ROWAN_ERR_QUOTA (default: a quarter of the pool; config fabric.remoteSegmentsMax)')
+    // Developer flag, hidden from --help (docs/running.md, "The verbs fabric"): --fabric verbs opens the
+    // loopback RNIC over unix sockets in DIR instead of libibverbs' devices; every node of the emulated
+    // fabric names the same DIR. For tests on machines without RDMA hardware, never for production.
+    .addOption(new Option('--verbs-loopback <dir>', 'developer: --fabric verbs over the loopback RNIC in DIR, not libibverbs').hideHelp())
     .option('--cluster <file>', 'serve ROWAN-KV as a node of the cluster in this JSON file (written by rowan cluster)')
     .option('--zookeeper <host:port,...>', 'instead of --cluster: read the cluster configuration from ZooKeeper at cold start (znode /rowan/<cluster-name>/config)')
     .option('--cluster-name <name>', 'with --zookeeper: the cluster whose configuration to read (default: default)')

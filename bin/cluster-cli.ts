@@ -28,6 +28,9 @@ import type { StoreSpec } from '../config/store-spec.js';
 import { ZK_FLAG_HELP, ZK_NAME_HELP } from './store-flags.js';
 import { STORE_POINTER, readClusterIn, storeFor } from './cluster-store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
+import { FABRIC_KINDS, type FabricKind } from '../config/base/fabric-kinds.js';
+import { checkNodeFabric } from '../runtime/fabric/check.js';
+import { loopbackDevices, type VerbsDevices } from '../runtime/fabric/verbs-devices.js';
 import { defaultTimings } from '../config/timings.js';
 import { describeChange } from './cluster-supervise.js';
 import { DETACHED_ENV, detachCluster } from './cluster-detach.js';
@@ -67,6 +70,8 @@ export interface ClusterOpts {
   tlsCa?: string;
   /** --debug-pause STEP:MS, passed to the managers (fault tests). */
   debugPause?: string;
+  /** Hidden developer flag: nodes run --fabric verbs over the loopback RNIC in this directory. */
+  verbsLoopback?: string;
 }
 
 /** --tls-cert/--tls-key/--tls-ca as given (absolute), for the nodes' and the manager's command lines. */
@@ -77,6 +82,10 @@ function tlsArgs(o: ClusterOpts): string[] {
   const files = { cert: resolve(o.tlsCert!), key: resolve(o.tlsKey!), ca: resolve(o.tlsCa!) };
   loadTls(files); // unreadable, non-PEM or world-readable key: said here, not by every node
   return ['--tls-cert', files.cert, '--tls-key', files.key, '--tls-ca', files.ca];
+}
+
+function verbsDevicesOf(o: ClusterOpts): VerbsDevices | undefined {
+  return o.verbsLoopback !== undefined ? loopbackDevices(o.verbsLoopback) : undefined;
 }
 
 function int(name: string, v: string | number, lo: number, hi: number): number {
@@ -103,13 +112,14 @@ async function clusterFor(dir: string, o: ClusterOpts, store: ConfigStore): Prom
   const n = int('nodes', o.nodes, 1, 16);
   const workers = int('workers', o.workers, 1, 8);
   const base = int('base-port', o.basePort, 1024, 60000);
-  if (o.fabric !== 'shm' && o.fabric !== 'tcp') throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--fabric: '${o.fabric}' (shm|tcp)`);
+  if (!(FABRIC_KINDS as readonly string[]).includes(o.fabric)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--fabric: '${o.fabric}' (${FABRIC_KINDS.join('|')})`);
   const nodes = Array.from({ length: n }, (_, id) => ({
     id,
     host: '127.0.0.1',
     dataDir: join(dir, `node-${id}`),
     workerPorts: Array.from({ length: workers }, (_, w) => base + id * 10 + w),
-    fabric: { kind: o.fabric as 'shm' | 'tcp', host: '127.0.0.1', port: base + 500 + id },
+    // tcp: the nic's port; verbs: the control actor's side channel (QP endpoints, runtime/fabric/verbs-connect.ts).
+    fabric: { kind: o.fabric as FabricKind, host: '127.0.0.1', port: base + 500 + id },
     // RESP (Redis protocol): single-endpoint ports and Redis Cluster ports (actors/worker/resp/).
     resp: {
       ports: Array.from({ length: workers }, (_, w) => base + 200 + id * 10 + w),
@@ -144,6 +154,8 @@ export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> =
   const store: ConfigStore = 'file' in spec ? new FileConfigStore(spec.file) : await ZooKeeperConfigStore.open({ connect: spec.zookeeper, path: spec.path });
   try {
     const { cluster, fresh } = await clusterFor(dir, o, store);
+    // Said once, here, not by every node failing to start: no RDMA device, ROWAN_ERR_VERBS_NO_DEVICE.
+    if (cluster.nodes.some((n) => n.fabric.kind === 'verbs')) checkNodeFabric('verbs', verbsDevicesOf(o));
     // Nothing is written before we know the cluster is not running already and every port is free.
     const release = await claimClusterDir(dir, fresh ? null : cluster);
     try {
@@ -189,6 +201,7 @@ function launchPlan(dir: string, st: Stored, cluster: ClusterConfig, fresh: bool
     nodeArgs: [
       ...(o.logLevel ? ['--log-level', o.logLevel] : []),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : []),
+      ...(o.verbsLoopback !== undefined ? ['--verbs-loopback', resolve(o.verbsLoopback)] : []),
     ],
   };
 }
@@ -221,7 +234,9 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--replication-mode <mode>', `how primaries replicate to backups, for a new cluster (ROWAN §6.1): ${CLUSTER_REPLICATION_MODES.join('|')}`, 'rowan')
     .option('--workers <n>', 'worker actors (client ports) per node', asIs, 1)
     .option('--base-port <port>', 'node N listens on base + 10N + worker, RESP on base + 200 + 10N + worker (Redis Cluster: base + 600 + 10N + worker); its NIC on base + 500 + N; metrics on base + 800 + N; the configuration manager on base + 490', asIs, 7100)
-    .option('--fabric <kind>', 'how replication writes reach each node: shm (same host) or tcp (its NIC actor)', 'shm')
+    .option('--fabric <kind>', 'how replication writes reach each node: shm (same host), tcp (its NIC actor) or verbs (RDMA: needs a device)', 'shm')
+    // Developer flag, hidden from --help: see rowan start --verbs-loopback (docs/running.md).
+    .addOption(new Option('--verbs-loopback <dir>', 'developer: --fabric verbs over the loopback RNIC in DIR').hideHelp())
     .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', asIs, 128)
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', asIs, 4096)
     .option('--no-restart', 'leave a node that dies down (default: restart it with backoff; a failed-over node rejoins with an empty pool and gets replicas again)')

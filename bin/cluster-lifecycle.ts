@@ -100,6 +100,7 @@ export function clusterPorts(cluster: ClusterConfig): { host: string; port: numb
   return [{ host: '127.0.0.1', port: managerPortOf(cluster), what: 'configuration manager port' }, ...cluster.nodes.flatMap((n) => [
     ...n.workerPorts.map((port) => ({ host: n.host, port, what: `node ${n.id} client port` })),
     ...(n.fabric.kind === 'tcp' ? [{ host: n.fabric.host, port: n.fabric.port, what: `node ${n.id} nic port` }] : []),
+    ...(n.fabric.kind === 'verbs' ? [{ host: n.fabric.host, port: n.fabric.port, what: `node ${n.id} verbs side-channel port` }] : []),
     ...(n.resp?.ports ?? []).map((port) => ({ host: n.host, port, what: `node ${n.id} RESP port` })),
     ...(n.resp?.clusterPorts ?? []).map((port) => ({ host: n.host, port, what: `node ${n.id} RESP cluster port` })),
     { host: '127.0.0.1', port: metricsPortOf(cluster, n.id), what: `node ${n.id} metrics port` },

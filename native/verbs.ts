@@ -26,6 +26,7 @@
 // re-exported here), verbs-qp.ts (QP state-transition attributes), verbs-mem.ts (registrable native
 // buffers), verbs-fake.ts (fake devices, tests). The transport on top: runtime/fabric/verbs*.ts.
 
+import { readdirSync } from 'node:fs';
 import koffi, { type LibraryHandle, type TypeObject } from 'koffi';
 import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 import * as abi from './verbs-abi.js';
@@ -46,13 +47,18 @@ export * from './verbs-qp.js';
 
 const LIBRARY = 'libibverbs.so.1';
 const NO_DEVICE_HINT = 'use --fabric shm or --fabric tcp';
+const SYSFS_RDMA_DEVICES = '/sys/class/infiniband';
 
 // ---- the library (control path) ------------------------------------------------------------------
 
 type Ptr = bigint;
 type NullablePtr = bigint | null;
 
-interface Lib {
+/**
+ * The exported libibverbs symbols the control path calls. libibverbs itself by default; a software
+ * device (./verbs-loopback.ts) stands in for it when a node is started with one (useVerbsLibrary).
+ */
+export interface VerbsLibrary {
   getDeviceList(num: number[]): NullablePtr;
   freeDeviceList(list: Ptr): void;
   getDeviceGuid(dev: Ptr): bigint | number;
@@ -74,10 +80,19 @@ interface Lib {
   queryGid(ctx: Ptr, port: number, index: number, gid: Ptr): number;
 }
 
-let lib: Lib | undefined;
+let lib: VerbsLibrary | undefined;
 
-/** libibverbs, loaded once per thread. Not needed by adopted (fake) contexts. */
-function verbsLib(): Lib {
+/**
+ * Use `library` instead of libibverbs for every device call of this thread from now on (null: back
+ * to libibverbs). Set once, at thread start, before any device is opened: handles of one library
+ * mean nothing to another.
+ */
+export function useVerbsLibrary(library: VerbsLibrary | null): void {
+  lib = library ?? undefined;
+}
+
+/** libibverbs (or the library useVerbsLibrary chose), loaded once per thread. Not needed by adopted (fake) contexts. */
+function verbsLib(): VerbsLibrary {
   if (lib) return lib;
   let h: LibraryHandle;
   try {
@@ -218,6 +233,19 @@ function beHex64(v: bigint | number): string {
   return b.toString('hex');
 }
 
+/** Why the device list is empty, as far as sysfs tells: no RDMA support in the kernel, or no device. */
+function noDeviceReason(): string {
+  let names: string[];
+  try {
+    names = readdirSync(SYSFS_RDMA_DEVICES);
+  } catch {
+    return `${SYSFS_RDMA_DEVICES} does not exist: the kernel has no RDMA support loaded (ib_core and a device driver such as mlx5_ib, or rdma_rxe for soft RoCE)`;
+  }
+  return names.length === 0
+    ? `${SYSFS_RDMA_DEVICES} is empty: RDMA modules are loaded but no device is bound (no RNIC, or no rdma_rxe link added)`
+    : `${SYSFS_RDMA_DEVICES} lists ${names.join(', ')}, but libibverbs has no provider for them (install rdma-core's providers, e.g. ibverbs-providers)`;
+}
+
 function withDeviceList<T>(fn: (devices: Ptr[], errno: number) => T): T {
   const l = verbsLib();
   const num = [0];
@@ -256,7 +284,7 @@ export function openDevice(name?: string): VerbsContext {
     if (devices.length === 0) {
       throw new RowanError(
         ErrorCodes.VERBS_NO_DEVICE,
-        `no RDMA device found (ibv_get_device_list returned 0 devices); ${NO_DEVICE_HINT}`,
+        `no RDMA device found (ibv_get_device_list returned 0 devices: ${noDeviceReason()}); ${NO_DEVICE_HINT}`,
         errno ? { errno, errnoName: errnoName(errno) } : undefined,
       );
     }
@@ -315,7 +343,8 @@ export function queryPort(ctx: VerbsContext, port = 1): PortInfo {
 
 /** The 16-byte GID at `index` of `port` (RoCE needs it for the address vector). */
 export function queryGid(ctx: VerbsContext, port: number, index: number): Uint8Array {
-  return withStruct(abi.ibv_gid, {}, (p) => {
+  // koffi encodes a union from exactly one member: an empty object threw before ibv_query_gid ran.
+  return withStruct(abi.ibv_gid, { raw: new Uint8Array(16) }, (p) => {
     const rc = verbsLib().queryGid(ctx.ptr, port, index, p);
     if (rc !== 0) throw verbsError(`ibv_query_gid(${port}, ${index})`, rcErrno(rc));
     return new Uint8Array(koffi.view(p, 16).slice(0));

@@ -18,6 +18,7 @@ import { dataDirFiles } from '../config/base/files.js';
 import type { RowanConfig } from '../config/model.js';
 import { Pool } from '../shm/pool.js';
 import { fabricTransport, type Transport } from './fabric/transport.js';
+import { selectVerbsDevices } from './fabric/verbs-devices.js';
 import { gettid, schedGetaffinity, schedGetcpu, schedSetaffinity, setThreadName } from '../native/libc.js';
 import { ActorState, CounterWriter, I64 } from '../shm/counters.js';
 import { Doorbell, Inbox, Outbox, RecordKind, type RingMessage } from '../shm/mailbox.js';
@@ -113,6 +114,9 @@ class ActorThread {
     private readonly s: StartMessage,
     private readonly port: Port,
   ) {
+    // Before anything in this thread can open an RDMA device (the control actor's receive queue, a
+    // worker's verbs connections): the device list the node was started with.
+    selectVerbsDevices(s.verbsDevices);
     this.counters = new CounterWriter(s.counters);
     this.bell = new Doorbell(s.doorbell);
     this.inbox = new Inbox(

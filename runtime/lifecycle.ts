@@ -4,6 +4,7 @@
 import type { RowanConfig } from '../config/model.js';
 import type { RingHandle } from '../shm/ring.js';
 import type { ErrorRecord } from '../config/base/errors.js';
+import type { VerbsDevices } from './fabric/verbs-devices.js';
 
 export interface InboundSpec {
   from: string;
@@ -42,6 +43,8 @@ export interface StartMessage {
   /** The client password clients prove on the client and Redis ports; null = none (--no-auth).
    *  Absent (an older caller) = null. */
   clientPassword?: Uint8Array | null;
+  /** Where the verbs fabric finds devices (./fabric/verbs-devices.ts); absent = libibverbs. */
+  verbsDevices?: VerbsDevices;
 }
 
 export interface StopMessage {

@@ -17,6 +17,7 @@ import { createLogger, type Logger } from '../config/base/log.js';
 import { MAIN, nodeRoles, placeActors, wireActors, type ActorPlan, type Wiring } from './placement.js';
 import { openNodePool, type NodePool } from './pool-hook.js';
 import { checkNodeFabric } from './fabric/check.js';
+import type { VerbsDevices } from './fabric/verbs-devices.js';
 import { monotonicClock, type Clock } from '../config/base/clock.js';
 import type { NodeApplication } from './application.js';
 import { Exposition, runtimeMetrics, serveMetrics } from './metrics.js';
@@ -44,6 +45,9 @@ export interface NodeOptions {
   /** The client password the client and Redis ports demand of clients (config/base/secret.ts); null
    *  or absent = none. A node with client ports needs both or neither (its workers refuse to start). */
   clientPassword?: Uint8Array | null;
+  /** Where `--fabric verbs` finds RDMA devices (runtime/fabric/verbs-devices.ts): absent = libibverbs;
+   *  `loopbackDevices(dir)` = the loopback RNIC, for tests on machines without RDMA hardware. */
+  verbsDevices?: VerbsDevices;
 }
 
 /**
@@ -104,6 +108,7 @@ export class RowanNode {
     private readonly metrics?: { host: string; port: number },
     private readonly secret: Uint8Array | null = null,
     private readonly clientPassword: Uint8Array | null = null,
+    private readonly verbsDevices?: VerbsDevices,
   ) {
     this.closed = new Promise((r) => (this.resolveClosed = r));
     for (const l of wiring.links)
@@ -119,7 +124,7 @@ export class RowanNode {
     const path = this.socketPath;
     if ((await probeSocket(path)) === 'live')
       throw new RowanError(ErrorCodes.DATA_DIR, `a node is already running in ${this.config.dataDir} (${path} answers)`);
-    checkNodeFabric(this.config.fabric.kind);
+    checkNodeFabric(this.config.fabric.kind, this.verbsDevices);
     this.pool = await openNodePool(this.config, this.log);
     const mode = this.pool.pool.mode;
     this.log.info(
@@ -171,6 +176,7 @@ export class RowanNode {
         app: this.app?.payload(p.role),
         secret: this.secret,
         clientPassword: this.clientPassword,
+        ...(this.verbsDevices ? { verbsDevices: this.verbsDevices } : {}),
       },
     };
   }
@@ -302,7 +308,7 @@ export async function startNode(o: NodeOptions): Promise<RowanNode> {
   prepareDataDir(cfg.dataDir);
   socketPath(cfg.dataDir); // a data dir too long for a unix socket fails here, before any thread starts
   const plans = placeActors(nodeRoles(cfg), cfg.cores);
-  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.app, o.metrics, o.secret ?? null, o.clientPassword ?? null);
+  const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.app, o.metrics, o.secret ?? null, o.clientPassword ?? null, o.verbsDevices);
   if (o.secret === null) log.warn('authentication is off (--no-auth): the fabric nic, client and Redis ports serve anyone who can reach them');
   await node.boot(o.handleSignals ?? false);
   return node;

@@ -75,7 +75,11 @@ export const I64 = {
   CLEAN_TOMBSTONES_DROPPED_BACKUP: 20,
   /** digest: b-log blocks refused as late (at or below their shard's tombstone floor, actors/shared/floors.ts). */
   DIGEST_LATE_BLOCKS: 21,
-  WORDS: 22,
+  /** control, `verbs` fabric only: RC QPs of remote senders connected to this node's receive queue now. */
+  VERBS_SENDERS: 22,
+  /** control, `verbs` fabric only: receive completions of the ring CQ sampled per tick (SENDs landed). */
+  VERBS_RECEIVES: 23,
+  WORDS: 24,
 } as const;
 
 export type CounterName = Exclude<keyof typeof I64, 'WORDS'>;

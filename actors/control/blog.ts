@@ -1,37 +1,36 @@
-// The control actor's b-log: the Rowan receiver of this node (§3.2.2, §4.3). It creates the node's
-// shared receive queue, keeps free segments posted, and forwards Used segments to every digest actor
-// (each digests the shards it owns from every segment, §4.4). A batch that does not fit a digest ring
-// waits in a backlog and is retried next tick: segments are never dropped.
+// The control actor's b-log: the Rowan receiver of this node (§3.2.2, §4.3). It opens the node's
+// receive queue (by fabric: ./blog-queue.ts), keeps free segments posted, and forwards Used segments
+// to every digest actor (each digests the shards it owns from every segment, §4.4). A batch that does
+// not fit a digest ring waits in a backlog and is retried next tick: segments are never dropped.
 import { blogOwner } from '../../config/base/ids.js';
 import type { ActorContext } from '../../runtime/actor.js';
 import { RowanReceiver } from '../../runtime/rowan/receiver.js';
-import { SharedReceiveQueue } from '../../runtime/rowan/srq.js';
-import { shmPaths } from '../../runtime/fabric/shm.js';
 import type { Pool } from '../../shm/pool.js';
 import { RecordKind } from '../../shm/mailbox.js';
 import { I64 } from '../../shm/counters.js';
-
-/** Ring CQ slots: it only wraps, nobody polls it per write (§3.2.2). */
-const CQ_SLOTS = 4096;
+import { shmBlogQueue, type BlogQueue } from './blog-queue.js';
+import { verbsBlogQueue } from './verbs-blog-queue.js';
 
 export class ControlBlog {
   readonly pool: Pool;
-  readonly srq: SharedReceiveQueue;
   readonly receiver: RowanReceiver;
   private readonly backlog: { to: string; segments: number[] }[] = [];
 
-  constructor(private readonly ctx: ActorContext) {
+  /** The b-log on the queue of this node's fabric, posted and ready for senders. */
+  static async open(ctx: ActorContext): Promise<ControlBlog> {
+    const q = ctx.config.fabric.kind === 'verbs' ? await verbsBlogQueue(ctx) : shmBlogQueue(ctx);
+    return new ControlBlog(ctx, q);
+  }
+
+  private constructor(
+    private readonly ctx: ActorContext,
+    private readonly q: BlogQueue,
+  ) {
     const c = ctx.config;
-    const paths = shmPaths(c.dataDir);
     this.pool = ctx.pool;
-    this.srq = SharedReceiveQueue.create(paths.srq, {
-      postCap: c.blog.preallocSegments * 2 + 2,
-      cqCap: CQ_SLOTS,
-      bufferBytesMax: this.pool.segmentBytes,
-    });
     this.receiver = new RowanReceiver({
       pool: this.pool,
-      srq: this.srq,
+      srq: q.queue,
       ownerId: blogOwner(ctx.id),
       preallocate: c.blog.preallocSegments,
       batch: c.blog.batchSegments,
@@ -41,7 +40,7 @@ export class ControlBlog {
       },
     });
     this.receiver.start();
-    ctx.log.info({ srq: paths.srq, incarnation: this.srq.incarnation, ...this.receiver.stats() }, 'b-log receive queue ready');
+    ctx.log.info({ fabric: c.fabric.kind, ...q.describe(), ...this.receiver.stats() }, 'b-log receive queue ready');
   }
 
   tick(): void {
@@ -51,7 +50,7 @@ export class ControlBlog {
     const c = this.ctx.counters.local;
     c[I64.BLOG_POSTED] = st.used + st.posted; // ever posted = retired as Used + still posted
     c[I64.BLOG_USED] = st.used;
-    c[I64.BLOG_WRITES] = this.srq.stats().completions;
+    this.q.sample(c);
   }
 
   private forward(): void {
@@ -62,11 +61,9 @@ export class ControlBlog {
     }
   }
 
-  close(): void {
-    // Read everything that touches the mappings before unmapping them.
-    const last = { ...this.receiver.stats(), ...this.srq.stats(), backlog: this.backlog.length };
-    this.srq.shutdown();
-    this.srq.close();
-    this.ctx.log.info(last, 'b-log closed');
+  async close(): Promise<void> {
+    const receiver = { ...this.receiver.stats(), backlog: this.backlog.length };
+    const queue = await this.q.close();
+    this.ctx.log.info({ ...receiver, ...queue }, 'b-log closed');
   }
 }

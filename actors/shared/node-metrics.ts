@@ -43,6 +43,8 @@ export function kvMetrics(e: Exposition, o: { term: number; histograms: RequestH
   }
 
   e.family('rowan_blog_writes_total', 'counter', 'Rowan writes landed in this node\'s b-log (completions).').sample('rowan_blog_writes_total', {}, sum(o.actors, 'control', 'BLOG_WRITES'));
+  e.family('rowan_verbs_senders', 'gauge', 'Remote senders\' RC QPs connected to this node\'s verbs receive queue (0 unless --fabric verbs).').sample('rowan_verbs_senders', {}, sum(o.actors, 'control', 'VERBS_SENDERS'));
+  e.family('rowan_verbs_receives_total', 'counter', 'SENDs landed in this node\'s b-log by the RNIC, from the ring CQ (0 unless --fabric verbs).').sample('rowan_verbs_receives_total', {}, sum(o.actors, 'control', 'VERBS_RECEIVES'));
   e.family('rowan_blog_segments_used_total', 'counter', 'B-log segments the receiver declared Used and handed to digest.').sample('rowan_blog_segments_used_total', {}, sum(o.actors, 'control', 'BLOG_USED'));
   e.family('rowan_digested_segments_total', 'counter', 'B-log segments digest parsed into the backup indexes.').sample('rowan_digested_segments_total', {}, sum(o.actors, 'digest', 'DIGESTED_SEGMENTS'));
   e.family('rowan_digest_lag_segments', 'gauge', 'B-log segments handed to digest and not parsed yet (per digest actor, summed).')

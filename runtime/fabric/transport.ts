@@ -1,6 +1,6 @@
 // How an actor reaches another node's Rowan receiver (CONVENTIONS 9: transport is injected). Roles get
 // a Transport in their context and never pick a fabric class themselves; the node gives them the
-// real one (shm or tcp, by the peer's fabric), the simulator (test/sim/) gives them its own.
+// real one (shm, tcp or verbs, by the peer's fabric), the simulator (test/sim/) gives them its own.
 import { loadTls } from '../net/tls.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { FabricKind } from '../../config/base/fabric-kinds.js';
@@ -8,6 +8,7 @@ import type { RowanConfig } from '../../config/model.js';
 import type { RowanConnection } from './fabric.js';
 import { ShmConnection } from './shm.js';
 import { TcpConnection } from './tcp.js';
+import { VerbsConnection } from './verbs-sender.js';
 
 /** Where a peer node's receiver is: its data dir (shm maps files from it) and its fabric endpoint. */
 export interface PeerEndpoint {
@@ -36,6 +37,16 @@ export function fabricTransport(config: RowanConfig, secret: Uint8Array | null):
           return ShmConnection.connect(peer.dataDir, { mode: config.persistence, retryMs: config.replication.retryMs });
         case 'tcp':
           return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs, secret, tls: loadTls(config.tls), ...(self ? { senderId: self.senderId } : {}) });
+        case 'verbs':
+          // One RC QP to the peer's control actor, brought up over its side channel at fabric.port
+          // (actors/control/verbs-blog-queue.ts); the device is the one this thread selected at start.
+          // The side channel proves no secret and has no TLS yet (README status, docs/security.md).
+          return VerbsConnection.connect({
+            host: peer.fabric.host,
+            port: peer.fabric.port,
+            retryMs: config.replication.retryMs,
+            ...(self ? { senderId: self.senderId } : {}),
+          });
         default:
           throw new RowanError(ErrorCodes.FABRIC_UNAVAILABLE, `node ${peer.id} asks for the ${peer.fabric.kind} fabric, which an actor cannot open here`);
       }

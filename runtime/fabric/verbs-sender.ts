@@ -56,6 +56,20 @@ export type { VerbsListener, ListenVerbsOptions, VerbsFabricOptions } from './ve
 export { VerbsReceiverQueue, type ReceiveQueue } from './verbs-receiver.js';
 export { SenderCq } from './verbs-cq.js';
 
+/** Completion statuses that mean the receiver did not answer (its RNIC's retries ran out). */
+const UNREACHABLE_STATUSES: ReadonlySet<string> = new Set(['IBV_WC_RETRY_EXC_ERR', 'IBV_WC_RNR_RETRY_EXC_ERR']);
+
+/**
+ * A completion saying the receiver is unreachable becomes PEER_GONE (status kept in the message and
+ * details): the QP is in the error state for good, and a caller's only way on is a new connection,
+ * which it makes on PEER_GONE as it does under shm and tcp. Other failures stay VERBS.
+ */
+function peerGoneOf(err: unknown): unknown {
+  if (!(err instanceof RowanError) || err.code !== ErrorCodes.VERBS) return err;
+  if (!UNREACHABLE_STATUSES.has(String(err.details?.['statusName']))) return err;
+  return new RowanError(ErrorCodes.PEER_GONE, `verbs receiver unreachable: ${err.message}`, err.details);
+}
+
 /** What write() resolves with under verbs: the sender cannot learn where a SEND landed. */
 export const LANDED_ADDRESS_UNKNOWN = -1;
 
@@ -253,7 +267,11 @@ export class VerbsConnection implements RowanConnection {
         if (!o.cq) cq.close();
         if (!o.fabric) fabric.close();
       };
-      return new VerbsConnection({ qp, cq, memory, lkey: mr.lkey, remote, sendQueueWrs, control: channel, release }, o);
+      const conn = new VerbsConnection({ qp, cq, memory, lkey: mr.lkey, remote, sendQueueWrs, control: channel, release }, o);
+      // The receiver closes the side channel when it destroys our QP (or its process is gone): nothing
+      // posted from now on will complete, so say PEER_GONE now rather than after the RNIC's retries.
+      channel.onClose = (err) => conn.receiverGone(`verbs receiver ${o.host}:${o.port} closed the side channel (${err.message})`);
+      return conn;
     } catch (err) {
       unwind();
       throw err;
@@ -491,8 +509,14 @@ export class VerbsConnection implements RowanConnection {
     );
   }
 
+  /** The receiver is gone (its side channel closed): fail everything with PEER_GONE, which callers reconnect on. */
+  receiverGone(why: string): void {
+    if (!this.closed) this.fail(new RowanError(ErrorCodes.PEER_GONE, why));
+  }
+
   /** A failed completion: the RC QP is now in the error state, so nothing more will succeed. */
-  private readonly fail = (err: unknown): void => {
+  private readonly fail = (cause: unknown): void => {
+    const err = peerGoneOf(cause);
     if (!this.failed) this.failed = err;
     for (const job of [...this.queue, ...this.active]) this.settle(job, err);
     this.queue.length = 0;

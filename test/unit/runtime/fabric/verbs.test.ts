@@ -185,12 +185,21 @@ describe('VerbsConnection.write: SEND + 1-byte READ (paper §5.2)', () => {
     const { conn, posts, feed } = sender();
     const p = conn.write(entry(64, 1));
     const other = conn.write(entry(64, 2));
+    feed.push({ wrId: posts[0]![0]!.wrId, status: abi.IBV_WC_REM_ACCESS_ERR, opcode: 0, vendorErr: 0x81 });
+    conn.poll();
+    await assert.rejects(p, (e: unknown) => e instanceof RowanError && e.code === ErrorCodes.VERBS && /IBV_WC_REM_ACCESS_ERR/.test(e.message));
+    await assert.rejects(other, (e: unknown) => e instanceof RowanError && e.code === ErrorCodes.VERBS, 'the QP is in error: all its writes fail');
+    await assert.rejects(conn.write(entry(64, 3)), /IBV_WC_REM_ACCESS_ERR/);
+    assert.equal(posts.length, 2, 'nothing posted on a failed QP');
+  });
+
+  it('a receiver that stopped answering (retries exceeded) is PEER_GONE, which callers reconnect on', async () => {
+    const { conn, posts, feed } = sender();
+    const p = conn.write(entry(64, 1));
     feed.push({ wrId: posts[0]![0]!.wrId, status: abi.IBV_WC_RETRY_EXC_ERR, opcode: 0, vendorErr: 0x81 });
     conn.poll();
-    await assert.rejects(p, (e: unknown) => e instanceof RowanError && e.code === ErrorCodes.VERBS && /IBV_WC_RETRY_EXC_ERR/.test(e.message));
-    await assert.rejects(other, (e: unknown) => e instanceof RowanError && e.code === ErrorCodes.VERBS, 'the QP is in error: all its writes fail');
-    await assert.rejects(conn.write(entry(64, 3)), /IBV_WC_RETRY_EXC_ERR/);
-    assert.equal(posts.length, 2, 'nothing posted on a failed QP');
+    await assert.rejects(p, (e: unknown) => e instanceof RowanError && e.code === ErrorCodes.PEER_GONE && /IBV_WC_RETRY_EXC_ERR/.test(e.message));
+    await assert.rejects(conn.write(entry(64, 3)), (e: unknown) => e instanceof RowanError && e.code === ErrorCodes.PEER_GONE);
   });
 
   it('gives up with WRITE_TIMEOUT after noBufferTimeoutMs of unacknowledged attempts', async () => {
