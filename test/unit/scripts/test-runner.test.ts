@@ -1,10 +1,10 @@
 // scripts/test.mjs (npm test's runner) on small trees of test files made here: a skip is reported with
-// its reason and fails the run only under CI; a failing file fails it; a hung test is ended by the
-// per-test timeout and a file past its budget is killed, and the run still ends with the summary.
+// its reason and fails the run only under CI; a failing file fails it; a file past its budget is
+// killed with the processes it started, and the run still ends with the summary.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -46,13 +46,35 @@ test('a failing file fails the run and is named', () => {
   assert.match(r.out, /1 passed, 1 failed/);
 });
 
-test('a hung test ends at the test timeout, a file past its budget is killed; the summary still comes', () => {
-  const hung = "import { test } from 'node:test';\ntest('hangs', () => new Promise(() => setInterval(() => {}, 1000)));\n";
-  const timedOut = run({ 'h.test.js': hung }, { ROWAN_TEST_TIMEOUT_MS: '500' });
-  assert.equal(timedOut.code, 1, timedOut.out);
-  assert.match(timedOut.out, /FAILED unit\/h\.test\.js/);
-  const neverEnds = "setInterval(() => {}, 1000);\n"; // not even a test: only the budget ends it
-  const killed = run({ 'k.test.js': neverEnds }, { ROWAN_TEST_FILE_BUDGET_MS: '1500' });
+test('a file past its budget is killed with what it started; the summary still comes', () => {
+  // The file starts a child that would outlive it (as a cluster launcher does) and never ends.
+  const neverEnds = "import { spawn } from 'node:child_process';\nimport { writeFileSync } from 'node:fs';\n" +
+    "const c = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });\n" +
+    "writeFileSync(process.env.PID_FILE, String(c.pid));\nsetInterval(() => {}, 1000);\n";
+  const pidFile = join(mkdtempSync(join(tmpdir(), 'rowan-runner-pid-')), 'pid');
+  const killed = run({ 'k.test.js': neverEnds }, { ROWAN_TEST_FILE_BUDGET_MS: '3000', PID_FILE: pidFile });
   assert.equal(killed.code, 1, killed.out);
   assert.match(killed.out, /FAILED unit\/k\.test\.js \(killed past its/);
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  assert.ok(!running(pid), `the child the file started (pid ${pid}) is gone too`);
 });
+
+test('what a finished file leaves running (a cluster its cancelled test started) is killed after it', () => {
+  const leaves = "import { test } from 'node:test';\nimport { spawn } from 'node:child_process';\nimport { writeFileSync } from 'node:fs';\n" +
+    "test('starts a child and ends', () => {\n  const c = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });\n" +
+    "  c.unref();\n  writeFileSync(process.env.PID_FILE, String(c.pid));\n});\n";
+  const pidFile = join(mkdtempSync(join(tmpdir(), 'rowan-runner-pid-')), 'pid');
+  const r = run({ 'l.test.js': leaves }, { PID_FILE: pidFile });
+  assert.equal(r.code, 0, r.out);
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  assert.ok(!running(pid), `the child left running by the file (pid ${pid}) is gone`);
+});
+
+/** Whether `pid` runs (a zombie left for init to reap does not). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
