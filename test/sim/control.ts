@@ -120,7 +120,8 @@ export function askPeer(net: SimNet, from: number, fromAlive: () => boolean, wor
       if (err) reject(err);
       else resolve();
     };
-    net.loop.at(timeoutMs, ['peer-timeout', from, peer], () => settle(new RowanError(ErrorCodes.TIMEOUT, `no answer from node ${peer}`)), true);
+    // The timeout event runs (and is traced) either way; its error is built only if it still decides.
+    net.loop.at(timeoutMs, ['peer-timeout', from, peer], () => !settled && settle(new RowanError(ErrorCodes.TIMEOUT, `no answer from node ${peer}`)), true);
     net.loop.at(net.delay(), ['peer-ask', from, peer], () => {
       const w = worker(peer);
       if (!w || net.cut(from, peer)) return;
