@@ -128,7 +128,8 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   const keyShards = [...new Set(Array.from({ length: o.clients.keys }, (_, i) => shardOfKey(store.cfg, keyName(i))))].sort((a, b) => a - b);
   const faultEnv = { loop, net, nodes, manager, faults, findings, calm: () => calm, keyShards };
   scheduleFaults(o.faults, span, rng.fork(), faultEnv);
-  // Drawn last, from its own stream: a seed without a scenario runs as it did before scenarios existed.
+  // Drawn last, from its own stream: a seed without a scenario has the faults and workload it had
+  // before scenarios existed.
   const keysOf = (shard: number) => Array.from({ length: o.clients.keys }, (_, i) => i).filter((i) => shardOfKey(store.cfg, keyName(i)) === shard);
   const scenario = scheduleScenario(o.faults, span, rng.fork(), { ...faultEnv, shape, netO, keysOf, keyCount: o.clients.keys });
 
