@@ -27,14 +27,12 @@ import { dataDirFiles } from '../../config/base/files.js';
 import { ConfigCell, holdUnconfirmedMoves } from '../shared/config-cell.js';
 import { LeaseClient } from './lease-client.js';
 import { PeerLeases } from '../shared/peer-lease.js';
-import { gatherForPrepare } from '../shared/gather-scatter.js';
-import { promoteShards } from './promote.js';
+import { promotionHooks } from './lease-hooks.js';
 import { CatchUp } from './catch-up.js';
 import { TLog } from '../../shm/tlog.js';
 import { OwnerRole, SegmentState } from '../../shm/pool.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
-import { attachKvShared, createKvShared, heldShards, type KvShared, type KvStart } from '../shared/node-shared.js';
-import { shardDrained } from '../shared/commit.js';
+import { attachKvShared, createKvShared, heldShards, type KvStart } from '../shared/node-shared.js';
 import { LoadSampler } from '../shared/shard-load.js';
 import { setChecksumSeed } from '../../shm/log-checksum.js';
 import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from '../shared/trust.js';
@@ -135,23 +133,6 @@ export function parseManagers(manager: string): { host: string; port: number }[]
   });
 }
 
-/** A move's source waits at most drainTimeoutMs (config/timings.ts) for the writes it claimed for the
- *  shards it hands over to end; past it the prepare is not acknowledged and the manager rolls the move
- *  back. */
-export async function drainShards(shared: KvShared, shards: number[], shardCount: number, clock: Clock, sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms))): Promise<void> {
-  const g = shared.gc?.buffers;
-  if (!g) return; // no commit tracking without a pool: nothing is tracked in flight
-  const t0 = clock.now();
-  for (;;) {
-    const busy = shards.filter((s) => !shardDrained(g, shardCount, s));
-    if (busy.length === 0) return;
-    if (clock.now() - t0 > defaultTimings.drainTimeoutMs) {
-      throw new RowanError(ErrorCodes.TIMEOUT, `shard(s) ${busy.join(', ')} still have writes in flight after ${defaultTimings.drainTimeoutMs} ms; the move is not acknowledged`);
-    }
-    await sleep(1);
-  }
-}
-
 function startLease(
   manager: string,
   nodeId: number,
@@ -177,32 +158,7 @@ function startLease(
   const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls });
   const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
   client = new LeaseClient(managers, nodeId, cell, clock, log, {
-    prepare: async (shards, drain, planned) => {
-      // Before the acknowledgement that lets the configuration commit: this node is still a backup of
-      // the shards it may now be promoted for (../shared/trust.ts, what a later cold start applies).
-      record.noteBackups(receivedShards(cell.config(), nodeId));
-      if (drain.length > 0) await drainShards(shared, drain, start.cluster.shardCount, clock);
-      if (planned) {
-        // A move from a live primary that drained (§4.6): every version of the shard came from its
-        // counter, so the counters are the floors; what a failed write left on some replicas only was
-        // never acknowledged and stays below them. No b-log scan.
-        const versions: Record<string, number> = {};
-        for (const s of shards) {
-          versions[s] = Number(Atomics.load(shared.versions, s));
-          shared.marks?.cover(s, versions[s]); // told to the manager: the target continues after it
-        }
-        return { versions, entries: [], truncated: false };
-      }
-      return gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
-    },
-    promote: async (shards, floors, scatter, planned) => {
-      const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog(), planned);
-      if (r.late > 0) log.error({ shards, late: r.late, event: 'late-block' }, `promotion of shard(s) ${shards.join(', ')} refused ${r.late} b-log block(s) as late (at or below a tombstone floor): only writes that were never acknowledged may be`);
-      // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
-      // shards at or above this version landed after the promotion and are never applied at cold start.
-      for (const s of shards) record.notePromoted(s, r.versions[s]!);
-      return { entries: r.indexed, scattered: r.scattered.absorbed };
-    },
+    ...promotionHooks({ nodeId, cell, pool, shared, shardCount: start.cluster.shardCount, record, clock, log, promotionLog }),
     configured: () => {
       record.noteBackups(receivedShards(cell.config(), nodeId));
       catchUp.onConfig();

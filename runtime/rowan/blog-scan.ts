@@ -41,6 +41,13 @@ export function* scanBlogBlocks(
   const stride = limits.entryAlignBytes;
   let off = start;
   while (off + stride <= end) {
+    // Unwritten space (the segment's tail, a hole) is the common case: a zero stride holds no block
+    // (type 0 is no entry type), so it is stepped over without decoding.
+    if (zeroStride(bytes, off, stride)) {
+      stats.zeroStrides++;
+      off += stride;
+      continue;
+    }
     const b = readBlock(bytes, off, end, limits);
     if (b !== null) {
       stats.blocks++;
@@ -48,8 +55,7 @@ export function* scanBlogBlocks(
       off += b.size;
       continue;
     }
-    if (zeroStride(bytes, off, stride)) stats.zeroStrides++;
-    else stats.invalidStrides++;
+    stats.invalidStrides++;
     off += stride;
   }
 }

@@ -13,17 +13,40 @@
 
 const NONE = -1;
 
+/** The smallest tables (entries; the arena holds four words per entry): they double as they fill. */
+const ENTRIES_MIN = 1 << 6;
+const ENTRIES_START_MAX = 1 << 12;
+
 export class VisitedSet {
-  private arena = new Uint32Array(1 << 16);
+  private arena: Uint32Array<ArrayBuffer>;
   private used = 0;
-  private hash = new Int32Array(1 << 12);
-  private state = new Int32Array(1 << 12);
-  private front = new Int32Array(1 << 12);
-  private offset = new Int32Array(1 << 12);
-  private length = new Int32Array(1 << 12);
-  private chain = new Int32Array(1 << 12);
-  private buckets = new Int32Array(1 << 12).fill(NONE);
+  private hash: Int32Array<ArrayBuffer>;
+  private state: Int32Array<ArrayBuffer>;
+  private front: Int32Array<ArrayBuffer>;
+  private offset: Int32Array<ArrayBuffer>;
+  private length: Int32Array<ArrayBuffer>;
+  private chain: Int32Array<ArrayBuffer>;
+  private buckets: Int32Array<ArrayBuffer>;
   private count = 0;
+
+  /**
+   * `expected`: about how many pairs the search will store (a search visits at least one per
+   * operation). The tables start near it and double as they fill: a checker run over many short
+   * per-key histories (the simulator checks a few dozen keys a dozen times per seed) must not pay
+   * for the largest tables every time.
+   */
+  constructor(expected = ENTRIES_START_MAX) {
+    let cap = ENTRIES_MIN;
+    while (cap < expected && cap < ENTRIES_START_MAX) cap *= 2;
+    this.arena = new Uint32Array(cap * 4);
+    this.hash = new Int32Array(cap);
+    this.state = new Int32Array(cap);
+    this.front = new Int32Array(cap);
+    this.offset = new Int32Array(cap);
+    this.length = new Int32Array(cap);
+    this.chain = new Int32Array(cap);
+    this.buckets = new Int32Array(cap).fill(NONE);
+  }
 
   /** Pairs stored so far. */
   get size(): number {

@@ -62,7 +62,7 @@ export function searchRegister(given: readonly PreparedOp[], limits: SearchLimit
   // The first operation not linearized, and the last one that is (-1: none).
   let front = 0;
   let last = -1;
-  const visited = new VisitedSet();
+  const visited = new VisitedSet(2 * n);
   // The stack of linearized operations, with what each one changed.
   const stackOp = new Int32Array(n);
   const stackState = new Int32Array(n);

@@ -35,6 +35,16 @@ export interface ClientOptions {
   churnPairs: number;
 }
 
+/** Windows of simulated time that shape the workload (a scenario the seed picks, ./faults.ts). */
+export interface WorkloadShape {
+  /** Inside [from, to) the ordinary clients pick their keys among these (key numbers). */
+  focus: { from: number; to: number; keys: number[] }[];
+}
+
+export function emptyShape(): WorkloadShape {
+  return { focus: [] };
+}
+
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -64,7 +74,15 @@ export class SimClients {
     private readonly config: () => ClusterConfig,
     private readonly nodes: SimNode[],
     private readonly o: ClientOptions,
+    private readonly shape: WorkloadShape = emptyShape(),
   ) {}
+
+  /** The key an ordinary client uses next (one draw, focused or not). */
+  private pickKey(): string {
+    const now = this.loop.now();
+    const f = this.shape.focus.find((w) => w.from <= now && now < w.to);
+    return f ? keyName(f.keys[this.rng.int(f.keys.length)]!) : keyName(this.rng.int(this.o.keys));
+  }
 
   /** Run every client to the end of its operations. */
   run(): Promise<void> {
@@ -84,7 +102,7 @@ export class SimClients {
   private async client(c: number): Promise<void> {
     for (let i = 0; i < this.o.opsPerClient; i++) {
       await this.loop.sleep(this.rng.float() * this.o.thinkMaxMs, ['think', c]);
-      const key = keyName(this.rng.int(this.o.keys));
+      const key = this.pickKey();
       const r = this.rng.float();
       const kind = r < 0.5 ? 'put' : r < 0.85 ? 'get' : 'del';
       const value = kind === 'put' ? `c${c}-${i}` : undefined;

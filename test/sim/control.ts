@@ -14,9 +14,7 @@ import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
 import { ConfigCell, holdUnconfirmedMoves } from '../../actors/shared/config-cell.js';
 import { LeaseClient, type LeaseHooks } from '../../actors/node/lease-client.js';
 import { PeerLeases } from '../../actors/shared/peer-lease.js';
-import { gatherForPrepare } from '../../actors/shared/gather-scatter.js';
-import { promoteShards } from '../../actors/node/promote.js';
-import { drainShards } from '../../actors/node/node-application.js';
+import { promotionHooks } from '../../actors/node/lease-hooks.js';
 import { receivedShards, type ReplicaRecord } from '../../actors/shared/trust.js';
 import type { KvShared } from '../../actors/shared/node-shared.js';
 import { OwnerRole, type Pool } from '../../shm/pool.js';
@@ -79,30 +77,14 @@ export class NodeControl {
     for (const s of this.sockets) s.kill();
   }
 
+  /** The product's prepare and promote (actors/node/lease-hooks.ts); re-replication is not simulated,
+   *  and an evicted node stops (./node.ts). */
   private hooks(): LeaseHooks {
     const { id, pool, shared, record } = this.h;
     let plog: TLog | null = null;
     const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
     return {
-      prepare: async (shards, drain, planned) => {
-        record.noteBackups(receivedShards(this.cell.config(), id));
-        if (drain.length > 0) await drainShards(shared, drain, this.cell.config().shardCount, this.h.net.loop.clock, this.h.timers.sleep);
-        if (planned) {
-          const versions: Record<string, number> = {};
-          for (const s of shards) {
-            versions[s] = Number(Atomics.load(shared.versions, s));
-            shared.marks?.cover(s, versions[s]); // told to the manager: the target continues after it
-          }
-          return { versions, entries: [], truncated: false };
-        }
-        return gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
-      },
-      promote: async (shards, floors, scatter, planned) => {
-        const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, promotionLog(), planned);
-        if (r.late > 0) this.h.log.error(`promotion of shard(s) ${shards.join(', ')} refused ${r.late} b-log block(s) as late`);
-        for (const s of shards) record.notePromoted(s, r.versions[s]!);
-        return { entries: r.indexed, scattered: r.scattered.absorbed };
-      },
+      ...promotionHooks({ nodeId: id, cell: this.cell, pool, shared, shardCount: this.cell.config().shardCount, record, clock: this.h.net.loop.clock, log: this.h.log, promotionLog, sleep: this.h.timers.sleep }),
       configured: () => record.noteBackups(receivedShards(this.cell.config(), id)),
       evicted: () => this.h.evicted(),
     };
@@ -120,7 +102,8 @@ export function askPeer(net: SimNet, from: number, fromAlive: () => boolean, wor
       if (err) reject(err);
       else resolve();
     };
-    net.loop.at(timeoutMs, ['peer-timeout', from, peer], () => settle(new RowanError(ErrorCodes.TIMEOUT, `no answer from node ${peer}`)), true);
+    // The timeout event runs (and is traced) either way; its error is built only if it still decides.
+    net.loop.at(timeoutMs, ['peer-timeout', from, peer], () => !settled && settle(new RowanError(ErrorCodes.TIMEOUT, `no answer from node ${peer}`)), true);
     net.loop.at(net.delay(), ['peer-ask', from, peer], () => {
       const w = worker(peer);
       if (!w || net.cut(from, peer)) return;

@@ -7,11 +7,14 @@
 //                   the file store's manager or as a standby taking over;
 //   partitions      between two nodes (Rowan writes, peer leases) or a node and the manager;
 //   moves           a shard's primary moved to one of its backups (actors/manager/moves.ts).
+// On top of these random faults a seed may pick one targeted scenario: a sequence of faults and a shape
+// of the workload that random faults almost never line up (see `scheduleScenario`).
 // Nothing is scheduled once the simulation settles (`calm()`).
 import type { Finding } from './checks.js';
+import type { WorkloadShape } from './clients.js';
 import type { EventLoop } from './loop.js';
 import { CRASH_EVENTS, describePoint, type CrashPoint, type SimManager } from './manager.js';
-import type { SimNet } from './net.js';
+import type { SimNet, SimNetOptions } from './net.js';
 import type { SimNode } from './node.js';
 import type { Rng } from './rng.js';
 import { MANAGER_ID } from './wire.js';
@@ -23,6 +26,8 @@ export interface FaultOptions {
   fullRestartP: number;
   managerCrashP: number;
   movesMax: number;
+  /** Chance that the seed adds one targeted scenario (`scheduleScenario`). */
+  scenarioP: number;
 }
 
 export interface FaultEnv {
@@ -94,8 +99,8 @@ function nodeCrash(rng: Rng, e: FaultEnv, at: number, down?: number): void {
   }, true);
 }
 
-function fullRestart(rng: Rng, e: FaultEnv, at: number): void {
-  const downMs = rng.range(5, 120);
+function fullRestart(rng: Rng, e: FaultEnv, at: number, down?: number): void {
+  const downMs = down ?? rng.range(5, 120);
   e.faults.push(`full-cluster power loss at ${at.toFixed(1)} ms for ${downMs} ms`);
   e.loop.at(at, ['full-restart'], () => {
     if (e.calm()) return;
@@ -140,8 +145,8 @@ function partition(rng: Rng, e: FaultEnv, at: number): void {
   e.loop.at(at, ['partition', a, b, ms], () => !e.calm() && e.net.partition(a, b, ms));
 }
 
-function move(rng: Rng, e: FaultEnv, at: number): void {
-  const shard = rng.pick(e.keyShards);
+function move(rng: Rng, e: FaultEnv, at: number, which?: number): void {
+  const shard = which ?? rng.pick(e.keyShards);
   const pick = rng.u32();
   e.faults.push(`move of shard ${shard} at ${at.toFixed(1)} ms`);
   e.loop.at(at, ['move', shard], () => {
@@ -151,4 +156,76 @@ function move(rng: Rng, e: FaultEnv, at: number): void {
     const to = s.backups[pick % s.backups.length]!;
     e.manager.requestMove([{ shard, from: s.primary, to }]);
   }, true);
+}
+
+/** What a scenario shapes besides faults: the clients' workload and the network's options. */
+export interface ScenarioEnv extends FaultEnv {
+  shape: WorkloadShape;
+  netO: SimNetOptions;
+  /** The clients' key numbers whose keys live in `shard`, and how many keys there are. */
+  keysOf: (shard: number) => number[];
+  keyCount: number;
+}
+
+export const SCENARIOS = ['quiet-shard-restart', 'move-under-load', 'long-stalls', 'lossy-stalls-restart'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+/**
+ * The targeted scenarios, each a sequence the random faults almost never produce:
+ *   quiet-shard-restart  for a while the clients write every key but those of one shard (the churn
+ *                   client goes on): the shard's last versions are churn PUT+DELs, whose tombstones the
+ *                   sweep drops and whose segments clean frees, after CommitVer told the backups (their
+ *                   floors rise). Sometimes a node crashes meanwhile. Then every node loses power and
+ *                   the shard is written again: the first writes after the cold start must come above
+ *                   what the backups were told, though nothing on PM shows those versions; half the
+ *                   time a primary is failed over after that (its backups must hold them);
+ *   move-under-load the clients write only the keys of one shard while it is moved to a backup and
+ *                   moved again (the source must drain its writes in flight before the target serves);
+ *   long-stalls     many landers stall between reserve and copy, for up to 900 ms (a buffer declared
+ *                   Used must wait for their copies or fence them: digest and clean may reuse it);
+ *   lossy-stalls-restart  stalls and lost connections (writes that fail at the primary still land
+ *                   late on a backup, after a later DEL of their key), then a full restart near the
+ *                   workload's end (the cold start must refuse the late blocks under its floors).
+ */
+export function scheduleScenario(o: FaultOptions, span: number, rng: Rng, e: ScenarioEnv): Scenario | null {
+  if (!rng.chance(o.scenarioP)) return null;
+  const kind = rng.pick(SCENARIOS);
+  switch (kind) {
+    case 'quiet-shard-restart': {
+      // One shard of the clients' keys gets no writes but the churn client's: its last versions come
+      // from churn PUT+DELs, whose tombstones the sweep drops and whose segments clean frees, while
+      // the other keys' writes fill b-log buffers, so the backups digest the shard's CommitVer (their
+      // floors rise) -- the versions the backups were told are on no PM. Then every node loses power.
+      const shard = rng.pick(e.keyShards);
+      const others = Array.from({ length: e.keyCount }, (_, i) => i).filter((i) => !e.keysOf(shard).includes(i));
+      const from = rng.float() * 40;
+      const quietMs = rng.range(350, 600);
+      const downMs = rng.range(5, 60);
+      e.shape.focus.push({ from, to: from + quietMs + downMs + 20, keys: others });
+      if (rng.chance(0.3)) nodeCrash(rng, e, from + rng.range(10, 100), rng.range(3, 300));
+      fullRestart(rng, e, from + quietMs, downMs);
+      if (rng.chance(0.5)) nodeCrash(rng, e, from + quietMs + downMs + rng.range(120, 250), rng.range(150, 300));
+      break;
+    }
+    case 'move-under-load': {
+      const shard = rng.pick(e.keyShards);
+      const at = 30 + rng.float() * span * 0.6;
+      const back = rng.range(30, 120);
+      e.shape.focus.push({ from: at - 30, to: at + back + 80, keys: e.keysOf(shard) });
+      move(rng, e, at, shard);
+      move(rng, e, at + back, shard);
+      break;
+    }
+    case 'long-stalls':
+      e.netO.stallP = rng.pick([0.03, 0.06]);
+      e.netO.stallMaxMs = rng.range(400, 900);
+      break;
+    case 'lossy-stalls-restart':
+      e.netO.stallP = rng.pick([0.03, 0.06]);
+      e.netO.lossP = rng.pick([0.01, 0.02]);
+      fullRestart(rng, e, span * (0.6 + 0.4 * rng.float()));
+      break;
+  }
+  e.faults.push(`scenario ${kind}`);
+  return kind;
 }

@@ -1,8 +1,10 @@
 // npm run sim -- --seeds N        run seeds 1..N, print the failing ones and seeds/second
 // npm run sim -- --seed S         replay one seed and print its findings and trace hash
 // options: --mutation NAME (test/sim/mutations.ts), --unfixed (receiver without the
-//          stalled-sender fix), --from F (first seed), --first (stop at the first failing seed), --verbose, --log (the manager's and nodes' log lines)
+//          stalled-sender fix), --from F (first seed), --first (stop at the first failing seed), --verbose, --log (the manager's and nodes' log lines),
+//          --jobs J (run seeds on J worker threads; a seed's run is the same on any thread: output in seed order)
 import { performance } from 'node:perf_hooks';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import type { MutationName } from './mutations.js';
 import { defaultSimOptions, runSeed, type SimOptions, type SimResult } from './simulation.js';
 
@@ -39,12 +41,13 @@ async function main(): Promise<void> {
   const n = Number(arg('seeds') ?? 100);
   const from = Number(arg('from') ?? 1);
   const first = process.argv.includes('--first');
+  const jobs = Math.max(1, Number(arg('jobs') ?? 1));
   const failed: number[] = [];
   const t0 = performance.now();
-  for (let s = from; s < from + n; s++) {
-    const r = await runSeed(s, opts);
+  const results = jobs > 1 ? inWorkers(jobs, from, n, opts, first) : inThisThread(from, n, opts, first);
+  for await (const r of results) {
     if (!r.ok) {
-      failed.push(s);
+      failed.push(r.seed);
       show(r, false);
       if (first) break;
     } else if (verbose) show(r, false);
@@ -56,4 +59,64 @@ async function main(): Promise<void> {
   process.exitCode = failed.length === 0 && !unhandled ? 0 : 1;
 }
 
-void main();
+async function* inThisThread(from: number, n: number, opts: Partial<SimOptions>, first: boolean): AsyncGenerator<SimResult> {
+  for (let s = from; s < from + n; s++) {
+    const r = await runSeed(s, opts);
+    yield r;
+    if (first && !r.ok) return;
+  }
+}
+
+/** Seeds `from..from+n-1` on `jobs` worker threads, each taking the next seed when it is free; the
+ *  results come back in seed order. With `first`, no seed above a failing one is started. */
+async function* inWorkers(jobs: number, from: number, n: number, opts: Partial<SimOptions>, first: boolean): AsyncGenerator<SimResult> {
+  const done = new Map<number, SimResult>();
+  let next = from;
+  let stopAt = from + n; // no seed at or above this one is started
+  let wake: (() => void) | null = null;
+  let failure: unknown = null;
+  const workers: Worker[] = [];
+  const give = (w: Worker): void => {
+    if (next < stopAt) w.postMessage(next++);
+    else void w.terminate();
+  };
+  for (let j = 0; j < Math.min(jobs, n); j++) {
+    const w = new Worker(new URL(import.meta.url), { workerData: { opts }, argv: process.argv.slice(2) });
+    w.on('message', (r: SimResult) => {
+      done.set(r.seed, r);
+      if (first && !r.ok) stopAt = Math.min(stopAt, r.seed + 1);
+      give(w);
+      wake?.();
+    });
+    w.on('error', (err) => {
+      failure = err;
+      wake?.();
+    });
+    workers.push(w);
+    give(w);
+  }
+  try {
+    for (let s = from; s < stopAt; s++) {
+      while (!done.has(s)) {
+        if (failure) throw failure;
+        await new Promise<void>((r) => (wake = r));
+      }
+      const r = done.get(s)!;
+      done.delete(s);
+      yield r;
+    }
+  } finally {
+    for (const w of workers) void w.terminate();
+  }
+}
+
+/** A worker thread of --jobs: runs the seeds it is sent and posts each result. */
+function serve(): void {
+  const { opts } = workerData as { opts: Partial<SimOptions> };
+  parentPort!.on('message', (seed: number) => {
+    void runSeed(seed, opts).then((r) => parentPort!.postMessage(r));
+  });
+}
+
+if (isMainThread) void main();
+else serve();

@@ -7,12 +7,12 @@ import type { Logger } from '../../config/base/log.js';
 import { leaseTiming, type LeaseTiming } from '../../actors/manager/leases.js';
 import type { Operation } from '../check/linearizability.js';
 import { checkHistory, checkIndexes, replicaReads, type Finding } from './checks.js';
-import { keyName, shardOfKey, SimClients, type ClientOptions } from './clients.js';
+import { emptyShape, keyName, shardOfKey, SimClients, type ClientOptions } from './clients.js';
 import { EventLoop } from './loop.js';
 import { mutations, type MutationName } from './mutations.js';
 import { SimNet, type SimNetOptions } from './net.js';
 import { SimNode, type SimEnv, type SimNodeOptions } from './node.js';
-import { bootNode, scheduleFaults, type FaultOptions } from './faults.js';
+import { bootNode, scheduleFaults, scheduleScenario, type FaultOptions, type Scenario } from './faults.js';
 import { SimManager, SimStore } from './manager.js';
 import { Rng } from './rng.js';
 import { TraceHash } from './trace.js';
@@ -59,7 +59,7 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
   },
   net: { delayMinMs: 0.02, delayMaxMs: 1.5, lossP: 0, stallP: 0, stallMinMs: 20, stallMaxMs: 300, noBufferRetryMs: 0.5, noBufferTimeoutMs: 200 },
   clients: { clients: 4, opsPerClient: 80, keys: 8, thinkMaxMs: 4, timeoutMs: 400, bigValueP: 0.03, churnClients: 1, churnPairs: 40 },
-  faults: { crashesMax: 2, partitionsMax: 3, fullRestartP: 0.25, managerCrashP: 0.5, movesMax: 3 },
+  faults: { crashesMax: 2, partitionsMax: 3, fullRestartP: 0.25, managerCrashP: 0.5, movesMax: 3, scenarioP: 0.5 },
   lease: leaseTiming(60, 12, 3),
   managerTickMs: 2,
   settleMs: 3000,
@@ -88,6 +88,8 @@ export interface SimResult {
   tombstonesDroppedOnBackup: number;
   /** Backups whose answers after the cold start fit the writes but not what clients read (see above). */
   divergent: number;
+  /** The targeted scenario the seed picked (./faults.ts), if any. */
+  scenario: Scenario | null;
   /** The configuration's term at the end, failovers and moves the manager recorded, its crashes. */
   term: number;
   failovers: number;
@@ -119,11 +121,17 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   for (let id = 0; id < o.nodes; id++) nodes.push(new SimNode(id, env, o.node, (n) => net.transportFor(n), onError));
   manager.boot(false);
   for (const n of nodes) n.boot();
-  const clients = new SimClients(loop, rng.fork(), trace, () => store.cfg, nodes, o.clients);
+  const shape = emptyShape();
+  const clients = new SimClients(loop, rng.fork(), trace, () => store.cfg, nodes, o.clients, shape);
   let calm = false;
   const span = o.clients.opsPerClient * (o.clients.thinkMaxMs / 2 + 2);
   const keyShards = [...new Set(Array.from({ length: o.clients.keys }, (_, i) => shardOfKey(store.cfg, keyName(i))))].sort((a, b) => a - b);
-  scheduleFaults(o.faults, span, rng.fork(), { loop, net, nodes, manager, faults, findings, calm: () => calm, keyShards });
+  const faultEnv = { loop, net, nodes, manager, faults, findings, calm: () => calm, keyShards };
+  scheduleFaults(o.faults, span, rng.fork(), faultEnv);
+  // Drawn last, from its own stream: a seed without a scenario has the faults and workload it had
+  // before scenarios existed.
+  const keysOf = (shard: number) => Array.from({ length: o.clients.keys }, (_, i) => i).filter((i) => shardOfKey(store.cfg, keyName(i)) === shard);
+  const scenario = scheduleScenario(o.faults, span, rng.fork(), { ...faultEnv, shape, netO, keysOf, keyCount: o.clients.keys });
 
   let done = false;
   void clients.run().then(() => (done = true));
@@ -143,7 +151,9 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   for (const n of nodes) if (n.up) findings.push(...checkIndexes(n));
 
   // Final reads on the primaries, then a power cycle of every member and its replicas' answers.
-  const keys = Array.from({ length: o.clients.keys }, (_, i) => keyName(i));
+  // Every key a client wrote is read back, the churn clients' too (a tombstone dropped too early
+  // brings its older PUT back).
+  const keys = [...new Set([...Array.from({ length: o.clients.keys }, (_, i) => keyName(i)), ...clients.history.map((op) => op.key)])];
   for (const k of keys) await drive(loop, clients.op(FINAL_READER, 'get', k));
   const cfg = store.cfg;
   let t = loop.now() + 1;
@@ -166,17 +176,20 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   // re-replicates it to the backups that missed it -- counted as a divergence, not a failure.
   const writes = workload.filter((op) => op.op !== 'get');
   let divergent = 0;
+  // Each check looks only at the keys the replica answered for: linearizability is per key, and on
+  // any other key the history is the workload's alone -- linearizable already (the check above
+  // passed, and dropping reads keeps it so), or writes alone (always linearizable).
   if (findings.length === 0) {
     for (const [id, ops] of after) {
       const mine = ops.filter((op) => primaryOf(cfg, op.key) === id);
       const backup = ops.filter((op) => primaryOf(cfg, op.key) !== id);
-      findings.push(...checkHistory([...workload, ...mine], `primary reads of node ${id} after a cold start`));
-      findings.push(...checkHistory([...writes, ...backup], `backup reads of node ${id} after a cold start`));
-      if (checkHistory([...workload, ...backup], '').length > 0) divergent++;
+      findings.push(...checkHistory([...onKeysOf(workload, mine), ...mine], `primary reads of node ${id} after a cold start`));
+      findings.push(...checkHistory([...onKeysOf(writes, backup), ...backup], `backup reads of node ${id} after a cold start`));
+      if (checkHistory([...onKeysOf(workload, backup), ...backup], '').length > 0) divergent++;
     }
   }
   const cm = manager.cm;
-  return { seed, ok: findings.length === 0, findings, divergent, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.tombstonesDropped}t/${n.counts.tombstonesDroppedOnBackup}tb/${n.counts.boots}b/${n.counts.quarantined}q${n.evicted ? '/evicted' : ''}`),
+  return { seed, ok: findings.length === 0, findings, divergent, scenario, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.tombstonesDropped}t/${n.counts.tombstonesDroppedOnBackup}tb/${n.counts.boots}b/${n.counts.quarantined}q${n.evicted ? '/evicted' : ''}`),
     tombstonesDropped: nodes.reduce((a, n) => a + n.counts.tombstonesDropped, 0), tombstonesDroppedOnBackup: nodes.reduce((a, n) => a + n.counts.tombstonesDroppedOnBackup, 0), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats,
     term: cfg.term, failovers: cm?.history.length ?? 0, moves: cm?.moves.history.length ?? 0, managerCrashes: manager.counts.crashes, crashPoints: manager.counts.crashPoints, log: manager.lines };
 }
@@ -208,6 +221,12 @@ function nodeLogger(id: number, loop: EventLoop, lines: string[]): Logger {
     lines.push(`${loop.now().toFixed(1)} node ${id} ${level} ${typeof o === 'string' ? o : (msg ?? '')}`);
   };
   return { info: line('info'), warn: line('warn'), error: line('error'), debug: line('debug'), trace: () => {}, fatal: line('fatal'), child: () => nodeLogger(id, loop, lines) } as unknown as Logger;
+}
+
+/** The operations of `ops` on a key some operation of `reads` is on. */
+function onKeysOf(ops: readonly Operation[], reads: readonly Operation[]): Operation[] {
+  const keys = new Set(reads.map((op) => op.key));
+  return ops.filter((op) => keys.has(op.key));
 }
 
 function primaryOf(c: ClusterConfig, key: string): number {

@@ -1,0 +1,86 @@
+// The node's side of a configuration change (§4.5, §4.6), as the lease client calls it: prepare
+// (drain a move's source, report versions or gather) and promote (scatter, catch up, raise the
+// counters). One builder, used by the node process (./node-kv.ts) and by the deterministic simulator
+// (test/sim/control.ts), so the simulator runs exactly the product's hooks.
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { Clock } from '../../config/base/clock.js';
+import type { Logger } from '../../config/base/log.js';
+import { defaultLimits } from '../../config/limits.js';
+import { defaultTimings } from '../../config/timings.js';
+import type { Pool } from '../../shm/pool.js';
+import type { TLog } from '../../shm/tlog.js';
+import { shardDrained } from '../shared/commit.js';
+import type { ConfigCell } from '../shared/config-cell.js';
+import { gatherForPrepare } from '../shared/gather-scatter.js';
+import type { LeaseHooks } from './lease-client.js';
+import { promoteShards } from './promote.js';
+import type { KvShared } from '../shared/node-shared.js';
+import { receivedShards, type ReplicaRecord } from '../shared/trust.js';
+
+/** A move's source waits at most drainTimeoutMs (config/timings.ts) for the writes it claimed for the
+ *  shards it hands over to end; past it the prepare is not acknowledged and the manager rolls the move
+ *  back. */
+export async function drainShards(shared: KvShared, shards: number[], shardCount: number, clock: Clock, sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms))): Promise<void> {
+  const g = shared.gc?.buffers;
+  if (!g) return; // no commit tracking without a pool: nothing is tracked in flight
+  const t0 = clock.now();
+  for (;;) {
+    const busy = shards.filter((s) => !shardDrained(g, shardCount, s));
+    if (busy.length === 0) return;
+    if (clock.now() - t0 > defaultTimings.drainTimeoutMs) {
+      throw new RowanError(ErrorCodes.TIMEOUT, `shard(s) ${busy.join(', ')} still have writes in flight after ${defaultTimings.drainTimeoutMs} ms; the move is not acknowledged`);
+    }
+    await sleep(1);
+  }
+}
+
+export interface PromotionHooksOptions {
+  nodeId: number;
+  cell: ConfigCell;
+  pool: Pool;
+  /** The shared state as this thread attached it, with the node's version marks (promotions and a
+   *  move's versions are covered before they are told). */
+  shared: KvShared;
+  shardCount: number;
+  /** The node's replica record (./trust.ts), what a later cold start trusts. */
+  record: ReplicaRecord;
+  clock: Clock;
+  log: Logger;
+  /** The promotion log (one instance per thread, shared with re-replication). */
+  promotionLog: () => TLog;
+  /** The drain's wait between looks (default: a real timer). */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** The lease client's prepare and promote hooks of a node. */
+export function promotionHooks(o: PromotionHooksOptions): Pick<LeaseHooks, 'prepare' | 'promote'> {
+  const { nodeId, cell, pool, shared, record, log } = o;
+  return {
+    prepare: async (shards, drain, planned) => {
+      // Before the acknowledgement that lets the configuration commit: this node is still a backup of
+      // the shards it may now be promoted for (./trust.ts, what a later cold start applies).
+      record.noteBackups(receivedShards(cell.config(), nodeId));
+      if (drain.length > 0) await drainShards(shared, drain, o.shardCount, o.clock, o.sleep);
+      if (planned) {
+        // A move from a live primary that drained (§4.6): every version of the shard came from its
+        // counter, so the counters are the floors; what a failed write left on some replicas only was
+        // never acknowledged and stays below them. No b-log scan.
+        const versions: Record<string, number> = {};
+        for (const s of shards) {
+          versions[s] = Number(Atomics.load(shared.versions, s));
+          shared.marks?.cover(s, versions[s]); // told to the manager: the target continues after it
+        }
+        return { versions, entries: [], truncated: false };
+      }
+      return gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
+    },
+    promote: async (shards, floors, scatter, planned) => {
+      const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, o.promotionLog(), planned);
+      if (r.late > 0) log.error({ shards, late: r.late, event: 'late-block' }, `promotion of shard(s) ${shards.join(', ')} refused ${r.late} b-log block(s) as late (at or below a tombstone floor): only writes that were never acknowledged may be`);
+      // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
+      // shards at or above this version landed after the promotion and are never applied at cold start.
+      for (const s of shards) record.notePromoted(s, r.versions[s]!);
+      return { entries: r.indexed, scattered: r.scattered.absorbed };
+    },
+  };
+}
