@@ -1,6 +1,6 @@
 // The node's side of a configuration change (§4.5, §4.6), as the lease client calls it: prepare
 // (drain a move's source, report versions or gather) and promote (scatter, catch up, raise the
-// counters). One builder, used by the node process (./node-kv.ts) and by the deterministic simulator
+// counters). One builder, used by the node process (./node-application.ts) and by the deterministic simulator
 // (test/sim/control.ts), so the simulator runs exactly the product's hooks.
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Clock } from '../../config/base/clock.js';
@@ -42,7 +42,7 @@ export interface PromotionHooksOptions {
    *  move's versions are covered before they are told). */
   shared: KvShared;
   shardCount: number;
-  /** The node's replica record (./trust.ts), what a later cold start trusts. */
+  /** The node's replica record (../shared/trust.ts), what a later cold start trusts. */
   record: ReplicaRecord;
   clock: Clock;
   log: Logger;
@@ -58,7 +58,7 @@ export function promotionHooks(o: PromotionHooksOptions): Pick<LeaseHooks, 'prep
   return {
     prepare: async (shards, drain, planned) => {
       // Before the acknowledgement that lets the configuration commit: this node is still a backup of
-      // the shards it may now be promoted for (./trust.ts, what a later cold start applies).
+      // the shards it may now be promoted for (../shared/trust.ts, what a later cold start applies).
       record.noteBackups(receivedShards(cell.config(), nodeId));
       if (drain.length > 0) await drainShards(shared, drain, o.shardCount, o.clock, o.sleep);
       if (planned) {
