@@ -12,25 +12,18 @@
 // Lease (timing argument in actors/manager/leases.ts): each renew remembers when it was sent; its
 // grant extends the lease to t_send + leaseMs - driftMs, never shortening it.
 //
-// Each connection first proves the cluster secret to the manager and checks the manager's proof
-// (../shared/manager-auth.ts); only then is the hello sent and the lease renewed. A refused handshake is
-// logged once and retried every authRetryMs (the node's lease meanwhile runs out: it fences itself).
-//
-// Several managers (a standby, actors/manager/election.ts): the node is given all their addresses and
-// holds its lease with whichever answers. A standby does not listen, so a refused or lost connection
-// moves on to the next address; so does a connection whose handshake is not completed within
-// noGrantMs or on which no grant came for noGrantMs after it (a manager that lost its election or
-// is paused), as long as another address is there to try. The timings: config/timings.ts; noGrantMs
-// grows to two renew periods of the lease in force, so a healthy manager is never left.
+// The connection itself -- handshake, reconnects, several managers, a silent connection replaced -- is
+// ./manager-link.ts; the prepare/commit rounds this node follows are ./config-follower.ts.
 import { connectSocket, type TlsClientMaterial } from '../../runtime/net/tls.js';
-import { RowanError } from '../../config/base/errors.js';
-import { NodeAuthHandshake } from '../shared/manager-auth.js';
-import { defaultTimings, noGrantMsFor } from '../../config/timings.js';
+import { defaultTimings } from '../../config/timings.js';
 import { realTimers, type Clock, type TimerHandle, type Timers } from '../../config/base/clock.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { ConfigFollower, type FollowerHooks } from './config-follower.js';
-import { LineReader, encodeLine, type ManagerToNode, type NodeToManager } from '../shared/manager-protocol.js';
+import type { ManagerToNode, NodeToManager } from '../shared/manager-protocol.js';
+import { ManagerLink, type DialManager } from './manager-link.js';
+
+export type { DialManager, LeaseSocket } from './manager-link.js';
 import type { ShardLoad } from '../shared/shard-load.js';
 
 /** What the node does for the manager: follow its rounds (./config-follower.ts), report load, stop. */
@@ -41,45 +34,14 @@ export interface LeaseHooks extends FollowerHooks {
   evicted?(): void;
 }
 
-/** The connection to a manager, as the lease client uses it (a net.Socket or tls.TLSSocket). */
-export interface LeaseSocket {
-  on(event: string, fn: (...args: any[]) => void): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
-  write(line: string): unknown;
-  destroy(): unknown;
-}
-
-/** Open a connection to a manager; `ready` names the event the socket emits once connected. */
-export type DialManager = (to: { host: string; port: number; noDelay: boolean }, tls: TlsClientMaterial | null) => { socket: LeaseSocket; ready: string };
-
 /** What the lease client's time and connections come from (CONVENTIONS 9; the simulator, test/sim,
  *  passes its own). Default: Node's timers and TCP/TLS. */
-/** One connection attempt to one manager, from the dial to its close. */
-interface Attempt {
-  s: LeaseSocket;
-  manager: { host: string; port: number };
-  /** Several managers to try: a silent one is left for the next sooner. */
-  multi: boolean;
-  reader: LineReader<ManagerToNode>;
-  auth: NodeAuthHandshake;
-  authed: boolean;
-  /** How long after a close the next attempt waits (longer after a refused handshake). */
-  retryMs: number;
-  connecting: TimerHandle;
-  deadline: TimerHandle | undefined;
-}
-
 export interface LeaseSeams {
   timers?: Timers;
   dial?: DialManager;
 }
 
 export class LeaseClient {
-  private socket: LeaseSocket | null = null;
-  /** A first connection being made; a second one made beside a silent `socket`; the old one of
-   *  those, closed once the manager answers on its replacement. */
-  private dialing: LeaseSocket | null = null;
-  private replacing: LeaseSocket | null = null;
-  private retiring: LeaseSocket | null = null;
   private timer: TimerHandle | undefined;
   private renewMs = defaultTimings.firstRenewMs;
   private seq = 0;
@@ -88,19 +50,10 @@ export class LeaseClient {
   /** Until when this node holds every other member's peer lease (../shared/peer-lease.ts). */
   private peerUntil = -Infinity;
   private timing: { leaseMs: number; renewMs: number; driftMs: number } | null = null;
-  /** When the manager last said anything on the current connection (own clock). */
-  private heardAt = 0;
-  private silent = false;
-  private stopped = false;
   private evicted = false;
-  /** Commits run one after the other: a promotion is the promotion log's only writer. */
-  /** The manager tried next (an index into managers), and when the current connection was last granted. */
-  private next = 0;
-  private grantedAt = 0;
-  private watchdog: TimerHandle | undefined;
 
   constructor(
-    private readonly managers: { host: string; port: number }[],
+    managers: { host: string; port: number }[],
     private readonly nodeId: number,
     private readonly cell: ConfigCell,
     private readonly clock: Clock,
@@ -109,15 +62,20 @@ export class LeaseClient {
     /** Started with an empty pool to rejoin after a failover (its hello asks to leave `dead`). */
     private readonly rejoin = false,
     /** The cluster secret this node proves to the manager; null = none (--no-auth). */
-    private readonly secret: Uint8Array | null = null,
+    secret: Uint8Array | null = null,
     /** Mutual TLS to the manager (this node's certificate, the CA); null = plain TCP. */
-    private readonly tls: TlsClientMaterial | null = null,
+    tls: TlsClientMaterial | null = null,
     /** How often the load statistics go to the manager (resharding.periodMs; paper: 500 ms). */
     private readonly loadPeriodMs = 500,
     seams: LeaseSeams = {},
   ) {
     this.timers = seams.timers ?? realTimers;
-    this.dial = seams.dial ?? connectSocket;
+    this.link = new ManagerLink({
+      managers, clock, log, secret, tls, timers: this.timers,
+      dial: seams.dial ?? connectSocket,
+      timing: () => this.timing,
+      events: { up: (watchGrants) => this.up(watchGrants), down: () => this.down(), message: (m) => this.onMessage(m) },
+    });
     this.follower = new ConfigFollower({
       nodeId, cell, clock, log, hooks, timers: this.timers,
       send: (m) => this.send(m),
@@ -129,7 +87,8 @@ export class LeaseClient {
   private readonly follower: ConfigFollower;
 
   private readonly timers: Timers;
-  private readonly dial: DialManager;
+  /** The connection to the manager (./manager-link.ts). */
+  private readonly link: ManagerLink;
 
   /** The manager's lease timing, once it granted a lease (peer leases use the same). */
   leaseTiming(): { leaseMs: number; renewMs: number; driftMs: number } | null {
@@ -150,8 +109,6 @@ export class LeaseClient {
 
   private loadTimer: TimerHandle | undefined;
   private loadSentAt = 0;
-  /** The last handshake failure logged (each distinct one is logged once, not at every retry). */
-  private authFailure = '';
 
   private sendLoad(): void {
     const loads = this.hooks.load?.() ?? [];
@@ -168,129 +125,21 @@ export class LeaseClient {
   }
 
   start(): void {
-    this.connect();
+    this.link.start();
   }
 
   stop(): void {
-    this.stopped = true;
     this.timers.clearInterval(this.timer);
-    this.timers.clearInterval(this.watchdog);
     this.timers.clearInterval(this.loadTimer);
-    for (const x of [this.socket, this.dialing, this.replacing, this.retiring]) x?.destroy();
+    this.link.stop();
   }
 
-  /**
-   * Connect to the manager. `replace`: a second connection beside the current one, which looks dead
-   * (renew()); the current one is closed only once the manager answered on the new one, so it has
-   * taken the new connection as this node's before it sees the old one close (a close is a failure
-   * hint to it), and nothing is closed while the manager cannot be reached at all.
-   */
-  private connect(replace = false): void {
-    if (this.stopped || this.evicted) return;
-    if (replace && this.replacing !== null) return;
-    const manager = this.managers[this.next % this.managers.length]!;
-    this.next = (this.next + 1) % this.managers.length;
-    const { socket: s, ready } = this.dial({ host: manager.host, port: manager.port, noDelay: true }, this.tls);
-    if (replace) this.replacing = s;
-    else this.dialing = s;
-    const a: Attempt = {
-      s, manager, multi: this.managers.length > 1,
-      reader: new LineReader<ManagerToNode>(),
-      auth: new NodeAuthHandshake(this.secret, `${manager.host}:${manager.port}`),
-      authed: false,
-      retryMs: defaultTimings.reconnectMs,
-      // A manager that cannot be reached (a partition drops the SYN) is tried again, not waited for.
-      connecting: this.timers.setTimeout(() => s.destroy(), this.timing?.leaseMs ?? defaultTimings.managerConnectTimeoutMs),
-      deadline: undefined,
-    };
-    a.deadline = this.handshakeDeadline(a);
-    s.on(ready, () => {
-      this.timers.clearTimeout(a.connecting);
-      s.write(a.auth.hello());
-    });
-    s.on('data', (chunk: Buffer) => this.onData(a, chunk));
-    s.on('error', () => {});
-    s.on('close', () => this.onClose(a));
-  }
-
-  /**
-   * A manager that never answers the handshake (an old one ignores auth-hello; a paused one accepts in
-   * the kernel and says nothing) must not hold the node silently: give up after the manager's own
-   * handshake deadline and retry -- with another manager to try, after noGrantMs and at once there.
-   */
-  private handshakeDeadline(a: Attempt): TimerHandle {
-    const { s, manager, multi } = a;
-    const handshakeMs = multi ? Math.min(noGrantMsFor(defaultTimings, this.timing?.renewMs ?? null), defaultTimings.managerHandshakeMs) : defaultTimings.managerHandshakeMs;
-    return this.timers.setTimeout(() => {
-      if (a.authed) return;
-      if (multi) {
-        this.log.warn({ manager: `${manager.host}:${manager.port}` }, `lease: the configuration manager at ${manager.host}:${manager.port} did not complete the authentication handshake within ${handshakeMs} ms; trying the next one`);
-        s.destroy();
-        return;
-      }
-      a.retryMs = defaultTimings.authRetryMs;
-      const why = `the configuration manager at ${manager.host}:${manager.port} did not complete the authentication handshake within ${handshakeMs} ms`;
-      if (why !== this.authFailure) this.log.error(`lease: ${why}; retrying every ${defaultTimings.authRetryMs} ms`);
-      this.authFailure = why;
-      s.destroy();
-    }, handshakeMs).unref();
-  }
-
-  /** Bytes from the manager: the handshake until it completes, then its messages. */
-  private onData(a: Attempt, chunk: Buffer): void {
-    const s = a.s;
-    if (a.authed && this.socket === s && this.retiring !== null) {
-      const old = this.retiring;
-      this.retiring = null;
-      old.destroy();
-    }
-    this.heardAt = this.clock.now();
-    if (this.silent) {
-      this.silent = false;
-      this.log.warn('the configuration manager answers again');
-    }
-    try {
-      for (const m of a.reader.push(chunk)) {
-        if (a.authed) {
-          this.onMessage(m);
-          continue;
-        }
-        const next = a.auth.onMessage(m);
-        if (next === null) this.authenticated(a);
-        else s.write(next);
-      }
-    } catch (err) {
-      if (!a.authed && err instanceof RowanError) {
-        a.retryMs = defaultTimings.authRetryMs;
-        if (err.message !== this.authFailure) this.log.error({ code: err.code }, `lease: ${err.message}; retrying every ${defaultTimings.authRetryMs} ms`);
-        this.authFailure = err.message;
-      } else this.log.error({ err: (err as Error).message }, 'lease: bad message from the manager; reconnecting');
-      s.destroy();
-    }
-  }
-
-  /** The manager proved the secret: this connection becomes the node's (the old one retires), hello. */
-  private authenticated(a: Attempt): void {
-    const { s, manager } = a;
-    a.authed = true;
-    this.timers.clearTimeout(a.deadline);
-    if (this.authFailure !== '') this.log.info('lease: the configuration manager accepted this node');
-    this.authFailure = '';
-    if (this.dialing === s) this.dialing = null;
-    if (this.replacing === s) this.replacing = null;
-    const old = this.socket;
-    if (old !== null && old !== s) {
-      this.retiring?.destroy();
-      this.retiring = old; // closed at the first answer on `s` after its hello
-    }
-    this.socket = s;
-    this.heardAt = this.clock.now();
+  /** A connection is the node's: hello (renew 0), renewals, load reports. */
+  private up(watchGrants: () => void): void {
     this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
     this.sentAt.set(0, this.clock.now()); // the hello is renew 0
-    this.grantedAt = this.clock.now();
-    this.next = this.managers.indexOf(manager); // this one answered: come back to it first
     this.schedule();
-    if (a.multi) this.watchGrants(s, manager);
+    watchGrants();
     if (this.hooks.load) {
       this.timers.clearInterval(this.loadTimer);
       this.hooks.load(); // what was counted while disconnected is not this period's
@@ -300,33 +149,10 @@ export class LeaseClient {
     }
   }
 
-  /** With several managers: connected but not granted for two renew periods, try the next one. */
-  private watchGrants(s: LeaseSocket, manager: { host: string; port: number }): void {
-    this.timers.clearInterval(this.watchdog);
-    this.watchdog = this.timers.setInterval(() => {
-      const noGrantMs = noGrantMsFor(defaultTimings, this.timing?.renewMs ?? null); // two renew periods of the lease in force, at least
-      if (this.socket !== s || this.clock.now() - this.grantedAt < noGrantMs) return;
-      this.log.warn({ manager: `${manager.host}:${manager.port}` }, `no lease grant from the manager at ${manager.host}:${manager.port} for ${noGrantMs} ms; trying the next one`);
-      this.next = (this.managers.indexOf(manager) + 1) % this.managers.length;
-      s.destroy();
-    }, defaultTimings.noGrantMs / 4);
-    this.watchdog.unref();
-  }
-
-  private onClose(a: Attempt): void {
-    const s = a.s;
-    this.timers.clearTimeout(a.connecting);
-    this.timers.clearTimeout(a.deadline);
-    if (this.replacing === s) return void (this.replacing = null); // renew() tries again
-    if (this.retiring === s) return void (this.retiring = null); // replaced: nothing to do
-    if (this.dialing === s) this.dialing = null;
-    else if (this.socket === s) {
-      this.socket = null;
-      this.timers.clearInterval(this.watchdog);
-      this.timers.clearInterval(this.timer);
-      this.timers.clearInterval(this.loadTimer);
-    } else return;
-    if (!this.stopped && !this.evicted) this.timers.setTimeout(() => this.connect(), a.retryMs).unref();
+  /** The node's connection closed: no renewals nor load reports until the next is up. */
+  private down(): void {
+    this.timers.clearInterval(this.timer);
+    this.timers.clearInterval(this.loadTimer);
   }
 
   private schedule(): void {
@@ -335,25 +161,8 @@ export class LeaseClient {
   }
 
   private renew(): void {
-    // No word from the manager for two leases on a connection that looks open: the path to it may be
-    // broken (a partition drops packets; TCP would retransmit with a growing backoff for minutes and,
-    // after the heal, resume seconds late). A second connection is tried, again each renew period
-    // until one works (connect(true)). Checked again after the event loop has read its sockets
-    // (setImmediate): timers run before I/O, so after a stall of this thread grants already waiting
-    // in the socket would look missing.
     const t = this.timing;
-    if (t && this.clock.now() - this.heardAt > defaultTimings.silentLeases * t.leaseMs) {
-      const s = this.socket;
-      this.timers.setImmediate(() => {
-        const ms = this.clock.now() - this.heardAt;
-        if (this.socket !== s || ms <= defaultTimings.silentLeases * t.leaseMs) return;
-        if (!this.silent) {
-          this.silent = true;
-          this.log.warn({ ms: +ms.toFixed(0) }, 'no word from the configuration manager for two leases: trying a new connection (serving on peer leases meanwhile, if every other member grants one)');
-        }
-        this.connect(true);
-      });
-    }
+    if (t) this.link.reconnectIfSilent(defaultTimings.silentLeases * t.leaseMs);
     const seq = ++this.seq;
     this.sentAt.set(seq, this.clock.now());
     if (this.sentAt.size > 64) this.sentAt.delete(this.sentAt.keys().next().value!);
@@ -361,7 +170,7 @@ export class LeaseClient {
   }
 
   private send(m: NodeToManager): void {
-    this.socket?.write(encodeLine(m));
+    this.link.send(m);
   }
 
   private onMessage(m: ManagerToNode): void {
@@ -371,7 +180,7 @@ export class LeaseClient {
         if (sent === undefined) return;
         this.timing = { leaseMs: m.leaseMs, renewMs: m.renewMs, driftMs: m.driftMs };
         this.cell.setLeaseSpan(m.leaseMs, m.driftMs);
-        this.grantedAt = this.clock.now();
+        this.link.granted();
         const until = sent + m.leaseMs - m.driftMs;
         if (until > this.leaseUntil) {
           this.leaseUntil = until;
