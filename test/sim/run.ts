@@ -40,6 +40,7 @@ async function main(): Promise<void> {
   const from = Number(arg('from') ?? 1);
   const first = process.argv.includes('--first');
   const failed: number[] = [];
+  console.log(`seeds ${from}..${from + n - 1}${mutation ? `, mutation ${mutation}` : ''}${first ? ', until the first that fails' : ''}:`);
   const t0 = performance.now();
   for (let s = from; s < from + n; s++) {
     const r = await runSeed(s, opts);
