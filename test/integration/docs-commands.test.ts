@@ -111,8 +111,11 @@ const BLOCK_STATE: { file: string; first: RegExp; needs: State[] }[] = [
   { file: 'docs/security.md', first: /^bin\/rowan cluster --tls-cert /, needs: ['certs', 'hand'] },
 ];
 
-/** An error printed by a command (redis-cli prints error replies and exits 0 in some versions). */
-const ERROR_OUTPUT = /(^|\n)\s*(npm ERR!|npm error|Error:|\w*Error:|\(error\)|ERR |NOAUTH|WRONGPASS|WRONGTYPE|-ERR|Segmentation fault)|ROWAN_ERR_[A-Z_]+|"level":(50|60)|(^|\n)not ok \d/;
+/**
+ * An error printed by a command, whatever its exit code: redis-cli prints error replies and may exit 0,
+ * `export X=$(cat missing)` succeeds, a pipeline has the exit code of its last command.
+ */
+const ERROR_OUTPUT = /(^|\n)\s*(npm ERR!|npm error|\w*Error:|\(error\)|ERR |NOAUTH|WRONGPASS|WRONGTYPE|-ERR|Segmentation fault)|ROWAN_ERR_[A-Z_]+|"level":(50|60)|(^|\n)not ok \d|: command not found|No such file or directory/;
 
 function ruleFor(part: string): Rule | undefined {
   return RULES.find((r) => r.pattern.test(part));
