@@ -27,7 +27,7 @@
 //                    node_modules the copy shares (npm ci): the npm script or lock file it needs exists
 //   env              an `export`: kept and prepended to the block's later commands
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -481,6 +481,9 @@ describe('every command in the docs', () => {
     cpSync(root, copy, { recursive: true, filter: (src) => !leaveOut.has(src.slice(root.length).split('/')[0]!) });
     symlinkSync(realpathSync(join(root, 'node_modules')), join(copy, 'node_modules'));
     pristine = new Set(readdirSync(copy));
+    // What the commands put in the temp dir (a stopped fault run's cluster dirs) goes with the copy.
+    env['TMPDIR'] = join(copy, '..', 'tmp');
+    mkdirSync(env['TMPDIR']);
     ns = new Namespace();
   });
 
