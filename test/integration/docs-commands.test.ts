@@ -475,10 +475,11 @@ describe('every command in the docs', () => {
   before(() => {
     if (skip) return;
     // The copy: sources and dist (with its .tsbuildinfo, so `npm run build` finds it up to date), and
-    // the repository's node_modules linked. Local clusters and results in the repository stay out.
+    // the repository's node_modules linked; timestamps kept, or `tsc -b` would rebuild everything once.
+    // Local clusters in the repository stay out.
     copy = join(mkdtempSync(join(tmpdir(), 'rowan-docs-')), 'rowan');
     const leaveOut = new Set(['node_modules', '.git', 'rowan-cluster', 'zk-cluster', 'hand']);
-    cpSync(root, copy, { recursive: true, filter: (src) => !leaveOut.has(src.slice(root.length).split('/')[0]!) });
+    cpSync(root, copy, { recursive: true, preserveTimestamps: true, filter: (src) => !leaveOut.has(src.slice(root.length).split('/')[0]!) });
     symlinkSync(realpathSync(join(root, 'node_modules')), join(copy, 'node_modules'));
     pristine = new Set(readdirSync(copy));
     // What the commands put in the temp dir (a stopped fault run's cluster dirs) goes with the copy.
