@@ -43,6 +43,7 @@ async function main(): Promise<void> {
   const first = process.argv.includes('--first');
   const jobs = Math.max(1, Number(arg('jobs') ?? 1));
   const failed: number[] = [];
+  console.log(`seeds ${from}..${from + n - 1}${mutation ? `, mutation ${mutation}` : ''}${first ? ', until the first that fails' : ''}:`);
   const t0 = performance.now();
   const results = jobs > 1 ? inWorkers(jobs, from, n, opts, first) : inThisThread(from, n, opts, first);
   for await (const r of results) {
