@@ -155,9 +155,12 @@ test('a full cold start in the middle of a move: the restarted manager resumes i
     cl2 = launchCluster(dir, base, ['--lease-ms', '200', '--no-auto-reshard']);
     await cl2.ready;
     await waitFor('the resumed move to finish', () => readCluster(file).migrations.length === 0, 60_000, 50);
+    // The manager logs move-done after it stored the configuration without the migration: wait for the
+    // line (a fresh-clone CI run read the log in between and failed).
+    const done = (r: Record<string, unknown>) => r['event'] === 'move-done' && r['why'] === 'resume';
+    await waitFor('the manager to log the resumed move done', () => logRecords(join(dir, 'manager.log')).some(done), 30_000, 50);
     const recs = logRecords(join(dir, 'manager.log'));
     assert.ok(recs.some((r) => r['event'] === 'move-started' && r['why'] === 'resume'), 'the manager resumed the move');
-    assert.ok(recs.some((r) => r['event'] === 'move-done' && r['why'] === 'resume'));
     assert.equal(readCluster(file).shards[HOT]!.primary, to);
     const after = await RowanClient.connect({ cluster: file, retries: 10, timeoutMs: 5000 });
     clients.push(after);
