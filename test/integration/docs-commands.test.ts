@@ -34,6 +34,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { docFiles, extractBlocks, readDocBlocks, splitAnd, stripComment, type DocBlock, type DocCommand } from '../fixtures/doc-commands.js';
 import { netnsUnavailable, NETNS_PREFIX } from '../fixtures/netns.js';
+import { waitFor } from '../fixtures/failover-cluster.js';
 
 const root = new URL('../../../', import.meta.url).pathname;
 
@@ -167,7 +168,7 @@ class Namespace {
         /* gone already */
       }
     }
-    await until(() => this.pids().length === 0, 30_000, 'processes in the namespace to die');
+    await waitFor('processes in the namespace to die', () => this.pids().length === 0, 30_000, 200);
     return left;
   }
 
@@ -196,14 +197,6 @@ function parentOf(pid: number): number | undefined {
 function ip(args: string[]): void {
   const r = spawnSync('ip', args, { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
-}
-
-async function until(cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 /** One shell running a command in the namespace, in its own process group (as a terminal's job). */
@@ -406,7 +399,8 @@ class Runner {
 
   private async awaitReady(j: Job, rule: Rule): Promise<void> {
     const what = rule.ready ? `output matching ${rule.ready}` : `a process matching ${rule.readyProcess}`;
-    await until(
+    await waitFor(
+      `${j.where}: \`${j.text}\` to be ready (${what})`,
       async () => {
         if (!j.running) throw new Error(`${j.where}: \`${j.text}\` exited before it was ready:\n${tail(j.out)}`);
         j.checkOutput();
@@ -415,7 +409,7 @@ class Runner {
         return this.ns.commandLines(j.pid).some((l) => rule.readyProcess!.test(l));
       },
       rule.timeoutMs ?? READY_TIMEOUT_MS,
-      `${j.where}: \`${j.text}\` to be ready (${what})`,
+      200,
     ).catch((e: Error) => {
       throw new Error(`${e.message}\n${tail(j.out)}`);
     });
