@@ -87,6 +87,9 @@ export interface Timings {
   catchUpRequestTimeoutMs: number;
   /** Tombstone sweep cycles start this often (backing off while they drop nothing). */
   tombstoneSweepPeriodMs: number;
+  /** A primary saves the CommitVers it computed this often when they moved (a later restart's tail
+   *  starts above them: actors/shared/commit-points.ts); a longer period only lengthens that tail. */
+  commitPointsSaveMs: number;
 
   // ---- fabric and clients ---------------------------------------------------------------------------
   /** A Rowan write that finds no posted receive buffer for this long fails (WRITE_TIMEOUT, PM_FULL). */
@@ -158,6 +161,7 @@ export const defaultTimings: Readonly<Timings> = Object.freeze({
   catchUpResendMs: 2000,
   catchUpRequestTimeoutMs: 15_000,
   tombstoneSweepPeriodMs: 100,
+  commitPointsSaveMs: 200,
 
   noBufferTimeoutMs: 5000,
   nicParkMs: 200,

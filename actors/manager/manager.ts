@@ -21,6 +21,7 @@ import { notActive } from './election.js';
 import { ALWAYS, completeStoredTerm, type Activation, type TakeoverHost } from './takeover.js';
 import { LoadTable, OverloadDetector } from './load.js';
 import { MoveRunner, type MoveRecord } from './moves.js';
+import { Reconfirms, type ReconfirmHost } from './reconfirm.js';
 import { handovers } from './handover.js';
 import { DEFAULT_RESHARDING, planBalance, type BalancePlan, type Move, type ReshardingOptions } from './reshard.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -57,6 +58,8 @@ export class ConfigManager {
   /** Load statistics the nodes report (§4.6) and the moves made from them or asked for. */
   readonly loads = new LoadTable();
   readonly moves: MoveRunner;
+  /** Restarted primaries waiting to be confirmed (./reconfirm.ts). */
+  private readonly reconfirms = new Reconfirms();
   /** The two rounds of a primary change, for failovers, takeovers and moves (./rounds.ts). */
   private readonly rounds: Rounds;
   private readonly moveRequests: { moves: Move[]; why: string; reply: (err: Error | null, rec?: MoveRecord) => void }[] = [];
@@ -185,6 +188,8 @@ export class ConfigManager {
         // not taken for a failure.
         if (m.t === 'hello' || !this.links.has(m.node)) this.links.set(m.node, link);
         this.memberTerm.set(m.node, m.term);
+        // Recorded by a standby too: it confirms the node once it is the active manager.
+        if (m.t === 'hello') this.reconfirms.want(m.node, Array.isArray(m.unconfirmed) ? m.unconfirmed.filter((s) => Number.isInteger(s)) : []);
         this.reach.heardFrom(m.node, now);
         if (!this.activation.valid()) return; // not (or no longer) the active manager: no grant
         if (this.failing.has(m.node)) {
@@ -199,7 +204,8 @@ export class ConfigManager {
         const { leaseMs, renewMs, driftMs } = this.timing;
         link.send({ t: 'grant', seq: m.t === 'renew' ? m.seq : 0, leaseMs, renewMs, driftMs, term: this.cfg.term });
         if (m.term < this.cfg.term) this.catchUp(m.node, link);
-        // A member (re)connecting may be what a degraded shard was waiting for.
+        // A member (re)connecting may be what a degraded shard was waiting for; a restarted primary
+        // waits for a round confirming it (./reconfirm.ts).
         if (m.t === 'hello') {
           this.healing.want();
           this.kick();
@@ -256,6 +262,7 @@ export class ConfigManager {
     if (this.links.get(node) !== link) return;
     this.links.delete(node);
     this.memberTerm.delete(node);
+    this.reconfirms.forget(node);
     if (!this.activation.valid()) return;
     this.healing.forget(node);
     if (this.members().includes(node)) this.suspect(node, 'connection closed');
@@ -269,7 +276,7 @@ export class ConfigManager {
   tick(): void {
     if (!this.activation.valid()) return;
     this.maybeRebalance(this.clock.now());
-    if (!this.running && this.resumeWanted()) this.kick(); // its participants may have connected since
+    if (!this.running && (this.resumeWanted() || this.reconfirmWanted())) this.kick(); // its participants may have connected since
     if (this.leases.expired(this.members(), this.clock.now()).length === 0) return;
     this.timers.setImmediate(() => {
       for (const n of this.leases.expired(this.members(), this.clock.now())) this.suspect(n, 'lease expired');
@@ -294,7 +301,11 @@ export class ConfigManager {
   }
 
   private reconfigurationWanted(): boolean {
-    return this.finishWanted || this.healing.pending() || this.moveRequests.length > 0 || this.resumeWanted();
+    return this.finishWanted || this.reconfirmWanted() || this.healing.pending() || this.moveRequests.length > 0 || this.resumeWanted();
+  }
+
+  private reconfirmWanted(): boolean {
+    return this.reconfirms.wanted(this.reachable(), this.clock.now());
   }
 
   /** Stored tasks of a move this manager did not finish (it restarted, or took over) to resume. */
@@ -449,6 +460,7 @@ export class ConfigManager {
    * block, as no primary changes).
    */
   private async reconfigure(): Promise<void> {
+    if (this.reconfirmWanted()) await this.reconfirms.run(this.reconfirmHost()); // restarted primaries serve nothing until then
     await this.healing.pass();
     const req = this.moveRequests.shift();
     if (req) {
@@ -463,6 +475,15 @@ export class ConfigManager {
       this.resumeAfter = this.clock.now() + defaultTimings.movePromoteTimeoutMs; // not again before a stalled one timed out
       await this.moves.resume();
     }
+  }
+
+  private reconfirmHost(): ReconfirmHost {
+    return {
+      ...roundsOf(this.rounds),
+      reachable: () => this.reachable(),
+      suspected: (n) => this.failing.has(n),
+      storeConfig: (next) => this.storeConfig(next),
+    };
   }
 
   /** Store `next` (compare-and-set on the term) and send every reachable member the commit. */

@@ -26,6 +26,9 @@ export interface FollowerHooks {
   promote(shards: number[], floors: Record<string, number>, scatter: GatherEntry[], planned: ReadonlySet<number>): Promise<{ entries: number; scattered: number }>;
   /** A configuration was published in the cell (and once at start): re-replication looks at it. */
   configured?(): void;
+  /** The shards held since the cold start until the manager confirms them (./restart-hold.ts); held
+   *  shards the published configuration gives to another node are let go. */
+  unconfirmed?(): number[];
 }
 
 export interface FollowerDeps {
@@ -132,6 +135,7 @@ export class ConfigFollower {
       }
       this.d.cell.publish(next);
       this.d.cell.setPending(0);
+      this.d.hooks.unconfirmed?.(); // lets go of held shards `next` gives to another node (./restart-hold.ts)
       this.d.log.info({ term, promoted: 0 }, `committed term ${term}`);
       this.d.hooks.configured?.();
       return;

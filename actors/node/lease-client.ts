@@ -136,7 +136,8 @@ export class LeaseClient {
 
   /** A connection is the node's: hello (renew 0), renewals, load reports. */
   private up(watchGrants: () => void): void {
-    this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}) });
+    const unconfirmed = this.hooks.unconfirmed?.() ?? [];
+    this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}), ...(unconfirmed.length > 0 ? { unconfirmed } : {}) });
     this.sentAt.set(0, this.clock.now()); // the hello is renew 0
     this.schedule();
     watchGrants();

@@ -16,6 +16,8 @@ import type { LeaseHooks } from './lease-client.js';
 import { promoteShards } from './promote.js';
 import type { KvShared } from '../shared/node-shared.js';
 import { receivedShards, type ReplicaRecord } from '../shared/trust.js';
+import { GATHER_BYTES_MAX, gatherEntryBytes } from '../shared/manager-protocol.js';
+import { RestartHold } from './restart-hold.js';
 
 /** A move's source waits at most drainTimeoutMs (config/timings.ts) for the writes it claimed for the
  *  shards it hands over to end; past it the prepare is not acknowledged and the manager rolls the move
@@ -50,12 +52,17 @@ export interface PromotionHooksOptions {
   promotionLog: () => TLog;
   /** The drain's wait between looks (default: a real timer). */
   sleep?: (ms: number) => Promise<void>;
+  /** The shards this node was primary of at cold start, held until the manager confirms them, and
+   *  their restart tail (./restart-hold.ts); default: nothing held. */
+  hold?: RestartHold;
 }
 
 /** The lease client's prepare and promote hooks of a node. */
-export function promotionHooks(o: PromotionHooksOptions): Pick<LeaseHooks, 'prepare' | 'promote'> {
+export function promotionHooks(o: PromotionHooksOptions): Pick<LeaseHooks, 'prepare' | 'promote' | 'unconfirmed'> {
   const { nodeId, cell, pool, shared, record, log } = o;
+  const hold = o.hold ?? RestartHold.none();
   return {
+    unconfirmed: () => hold.unconfirmed(cell.config(), nodeId, cell),
     prepare: async (shards, drain, planned) => {
       // Before the acknowledgement that lets the configuration commit: this node is still a backup of
       // the shards it may now be promoted for (../shared/trust.ts, what a later cold start applies).
@@ -72,7 +79,19 @@ export function promotionHooks(o: PromotionHooksOptions): Pick<LeaseHooks, 'prep
         }
         return { versions, entries: [], truncated: false };
       }
-      return gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
+      const r = await gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
+      // A shard held since the restart (./restart-hold.ts): its restart tail goes in beside the b-log's.
+      let bytes = r.entries.reduce((n, e) => n + gatherEntryBytes(e), 0);
+      for (const e of hold.tailOf(shards)) {
+        bytes += gatherEntryBytes(e);
+        if (bytes > GATHER_BYTES_MAX) {
+          r.truncated = true;
+          break;
+        }
+        r.entries.push(e);
+      }
+      if (hold.truncated && hold.tailOf(shards).length > 0) r.truncated = true;
+      return r;
     },
     promote: async (shards, floors, scatter, planned) => {
       const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, o.promotionLog(), planned);
@@ -80,6 +99,7 @@ export function promotionHooks(o: PromotionHooksOptions): Pick<LeaseHooks, 'prep
       // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
       // shards at or above this version landed after the promotion and are never applied at cold start.
       for (const s of shards) record.notePromoted(s, r.versions[s]!);
+      hold.confirmed(shards);
       return { entries: r.indexed, scattered: r.scattered.absorbed };
     },
   };

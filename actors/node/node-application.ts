@@ -28,6 +28,8 @@ import { ConfigCell, holdUnconfirmedMoves } from '../shared/config-cell.js';
 import { LeaseClient } from './lease-client.js';
 import { PeerLeases } from '../shared/peer-lease.js';
 import { promotionHooks } from './lease-hooks.js';
+import { RestartHold } from './restart-hold.js';
+import { CommitPoints, FileCommitPointStore } from '../shared/commit-points.js';
 import { CatchUp } from './catch-up.js';
 import { TLog } from '../../shm/tlog.js';
 import { OwnerRole, SegmentState } from '../../shm/pool.js';
@@ -74,11 +76,12 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   let start: KvStart | undefined;
   let nodePool: Pool | undefined;
   let lease: { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } | null = null;
-  let record: ReplicaRecord | undefined;
+  let boot: NodeBoot | undefined;
   return {
     async prepare(pool, log) {
       nodePool = pool;
-      ({ start, record } = await prepareNodeKvTrusted(o, dataDir, pool, log, clock));
+      boot = await prepareNodeKvTrusted(o, dataDir, pool, log, clock);
+      start = boot.start;
     },
     // The nic takes it too: it grants one-sided regions only to live members (actors/nic/nic-verbs.ts).
     payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' || role === 'nic' ? start : undefined),
@@ -88,7 +91,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null, record!, o.loadPeriodMs ?? 500, dataDir);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null, boot!, o.loadPeriodMs ?? 500, dataDir);
     },
     stopping() {
       lease?.catchUp.stop();
@@ -144,10 +147,11 @@ function startLease(
   rejoin: boolean,
   secret: Uint8Array | null,
   tls: TlsMaterial | null,
-  record: ReplicaRecord,
+  boot: NodeBoot,
   loadPeriodMs: number,
   dataDir: string,
 ): { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } {
+  const { record, hold } = boot;
   const managers = parseManagers(manager);
   // Promotions hand out versions (their gap): this thread covers them with the node's marks.
   const shared = attachKvShared(start.shared, pool.region, new FileMarkStore(dataDirFiles(dataDir).marks, pool.poolId));
@@ -158,7 +162,7 @@ function startLease(
   const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls });
   const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
   client = new LeaseClient(managers, nodeId, cell, clock, log, {
-    ...promotionHooks({ nodeId, cell, pool, shared, shardCount: start.cluster.shardCount, record, clock, log, promotionLog }),
+    ...promotionHooks({ nodeId, cell, pool, shared, shardCount: start.cluster.shardCount, record, clock, log, promotionLog, hold }),
     configured: () => {
       record.noteBackups(receivedShards(cell.config(), nodeId));
       catchUp.onConfig();
@@ -180,6 +184,17 @@ function startLease(
   const peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => lc.setPeerLease(until));
   peers.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
+  // The CommitVers the workers computed, saved now and then: a later restart's tail starts above them.
+  if (start.shared.gc) {
+    const points = new CommitPoints(start.shared.gc.sent, new FileCommitPointStore(dataDirFiles(dataDir).commitPoints, pool.poolId));
+    setInterval(() => {
+      try {
+        points.flush();
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'could not save the commit points (a later restart lists a longer tail)');
+      }
+    }, defaultTimings.commitPointsSaveMs).unref();
+  }
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);
   return { client, catchUp, peers };
 }
@@ -188,8 +203,16 @@ export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Poo
   return (await prepareNodeKvTrusted(o, dataDir, pool, log, clock)).start;
 }
 
-/** prepareNodeKv, also returning the node's replica record (../shared/trust.ts) the lease keeps up to date. */
-async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock): Promise<{ start: KvStart; record: ReplicaRecord }> {
+/** What the cold start hands the lease: the node's replica record (../shared/trust.ts), which the lease
+ *  keeps up to date, and the primaries held until the manager confirms them (./restart-hold.ts). */
+interface NodeBoot {
+  start: KvStart;
+  record: ReplicaRecord;
+  hold: RestartHold;
+}
+
+/** prepareNodeKv, also returning what the lease needs of the cold start (NodeBoot). */
+async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock): Promise<NodeBoot> {
   const cluster: ClusterConfig = o.cluster ?? new FileConfigStore(o.clusterFile).readSync();
   const me = nodeOf(cluster, o.nodeId);
   if (me.dataDir !== dataDir) {
@@ -248,11 +271,15 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
   const cell = ConfigCell.create(cluster, o.manager !== undefined, clock);
   const held = o.manager !== undefined ? holdUnconfirmedMoves(cell, cluster, o.nodeId) : [];
   if (held.length > 0) log.warn({ shards: held, term: cluster.term }, `cold start: shard(s) ${held.join(', ')} moving here at term ${cluster.term} wait for the manager's commit (the move may never have been prepared)`);
+  const hold = o.manager !== undefined ? RestartHold.atColdStart(pool, cell, cluster, o.nodeId, defaultLimits, new FileCommitPointStore(dataDirFiles(dataDir).commitPoints, pool.poolId).load()) : RestartHold.none();
+  if (hold.size > 0) {
+    log.warn({ shards: hold.size, tail: hold.tailEntries, truncated: hold.truncated, term: cluster.term }, `cold start: the ${hold.size} shard(s) this node is primary of wait for the manager to confirm it (${hold.tailEntries} entries of their restart tail to spread to their backups first)`);
+  }
   const start: KvStart = { cluster, cell: cell.buffer, nodeId: o.nodeId, shared: buffers, metrics: createRequestHistograms(ACTORS_PER_ROLE_MAX).buffer };
   if (cluster.replication === 'share') {
     // Share-KV: one remote log per (this node, backup node), its cursor shared by all our workers.
     start.shareLogs = {};
     for (const n of cluster.nodes) if (n.id !== o.nodeId) start.shareLogs[n.id] = SharedLog.create({ nodeId: o.nodeId }).buffer;
   }
-  return { start, record };
+  return { start, record, hold };
 }

@@ -2,7 +2,9 @@
 // shards it backed up. The shard stays blocked (ConfigCell) until this returns:
 //   1. catch the index up: every block of the shards in this node's b-log segments that digest may
 //      not have applied yet (Using: still being filled; Used: handed to digest, maybe not parsed) is
-//      applied here, version-conditionally, so racing the digest actors is harmless;
+//      applied here, version-conditionally, so racing the digest actors is harmless -- copied into the
+//      promotion log, not indexed in place (a fenced buffer stays Using for good, and a cold start
+//      refuses what lies there at or below the tombstone floor);
 //   2. scatter: persist and index the entries other surviving replicas gathered that this node did not
 //      have (../shared/gather-scatter.ts; the manager sends them in the commit), so every replica of the shard holds
 //      the same set -- a node that stays backup absorbs its share through the same function;
@@ -77,7 +79,9 @@ export async function promoteShards(
   // re-replication (./catch-up.ts) through the one instance the caller passes, else recovered here.
   const log = promotionLog ?? TLog.recover(pool, PROMOTION_ACTOR_ID, limits, OwnerRole.Digest);
   const tomb = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
-  const applier = new BlockApplier(pool.region, shared, (s) => want.has(s), log, limits, tomb ? { late: (s, v) => want.has(s) && v <= tomb.effective(s) } : null);
+  // Entries are copied into the promotion log (copySingle): a segment read here may never be Committed
+  // (../shared/apply.ts), and a later cold start must still find them.
+  const applier = new BlockApplier(pool.region, shared, (s) => want.has(s), log, limits, tomb ? { late: (s, v) => want.has(s) && v <= tomb.effective(s) } : null, true);
   const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
   const segs = shards.length > 0 ? undigested(pool) : [];
   for (const seg of segs) {

@@ -69,6 +69,12 @@ export class BlockApplier {
     private readonly log: TLog,
     limits: Limits,
     private readonly floor: BlockFloor | null = null,
+    /** Copy single-block entries into `log` too instead of indexing them where they lie: a promotion's
+     *  catch-up (../node/promote.ts) reads segments that may never be Committed -- a buffer the receiver
+     *  fenced and copied for digest stays Using, out of use (runtime/rowan/receiver.ts) -- and an
+     *  index pointing there would lose the entry at a cold start, which refuses blocks at or below the
+     *  tombstone floor in such segments as late. */
+    private readonly copySingle = false,
   ) {
     this.assembler = new BlockAssembler(limits);
     this.reader = new PoolEntryReader(region, limits);
@@ -107,13 +113,13 @@ export class BlockApplier {
       return;
     }
     if ((this.maxVer.get(b.shard) ?? 0) < b.version) this.maxVer.set(b.shard, b.version);
-    if (b.cnt === 1) {
+    if (b.cnt === 1 && !this.copySingle) {
       this.index(b.shard, b.payload.subarray(0, b.keyLen), b.offset, b.version);
       return;
     }
-    const e = this.assembler.add(b);
+    const e = b.cnt === 1 ? { type: b.type, shard: b.shard, version: b.version, key: b.payload.subarray(0, b.keyLen), value: b.payload.subarray(b.keyLen, b.keyLen + b.valueLen) } : this.assembler.add(b);
     if (e === null) return;
-    this.stats.reassembled++;
+    if (b.cnt > 1) this.stats.reassembled++;
     // Already indexed at this version or newer (a re-issued write, or a cold start that met this entry
     // in the digest log first): copying it again would only grow the log.
     const have = this.shared.indexes[e.shard]!.get(e.key, hash64Into(e.key, this.hash), this.reader);

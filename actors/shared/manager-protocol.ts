@@ -2,8 +2,11 @@
 // node's main thread) say to each other: one JSON object per line over TCP on loopback (a control
 // path: a few messages per lease period per node, never on the data path).
 //
-//   node -> CM   hello      {node, pid, term, rejoin}  once per connection; rejoin: a node started
-//                                                      with an empty pool asks to leave `dead`
+//   node -> CM   hello      {node, pid, term, rejoin,  once per connection; rejoin: a node started
+//                            unconfirmed}              with an empty pool asks to leave `dead`;
+//                                                      unconfirmed: the shards it was primary of at
+//                                                      its cold start, held until a round confirms
+//                                                      it (../node/restart-hold.ts)
 //                caughtUp   {node, term, shard, from,  re-replication (§4.5 phase 3): the shard's
 //                            entries, bytes, absorbed, entries are copied from primary `from`
 //                            ms}                       (../node/catch-up.ts)
@@ -51,7 +54,7 @@ import type { ClusterConfig } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 export type NodeToManager =
-  | { t: 'hello'; node: number; pid: number; term: number; rejoin?: boolean }
+  | { t: 'hello'; node: number; pid: number; term: number; rejoin?: boolean; unconfirmed?: number[] }
   | { t: 'caughtUp'; node: number; term: number; shard: number; from: number; entries: number; bytes: number; absorbed: number; ms: number }
   | { t: 'renew'; node: number; seq: number; term: number }
   | { t: 'prepared'; node: number; term: number; versions: Record<string, number>; entries?: GatherEntry[]; truncated?: boolean }

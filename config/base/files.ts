@@ -17,6 +17,9 @@ export const FLOORS_FILE = 'tombstone-floors.json';
 /** Per shard, the version high-water mark every version this node hands out or tells another node
  *  stays under (actors/shared/version-marks.ts): a cold start resumes the shard's counter above it. */
 export const VERSION_MARKS_FILE = 'version-marks.json';
+/** Per shard, the last CommitVer this node computed as the shard's primary, saved now and then
+ *  (actors/shared/commit-points.ts): a restarted primary's unfinished writes lie above it. */
+export const COMMIT_POINTS_FILE = 'commit-points.json';
 
 export interface DataDirFiles {
   pool: string;
@@ -25,8 +28,9 @@ export interface DataDirFiles {
   replicas: string;
   floors: string;
   marks: string;
+  commitPoints: string;
 }
 
 export function dataDirFiles(dataDir: string): DataDirFiles {
-  return { pool: join(dataDir, POOL_FILE), srq: join(dataDir, SRQ_FILE), socket: join(dataDir, CONTROL_SOCKET_FILE), replicas: join(dataDir, REPLICAS_FILE), floors: join(dataDir, FLOORS_FILE), marks: join(dataDir, VERSION_MARKS_FILE) };
+  return { pool: join(dataDir, POOL_FILE), srq: join(dataDir, SRQ_FILE), socket: join(dataDir, CONTROL_SOCKET_FILE), replicas: join(dataDir, REPLICAS_FILE), floors: join(dataDir, FLOORS_FILE), marks: join(dataDir, VERSION_MARKS_FILE), commitPoints: join(dataDir, COMMIT_POINTS_FILE) };
 }

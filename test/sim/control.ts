@@ -19,6 +19,10 @@ import { receivedShards, type ReplicaRecord } from '../../actors/shared/trust.js
 import type { KvShared } from '../../actors/shared/node-shared.js';
 import { OwnerRole, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
+import { RestartHold } from '../../actors/node/restart-hold.js';
+import { CommitPoints } from '../../actors/shared/commit-points.js';
+import type { ShardVersionStore } from '../../actors/shared/shard-versions-file.js';
+import { defaultTimings } from '../../config/timings.js';
 import type { SimNet } from './net.js';
 import { SimCellWake, type SimTimers } from './timers.js';
 import { SimSocket } from './wire.js';
@@ -33,6 +37,10 @@ export interface ControlHost {
   timers: SimTimers;
   net: SimNet;
   manager: SimManager;
+  /** Where this node's commit points are saved (actors/shared/commit-points.ts). */
+  points: ShardVersionStore;
+  /** Hold the primaries at cold start until the manager confirms them (false: the mutation). */
+  holdPrimaries: boolean;
   /** Ask node `peer`'s worker for a peer lease (the simulated client port). */
   askPeer(peer: number, term: number, body: Uint8Array, timeoutMs: number): Promise<void>;
   /** The manager removed this node: it stops (it would be restarted with --rejoin). */
@@ -45,6 +53,8 @@ export class NodeControl {
   readonly lease: LeaseClient;
   readonly peers: PeerLeases;
   private readonly sockets: SimSocket[] = [];
+  /** The primaries held since this cold start (actors/node/restart-hold.ts). */
+  readonly hold: RestartHold;
 
   constructor(
     private readonly h: ControlHost,
@@ -53,6 +63,12 @@ export class NodeControl {
     const clock = h.net.loop.clock;
     this.cell = ConfigCell.create(boot, true, clock, new SimCellWake(h.timers));
     holdUnconfirmedMoves(this.cell, boot, h.id);
+    this.hold = h.holdPrimaries ? RestartHold.atColdStart(h.pool, this.cell, boot, h.id, defaultLimits, h.points.load()) : RestartHold.none();
+    const g = h.shared.gc;
+    if (g) {
+      const points = new CommitPoints(g.buffers.sent, h.points);
+      h.timers.setInterval(() => points.flush(), defaultTimings.commitPointsSaveMs);
+    }
     const dial = () => {
       const s = new SimSocket(h.net, h.id, h.timers.alive);
       this.sockets.push(s);
@@ -84,7 +100,7 @@ export class NodeControl {
     let plog: TLog | null = null;
     const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
     return {
-      ...promotionHooks({ nodeId: id, cell: this.cell, pool, shared, shardCount: this.cell.config().shardCount, record, clock: this.h.net.loop.clock, log: this.h.log, promotionLog, sleep: this.h.timers.sleep }),
+      ...promotionHooks({ nodeId: id, cell: this.cell, pool, shared, shardCount: this.cell.config().shardCount, record, clock: this.h.net.loop.clock, log: this.h.log, promotionLog, sleep: this.h.timers.sleep, hold: this.hold }),
       configured: () => record.noteBackups(receivedShards(this.cell.config(), id)),
       evicted: () => this.h.evicted(),
     };

@@ -18,6 +18,9 @@
 //   bare-commit-of-move     the manager commits a move's stored term to every member without a prepare
 //                           (the source never drains), and sends members behind the stored term the
 //                           bare commit on hello/renew (issue 24, hazard 2).
+//   serves-unconfirmed      a restarted primary serves its shards at once, its own t-log tail included,
+//                           without the round that spreads that tail to its backups
+//                           (actors/node/restart-hold.ts): a failover later takes back what it served.
 import { Cleaner, type CleanerOptions } from '../../actors/clean/gc.js';
 import type { KvShared } from '../../actors/shared/node-shared.js';
 import { TombstoneSweep } from '../../actors/clean/tombstones.js';
@@ -34,7 +37,8 @@ export type MutationName =
   | 'backup-drops-without-floor'
   | 'counter-not-raised-at-cold-start'
   | 'receiver-ignores-holds'
-  | 'bare-commit-of-move';
+  | 'bare-commit-of-move'
+  | 'serves-unconfirmed';
 
 export interface Mutation {
   node?: Partial<SimNodeOptions>;
@@ -95,6 +99,7 @@ export const mutations: Record<MutationName, Mutation> = {
   'counter-not-raised-at-cold-start': { node: { makeMarkStore: unreadMarks } },
   'receiver-ignores-holds': { node: { receiverIgnoresHolds: true } },
   'bare-commit-of-move': { manager: { bareCommitMoves: true } },
+  'serves-unconfirmed': { node: { servesUnconfirmed: true } },
 };
 
 export const MUTATIONS = Object.keys(mutations) as MutationName[];

@@ -56,6 +56,8 @@ export interface SimNodeOptions {
   /** The receiver as it was before issue 10's fix: it hands buffers on without looking at the
    *  queue's holds (to show the stalled-sender seed still fails without the fix). */
   receiverIgnoresHolds?: boolean;
+  /** Mutation: a restarted primary serves at once, unconfirmed (actors/node/restart-hold.ts not used). */
+  servesUnconfirmed?: boolean;
   /** Mutation hooks (the mutation test): alter the shared state or the cleaner a node boots with. */
   mutateShared?: (s: KvShared) => void;
   makeCleaner?: (o: CleanerOptions) => Cleaner;
@@ -107,6 +109,8 @@ export class SimNode {
   private readonly floorStore: FloorStore;
   /** The node's persisted version marks (actors/shared/version-marks.ts): durable likewise. */
   private readonly markStore: ShardVersionStore;
+  /** The commit points a primary saves (actors/shared/commit-points.ts), outliving crashes like a file. */
+  private readonly pointStore = new MemoryShardVersionStore();
   /** The node's replica record (actors/shared/trust.ts): durable, like replicas.json in its data dir. */
   private readonly record = ReplicaRecord.inMemory();
   /** The configuration this incarnation started with (read from the store at boot). */
@@ -161,6 +165,8 @@ export class SimNode {
       timers,
       net: env.net,
       manager: env.manager,
+      points: this.pointStore,
+      holdPrimaries: !o.servesUnconfirmed,
       askPeer: (peer, term, body, ms) => askPeer(env.net, this.id, timers.alive, (p) => (env.nodes[p]?.up ? env.nodes[p]!.worker : null), peer, term, body, ms),
       evicted: () => {
         this.evicted = true;
