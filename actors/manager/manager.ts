@@ -263,6 +263,7 @@ export class ConfigManager {
     this.links.delete(node);
     this.memberTerm.delete(node);
     this.reconfirms.forget(node);
+    this.rounds.memberGone(node);
     if (!this.activation.valid()) return;
     this.healing.forget(node);
     if (this.members().includes(node)) this.suspect(node, 'connection closed');
@@ -305,7 +306,7 @@ export class ConfigManager {
   }
 
   private reconfirmWanted(): boolean {
-    return this.reconfirms.wanted(this.reachable(), this.clock.now());
+    return this.reconfirms.wanted(this.cfg, this.reachable(), this.clock.now());
   }
 
   /** Stored tasks of a move this manager did not finish (it restarted, or took over) to resume. */

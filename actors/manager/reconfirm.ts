@@ -4,8 +4,11 @@
 // lists its restart tail (writes that were replicating when it went down), the backups what their
 // b-logs hold above the shard's CommitVer -- and the commit scatters the union to every replica and
 // promotes the shards on their primary again (`promote`, `planned`: the counters already resumed above
-// every version the previous incarnation handed out, so no gap). A node that did not prepare in time
-// is committed without its shards (they stay held) and asked again after a back-off.
+// every version the previous incarnation handed out, so no gap). A shard is confirmed only with every
+// replica in the round: a backup that missed it would lack the tail its primary then serves, and a
+// failover to it would take that back. So a shard waits (held) while one of its backups is not
+// connected -- it comes back, or its failover removes it -- and one whose primary or a backup did not
+// prepare in time is committed without confirmation and asked again after a back-off.
 import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultTimings } from '../../config/timings.js';
 import type { ShardMove } from './plan.js';
@@ -38,32 +41,43 @@ export class Reconfirms {
     this.notBefore.delete(node);
   }
 
-  /** Whether a round is due now for some node in `live`. */
-  wanted(live: ReadonlySet<number>, now: number): boolean {
-    for (const n of this.held.keys()) if (live.has(n) && now >= (this.notBefore.get(n) ?? 0)) return true;
-    return false;
+  /** Whether a round is due now: some held shard whose replicas are all in `live`. */
+  wanted(c: ClusterConfig, live: ReadonlySet<number>, now: number): boolean {
+    return this.due(c, live, now).length > 0;
   }
 
-  /** One round confirming every due node's held shards that `h.config()` still names it primary of. */
-  async run(h: ReconfirmHost): Promise<void> {
-    const c = h.config();
-    const live = h.reachable();
-    const now = h.clock.now();
+  /** The held shards that can be confirmed now (see the header), as moves from their primary to itself. */
+  private due(c: ClusterConfig, live: ReadonlySet<number>, now: number): ShardMove[] {
     const moves: ShardMove[] = [];
     for (const [node, shards] of this.held) {
-      if (!live.has(node) || h.suspected(node) || now < (this.notBefore.get(node) ?? 0)) continue;
-      for (const s of shards) if (c.shards[s]?.primary === node) moves.push({ shard: s, from: node, to: node });
-      // A shard no longer its primary: nothing to confirm (the node lets go of it once it has c).
-      if (![...shards].some((s) => c.shards[s]?.primary === node)) this.held.delete(node);
+      if (!live.has(node) || now < (this.notBefore.get(node) ?? 0)) continue;
+      for (const s of shards) {
+        const p = c.shards[s];
+        if (p?.primary === node && p.backups.every((b) => live.has(b))) moves.push({ shard: s, from: node, to: node });
+      }
     }
+    return moves;
+  }
+
+  /** One round confirming every held shard that can be confirmed now. */
+  async run(h: ReconfirmHost): Promise<void> {
+    const c = h.config();
+    for (const [node, shards] of this.held) {
+      // Shards no longer its primary: nothing to confirm (the node lets go of them once it has c).
+      for (const s of shards) if (c.shards[s]?.primary !== node) shards.delete(s);
+      if (shards.size === 0) this.held.delete(node);
+    }
+    const live = new Set([...h.reachable()].filter((n) => !h.suspected(n)));
+    const moves = this.due(c, live, h.clock.now());
     if (moves.length === 0) return;
     const next: ClusterConfig = { ...structuredClone(c), term: c.term + 1 };
     await h.storeConfig(next);
     const nodes = [...new Set(moves.map((m) => m.to))];
     h.log.warn({ event: 'reconfirm-stored', term: next.term, nodes, shards: moves.map((m) => m.shard) }, `confirming restarted primaries: node ${nodes.join(', node ')} (term ${next.term}, ${moves.length} shard(s))`);
     const prep = await h.prepareRound(next, moves.map((m) => m.shard), false);
-    const ok = moves.filter((m) => !prep.missing.includes(m.to));
-    for (const n of nodes) if (prep.missing.includes(n)) this.later(n, h.clock.now());
+    // Every replica of the shard prepared (listed what it holds): else it is not confirmed this time.
+    const ok = moves.filter((m) => [m.to, ...next.shards[m.shard]!.backups].every((n) => prep.reports.has(n)));
+    for (const m of moves) if (!ok.includes(m)) this.later(m.to, h.clock.now());
     let reported = ok.length === 0;
     h.awaitPromoted(next.term, [...new Set(ok.map((m) => m.to))], () => (reported = true));
     const shards = ok.map((m) => m.shard);

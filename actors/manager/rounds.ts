@@ -59,6 +59,8 @@ export class Rounds implements RoundsHost {
     waiting: Set<number>;
     versions: Map<number, number>;
     reports: Map<number, MemberReport>;
+    /** Members waited for whose connection closed before they answered. */
+    gone: number[];
     done: () => void;
   } | null = null;
   /** Primary changes committed whose new primaries have not all reported `promoted`, by term. */
@@ -90,6 +92,7 @@ export class Rounds implements RoundsHost {
     const versions = new Map<number, number>();
     const reports = new Map<number, MemberReport>();
     const waiting = new Set((waitFor ? [...waitFor] : members).filter((n) => this.d.link(n) !== undefined));
+    const gone: number[] = [];
     await new Promise<void>((resolve) => {
       let settled = false;
       const done = () => {
@@ -98,12 +101,22 @@ export class Rounds implements RoundsHost {
         this.prepared = null;
         resolve();
       };
-      this.prepared = { term: next.term, waiting, versions, reports, done };
+      this.prepared = { term: next.term, waiting, versions, reports, gone, done };
       for (const n of members) this.d.link(n)?.send({ t: 'prepare', term: next.term, config: next, shards, ...(planned ? { planned } : {}) });
       if (waiting.size === 0) done();
       void this.d.sleep(defaultTimings.prepareTimeoutMs).then(done);
     });
-    return { versions, reports, missing: [...waiting] };
+    return { versions, reports, missing: [...waiting, ...gone] };
+  }
+
+  /** A member's connection closed: an answer it owes the prepare round in progress will not come (a
+   *  restarted node never saw that prepare), so the round stops waiting for it -- it counts as missing. */
+  memberGone(node: number): void {
+    const p = this.prepared;
+    if (!p || !p.waiting.has(node)) return;
+    p.waiting.delete(node);
+    p.gone.push(node);
+    if (p.waiting.size === 0) p.done();
   }
 
   /** A member's answer to the prepare round in progress (its versions and gathered entries). */
