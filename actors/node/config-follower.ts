@@ -23,7 +23,7 @@ export interface FollowerHooks {
   /** Phase 2: persist and index `scatter`, catch the promoted shards (maybe none) up and raise their
    *  versions above `floors` (`planned` ones without the promotion gap). `entries`: b-log entries
    *  indexed; `scattered`: scattered ones absorbed. */
-  promote(shards: number[], floors: Record<string, number>, scatter: GatherEntry[], planned: ReadonlySet<number>): Promise<{ entries: number; scattered: number }>;
+  promote(shards: number[], floors: Record<string, number>, scatter: GatherEntry[], planned: ReadonlySet<number>, already?: ReadonlySet<number>): Promise<{ entries: number; scattered: number }>;
   /** A configuration was published in the cell (and once at start): re-replication looks at it. */
   configured?(): void;
   /** The shards held since the cold start until the manager confirms them (./restart-hold.ts); held
@@ -149,7 +149,9 @@ export class ConfigFollower {
     this.d.cell.publish(next);
     this.d.cell.setPending(0);
     this.d.log.info({ term, promoted: mine.length }, `committed term ${term}`);
-    const r = await this.d.hooks.promote(mine, floors, scatter, planned);
+    // Promoted again on the node that was their primary already (a restarted primary confirmed).
+    const already = new Set(mine.filter((s) => old.shards[s]!.primary === this.d.nodeId));
+    const r = await this.d.hooks.promote(mine, floors, scatter, planned, already);
     for (const s of mine) this.d.cell.setShardBlocked(s, false);
     const servingAt = this.d.clock.now(); // monotonic, comparable with other processes' on this host
     this.d.hooks.configured?.();

@@ -93,8 +93,8 @@ export function promotionHooks(o: PromotionHooksOptions): Pick<LeaseHooks, 'prep
       if (hold.truncated && hold.tailOf(shards).length > 0) r.truncated = true;
       return r;
     },
-    promote: async (shards, floors, scatter, planned) => {
-      const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, o.promotionLog(), planned);
+    promote: async (shards, floors, scatter, planned, already) => {
+      const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, o.promotionLog(), planned, already);
       if (r.late > 0) log.error({ shards, late: r.late, event: 'late-block' }, `promotion of shard(s) ${shards.join(', ')} refused ${r.late} b-log block(s) as late (at or below a tombstone floor): only writes that were never acknowledged may be`);
       // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
       // shards at or above this version landed after the promotion and are never applied at cold start.

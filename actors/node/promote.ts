@@ -73,8 +73,12 @@ export async function promoteShards(
    *  primary can exist (it finished every write it claimed before acknowledging the prepare, and
    *  refuses the rest), so they continue right after the floor instead of skipping the gap. */
   planned: ReadonlySet<number> = new Set(),
+  /** Shards this node was primary of already (a restarted primary confirmed, ../node/restart-hold.ts):
+   *  no b-log catch-up -- what its b-log holds of them predates its own writes, and a tombstone it
+   *  dropped since may be all that outranked an older PUT there. Scatter and counters as for the rest. */
+  already: ReadonlySet<number> = new Set(),
 ): Promise<PromotionReport> {
-  const want = new Set(shards);
+  const want = new Set(shards.filter((s) => !already.has(s)));
   // The one promotion log, on the node's main thread: appended to synchronously by this function and by
   // re-replication (./catch-up.ts) through the one instance the caller passes, else recovered here.
   const log = promotionLog ?? TLog.recover(pool, PROMOTION_ACTOR_ID, limits, OwnerRole.Digest);
@@ -83,7 +87,7 @@ export async function promoteShards(
   // (../shared/apply.ts), and a later cold start must still find them.
   const applier = new BlockApplier(pool.region, shared, (s) => want.has(s), log, limits, tomb ? { late: (s, v) => want.has(s) && v <= tomb.effective(s) } : null, true);
   const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
-  const segs = shards.length > 0 ? undigested(pool) : [];
+  const segs = want.size > 0 ? undigested(pool) : [];
   for (const seg of segs) {
     const start = pool.segmentOffset(seg);
     // A read epoch per segment (the applier reads indexed entries; and no segment is freed under the
