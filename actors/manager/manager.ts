@@ -218,6 +218,7 @@ export class ConfigManager {
       case 'prepared':
         return this.rounds.onPrepared(m);
       case 'promoted':
+        if (Array.isArray(m.shards)) this.reconfirms.promoted(m.node, m.shards);
         return this.rounds.onPromoted(m, now);
       case 'load':
         if (!this.members().includes(m.node) || !Array.isArray(m.loads)) return;

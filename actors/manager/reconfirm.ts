@@ -41,6 +41,15 @@ export class Reconfirms {
     this.notBefore.delete(node);
   }
 
+  /** `node` reported the promotion of `shards` (of any round): those are confirmed, even when the
+   *  round that confirmed them stopped waiting for them (another of its nodes was suspected). */
+  promoted(node: number, shards: readonly number[]): void {
+    const held = this.held.get(node);
+    if (!held) return;
+    for (const s of shards) held.delete(s);
+    if (held.size === 0) this.held.delete(node);
+  }
+
   /** Whether a round is due now: some held shard whose replicas are all in `live`. */
   wanted(c: ClusterConfig, live: ReadonlySet<number>, now: number): boolean {
     return this.due(c, live, now).length > 0;

@@ -98,7 +98,9 @@ export function promotionHooks(o: PromotionHooksOptions): Pick<LeaseHooks, 'prep
       if (r.late > 0) log.error({ shards, late: r.late, event: 'late-block' }, `promotion of shard(s) ${shards.join(', ')} refused ${r.late} b-log block(s) as late (at or below a tombstone floor): only writes that were never acknowledged may be`);
       // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
       // shards at or above this version landed after the promotion and are never applied at cold start.
-      for (const s of shards) record.notePromoted(s, r.versions[s]!);
+      // A shard promoted again on its own primary (a restart confirmed) keeps the version it was first
+      // promoted at: nothing of it in the b-log is newer than that. One write for all the shards.
+      record.notePromotedAll(new Map(shards.filter((s) => !already?.has(s)).map((s) => [s, r.versions[s]!])));
       hold.confirmed(shards);
       return { entries: r.indexed, scattered: r.scattered.absorbed };
     },

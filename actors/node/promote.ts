@@ -112,9 +112,10 @@ export async function promoteShards(
     const seen = Math.max(floors[s] ?? 0, Number(Atomics.load(shared.versions, s)));
     raiseVersion(shared.versions, s, planned.has(s) ? seen : Math.min(seen + PROMOTION_VERSION_GAP, VERSION_MAX - PROMOTION_VERSION_GAP));
     versions[s] = Number(Atomics.load(shared.versions, s));
-    // The shard's first CommitVer is this counter, gap included: persisted under the mark before the
-    // shard serves (../shared/version-marks.ts), so a restart never resumes below what the backups were told.
-    shared.marks?.cover(s, versions[s]);
   }
+  // A shard's first CommitVer is its counter, gap included: persisted under the mark before the shard
+  // serves (../shared/version-marks.ts), so a restart never resumes below what the backups were told.
+  // One write for all the shards (a restarted primary confirms all of its shards at once).
+  shared.marks?.coverAll(new Map(shards.map((s) => [s, versions[s]!])));
   return { shards, blocks: applier.stats.blocks, indexed: applier.stats.indexed, segments: segs.length, versions, scattered, late: applier.stats.late };
 }

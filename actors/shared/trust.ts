@@ -131,7 +131,13 @@ export class ReplicaRecord {
 
   /** Note that this node's promotion to primary of `shard` continued after `version` (persisted). */
   notePromoted(shard: number, version: number): void {
-    this.promoted.set(shard, version);
+    this.notePromotedAll(new Map([[shard, version]]));
+  }
+
+  /** notePromoted for many shards, with one write (a promotion of many shards). */
+  notePromotedAll(versions: ReadonlyMap<number, number>): void {
+    if (versions.size === 0) return;
+    for (const [s, v] of versions) this.promoted.set(s, v);
     this.save();
   }
 

@@ -58,7 +58,16 @@ export class VersionMarks {
    */
   cover(shard: number, version: number): void {
     if (version + MARK_LOW_WATER <= this.mark(shard) || !this.store) return;
-    this.extend(shard, version + MARK_STRIDE);
+    this.extend(new Map([[shard, version + MARK_STRIDE]]));
+  }
+
+  /** cover() for many shards at once, with at most one write (a promotion of many shards: one file
+   *  write, not one per shard, on the thread that also renews the lease). */
+  coverAll(versions: ReadonlyMap<number, number>): void {
+    if (!this.store) return;
+    const want = new Map<number, number>();
+    for (const [s, v] of versions) if (v + MARK_LOW_WATER > this.mark(s)) want.set(s, v + MARK_STRIDE);
+    if (want.size > 0) this.extend(want);
   }
 
   /** Cold start: the marks the node persisted, before any version is handed out. */
@@ -66,15 +75,17 @@ export class VersionMarks {
     for (const [s, v] of persisted) if (s >= 0 && s < this.marks.length && BigInt(v) > Atomics.load(this.marks, s)) Atomics.store(this.marks, s, BigInt(v));
   }
 
-  private extend(shard: number, want: number): void {
+  private extend(wanted: ReadonlyMap<number, number>): void {
     this.acquire();
     try {
-      if (want - MARK_LOW_WATER <= this.mark(shard)) return; // another thread extended it meanwhile
+      // Not those another thread extended meanwhile.
+      const want = [...wanted].filter(([shard, v]) => v - MARK_LOW_WATER > this.mark(shard));
+      if (want.length === 0) return;
       const all = new Map<number, number>();
       for (let s = 0; s < this.marks.length; s++) if (this.mark(s) > 0) all.set(s, this.mark(s));
-      all.set(shard, want);
-      this.store!.save(all); // durable before the mark is published (a failure throws: nothing is handed out)
-      Atomics.store(this.marks, shard, BigInt(want)); // publishes: versions up to `want` may leave the node
+      for (const [shard, v] of want) all.set(shard, v);
+      this.store!.save(all); // durable before the marks are published (a failure throws: nothing is handed out)
+      for (const [shard, v] of want) Atomics.store(this.marks, shard, BigInt(v)); // publishes: versions up to v may leave the node
     } finally {
       Atomics.store(this.lock, 0, 0); // releases the file to the next writer
       Atomics.notify(this.lock, 0, 1);
