@@ -47,7 +47,7 @@ export interface CleanerOptions {
    *  window in which a PUT/DEL of the same key races the move. */
   beforeRelocate?: (key: Uint8Array, shard: number) => void;
   /** Run the node's tombstone sweep in this cleaner (one clean actor per node does). */
-  tombstones?: Pick<TombstoneSweepOptions, 'eligible' | 'backupEligible' | 'floorStore' | 'now' | 'periodMs' | 'segmentsPerStep' | 'beforeDrop'>;
+  tombstones?: Pick<TombstoneSweepOptions, 'eligible' | 'backupEligible' | 'floorStore' | 'savedPoints' | 'now' | 'periodMs' | 'segmentsPerStep' | 'beforeDrop'>;
   /** The simulator's mutation test substitutes a broken sweep here. */
   makeSweep?: (o: TombstoneSweepOptions) => TombstoneSweep;
   /** This thread's CPU time in microseconds, for busyUs (injected like the clock: the simulator

@@ -85,6 +85,7 @@ export const cleanActor = defineActor<CleanInbound>({
               eligible: primarySinceStart(kv),
               backupEligible: backupNow(kv),
               floorStore: new FileFloorStore(dataDirFiles(ctx.config.dataDir).floors, ctx.pool.poolId),
+              savedPoints: true, // the node's main thread saves them (actors/node/node-application.ts)
               now: () => ctx.clock.now(),
             },
           }

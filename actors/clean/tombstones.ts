@@ -20,7 +20,9 @@
 //       P: the shard's CommitVer (actors/shared/commit.ts commitVerOf): every PUT/DEL of s with a version
 //          <= vd has finished -- its t-log entry is persistent and its index update done (or it
 //          failed) -- so no entry of K older than vd will ever be written by a worker again (the
-//          primary's workers take versions from one counter).
+//          primary's workers take versions from one counter); and at most the commit point saved
+//          durably (actors/shared/commit-points.ts): if N restarts, the round confirming it as primary
+//          scatters entries its backups list to it, and it refuses those at or below that point.
 //       B: the shard's persisted floor PF (actors/shared/floors.ts), which this cycle first raised to the
 //          effective floor EF and wrote durably (FloorStore) before reading it. Below PF, N's index
 //          holds every acknowledged entry, and every path that could still bring an entry of s <= PF
@@ -105,6 +107,9 @@ export interface TombstoneSweepOptions {
   backupEligible?: (shard: number) => boolean;
   /** Where the persisted floors are written before anything is dropped under them (rule 2B). */
   floorStore?: FloorStore;
+  /** Rule 2P: bound a primary's drops by the commit point saved durably too (a node whose main thread
+   *  saves them, actors/shared/commit-points.ts; unit tests without one leave it off). */
+  savedPoints?: boolean;
   /** Monotonic milliseconds (the actor's injected clock). */
   now: () => number;
   /** Read-epoch slot of the actor running the sweep (it reads addresses from the indexes). */
@@ -147,6 +152,8 @@ export class TombstoneSweep {
   private readonly gc: KvGc;
   private readonly reader: PoolEntryReader;
   private readonly inflight: BigInt64Array;
+  /** Per shard, the commit point saved durably (../shared/commit-points.ts). */
+  private readonly points: BigInt64Array;
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
   private phase: Phase = 'idle';
   private nextAt = 0;
@@ -170,6 +177,7 @@ export class TombstoneSweep {
     this.gc = o.shared.gc!;
     this.reader = new PoolEntryReader(o.pool.region, o.limits);
     this.inflight = new BigInt64Array(this.gc.buffers.inflight);
+    this.points = new BigInt64Array(this.gc.buffers.points);
     this.floors = new ShardFloors(this.gc.buffers.floors);
   }
 
@@ -213,7 +221,11 @@ export class TombstoneSweep {
     this.bounds = shared.indexes.map((ix, s) => {
       if (!ix) return -1;
       if (this.asBackup[s]) return this.backupBound(s);
-      return this.o.eligible(s) ? commitVerOf(shared.versions, this.inflight, shardCount, INFLIGHT_WORKERS_MAX, s) : -1;
+      // P: and at or below the commit point saved durably (../shared/commit-points.ts: a restarted
+      // primary refuses scattered entries at or below it, and must not miss a tombstone dropped above).
+      if (!this.o.eligible(s)) return -1;
+      const cv = commitVerOf(shared.versions, this.inflight, shardCount, INFLIGHT_WORKERS_MAX, s);
+      return this.o.savedPoints ? Math.min(cv, Number(Atomics.load(this.points, s))) : cv;
     });
     if (this.bounds.every((b) => b <= 0)) {
       this.nextAt = this.o.now() + (this.o.periodMs ?? defaultTimings.tombstoneSweepPeriodMs);

@@ -30,6 +30,7 @@ import { PeerLeases } from '../shared/peer-lease.js';
 import { promotionHooks } from './lease-hooks.js';
 import { RestartHold } from './restart-hold.js';
 import { CommitPoints, FileCommitPointStore } from '../shared/commit-points.js';
+import { FailedWriteFile } from '../shared/failed-writes.js';
 import { CatchUp } from './catch-up.js';
 import { TLog } from '../../shm/tlog.js';
 import { OwnerRole, SegmentState } from '../../shm/pool.js';
@@ -87,6 +88,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
     payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' || role === 'nic' ? start : undefined),
     started(log) {
       const cell = ConfigCell.attach(start!.cell);
+      saveCommitPoints(start!, nodePool!, dataDir, log);
       if (o.manager === undefined) {
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
@@ -134,6 +136,21 @@ export function parseManagers(manager: string): { host: string; port: number }[]
     if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--manager: '${one}' is not host:port`);
     return { host, port };
   });
+}
+
+/** The CommitVers the workers computed, saved now and then (../shared/commit-points.ts): a later
+ *  restart's tail starts above them, and a primary's tombstone sweep drops nothing above them. */
+function saveCommitPoints(start: KvStart, pool: Pool, dataDir: string, log: Logger): void {
+  const g = start.shared.gc;
+  if (!g) return;
+  const points = new CommitPoints(g.sent, g.points, new FileCommitPointStore(dataDirFiles(dataDir).commitPoints, pool.poolId));
+  setInterval(() => {
+    try {
+      points.flush();
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'could not save the commit points (a later restart lists a longer tail; tombstones wait)');
+    }
+  }, defaultTimings.commitPointsSaveMs).unref();
 }
 
 function startLease(
@@ -184,17 +201,6 @@ function startLease(
   const peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => lc.setPeerLease(until));
   peers.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
-  // The CommitVers the workers computed, saved now and then: a later restart's tail starts above them.
-  if (start.shared.gc) {
-    const points = new CommitPoints(start.shared.gc.sent, new FileCommitPointStore(dataDirFiles(dataDir).commitPoints, pool.poolId));
-    setInterval(() => {
-      try {
-        points.flush();
-      } catch (err) {
-        log.warn({ err: (err as Error).message }, 'could not save the commit points (a later restart lists a longer tail)');
-      }
-    }, defaultTimings.commitPointsSaveMs).unref();
-  }
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);
   return { client, catchUp, peers };
 }
@@ -243,6 +249,8 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
   const floors = new FileFloorStore(dataDirFiles(dataDir).floors, pool.poolId).load();
   // Every counter resumes at or above the mark persisted before its versions left the node.
   const marks = new FileMarkStore(dataDirFiles(dataDir).marks, pool.poolId).load();
+  // Writes that failed after their t-log append: not indexed, not in the restart tail.
+  const failed = FailedWriteFile.load(dataDirFiles(dataDir).failedWrites, pool.poolId);
   let last = 0;
   const threads = o.coldStartThreads ?? Math.min(4, availableParallelism());
   const rep = await rebuildIndexesParallel(pool, buffers, defaultLimits, clock, threads, (done, total) => {
@@ -251,7 +259,7 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
       last = now;
       log.info({ done, total, threads }, `cold start: rebuilding indexes from the logs, ${done} of ${total} segments`);
     }
-  }, trust, { floors, marks });
+  }, trust, { floors, marks, failed });
   if (rep.untrusted > 0 || rep.freedForeign > 0) {
     log.warn(
       { untrusted: rep.untrusted, freedForeign: rep.freedForeign },
@@ -271,7 +279,7 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
   const cell = ConfigCell.create(cluster, o.manager !== undefined, clock);
   const held = o.manager !== undefined ? holdUnconfirmedMoves(cell, cluster, o.nodeId) : [];
   if (held.length > 0) log.warn({ shards: held, term: cluster.term }, `cold start: shard(s) ${held.join(', ')} moving here at term ${cluster.term} wait for the manager's commit (the move may never have been prepared)`);
-  const hold = o.manager !== undefined ? RestartHold.atColdStart(pool, cell, cluster, o.nodeId, defaultLimits, new FileCommitPointStore(dataDirFiles(dataDir).commitPoints, pool.poolId).load()) : RestartHold.none();
+  const hold = o.manager !== undefined ? RestartHold.atColdStart(pool, cell, cluster, o.nodeId, defaultLimits, new FileCommitPointStore(dataDirFiles(dataDir).commitPoints, pool.poolId).load(), failed) : RestartHold.none();
   if (hold.size > 0) {
     log.warn({ shards: hold.size, tail: hold.tailEntries, truncated: hold.truncated, term: cluster.term }, `cold start: the ${hold.size} shard(s) this node is primary of wait for the manager to confirm it (${hold.tailEntries} entries of their restart tail to spread to their backups first)`);
   }

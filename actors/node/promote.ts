@@ -106,7 +106,7 @@ export async function promoteShards(
     await yieldToRenewals();
   }
   applier.dropPending(); // a multi-block entry missing blocks was never acknowledged
-  const scattered = absorbScattered(pool, shared, log, scatter, limits);
+  const scattered = absorbScattered(pool, shared, log, scatter, limits, already);
   const versions: Record<string, number> = {};
   for (const s of shards) {
     const seen = Math.max(floors[s] ?? 0, Number(Atomics.load(shared.versions, s)));

@@ -12,5 +12,5 @@ export function onPoolThread(pool: Pool, p: RecoveryThreadPayload, report: (c: L
   let n = 0;
   return scanLogSegments(pool, shared, p.segs, p.limits, (c) => {
     if (++n % 4 === 0) report({ ...c });
-  });
+  }, new Map(p.failed));
 }

@@ -43,6 +43,7 @@ import { plausibleVersion } from '../shared/trust.js';
 import { checksumSeed } from '../../shm/log-checksum.js';
 import { attachKvShared, raiseVersion, type KvShared, type KvSharedBuffers } from '../shared/node-shared.js';
 import { runPoolThreads } from '../../runtime/pool-threads.js';
+import { failedKey, type FailedWrites } from '../shared/failed-writes.js';
 import type { PersistMode } from '../../native/pmem2.js';
 
 /** Owner id of the digest log that cold start writes reassembled b-log entries to. */
@@ -67,6 +68,8 @@ export interface RecoveryReport {
   freedForeign: number;
   /** b-log blocks refused and invalidated as late (at or below their shard's persisted floor). */
   late: number;
+  /** t-log entries of writes that failed after their append, not indexed (../shared/failed-writes.ts). */
+  failed: number;
   ms: number;
 }
 
@@ -77,6 +80,8 @@ export interface PersistedBounds {
   floors?: ReadonlyMap<number, number>;
   /** The version marks (../shared/version-marks.ts): each counter resumes at or above its shard's. */
   marks?: ReadonlyMap<number, number>;
+  /** The writes that failed after their t-log append (../shared/failed-writes.ts): not indexed. */
+  failed?: FailedWrites;
 }
 
 export interface ColdStartTrust {
@@ -106,7 +111,7 @@ function recycleBlogSegment(pool: Pool, seg: number, state: number, blocks: numb
 }
 
 function emptyReport(): RecoveryReport {
-  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, untrusted: 0, freedForeign: 0, late: 0, ms: 0 };
+  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, untrusted: 0, freedForeign: 0, late: 0, failed: 0, ms: 0 };
 }
 
 /** The segments cold start reads: contiguous logs, and b-log (and baseline remote-log) segments. */
@@ -151,7 +156,7 @@ export function rebuildIndexes(
   const total = logs.length + blog.length;
   shared.gc?.live.reset(); // before any upsert: every index change below is accounted as it is made
 
-  const counts = scanLogSegments(pool, shared, logs, limits, (c) => progress?.(c.logSegments, total));
+  const counts = scanLogSegments(pool, shared, logs, limits, (c) => progress?.(c.logSegments, total), persisted.failed);
   Object.assign(r, counts);
   return rebuildBlog(pool, shared, limits, blog, r, () => progress?.(r.logSegments + r.blogSegments, total), t0, clock, trust, persisted);
 }
@@ -189,7 +194,7 @@ export async function rebuildIndexesParallel(
     poolPath: pool.path,
     mode: pool.mode as PersistMode,
     module: new URL('./recovery-thread.js', import.meta.url).href,
-    payloads: shares.map((segs) => ({ buffers, segs, limits, checksumSeed: checksumSeed() })),
+    payloads: shares.map((segs) => ({ buffers, segs, limits, checksumSeed: checksumSeed(), failed: [...(persisted.failed ?? [])] })),
     onProgress: (i, p) => {
       done[i] = (p as LogScanCounts).logSegments;
       progress?.(done.reduce((a, b) => a + b, 0), total);
@@ -206,6 +211,8 @@ export interface RecoveryThreadPayload {
   limits: Limits;
   /** The cluster's checksum seed (shm/log-checksum.ts): the helper thread keys its scans with it. */
   checksumSeed: number;
+  /** The failed writes to skip (PersistedBounds.failed, as entries). */
+  failed: [number, string][];
 }
 
 export interface LogScanCounts {
@@ -214,15 +221,18 @@ export interface LogScanCounts {
   indexed: number;
   stale: number;
   indexFull: number;
+  /** t-log entries of writes that failed after their append (PersistedBounds.failed), not indexed. */
+  failed: number;
 }
 
-/** Index every entry of the contiguous log segments `segs` (t-logs, digest and clean logs). */
-export function scanLogSegments(pool: Pool, shared: KvShared, segs: number[], limits: Limits, onSegment?: (c: LogScanCounts) => void): LogScanCounts {
+/** Index every entry of the contiguous log segments `segs` (t-logs, digest and clean logs) but the
+ *  failed writes `failed` lists. */
+export function scanLogSegments(pool: Pool, shared: KvShared, segs: number[], limits: Limits, onSegment?: (c: LogScanCounts) => void, failed?: FailedWrites): LogScanCounts {
   const bytes = pool.region.bytes;
   const reader = new PoolEntryReader(pool.region, limits);
   const hash = { hi: 0, lo: 0 };
   const liveBytes = shared.gc?.live ?? null;
-  const r: LogScanCounts = { logSegments: 0, entries: 0, indexed: 0, stale: 0, indexFull: 0 };
+  const r: LogScanCounts = { logSegments: 0, entries: 0, indexed: 0, stale: 0, indexFull: 0, failed: 0 };
   for (const seg of segs) {
     const start = pool.segmentOffset(seg);
     for (const e of scanEntries(bytes, start, start + pool.segmentBytes, limits)) {
@@ -232,6 +242,10 @@ export function scanLogSegments(pool: Pool, shared: KvShared, segs: number[], li
       if (!index || !plausibleVersion(e.version)) continue;
       raiseVersion(shared.versions, e.shard, e.version);
       if (e.type === EntryType.CommitVer) continue;
+      if (failed !== undefined && failed.size > 0 && failed.get(e.offset) === failedKey(e.shard, e.version)) {
+        r.failed++;
+        continue;
+      }
       let res;
       try {
         res = index.upsert(e.key, hash64Into(e.key, hash), e.offset, e.version, reader);

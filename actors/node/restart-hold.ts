@@ -11,7 +11,8 @@
 // in the t-log segments the crash left Using (a segment is Committed only once every append in it was
 // released, ../../shm/tlog.ts) with a version above the last CommitVer this node computed for the shard
 // (persisted, possibly stale: ../shared/commit-points.ts; every write unfinished at the crash is above
-// any CommitVer ever computed, ../shared/commit.ts). The hello says which shards are held; the manager
+// any CommitVer ever computed, ../shared/commit.ts) -- but not the writes that failed while the node
+// ran (../shared/failed-writes.ts: the cold start does not index them either). The hello says which shards are held; the manager
 // runs a prepare/commit round confirming this node as their primary (actors/manager/reconfirm.ts):
 // the tail goes into this node's `prepared` beside what the backups gather from their b-logs, every
 // replica is sent the union it lacks, and the commit promotes the shards here again (`promote`, no gap:
@@ -24,6 +25,7 @@ import { EntryType, scanEntries } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { GATHER_BYTES_MAX, gatherEntryBytes, type GatherEntry } from '../shared/manager-protocol.js';
+import { failedKey, type FailedWrites } from '../shared/failed-writes.js';
 
 /** Replication modes with a manager that confirms restarted primaries (those that fail over). */
 const CONFIRMED_MODES: readonly string[] = ['rowan', 'rpc'];
@@ -44,7 +46,7 @@ export class RestartHold {
    * this node primary of, and set their restart tail aside (see the header). `above`: the persisted
    * CommitVer per shard (missing: 0, the whole Using segments are the tail).
    */
-  static atColdStart(pool: Pool, cell: ConfigCell, c: ClusterConfig, nodeId: number, limits: Limits, above: ReadonlyMap<number, number>, bytesMax = GATHER_BYTES_MAX): RestartHold {
+  static atColdStart(pool: Pool, cell: ConfigCell, c: ClusterConfig, nodeId: number, limits: Limits, above: ReadonlyMap<number, number>, failed: FailedWrites = new Map(), bytesMax = GATHER_BYTES_MAX): RestartHold {
     const h = new RestartHold();
     if (!CONFIRMED_MODES.includes(c.replication)) return h;
     for (const s of c.shards) if (s.primary === nodeId) h.held.add(s.id);
@@ -56,6 +58,7 @@ export class RestartHold {
       const start = pool.segmentOffset(seg);
       for (const e of scanEntries(pool.region.bytes, start, start + pool.segmentBytes, limits)) {
         if (!h.held.has(e.shard) || (e.type !== EntryType.Put && e.type !== EntryType.Del) || e.version <= (above.get(e.shard) ?? 0)) continue;
+        if (failed.get(e.offset) === failedKey(e.shard, e.version)) continue; // failed while it ran: never served
         found.set(`${e.shard}:${e.version}`, { s: e.shard, v: e.version, t: e.type, k: b64(e.key), x: b64(e.value) });
       }
     }

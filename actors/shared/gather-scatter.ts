@@ -132,16 +132,21 @@ export interface RawEntry {
  * Persist and index scattered entries. `log` is the promotion log (TLog.recover(pool, PROMOTION_ACTOR_ID,
  * limits, OwnerRole.Digest)); the caller owns it and must be the only one appending to it.
  */
-export function absorbScattered(pool: Pool, shared: KvShared, log: TLog, entries: GatherEntry[], limits: Limits): AbsorbStats {
+export function absorbScattered(pool: Pool, shared: KvShared, log: TLog, entries: GatherEntry[], limits: Limits, own: ReadonlySet<number> = new Set()): AbsorbStats {
   const floors = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : undefined;
-  return absorbEntries(pool, shared, log, entries.map((g) => ({ s: g.s, v: g.v, t: g.t, key: Buffer.from(g.k, 'base64'), value: Buffer.from(g.x, 'base64') })), limits, floors);
+  // Shards this node was primary of already (a restarted primary confirmed): nothing at or below the
+  // commit point it saved (./commit-points.ts) -- it holds every write it finished there, and its
+  // tombstone sweep dropped tombstones only there.
+  const points = shared.gc && own.size > 0 ? new BigInt64Array(shared.gc.buffers.points) : null;
+  const floor = (s: number): number => Math.max(floors?.effective(s) ?? 0, points && own.has(s) ? Number(Atomics.load(points, s)) : 0);
+  return absorbEntries(pool, shared, log, entries.map((g) => ({ s: g.s, v: g.v, t: g.t, key: Buffer.from(g.k, 'base64'), value: Buffer.from(g.x, 'base64') })), limits, floors || points ? floor : undefined);
 }
 
 /**
  * absorbScattered for binary entries (also re-replication's copied batches, ../node/catch-up.ts): each is
  * appended to `log` and indexed unless the index holds its key at that version or a newer one.
  */
-export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: Iterable<RawEntry>, limits: Limits, floors?: ShardFloors): AbsorbStats {
+export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: Iterable<RawEntry>, limits: Limits, floor?: (shard: number) => number): AbsorbStats {
   const st: AbsorbStats = { absorbed: 0, held: 0, skipped: 0, late: 0 };
   const reader = new PoolEntryReader(pool.region, limits);
   const hash = { hi: 0, lo: 0 };
@@ -157,7 +162,7 @@ export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: 
         st.skipped++;
         continue;
       }
-      if (floors && g.v <= floors.effective(g.s)) {
+      if (floor && g.v <= floor(g.s)) {
         st.late++;
         continue;
       }

@@ -14,6 +14,8 @@
 //   sent      per shard, the highest CommitVer already written to the backups.
 //   floors    per shard, the tombstone floors of a backup (./floors.ts): raw, effective, persisted.
 //   marks     per shard, the persisted version high-water mark (./version-marks.ts).
+//   points    per shard, the commit point last saved durably (./commit-points.ts): a primary's
+//             tombstone sweep drops nothing above it.
 import { ACTORS_PER_ROLE_MAX } from '../../config/base/ids.js';
 import type { Limits } from '../../config/limits.js';
 import { storedSizeAt } from '../../shm/log.js';
@@ -39,6 +41,7 @@ export interface GcSharedBuffers {
   sent: SharedArrayBuffer;
   floors: SharedArrayBuffer;
   marks: SharedArrayBuffer;
+  points: SharedArrayBuffer;
 }
 
 export function createGcShared(pool: { dataOffset: number; segmentBytes: number; segmentCount: number }, shardCount: number): GcSharedBuffers {
@@ -55,6 +58,7 @@ export function createGcShared(pool: { dataOffset: number; segmentBytes: number;
     sent: new SharedArrayBuffer(8 * shardCount),
     floors: createFloorBuffer(shardCount),
     marks: createMarkBuffer(shardCount),
+    points: new SharedArrayBuffer(8 * shardCount),
   };
 }
 

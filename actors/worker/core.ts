@@ -13,6 +13,8 @@ import type { PersistentRegion } from '../../config/base/region.js';
 import type { TLog } from '../../shm/tlog.js';
 import type { RequestHistograms } from '../../shm/histogram.js';
 
+import type { FailedWriteLog } from '../shared/failed-writes.js';
+
 export interface KvWorkerDeps {
   nodeId: number;
   config: () => ClusterConfig;
@@ -33,6 +35,9 @@ export interface KvWorkerDeps {
   /** This worker's id and the node's worker count (commit tracking and read epochs, when shared.gc). */
   workerId?: number;
   workers?: number;
+  /** Where a write that fails after its t-log append is recorded (../shared/failed-writes.ts); absent in
+   *  unit tests without a data dir. */
+  failed?: FailedWriteLog;
   /** Request latency histograms (slot = this worker's id) and the clock that times requests. */
   metrics?: { histograms: RequestHistograms; clock: Clock };
 }

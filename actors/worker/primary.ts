@@ -104,6 +104,9 @@ export class PrimaryPath {
       }
     } catch (err) {
       if (err instanceof RowanError && err.code === ErrorCodes.PM_FULL) stats.pmFull++;
+      // Persisted in the t-log and not acknowledged: recorded before its version is finished, so no
+      // cold start serves it (actors/shared/failed-writes.ts).
+      if (addr >= 0) d.failed?.record(shard, e.version, addr);
       throw err;
     } finally {
       if (addr >= 0) d.tlog.release(addr);

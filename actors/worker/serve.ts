@@ -11,6 +11,7 @@ import type { ActorContext } from '../../runtime/actor.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { attachKvShared, kvOf } from '../shared/node-shared.js';
 import { FileMarkStore } from '../shared/version-marks.js';
+import { FailedWriteFile } from '../shared/failed-writes.js';
 import { dataDirFiles } from '../../config/base/files.js';
 import { serveClients, type RpcServer } from '../../runtime/rpc/rpc-server.js';
 import { loadTls } from '../../runtime/net/tls.js';
@@ -54,6 +55,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     tlog: TLog.recover(pool, tlogOwner(ctx.id), defaultLimits),
     shared: attachKvShared(kv.shared, pool.region, new FileMarkStore(dataDirFiles(ctx.config.dataDir).marks, pool.poolId)),
     workerId: ctx.id,
+    failed: new FailedWriteFile(dataDirFiles(ctx.config.dataDir).failedWrites, pool.poolId),
     ...(kv.metrics ? { metrics: { histograms: new RequestHistograms(kv.metrics, ACTORS_PER_ROLE_MAX, REQUEST_OPS.length), clock: ctx.clock } } : {}),
     workers: ctx.config.roles.find((r) => r.role === 'worker')?.count ?? ctx.id + 1,
     replica: async (id, shard) => replicas.channel(id, shard),

@@ -20,6 +20,9 @@ export const VERSION_MARKS_FILE = 'version-marks.json';
 /** Per shard, the last CommitVer this node computed as the shard's primary, saved now and then
  *  (actors/shared/commit-points.ts): a restarted primary's unfinished writes lie above it. */
 export const COMMIT_POINTS_FILE = 'commit-points.json';
+/** The writes that failed after their t-log append (actors/shared/failed-writes.ts): a cold start
+ *  does not index them. */
+export const FAILED_WRITES_FILE = 'failed-writes.log';
 
 export interface DataDirFiles {
   pool: string;
@@ -29,8 +32,9 @@ export interface DataDirFiles {
   floors: string;
   marks: string;
   commitPoints: string;
+  failedWrites: string;
 }
 
 export function dataDirFiles(dataDir: string): DataDirFiles {
-  return { pool: join(dataDir, POOL_FILE), srq: join(dataDir, SRQ_FILE), socket: join(dataDir, CONTROL_SOCKET_FILE), replicas: join(dataDir, REPLICAS_FILE), floors: join(dataDir, FLOORS_FILE), marks: join(dataDir, VERSION_MARKS_FILE), commitPoints: join(dataDir, COMMIT_POINTS_FILE) };
+  return { pool: join(dataDir, POOL_FILE), srq: join(dataDir, SRQ_FILE), socket: join(dataDir, CONTROL_SOCKET_FILE), replicas: join(dataDir, REPLICAS_FILE), floors: join(dataDir, FLOORS_FILE), marks: join(dataDir, VERSION_MARKS_FILE), commitPoints: join(dataDir, COMMIT_POINTS_FILE), failedWrites: join(dataDir, FAILED_WRITES_FILE) };
 }

@@ -20,6 +20,7 @@ import type { KvShared } from '../../actors/shared/node-shared.js';
 import { OwnerRole, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { RestartHold } from '../../actors/node/restart-hold.js';
+import type { FailedWrites } from '../../actors/shared/failed-writes.js';
 import { CommitPoints } from '../../actors/shared/commit-points.js';
 import type { ShardVersionStore } from '../../actors/shared/shard-versions-file.js';
 import { defaultTimings } from '../../config/timings.js';
@@ -39,6 +40,8 @@ export interface ControlHost {
   manager: SimManager;
   /** Where this node's commit points are saved (actors/shared/commit-points.ts). */
   points: ShardVersionStore;
+  /** The writes that failed after their t-log append (left out of the restart tail). */
+  failed: FailedWrites;
   /** Hold the primaries at cold start until the manager confirms them (false: the mutation). */
   holdPrimaries: boolean;
   /** Ask node `peer`'s worker for a peer lease (the simulated client port). */
@@ -63,10 +66,10 @@ export class NodeControl {
     const clock = h.net.loop.clock;
     this.cell = ConfigCell.create(boot, true, clock, new SimCellWake(h.timers));
     holdUnconfirmedMoves(this.cell, boot, h.id);
-    this.hold = h.holdPrimaries ? RestartHold.atColdStart(h.pool, this.cell, boot, h.id, defaultLimits, h.points.load()) : RestartHold.none();
+    this.hold = h.holdPrimaries ? RestartHold.atColdStart(h.pool, this.cell, boot, h.id, defaultLimits, h.points.load(), h.failed) : RestartHold.none();
     const g = h.shared.gc;
     if (g) {
-      const points = new CommitPoints(g.buffers.sent, h.points);
+      const points = new CommitPoints(g.buffers.sent, g.buffers.points, h.points);
       h.timers.setInterval(() => points.flush(), defaultTimings.commitPointsSaveMs);
     }
     const dial = () => {

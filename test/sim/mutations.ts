@@ -18,6 +18,9 @@
 //   bare-commit-of-move     the manager commits a move's stored term to every member without a prepare
 //                           (the source never drains), and sends members behind the stored term the
 //                           bare commit on hello/renew (issue 24, hazard 2).
+//   forgets-failed-writes   the writes that failed after their t-log append are not recorded: a cold
+//                           start indexes them and serves them, though CommitVer passed them and a
+//                           backup that missed them refuses them as late (actors/shared/failed-writes.ts);
 //   serves-unconfirmed      a restarted primary serves its shards at once, its own t-log tail included,
 //                           without the round that spreads that tail to its backups
 //                           (actors/node/restart-hold.ts): a failover later takes back what it served.
@@ -38,7 +41,8 @@ export type MutationName =
   | 'counter-not-raised-at-cold-start'
   | 'receiver-ignores-holds'
   | 'bare-commit-of-move'
-  | 'serves-unconfirmed';
+  | 'serves-unconfirmed'
+  | 'forgets-failed-writes';
 
 export interface Mutation {
   node?: Partial<SimNodeOptions>;
@@ -100,6 +104,7 @@ export const mutations: Record<MutationName, Mutation> = {
   'receiver-ignores-holds': { node: { receiverIgnoresHolds: true } },
   'bare-commit-of-move': { manager: { bareCommitMoves: true } },
   'serves-unconfirmed': { node: { servesUnconfirmed: true } },
+  'forgets-failed-writes': { node: { forgetsFailedWrites: true } },
 };
 
 export const MUTATIONS = Object.keys(mutations) as MutationName[];

@@ -13,6 +13,7 @@ import { KvWorker } from '../../actors/worker/kv.js';
 import { DigestSegments } from '../../actors/digest/segments.js';
 import { Cleaner, type CleanerOptions } from '../../actors/clean/gc.js';
 import { rebuildIndexes } from '../../actors/node/recovery.js';
+import { MemoryFailedWrites } from '../../actors/shared/failed-writes.js';
 import type { ConfigCell } from '../../actors/shared/config-cell.js';
 import { backupNow, primarySinceStart } from '../../actors/clean/tombstones.js';
 import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from '../../actors/shared/trust.js';
@@ -56,6 +57,8 @@ export interface SimNodeOptions {
   /** The receiver as it was before issue 10's fix: it hands buffers on without looking at the
    *  queue's holds (to show the stalled-sender seed still fails without the fix). */
   receiverIgnoresHolds?: boolean;
+  /** Mutation: the writes that failed after their t-log append are not remembered (a cold start indexes them). */
+  forgetsFailedWrites?: boolean;
   /** Mutation: a restarted primary serves at once, unconfirmed (actors/node/restart-hold.ts not used). */
   servesUnconfirmed?: boolean;
   /** Mutation hooks (the mutation test): alter the shared state or the cleaner a node boots with. */
@@ -111,6 +114,8 @@ export class SimNode {
   private readonly markStore: ShardVersionStore;
   /** The commit points a primary saves (actors/shared/commit-points.ts), outliving crashes like a file. */
   private readonly pointStore = new MemoryShardVersionStore();
+  /** The writes that failed after their t-log append (actors/shared/failed-writes.ts), outliving crashes. */
+  private readonly failedStore = new MemoryFailedWrites();
   /** The node's replica record (actors/shared/trust.ts): durable, like replicas.json in its data dir. */
   private readonly record = ReplicaRecord.inMemory();
   /** The configuration this incarnation started with (read from the store at boot). */
@@ -154,7 +159,7 @@ export class SimNode {
     o.mutateShared?.(this.shared);
     this.record.noteBackups(receivedShards(cluster, this.id));
     const trust = { blog: coldStartBlogTrust(cluster, this.id, this.record), remoteOwners: remoteOwnersOf(cluster, this.id) };
-    const rep = rebuildIndexes(this.pool, this.shared, limits, this.loop.clock, undefined, trust, { floors: this.floorStore.load(), marks: this.markStore.load() });
+    const rep = rebuildIndexes(this.pool, this.shared, limits, this.loop.clock, undefined, trust, { floors: this.floorStore.load(), marks: this.markStore.load(), failed: o.forgetsFailedWrites ? new Map() : this.failedStore.writes });
     const env = this.env;
     env.log(this.id).info(`cold start at term ${cluster.term}: ${rep.indexed} entries indexed, ${rep.untrusted} b-log block(s) not trusted, ${rep.late} refused as late, versions ${Array.from(this.shared.versions).join(',')}, promoted ${JSON.stringify([...this.record.promoted])}`);
     this.control = new NodeControl({
@@ -166,6 +171,7 @@ export class SimNode {
       net: env.net,
       manager: env.manager,
       points: this.pointStore,
+      failed: o.forgetsFailedWrites ? new Map() : this.failedStore.writes,
       holdPrimaries: !o.servesUnconfirmed,
       askPeer: (peer, term, body, ms) => askPeer(env.net, this.id, timers.alive, (p) => (env.nodes[p]?.up ? env.nodes[p]!.worker : null), peer, term, body, ms),
       evicted: () => {
@@ -204,6 +210,7 @@ export class SimNode {
       limits,
       workerId: 0,
       workers: 1,
+      failed: this.failedStore,
     });
     this.digest = new DigestSegments(this.pool, { id: 0, count: 1 }, { cluster, cell: cell.buffer, nodeId: this.id, shared: this.buffers });
     const co: CleanerOptions = {
@@ -219,6 +226,7 @@ export class SimNode {
         eligible: primarySinceStart({ cell: cell.buffer, cluster, nodeId: this.id }),
         backupEligible: backupNow({ cell: cell.buffer, nodeId: this.id }),
         floorStore: this.floorStore,
+        savedPoints: true,
         now: () => this.loop.clock.now(),
         periodMs: o.tombstoneSweepMs,
       },
