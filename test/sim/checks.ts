@@ -4,18 +4,25 @@
 //   replicas after a power cycle of every node (cold start from its surviving bytes alone), every
 //            replica answers for every key it holds with a value the history allows at that point --
 //            every acknowledged write is there at its latest version, nothing older came back;
+//   versions after that cold start no replica's index holds an entry of a key (a value or a tombstone) at
+//            a version below the key's newest acknowledged PUT/DEL: the acknowledged write is there
+//            or, a tombstone the sweep dropped, nothing older is. Stricter than the history check: a
+//            resurrected write of unknown outcome fits the history (the checker may place it after the
+//            DEL that superseded it), but its version says it came before that DEL;
 //   history  the clients' history, with final reads on the primaries and the replicas' answers after
 //            the cold start, is linearizable per key (test/check/linearizability.ts), replica by replica.
 import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
-import { readEntryAt } from '../../shm/log.js';
+import { EntryType, readEntryAt } from '../../shm/log.js';
 import { SegmentState } from '../../shm/pool.js';
+import { hash64Into } from '../../shm/hash.js';
+import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { checkLinearizability, type Operation } from '../check/linearizability.js';
-import { idOf } from './clients.js';
+import { idOf, shardOfKey } from './clients.js';
 import type { SimNode } from './node.js';
 
 export interface Finding {
-  check: 'gc' | 'replicas' | 'history' | 'run';
+  check: 'gc' | 'replicas' | 'versions' | 'history' | 'run';
   node?: number;
   detail: string;
 }
@@ -57,6 +64,43 @@ export async function replicaReads(n: SimNode, c: ClusterConfig, keys: string[],
     }
   }
   return { ops, findings };
+}
+
+/** Per key, its acknowledged PUT or DEL with the highest version (`versions`: ./clients.ts). */
+export function newestAcknowledged(history: readonly Operation[], versions: ReadonlyMap<Operation, number>): Map<string, { op: Operation; version: number }> {
+  const out = new Map<string, { op: Operation; version: number }>();
+  for (const op of history) {
+    if (op.op === 'get' || op.outcome !== 'ok') continue;
+    const version = versions.get(op);
+    if (version === undefined) continue; // a DEL of a key its primary did not hold: nothing written
+    const cur = out.get(op.key);
+    if (!cur || cur.version < version) out.set(op.key, { op, version });
+  }
+  return out;
+}
+
+/** Every key a node holds a full replica of in `c`: its index item, if any, is at a version no lower than
+ *  the key's newest acknowledged write (`newest`). No item is no finding here (a tombstone the sweep
+ *  dropped; an acknowledged PUT missing is the history check's). */
+export function checkReplicaVersions(n: SimNode, c: ClusterConfig, newest: ReadonlyMap<string, { op: Operation; version: number }>): Finding[] {
+  const out: Finding[] = [];
+  const reader = new PoolEntryReader(n.pool.region, defaultLimits);
+  const hash = { hi: 0, lo: 0 };
+  for (const [key, w] of newest) {
+    if (!n.holds(key, c)) continue;
+    const shard = shardOfKey(c, key);
+    const index = n.shared.indexes[shard];
+    if (!index) continue;
+    const k = enc.encode(key);
+    const addr = index.get(k, hash64Into(k, hash), reader);
+    if (addr === 0) continue;
+    const e = readEntryAt(n.pool.region.bytes, addr, defaultLimits);
+    if (e === null || e.version >= w.version) continue; // an entry that does not verify: checkIndexes'
+    const has = e.type === EntryType.Del ? 'a tombstone' : `PUT ${idOf(new TextDecoder().decode(e.value))}`;
+    const ack = `${w.op.op.toUpperCase()}${w.op.value === undefined ? '' : ` ${w.op.value}`} of client ${w.op.client} (${w.op.invoke.toFixed(1)}-${w.op.response?.toFixed(1)} ms)`;
+    out.push({ check: 'versions', node: n.id, detail: `${key} (shard ${shard}) after a cold start: ${has} at version ${e.version}, older than the acknowledged ${ack} at version ${w.version}` });
+  }
+  return out;
 }
 
 /** The history with the extra reads, checked per key; a finding for anything but a clean pass. */

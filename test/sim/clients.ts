@@ -65,6 +65,13 @@ export class SimClients {
   /** The configuration each client routes by: kept until a request does not succeed (then it reads
    *  the stored one again), so a client may talk to an old primary at an old term, as real ones do. */
   private readonly known = new Map<number, ClusterConfig>();
+  /** The version each PUT/DEL got from its primary (the entry it appended to its t-log), whatever its
+   *  outcome; none for one refused before a version was claimed, or a DEL of a key its primary did not
+   *  hold (acknowledged without writing anything). The simulator's bookkeeping, not the protocol's:
+   *  the nodes report their workers' appends (./node.ts onAppend) and the key's bytes, a fresh array
+   *  per request, say which request an append belongs to. */
+  readonly versions = new Map<Operation, number>();
+  private readonly sent = new WeakMap<Uint8Array, Operation>();
 
   constructor(
     private readonly loop: EventLoop,
@@ -75,7 +82,14 @@ export class SimClients {
     private readonly nodes: SimNode[],
     private readonly o: ClientOptions,
     private readonly shape: WorkloadShape = emptyShape(),
-  ) {}
+  ) {
+    for (const n of nodes) {
+      n.onAppend = (key, version) => {
+        const op = this.sent.get(key);
+        if (op) this.versions.set(op, version);
+      };
+    }
+  }
 
   /** The key an ordinary client uses next (one draw, focused or not). */
   private pickKey(): string {
@@ -121,6 +135,7 @@ export class SimClients {
     if (!primary.up) return this.done(op, 'fail');
     const w = primary.worker;
     const k = enc.encode(key);
+    if (kind !== 'get') this.sent.set(k, op);
     const term = c.term;
     let p: Promise<Uint8Array | null | void>;
     try {

@@ -183,9 +183,10 @@ export type Scenario = (typeof SCENARIOS)[number];
  *                   moved again (the source must drain its writes in flight before the target serves);
  *   long-stalls     many landers stall between reserve and copy, for up to 900 ms (a buffer declared
  *                   Used must wait for their copies or fence them: digest and clean may reuse it);
- *   lossy-stalls-restart  stalls and lost connections (writes that fail at the primary still land
- *                   late on a backup, after a later DEL of their key), then a full restart near the
- *                   workload's end (the cold start must refuse the late blocks under its floors).
+ *   lossy-stalls-restart  stalls, lost connections and duplicates (writes that fail at the primary
+ *                   still land late on a backup, after a later DEL of their key; acknowledged writes
+ *                   land a second time, late), then a full restart near the workload's end (the cold
+ *                   start must refuse the late blocks under its floors).
  */
 export function scheduleScenario(o: FaultOptions, span: number, rng: Rng, e: ScenarioEnv): Scenario | null {
   if (!rng.chance(o.scenarioP)) return null;
@@ -224,6 +225,11 @@ export function scheduleScenario(o: FaultOptions, span: number, rng: Rng, e: Sce
       e.netO.stallP = rng.pick([0.03, 0.06]);
       e.netO.lossP = rng.pick([0.01, 0.02]);
       fullRestart(rng, e, span * (0.6 + 0.4 * rng.float()));
+      // Duplicates (./net.ts): an acknowledged write lands again, late -- after a DEL of its key may
+      // have been applied and its tombstone dropped; the floors must refuse it, at run time and at the
+      // cold start. Drawn last: the scenario's other draws are as they were.
+      e.netO.dupP = rng.pick([0.05, 0.1]);
+      e.netO.dupMaxMs = rng.range(100, 400);
       break;
   }
   e.faults.push(`scenario ${kind}`);

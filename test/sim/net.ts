@@ -6,7 +6,13 @@
 //     (the worker dials a new one for its next write);
 //   - partitions: writes and acknowledgements between two nodes fail the same way while it lasts;
 //   - a stalled lander: the RNIC reserves its slot, then stalls for a long time before the copy;
-//   - a receiver that crashes: its RNIC dies with it, nothing more lands there.
+//   - a receiver that crashes: its RNIC dies with it, nothing more lands there;
+//   - a duplicate: a write that landed is landed again later, its completion going nowhere -- the
+//     paper's sender re-issues any write slower than 1 ms (ROWAN §3.2.2) without knowing the first
+//     attempt landed, and the re-issue's lander is descheduled before it reserves and maybe between
+//     reserve and copy (fenced: its bytes land in a quarantined buffer, and it is re-issued again).
+//     So an acknowledged write's block can land after a DEL of its key was applied and its
+//     tombstone dropped: what the tombstone floors refuse (actors/shared/floors.ts).
 // A write of a sender that crashed is dropped: its promise never settles (its process is gone).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { RowanConnection, SenderStats } from '../../runtime/fabric/fabric.js';
@@ -32,6 +38,11 @@ export interface SimNetOptions {
   /** NO_BUFFER: retry after this long, give up after noBufferTimeoutMs. */
   noBufferRetryMs: number;
   noBufferTimeoutMs: number;
+  /** Chance that a write that landed lands again (a duplicate, see the header), after a delay of up to
+   *  dupMaxMs before its reservation and a stall of up to dupMaxMs between reservation and copy.
+   *  Draws from the seed's stream only when above 0. */
+  dupP?: number;
+  dupMaxMs?: number;
 }
 
 /** A simulated node as the fabric sees it (./node.ts SimHost). */
@@ -47,7 +58,7 @@ type Target = NonNullable<ReturnType<SimHost['landTarget']>>;
 
 export class SimNet {
   private cuts = new Map<string, number>();
-  readonly stats = { writes: 0, landed: 0, stalls: 0, lost: 0, reissues: 0, late: 0, abandoned: 0, strayCopies: 0 };
+  readonly stats = { writes: 0, landed: 0, stalls: 0, lost: 0, reissues: 0, late: 0, abandoned: 0, strayCopies: 0, duplicates: 0 };
 
   constructor(
     readonly loop: EventLoop,
@@ -109,7 +120,7 @@ export class SimConnection implements RowanConnection {
   }
 
   private deliver(w: Pending): void {
-    if (!this.senderAlive) return;
+    if (!this.senderAlive && !w.dup) return;
     if (this.net.cut(this.from.id, this.to.id) || this.net.rng.chance(this.net.o.lossP)) return this.fail(w, 'connection lost');
     const t = this.to.landTarget();
     if (!t) return this.fail(w, `node ${this.to.id} is down`);
@@ -144,6 +155,11 @@ export class SimConnection implements RowanConnection {
     }
     const seq = t.srq.lastSeq;
     const cq = t.srq.claimCompletion();
+    if (w.dup && w.reissues === 0 && net.rng.chance(0.5)) {
+      // The duplicate's lander is descheduled between reserve and copy too.
+      net.loop.at(net.rng.float() * (net.o.dupMaxMs ?? 0), ['dup-stalled-copy', this.from.id, this.to.id, at], () => this.copy(w, t, at, seq, cq), true);
+      return;
+    }
     if (net.o.stallP > 0 && net.rng.chance(net.o.stallP)) {
       const ms = net.o.stallMinMs + net.rng.float() * (net.o.stallMaxMs - net.o.stallMinMs);
       net.stats.stalls++;
@@ -171,6 +187,9 @@ export class SimConnection implements RowanConnection {
       return this.reissue(w, t);
     }
     this.net.stats.landed++;
+    if (w.dup) return; // its completion goes nowhere: the sender has the first one's
+    const dupP = this.net.o.dupP ?? 0;
+    if (dupP > 0 && this.net.rng.chance(dupP)) this.duplicate(w.data);
     this.net.loop.at(this.net.delay(), ['ack', this.from.id, this.to.id], () => {
       if (!this.senderAlive) return;
       if (this.net.cut(this.from.id, this.to.id)) return this.fail(w, 'acknowledgement lost');
@@ -178,6 +197,15 @@ export class SimConnection implements RowanConnection {
       this.s.bytes += w.data.length;
       w.resolve(r);
     }, true);
+  }
+
+  /** Land `data` once more, later (see the header): nobody waits for it, and its failure is nobody's. */
+  private duplicate(data: Uint8Array): void {
+    const net = this.net;
+    net.stats.duplicates++;
+    const w: Pending = { data, resolve: () => {}, reject: () => {}, reissues: 0, waitStart: -1, dup: true };
+    const inc = this.to.inc; // a receiver that restarted meanwhile has a new queue pair: nothing lands
+    net.loop.at(net.delay() + net.rng.float() * (net.o.dupMaxMs ?? 0), ['dup', this.from.id, this.to.id, data.length], () => this.to.inc === inc && this.deliver(w), true);
   }
 
   private reissue(w: Pending, t: Target): void {
@@ -193,12 +221,14 @@ export class SimConnection implements RowanConnection {
 
   /** The connection is lost: this write fails with PEER_GONE (after the way back), and so do later ones. */
   private fail(w: Pending, why: string): void {
+    if (w.dup) return;
     this.broken = true;
     this.net.stats.lost++;
     this.settle(w, gone(`${why} (node ${this.from.id} -> ${this.to.id})`));
   }
 
   private settle(w: Pending, err: Error): void {
+    if (w.dup) return;
     this.net.loop.at(this.net.delay(), ['fail', this.from.id, this.to.id, (err as RowanError).code ?? 'error'], () => {
       if (this.senderAlive) w.reject(err);
     }, true);
@@ -231,6 +261,8 @@ interface Pending {
   reject: (err: Error) => void;
   reissues: number;
   waitStart: number;
+  /** A duplicate landing (see the header). */
+  dup?: boolean;
 }
 
 function link(a: number, b: number): string {

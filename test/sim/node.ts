@@ -104,6 +104,9 @@ export class SimNode {
   cell!: ConfigCell;
   /** The manager removed this node (a failover): it stays down (it would come back with --rejoin). */
   evicted = false;
+  /** Told of every entry the worker appends to its t-log, with the version it claimed (the simulator's
+   *  own bookkeeping: ./clients.ts records the version of each PUT/DEL it sent). */
+  onAppend: ((key: Uint8Array, version: number) => void) | null = null;
   private used: number[] = [];
   private channels = new Map<number, RowanConnection & { broken?: boolean }>();
   private transport!: Transport;
@@ -198,13 +201,20 @@ export class SimNode {
       onUsed: (segs) => this.used.push(...segs),
     });
     this.receiver.start();
+    const tlog = TLog.recover(this.pool, 0, limits);
+    const append = tlog.append.bind(tlog);
+    tlog.append = (e, pending, keepFree) => {
+      const at = append(e, pending, keepFree);
+      if (e.key) this.onAppend?.(e.key, e.version);
+      return at;
+    };
     this.worker = new KvWorker({
       nodeId: this.id,
       config: () => cell.config(),
       cell,
       clock: this.loop.clock,
       region: this.pool.region,
-      tlog: TLog.recover(this.pool, 0, limits),
+      tlog,
       shared: this.shared,
       replica: (to) => this.channel(to),
       limits,

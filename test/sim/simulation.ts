@@ -6,7 +6,7 @@ import { liveNodes, planCluster, type ClusterConfig } from '../../config/cluster
 import type { Logger } from '../../config/base/log.js';
 import { leaseTiming, type LeaseTiming } from '../../actors/manager/leases.js';
 import type { Operation } from '../check/linearizability.js';
-import { checkHistory, checkIndexes, replicaReads, type Finding } from './checks.js';
+import { checkHistory, checkIndexes, checkReplicaVersions, newestAcknowledged, replicaReads, type Finding } from './checks.js';
 import { emptyShape, keyName, shardOfKey, SimClients, type ClientOptions } from './clients.js';
 import { EventLoop } from './loop.js';
 import { mutations, type MutationName } from './mutations.js';
@@ -145,6 +145,7 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   net.heal();
   netO.stallP = 0;
   netO.lossP = 0;
+  netO.dupP = 0;
   if (!manager.up) manager.boot(false);
   for (const n of nodes) if (!n.up) bootNode(n, findings);
   await settle(loop, nodes, store, o.settleMs);
@@ -158,6 +159,7 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   const cfg = store.cfg;
   let t = loop.now() + 1;
   const after = new Map<number, Operation[]>();
+  const newest = newestAcknowledged(clients.history, clients.versions);
   for (const n of nodes) {
     if (!liveNodes(cfg).some((x) => x.id === n.id)) continue;
     n.crash();
@@ -165,6 +167,7 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
     findings.push(...checkIndexes(n));
     const r = await replicaReads(n, cfg, keys, () => (t += 1), 1000 + n.id);
     findings.push(...r.findings);
+    findings.push(...checkReplicaVersions(n, cfg, newest));
     after.set(n.id, r.ops);
   }
   const workload = clients.history.filter((op) => op.client !== FINAL_READER);

@@ -20,6 +20,7 @@ const CAUGHT_BY: Partial<Record<MutationName, number>> = {
   'receiver-ignores-holds': 34, // scenario move-under-load: 14 stray copies, one into a reused segment
   'bare-commit-of-move': 90,
   'counter-not-raised-at-cold-start': 120, // scenario quiet-shard-restart: a backup refused the first writes after the full restart as late
+  'backup-drops-without-floor': 16, // scenario lossy-stalls-restart: a duplicate of a churn PUT lands on a backup after its DEL's tombstone was dropped; after the final cold start the backup holds the PUT, below the acknowledged DEL's version
 };
 
 function describe(r: SimResult): string {
