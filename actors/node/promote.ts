@@ -2,9 +2,9 @@
 // shards it backed up. The shard stays blocked (ConfigCell) until this returns:
 //   1. catch the index up: every block of the shards in this node's b-log segments that digest may
 //      not have applied yet (Using: still being filled; Used: handed to digest, maybe not parsed) is
-//      applied here, version-conditionally, so racing the digest actors is harmless -- copied into the
-//      promotion log, not indexed in place (a fenced buffer stays Using for good, and a cold start
-//      refuses what lies there at or below the tombstone floor);
+//      applied here, version-conditionally, so racing the digest actors is harmless -- those of Using
+//      segments copied into the promotion log, not indexed in place (a fenced buffer stays Using for
+//      good, and a cold start refuses what lies there at or below the tombstone floor);
 //   2. scatter: persist and index the entries other surviving replicas gathered that this node did not
 //      have (../shared/gather-scatter.ts; the manager sends them in the commit), so every replica of the shard holds
 //      the same set -- a node that stays backup absorbs its share through the same function;
@@ -24,7 +24,7 @@ import { VERSION_MAX } from '../../shm/log-layout.js';
 import type { Limits } from '../../config/limits.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { EntryType } from '../../shm/log.js';
-import { OwnerRole, type Pool } from '../../shm/pool.js';
+import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { BlockApplier } from '../shared/apply.js';
 import { absorbScattered, undigested, yieldToRenewals, type AbsorbStats } from '../shared/gather-scatter.js';
@@ -83,13 +83,15 @@ export async function promoteShards(
   // re-replication (./catch-up.ts) through the one instance the caller passes, else recovered here.
   const log = promotionLog ?? TLog.recover(pool, PROMOTION_ACTOR_ID, limits, OwnerRole.Digest);
   const tomb = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
-  // Entries are copied into the promotion log (copySingle): a segment read here may never be Committed
-  // (../shared/apply.ts), and a later cold start must still find them.
-  const applier = new BlockApplier(pool.region, shared, (s) => want.has(s), log, limits, tomb ? { late: (s, v) => want.has(s) && v <= tomb.effective(s) } : null, true);
+  const applier = new BlockApplier(pool.region, shared, (s) => want.has(s), log, limits, tomb ? { late: (s, v) => want.has(s) && v <= tomb.effective(s) } : null);
   const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
   const segs = want.size > 0 ? undigested(pool) : [];
   for (const seg of segs) {
     const start = pool.segmentOffset(seg);
+    // The entries of a Using segment are copied into the promotion log (copySingle): it may never be
+    // Committed (a fenced buffer, ../shared/apply.ts), and a later cold start must still find them. A
+    // Used one is indexed in place: digest commits it.
+    applier.copySingle = pool.meta(seg).state === SegmentState.Using;
     // A read epoch per segment (the applier reads indexed entries; and no segment is freed under the
     // scan): held across the yields inside a segment, so a long scan lets lease renewals run (a
     // starved main thread would lose the node its lease) without the segment going away.

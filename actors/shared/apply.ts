@@ -58,6 +58,12 @@ export class BlockApplier {
   readonly commitVer = new Map<number, number>();
   /** Highest PUT/DEL version per owned shard since the caller last replaced it (MaxVerArray, §4.4). */
   maxVer = new Map<number, number>();
+  /** Copy single-block entries into `log` too instead of indexing them where they lie: a promotion's
+   *  catch-up (../node/promote.ts) sets it for a Using segment, which may never be Committed -- a
+   *  buffer the receiver fenced and copied for digest stays Using, out of use
+   *  (runtime/rowan/receiver.ts) -- and an index pointing there would lose the entry at a cold start,
+   *  which refuses blocks at or below the tombstone floor in such segments as late. */
+  copySingle = false;
 
   constructor(
     region: PersistentRegion,
@@ -69,12 +75,6 @@ export class BlockApplier {
     private readonly log: TLog,
     limits: Limits,
     private readonly floor: BlockFloor | null = null,
-    /** Copy single-block entries into `log` too instead of indexing them where they lie: a promotion's
-     *  catch-up (../node/promote.ts) reads segments that may never be Committed -- a buffer the receiver
-     *  fenced and copied for digest stays Using, out of use (runtime/rowan/receiver.ts) -- and an
-     *  index pointing there would lose the entry at a cold start, which refuses blocks at or below the
-     *  tombstone floor in such segments as late. */
-    private readonly copySingle = false,
   ) {
     this.assembler = new BlockAssembler(limits);
     this.reader = new PoolEntryReader(region, limits);

@@ -43,7 +43,7 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
   replicationFactor: 3,
   node: {
     segmentBytes: 8192,
-    segmentCount: 48,
+    segmentCount: 64, // 48 ran out under the long-stalls scenarios: each fenced buffer keeps its original Using and a copy (runtime/rowan/receiver.ts), 17 of them in 4 s of seed 834
     reserveSegments: 3,
     keysPerShard: 64,
     keysPerShardMax: 4096,
