@@ -18,7 +18,8 @@
 // replica is sent the union it lacks, and the commit promotes the shards here again (`promote`, no gap:
 // the counters already resumed above every version the previous incarnation handed out). Only then
 // do they serve.
-// Collected before the workers start: TLog.recover commits the older Using segments of each chain.
+// Collected before the workers start: TLog.recover commits the older Using segments of each chain. A
+// node whose pool is empty (its first start) holds nothing.
 import type { ClusterConfig } from '../../config/cluster.js';
 import type { Limits } from '../../config/limits.js';
 import { EntryType, scanEntries } from '../../shm/log.js';
@@ -49,6 +50,9 @@ export class RestartHold {
   static atColdStart(pool: Pool, cell: ConfigCell, c: ClusterConfig, nodeId: number, limits: Limits, above: ReadonlyMap<number, number>, failed: FailedWrites = new Map(), bytesMax = GATHER_BYTES_MAX): RestartHold {
     const h = new RestartHold();
     if (!CONFIRMED_MODES.includes(c.replication)) return h;
+    // A pool nothing was ever written to: no previous incarnation, nothing to confirm (a cluster's
+    // first start stays at its first term).
+    if (pool.segmentsInState(SegmentState.Free).length === pool.segmentCount) return h;
     for (const s of c.shards) if (s.primary === nodeId) h.held.add(s.id);
     if (h.held.size === 0) return h;
     for (const s of h.held) cell.setShardBlocked(s, true);

@@ -13,6 +13,10 @@
 //   counter-not-raised-at-cold-start  the node's persisted version marks read back as none: a cold
 //                           start rebuilds each counter from the versions on its PM alone, below what
 //                           it told its backups (CommitVer, promotion gaps: issue 24, hazard 1);
+//   counter-not-raised-unconfirmed  the same, and restarted primaries serve unconfirmed: the round that
+//                           confirms a restarted primary raises its counters above what its backups
+//                           report (actors/manager/reconfirm.ts), which hides the first mutation; this
+//                           one shows the marks are what holds when no round runs;
 //   receiver-ignores-holds  the receiver hands Used buffers on without waiting for the queue's holds
 //                           (a stalled sender copies into a segment digest and clean may have reused);
 //   bare-commit-of-move     the manager commits a move's stored term to every member without a prepare
@@ -39,6 +43,7 @@ export type MutationName =
   | 'tombstone-drops-early'
   | 'backup-drops-without-floor'
   | 'counter-not-raised-at-cold-start'
+  | 'counter-not-raised-unconfirmed'
   | 'receiver-ignores-holds'
   | 'bare-commit-of-move'
   | 'serves-unconfirmed'
@@ -101,6 +106,7 @@ export const mutations: Record<MutationName, Mutation> = {
   'tombstone-drops-early': { node: { makeSweep: (o) => new EarlyTombstoneSweep(o) } },
   'backup-drops-without-floor': { node: { makeSweep: (o) => new NoFloorSweep(o), makeFloorStore: forgetfulStore } },
   'counter-not-raised-at-cold-start': { node: { makeMarkStore: unreadMarks } },
+  'counter-not-raised-unconfirmed': { node: { makeMarkStore: unreadMarks, servesUnconfirmed: true } },
   'receiver-ignores-holds': { node: { receiverIgnoresHolds: true } },
   'bare-commit-of-move': { manager: { bareCommitMoves: true } },
   'serves-unconfirmed': { node: { servesUnconfirmed: true } },

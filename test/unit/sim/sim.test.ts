@@ -91,3 +91,16 @@ test('seed 14 (a planned move, then a cold start of every node) passes', { timeo
   assert.ok(r.ok, describe(r));
   assert.ok(r.moves > 0, 'the seed moves a shard');
 });
+
+// Seeds that found the hazards of a restarted primary and of the rounds confirming it (issue 24; each
+// failed before its fix, docs/testing.md "Deterministic simulation"): 1064, 1352, 1486 (a primary
+// restarted with writes in its t-log that no backup had served them, and a failover took them back),
+// 83 (a promotion indexed entries in a fenced b-log buffer, refused as late at the next cold start),
+// 84 (a confirmed primary caught up from its b-log again, under a tombstone it had dropped) and 548 (a
+// confirmed primary absorbed a backup's older entry of a key whose tombstone it had dropped).
+test('regression: the seeds that found the restarted-primary hazards pass', { timeout: 600_000 }, async () => {
+  for (const seed of [83, 84, 548, 1064, 1352, 1486]) {
+    const r = await runSeed(seed);
+    assert.ok(r.ok, describe(r));
+  }
+});
