@@ -19,6 +19,7 @@ import { checkLinearizability, type Operation } from '../check/linearizability.j
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { allShardsServed, nodePids, probeKeys, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
 import { KvLoad, type LoadCounts } from '../fixtures/failover-load.js';
+import { checkLateBlocks, lateBlockCounts, unknownWrites } from '../fixtures/node-metrics.js';
 
 const CYCLES = Number(process.env['ROWAN_FAILOVER_CYCLES'] ?? 1);
 /** rowan (default) or rpc: the replication modes that fail over. */
@@ -39,6 +40,8 @@ interface Totals {
   /** Gather/scatter (§4.5 phase 2), from the manager's log: distinct entries gathered, entries sent. */
   gathered: number;
   scattered: number;
+  /** Per cycle: the late-block verdict (checkLateBlocks). */
+  late: string[];
 }
 
 /** Sum the gathered/scattered counts of the manager's "failover of node" lines (one JSON object each). */
@@ -60,7 +63,8 @@ function gatherCounts(dir: string, t: Totals): void {
 
 async function cycle(fabric: 'shm' | 'tcp', t: Totals): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), `rowan-failover-${fabric}-`));
-  const run = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--fabric', fabric, '--lease-ms', '200', '--replication-mode', MODE, ...(MODE === 'rpc' ? ['--workers', '2'] : [])]);
+  const base = randomBasePort();
+  const run = launchCluster(dir, base, ['--shards', String(SHARDS), '--fabric', fabric, '--lease-ms', '200', '--replication-mode', MODE, ...(MODE === 'rpc' ? ['--workers', '2'] : [])]);
   const clients: RowanClient[] = [];
   try {
     await run.ready;
@@ -102,6 +106,9 @@ async function cycle(fabric: 'shm' | 'tcp', t: Totals): Promise<void> {
     for (const [c, n] of Object.entries(load.counts.codes)) t.counts.codes[c] = (t.counts.codes[c] ?? 0) + n;
     assert.match(run.output(), /failover: term 1 -> 2/);
     gatherCounts(dir, t);
+    // A SIGKILLed primary's in-flight writes (unknown outcomes) may land late at a backup.
+    const unknown = unknownWrites(history);
+    t.late.push(checkLateBlocks(await lateBlockCounts([...pids.keys()], base), unknown > 0, `${unknown} write(s) of unknown outcome`));
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     await stopCluster(run.child);
@@ -116,7 +123,7 @@ function pct(xs: number[], p: number): number {
 
 for (const fabric of ['shm', 'tcp'] as const) {
   test(`SIGKILL of random nodes under load (${fabric}, ${MODE}): every shard served again, history linearizable, no acknowledged write lost`, { timeout: CYCLES * 120_000 }, async () => {
-    const t: Totals = { kills: 0, primariesKilled: 0, servedMs: [], counts: { ok: 0, fail: 0, unknown: 0, codes: {} }, ops: 0, checked: 0, gathered: 0, scattered: 0 };
+    const t: Totals = { kills: 0, primariesKilled: 0, servedMs: [], counts: { ok: 0, fail: 0, unknown: 0, codes: {} }, ops: 0, checked: 0, gathered: 0, scattered: 0, late: [] };
     for (let c = 0; c < CYCLES; c++) await cycle(fabric, t);
     assert.equal(t.kills, CYCLES * KILLS_PER_CYCLE);
     console.log(
@@ -124,7 +131,8 @@ for (const fabric of ['shm', 'tcp'] as const) {
         `every shard served again after p50 ${pct(t.servedMs, 50).toFixed(0)} ms, max ${Math.max(...t.servedMs).toFixed(0)} ms; ` +
         `${t.ops} ops: ${t.counts.ok} ok, ${t.counts.fail} not applied, ${t.counts.unknown} unknown ${JSON.stringify(t.counts.codes)}; ` +
         `linearizable per key (${t.checked} ops checked), 0 acknowledged writes lost; ` +
-        `gather/scatter: ${t.gathered} entries above CommitVer gathered, ${t.scattered} scattered to replicas lacking them`,
+        `gather/scatter: ${t.gathered} entries above CommitVer gathered, ${t.scattered} scattered to replicas lacking them; ` +
+        `${t.late.join('; ')}`,
     );
   });
 }

@@ -17,6 +17,7 @@ import { shardOfKey } from '../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { logRecords, nodePids, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
+import { checkLateBlocks, lateBlockCounts } from '../fixtures/node-metrics.js';
 
 const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -24,7 +25,8 @@ const dec = (b: Uint8Array | null) => (b === null ? null : Buffer.from(b).toStri
 
 test('a dead primary is failed over: writes to its shards succeed through the client, status shows it; a node paused past its lease refuses after SIGCONT', { timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-lease-'));
-  const run = launchCluster(dir, randomBasePort(), ['--shards', '12', '--lease-ms', '200', '--no-restart']);
+  const base = randomBasePort();
+  const run = launchCluster(dir, base, ['--shards', '12', '--lease-ms', '200', '--no-restart']);
   const paused: number[] = [];
   try {
     await run.ready;
@@ -94,7 +96,9 @@ test('a dead primary is failed over: writes to its shards succeed through the cl
     for (const k of keys) assert.equal(dec(await client.get(k)), onVictim.includes(k) ? `v2-${k}` : `v1-${k}`, k);
     assert.equal(client.config().term, 3);
     await client.close();
-    console.log(`lease test: ${onVictim.length} writes to a dead primary's shards succeeded after failover; node 1 paused past its lease refused ${refused} requests after SIGCONT`);
+    // Every write was acknowledged before each fault (none in flight at the kill or the pause), the stale ones refused.
+    const late = checkLateBlocks(await lateBlockCounts([0, 1, 2], base), false, 'no write was in flight at the kill or the pause');
+    console.log(`lease test: ${onVictim.length} writes to a dead primary's shards succeeded after failover; node 1 paused past its lease refused ${refused} requests after SIGCONT; ${late}`);
   } finally {
     for (const p of paused) process.kill(p, 'SIGCONT');
     await stopCluster(run.child);

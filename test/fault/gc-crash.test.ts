@@ -14,6 +14,7 @@ import { shardOfKey } from '../../config/slots.js';
 import { FileConfigStore } from '../../config/store.js';
 import { collectClusterStatus } from '../../bin/cluster-status.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { checkLateBlocks, lateBlockCounts } from '../fixtures/node-metrics.js';
 
 const POOL = ['--pool-mib', '8', '--segment-kib', '256'];
 const KEYS = 300;
@@ -31,6 +32,8 @@ test('SIGKILL of every node during GC loses no acknowledged write', { timeout: 3
   const issued = new Map<string, number[]>();
   let n = 0;
   let reclaimedBeforeKills = 0;
+  let notAcked = 0;
+  let late = '';
   try {
     const KILLS = 3;
     for (let round = 0; round <= KILLS; round++) {
@@ -54,6 +57,8 @@ test('SIGKILL of every node during GC loses no acknowledged write', { timeout: 3
       }
       if (round === KILLS) {
         await client.close();
+        // Every node was SIGKILLed with writes in flight: a cold start may refuse their blocks as late.
+        late = checkLateBlocks(await lateBlockCounts([0, 1, 2], base), notAcked > 0, `${notAcked} write(s) cut off by the kills`);
         break;
       }
       const pids = (await collectClusterStatus(file)).nodes.map((x) => x.status!.pid);
@@ -71,7 +76,7 @@ test('SIGKILL of every node during GC loses no acknowledged write', { timeout: 3
                 () => {
                   if ((acked.get(k) ?? -1) < my) acked.set(k, my);
                 },
-                () => {}, // failed or cut off by the kill: never acknowledged
+                () => void notAcked++, // failed or cut off by the kill: never acknowledged
               );
             }),
           );
@@ -88,7 +93,7 @@ test('SIGKILL of every node during GC loses no acknowledged write', { timeout: 3
       run = launchCluster(dir, base, POOL);
     }
     assert.ok(reclaimedBeforeKills > 30, `GC was running when the nodes were killed (${reclaimedBeforeKills} segments reclaimed)`);
-    console.log(`# gc crash: ${KILLS} rounds of SIGKILL during overwrites, ${n} writes issued, ${acked.size} keys checked after each cold start; ${reclaimedBeforeKills} segments reclaimed before the kills`);
+    console.log(`# gc crash: ${KILLS} rounds of SIGKILL during overwrites, ${n} writes issued, ${acked.size} keys checked after each cold start; ${reclaimedBeforeKills} segments reclaimed before the kills; ${late}`);
   } finally {
     if (run.child.exitCode === null) await stopCluster(run.child);
     rmSync(dir, { recursive: true, force: true });

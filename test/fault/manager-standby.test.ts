@@ -18,6 +18,7 @@ import type { LaunchedCluster } from '../fixtures/cluster.js';
 import { allShardsServed, nodePids, probeKeys, waitFor } from '../fixtures/failover-cluster.js';
 import { KvLoad } from '../fixtures/failover-load.js';
 import { checkLinearizability } from '../check/linearizability.js';
+import { basePortOf, checkLateBlocks, lateBlockCounts, unknownWrites } from '../fixtures/node-metrics.js';
 import { ZooKeeperServer, zookeeperMissing } from '../fixtures/zookeeper.js';
 import { ZkView, launchReady, stopClusterBounded, managerPids, nodeLeases } from '../fixtures/zk-cluster.js';
 
@@ -32,6 +33,8 @@ interface Env {
   zk: ZooKeeperServer;
   view: ZkView;
   run: LaunchedCluster;
+  /** Its base port (node N's metrics on base + 800 + N). */
+  base: number;
   clients: RowanClient[];
   connect(): Promise<RowanClient>;
 }
@@ -56,7 +59,7 @@ async function withCluster(prefix: string, leaseMs: number, extra: string[], bod
       clients.push(c);
       return c;
     };
-    await body({ dir, cdir, name, zk, view, run, clients, connect });
+    await body({ dir, cdir, name, zk, view, run, base: basePortOf(run.output()), clients, connect });
   } finally {
     for (const c of clients) await c.close().catch(() => {});
     view?.close();
@@ -134,9 +137,12 @@ test('standby manager: kill -9 the active one; the standby takes over, no lease 
       for (const k of loadKeys) await load.one(c, loadClients.length, k, 'get');
       const lin = checkLinearizability(load.operations(), { timeLimitMs: 60_000 });
       assert.equal(lin.ok, true, lin.describe());
+      // The SIGKILLed node's in-flight writes (unknown outcomes) may land late at a backup.
+      const unknown = unknownWrites(load.operations());
+      const late = checkLateBlocks(await lateBlockCounts([0, 1, 2], e.base), unknown > 0, `${unknown} write(s) of unknown outcome`);
       console.log(`standby takeover: active manager SIGKILLed, standby active after ${takeoverMs.toFixed(0)} ms (ZooKeeper session 2000 ms, lease 5000 ms); ` +
         `${polls} lease polls of 3 nodes during it, none expired; node ${victim} SIGKILLed next: failover stored by the new manager ${failoverMs.toFixed(0)} ms later; ` +
-        `load ${load.ops} ops (${load.counts.ok} ok, ${load.counts.unknown} unknown), linearizable (${lin.ok === true ? lin.checked : 0} checked)`);
+        `load ${load.ops} ops (${load.counts.ok} ok, ${load.counts.unknown} unknown), linearizable (${lin.ok === true ? lin.checked : 0} checked); ${late}`);
     } finally {
       await load.stop();
     }
@@ -193,9 +199,12 @@ test('standby manager: kill -9 the active one during a failover (after it stored
       assert.equal(lin.ok, true, lin.describe());
       const term = (await e.view.config())!.term;
       assert.ok(term >= stored.term);
+      // The SIGKILLed node's in-flight writes (unknown outcomes) may land late at a backup.
+      const unknown = unknownWrites(load.operations());
+      const late = checkLateBlocks(await lateBlockCounts([0, 1, 2], e.base), unknown > 0, `${unknown} write(s) of unknown outcome`);
       console.log(`standby completes a failover: node ${victim} SIGKILLed, term ${stored.term} stored, active manager SIGKILLed before pushing it (leases then: ${JSON.stringify([...leases])}); ` +
         `standby active after ${takeoverMs.toFixed(0)} ms, every shard served ${completedMs.toFixed(0)} ms after the manager's kill; all ${keys.length} keys read back; ` +
-        `load ${load.ops} ops (${load.counts.ok} ok, ${load.counts.unknown} unknown), linearizable (${lin.ok === true ? lin.checked : 0} checked)`);
+        `load ${load.ops} ops (${load.counts.ok} ok, ${load.counts.unknown} unknown), linearizable (${lin.ok === true ? lin.checked : 0} checked); ${late}`);
     } finally {
       await load.stop();
     }
@@ -243,6 +252,7 @@ test('standby manager: the active one paused (SIGSTOP) past its session stops ac
     assert.deepEqual(after.dead ?? [], before.dead ?? [], 'no node was failed over');
     const active = (await e.view.active())!;
     assert.notEqual(active.pid, first.pid);
-    console.log(`standby after a paused active manager: standby active ${takeoverMs.toFixed(0)} ms after SIGSTOP (session 2000 ms); the old one, resumed, logged its lost session and exited; no node failed over`);
+    const late = checkLateBlocks(await lateBlockCounts([0, 1, 2], e.base), false, 'every write acknowledged, no node killed or paused');
+    console.log(`standby after a paused active manager: standby active ${takeoverMs.toFixed(0)} ms after SIGSTOP (session 2000 ms); the old one, resumed, logged its lost session and exited; no node failed over; ${late}`);
   });
 });

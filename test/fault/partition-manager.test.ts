@@ -18,6 +18,7 @@ import { checkLinearizability } from '../check/linearizability.js';
 import { logRecords, waitFor } from '../fixtures/failover-cluster.js';
 import { netnsUnavailable } from '../fixtures/netns.js';
 import { ClientLoad, NetnsCluster } from '../fixtures/netns-cluster.js';
+import { checkLateBlocks, lateBlockCounts, unknownWrites } from '../fixtures/node-metrics.js';
 
 /** The cut lasts at least this long: 7 leases, several failover retries of the manager. */
 const CUT_MS = 3000;
@@ -71,11 +72,14 @@ test('the manager cut off alone: nothing is reassigned, every client request suc
   assert.equal(lin.ok, true, lin.describe());
   const manager = logRecords(join(dir, 'manager.log')).map((r) => String(r['msg']));
   const cutOff = manager.filter((m) => /looks cut off/.test(m)).length;
+  // Only the manager was cut off: no primary lost a peer, and no write had an unknown outcome.
+  const unknown = unknownWrites(history);
+  const late = checkLateBlocks(await lateBlockCounts([0, 1, 2], (id) => c.metric(id, 'rowan_blog_late_blocks_total')), unknown > 0, `${unknown} write(s) of unknown outcome`);
   console.log(
     `partition (b): manager cut off for ${(tHeal - tCut).toFixed(0)} ms; ${servedDuringCut} requests served meanwhile (longest gap without a completion ${stallMs.toFixed(0)} ms), ${failedDuringCut} failed; ` +
       `the manager said ${cutOff} time(s) it looked cut off and reassigned nothing (term ${termAfter}, stored in ${c.store}); ` +
       `c0: ${r0.fresh.ops} ops (${r0.fresh.ok} ok), c1: ${r1.fresh.ops} ops (${r1.fresh.ok} ok); ${r0.uniqueAcked} unique writes acknowledged, all read back; ` +
-      `history of ${history.length} ops linearizable (${lin.ok === true ? lin.checked : 0} checked)`,
+      `history of ${history.length} ops linearizable (${lin.ok === true ? lin.checked : 0} checked); ${late}`,
   );
 });
 

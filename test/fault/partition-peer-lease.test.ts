@@ -19,6 +19,7 @@ import { checkLinearizability } from '../check/linearizability.js';
 import { logRecords, readCluster, waitFor } from '../fixtures/failover-cluster.js';
 import { netnsUnavailable } from '../fixtures/netns.js';
 import { ClientLoad, NetnsCluster } from '../fixtures/netns-cluster.js';
+import { checkLateBlocks, lateBlockCounts, unknownWrites } from '../fixtures/node-metrics.js';
 
 const SHARDS = 8;
 const STALE_LOOPS = 4;
@@ -65,6 +66,9 @@ test('a primary cut off from the manager only serves on peer leases until its fa
   const history = [...r0.history, ...r1.history];
   const lin = checkLinearizability(history, { timeLimitMs: 60_000 });
   assert.equal(lin.ok, true, lin.describe());
+  // Node 0 reaches its peers throughout: only a write whose outcome is unknown (cut off at its failover) may land late.
+  const unknown = unknownWrites(history);
+  const late = checkLateBlocks(await lateBlockCounts([0, 1, 2], (id) => c.metric(id, 'rowan_blog_late_blocks_total')), unknown > 0, `${unknown} write(s) of unknown outcome`);
   const ms = (x: number | null | undefined) => (x === null || x === undefined ? '-' : `${(x - tCut).toFixed(0)} ms`);
   const lastStaleOk = staleOps.filter((o) => o.outcome === 'ok').reduce((m, o) => Math.max(m, o.response ?? -Infinity), -Infinity);
   console.log(
@@ -72,7 +76,7 @@ test('a primary cut off from the manager only serves on peer leases until its fa
       `node 0's last answer served to the stale client ${ms(lastStaleOk)}, its first LEASE_EXPIRED ${ms(stale.firstCodeAt[ErrorCodes.LEASE_EXPIRED])}; ` +
       `takeover waits for node 0's peer leases: ${waits.join(', ') || 'none (the grants had expired by the commit)'}; ` +
       `stale client ${stale.ops} ops (${stale.ok} ok, codes ${JSON.stringify(stale.codes)}); c0 ${r0.fresh.ops} ops (${r0.fresh.ok} ok, ${r0.fresh.unknown} unknown); ` +
-      `${r0.uniqueAcked} unique writes acknowledged, all read back; history of ${history.length} ops linearizable (${lin.ok === true ? lin.checked : 0} checked)`,
+      `${r0.uniqueAcked} unique writes acknowledged, all read back; history of ${history.length} ops linearizable (${lin.ok === true ? lin.checked : 0} checked); ${late}`,
   );
 });
 

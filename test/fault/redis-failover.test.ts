@@ -12,13 +12,15 @@ import { Cluster } from 'ioredis';
 import { keySlot, shardOfSlot } from '../../config/slots.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { nodePids, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
+import { checkLateBlocks, lateBlockCounts } from '../fixtures/node-metrics.js';
 import { cli, haveRedisTools, readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
 
 const skip = haveRedisTools();
 
 test('after a failover CLUSTER SLOTS drops the dead node, MOVED names the new primary, redis-cli -c and ioredis Cluster follow', { skip, timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-redis-failover-'));
-  const run = launchCluster(dir, randomBasePort(), ['--shards', '12', '--lease-ms', '200', '--no-restart']);
+  const base = randomBasePort();
+  const run = launchCluster(dir, base, ['--shards', '12', '--lease-ms', '200', '--no-restart']);
   let io: Cluster | null = null;
   try {
     await run.ready;
@@ -60,7 +62,8 @@ test('after a failover CLUSTER SLOTS drops the dead node, MOVED names the new pr
     for (const key of keys) assert.equal(await io.get(key), `v1-${key}`);
     for (const key of onVictim) assert.equal(await io.set(key, `v2-${key}`), 'OK');
     for (const key of onVictim) assert.equal(await cli(portOf(c2.shards[shardOf(key)]!.primary), 'GET', key), `v2-${key}`);
-    console.log(`# redis failover: node ${victim} killed, term ${c1.term} -> ${c2.term}; ${onVictim.length} of ${keys.length} keys moved; MOVED, redis-cli -c and ioredis Cluster followed`);
+    const late = checkLateBlocks(await lateBlockCounts([0, 1, 2], base), false, 'every write acknowledged before the kill, none in flight');
+    console.log(`# redis failover: node ${victim} killed, term ${c1.term} -> ${c2.term}; ${onVictim.length} of ${keys.length} keys moved; MOVED, redis-cli -c and ioredis Cluster followed; ${late}`);
   } finally {
     io?.disconnect();
     await stopCluster(run.child);

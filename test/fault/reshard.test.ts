@@ -17,6 +17,7 @@ import { alive, launchCluster, randomBasePort, stopCluster } from '../fixtures/c
 import { logRecords, nodePids, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
 import { KvLoad } from '../fixtures/failover-load.js';
 import { checkOneServer, keysOfShard, move, otherReplica } from '../fixtures/reshard.js';
+import { checkLateBlocks, lateBlockCounts, unknownWrites } from '../fixtures/node-metrics.js';
 
 const run = promisify(execFile);
 const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
@@ -30,7 +31,8 @@ function cleanup(dir: string): void {
 
 test('moves of a shard under PUT/GET/DEL on it: history linearizable, one node serves it at any time', { timeout: 150_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-'));
-  const cl = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', '1000', '--no-auto-reshard']);
+  const base = randomBasePort();
+  const cl = launchCluster(dir, base, ['--shards', String(SHARDS), '--lease-ms', '1000', '--no-auto-reshard']);
   const clients: RowanClient[] = [];
   try {
     await cl.ready;
@@ -66,10 +68,13 @@ test('moves of a shard under PUT/GET/DEL on it: history linearizable, one node s
     assert.equal(one.checked, MOVES);
     assert.deepEqual(readCluster(file).migrations, []);
     times.sort((a, b) => a - b);
+    // No node killed or paused: only a write of unknown outcome (none expected) could be late.
+    const unknown = unknownWrites(load.operations());
+    const late = checkLateBlocks(await lateBlockCounts([0, 1, 2], base), unknown > 0, `${unknown} write(s) of unknown outcome`);
     console.log(
       `reshard test: ${MOVES} moves of shard ${HOT} under load, each ${times[0]!.toFixed(0)}-${times[times.length - 1]!.toFixed(0)} ms (median ${times[MOVES >> 1]!.toFixed(0)}); ` +
         `${load.ops} ops (${load.counts.ok} ok, ${load.counts.fail} not applied, ${load.counts.unknown} unknown ${JSON.stringify(load.counts.codes)}), linearizable (${r.ok === true ? r.checked : 0} checked); ` +
-        `source stopped before the target served in all ${one.checked} (gap >= ${one.minGapMs.toFixed(1)} ms)`,
+        `source stopped before the target served in all ${one.checked} (gap >= ${one.minGapMs.toFixed(1)} ms); ${late}`,
     );
   } finally {
     await Promise.all(clients.map((c) => c.close()));
@@ -80,7 +85,8 @@ test('moves of a shard under PUT/GET/DEL on it: history linearizable, one node s
 
 test('rowan reshard moves a shard by hand while rowan put/get keep working; --plan and bad moves answer clearly', { timeout: 120_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-cli-'));
-  const cl = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', '1000', '--no-auto-reshard']);
+  const base = randomBasePort();
+  const cl = launchCluster(dir, base, ['--shards', String(SHARDS), '--lease-ms', '1000', '--no-auto-reshard']);
   try {
     await cl.ready;
     const file = join(dir, 'cluster.json');
@@ -118,7 +124,8 @@ test('rowan reshard moves a shard by hand while rowan put/get keep working; --pl
     const none = await cli('reshard', '--shard', '999', '--to', '1').then(() => null, (e: { stderr: string }) => e);
     assert.ok(none && /no shard 999/.test(none.stderr), JSON.stringify(none));
     assert.equal(readCluster(file).shards[HOT]!.primary, from);
-    console.log(`reshard CLI test: 2 moves by rowan reshard, ${rounds} put+get rounds by the CLI around them, all read their own write`);
+    const late = checkLateBlocks(await lateBlockCounts([0, 1, 2], base), false, 'every write acknowledged, no node killed or paused');
+    console.log(`reshard CLI test: 2 moves by rowan reshard, ${rounds} put+get rounds by the CLI around them, all read their own write; ${late}`);
   } finally {
     await stopCluster(cl.child);
     cleanup(dir);
@@ -168,7 +175,8 @@ test('a full cold start in the middle of a move: the restarted manager resumes i
     for (const k of keys.slice(1)) assert.equal(Buffer.from((await after.get(k))!).toString(), `v1-${k}`);
     await after.put(keys[1]!, 'v3');
     assert.equal(Buffer.from((await after.get(keys[1]!))!).toString(), 'v3');
-    console.log(`reshard cold-start test: crashed after the move's commit (term ${storedTerm(file)} now), the restarted manager resumed and finished it; ${keys.length} keys read back`);
+    const late = checkLateBlocks(await lateBlockCounts([0, 1, 2], base), false, 'every write acknowledged before the power-off, none in flight');
+    console.log(`reshard cold-start test: crashed after the move's commit (term ${storedTerm(file)} now), the restarted manager resumed and finished it; ${keys.length} keys read back; ${late}`);
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     if (cl2) await stopCluster(cl2.child);

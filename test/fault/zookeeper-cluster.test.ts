@@ -20,6 +20,7 @@ import { shardOfKey } from '../../config/slots.js';
 import { ZooKeeperConfigStore, zkConfigPath } from '../../config/zk-store.js';
 import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
 import { nodePids, waitFor } from '../fixtures/failover-cluster.js';
+import { basePortOf, checkLateBlocks, lateBlockCounts } from '../fixtures/node-metrics.js';
 import { ZooKeeperServer, zookeeperMissing } from '../fixtures/zookeeper.js';
 
 const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
@@ -87,7 +88,8 @@ test('rowan cluster --zookeeper: keys written, a failover stored in ZooKeeper, t
     clients.push(again);
     for (const k of keys) assert.equal(dec(await again.get(k)), onVictim.includes(k) ? `v2-${k}` : `v1-${k}`, k);
     assert.equal(dec(await again.get('cli-key')), 'cli-value');
-    console.log(`restart from ZooKeeper: term ${again.config().term}, all ${keys.length + 1} keys read back`);
+    const late = checkLateBlocks(await lateBlockCounts([0, 1, 2], basePortOf(run.output())), false, 'every write acknowledged before the kill, none in flight');
+    console.log(`restart from ZooKeeper: term ${again.config().term}, all ${keys.length + 1} keys read back; ${late}`);
   } finally {
     for (const c of clients) await c.close().catch(() => {});
     store?.close();
