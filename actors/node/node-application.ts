@@ -143,7 +143,7 @@ export function parseManagers(manager: string): { host: string; port: number }[]
 function saveCommitPoints(start: KvStart, pool: Pool, dataDir: string, log: Logger): void {
   const g = start.shared.gc;
   if (!g) return;
-  const points = new CommitPoints(g.sent, g.points, new FileCommitPointStore(dataDirFiles(dataDir).commitPoints, pool.poolId));
+  const points = new CommitPoints(start.shared.versions, g, new FileCommitPointStore(dataDirFiles(dataDir).commitPoints, pool.poolId));
   setInterval(() => {
     try {
       points.flush();

@@ -1,12 +1,13 @@
-// Commit points: per shard, the highest CommitVer this node has computed as the shard's primary, saved
-// now and then to a data-dir file (issue 24). A restarted primary sets aside, as its restart tail, the
-// writes of its t-log above it (../node/restart-hold.ts). Any CommitVer ever computed is below every
-// write unfinished at that moment or claimed later (./commit.ts: CommitVer = min(counter, every lowest
-// unfinished claim - 1)), so whatever was unfinished at a crash lies above every saved point; a point
-// saved late only makes the tail longer. The workers publish the points in the shared `sent` words
-// (./gc-state.ts: the highest CommitVer claimed for writing to the backups; one that failed to land was
-// computed all the same); the node's main thread saves them when they moved, never on the write path,
-// and publishes what it saved in the shared `points` words. Two readers rely on them being durable:
+// Commit points: per shard, a CommitVer of the shard as this node computes it (./commit.ts commitVerOf:
+// min(counter, every worker's lowest unfinished claim - 1), from the shared counters and inflight
+// table), saved now and then to a data-dir file (issue 24). A restarted primary sets aside, as its
+// restart tail, the writes of its t-log above it (../node/restart-hold.ts). A CommitVer is below every
+// write unfinished at that moment or claimed later, so whatever was unfinished at a crash lies above
+// every saved point; a point saved late only makes the tail longer. (For a shard it only backs up the
+// point is its counter -- the highest version it saw -- and nothing of its t-log is the shard's.) The
+// node's main thread computes and saves them when they moved, never on the write path, shards with
+// backups or without, and publishes what it saved in the shared `points` words. Two readers rely on
+// them being durable:
 //   - a primary's tombstone sweep drops a tombstone only at or below its shard's saved point
 //     (../../actors/clean/tombstones.ts, rule 2P), so every tombstone a primary ever dropped is at or
 //     below the point its next cold start reads;
@@ -15,19 +16,23 @@
 //     is in its own t-log, and an older entry a backup still lists may be one a dropped tombstone
 //     outranked.
 import { FileShardVersionStore, type ShardVersionStore } from './shard-versions-file.js';
+import { commitVerOf } from './commit.js';
+import { INFLIGHT_WORKERS_MAX, type GcSharedBuffers } from './gc-state.js';
 
 export class CommitPoints {
-  private readonly sent: BigInt64Array;
+  private readonly versions: BigInt64Array;
+  private readonly inflight: BigInt64Array;
   private readonly published: BigInt64Array;
   private readonly saved: Map<number, number>;
 
   constructor(
-    sent: SharedArrayBuffer,
-    points: SharedArrayBuffer,
+    versions: SharedArrayBuffer,
+    gc: GcSharedBuffers,
     private readonly store: ShardVersionStore,
   ) {
-    this.sent = new BigInt64Array(sent);
-    this.published = new BigInt64Array(points);
+    this.versions = new BigInt64Array(versions);
+    this.inflight = new BigInt64Array(gc.inflight);
+    this.published = new BigInt64Array(gc.points);
     this.saved = store.load();
     this.publish();
   }
@@ -40,8 +45,8 @@ export class CommitPoints {
   /** Save the points if any moved since the last save; true when it wrote. */
   flush(): boolean {
     let moved = false;
-    for (let s = 0; s < this.sent.length; s++) {
-      const v = Number(Atomics.load(this.sent, s));
+    for (let s = 0; s < this.versions.length; s++) {
+      const v = commitVerOf(this.versions, this.inflight, this.versions.length, INFLIGHT_WORKERS_MAX, s);
       if (v > (this.saved.get(s) ?? 0)) {
         this.saved.set(s, v);
         moved = true;

@@ -69,7 +69,7 @@ export class NodeControl {
     this.hold = h.holdPrimaries ? RestartHold.atColdStart(h.pool, this.cell, boot, h.id, defaultLimits, h.points.load(), h.failed) : RestartHold.none();
     const g = h.shared.gc;
     if (g) {
-      const points = new CommitPoints(g.buffers.sent, g.buffers.points, h.points);
+      const points = new CommitPoints(h.shared.versions.buffer as SharedArrayBuffer, g.buffers, h.points);
       h.timers.setInterval(() => points.flush(), defaultTimings.commitPointsSaveMs);
     }
     const dial = () => {
