@@ -9,17 +9,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../../../config/base/clock.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
-import type { Logger } from '../../../../config/base/log.js';
-import { ConfigManager, type Link } from '../../../../actors/manager/manager.js';
+import { ConfigManager } from '../../../../actors/manager/manager.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
-import { ManualTimers, MemoryStore, settle } from '../../../fixtures/manager-fakes.js';
-import type { GatherEntry, ManagerToNode } from '../../../../actors/shared/manager-protocol.js';
-
-function logger(): { log: Logger; lines: string[] } {
-  const lines: string[] = [];
-  const keep = (_o: unknown, msg: string) => void lines.push(msg);
-  return { log: { info: keep, warn: keep, debug: keep, trace: keep, error: keep } as unknown as Logger, lines };
-}
+import { fakeLinks, ManualTimers, MemoryStore, recordingLog, settle } from '../../../fixtures/manager-fakes.js';
+import type { GatherEntry } from '../../../../actors/shared/manager-protocol.js';
 
 /** Three nodes, three shards, every node a replica of every shard; shard s's primary is node s. */
 function cluster(): ClusterConfig {
@@ -32,21 +25,11 @@ function cluster(): ClusterConfig {
 
 const entry = (s: number, v: number, key: string): GatherEntry => ({ s, v, t: 2, k: Buffer.from(key).toString('base64'), x: '' });
 
-function harness(nodes: number[]) {
-  const sent = new Map<number, ManagerToNode[]>();
-  const links = new Map<number, Link>();
-  for (const n of nodes) {
-    sent.set(n, []);
-    links.set(n, { send: (m) => sent.get(n)!.push(m) });
-  }
-  const of = <T extends ManagerToNode['t']>(n: number, t: T) => sent.get(n)!.filter((m): m is Extract<ManagerToNode, { t: T }> => m.t === t);
-  return { sent, links, of };
-}
 
 function manager(c: ClusterConfig) {
   const clock = new ManualClock(10_000);
   const timers = new ManualTimers(clock);
-  const { log, lines } = logger();
+  const { log, lines } = recordingLog();
   const store = new MemoryStore(c);
   const cm = new ConfigManager(store, c, leaseTiming(200), clock, log, timers.sleep);
   return { cm, store, timers, lines };
@@ -56,7 +39,7 @@ test('reconfirm: a restarted primary is prepared and promoted again on the same 
   const c = cluster();
   const shard = c.shards.find((s) => s.primary === 1)!.id;
   const { cm, store, lines, timers } = manager(c);
-  const h = harness([0, 1, 2]);
+  const h = fakeLinks([0, 1, 2]);
   cm.onMessage({ t: 'hello', node: 0, pid: 1, term: 1 }, h.links.get(0)!);
   cm.onMessage({ t: 'hello', node: 2, pid: 1, term: 1 }, h.links.get(2)!);
   cm.onMessage({ t: 'hello', node: 1, pid: 2, term: 1, unconfirmed: [shard] }, h.links.get(1)!);
@@ -87,7 +70,7 @@ test('reconfirm: a shard waits while one of its backups is not connected, and a 
   const c = cluster();
   const shard = c.shards.find((s) => s.primary === 0)!.id;
   const { cm, store, timers } = manager(c);
-  const h = harness([0, 1, 2]);
+  const h = fakeLinks([0, 1, 2]);
   cm.onMessage({ t: 'hello', node: 0, pid: 2, term: 1, unconfirmed: [shard] }, h.links.get(0)!);
   cm.onMessage({ t: 'hello', node: 1, pid: 1, term: 1 }, h.links.get(1)!);
   await timers.advance(20);

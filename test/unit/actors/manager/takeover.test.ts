@@ -10,19 +10,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../../../config/base/clock.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
-import type { Logger } from '../../../../config/base/log.js';
-import { ConfigManager, type Activation, type Link } from '../../../../actors/manager/manager.js';
+import { ConfigManager, type Activation } from '../../../../actors/manager/manager.js';
 import { defaultTimings } from '../../../../config/timings.js';
 import { planFailover } from '../../../../actors/manager/plan.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
-import { ManualTimers, MemoryStore, settle } from '../../../fixtures/manager-fakes.js';
-import type { GatherEntry, ManagerToNode } from '../../../../actors/shared/manager-protocol.js';
-
-function logger(): { log: Logger; lines: string[] } {
-  const lines: string[] = [];
-  const keep = (_o: unknown, msg: string) => void lines.push(msg);
-  return { log: { info: keep, warn: keep, debug: keep, trace: keep, error: keep } as unknown as Logger, lines };
-}
+import { fakeLinks, ManualTimers, MemoryStore, recordingLog, settle } from '../../../fixtures/manager-fakes.js';
+import type { GatherEntry } from '../../../../actors/shared/manager-protocol.js';
 
 function cluster(): ClusterConfig {
   return planCluster({
@@ -34,27 +27,17 @@ function cluster(): ClusterConfig {
 
 const entry = (s: number, v: number, key: string): GatherEntry => ({ s, v, t: 1, k: Buffer.from(key).toString('base64'), x: Buffer.from(`value-${v}`).toString('base64') });
 
-function harness(nodes: number[]) {
-  const sent = new Map<number, ManagerToNode[]>();
-  const links = new Map<number, Link>();
-  for (const n of nodes) {
-    sent.set(n, []);
-    links.set(n, { send: (m) => sent.get(n)!.push(m) });
-  }
-  const of = <T extends ManagerToNode['t']>(n: number, t: T) => sent.get(n)!.filter((m): m is Extract<ManagerToNode, { t: T }> => m.t === t);
-  return { sent, links, of };
-}
 
 test('takeover: a stored term the previous manager did not push is completed with floors and scatter; members already on it are not waited for', async () => {
   const clock = new ManualClock(10_000);
   const timers = new ManualTimers(clock);
-  const { log, lines } = logger();
+  const { log, lines } = recordingLog();
   const c1 = cluster();
   const stored = planFailover(c1, 0, new Set([1, 2, 3])).next; // node 0 failed; stored at term 2, never pushed
   const store = new MemoryStore(stored);
   const act: Activation = { valid: () => true, elected: true, takeover: true };
   const cm = new ConfigManager(store, stored, leaseTiming(200), clock, log, timers.sleep, act);
-  const h = harness([0, 1, 2, 3]);
+  const h = fakeLinks([0, 1, 2, 3]);
   cm.onMessage({ t: 'hello', node: 0, pid: 1, term: 1 }, h.links.get(0)!);
   assert.equal(h.of(0, 'evicted').length, 1, 'the dead node is told it was removed');
   cm.onMessage({ t: 'hello', node: 1, pid: 1, term: 1 }, h.links.get(1)!);
@@ -85,13 +68,13 @@ test('takeover: a stored term the previous manager did not push is completed wit
 test('takeover: an invalid activation grants, suspects and stores nothing; after resume() a silent member is suspected only after lease + drift + grace', async () => {
   const clock = new ManualClock(0);
   const timers = new ManualTimers(clock);
-  const { log } = logger();
+  const { log } = recordingLog();
   const c1 = cluster();
   const store = new MemoryStore(c1);
   let valid = false;
   const timing = leaseTiming(200);
   const cm = new ConfigManager(store, c1, timing, clock, log, timers.sleep, { valid: () => valid, elected: true, takeover: true });
-  const h = harness([0, 1, 2, 3]);
+  const h = fakeLinks([0, 1, 2, 3]);
   for (const n of [0, 1, 2, 3]) cm.onMessage({ t: 'hello', node: n, pid: 1, term: 1 }, h.links.get(n)!);
   cm.onClose(3, h.links.get(3)!);
   await timers.advance(60_000);
