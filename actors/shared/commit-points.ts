@@ -46,6 +46,9 @@ export class CommitPoints {
   flush(): boolean {
     let moved = false;
     for (let s = 0; s < this.versions.length; s++) {
+      // A point is at most the counter: a shard whose counter did not pass its saved point costs one load
+      // (an idle node reads its counters, not the inflight table).
+      if (Number(Atomics.load(this.versions, s)) <= (this.saved.get(s) ?? 0)) continue;
       const v = commitVerOf(this.versions, this.inflight, this.versions.length, INFLIGHT_WORKERS_MAX, s);
       if (v > (this.saved.get(s) ?? 0)) {
         this.saved.set(s, v);
