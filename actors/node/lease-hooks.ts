@@ -11,7 +11,7 @@ import type { Pool } from '../../shm/pool.js';
 import type { TLog } from '../../shm/tlog.js';
 import { shardDrained } from '../shared/commit.js';
 import type { ConfigCell } from '../shared/config-cell.js';
-import { gatherForPrepare } from '../shared/gather-scatter.js';
+import { gatherForPrepare, newestWithin } from '../shared/gather-scatter.js';
 import type { LeaseHooks } from './lease-client.js';
 import { promoteShards } from './promote.js';
 import type { KvShared } from '../shared/node-shared.js';
@@ -81,16 +81,11 @@ export function promotionHooks(o: PromotionHooksOptions): Pick<LeaseHooks, 'prep
       }
       const r = await gatherForPrepare(pool, shared, shards.filter((s) => shared.indexes[s]), defaultLimits);
       // A shard held since the restart (./restart-hold.ts): its restart tail goes in beside the b-log's.
-      let bytes = r.entries.reduce((n, e) => n + gatherEntryBytes(e), 0);
-      for (const e of hold.tailOf(shards)) {
-        bytes += gatherEntryBytes(e);
-        if (bytes > GATHER_BYTES_MAX) {
-          r.truncated = true;
-          break;
-        }
-        r.entries.push(e);
-      }
-      if (hold.truncated && hold.tailOf(shards).length > 0) r.truncated = true;
+      const tail = hold.tailOf(shards);
+      const cut = newestWithin(tail, GATHER_BYTES_MAX, r.entries.reduce((n, e) => n + gatherEntryBytes(e), 0));
+      r.entries.push(...cut.kept);
+      if (cut.truncated) r.truncated = true;
+      if (hold.truncated && tail.length > 0) r.truncated = true;
       return r;
     },
     promote: async (shards, floors, scatter, planned, already) => {

@@ -25,7 +25,8 @@ import type { Limits } from '../../config/limits.js';
 import { EntryType, scanEntries } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import type { ConfigCell } from '../shared/config-cell.js';
-import { GATHER_BYTES_MAX, gatherEntryBytes, type GatherEntry } from '../shared/manager-protocol.js';
+import { GATHER_BYTES_MAX, type GatherEntry } from '../shared/manager-protocol.js';
+import { b64, newestWithin } from '../shared/gather-scatter.js';
 import { failedKey, type FailedWrites } from '../shared/failed-writes.js';
 
 /** Replication modes with a manager that confirms restarted primaries (those that fail over). */
@@ -66,16 +67,9 @@ export class RestartHold {
         found.set(`${e.shard}:${e.version}`, { s: e.shard, v: e.version, t: e.type, k: b64(e.key), x: b64(e.value) });
       }
     }
-    // Newest first: if the list must be cut, the entries most likely unfinished at the crash are kept.
-    let bytes = 0;
-    for (const e of [...found.values()].sort((a, b) => b.v - a.v)) {
-      bytes += gatherEntryBytes(e);
-      if (bytes > bytesMax) {
-        h.truncated = true;
-        break;
-      }
-      h.tail.push(e);
-    }
+    const cut = newestWithin(found.values(), bytesMax);
+    h.tail = cut.kept;
+    h.truncated = cut.truncated;
     return h;
   }
 
@@ -110,8 +104,4 @@ export class RestartHold {
   get tailEntries(): number {
     return this.tail.length;
   }
-}
-
-function b64(u: Uint8Array): string {
-  return Buffer.from(u.buffer, u.byteOffset, u.byteLength).toString('base64');
 }

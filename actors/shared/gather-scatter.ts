@@ -84,27 +84,34 @@ export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: num
     }
     await yieldToRenewals();
   }
-  // Newest first: if the list must be cut, the entries most likely still in flight are kept.
-  const all = [...found.values()].sort((a, b) => b.v - a.v);
   const r: PrepareReport = { versions, entries: [], truncated: false, committed: 0 };
   const floors = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
-  let bytes = 0;
-  for (const e of all) {
-    if (e.v <= (commitVer.get(e.s) ?? 0) || (floors !== null && e.v <= floors.effective(e.s))) {
-      r.committed++;
-      continue;
-    }
-    bytes += gatherEntryBytes(e);
-    if (bytes > bytesMax) {
-      r.truncated = true;
-      continue;
-    }
-    r.entries.push(e);
+  const open: GatherEntry[] = [];
+  for (const e of found.values()) {
+    if (e.v <= (commitVer.get(e.s) ?? 0) || (floors !== null && e.v <= floors.effective(e.s))) r.committed++;
+    else open.push(e);
   }
+  const cut = newestWithin(open, bytesMax);
+  r.entries = cut.kept;
+  r.truncated = cut.truncated;
   return r;
 }
 
-function b64(u: Uint8Array): string {
+/** The newest of `entries` whose encoded size, added to `used` bytes, fits in `bytesMax`, newest first
+ *  (if a list must be cut, the entries most likely still in flight are kept); `truncated` when some
+ *  were left out. */
+export function newestWithin(entries: Iterable<GatherEntry>, bytesMax: number, used = 0): { kept: GatherEntry[]; truncated: boolean } {
+  const kept: GatherEntry[] = [];
+  let bytes = used;
+  for (const e of [...entries].sort((a, b) => b.v - a.v)) {
+    bytes += gatherEntryBytes(e);
+    if (bytes > bytesMax) return { kept, truncated: true };
+    kept.push(e);
+  }
+  return { kept, truncated: false };
+}
+
+export function b64(u: Uint8Array): string {
   return Buffer.from(u.buffer, u.byteOffset, u.byteLength).toString('base64');
 }
 
