@@ -113,11 +113,14 @@ async function awaitVerdict(h: FailoverHost, rec: FailoverRecord): Promise<Set<n
     if (wait > 0) await h.sleep(wait);
     if (h.closed()) return null;
     // Members reconnecting after this manager was cut off: give `node` the same chance.
-    while (!h.closed() && h.leases.inGrace(h.clock.now()) && h.leases.lastHeardAt(node) <= rec.detectedAt) {
+    while (!h.closed() && h.leases.excused(node, h.clock.now()) && h.leases.lastHeardAt(node) <= rec.detectedAt) {
       await h.sleep(Math.max(1, Math.floor(h.timing.renewMs / 4)));
     }
     const live = await h.reach.heardSince(node, rec.detectedAt);
     if (h.closed()) return null;
+    // The members heard meanwhile showed this manager was the one cut off (`node` was excused):
+    // it gets the same chance as they did.
+    if (h.leases.excused(node, h.clock.now()) && h.leases.lastHeardAt(node) <= rec.detectedAt) continue;
     if (h.leases.lastHeardAt(node) > rec.detectedAt) {
       // It talks to us again (its renewals were held up, or this manager was the one cut off):
       // nothing was reassigned, so it keeps its shards and is granted again from its next renew.

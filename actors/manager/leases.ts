@@ -48,22 +48,31 @@ export class LeaseTable {
     return (this.lastRenew.get(node) ?? this.startedAt) + this.timing.leaseMs + this.timing.driftMs;
   }
 
-  /** Suspect nobody before `until`: the manager was cut off from every member and hears from them
-   *  again, each at its own reconnect (see ConfigManager.onMessage). Only ever delays a failover. */
-  graceUntil(until: number): void {
-    this.grace = Math.max(this.grace, until);
+  /**
+   * This manager heard no member from `silentFrom` until now (it was cut off, or paused): excuse,
+   * until `until`, every member whose lease was still valid when that silence began -- their
+   * renewals were lost or held up with everyone's, and each comes back at its own pace (see
+   * ./reach.ts). A member already expired then is not excused (it was silent before the manager
+   * was): however often the manager's own silences recur, a dead node waits at most one excuse.
+   * Only ever delays a failover.
+   */
+  excuse(members: number[], silentFrom: number, until: number): number[] {
+    const excused = members.filter((n) => this.certainlyExpiredAt(n) > silentFrom);
+    for (const n of excused) this.excusedUntil.set(n, Math.max(until, this.excusedUntil.get(n) ?? -Infinity));
+    return excused;
   }
 
-  inGrace(now: number): boolean {
-    return now < this.grace;
+  /** Whether `node` is excused at `now` (not suspected, its failover waits). */
+  excused(node: number, now: number): boolean {
+    return now < (this.excusedUntil.get(node) ?? -Infinity);
   }
 
-  private grace = -Infinity;
+  private readonly excusedUntil = new Map<number, number>();
 
-  /** Members whose lease has certainly expired at `now` (one never heard from: after the join grace). */
+  /** Members whose lease has certainly expired at `now` (one never heard from: after the join
+   *  grace), not counting the excused. */
   expired(members: number[], now: number): number[] {
-    if (this.inGrace(now)) return [];
-    return members.filter((n) => (this.lastRenew.has(n) ? now >= this.certainlyExpiredAt(n) : now >= this.startedAt + Math.max(this.joinGraceMs, this.timing.leaseMs + this.timing.driftMs)));
+    return members.filter((n) => !this.excused(n, now) && (this.lastRenew.has(n) ? now >= this.certainlyExpiredAt(n) : now >= this.startedAt + Math.max(this.joinGraceMs, this.timing.leaseMs + this.timing.driftMs)));
   }
 
   heard(node: number, at: number): void {

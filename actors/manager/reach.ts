@@ -24,18 +24,22 @@ export class Reach {
   constructor(private readonly h: ReachHost) {}
 
   /**
-   * A member is alive and reaches us (granted or not, see the manager's failover()). The first one
-   * heard after a lease in which no member was heard means this manager was cut off from all of them
-   * (or all were down): the others come back each at its own reconnect, so nobody is suspected for a
-   * few leases.
+   * A member is alive and reaches us (granted or not, see the manager's failover()). Every member
+   * renews each renewMs, so the first one heard after more than two renewal periods in which no
+   * member was heard means this manager was cut off from all of them, or paused (or all were down):
+   * the others come back each at its own pace -- a reconnect, or a TCP connection still backing off
+   * the retransmissions the cut lost, which can take longer than the cut itself -- so those whose
+   * lease was valid when the silence began are not suspected for a few leases (LeaseTable.excuse).
+   * A cut shorter than a lease needs it as much as a long one (nemesis seed 884161638: a 762 ms cut
+   * under a 1000 ms lease evicted a healthy node).
    */
   heardFrom(node: number, now: number): void {
     const t = this.h.timing;
     const silentMs = now - this.heardAny;
-    if (Number.isFinite(silentMs) && silentMs > t.leaseMs + t.driftMs && this.h.members().length > 1) {
+    if (Number.isFinite(silentMs) && silentMs > 2 * t.renewMs && this.h.members().length > 1) {
       const graceMs = defaultTimings.recoveryGraceLeases * t.leaseMs;
-      this.h.leases.graceUntil(now + graceMs);
-      this.h.log.warn({ node, silentMs: +silentMs.toFixed(0), graceMs }, `heard from node ${node} after ${silentMs.toFixed(0)} ms in which no member was heard (this manager was cut off); no member is suspected for the next ${graceMs} ms while they reconnect`);
+      const excused = this.h.leases.excuse(this.h.members(), this.heardAny, now + graceMs);
+      this.h.log.warn({ node, silentMs: +silentMs.toFixed(0), graceMs, excused }, `heard from node ${node} after ${silentMs.toFixed(0)} ms in which no member was heard (this manager was cut off or paused); node(s) ${excused.join(', ') || 'none'} not suspected for the next ${graceMs} ms while they reconnect`);
     }
     this.heardAny = now;
     this.saidCutOff = false;
