@@ -40,6 +40,7 @@ import { defaultTimings } from '../../config/timings.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { checkLinearizability, HistoryRecorder } from '../check/linearizability.js';
 import { notApplied } from '../fixtures/failover-load.js';
+import { RecordedClient } from '../fixtures/recorded-client.js';
 import { logRecords, probeKeys, readCluster, waitFor } from '../fixtures/failover-cluster.js';
 import { netnsUnavailable } from '../fixtures/netns.js';
 import { NetnsCluster } from '../fixtures/netns-cluster.js';
@@ -47,46 +48,6 @@ import { checkLateBlocks, lateBlockCounts, unknownWrites } from '../fixtures/nod
 
 const SHARDS = 4;
 const unavailable = netnsUnavailable();
-const dec = (b: Uint8Array | null) => (b === null ? null : Buffer.from(b).toString());
-
-/** One client's operations, recorded in a history shared with the other clients. */
-class Recorded {
-  constructor(
-    readonly client: RowanClient,
-    private readonly id: number,
-    private readonly history: HistoryRecorder,
-  ) {}
-
-  async put(k: string, v: string): Promise<void> {
-    const op = this.history.invoke(this.id, k, 'put', v);
-    try {
-      await this.client.put(k, v);
-      this.history.ok(op);
-    } catch (err) {
-      if (notApplied(err)) this.history.fail(op);
-      else this.history.unknown(op);
-      throw err;
-    }
-  }
-
-  /** A GET retried (bounded) while the shard is not served; each attempt is recorded, only the one
-   *  that answered constrains the history (a failed GET read nothing). */
-  async get(k: string, timeoutMs = 30_000): Promise<string | null> {
-    const t0 = performance.now();
-    for (;;) {
-      const op = this.history.invoke(this.id, k, 'get');
-      try {
-        const v = dec(await this.client.get(k));
-        this.history.ok(op, v);
-        return v;
-      } catch (err) {
-        this.history.unknown(op);
-        if (performance.now() - t0 > timeoutMs) throw err;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    }
-  }
-}
 
 /** Whether node `id`'s pool file holds `needle` (the pool is a shared file mapping: what a node
  *  persisted is in the page cache, which this read sees). */
@@ -135,9 +96,9 @@ async function scenario(t: import('node:test').TestContext, name: string, failFi
 
   const history = new HistoryRecorder(() => performance.now());
   const opts = { cluster: c.file, passwordFile: c.passwordFile };
-  const reader = new Recorded(await RowanClient.connect({ ...opts, retries: 5 }), 1, history);
+  const reader = new RecordedClient(await RowanClient.connect({ ...opts, retries: 5 }), history, 1);
   // The in-flight PUT's client never retries elsewhere: its one attempt stays with P until P dies.
-  const writer = new Recorded(await RowanClient.connect({ ...opts, retries: 0, timeoutMs: 60_000 }), 0, history);
+  const writer = new RecordedClient(await RowanClient.connect({ ...opts, retries: 0, timeoutMs: 60_000 }), history, 0);
   t.after(async () => {
     await reader.client.close();
     await writer.client.close();

@@ -19,61 +19,13 @@ import { PROMOTION_VERSION_GAP } from '../../actors/node/promote.js';
 import { dataDirFiles } from '../../config/base/files.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { shardOfKey } from '../../config/slots.js';
-import { assertLinearizable, HistoryRecorder } from '../check/linearizability.js';
+import { assertLinearizable } from '../check/linearizability.js';
 import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
-import { notApplied } from '../fixtures/failover-load.js';
+import { RecordedClient } from '../fixtures/recorded-client.js';
 import { nodePids, probeKeys, readCluster, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
 import { assertNoLateBlocks, nodeMetric } from '../fixtures/node-metrics.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
-const dec = (b: Uint8Array | null) => (b === null ? null : Buffer.from(b).toString());
-
-/** Client operations recorded for the linearizability checker (one client: the test itself). */
-class Recorded {
-  readonly history = new HistoryRecorder(() => performance.now());
-  constructor(public client: RowanClient) {}
-
-  async put(k: string, v: string): Promise<void> {
-    const id = this.history.invoke(0, k, 'put', v);
-    try {
-      await this.client.put(k, v);
-      this.history.ok(id);
-    } catch (err) {
-      if (notApplied(err)) this.history.fail(id);
-      else this.history.unknown(id);
-      throw err;
-    }
-  }
-
-  async del(k: string): Promise<void> {
-    const id = this.history.invoke(0, k, 'del');
-    try {
-      await this.client.del(k);
-      this.history.ok(id);
-    } catch (err) {
-      if (notApplied(err)) this.history.fail(id);
-      else this.history.unknown(id);
-      throw err;
-    }
-  }
-
-  /** A GET retried (bounded) while the shard is not served yet; only the read that answered counts. */
-  async get(k: string, timeoutMs = 60_000): Promise<string | null> {
-    const t0 = performance.now();
-    for (;;) {
-      const id = this.history.invoke(0, k, 'get');
-      try {
-        const v = dec(await this.client.get(k));
-        this.history.ok(id, v);
-        return v;
-      } catch (err) {
-        this.history.unknown(id);
-        if (performance.now() - t0 > timeoutMs) throw err;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    }
-  }
-}
 
 /** Shard -> the tombstone floor node `dataDir` persisted (0 where none). */
 function persistedFloors(dataDir: string): Map<number, number> {
@@ -92,7 +44,7 @@ function dataDirOf(c: ClusterConfig, id: number): string {
 /** Overwrite keys of the shards `node` backs up (but `except`) until `done` holds: its 256 KiB b-log
  *  segments fill, get digested and committed, and a floor raised in them becomes effective and is
  *  persisted. Bounded; writing on rather than once covers a CommitVer block that lands after a fill. */
-async function fillBlogUntil(r: Recorded, c: ClusterConfig, node: number, except: number, what: string, done: () => boolean): Promise<void> {
+async function fillBlogUntil(r: RecordedClient, c: ClusterConfig, node: number, except: number, what: string, done: () => boolean): Promise<void> {
   const keys = probeKeys(c.shardCount, 'fill').filter((_, s) => s !== except && c.shards[s]!.backups.includes(node));
   assert.ok(keys.length > 0, `node ${node} backs up another shard`);
   const value = 'f'.repeat(400);
@@ -122,7 +74,7 @@ async function failPrimary(run: LaunchedCluster, file: string, shard: number): P
 
 /** The checks both triggers end with: K reads its acknowledged value, the history is linearizable,
  *  and the surviving replica refused no block as late. */
-async function readBackAfterFailover(r: Recorded, key: string, want: string, base: number, survivors: number[]): Promise<void> {
+async function readBackAfterFailover(r: RecordedClient, key: string, want: string, base: number, survivors: number[]): Promise<void> {
   const got = await r.get(key);
   assertLinearizable(r.history.history());
   assert.equal(got, want, `${key} after the failover: the acknowledged PUT must survive`);
@@ -139,7 +91,7 @@ test('(i) a shard promoted at a failover and idle until a full restart keeps the
     const file = join(dir, 'cluster.json');
     const c1 = readCluster(file);
     const keys = probeKeys(c1.shardCount, 'vm');
-    let r = new Recorded(await RowanClient.connect({ cluster: file, retries: 5 }));
+    let r = new RecordedClient(await RowanClient.connect({ cluster: file, retries: 5 }));
     for (const k of keys) await r.put(k, `v1-${k}`);
 
     // Node 0's shards are promoted on a backup (their counters jump by the promotion gap, and CommitVer
@@ -181,7 +133,7 @@ test('(ii) after a PUT+DEL churn whose tombstones and segments are gone, a full 
     const shard = shardOfKey(enc(key), c1.shardCount);
     const { primary, backups } = c1.shards[shard]!;
     const backup = backups[0]!;
-    let r = new Recorded(await RowanClient.connect({ cluster: file, retries: 5 }));
+    let r = new RecordedClient(await RowanClient.connect({ cluster: file, retries: 5 }));
     await r.put(key, 'v1');
     // Unique keys of the same shard (one hash tag), each PUT then DEL: 4,000 versions whose tombstones
     // the sweeps drop, then other shards' overwrites roll the primary's t-log on, so GC frees the

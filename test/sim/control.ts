@@ -44,6 +44,9 @@ export interface ControlHost {
   failed: FailedWrites;
   /** Hold the primaries at cold start until the manager confirms them (false: the mutation). */
   holdPrimaries: boolean;
+  /** False: no manager -- the configuration cell unleased, no lease client, no peer leases, nothing
+   *  held (actors/node/node-application.ts without --manager). */
+  managed: boolean;
   /** Ask node `peer`'s worker for a peer lease (the simulated client port). */
   askPeer(peer: number, term: number, body: Uint8Array, timeoutMs: number): Promise<void>;
   /** The manager removed this node: it stops (it would be restarted with --rejoin). */
@@ -53,8 +56,8 @@ export interface ControlHost {
 
 export class NodeControl {
   readonly cell: ConfigCell;
-  readonly lease: LeaseClient;
-  readonly peers: PeerLeases;
+  readonly lease: LeaseClient | null = null;
+  readonly peers: PeerLeases | null = null;
   private readonly sockets: SimSocket[] = [];
   /** The primaries held since this cold start (actors/node/restart-hold.ts). */
   readonly hold: RestartHold;
@@ -64,14 +67,18 @@ export class NodeControl {
     boot: ClusterConfig,
   ) {
     const clock = h.net.loop.clock;
-    this.cell = ConfigCell.create(boot, true, clock, new SimCellWake(h.timers));
-    holdUnconfirmedMoves(this.cell, boot, h.id);
-    this.hold = h.holdPrimaries ? RestartHold.atColdStart(h.pool, this.cell, boot, h.id, defaultLimits, h.points.load(), h.failed) : RestartHold.none();
+    this.cell = ConfigCell.create(boot, h.managed, clock, new SimCellWake(h.timers));
     const g = h.shared.gc;
     if (g) {
       const points = new CommitPoints(h.shared.versions.buffer as SharedArrayBuffer, g.buffers, h.points);
       h.timers.setInterval(() => points.flush(), defaultTimings.commitPointsSaveMs);
     }
+    if (!h.managed) {
+      this.hold = RestartHold.none();
+      return;
+    }
+    holdUnconfirmedMoves(this.cell, boot, h.id);
+    this.hold = h.holdPrimaries ? RestartHold.atColdStart(h.pool, this.cell, boot, h.id, defaultLimits, h.points.load(), h.failed) : RestartHold.none();
     const dial = () => {
       const s = new SimSocket(h.net, h.id, h.timers.alive);
       this.sockets.push(s);
@@ -87,8 +94,8 @@ export class NodeControl {
   }
 
   start(): void {
-    this.lease.start();
-    this.peers.start();
+    this.lease?.start();
+    this.peers?.start();
   }
 
   /** The process died: its connections close (the manager sees it), nothing of it runs again. */

@@ -64,7 +64,7 @@ export function scheduleFaults(o: FaultOptions, span: number, rng: Rng, e: Fault
     fullRestart(rng, e, at);
     if (rng.chance(0.5)) nodeCrash(rng, e, at + rng.range(130, 250), rng.range(150, 300));
   }
-  if (rng.chance(o.managerCrashP)) managerCrash(rng, e, span);
+  if (rng.chance(o.managerCrashP) && e.manager.up) managerCrash(rng, e, span); // none in a manager-less run
   for (let i = rng.int(o.partitionsMax + 1); i > 0; i--) partition(rng, e, rng.float() * span);
   for (let i = rng.int(o.movesMax + 1); i > 0; i--) move(rng, e, rng.float() * span);
 }

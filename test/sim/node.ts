@@ -61,6 +61,8 @@ export interface SimNodeOptions {
   forgetsFailedWrites?: boolean;
   /** Mutation: a restarted primary serves at once, unconfirmed (actors/node/restart-hold.ts not used). */
   servesUnconfirmed?: boolean;
+  /** False: no manager (a static configuration, no lease: ./control.ts); default true. */
+  managed?: boolean;
   /** Mutation hooks (the mutation test): alter the shared state or the cleaner a node boots with. */
   mutateShared?: (s: KvShared) => void;
   makeCleaner?: (o: CleanerOptions) => Cleaner;
@@ -157,7 +159,8 @@ export class SimNode {
     const timers = new SimTimers(this.loop, ['node', this.id, inc], () => this.up && this.inc === inc, (w, e) => this.onError(this.id, w, e));
     this.pool = Pool.onRegion(this.region, { segmentBytes: o.segmentBytes, segmentCount: o.segmentCount, reserveSegments: o.reserveSegments });
     // With a manager every shard gets an index (a node may be given any shard later), as in node-kv.ts.
-    this.buffers = createKvShared(cluster, this.id, o.keysPerShard, this.pool, o.keysPerShardMax, true);
+    const managed = o.managed ?? true;
+    this.buffers = createKvShared(cluster, this.id, o.keysPerShard, this.pool, o.keysPerShardMax, managed);
     this.shared = attachKvShared(this.buffers, this.pool.region, this.markStore);
     o.mutateShared?.(this.shared);
     this.record.noteBackups(receivedShards(cluster, this.id));
@@ -176,6 +179,7 @@ export class SimNode {
       points: this.pointStore,
       failed: o.forgetsFailedWrites ? new Map() : this.failedStore.writes,
       holdPrimaries: !o.servesUnconfirmed,
+      managed,
       askPeer: (peer, term, body, ms) => askPeer(env.net, this.id, timers.alive, (p) => (env.nodes[p]?.up ? env.nodes[p]!.worker : null), peer, term, body, ms),
       evicted: () => {
         this.evicted = true;

@@ -1,7 +1,7 @@
 // npm run sim -- --seeds N        run seeds 1..N, print the failing ones and seeds/second
 // npm run sim -- --seed S         replay one seed and print its findings and trace hash
 // options: --mutation NAME (test/sim/mutations.ts), --unfixed (receiver without the
-//          stalled-sender fix), --from F (first seed), --first (stop at the first failing seed), --verbose, --log (the manager's and nodes' log lines),
+//          stalled-sender fix), --managerless (a static cluster without a manager), --from F (first seed), --first (stop at the first failing seed), --verbose, --log (the manager's and nodes' log lines),
 //          --jobs J (run seeds on J worker threads; a seed's run is the same on any thread: output in seed order)
 import { performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
@@ -31,6 +31,7 @@ async function main(): Promise<void> {
   const opts: Partial<SimOptions> = mutation ? { mutation } : {};
   // --unfixed: the receiver ignores the queue's holds, as before the stalled-sender fix.
   if (process.argv.includes("--unfixed")) opts.node = { ...defaultSimOptions.node, receiverIgnoresHolds: true };
+  if (process.argv.includes('--managerless')) opts.managerless = true;
   if (one !== undefined) {
     const r = await runSeed(Number(one), opts);
     show(r, true);
@@ -43,7 +44,7 @@ async function main(): Promise<void> {
   const first = process.argv.includes('--first');
   const jobs = Math.max(1, Number(arg('jobs') ?? 1));
   const failed: number[] = [];
-  console.log(`seeds ${from}..${from + n - 1}${mutation ? `, mutation ${mutation}` : ''}${first ? ', until the first that fails' : ''}:`);
+  console.log(`seeds ${from}..${from + n - 1}${opts.managerless ? ', without a manager' : ''}${mutation ? `, mutation ${mutation}` : ''}${first ? ', until the first that fails' : ''}:`);
   const t0 = performance.now();
   const results = jobs > 1 ? inWorkers(jobs, from, n, opts, first) : inThisThread(from, n, opts, first);
   for await (const r of results) {

@@ -35,6 +35,10 @@ export interface SimOptions {
   horizonMs: number;
   /** Run against a deliberately broken component (the mutation test). */
   mutation?: MutationName;
+  /** A cluster without a manager (`rowan start` with no --manager): a static configuration, no
+   *  leases, no failover or move; a crashed node's shards wait for its restart, and a restarted
+   *  primary serves at once -- its counters raised by its version marks alone. */
+  managerless?: boolean;
 }
 
 export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
@@ -118,8 +122,9 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   const onError = (node: number, where: string, err: unknown) => findings.push({ check: 'run', node, detail: `${where}: ${(err as Error).stack ?? String(err)}` });
   const manager = new SimManager(store, net, { timing: o.lease, tickMs: o.managerTickMs, ...mutation.manager }, (where, err) => onError(-1, `manager ${where}`, err));
   const env: SimEnv = { loop, net, store, manager, nodes, log: (id) => nodeLogger(id, loop, manager.lines) };
-  for (let id = 0; id < o.nodes; id++) nodes.push(new SimNode(id, env, o.node, (n) => net.transportFor(n), onError));
-  manager.boot(false);
+  const managed = !o.managerless;
+  for (let id = 0; id < o.nodes; id++) nodes.push(new SimNode(id, env, { ...o.node, managed }, (n) => net.transportFor(n), onError));
+  if (managed) manager.boot(false);
   for (const n of nodes) n.boot();
   const shape = emptyShape();
   const clients = new SimClients(loop, rng.fork(), trace, () => store.cfg, nodes, o.clients, shape);
@@ -146,7 +151,7 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   netO.stallP = 0;
   netO.lossP = 0;
   netO.dupP = 0;
-  if (!manager.up) manager.boot(false);
+  if (managed && !manager.up) manager.boot(false);
   for (const n of nodes) if (!n.up) bootNode(n, findings);
   await settle(loop, nodes, store, o.settleMs);
   for (const n of nodes) if (n.up) findings.push(...checkIndexes(n));

@@ -56,6 +56,21 @@ test(`${SEEDS} seeds pass every check with the control plane in them (GC safety,
   for (const [what, n] of Object.entries(sum)) assert.ok(n > 0, `the seeds exercise ${what}`);
 });
 
+// A cluster without a manager (`rowan start` with no --manager): a static configuration, an unleased
+// configuration cell, nothing held at a cold start; the same faults but failovers, moves and manager crashes.
+test('20 seeds without a manager pass every check', { timeout: 600_000 }, async () => {
+  const failed: string[] = [];
+  let restarts = 0;
+  for (let seed = 1; seed <= 20; seed++) {
+    const r = await runSeed(seed, { managerless: true });
+    if (!r.ok) failed.push(describe(r));
+    assert.equal(r.term, 1, `seed ${seed}: the configuration never changes without a manager`);
+    restarts += r.faults.filter((f) => f.startsWith('full-cluster') || f.includes('crash of node')).length;
+  }
+  assert.deepEqual(failed, []);
+  assert.ok(restarts > 10, `the seeds restart nodes (${restarts})`);
+});
+
 test('the same seed gives the same run: the same trace hash', { timeout: 300_000 }, async () => {
   for (const seed of [3, 17]) {
     const a = await runSeed(seed);
