@@ -9,6 +9,8 @@
 //            or, a tombstone the sweep dropped, nothing older is. Stricter than the history check: a
 //            resurrected write of unknown outcome fits the history (the checker may place it after the
 //            DEL that superseded it), but its version says it came before that DEL;
+//   counters at every cold start (faults.ts bootNode), each shard counter of a primary resumes at or
+//            above every tombstone floor another member persisted for the shard (SimNode.countersBelowFloors);
 //   history  the clients' history, with final reads on the primaries and the replicas' answers after
 //            the cold start, is linearizable per key (test/check/linearizability.ts), replica by replica.
 import type { ClusterConfig } from '../../config/cluster.js';

@@ -48,6 +48,7 @@ export function bootNode(n: SimNode, findings: Finding[]): boolean {
   if (n.evicted) return false;
   try {
     n.boot();
+    for (const detail of n.countersBelowFloors()) findings.push({ check: 'versions', node: n.id, detail });
     return true;
   } catch (err) {
     findings.push({ check: 'run', node: n.id, detail: `cold start failed: ${(err as Error).stack ?? String(err)}` });

@@ -288,6 +288,32 @@ export class SimNode {
     this.up = false;
   }
 
+  /** The tombstone floors this node persisted (they survive its crashes). */
+  persistedFloors(): ReadonlyMap<number, number> {
+    return this.floorStore.load();
+  }
+
+  /**
+   * Right after a cold start: each shard this node is primary of whose counter resumed below a floor
+   * another member persisted for it -- a CommitVer this node (or a primary before it) told that
+   * member. Its next writes would come at versions the member refuses as late at its next cold start
+   * (issue 24, hazard 1: "versions never go backwards").
+   */
+  countersBelowFloors(): string[] {
+    const out: string[] = [];
+    const c = this.cluster;
+    for (const s of c.shards) {
+      if (s.primary !== this.id) continue;
+      const counter = Number(Atomics.load(this.shared.versions, s.id));
+      for (const m of this.env.nodes) {
+        if (m.id === this.id || m.evicted || (c.dead ?? []).includes(m.id)) continue;
+        const floor = m.persistedFloors().get(s.id) ?? 0;
+        if (counter < floor) out.push(`shard ${s.id}: node ${this.id}'s counter resumed at ${counter} at its cold start (term ${c.term}), below the floor ${floor} node ${m.id} persisted`);
+      }
+    }
+    return out;
+  }
+
   /** Does this node hold a full replica (primary, or a backup not catching up) of `key`'s shard in `c`? */
   holds(key: string, c: ClusterConfig): boolean {
     const shard = shardOfKey(new TextEncoder().encode(key), c.shardCount);

@@ -5,7 +5,7 @@
 //          --jobs J (run seeds on J worker threads; a seed's run is the same on any thread: output in seed order)
 import { performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import type { MutationName } from './mutations.js';
+import { mutations, type MutationName } from './mutations.js';
 import { defaultSimOptions, runSeed, type SimOptions, type SimResult } from './simulation.js';
 
 function arg(name: string): string | undefined {
@@ -22,7 +22,28 @@ function show(r: SimResult, verbose: boolean): void {
   if (process.argv.includes('--log')) for (const l of r.log) console.log(`    ${l}`);
 }
 
+const USAGE = `usage: npm run sim -- --seeds N [options]    run seeds 1..N: the failing ones and seeds/second
+       npm run sim -- --seed S [options]     replay one seed: its findings and trace hash
+options:
+  --from F          first seed of --seeds (default 1)
+  --first           stop at the first failing seed
+  --jobs J          run seeds on J worker threads (a seed's run is the same on any thread)
+  --managerless     a static cluster without a manager (as rowan start without --manager)
+  --mutation NAME   run against a deliberately broken component: ${Object.keys(mutations).join(', ')}
+  --unfixed         the receiver without the stalled-sender fix (ignores the queue's holds)
+  --verbose         print every seed's findings; --log: the manager's and nodes' log lines`;
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    console.log(USAGE);
+    return;
+  }
+  const m = arg('mutation');
+  if (m !== undefined && !(m in mutations)) {
+    console.error(`sim: unknown mutation ${JSON.stringify(m)}\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
   let unhandled: unknown = null;
   process.on('unhandledRejection', (e) => (unhandled ??= e));
   const mutation = arg('mutation') as MutationName | undefined;
