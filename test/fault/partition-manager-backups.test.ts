@@ -17,7 +17,7 @@ import type { ClusterConfig } from '../../config/cluster.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { logRecords, waitFor } from '../fixtures/failover-cluster.js';
 import { netnsUnavailable } from '../fixtures/netns.js';
-import { ClientLoad, NetnsCluster, PARTITION_LEASE_MS } from '../fixtures/netns-cluster.js';
+import { NetnsCluster, PARTITION_LEASE_MS, startTwoHostLoad } from '../fixtures/netns-cluster.js';
 import { defaultTimings } from '../../config/timings.js';
 
 const NODES = [0, 1, 2];
@@ -37,12 +37,7 @@ function backupOnlyNode2(c: ClusterConfig): ClusterConfig {
 test('the manager cut off alone while a node holds backups only: no configuration change is stored, no node is evicted, the history is linearizable', { timeout: 420_000, skip: unavailable ?? false }, async (t) => {
   const { c, dir } = await NetnsCluster.forTest(t, 'part-d', 8, { layout: backupOnlyNode2, leaseMs: LEASE_MS });
   assert.ok(c.initial.shards.every((s) => s.primary !== BACKUP_ONLY && s.backups.includes(BACKUP_ONLY)), 'node 2 holds backups only');
-  const keys = Array.from({ length: 16 }, (_, i) => `h-${i}`);
-  const common = { cluster: c.file, passwordFile: c.passwordFile, maxOps: 60_000, keys };
-  const l0 = ClientLoad.start(c, 'c0', { ...common, out: join(dir, 'load-c0.json'), clients: 2, clientBase: 0, unique: true });
-  const l1 = ClientLoad.start(c, 'c1', { ...common, out: join(dir, 'load-c1.json'), clients: 2, clientBase: 10 });
-  const ok = () => l0.progress()!.fresh.ok + l1.progress()!.fresh.ok;
-  await waitFor('both client hosts to be served', () => (l0.progress()?.fresh.ok ?? 0) > 200 && (l1.progress()?.fresh.ok ?? 0) > 200, 60_000, 50);
+  const { l0, l1, ok } = await startTwoHostLoad(c, dir);
   const term = (await c.config())?.term;
   assert.equal(term, 1, 'a node was failed over before the cut (starved past its lease)');
 

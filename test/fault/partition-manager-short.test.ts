@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { checkLinearizability } from '../check/linearizability.js';
 import { logRecords, waitFor } from '../fixtures/failover-cluster.js';
 import { netnsUnavailable } from '../fixtures/netns.js';
-import { ClientLoad, NetnsCluster, PARTITION_LEASE_MS } from '../fixtures/netns-cluster.js';
+import { NetnsCluster, PARTITION_LEASE_MS, startTwoHostLoad } from '../fixtures/netns-cluster.js';
 import { checkLateBlocks, lateBlockCounts, unknownWrites } from '../fixtures/node-metrics.js';
 
 /** The cuts, each under one lease (PARTITION_LEASE_MS) and over two renewal periods. */
@@ -25,12 +25,7 @@ const unavailable = netnsUnavailable();
 
 test('the manager cut off six times for less than a lease: nothing is reassigned, the history is linearizable', { timeout: 150_000, skip: unavailable ?? false }, async (t) => {
   const { c, dir } = await NetnsCluster.forTest(t, 'part-s', 8);
-  const keys = Array.from({ length: 16 }, (_, i) => `h-${i}`);
-  const common = { cluster: c.file, passwordFile: c.passwordFile, maxOps: 60_000, keys };
-  const l0 = ClientLoad.start(c, 'c0', { ...common, out: join(dir, 'load-c0.json'), clients: 2, clientBase: 0, unique: true });
-  const l1 = ClientLoad.start(c, 'c1', { ...common, out: join(dir, 'load-c1.json'), clients: 2, clientBase: 10 });
-  const ok = () => l0.progress()!.fresh.ok + l1.progress()!.fresh.ok;
-  await waitFor('both client hosts to be served', () => (l0.progress()?.fresh.ok ?? 0) > 200 && (l1.progress()?.fresh.ok ?? 0) > 200, 60_000, 50);
+  const { l0, l1, ok } = await startTwoHostLoad(c, dir);
   assert.equal((await c.config())?.term, 1);
 
   for (const ms of CUTS) {

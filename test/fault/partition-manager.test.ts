@@ -17,7 +17,7 @@ import { monotonicClock } from '../../config/base/clock.js';
 import { checkLinearizability } from '../check/linearizability.js';
 import { logRecords, waitFor } from '../fixtures/failover-cluster.js';
 import { netnsUnavailable } from '../fixtures/netns.js';
-import { ClientLoad, NetnsCluster } from '../fixtures/netns-cluster.js';
+import { NetnsCluster, startTwoHostLoad } from '../fixtures/netns-cluster.js';
 import { checkLateBlocks, lateBlockCounts, unknownWrites } from '../fixtures/node-metrics.js';
 
 /** The cut lasts at least this long: 7 leases, several failover retries of the manager. */
@@ -26,13 +26,8 @@ const unavailable = netnsUnavailable();
 
 test('the manager cut off alone: nothing is reassigned, every client request succeeds throughout, the history is linearizable', { timeout: 150_000, skip: unavailable ?? false }, async (t) => {
   const { c, dir } = await NetnsCluster.forTest(t, 'part-b', 8);
-  const keys = Array.from({ length: 16 }, (_, i) => `h-${i}`);
-  const common = { cluster: c.file, passwordFile: c.passwordFile, maxOps: 60_000, keys };
-  const l0 = ClientLoad.start(c, 'c0', { ...common, out: join(dir, 'load-c0.json'), clients: 2, clientBase: 0, unique: true });
-  const l1 = ClientLoad.start(c, 'c1', { ...common, out: join(dir, 'load-c1.json'), clients: 2, clientBase: 10 });
-  const ok = () => l0.progress()!.fresh.ok + l1.progress()!.fresh.ok;
+  const { l0, l1, ok } = await startTwoHostLoad(c, dir);
   const failed = () => [l0, l1].reduce((n, l) => n + l.progress()!.fresh.fail + l.progress()!.fresh.unknown, 0);
-  await waitFor('both client hosts to be served', () => (l0.progress()?.fresh.ok ?? 0) > 200 && (l1.progress()?.fresh.ok ?? 0) > 200, 60_000, 50);
   const term = (await c.config())?.term;
   assert.equal(term, 1);
 

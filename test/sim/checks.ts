@@ -24,7 +24,7 @@ import { idOf, shardOfKey } from './clients.js';
 import type { SimNode } from './node.js';
 
 export interface Finding {
-  check: 'gc' | 'replicas' | 'versions' | 'history' | 'run';
+  check: 'gc' | 'replicas' | 'versions' | 'history' | 'primaries' | 'run';
   node?: number;
   detail: string;
 }

@@ -71,6 +71,8 @@ export class SimClients {
    *  the nodes report their workers' appends (./node.ts onAppend) and the key's bytes, a fresh array
    *  per request, say which request an append belongs to. */
   readonly versions = new Map<Operation, number>();
+  /** Called as a request succeeds at node `node`, for its key's shard (./simulation.ts: never two primaries). */
+  onServed: ((node: SimNode, shard: number) => void) | null = null;
   private readonly sent = new WeakMap<Uint8Array, Operation>();
 
   constructor(
@@ -150,6 +152,7 @@ export class SimClients {
       return this.done(op, REFUSED.includes(code) ? 'fail' : 'unknown', code);
     }
     if (kind === 'get') op.output = r.value ? idOf(dec.decode(r.value as Uint8Array)) : null;
+    this.onServed?.(primary, shardOfKey(c, key));
     return this.done(op, 'ok');
   }
 

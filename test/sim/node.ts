@@ -288,6 +288,14 @@ export class SimNode {
     this.up = false;
   }
 
+  /** Whether this node would serve a request for `shard` now: up, its lease valid, no configuration
+   *  pending, primary of the shard in the configuration it holds, the shard not blocked. */
+  serves(shard: number): boolean {
+    if (!this.up) return false;
+    const cell = this.cell;
+    return cell.leaseValid(this.loop.clock.now()) && !cell.evicted() && cell.pendingTerm() === 0 && cell.config().shards[shard]?.primary === this.id && !cell.shardBlocked(shard);
+  }
+
   /** The tombstone floors this node persisted (they survive its crashes). */
   persistedFloors(): ReadonlyMap<number, number> {
     return this.floorStore.load();

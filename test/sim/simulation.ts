@@ -128,6 +128,13 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   for (const n of nodes) n.boot();
   const shape = emptyShape();
   const clients = new SimClients(loop, rng.fork(), trace, () => store.cfg, nodes, o.clients, shape);
+  // Never two primaries (DESIGN §6): as a request succeeds at a node, no other node would serve its
+  // shard at that instant (a move committed without its source draining would: issue 24, hazard 2).
+  clients.onServed = (node, shard) => {
+    for (const m of nodes) {
+      if (m !== node && m.serves(shard)) findings.push({ check: 'primaries', node: node.id, detail: `two primaries: node ${node.id} answered for shard ${shard} at ${loop.now().toFixed(3)} ms while node ${m.id} serves it too (terms ${node.cell.term()} and ${m.cell.term()})` });
+    }
+  };
   let calm = false;
   const span = o.clients.opsPerClient * (o.clients.thinkMaxMs / 2 + 2);
   const keyShards = [...new Set(Array.from({ length: o.clients.keys }, (_, i) => shardOfKey(store.cfg, keyName(i))))].sort((a, b) => a - b);
