@@ -51,6 +51,9 @@ export class ConfigFollower {
   /** The shards this node drained for the last prepare it acknowledged (../shared/config-cell.ts PENDING
    *  holds that term until a commit: requests stay blocked meanwhile). */
   private drained: number[] = [];
+  /** The latest term this node prepared (PENDING): an earlier commit still finishing must leave
+   *  requests blocked until a commit at or after it (see `release`). */
+  private prepared = 0;
 
   constructor(private readonly d: FollowerDeps) {}
 
@@ -67,6 +70,7 @@ export class ConfigFollower {
   private async prepare(term: number, next: ClusterConfig, confirm: number[] = [], planned = false): Promise<void> {
     if (term <= this.d.cell.term()) return;
     this.d.cell.setPending(term); // requests wait from here until the commit
+    this.prepared = Math.max(this.prepared, term);
     const stoppedAt = this.d.clock.now();
     const old = this.d.cell.config();
     const changed = [...new Set([...next.shards.filter((s) => s.primary !== old.shards[s.id]!.primary).map((s) => s.id), ...confirm])].sort((a, b) => a - b);
@@ -109,9 +113,20 @@ export class ConfigFollower {
     const away = next.shards.filter((s) => old.shards[s.id]!.primary === this.d.nodeId && s.primary !== this.d.nodeId).map((s) => s.id);
     // Drained: in a prepare acknowledged since the last commit (PENDING set since, nothing admitted).
     const undrained = away.filter((s) => this.d.cell.pendingTerm() === 0 || !this.drained.includes(s));
-    this.drained = []; // the commit ends the pending prepare
+    if (term >= this.prepared) this.drained = []; // the commit ends the pending prepare (an earlier one does not)
     if (undrained.length === 0) return;
     this.d.log.error({ term, shards: undrained, pending: this.d.cell.pendingTerm() }, `committing term ${term}, which takes shard(s) ${undrained.join(', ')} from this node, without having drained them in a prepare: writes of them still in flight end with an unknown outcome`);
+  }
+
+  /**
+   * Term `term` is published: requests run again -- unless a later term was prepared meanwhile
+   * (prepares are answered at once, commits run one at a time, so a commit still waiting out peer
+   * leases can finish after a later prepare was acknowledged). That prepare drained shards this node
+   * hands over and the manager may have committed it to the others already: serving them again at the
+   * earlier term would make two primaries (simulator seeds 1781, 1862). Blocked until its commit.
+   */
+  private release(term: number): void {
+    this.d.cell.setPending(this.prepared > term ? this.prepared : 0);
   }
 
   private async commit(term: number, next: ClusterConfig, floors: Record<string, number>, scatter: GatherEntry[], again: number[], planned: ReadonlySet<number>): Promise<void> {
@@ -134,7 +149,7 @@ export class ConfigFollower {
         }
       }
       this.d.cell.publish(next);
-      this.d.cell.setPending(0);
+      this.release(term);
       this.d.hooks.unconfirmed?.(); // lets go of held shards `next` gives to another node (./restart-hold.ts)
       this.d.log.info({ term, promoted: 0 }, `committed term ${term}`);
       this.d.hooks.configured?.();
@@ -147,7 +162,7 @@ export class ConfigFollower {
     // prepare that drained the shard, and serves nothing of it any more.
     await this.outlivePromises(term, mine.filter((s) => !planned.has(s)).map((s) => old.shards[s]!.primary).filter((n) => n !== this.d.nodeId));
     this.d.cell.publish(next);
-    this.d.cell.setPending(0);
+    this.release(term);
     this.d.log.info({ term, promoted: mine.length }, `committed term ${term}`);
     // Promoted again on the node that was their primary already (a restarted primary confirmed).
     const already = new Set(mine.filter((s) => old.shards[s]!.primary === this.d.nodeId));
