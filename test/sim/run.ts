@@ -1,8 +1,5 @@
-// npm run sim -- --seeds N        run seeds 1..N, print the failing ones and seeds/second
-// npm run sim -- --seed S         replay one seed and print its findings and trace hash
-// options: --mutation NAME (test/sim/mutations.ts), --unfixed (receiver without the
-//          stalled-sender fix), --managerless (a static cluster without a manager), --from F (first seed), --first (stop at the first failing seed), --verbose, --log (the manager's and nodes' log lines),
-//          --jobs J (run seeds on J worker threads; a seed's run is the same on any thread: output in seed order)
+// The simulator's command line (npm run sim): seeds, replays, mutations; `npm run sim -- --help`
+// prints the options (USAGE below, the one place they are listed).
 import { performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { mutations, type MutationName } from './mutations.js';
