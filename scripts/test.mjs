@@ -40,7 +40,16 @@ function runFile(file, tapFile) {
       '--test-reporter=spec', '--test-reporter-destination=stdout',
       '--test-reporter=tap', `--test-reporter-destination=${tapFile}`,
       file,
-    ], { stdio: ['ignore', 'inherit', 'inherit'], cwd: root, detached: true });
+    ], { stdio: ['ignore', 'pipe', 'pipe'], cwd: root, detached: true });
+    // Passed through as it comes; the end kept, to repeat a failing file's output after the summary
+    // (a CI log is often read from its end).
+    let tail = '';
+    const keep = (out) => (d) => {
+      out.write(d);
+      tail = (tail + d).slice(-12_000);
+    };
+    child.stdout.on('data', keep(process.stdout));
+    child.stderr.on('data', keep(process.stderr));
     let overBudget = false;
     const timer = setTimeout(() => {
       overBudget = true;
@@ -50,7 +59,7 @@ function runFile(file, tapFile) {
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
       try { process.kill(-child.pid, 'SIGKILL'); } catch { /* nothing left of the group */ }
-      resolve({ code: code ?? 1, signal, overBudget, ms: Date.now() - t0 });
+      resolve({ code: code ?? 1, signal, overBudget, ms: Date.now() - t0, tail: () => tail });
     });
   });
 }
@@ -91,6 +100,9 @@ for (const r of [...results].sort((a, b) => b.ms - a.ms).slice(0, 15)) {
   console.log(`  ${secs(r.ms)} s  ${r.file}  (${r.pass} passed${r.fail ? `, ${r.fail} failed` : ''}${r.skipped.length ? `, ${r.skipped.length} skipped` : ''})`);
 }
 console.log(`test: ${results.reduce((a, r) => a + r.pass, 0)} passed, ${results.reduce((a, r) => a + r.fail, 0)} failed, ${skipped.length} skipped`);
+for (const r of failed) {
+  console.log(`\ntest: the end of ${r.file}'s output:\n${r.tail().split('\n').slice(-80).join('\n')}`);
+}
 for (const r of failed) {
   console.log(`test: FAILED ${r.file}${r.overBudget ? ` (killed past its ${fileBudgetMs / 60_000} min budget)` : ''}${r.signal ? ` (signal ${r.signal})` : ` (exit ${r.code})`}`);
 }

@@ -39,11 +39,13 @@ test('a skipped test is listed with its reason; the run passes locally and fails
   assert.equal(run(files, { CI: 'false' }).code, 0);
 });
 
-test('a failing file fails the run and is named', () => {
-  const r = run({ 'a.test.js': passing, 'c.test.js': "import { test } from 'node:test';\ntest('broken', () => { throw new Error('no'); });\n" }, {});
+test('a failing file fails the run, is named, and the end of its output comes again after the summary', () => {
+  const r = run({ 'a.test.js': passing, 'c.test.js': "import { test } from 'node:test';\ntest('broken', () => { throw new Error('the reason it broke'); });\n" }, {});
   assert.equal(r.code, 1, r.out);
   assert.match(r.out, /FAILED unit\/c\.test\.js/);
   assert.match(r.out, /1 passed, 1 failed/);
+  const after = r.out.slice(r.out.indexOf('1 passed, 1 failed'));
+  assert.match(after, /the end of unit\/c\.test\.js's output:[^]*the reason it broke/);
 });
 
 test('a file past its budget is killed with what it started; the summary still comes', () => {
