@@ -100,6 +100,17 @@ function nodeCrash(rng: Rng, e: FaultEnv, at: number, down?: number): void {
   }, true);
 }
 
+/** A power crash of whichever node is `shard`'s primary at `at` (the stored configuration's). */
+function primaryCrash(e: FaultEnv, at: number, shard: number, downMs: number): void {
+  e.faults.push(`power crash of shard ${shard}'s primary at ${at.toFixed(1)} ms for ${downMs} ms`);
+  e.loop.at(at, ['crash-primary', shard], () => {
+    const n = e.nodes.find((x) => x.id === e.manager.store.cfg.shards[shard]!.primary);
+    if (!n?.up || e.calm()) return;
+    n.crash();
+    e.loop.at(downMs, ['restart', n.id], () => !n.up && bootNode(n, e.findings));
+  }, true);
+}
+
 function fullRestart(rng: Rng, e: FaultEnv, at: number, down?: number): void {
   const downMs = down ?? rng.range(5, 120);
   e.faults.push(`full-cluster power loss at ${at.toFixed(1)} ms for ${downMs} ms`);
@@ -190,7 +201,9 @@ export type Scenario = (typeof SCENARIOS)[number];
  *                   time a primary is failed over after that (its backups must hold them);
  *   move-under-load the clients write only the keys of one shard while it is moved to a backup and
  *                   moved again (the source must drain its writes in flight before the target serves);
- *                   half the time the manager dies right after storing the first move's term;
+ *                   half the time the manager dies right after storing the first move's term; half
+                   the time replication stalls now and then; half the time the shard's primary loses
+                   power after the first move (a failover must find what it served on every replica);
  *   long-stalls     many landers stall between reserve and copy, for up to 900 ms (a buffer declared
  *                   Used must wait for their copies or fence them: digest and clean may reuse it);
  *   lossy-stalls-restart  stalls, lost connections and duplicates (writes that fail at the primary
@@ -230,6 +243,16 @@ export function scheduleScenario(o: FaultOptions, span: number, rng: Rng, e: Sce
       // through a prepare -- never commit the stored term to members that reconnect. Drawn last: the
       // scenario's other draws are as they were.
       if (rng.chance(0.5)) crashAfterMoveStored(rng, e);
+      // Half the time replication stalls now and then: a move then meets writes still in flight at
+      // its source (replicated to some members, not yet to the target), which the prepare gathers and
+      // scatters before the target serves. Drawn last: the scenario's other draws are as they were.
+      // And half the time the shard's primary at some instant after the first move loses power, long
+      // enough to be failed over: a backup promoted then must hold what the moved shard's primary served.
+      if (rng.chance(0.5)) {
+        e.netO.stallP = rng.pick([0.05, 0.1]);
+        e.netO.stallMaxMs = rng.range(50, 300);
+      }
+      if (rng.chance(0.5)) primaryCrash(e, at + rng.range(10, back + 60), shard, rng.range(150, 300));
       break;
     }
     case 'long-stalls':

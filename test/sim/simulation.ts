@@ -135,6 +135,20 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
       if (m !== node && m.serves(shard)) findings.push({ check: 'primaries', node: node.id, detail: `two primaries: node ${node.id} answered for shard ${shard} at ${loop.now().toFixed(3)} ms while node ${m.id} serves it too (terms ${node.cell.term()} and ${m.cell.term()})` });
     }
   };
+  // The same invariant on the nodes' state, after every event: at most one node would serve each
+  // shard, whether or not a request lands in the window (a move committed undrained opens it for as
+  // long as the source has not heard the commit).
+  const doubled = new Set<string>();
+  const checkServing = (): void => {
+    for (let shard = 0; shard < store.cfg.shards.length; shard++) {
+      const serving = nodes.filter((n) => n.serves(shard));
+      if (serving.length < 2) continue;
+      const ids = serving.map((n) => n.id).join('+');
+      if (doubled.has(`${shard}:${ids}`)) continue;
+      doubled.add(`${shard}:${ids}`);
+      findings.push({ check: 'primaries', node: serving[0]!.id, detail: `two primaries: nodes ${serving.map((n) => `${n.id} (term ${n.cell.term()})`).join(' and ')} would both serve shard ${shard} at ${loop.now().toFixed(3)} ms` });
+    }
+  };
   let calm = false;
   const span = o.clients.opsPerClient * (o.clients.thinkMaxMs / 2 + 2);
   const keyShards = [...new Set(Array.from({ length: o.clients.keys }, (_, i) => shardOfKey(store.cfg, keyName(i))))].sort((a, b) => a - b);
@@ -147,7 +161,10 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
 
   let done = false;
   void clients.run().then(() => (done = true));
-  await loop.run(o.horizonMs, () => done);
+  await loop.run(o.horizonMs, () => {
+    checkServing();
+    return done;
+  });
   if (!done) findings.push({ check: 'run', detail: `clients still running at ${o.horizonMs} ms of simulated time` });
 
   // Settle: no more faults; everything down comes back (an evicted node stays out); stalled writes
