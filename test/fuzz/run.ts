@@ -1,4 +1,4 @@
-// `npm run fuzz -- [--inputs N] [--seed S] [--target NAME]`: every target (or one) on N mutated inputs
+// `npm run fuzz -- [--inputs N] [--seed S] [--target NAME]` (--help prints just that): every target (or one) on N mutated inputs
 // (default 100,000), a table of counts, and each finding written to test/fuzz/findings/ for a
 // regression test. Exits 1 if anything crashed, broke an invariant or was slow.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -11,11 +11,16 @@ function arg(name: string, dflt: string): string {
   return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : dflt;
 }
 
+const USAGE = 'usage: npm run fuzz -- [--inputs N] [--seed S] [--target NAME]';
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  console.log(USAGE);
+  process.exit(0);
+}
 const inputs = Number(arg('inputs', '100000'));
 const seed = Number(arg('seed', '1'));
 const only = arg('target', '');
 if (!Number.isInteger(inputs) || inputs < 1 || !Number.isInteger(seed)) {
-  console.error('usage: npm run fuzz -- [--inputs N] [--seed S] [--target NAME]');
+  console.error(USAGE);
   process.exit(2);
 }
 const chosen = targets.filter((t) => !only || t.name === only);
