@@ -1,7 +1,8 @@
 // Log append and scan cost (§4.2.2, §5.3).
 //   (a) append+persist per entry of 64/128/256/1024 encoded bytes, through LogAppender on a pool in each
-//       persistence mode that maps here (dax is refused on a machine without a DAX filesystem and is
-//       reported as unavailable), plus a DRAM row with a no-op persist to separate codec from persist;
+//       persistence mode that maps here, over each back end (libpmem2, and libc alone for pagecache and
+//       msync: native/mapping.ts), side by side (dax is refused on a machine without a DAX filesystem
+//       and is reported as unavailable), plus a DRAM row with a no-op persist to separate codec from persist;
 //   (b) scan rate over one 4 MiB segment full of ~100 B entries (128 B encoded), in entries/s.
 // Runnable alone: node dist/bench/log.bench.js
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,6 +15,8 @@ import { EntryType, scanEntries, type EntryInput } from '../shm/log.js';
 import { HEADER_BYTES } from '../shm/log-layout.js';
 import { Pool } from '../shm/pool.js';
 import { MemoryRegion, type PersistentRegion } from '../config/base/region.js';
+import { PM_BACKEND_ENV, type PmBackend } from '../native/mapping.js';
+import type { PersistMode } from '../native/pmem2.js';
 import { formatTable, recordParams, type Row } from './report.js';
 
 const L = defaultLimits;
@@ -60,18 +63,30 @@ function rowsOf(bench: Bench, mode: string, perCall: number, unitName: string, s
   });
 }
 
-async function appendRows(mode: 'dram' | 'pagecache' | 'msync' | 'dax', dir: string): Promise<Row[]> {
+/** A pool mapped through `backend` (native/mapping.ts reads ROWAN_PM_BACKEND at each map). */
+function createPool(path: string, mode: PersistMode, backend: PmBackend): Pool {
+  const was = process.env[PM_BACKEND_ENV];
+  process.env[PM_BACKEND_ENV] = backend;
+  try {
+    return Pool.create(path, { segmentCount: POOL_SEGMENTS, segmentBytes: L.segmentBytes, mode });
+  } finally {
+    if (was === undefined) delete process.env[PM_BACKEND_ENV];
+    else process.env[PM_BACKEND_ENV] = was;
+  }
+}
+
+async function appendRows(mode: 'dram' | PersistMode, backend: PmBackend | '-', dir: string): Promise<Row[]> {
   let region: PersistentRegion;
   let base = 0;
   let pool: Pool | null = null;
-  if (mode === 'dram') {
+  if (mode === 'dram' || backend === '-') {
     region = new MemoryRegion(POOL_SEGMENTS * L.segmentBytes);
   } else {
     try {
-      pool = Pool.create(join(dir, `${mode}.pm`), { segmentCount: POOL_SEGMENTS, segmentBytes: L.segmentBytes, mode });
+      pool = createPool(join(dir, `${mode}-${backend}.pm`), mode, backend);
     } catch (err) {
       const why = (err as { code?: string }).code ?? String(err);
-      return ENTRY_SIZES.map((entryBytes) => ({ name: 'append+persist', mode, entryBytes, nsPerOp: null, opsPerSec: null, note: `unavailable (${why})` }));
+      return ENTRY_SIZES.map((entryBytes) => ({ name: 'append+persist', mode, backend, entryBytes, nsPerOp: null, opsPerSec: null, note: `unavailable (${why})` }));
     }
     region = pool.region;
     base = pool.segmentOffset(0);
@@ -81,7 +96,7 @@ async function appendRows(mode: 'dram' | 'pagecache' | 'msync' | 'dax', dir: str
     const bench = new Bench(mode === 'msync' ? { ...BENCH_OPTS, iterations: 8 } : BENCH_OPTS);
     for (const size of ENTRY_SIZES) bench.add(`append ${size}`, appendTask(region, base, POOL_SEGMENTS, entryOf(size), batch));
     await bench.run();
-    return rowsOf(bench, mode, batch, 'append+persist', ENTRY_SIZES).map((r) => ({ ...r, note: '' }));
+    return rowsOf(bench, mode, batch, 'append+persist', ENTRY_SIZES).map((r) => ({ ...r, backend, note: '' }));
   } finally {
     pool?.close();
   }
@@ -103,7 +118,7 @@ async function scanRows(): Promise<Row[]> {
   });
   await bench.run();
   if (sink === 0.5) console.log(sink); // keep the loop observable
-  return rowsOf(bench, 'dram', count, 'scan', [128]).map((r) => ({ ...r, note: `${count} entries per 4 MiB segment` }));
+  return rowsOf(bench, 'dram', count, 'scan', [128]).map((r) => ({ ...r, backend: '-', note: `${count} entries per 4 MiB segment` }));
 }
 
 export async function run(): Promise<Row[]> {
@@ -111,7 +126,9 @@ export async function run(): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-log-bench-'));
   try {
     const rows: Row[] = [];
-    for (const mode of ['dram', 'pagecache', 'msync', 'dax'] as const) rows.push(...(await appendRows(mode, dir)));
+    // Both back ends side by side for the modes libc can map; dax is libpmem2's alone.
+    const runs = [['dram', '-'], ['pagecache', 'libpmem2'], ['pagecache', 'libc'], ['msync', 'libpmem2'], ['msync', 'libc'], ['dax', 'libpmem2']] as const;
+    for (const [mode, backend] of runs) rows.push(...(await appendRows(mode, backend, dir)));
     rows.push(...(await scanRows()));
     return rows;
   } finally {

@@ -25,7 +25,7 @@ interface Bench {
 
 const benches: Record<string, Bench> = {
   'pmem2-persist': {
-    title: 'libpmem2 persist cost per call, by persistence mode and length',
+    title: 'persist cost per call, by persistence mode, back end (libpmem2, libc) and length',
     module: './pmem2-persist.bench.js',
     flags: '',
     takes: '~5 s',

@@ -9,7 +9,7 @@ export function formatStatus(s: NodeStatus): string {
   const lines = [
     `node pid ${s.pid}  data-dir ${s.dataDir}  persistence ${s.persistence}  up ${(s.uptimeMs / 1000).toFixed(1)} s`,
     s.pool
-      ? `pool ${s.pool.path}  id ${s.pool.poolId}  mode ${s.pool.mode}  segments ${JSON.stringify(s.pool.counts)}`
+      ? `pool ${s.pool.path}  id ${s.pool.poolId}  mode ${s.pool.mode} (${s.pool.backend})  segments ${JSON.stringify(s.pool.counts)}`
       : 'pool: none (shm/pool.ts not built)',
     '',
   ];

@@ -28,7 +28,7 @@ export function libc(): LibraryHandle {
 }
 
 /** errno value -> its name (EINVAL, ...), for messages. */
-function errnoName(e: number): string {
+export function errnoName(e: number): string {
   for (const [name, v] of Object.entries(koffi.os.errno)) if (v === e) return name;
   return `errno ${e}`;
 }
@@ -231,6 +231,7 @@ type FileFns = {
   mmap: (addr: bigint, length: number, prot: number, flags: number, fd: number, offset: number) => bigint;
   munmap: (addr: bigint, length: number) => number;
   flock: (fd: number, operation: number) => number;
+  msync: (addr: number, length: number, flags: number) => number;
 };
 let files: FileFns | undefined;
 function fileFns(): FileFns {
@@ -241,6 +242,8 @@ function fileFns(): FileFns {
       mmap: c.func('void *mmap(void *addr, size_t length, int prot, int flags, int fd, int64_t offset)'),
       munmap: c.func('int munmap(void *addr, size_t length)'),
       flock: c.func('int flock(int fd, int operation)'),
+      // The address as uintptr_t: a JS number crosses without a BigInt per persist (cf. native/pmem2.ts).
+      msync: c.func('int msync(uintptr_t addr, size_t length, int flags)'),
     };
   }
   return files;
@@ -319,4 +322,46 @@ export function reserveAddressRange(address: bigint, length: number): boolean {
     return false;
   }
   return true;
+}
+
+export const PROT_READ = 1;
+export const PROT_WRITE = 2;
+export const MAP_SHARED = 0x01;
+export const MS_SYNC = 4;
+
+/**
+ * Map [0, length) of `fd` shared, read-write, at an address the kernel picks (under the address-space
+ * lock: see withAddressSpaceLock). The mapping outlives `fd`.
+ */
+export function mmapShared(fd: number, length: number, label: string): bigint {
+  const f = fileFns();
+  const got = withAddressSpaceLock(() => f.mmap(0n, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  if (got === MAP_FAILED) {
+    const e = koffi.errno();
+    throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `mmap of ${length} bytes of ${label} failed: ${errnoName(e)}`, { errno: e });
+  }
+  return got;
+}
+
+/** Unmap [address, +length) and leave the guard of reserveAddressRange in its place. */
+export function munmapGuarded(address: bigint, length: number, label: string): void {
+  const f = fileFns();
+  withAddressSpaceLock(() => {
+    if (f.munmap(address, length) !== 0) {
+      const e = koffi.errno();
+      throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `munmap of ${label} failed: ${errnoName(e)}`, { errno: e });
+    }
+    reserveAddressRange(address, length);
+  });
+}
+
+/** msync(MS_SYNC) of the pages covering [address, +length): written back to the file's storage. */
+export function msyncPages(address: number, length: number, label: string): void {
+  const page = 4096;
+  const start = address - (address % page);
+  const rc = fileFns().msync(start, length + (address - start), MS_SYNC);
+  if (rc !== 0) {
+    const e = koffi.errno();
+    throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `msync of ${label} failed: ${errnoName(e)}`, { errno: e });
+  }
 }

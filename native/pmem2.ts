@@ -135,7 +135,7 @@ function lib(): Pmem2Lib {
   try {
     l = koffi.load('libpmem2.so.1');
   } catch (err) {
-    throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `cannot load libpmem2.so.1: ${(err as Error).message}`);
+    throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `cannot load libpmem2.so.1 (package libpmem2: apt-get install libpmem2): ${(err as Error).message}`);
   }
   // Anonymous opaque pointer types: named koffi types are process-global and could clash.
   const obj = koffi.pointer(koffi.opaque());
@@ -159,6 +159,16 @@ function lib(): Pmem2Lib {
     errormsg: l.func('pmem2_errormsg', 'const char *', []),
   };
   return pmem2;
+}
+
+/** Whether libpmem2 loads in this process (native/mapping.ts maps through libc when it does not). */
+export function pmem2Loadable(): boolean {
+  try {
+    lib();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -293,6 +303,7 @@ function newMap(fd: number, o: MapOptions, context: string): bigint {
  * whatever would be mapped there next.
  */
 export class PmemMapping implements PersistentRegion {
+  readonly backend = 'libpmem2' as const;
   readonly mode: PersistMode;
   readonly granularity: Granularity;
   readonly size: number;

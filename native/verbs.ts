@@ -100,7 +100,7 @@ function verbsLib(): VerbsLibrary {
   } catch (err) {
     throw new RowanError(
       ErrorCodes.VERBS_NO_DEVICE,
-      `no RDMA device found (${LIBRARY} cannot be loaded: ${(err as Error).message}); ${NO_DEVICE_HINT}`,
+      `no RDMA device found (${LIBRARY} cannot be loaded -- package libibverbs1: apt-get install libibverbs1 ibverbs-providers: ${(err as Error).message}); ${NO_DEVICE_HINT}`,
     );
   }
   // The default symbol versions (IBVERBS_1.1+) are the ones verbs.h declares; dlsym returns those.
@@ -274,7 +274,18 @@ function deviceInfo(dev: Ptr): DeviceInfo {
 
 /** The RDMA devices libibverbs sees; [] when there are none (or no kernel support at all). */
 export function listDevices(): DeviceInfo[] {
+  if (!verbsLoadable()) return []; // not installed: no device either (openDevice says why)
   return withDeviceList((devices) => devices.map(deviceInfo));
+}
+
+/** Whether libibverbs (or the library useVerbsLibrary chose) loads in this thread. */
+export function verbsLoadable(): boolean {
+  try {
+    verbsLib();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Open the named device, or the first one. Throws VERBS_NO_DEVICE when there is nothing to open. */

@@ -126,10 +126,10 @@ export class RowanNode {
       throw new RowanError(ErrorCodes.DATA_DIR, `a node is already running in ${this.config.dataDir} (${path} answers)`);
     checkNodeFabric(this.config.fabric.kind, this.verbsDevices);
     this.pool = await openNodePool(this.config, this.log);
-    const mode = this.pool.pool.mode;
+    const { mode, backend } = this.pool.pool;
     this.log.info(
-      { persistence: mode, pool: this.pool.path, poolId: this.pool.pool.poolId },
-      `persistence mode: ${mode}`,
+      { persistence: mode, backend, pool: this.pool.path, poolId: this.pool.pool.poolId },
+      `persistence mode: ${mode} (mapped through ${backend})`,
     );
     await this.app?.prepare(this.pool.pool, this.log);
     void this.pumpMain();

@@ -38,7 +38,7 @@ export interface NodeStatus<Storage = unknown> {
   persistence: string;
   startedAt: string;
   uptimeMs: number;
-  pool: { path: string; poolId: string; mode: string; counts: unknown } | null;
+  pool: { path: string; poolId: string; mode: string; backend: string; counts: unknown } | null;
   actors: ActorStatus[];
   rings: RingStatus[];
   /** The application's section (ROWAN-KV: segments by owner and state, live bytes, GC and commit
@@ -68,7 +68,7 @@ export function collectStatus(
     persistence: node.config.persistence,
     startedAt: new Date(Date.now() - (node.clock.now() - node.startedAt)).toISOString(),
     uptimeMs: node.clock.now() - node.startedAt,
-    pool: pool ? { path: pool.path, poolId: pool.pool.poolId, mode: pool.pool.mode, counts: pool.pool.counts() } : null,
+    pool: pool ? { path: pool.path, poolId: pool.pool.poolId, mode: pool.pool.mode, backend: pool.pool.backend, counts: pool.pool.counts() } : null,
     actors: node.plans.flatMap((p) => actors.get(p.name) ?? []).map((h) => {
       const c = readCounters(h.spec.start.counters);
       return {

@@ -109,5 +109,6 @@ for (const r of failed) {
 if (skipped.length) {
   console.log(`test: skipped${underCi ? ' (CI is set: a skip fails the run)' : ' (they did not run on this machine; under CI they would fail the run)'}:`);
   for (const s of skipped) console.log(`  ${s}`);
+  console.log('test: `npm run setup` installs what they need (Debian packages, as root or with sudo; the list: scripts/setup.sh)');
 }
 process.exit(failed.length > 0 || (underCi && skipped.length > 0) ? 1 : 0);

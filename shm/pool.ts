@@ -17,7 +17,8 @@ import { endianness } from 'node:os';
 import { defaultLimits } from '../config/limits.js';
 import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 import type { PoolRegion } from '../config/base/region.js';
-import { PmemMapping, VIEW_BYTES_MAX, isPersistMode, type PersistMode } from '../native/pmem2.js';
+import { VIEW_BYTES_MAX, isPersistMode, type PersistMode } from '../native/pmem2.js';
+import { mapFd } from '../native/mapping.js';
 import { createPoolFile, isPow2, openPoolFd, validatePoolFile } from './pool-file.js';
 import {
   POOL_FORMAT_VERSION,
@@ -129,6 +130,8 @@ export class Pool {
   readonly segmentBytes: number;
   readonly segmentCount: number;
   readonly mode: PoolRegion['mode'];
+  /** What mapped the file: libpmem2, or libc alone (native/mapping.ts); 'memory' for a DRAM region. */
+  readonly backend: NonNullable<PoolRegion['backend']> | 'memory';
   /** The whole mapping; offsets are pool offsets, and data offsets are never 0. */
   readonly region: PoolRegion;
   /** Pool offset of segment 0. */
@@ -175,7 +178,7 @@ export class Pool {
       const { superblock, maxSeq } = validatePoolFile(fd, path);
       const reserve = o.reserveSegments ?? 0;
       if (!Number.isInteger(reserve) || reserve < 0) bad(`reserveSegments must be a non-negative integer, got ${reserve}`);
-      const region = PmemMapping.fromFd(fd, { mode, length: superblock.poolBytes, label: path });
+      const region = mapFd(fd, { mode, length: superblock.poolBytes, label: path });
       try {
         return new Pool(path, superblock, region, maxSeq, reserve);
       } catch (err) {
@@ -239,6 +242,7 @@ export class Pool {
     this.segmentBytes = sb.segmentBytes;
     this.segmentCount = sb.segmentCount;
     this.mode = region.mode;
+    this.backend = region.backend ?? 'memory';
     this.region = region;
     this.dataOffset = sb.dataOffset;
     this.poolBytes = sb.poolBytes;

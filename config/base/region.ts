@@ -22,6 +22,8 @@ export interface PoolRegion extends PersistentRegion {
   readonly size: number;
   /** Where the mapping starts in this process (to register it with an RNIC); absent for DRAM regions. */
   readonly address?: bigint;
+  /** What maps a file region: libpmem2, or libc alone (native/mapping.ts); absent for DRAM regions. */
+  readonly backend?: 'libpmem2' | 'libc';
   close(): void;
 }
 

@@ -5,7 +5,7 @@
 // atomics on shared pages (checked across processes in test/integration/rowan-shm.test.ts).
 import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { PmemMapping } from '../../native/pmem2.js';
+import { mapFile } from '../../native/mapping.js';
 import { defaultLimits } from '../../config/limits.js';
 import { ErrorCodes, RowanError, invariant } from '../../config/base/errors.js';
 import * as L from './srq-layout.js';
@@ -61,7 +61,7 @@ export interface SrqCreateOptions {
 
 const TWO32 = 2 ** 32;
 
-/** The memory a queue lives in: a mapped file (native/pmem2.ts PmemMapping) or a SharedArrayBuffer. */
+/** The memory a queue lives in: a mapped file (native/mapping.ts) or a SharedArrayBuffer. */
 interface QueueMemory {
   readonly bytes: Uint8Array;
   readonly size: number;
@@ -167,7 +167,7 @@ export class SharedReceiveQueue implements ReceiveQueue {
     if (existsSync(path)) closeQueueNow(path);
     const tmp = `${path}.${process.pid}.tmp`;
     writeFileSync(tmp, Buffer.alloc(L.srqBytes(g.ring, o.cqCap)), { mode: 0o600 });
-    const map = PmemMapping.map(tmp, { mode: 'pagecache', label: path });
+    const map = mapFile(tmp, { mode: 'pagecache', label: path });
     format(map.bytes, o, g, randomBytes(8));
     renameSync(tmp, path);
     return new SharedReceiveQueue(path, map);
@@ -188,7 +188,7 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /** Sender side: map an existing queue. ROWAN_ERR_RECEIVER_NOT_READY if there is none (yet). */
   static attach(path: string): SharedReceiveQueue {
     if (!existsSync(path)) notReady(`no receive queue at ${path}: the receiver has not started`);
-    const map = PmemMapping.map(path, { mode: 'pagecache', label: path });
+    const map = mapFile(path, { mode: 'pagecache', label: path });
     const i32 = map.size >= L.HEADER_BYTES ? new Int32Array(map.bytes.buffer, map.bytes.byteOffset, L.HEADER_BYTES >> 2) : null;
     if (!i32 || Atomics.load(i32, L.W_MAGIC) !== L.SRQ_MAGIC) {
       map.close();

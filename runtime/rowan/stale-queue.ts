@@ -22,7 +22,7 @@
 // removed, as before.
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { setTimeout as sleepMs } from 'node:timers/promises';
-import { PmemMapping } from '../../native/pmem2.js';
+import { mapFile, type FileMapping } from '../../native/mapping.js';
 import { monotonicClock, type Clock } from '../../config/base/clock.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import * as L from './srq-layout.js';
@@ -83,9 +83,9 @@ export function closeQueueNow(path: string): void {
   unlinkQuietly(path);
 }
 
-function mapQueue(path: string): PmemMapping | null {
+function mapQueue(path: string): FileMapping | null {
   try {
-    return PmemMapping.map(path, { mode: 'pagecache', label: path });
+    return mapFile(path, { mode: 'pagecache', label: path });
   } catch {
     return null; // not a file we can map: no sender can hold anything in it either; replaced all the same
   }
@@ -96,7 +96,7 @@ function mapQueue(path: string): PmemMapping | null {
  * words and its senders check state (this version's senders check the cursor's Closed bit). Returns
  * its words when it is of this version (it has holds to wait for), else null.
  */
-function closeMapped(map: PmemMapping): Int32Array | null {
+function closeMapped(map: FileMapping): Int32Array | null {
   if (map.size < L.HEADER_BYTES) return null;
   const i32 = new Int32Array(map.bytes.buffer, map.bytes.byteOffset, map.size >> 2);
   if (Atomics.load(i32, L.W_MAGIC) !== L.SRQ_MAGIC) return null;

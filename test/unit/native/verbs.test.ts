@@ -48,7 +48,9 @@ function assertVerbsError(fn: () => unknown, code: string, pattern: RegExp): Row
 describe('verbs: no device on this machine', () => {
   it('openDevice() fails with VERBS_NO_DEVICE and says what to use instead', (t) => {
     if (verbs.listDevices().length > 0) return t.skip('this machine has an RDMA device');
-    const err = assertVerbsError(() => verbs.openDevice(), ErrorCodes.VERBS_NO_DEVICE, /ibv_get_device_list returned 0 devices/);
+    // libibverbs installed: it lists no device; not installed (a bare machine): the package to install.
+    const why = verbs.verbsLoadable() ? /ibv_get_device_list returned 0 devices/ : /libibverbs\.so\.1 cannot be loaded -- package libibverbs1: apt-get install libibverbs1/;
+    const err = assertVerbsError(() => verbs.openDevice(), ErrorCodes.VERBS_NO_DEVICE, why);
     assert.match(err.message, /use --fabric shm or --fabric tcp/);
     assert.equal(err.code, 'ROWAN_ERR_VERBS_NO_DEVICE');
   });

@@ -10,7 +10,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PmemMapping } from '../../../../native/pmem2.js';
+import { mapFile } from '../../../../native/mapping.js';
 import { SRQ_CLOSED, SharedReceiveQueue } from '../../../../runtime/rowan/srq.js';
 import { ErrorCodes, type RowanError } from '../../../../config/base/errors.js';
 import { closeStaleQueue } from '../../../../runtime/rowan/stale-queue.js';
@@ -47,7 +47,7 @@ async function setup() {
   const queuePath = join(dir, 'rowan.srq');
   const poolPath = join(dir, 'pool');
   writeFileSync(poolPath, Buffer.alloc(2 * BUF), { mode: 0o600 });
-  const pool = PmemMapping.map(poolPath, { mode: 'pagecache', label: poolPath });
+  const pool = mapFile(poolPath, { mode: 'pagecache', label: poolPath });
   const old = SharedReceiveQueue.create(queuePath, { postCap: 4, cqCap: 8, bufferBytesMax: BUF });
   old.post([{ offset: 0, length: BUF }]);
   const { proc, reserved } = await sender(queuePath, poolPath, 'stall');
@@ -186,7 +186,7 @@ test('a hold whose count is gone (the running receiver fenced it and refilled it
   try {
     assert.equal(t.old.fence(0), true);
     // What post() of buffer `ring` into the same slot does to the hold word: a new tag, no holds.
-    const raw = PmemMapping.map(t.queuePath, { mode: 'pagecache', label: t.queuePath });
+    const raw = mapFile(t.queuePath, { mode: 'pagecache', label: t.queuePath });
     const i32 = new Int32Array(raw.bytes.buffer, raw.bytes.byteOffset, raw.size >> 2);
     const ring = i32[L.W_RING]!;
     Atomics.store(i32, L.holdsWord(ring, 0), L.holdWord(ring, 0));
