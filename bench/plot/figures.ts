@@ -42,15 +42,18 @@ function numbersOf(rows: Rows, c: string): number[] {
   return uniq(rows.map((r) => num(r, c)).filter((v): v is number => v !== null)).sort((a, b) => a - b);
 }
 
+/** A series per persistence mode and the back end that mapped it (rows before the back ends: the mode alone). */
+const modeAndBackend = (r: Rows[number]): string => (r.backend === undefined || r.backend === '-' ? String(r.mode) : `${String(r.mode)} (${String(r.backend)})`);
+
 const pmem2Persist = (rows: Rows): Figure[] => [
   {
     file: 'pmem2-persist.svg',
     svg: lineChartSvg({
-      title: 'libpmem2 persist cost per call through koffi, by length and persistence mode',
-      notes: ['store into the range, then persist it; modes that do not map here (dax without a DAX file system) have no line'],
+      title: 'persist cost per call through koffi, by length, persistence mode and back end',
+      notes: ['store into the range, then persist it; a line per mode and back end (libpmem2, libc alone); modes that do not map here (dax without a DAX file system) have no line'],
       x: { label: 'bytes persisted per call', log: true, ticks: numbersOf(rows, 'bytes') },
       y: { label: 'ns per persist', log: true },
-      panels: [{ series: seriesBy(rows, (r) => String(r.mode), 'bytes', 'nsPerOp') }],
+      panels: [{ series: seriesBy(rows, modeAndBackend, 'bytes', 'nsPerOp') }],
     }),
   },
 ];
@@ -63,7 +66,7 @@ const log = (rows: Rows): Figure[] => {
     {
       file: 'log.svg',
       svg: lineChartSvg({
-        title: 'log append + persist cost per entry, by encoded entry size and persistence mode',
+        title: 'log append + persist cost per entry, by encoded entry size, persistence mode and back end',
         notes: [
           ...scans.map((r) => `scan of one segment (${r.mode}, ${r.entryBytes} B entries, ${r.note}): ${Math.round(num(r, 'opsPerSec')!).toLocaleString('en-US')} entries/s`),
           ...missing.map((m) => `no line for ${m}`),
@@ -71,7 +74,7 @@ const log = (rows: Rows): Figure[] => {
         ],
         x: { label: 'encoded entry size (bytes)', log: true, ticks: numbersOf(append, 'entryBytes') },
         y: { label: 'ns per appended entry', log: true },
-        panels: [{ series: seriesBy(append.filter((r) => num(r, 'nsPerOp') !== null), (r) => String(r.mode), 'entryBytes', 'nsPerOp') }],
+        panels: [{ series: seriesBy(append.filter((r) => num(r, 'nsPerOp') !== null), modeAndBackend, 'entryBytes', 'nsPerOp') }],
       }),
     },
   ];
