@@ -6,11 +6,12 @@
 //              the process's crash with no call at all (libpmem2's cache-line flush there adds no
 //              durability: nothing below the page cache sees it); not a power loss.
 // `dax` is not offered: without libpmem2 there is no MAP_SYNC mapping nor user-space flush of real PM.
-import { closeSync, fstatSync, openSync } from 'node:fs';
+import { fstatSync } from 'node:fs';
 import koffi from 'koffi';
 import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 import type { PoolRegion } from '../config/base/region.js';
 import { mmapShared, msyncPages, munmapGuarded } from './libc.js';
+import { checkPersistRange, withReadWriteFd } from './file-region.js';
 import { VIEW_BYTES_MAX, type Granularity, type MapOptions } from './pmem2.js';
 
 export class LibcMapping implements PoolRegion {
@@ -26,18 +27,7 @@ export class LibcMapping implements PoolRegion {
 
   /** Map the file at `path` (opened read-write; the descriptor is closed again before returning). */
   static map(path: string, o: MapOptions): LibcMapping {
-    let fd: number;
-    try {
-      fd = openSync(path, 'r+');
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      throw new RowanError(ErrorCodes.DATA_DIR, `cannot open ${path} read-write: ${e.code ?? e.message}`, { errno: e.errno });
-    }
-    try {
-      return LibcMapping.fromFd(fd, { ...o, label: o.label ?? path });
-    } finally {
-      closeSync(fd);
-    }
+    return withReadWriteFd(path, (fd) => LibcMapping.fromFd(fd, { ...o, label: o.label ?? path }));
   }
 
   /** Map an open read-write descriptor. The mapping does not keep `fd`; the caller closes it. */
@@ -94,9 +84,6 @@ export class LibcMapping implements PoolRegion {
   }
 
   private checkRange(offset: number, length: number): void {
-    if (!this.mapped) invariant(false, `${this.label}: mapping used after close`);
-    if (!(offset >= 0 && length >= 0 && offset + length <= this.size)) {
-      invariant(false, `${this.label}: persist range [${offset}, +${length}) outside the ${this.size}-byte mapping`);
-    }
+    checkPersistRange(this.label, this.mapped, this.size, offset, length);
   }
 }

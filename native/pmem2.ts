@@ -12,11 +12,11 @@
 // PMEM2_FORCE_GRANULARITY, which it reads with getenv(3). Each mode therefore sets (or clears) that
 // variable through libc's setenv right before mapping: process.env does not reach C in worker_threads.
 
-import { closeSync, openSync } from 'node:fs';
 import koffi, { type LibraryHandle, type TypeObject } from 'koffi';
 import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 import type { PersistentRegion } from '../config/base/region.js';
 import { getenv, reserveAddressRange, setenv, unsetenv, withAddressSpaceLock } from './libc.js';
+import { checkPersistRange, withReadWriteFd } from './file-region.js';
 
 export type PersistMode = 'dax' | 'msync' | 'pagecache';
 export const PERSIST_MODES: readonly PersistMode[] = ['dax', 'msync', 'pagecache'];
@@ -319,20 +319,7 @@ export class PmemMapping implements PersistentRegion {
 
   /** Map the file at `path` (opened read-write; the descriptor is closed again before returning). */
   static map(path: string, o: MapOptions): PmemMapping {
-    let fd: number;
-    try {
-      fd = openSync(path, 'r+');
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      throw new RowanError(ErrorCodes.DATA_DIR, `cannot open ${path} read-write: ${e.code ?? e.message}`, {
-        errno: e.errno,
-      });
-    }
-    try {
-      return PmemMapping.fromFd(fd, { ...o, label: o.label ?? path });
-    } finally {
-      closeSync(fd);
-    }
+    return withReadWriteFd(path, (fd) => PmemMapping.fromFd(fd, { ...o, label: o.label ?? path }));
   }
 
   /** Map an open read-write descriptor. The mapping does not keep `fd`; the caller closes it. */
@@ -416,10 +403,6 @@ export class PmemMapping implements PersistentRegion {
 
   /** A flush outside the mapping would fault in C; catch it here as the bug it is. */
   private checkRange(offset: number, length: number): void {
-    // On every persist: build the messages only when a check fails.
-    if (this.map === null) invariant(false, `${this.label}: mapping used after close`);
-    if (!(offset >= 0 && length >= 0 && offset + length <= this.size)) {
-      invariant(false, `${this.label}: persist range [${offset}, +${length}) outside the ${this.size}-byte mapping`);
-    }
+    checkPersistRange(this.label, this.map !== null, this.size, offset, length);
   }
 }
