@@ -23,7 +23,10 @@ after(() => rmSync(work, { recursive: true, force: true }));
 /** Run to completion with the libraries hidden. */
 function hidden(cmd: string, args: string[], timeoutMs = 60_000): { code: number; out: string } {
   const [c, a] = withLibsHidden(cmd, args);
-  const r = spawnSync(c, a, { cwd: root, encoding: 'utf8', timeout: timeoutMs });
+  // Not the variable that tells node:test it runs inside a test file: a nested `node --test` would
+  // then skip its files (scripts/test.mjs runs this file under node --test).
+  const { NODE_TEST_CONTEXT: _ctx, ...env } = process.env;
+  const r = spawnSync(c, a, { cwd: root, encoding: 'utf8', timeout: timeoutMs, env });
   return { code: r.status ?? -1, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }
 
