@@ -11,6 +11,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hiddenLibsUnavailable, withLibsHidden } from '../fixtures/hidden-libs.js';
 import { randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { assertNoLateBlocks } from '../fixtures/node-metrics.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 
 const root = new URL('../../../', import.meta.url).pathname;
@@ -98,6 +99,8 @@ test('the quick start with libpmem2 and libibverbs hidden: put, get, status, red
     cl = await startCluster(dir, base);
     const again = rowan('get', 'hello', '--cluster', join(dir, 'cluster.json'));
     assert.equal(again.out.trim(), 'world', again.out);
+    // Every write was acknowledged and the stop was clean: no backup refused a block as late.
+    await assertNoLateBlocks(base, cfg.nodes.map((n) => n.id), 'every write was acknowledged before a clean stop');
   } finally {
     await stopCluster(cl.child);
   }

@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { Cluster } from 'ioredis';
 import { keySlot } from '../../config/slots.js';
 import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import { waitFor } from '../fixtures/failover-cluster.js';
 import { benchAuth, cli, haveRedisTools, readCluster, respPorts, run, useClusterPassword } from '../fixtures/redis.js';
 
 const skip = haveRedisTools();
@@ -152,12 +153,9 @@ test('a restart with another shard layout (term 2): MOVED points at the new owne
 
 /** Wait until `port` answers GET `key` with `value`; only TRYAGAIN (not applied) may come before. */
 async function serves(port: number, key: string, value: string): Promise<void> {
-  const t0 = Date.now();
-  for (;;) {
+  await waitFor(`GET ${key} on port ${port} to answer ${value} after the restart`, async () => {
     const r = await cli(port, 'GET', key);
-    if (r === value) return;
-    assert.match(r, /^TRYAGAIN /, `GET ${key} on port ${port} after the restart`);
-    assert.ok(Date.now() - t0 < 60_000, `GET ${key} on port ${port} still answers ${r} 60 s after the restart`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
+    if (r !== value) assert.match(r, /^TRYAGAIN /, `GET ${key} on port ${port} after the restart`);
+    return r === value;
+  }, 60_000, 100);
 }
