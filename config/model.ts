@@ -114,6 +114,8 @@ export interface RowanConfig {
     readyTimeoutMs: number;
     /** An actor that has not stopped by then is terminated. */
     stopTimeoutMs: number;
+    /** Longest wait of an idle actor between periodic passes (runtime/tick-schedule.ts). */
+    idleTickMs: number;
     /** Restarts allowed per role before a failure takes the node down (default 0: fail fast). */
     restarts: Partial<Record<Role, number>>;
   };

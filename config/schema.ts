@@ -81,6 +81,7 @@ export const configSchema = z.strictObject({
     ringWords: intIn(defaultLimits.ringWordsMin, defaultLimits.ringWordsMax).describe('capacity of each actor-to-actor ring, in Int32 words'),
     readyTimeoutMs: intIn(1, 600_000).describe('an actor that has not reported READY by then fails the start'),
     stopTimeoutMs: intIn(1, 600_000).describe('an actor that has not stopped by then is terminated'),
+    idleTickMs: intIn(1, 60_000).describe('longest wait of an idle actor between periodic passes (control, worker, clean): the wait doubles from the role\'s period while a pass finds nothing, and work wakes it at once'),
     restarts: z.partialRecord(oneOf(roles), intIn(0, 1000)).describe('restarts allowed per role before a failure takes the node down, e.g. {"clean":3} (default: none)'),
   }),
 });

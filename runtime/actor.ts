@@ -13,7 +13,7 @@
 // The definition is plain data plus functions of a context, so a test can drive handlers directly with
 // a fake context, single-threaded (CONVENTIONS 9).
 import { parentPort } from 'node:worker_threads';
-import { monotonicClock, type Clock } from '../config/base/clock.js';
+import { monotonicClock, realTimers, type Clock } from '../config/base/clock.js';
 import { dataDirFiles } from '../config/base/files.js';
 import type { RowanConfig } from '../config/model.js';
 import { Pool } from '../shm/pool.js';
@@ -27,9 +27,11 @@ import { ErrorCodes, RowanError, invariant, toRecord } from '../config/base/erro
 import type { ActorToParent, ParentToActor, ReadyExtras, StartMessage } from './lifecycle.js';
 import { createLogger, type Logger } from '../config/base/log.js';
 import { pump } from './pump.js';
+import { TickSchedule, type TickResult } from './tick-schedule.js';
 
 export { spawnActor, ActorHandle, type SpawnSpec } from './spawn.js';
 export type { ReadyExtras, ReadyReport, StartMessage } from './lifecycle.js';
+export type { TickResult } from './tick-schedule.js';
 
 /** What an actor's code may use. Everything crossed the boundary in the StartMessage. */
 export interface ActorContext {
@@ -58,6 +60,9 @@ export interface ActorContext {
   readonly secret: Uint8Array | null;
   /** The client password clients must prove on the client and Redis ports, or null (--no-auth). */
   readonly clientPassword: Uint8Array | null;
+  /** Work appeared for the periodic duty: its next tick runs within one base period, however long
+   *  idle ticks had stretched the wait (./tick-schedule.ts). Cheap when not stretched. */
+  wakeTick(): void;
 }
 
 type Handler<M> = (msg: M, from: string, ctx: ActorContext) => void;
@@ -72,7 +77,11 @@ export interface ActorDefinition<In extends RingMessage = RingMessage> {
   handlers: { [K in RoleKind<In>]: Handler<Extract<In, { kind: K }>> };
   /** Period of tick() for this configuration; undefined = no periodic work. */
   tickMs?: (config: RowanConfig) => number | undefined;
-  tick?: (ctx: ActorContext) => void | Promise<void>;
+  /** The longest wait between ticks while they report 'idle' (doubling from tickMs); undefined = tickMs. */
+  idleTickMs?: (config: RowanConfig) => number | undefined;
+  /** The periodic duty: report 'idle' when it found nothing to do and nothing is pending, or when it
+   *  next needs to look ({ inMs }); nothing = it worked (the base period again). */
+  tick?: (ctx: ActorContext) => TickResult | Promise<TickResult>;
   /** Runs before READY; what it returns (e.g. the endpoint it listens on) is reported in READY. */
   init?: (ctx: ActorContext) => void | ReadyExtras | Promise<void | ReadyExtras>;
   /** Last words on stop, after the inbound rings were drained. 'keep-pool-mapped': requests still
@@ -106,7 +115,7 @@ class ActorThread {
   private readonly ctx: ActorContext;
   private stopping = false;
   private failed = false;
-  private timer: NodeJS.Timeout | undefined;
+  private ticks: TickSchedule | null = null;
   private ticking = false;
 
   constructor(
@@ -147,6 +156,7 @@ class ActorThread {
       app: s.app,
       secret: s.secret,
       clientPassword: s.clientPassword ?? null,
+      wakeTick: () => this.ticks?.wake(),
     };
   }
 
@@ -184,7 +194,11 @@ class ActorThread {
     this.post({ type: 'ready', tid, cpus, cpu, ...(extras.endpoint ? { endpoint: extras.endpoint } : {}) });
     this.log.debug({ tid, cpus, cpu }, 'actor ready');
     const period = this.def.tickMs?.(this.s.config);
-    if (this.def.tick && period !== undefined) this.timer = setInterval(() => this.runTick(), period);
+    if (this.def.tick && period !== undefined) {
+      const idleMax = Math.max(period, this.def.idleTickMs?.(this.s.config) ?? period);
+      this.ticks = new TickSchedule(period, idleMax, () => this.runTick(), realTimers);
+      this.ticks.start();
+    }
     await pump(this.inbox, {
       dispatch: (msg, from) => this.dispatch(msg, from),
       afterPass: () => this.counters.publish(),
@@ -231,20 +245,22 @@ class ActorThread {
   }
 
   private runTick(): void {
-    if (this.ticking || this.stopping || this.failed) return; // an async tick still running: skip, don't pile up
+    if (this.ticking || this.stopping || this.failed) return; // re-armed only after a tick ends: cannot pile up
     this.ticking = true;
-    const done = () => {
+    this.ticks!.began();
+    const done = (result: TickResult) => {
       this.ticking = false;
       const c = this.counters.local;
       c[I64.TICKS]!++;
       c[I64.TICK_AT_MS] = Date.now();
       this.counters.setCpu(schedGetcpu());
       this.counters.publish();
+      this.ticks!.ended(result);
     };
     try {
       const r = this.def.tick!(this.ctx);
       if (r instanceof Promise) r.then(done, (err) => this.fail(err));
-      else done();
+      else done(r);
     } catch (err) {
       this.fail(err);
     }
@@ -254,7 +270,7 @@ class ActorThread {
     if (this.stopping || this.failed) return;
     this.stopping = true;
     this.counters.setState(ActorState.STOPPING);
-    clearInterval(this.timer);
+    this.ticks?.stop();
     this.bell.wake(); // end the pump's sleep so it sees `stopping`
     // Drain: whatever was published before the stop is still handled (producers were stopped first).
     this.inbox.drain((msg, from) => this.dispatch(msg, from));
@@ -271,7 +287,7 @@ class ActorThread {
   private fail(err: unknown): void {
     if (this.failed) return;
     this.failed = true;
-    clearInterval(this.timer);
+    this.ticks?.stop();
     this.bell.wake();
     const rec = toRecord(err);
     try {

@@ -3,7 +3,8 @@
 // segment on a later pass once no reader can still hold an address in it. Each clean actor owns the
 // segments s with s % cleanCount === its id, looks for work
 // every gc.periodMs and whenever a digest actor announces newly committed segments. One pass runs at a
-// time; while there is nothing to clean it looks less often, up to every 16 periods. (The actors are
+// time; while there is nothing to clean it looks less often (the runtime doubles the wait up to
+// runtime.idleTickMs; a digest's batch brings the period back at once). (The actors are
 // pinned threads of the runtime rather than a piscina pool: each owns a clean log and a read-epoch
 // slot, so they are not interchangeable workers.) Clean actor 0 also runs the node's tombstone sweep
 // (./tombstones.ts) for the shards this node has been primary of since it started, and for those it
@@ -33,10 +34,8 @@ function publish(c: Cleaner, ctx: ActorContext): void {
   l[I64.CLEAN_TOMBSTONES_DROPPED_BACKUP] = c.sweep?.stats.droppedOnBackup ?? 0;
 }
 
-/** Ticks to skip before looking for work again; doubles (up to IDLE_SKIP_MAX) while there is none. */
-let idleSkip = 0;
-let idleBackoff = 0;
-const IDLE_SKIP_MAX = 16;
+/** The last run found nothing to clean and nothing waits for readers: the tick may look less often. */
+let lastIdle = false;
 
 /** Run passes while they make progress, yielding to the actor's loop (pings, stop) between them. */
 function kick(ctx: ActorContext): void {
@@ -53,9 +52,8 @@ function kick(ctx: ActorContext): void {
     } finally {
       publish(c, ctx);
       // Nothing to clean: look less often (a candidate scan reads the whole meta table); emptied
-      // segments waiting for readers, or a digest's hint, bring the period back at once.
-      idleBackoff = progress > 0 || c.waitingToFree > 0 ? 0 : Math.min(IDLE_SKIP_MAX, Math.max(1, idleBackoff * 2));
-      idleSkip = idleBackoff;
+      // segments waiting for readers keep the period.
+      lastIdle = progress === 0 && c.waitingToFree === 0;
     }
   })();
   // Cleared once the run settles (it may settle before this assignment when there is nothing to do).
@@ -94,14 +92,17 @@ export const cleanActor = defineActor<CleanInbound>({
   },
   handlers: {
     [RecordKind.SEGMENT_BATCH]: (_msg, _from, ctx) => {
-      idleSkip = idleBackoff = 0;
       kick(ctx);
+      ctx.wakeTick();
     },
   },
   tickMs: (c) => c.gc.periodMs,
-  tick: (ctx) => {
-    if (idleSkip > 0) idleSkip--;
-    else kick(ctx);
+  idleTickMs: (c) => c.runtime.idleTickMs,
+  tick: async (ctx) => {
+    if (!cleaner) return 'idle'; // a node without a cluster: nothing to clean, ever
+    kick(ctx);
+    await running;
+    return lastIdle ? 'idle' : undefined;
   },
   drain: async () => {
     const r = running;

@@ -43,14 +43,16 @@ export class ControlBlog {
     ctx.log.info({ fabric: c.fabric.kind, ...q.describe(), ...this.receiver.stats() }, 'b-log receive queue ready');
   }
 
-  tick(): void {
-    this.receiver.tick();
+  /** One control pass; false when it found nothing to do and nothing waits (the actor may look less often). */
+  tick(): boolean {
+    const busy = this.receiver.tick();
     this.forward();
     const st = this.receiver.stats();
     const c = this.ctx.counters.local;
     c[I64.BLOG_POSTED] = st.used + st.posted; // ever posted = retired as Used + still posted
     c[I64.BLOG_USED] = st.used;
     this.q.sample(c);
+    return busy || this.backlog.length > 0;
   }
 
   private forward(): void {

@@ -18,9 +18,12 @@ export const controlActor = defineActor<ControlInbound>({
     blog = await ControlBlog.open(ctx);
   },
   tickMs: (c) => c.blog.usedGraceMs / 2,
+  // Senders land writes without telling this thread (they write the queue's memory, §3.2): while
+  // passes find nothing, look less often; the first consumed buffer brings the period back.
+  idleTickMs: (c) => c.runtime.idleTickMs,
   tick: () => {
     invariant(blog !== null, 'control ticked before init');
-    blog.tick();
+    return blog.tick() ? undefined : 'idle';
   },
   drain: async () => {
     const b = blog;

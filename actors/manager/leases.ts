@@ -72,7 +72,21 @@ export class LeaseTable {
   /** Members whose lease has certainly expired at `now` (one never heard from: after the join
    *  grace), not counting the excused. */
   expired(members: number[], now: number): number[] {
-    return members.filter((n) => !this.excused(n, now) && (this.lastRenew.has(n) ? now >= this.certainlyExpiredAt(n) : now >= this.startedAt + Math.max(this.joinGraceMs, this.timing.leaseMs + this.timing.driftMs)));
+    return members.filter((n) => now >= this.expiresAt(n, now));
+  }
+
+  /** The earliest instant at which expired() could list one of `members` (Infinity: none). */
+  nextExpiry(members: number[], now: number): number {
+    let next = Infinity;
+    for (const n of members) next = Math.min(next, this.expiresAt(n, now));
+    return next;
+  }
+
+  /** From when expired() lists `node`, as of `now`: its lease certainly expired (one never heard from:
+   *  its join grace ran out) and no excuse holds any more. */
+  private expiresAt(node: number, now: number): number {
+    const at = this.lastRenew.has(node) ? this.certainlyExpiredAt(node) : this.startedAt + Math.max(this.joinGraceMs, this.timing.leaseMs + this.timing.driftMs);
+    return this.excused(node, now) ? Math.max(at, this.excusedUntil.get(node)!) : at;
   }
 
   heard(node: number, at: number): void {

@@ -273,16 +273,20 @@ export class ConfigManager {
   /**
    * Periodic: members whose lease certainly expired are failed over. Checked again after the event
    * loop has read its sockets: timers run before I/O, so after a stall of this thread the tick would
-   * otherwise see renewals that are already waiting in the socket as missing.
+   * otherwise see renewals that are already waiting in the socket as missing. Returns the ms until a
+   * lease could next expire (Infinity: no member), so an idle manager need not look before then.
    */
-  tick(): void {
-    if (!this.activation.valid()) return;
+  tick(): number {
+    if (!this.activation.valid()) return Infinity;
     this.maybeRebalance(this.clock.now());
     if (!this.running && (this.resumeWanted() || this.reconfirmWanted())) this.kick(); // its participants may have connected since
-    if (this.leases.expired(this.members(), this.clock.now()).length === 0) return;
+    const members = this.members();
+    const now = this.clock.now();
+    if (this.leases.expired(members, now).length === 0) return this.leases.nextExpiry(members, now) - now;
     this.timers.setImmediate(() => {
       for (const n of this.leases.expired(this.members(), this.clock.now())) this.suspect(n, 'lease expired');
     });
+    return 0;
   }
 
   private suspect(node: number, why: string): void {

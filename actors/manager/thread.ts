@@ -113,6 +113,9 @@ async function startWithZooKeeper(ctx: ActorContext, s: ManagerStart, timing: Le
   ctx.log.info({ znode, port: s.port, ...timing, store: `zk://${store.connect}${store.path}` }, `configuration manager in the election as ${znode} (listens only once active)`);
 }
 
+/** The longest an active manager goes without a periodic look, whatever its leases. */
+const MANAGER_IDLE_TICK_MS = 50;
+
 export const managerActor = defineActor<ManagerInbound>({
   role: 'manager',
   accepts: [],
@@ -130,9 +133,12 @@ export const managerActor = defineActor<ManagerInbound>({
     ctx.log.info({ port: server.port, ...timing, term: cm.config().term, members: cm.members(), store: s.clusterFile }, `configuration manager listening on ${s.host}:${server.port}`);
     return { endpoint: { host: s.host, port: server.port } };
   },
-  // Lease expiry is checked a few times per renewal period.
+  // Lease expiry is checked when the earliest lease could expire (at most 5 ms late); the other
+  // periodic duties (a planned rebalance, a resume or reconfirm round waiting for time to pass) at
+  // least every MANAGER_IDLE_TICK_MS.
   tickMs: () => 5,
-  tick: () => cm?.tick(),
+  idleTickMs: (c) => Math.min(MANAGER_IDLE_TICK_MS, c.runtime.idleTickMs),
+  tick: () => ({ inMs: cm?.tick() ?? Infinity }),
   drain: async () => {
     election?.stop();
     cm?.close();

@@ -40,6 +40,8 @@ export interface KvWorkerDeps {
   failed?: FailedWriteLog;
   /** Request latency histograms (slot = this worker's id) and the clock that times requests. */
   metrics?: { histograms: RequestHistograms; clock: Clock };
+  /** A PUT/DEL is starting: the CommitVer period must run again (the worker actor's wakeTick). */
+  onWrite?: () => void;
 }
 
 export interface KvWorkerStats {

@@ -3,9 +3,14 @@
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 export class RequestGate {
-  private inFlight = 0;
+  private inFlight_ = 0;
   private stopping_ = false;
   private quiet: (() => void) | null = null;
+
+  /** Requests between track()'s start and end now. */
+  get inFlight(): number {
+    return this.inFlight_;
+  }
 
   get stopping(): boolean {
     return this.stopping_;
@@ -18,20 +23,20 @@ export class RequestGate {
 
   async track<T>(f: () => Promise<T>): Promise<T> {
     this.check();
-    this.inFlight++;
+    this.inFlight_++;
     try {
       return await f();
     } finally {
-      if (--this.inFlight === 0) this.quiet?.();
+      if (--this.inFlight_ === 0) this.quiet?.();
     }
   }
 
   /** Refuse new requests and wait (at most timeoutMs) for those in flight; true once none is left. */
   quiesce(timeoutMs: number): Promise<boolean> {
     this.stopping_ = true;
-    if (this.inFlight === 0) return Promise.resolve(true);
+    if (this.inFlight_ === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const t = setTimeout(() => resolve(this.inFlight === 0), timeoutMs);
+      const t = setTimeout(() => resolve(this.inFlight_ === 0), timeoutMs);
       this.quiet = () => {
         clearTimeout(t);
         resolve(true);

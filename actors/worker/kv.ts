@@ -52,8 +52,14 @@ export class KvWorker {
     return this.d.config();
   }
 
+  /** Requests running now (the worker's tick is idle only when none is). */
+  get inFlight(): number {
+    return this.gate.inFlight;
+  }
+
   async put(key: Uint8Array, value: Uint8Array, clientTerm: number): Promise<void> {
     const t0 = this.started();
+    this.d.onWrite?.();
     try {
       await this.gate.track(() => this.primary.write(EntryType.Put, key, value, clientTerm));
     } catch (err) {
@@ -66,6 +72,7 @@ export class KvWorker {
 
   async del(key: Uint8Array, clientTerm: number): Promise<void> {
     const t0 = this.started();
+    this.d.onWrite?.();
     try {
       await this.gate.track(() => this.primary.write(EntryType.Del, key, undefined, clientTerm));
     } catch (err) {

@@ -60,6 +60,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     workers: ctx.config.roles.find((r) => r.role === 'worker')?.count ?? ctx.id + 1,
     replica: async (id, shard) => replicas.channel(id, shard),
     limits: defaultLimits,
+    onWrite: () => ctx.wakeTick(),
     ...(kv.cluster.replication === 'rpc' ? { backupLog: TLog.recover(pool, backupLogOwner(ctx.id), defaultLimits, OwnerRole.Worker) } : {}),
   });
   const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log, secret: ctx.secret, password: ctx.clientPassword, tls: loadTls(ctx.config.tls), ...ctx.config.clients });

@@ -3,6 +3,8 @@
 // b-logs through Rowan, update the shard index once all backups acknowledged (actors/worker/kv.ts).
 // Without `kv` it only starts, pins and answers pings. Every CommitVer period it writes
 // <shard, CommitVer> of the shards its node is primary of to their backups (§4.4, actors/shared/commit.ts).
+// A period that wrote nothing, with no request running and no new configuration, is idle: the runtime
+// then waits longer (up to runtime.idleTickMs), and the next PUT/DEL brings the period back.
 import { defineActor, runActor } from '../../runtime/actor.js';
 import { I64 } from '../../shm/counters.js';
 import type { WorkerInbound } from './protocol.js';
@@ -12,6 +14,10 @@ import { startKvServing, type KvServing } from './serve.js';
 let serving: KvServing | null = null;
 let disseminating = false;
 let following = false;
+/** CommitVers the last finished dissemination wrote (-1: none finished yet, or it failed). */
+let lastSent = -1;
+/** The configuration term the previous tick saw. */
+let seenTerm = -1;
 
 export const workerActor = defineActor<WorkerInbound>({
   role: 'worker',
@@ -25,9 +31,11 @@ export const workerActor = defineActor<WorkerInbound>({
     return { endpoint: serving.endpoint };
   },
   tickMs: (c) => c.replication.commitVerPeriodMs,
+  idleTickMs: (c) => c.runtime.idleTickMs,
   tick: (ctx) => {
     const s = serving;
-    if (!s) return;
+    if (!s) return 'idle'; // a node without a cluster: no CommitVer, no configuration
+    const term = s.worker.term();
     // Following the configuration runs on its own: dropping a failed node's replication links is what
     // ends writes (and a dissemination) hanging on a link to a node cut off rather than dead, whose
     // TCP connection does not close (docs/failover.md "Partitions"); behind a stuck dissemination it never ran.
@@ -38,14 +46,20 @@ export const workerActor = defineActor<WorkerInbound>({
         .finally(() => (following = false));
     }
     if (disseminating) return;
+    const idle = lastSent === 0 && s.worker.inFlight === 0 && term === seenTerm;
+    seenTerm = term;
     disseminating = true;
     s.worker.disseminateCommitVers()
-      .catch((err: unknown) => ctx.log.warn({ err: (err as Error).message }, 'CommitVer dissemination failed; retried next period'))
+      .then((n) => (lastSent = n), (err: unknown) => {
+        lastSent = -1;
+        ctx.log.warn({ err: (err as Error).message }, 'CommitVer dissemination failed; retried next period');
+      })
       .finally(() => {
         disseminating = false;
         ctx.counters.local[I64.COMMITVERS_SENT] = s.worker.commit?.sentCount ?? 0;
         ctx.counters.local[I64.PM_FULL_REFUSALS] = s.worker.stats.pmFull;
       });
+    return idle ? 'idle' : undefined;
   },
   drain: async () => {
     const keep = await serving?.close();

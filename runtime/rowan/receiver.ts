@@ -90,11 +90,18 @@ export class RowanReceiver {
     this.replenish();
   }
 
-  /** One pass of the control loop; call it periodically (every ~grace/2). */
-  tick(): void {
+  /**
+   * One pass of the control loop; call it periodically (every ~grace/2). Returns false when the pass
+   * found nothing and nothing waits for a later one (no buffer newly consumed, none in its grace or
+   * draining, none posted, the pool not starved): the caller may look less often until writes land.
+   */
+  tick(): boolean {
+    const before = this.counts.consumed + this.counts.used + this.postedSegs.length + this.counts.postFailures;
     this.detectConsumed();
     this.retireUsed();
     this.replenish();
+    const after = this.counts.consumed + this.counts.used + this.postedSegs.length + this.counts.postFailures;
+    return after !== before || this.consumedAt.length > 0 || this.drainSince >= 0;
   }
 
   stats(): ReceiverStats {
