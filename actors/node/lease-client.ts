@@ -95,6 +95,11 @@ export class LeaseClient {
     return this.timing;
   }
 
+  /** Until when the manager's lease holds (own clock; 0 before the first grant). */
+  managerLeaseUntil(): number {
+    return this.leaseUntil;
+  }
+
   /** Peer leases (../shared/peer-lease.ts) changed: the node serves while either lease holds. */
   setPeerLease(until: number): void {
     this.peerUntil = until;

@@ -198,7 +198,7 @@ function startLease(
   // Peer leases (../shared/peer-lease.ts): the node serves on while the manager is unreachable, as long as
   // every other member vouches that nothing can have taken its shards.
   const lc = client;
-  const peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => lc.setPeerLease(until));
+  const peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => lc.setPeerLease(until), () => lc.managerLeaseUntil());
   peers.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);

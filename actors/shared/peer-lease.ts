@@ -6,9 +6,12 @@
 // from everyone therefore fenced every node after one lease, although it could reassign nothing (it
 // reaches no node to prepare or commit anything). Peer leases let the nodes prove that themselves:
 //
-//   request  X asks every other live member Y of its configuration (term T), every renewMs:
-//            PEER_LEASE {from X, leaseMs, driftMs} at term T, over Y's client port (authenticated
-//            with the cluster secret like any client)
+//   request  X asks every other live member Y of its configuration (term T), every renewMs while
+//            its manager lease has less than half a lease left (a manager lease renewed on time needs
+//            no vouching, and an idle cluster sends no request for it): PEER_LEASE {from X, leaseMs,
+//            driftMs} at term T, over Y's client port (authenticated with the cluster secret like any
+//            client). Half a lease is two renewals missed at least; the grants come one round trip
+//            after, long before the manager lease runs out
 //   grant    Y grants only while Y is at term T with no configuration pending (prepared, not
 //            committed), and not evicted. It first records the promise -- X's shards are not taken
 //            over by Y before t_recv + leaseMs + driftMs on Y's clock -- then checks; a refusal
@@ -118,8 +121,9 @@ interface Peer {
 }
 
 /**
- * The asking side, on the node's main thread: asks every other live member for a grant each renewMs
- * and reports the instant until which it holds a grant from all of them (-Infinity: not from all).
+ * The asking side, on the node's main thread: while the manager lease runs low, asks every other live
+ * member for a grant each renewMs, and reports the instant until which it holds a grant from all of
+ * them (-Infinity: not from all).
  */
 export class PeerLeases {
   private readonly peers = new Map<number, Peer>();
@@ -141,6 +145,8 @@ export class PeerLeases {
     private readonly timing: () => PeerLeaseTiming | null,
     /** Called whenever the instant this node holds every peer's grant until changes. */
     private readonly onChange: (until: number) => void,
+    /** Until when the manager's lease holds (own clock): grants are asked for only when it runs low. */
+    private readonly managerLeaseUntil: () => number,
     private readonly seams: PeerLeaseSeams = {},
   ) {
     this.timers = seams.timers ?? realTimers;
@@ -183,20 +189,23 @@ export class PeerLeases {
     if (t === null) return this.schedule(10);
     const term = this.cell.term();
     if (term !== this.term) {
-      // Grants were asked for at the old term: start over (the manager's lease covers the change).
+      // Grants were asked for at the old term: start over (the manager's lease covers the change),
+      // and forget members the new configuration no longer lists.
       this.term = term;
-      for (const p of this.peers.values()) p.until = -Infinity;
+      const live = new Set(liveNodes(this.cell.config()).map((n) => n.id));
+      for (const [id, p] of this.peers) {
+        p.until = -Infinity;
+        if (!live.has(id)) {
+          p.conn?.close();
+          this.peers.delete(id);
+        }
+      }
       this.onChange(this.heldUntil());
     }
-    const c = this.cell.config();
-    const live = new Set(liveNodes(c).map((n) => n.id));
-    for (const [id, p] of this.peers) {
-      if (!live.has(id)) {
-        p.conn?.close();
-        this.peers.delete(id);
-      }
-    }
-    for (const id of live) {
+    // The manager's lease is enough: no request (one clock read a renew period, on an idle node).
+    if (this.managerLeaseUntil() - this.clock.now() >= t.leaseMs / 2) return this.schedule(t.renewMs);
+    for (const n of liveNodes(this.cell.config())) {
+      const id = n.id;
       if (id === this.nodeId) continue;
       let p = this.peers.get(id);
       if (!p) this.peers.set(id, (p = { conn: null, busy: false, until: -Infinity }));

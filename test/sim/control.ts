@@ -87,7 +87,7 @@ export class NodeControl {
     };
     this.lease = new LeaseClient([{ host: 'manager', port: 1 }], h.id, this.cell, clock, h.log, this.hooks(), false, null, null, 500, { timers: h.timers, dial });
     const lc = this.lease;
-    this.peers = new PeerLeases(h.id, this.cell, clock, h.log, null, defaultLimits, null, () => lc.leaseTiming(), (until) => lc.setPeerLease(until), {
+    this.peers = new PeerLeases(h.id, this.cell, clock, h.log, null, defaultLimits, null, () => lc.leaseTiming(), (until) => lc.setPeerLease(until), () => lc.managerLeaseUntil(), {
       timers: h.timers,
       ask: (peer, term, body, ms) => h.askPeer(peer, term, body, ms),
     });

@@ -1,13 +1,17 @@
 // Peer leases, the granting side (actors/shared/peer-lease.ts, docs/failover.md "Partitions"): what a node promises,
 // when it refuses, and that the promise is recorded in the configuration cell before the checks, so a
-// refusal never loses one and the main thread's takeover wait (promisesOverAt) covers every grant.
+// refusal never loses one and the main thread's takeover wait (promisesOverAt) covers every grant. The
+// asking side asks only while its manager lease runs low (an idle cluster sends no request for it).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../../../config/base/clock.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../../../config/base/errors.js';
 import { ConfigCell } from '../../../../actors/shared/config-cell.js';
-import { decodePeerLeaseRequest, encodePeerLeaseRequest, grantPeerLease, promisesOverAt, PEER_LEASE_REQUEST_BYTES } from '../../../../actors/shared/peer-lease.js';
+import { decodePeerLeaseRequest, encodePeerLeaseRequest, grantPeerLease, PeerLeases, promisesOverAt, PEER_LEASE_REQUEST_BYTES } from '../../../../actors/shared/peer-lease.js';
+import { defaultLimits } from '../../../../config/limits.js';
+import { StepTimers } from '../../../fixtures/step-timers.js';
+import { recordingLog, settle } from '../../../fixtures/manager-fakes.js';
 
 function cluster(): ClusterConfig {
   return planCluster({
@@ -63,4 +67,40 @@ test('a node grants at its own term with nothing pending, records every promise 
   // Evicted: no promise is worth anything.
   cell.evict();
   assert.throws(() => grantPeerLease(cell, req(1), 2, 14_000, 0), code(ErrorCodes.LEASE_EXPIRED));
+});
+
+test('a node asks its peers for grants only while its manager lease has less than half a lease left', async () => {
+  const clock = new ManualClock(10_000);
+  const timers = new StepTimers(clock);
+  const cell = ConfigCell.create(cluster(), true, clock);
+  const timing = { leaseMs: 200, renewMs: 40, driftMs: 10 };
+  let managerUntil = 0;
+  const asked: { peer: number; at: number }[] = [];
+  const held: number[] = [];
+  const peers = new PeerLeases(0, cell, clock, recordingLog().log, null, defaultLimits, null, () => timing, (until) => held.push(until), () => managerUntil, {
+    timers,
+    ask: async (peer) => void asked.push({ peer, at: clock.now() }),
+  });
+  const grant = () => (managerUntil = clock.now() + timing.leaseMs - timing.driftMs);
+  grant();
+  peers.start();
+  // The manager grants every renewMs: no request goes to a peer, however long that lasts.
+  for (let i = 0; i < 50; i++) {
+    timers.advance(timing.renewMs);
+    grant();
+    await settle();
+  }
+  assert.equal(asked.length, 0, 'no peer asked while the manager lease holds');
+  // The manager goes silent: once less than half a lease is left, every other member is asked.
+  const silentAt = clock.now();
+  for (let i = 0; i < 6; i++) {
+    timers.advance(timing.renewMs);
+    await settle();
+  }
+  const first = Math.min(...asked.map((a) => a.at));
+  assert.deepEqual([...new Set(asked.map((a) => a.peer))].sort(), [1, 2]);
+  assert.ok(first - silentAt >= timing.leaseMs / 2 - timing.driftMs - timing.renewMs, `asked ${first - silentAt} ms into the silence`);
+  assert.ok(first - silentAt <= timing.leaseMs / 2 + timing.renewMs, `asked ${first - silentAt} ms into the silence: too late`);
+  assert.ok(held.some((u) => u > managerUntil), 'the grants hold past the manager lease');
+  peers.stop();
 });
