@@ -17,6 +17,9 @@ import { describeChange, RestartBackoff, waitListedDead } from './cluster-superv
 import { DETACHED_ENV } from './cluster-detach.js';
 import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, closeQuietly, openNodeLog, waitReady } from './cluster-lifecycle.js';
 
+/** How often the launcher reads the configuration store to print its changes. */
+const CHANGE_POLL_MS = 250;
+
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
 
 /** Everything the launcher needs, checked and resolved from the flags by ./cluster-cli.ts. */
@@ -268,8 +271,9 @@ export class ClusterLauncher {
   /** Print each configuration change until stopped (or every node has exited); the exit code. */
   private async superviseUntilStopped(): Promise<number> {
     const { p } = this;
-    // Poll the store (a file read, or one ZooKeeper getData); an unreadable one (being replaced, no
-    // ZooKeeper session) is read again next time.
+    // Poll the store (a file read, or one ZooKeeper getData) a few times a second: what it prints is
+    // for the operator, and an idle cluster should not spend its CPU on it. An unreadable one (being
+    // replaced, no ZooKeeper session) is read again next time.
     let seen = p.cluster;
     let polling = false;
     const watch = setInterval(() => {
@@ -280,7 +284,7 @@ export class ClusterLauncher {
         console.log(describeChange(seen, now));
         seen = now;
       }, () => {}).finally(() => (polling = false));
-    }, 'file' in p.spec ? 50 : 100);
+    }, CHANGE_POLL_MS);
     const anyLive = () => [...this.children.values()].some(live) || (this.stopping && this.managers.some(live));
     while ((p.supervise && !this.stopping) || anyLive()) {
       await new Promise<void>((r) => {
