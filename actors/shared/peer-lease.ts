@@ -7,11 +7,11 @@
 // reaches no node to prepare or commit anything). Peer leases let the nodes prove that themselves:
 //
 //   request  X asks every other live member Y of its configuration (term T), every renewMs while
-//            its manager lease has less than half a lease left (a manager lease renewed on time needs
-//            no vouching, and an idle cluster sends no request for it): PEER_LEASE {from X, leaseMs,
-//            driftMs} at term T, over Y's client port (authenticated with the cluster secret like any
-//            client). Half a lease is two renewals missed at least; the grants come one round trip
-//            after, long before the manager lease runs out
+//            its manager lease runs low -- a renewal half a period overdue (askBelowMs) -- for a manager
+//            lease renewed on time needs no vouching, and an idle cluster sends no request for it:
+//            PEER_LEASE {from X, leaseMs, driftMs} at term T, over Y's client port (authenticated with
+//            the cluster secret like any client). The grants come a round trip later, with most of
+//            the manager lease still to run
 //   grant    Y grants only while Y is at term T with no configuration pending (prepared, not
 //            committed), and not evicted. It first records the promise -- X's shards are not taken
 //            over by Y before t_recv + leaseMs + driftMs on Y's clock -- then checks; a refusal
@@ -105,6 +105,12 @@ export interface PeerLeaseTiming {
   driftMs: number;
 }
 
+/** A node asks for peer grants once less than this is left of its manager lease: the last grant it
+ *  got is a renewal and a half old (leaseMs - driftMs is what a fresh one holds for). */
+export function askBelowMs(t: PeerLeaseTiming): number {
+  return t.leaseMs - t.driftMs - 1.5 * t.renewMs;
+}
+
 /** What peer leases' time and requests come from (CONVENTIONS 9; the simulator, test/sim, passes its
  *  own). Default: Node's timers and a PEER_LEASE request over the peer's client port. */
 export interface PeerLeaseSeams {
@@ -121,7 +127,7 @@ interface Peer {
 }
 
 /**
- * The asking side, on the node's main thread: while the manager lease runs low, asks every other live
+ * The asking side, on the node's main thread: while the manager lease runs low (askBelowMs), asks every other live
  * member for a grant each renewMs, and reports the instant until which it holds a grant from all of
  * them (-Infinity: not from all).
  */
@@ -203,7 +209,7 @@ export class PeerLeases {
       this.onChange(this.heldUntil());
     }
     // The manager's lease is enough: no request (one clock read a renew period, on an idle node).
-    if (this.managerLeaseUntil() - this.clock.now() >= t.leaseMs / 2) return this.schedule(t.renewMs);
+    if (this.managerLeaseUntil() - this.clock.now() >= askBelowMs(t)) return this.schedule(t.renewMs);
     for (const n of liveNodes(this.cell.config())) {
       const id = n.id;
       if (id === this.nodeId) continue;

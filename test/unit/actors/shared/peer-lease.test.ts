@@ -8,7 +8,7 @@ import { ManualClock } from '../../../../config/base/clock.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../../../config/base/errors.js';
 import { ConfigCell } from '../../../../actors/shared/config-cell.js';
-import { decodePeerLeaseRequest, encodePeerLeaseRequest, grantPeerLease, PeerLeases, promisesOverAt, PEER_LEASE_REQUEST_BYTES } from '../../../../actors/shared/peer-lease.js';
+import { askBelowMs, decodePeerLeaseRequest, encodePeerLeaseRequest, grantPeerLease, PeerLeases, promisesOverAt, PEER_LEASE_REQUEST_BYTES } from '../../../../actors/shared/peer-lease.js';
 import { defaultLimits } from '../../../../config/limits.js';
 import { StepTimers } from '../../../fixtures/step-timers.js';
 import { recordingLog, settle } from '../../../fixtures/manager-fakes.js';
@@ -69,7 +69,7 @@ test('a node grants at its own term with nothing pending, records every promise 
   assert.throws(() => grantPeerLease(cell, req(1), 2, 14_000, 0), code(ErrorCodes.LEASE_EXPIRED));
 });
 
-test('a node asks its peers for grants only while its manager lease has less than half a lease left', async () => {
+test('a node asks its peers for grants only once a manager lease renewal is half a period overdue', async () => {
   const clock = new ManualClock(10_000);
   const timers = new StepTimers(clock);
   const cell = ConfigCell.create(cluster(), true, clock);
@@ -91,7 +91,7 @@ test('a node asks its peers for grants only while its manager lease has less tha
     await settle();
   }
   assert.equal(asked.length, 0, 'no peer asked while the manager lease holds');
-  // The manager goes silent: once less than half a lease is left, every other member is asked.
+  // The manager goes silent: once its last grant is a renewal and a half old, every other member is asked.
   const silentAt = clock.now();
   for (let i = 0; i < 6; i++) {
     timers.advance(timing.renewMs);
@@ -99,8 +99,10 @@ test('a node asks its peers for grants only while its manager lease has less tha
   }
   const first = Math.min(...asked.map((a) => a.at));
   assert.deepEqual([...new Set(asked.map((a) => a.peer))].sort(), [1, 2]);
-  assert.ok(first - silentAt >= timing.leaseMs / 2 - timing.driftMs - timing.renewMs, `asked ${first - silentAt} ms into the silence`);
-  assert.ok(first - silentAt <= timing.leaseMs / 2 + timing.renewMs, `asked ${first - silentAt} ms into the silence: too late`);
+  const overdue = timing.leaseMs - timing.driftMs - askBelowMs(timing);
+  assert.equal(overdue, 1.5 * timing.renewMs);
+  assert.ok(first - silentAt > overdue, `asked ${first - silentAt} ms into the silence: too early`);
+  assert.ok(first - silentAt <= overdue + timing.renewMs, `asked ${first - silentAt} ms into the silence: too late`);
   assert.ok(held.some((u) => u > managerUntil), 'the grants hold past the manager lease');
   peers.stop();
 });
