@@ -6,8 +6,10 @@
 //
 // Ports are the documented ones, unchanged: every command runs in a network namespace of its own
 // (`ip netns exec`), whose 127.0.0.1 no other process on the machine shares, so `npm start` listens on
-// 7100..7900 and ZooKeeper on 2181 as the docs say, without colliding with other runs. That needs
-// root; without it the test skips, saying so (CI runs as root and fails on a skip).
+// 7100..7900 and ZooKeeper on 2181 as the docs say, without colliding with other runs. The addresses
+// too: for running.md's multi-host walkthrough its loopback also carries the example hosts 10.0.0.1-3
+// and 10.0.0.9 (test/fixtures/doc-hosts.ts), on which that block starts a manager and three nodes. That
+// needs root; without it the test skips, saying so (CI runs as root and fails on a skip).
 //
 // A command that matches no rule fails the test, naming its file and line: a new command in the docs
 // needs a way to run it here. A rule that matches no command fails too, so the table cannot rot either.
@@ -20,6 +22,10 @@
 //                    it must then exit cleanly (0, or 130 for Ctrl-C) with no error printed
 //   serve-then-stop  the same, but SIGINT as soon as it is ready (a node or manager started by hand,
 //                    whose data dir or port the next command reuses)
+//   host             a server of one host of a multi-host example (running.md's manager and nodes):
+//                    started without waiting for the servers of the lines before it, as in a terminal
+//                    on each host; the block's next line without one waits until every one is ready;
+//                    all get SIGINT together at the end of the block and must stop cleanly
 //   start-then-stop  a run of minutes (a benchmark, a fault run, a simulator sweep): started, awaited
 //                    until it is past its argument parsing and build and has begun its work (its
 //                    progress line, or the cluster processes it starts), no error printed, then SIGINT
@@ -27,7 +33,7 @@
 //                    node_modules the copy shares (npm ci): the npm script or lock file it needs exists
 //   env              an `export`: kept and prepended to the block's later commands
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -35,10 +41,11 @@ import assert from 'node:assert/strict';
 import { docFiles, extractBlocks, readDocBlocks, splitAnd, stripComment, type DocBlock, type DocCommand } from '../fixtures/doc-commands.js';
 import { netnsUnavailable, NETNS_PREFIX } from '../fixtures/netns.js';
 import { waitFor } from '../fixtures/failover-cluster.js';
+import { addExampleHosts, holdsLease, transpileBlock } from '../fixtures/doc-hosts.js';
 
 const root = new URL('../../../', import.meta.url).pathname;
 
-type Mode = 'run' | 'serve' | 'serve-then-stop' | 'start-then-stop' | 'known' | 'env';
+type Mode = 'run' | 'serve' | 'serve-then-stop' | 'start-then-stop' | 'host' | 'known' | 'env';
 
 interface Rule {
   /** Matched against one `&&` part of a documented command, as written (placeholders and all). */
@@ -51,12 +58,17 @@ interface Rule {
   readyProcess?: RegExp;
   /** ...or a shell probe inside the namespace whose output matches `ready`. */
   probe?: string;
+  /** ...and then this holds too (given the command as run and its directory). */
+  alsoReady?: (command: string, cwd: string) => Promise<boolean>;
   /** known: what must exist for it. */
   check?: () => void;
   timeoutMs?: number;
 }
 
 const SERVING = /^serving\. Try:/m;
+const NODE_READY = /"msg":"node ready"/;
+/** `rowan status --cluster` of running.md's three hosts: no node dead, each one up (one filesystem here). */
+const THREE_UP = /: 3 nodes \(none dead\)[^]*\n0 +up [^]*\n1 +up [^]*\n2 +up /;
 /** Bounds, not waits: a cluster that is ready in 10 s on a quiet machine took 180 s at a load of 22 on 2 cores. */
 const READY_TIMEOUT_MS = 300_000;
 const BENCH_STARTED = /^\[0\/\d+\] [\w-]+: /m; // bench/report.ts progress(): the first benchmark began
@@ -76,8 +88,12 @@ const RULES: Rule[] = [
   { pattern: /^npm run sim -- --seeds \d+/, mode: 'start-then-stop', ready: /^seeds \d+\.\.\d+/m, why: 'hundreds of seeds, minutes: stopped once the sweep began' },
   { pattern: /^bin\/rowan cluster (--detach|stop) /, mode: 'run', why: 'returns once the cluster serves / has stopped' },
   { pattern: /^bin\/rowan cluster /, mode: 'serve', ready: SERVING, why: 'a cluster in the foreground until Ctrl-C' },
-  { pattern: /^bin\/rowan start /, mode: 'serve-then-stop', ready: /"msg":"node ready"/, why: 'a node started by hand, in the foreground' },
+  { pattern: /^bin\/rowan manager --cluster cluster\.json --host 10\.0\.0\.9 /, mode: 'host', ready: /configuration manager listening on 10\.0\.0\.9:7090/, why: "running.md's multi-host manager, on 10.0.0.9 (an address of the namespace's loopback)" },
+  { pattern: /^bin\/rowan start .* --manager 10\.0\.0\.9:7090 /, mode: 'host', ready: NODE_READY, alsoReady: holdsLease, why: "running.md's multi-host nodes, each on its address: ready once it holds its lease (the clients after them must not race the first grant)" },
+  { pattern: /^bin\/rowan start /, mode: 'serve-then-stop', ready: NODE_READY, why: 'a node started by hand, in the foreground' },
   { pattern: /^bin\/rowan manager /, mode: 'serve-then-stop', ready: /configuration manager listening on /, why: 'a configuration manager started by hand, in the foreground' },
+  { pattern: /^bin\/rowan get hello --cluster cluster\.json$/, mode: 'run', ready: /^world$/m, why: 'the multi-host cluster serves: the value put on it' },
+  { pattern: /^bin\/rowan status --cluster cluster\.json$/, mode: 'run', ready: THREE_UP, why: 'the multi-host cluster: 3 nodes, none dead, each up' },
   { pattern: /^bin\/rowan (put|get|status|reshard) /, mode: 'run', why: 'a client command' },
   { pattern: /^java .* org\.apache\.zookeeper\.server\.quorum\.QuorumPeerMain /, mode: 'serve', probe: 'exec 3<>/dev/tcp/127.0.0.1/2181 && echo srvr >&3 && cat <&3', ready: /Mode: standalone/, why: 'ZooKeeper in the foreground until Ctrl-C: ready once `srvr` answers' },
   { pattern: /^export [A-Z_]+=/, mode: 'env', why: 'an environment variable for the commands after it' },
@@ -101,9 +117,11 @@ const PLACEHOLDERS: { file: string; from: RegExp; to: (cwd: string) => string }[
   { file: 'docs/security.md', from: /\bFILE\b/g, to: () => 'hand-made-secret' },
   // ZooKeeper's data dir: in the scratch copy, not in the machine's shared /tmp.
   { file: 'docs/running.md', from: /\/tmp\/zk\b/g, to: (cwd) => join(cwd, 'zk') },
+  // The multi-host nodes' data dirs (in its ```ts block too): in the copy, not in the machine's /var/lib.
+  { file: 'docs/running.md', from: /\/var\/lib\/rowan\b/g, to: (cwd) => join(cwd, 'var/lib/rowan') },
 ];
 
-type State = 'cluster' | 'hand' | 'certs';
+type State = 'cluster' | 'hand' | 'certs' | 'hosts';
 
 /** What a block needs before it runs ("While it runs:"), by its file and first command. */
 const BLOCK_STATE: { file: string; first: RegExp; needs: State[] }[] = [
@@ -112,6 +130,7 @@ const BLOCK_STATE: { file: string; first: RegExp; needs: State[] }[] = [
   { file: 'docs/resharding.md', first: /^bin\/rowan reshard --plan /, needs: ['cluster'] },
   { file: 'docs/security.md', first: /^bin\/rowan start \.\.\. --secret-file /, needs: ['cluster', 'hand'] },
   { file: 'docs/security.md', first: /^bin\/rowan cluster --tls-cert /, needs: ['certs', 'hand'] },
+  { file: 'docs/running.md', first: /^bin\/rowan manager --cluster cluster\.json --host 10\.0\.0\.9 /, needs: ['hosts'] },
 ];
 
 /**
@@ -124,8 +143,8 @@ function ruleFor(part: string): Rule | undefined {
   return RULES.find((r) => r.pattern.test(part));
 }
 
-function substitute(c: DocCommand, cwd: string): string {
-  return PLACEHOLDERS.filter((p) => p.file === c.file).reduce((t, p) => t.replace(p.from, p.to(cwd)), c.text);
+function substitute(file: string, text: string, cwd: string): string {
+  return PLACEHOLDERS.filter((p) => p.file === file).reduce((t, p) => t.replace(p.from, p.to(cwd)), text);
 }
 
 /** A network namespace with only a loopback: private ports for everything the docs start. */
@@ -282,6 +301,8 @@ class Runner {
   readonly done: Done[] = [];
   private exports: string[] = [];
   private serving: Job[] = [];
+  /** The block's host-mode servers; `ready` is null once the server is ready, else why it is not. */
+  private hosts: { job: Job; ready: Promise<unknown> }[] = [];
 
   constructor(readonly ns: Namespace, readonly cwd: string, readonly env: NodeJS.ProcessEnv, readonly blocks: DocBlock[]) {}
 
@@ -302,8 +323,12 @@ class Runner {
     try {
       for (const need of state?.needs ?? []) await this.setUp(need, where);
       for (const c of b.commands) await this.runCommand(c);
+      await this.hostsReady();
     } finally {
       const failures: unknown[] = [];
+      // Ctrl-C on every host at once.
+      await Promise.all(this.hosts.map((h) => h.job.stop().catch((e: unknown) => failures.push(e))));
+      this.hosts = [];
       for (const j of this.serving.reverse()) await j.stop().catch((e: unknown) => failures.push(e));
       this.serving = [];
       if (state?.needs.includes('cluster') && this.launcherRunning('rowan-cluster')) await this.sh(`${where} (teardown)`, 'bin/rowan cluster stop --dir rowan-cluster').catch((e: unknown) => failures.push(e));
@@ -330,6 +355,14 @@ class Runner {
     else if (need === 'hand' && !existsSync(join(this.cwd, 'hand', 'cluster.json'))) {
       // Its configuration, secret and client password; the node's pool is left for `rowan start` to make.
       await this.sh(at, 'bin/rowan cluster --detach --dir hand --nodes 1 --base-port 8100 && bin/rowan cluster stop --dir hand && rm -r hand/node-0');
+    } else if (need === 'hosts') {
+      // The example's addresses, and its cluster.json as step 1's ```ts block writes it.
+      addExampleHosts(this.ns.name);
+      const plan = this.blocks.find((x) => x.lang === 'ts' && x.text.includes('planCluster('));
+      assert.ok(plan, `${where}: the \`\`\`ts block that writes cluster.json is gone`);
+      // In the copy, so that its `import ... from 'rowan'` is the package's own name.
+      writeFileSync(join(this.cwd, 'plan-cluster.mjs'), await transpileBlock(substitute(plan.file, plan.text, this.cwd)));
+      await this.sh(at, 'node plan-cluster.mjs && rm plan-cluster.mjs');
     } else if (need === 'certs') {
       // The throwaway CA of the same file, made by its own openssl block.
       const certs = this.blocks.find((x) => x.commands[0]?.text.startsWith('openssl req -x509'));
@@ -340,10 +373,11 @@ class Runner {
 
   async runCommand(c: DocCommand): Promise<void> {
     const where = `${c.file}:${c.line}`;
-    const text = substitute(c, this.cwd);
-    const t0 = Date.now();
+    const text = substitute(c.file, c.text, this.cwd);
     const parts = splitAnd(c.text).map((p) => ({ p, rule: ruleFor(p)! }));
     for (const { p, rule } of parts) assert.ok(rule, `${where}: \`${p}\` matches no rule in docs-commands.test.ts`);
+    if (!parts.some((x) => x.rule.mode === 'host')) await this.hostsReady();
+    const t0 = Date.now();
     // A plain chain (`a && b`) runs as written; a chain with a known or served part runs part by part.
     const modes = parts.map((x) => x.rule.mode);
     if (modes.every((m) => m === 'run')) {
@@ -354,11 +388,16 @@ class Runner {
       return;
     }
     const subs = splitAnd(text);
-    for (const [i, { rule }] of parts.entries()) await this.runPart(where, subs[i]!, rule);
-    for (const { rule } of parts) this.done.push({ ...c, mode: rule.mode, ms: Date.now() - t0 });
+    for (const [i, { rule }] of parts.entries()) {
+      const d: Done = { ...c, mode: rule.mode, ms: 0 };
+      await this.runPart(where, subs[i]!, rule, d);
+      if (rule.mode !== 'host') d.ms = Date.now() - t0;
+      this.done.push(d);
+    }
   }
 
-  private async runPart(where: string, text: string, rule: Rule): Promise<void> {
+  /** `d`: what is recorded of it; a host-mode server's time is set once it is ready. */
+  private async runPart(where: string, text: string, rule: Rule, d: Done): Promise<void> {
     switch (rule.mode) {
       case 'known':
         rule.check!();
@@ -370,6 +409,13 @@ class Runner {
       case 'run':
         await this.sh(where, text, rule.timeoutMs);
         return;
+      case 'host': {
+        const j = this.job(where, text);
+        const t0 = Date.now();
+        const ready = this.awaitReady(j, rule).then(() => ((d.ms = Date.now() - t0), null), (e: unknown) => e);
+        this.hosts.push({ job: j, ready });
+        return;
+      }
       case 'serve':
       case 'serve-then-stop':
       case 'start-then-stop': {
@@ -397,6 +443,23 @@ class Runner {
     }
   }
 
+  /** Wait until every host-mode server started so far is ready; the first that is not fails the block at once. */
+  private async hostsReady(): Promise<void> {
+    try {
+      await Promise.all(
+        this.hosts.map(async (h) => {
+          const e = await h.ready;
+          if (e !== null) throw e;
+        }),
+      );
+    } catch (e) {
+      for (const h of this.hosts) h.job.kill();
+      this.hosts = [];
+      throw e;
+    }
+    for (const h of this.hosts) h.job.checkOutput();
+  }
+
   private async awaitReady(j: Job, rule: Rule): Promise<void> {
     const what = rule.ready ? `output matching ${rule.ready}` : `a process matching ${rule.readyProcess}`;
     await waitFor(
@@ -405,7 +468,7 @@ class Runner {
         if (!j.running) throw new Error(`${j.where}: \`${j.text}\` exited before it was ready:\n${tail(j.out)}`);
         j.checkOutput();
         if (rule.probe) return rule.ready!.test(spawnSync('ip', ['netns', 'exec', this.ns.name, 'timeout', '2', 'bash', '-c', rule.probe], { encoding: 'utf8' }).stdout ?? '');
-        if (rule.ready) return rule.ready.test(j.out);
+        if (rule.ready) return rule.ready.test(j.out) && (rule.alsoReady === undefined || (await rule.alsoReady(j.text, this.cwd)));
         return this.ns.commandLines(j.pid).some((l) => rule.readyProcess!.test(l));
       },
       rule.timeoutMs ?? READY_TIMEOUT_MS,
@@ -500,7 +563,7 @@ describe('every command in the docs', () => {
     test(`${file}: ${mine.reduce((n, b) => n + b.commands.length, 0)} commands`, { skip: skip ?? false, timeout: 600_000 }, async (t) => {
       // A fresh cwd for each file: whatever the previous file's commands made is removed.
       for (const e of readdirSync(copy)) if (!pristine.has(e)) rmSync(join(copy, e), { recursive: true, force: true });
-      const r = new Runner(ns, copy, env, mine);
+      const r = new Runner(ns, copy, env, blocks.filter((b) => b.file === file));
       for (const b of mine) {
         await t.test(`${b.file}:${b.line}`, () =>
           r.runBlock(b).catch((e: unknown) => {
