@@ -143,8 +143,8 @@ function words(text: string): string[] {
 const isEllipsis = (w: string) => w === '...';
 const isFlag = (w: string) => w.startsWith('-') && w !== '-';
 const helpOf = (path: string[]) => `\`${['rowan', ...path, '--help'].join(' ')}\``;
-/** A word standing for a value: FILE, P, STEP:MS, host:port, h1:P1,h2:P2, ... */
-const isPlaceholder = (w: string) => w.includes('...') || /^[A-Z][A-Z0-9_:,.-]*$/.test(w) || /^host:port$/.test(w) || /^(h\d+:P\d+,?)+$/.test(w);
+/** A word standing for a value: FILE, P, STEP:MS, host:port, ... */
+const isPlaceholder = (w: string) => w.includes('...') || /^[A-Z][A-Z0-9_:,.-]*$/.test(w) || /^host:port$/.test(w);
 
 /** FLAG (OPT: its help, if any command of PATH lists it) with VALUE (if any) of `rowan PATH`. */
 function flagProblems(path: string[], flag: string, opt: OptionHelp | undefined, value: string | undefined): string[] {
