@@ -51,8 +51,11 @@ export class ControlBlog {
     const c = this.ctx.counters.local;
     c[I64.BLOG_POSTED] = st.used + st.posted; // ever posted = retired as Used + still posted
     c[I64.BLOG_USED] = st.used;
+    const landed = c[I64.BLOG_WRITES];
     this.q.sample(c);
-    return busy || this.backlog.length > 0;
+    // Writes landing in the current buffer count as work: it may be consumed any moment, and the
+    // buffers posted ahead of it must be topped up without an idle wait in between.
+    return busy || this.backlog.length > 0 || c[I64.BLOG_WRITES] !== landed;
   }
 
   private forward(): void {
