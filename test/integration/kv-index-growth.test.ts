@@ -3,6 +3,11 @@
 // backup's digest threw and took its node down, and cold start refused to start. Now the index grows
 // on demand up to a configured maximum; at the maximum a PUT of a new key is refused before anything
 // is persisted, and neither digest nor cold start can die on a full index.
+//
+// The growth test starts every index small (--index-keys) and writes the fewest keys that force its
+// overflow area through a given number of doublings whatever the hash does (keysForDoublings): the
+// primaries' PUTs, every backup's digest and the cold start all grow it, as they would past 65,536 keys
+// at the default size, in seconds instead of minutes of CI.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +17,9 @@ import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.
 import { eventually } from '../fixtures/eventually.js';
 import { RowanClient } from '../../client/client.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { defaultLimits } from '../../config/limits.js';
+import { shardOfKey } from '../../config/slots.js';
+import { ShardIndex } from '../../shm/index.js';
 
 const dec = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
 
@@ -76,20 +84,44 @@ async function fillRestartRead(prefix: string, flags: string[], n: number, repli
   }
 }
 
-test('150k keys into one shard: its index grows, no node dies, and a restart serves every key', { timeout: 600_000 }, async () => {
-  // One shard: every key lands in the same index (sized for 65,536 keys at start, the old fixed size).
-  const N = 150_000;
-  const r = await fillRestartRead('rowan-index-growth-', ['--shards', '1', '--pool-mib', '128'], N, 97);
-  console.log(`# index growth: ${N} keys in one shard, ${r.before} backup reads before and ${r.after} after a full restart`);
-});
+/** The index size the growth test starts from (--index-keys): small, so that few keys make it grow. */
+const INDEX_KEYS = 512;
 
-test('280 k keys into a 3-node cluster of 4 shards (70 k per shard, past the old fixed 65,536): no node dies, a restart serves every key', { timeout: 900_000 }, async () => {
-  // Every node holds every key (3 replicas): 280 k one-block entries are 18 MB of each pool. (1 M keys
-  // in 8 shards made the same point in 5.6 of CI's 30 minutes, 400 k in 4 shards in 2.6; 70 k per
-  // shard still passes the old fixed size, across several shards and a full restart.)
-  const N = 280_000;
-  const r = await fillRestartRead('rowan-many-keys-', ['--shards', '4', '--pool-mib', '128'], N, 997, [0, 1, 2]);
-  console.log(`# ${N / 1000} k keys: ${N} PUTs in ${r.putS.toFixed(1)} s, every key read on its primary and ${r.before} replica reads before and ${r.after} after a full restart`);
+/**
+ * Keys one shard must take so that its index (made as createKvShared makes it from --index-keys, with
+ * the default --index-keys-max) has doubled its overflow area at least `doublings` times, whatever the
+ * hash does. A primary bucket holds at most itemsPerBucket keys, and so does an overflow bucket (no key
+ * is removed here), so past the primary buckets every itemsPerBucket keys claim at least one overflow
+ * bucket; claiming bucket number c (from 0) when the capacity is c doubles it (shm/index.ts "Growth"),
+ * so the d-th doubling comes with bucket overflowBuckets * 2^(d-1).
+ */
+function keysForDoublings(indexKeys: number, doublings: number): { keys: number; capacity: number } {
+  const o = ShardIndex.optionsFor(indexKeys, undefined, undefined, Math.max(indexKeys, defaultLimits.indexKeysPerShardMax));
+  const items = (o.bucketItems ?? defaultLimits.indexBucketItems) - 1;
+  const capacity = o.overflowBuckets * 2 ** doublings;
+  assert.ok(capacity <= o.overflowBucketsMax!, `${doublings} doublings stay under the maximum ${o.overflowBucketsMax}`);
+  return { keys: items * (o.buckets + capacity / 2) + 1, capacity };
+}
+
+/** The fewest keys k0, k1, ... that give every one of `shards` shards at least `perShard` of them. */
+function keysForEveryShard(shards: number, perShard: number): number {
+  const enc = new TextEncoder();
+  const count = new Array<number>(shards).fill(0);
+  let n = 0;
+  for (let short = shards; short > 0; n++) if (++count[shardOfKey(enc.encode(`k${n}`), shards)]! === perShard) short--;
+  return n;
+}
+
+test(`a 3-node cluster of 4 shards whose indexes start at ${INDEX_KEYS} keys takes enough to double every shard's overflow area 5 times: no node dies, a restart serves every key`, { timeout: 300_000 }, async () => {
+  // Every node holds every shard (3 replicas) and is the primary of one or two of them: each node grows
+  // all four indexes, as a primary (PUTs) or a backup (digest), and again at the cold start. (This
+  // replaces 150 k keys into one shard at the default size, whose overflow area doubled twice, and 280 k
+  // into 4 shards, whose 70 k per shard doubled none: 3 of CI's minutes.)
+  const SHARDS = 4;
+  const { keys: perShard, capacity } = keysForDoublings(INDEX_KEYS, 5);
+  const N = keysForEveryShard(SHARDS, perShard);
+  const r = await fillRestartRead('rowan-index-growth-', ['--shards', String(SHARDS), '--index-keys', String(INDEX_KEYS)], N, 13, [0, 1, 2]);
+  console.log(`# index growth: ${N} keys in ${SHARDS} shards (at least ${perShard} each, overflow areas grown to at least ${capacity} buckets): PUTs in ${r.putS.toFixed(1)} s, every key read on its primary and ${r.before} replica reads before and ${r.after} after a full restart`);
 });
 
 test('at its configured maximum the index refuses new keys before persisting them; updates, DELs, digests and restarts go on', { timeout: 300_000 }, async () => {
