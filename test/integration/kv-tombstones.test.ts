@@ -52,6 +52,13 @@ async function churn(client: RowanClient, n: number, after?: (done: number) => P
   }
 }
 
+/** `check(i)` for i = 0, step, 2 * step, ... below n, BATCH of them in flight at a time (reads, checked
+ *  each, without one round trip after another). */
+async function forEvery(n: number, step: number, check: (i: number) => Promise<void>): Promise<void> {
+  const all = Array.from({ length: Math.ceil(n / step) }, (_, j) => j * step);
+  for (let b = 0; b < all.length; b += BATCH) await Promise.all(all.slice(b, b + BATCH).map(check));
+}
+
 async function sample(file: string, keys: number): Promise<Sample> {
   const st = await collectClusterStatus(file);
   const s: Sample = { keys, items: 0, dropped: 0, liveBytes: 0, segments: 0 };
@@ -101,15 +108,15 @@ test('unique PUT+DEL churn: tombstones are dropped, index items and live bytes s
     // Live bytes: the long-lived keys' (measured before the churn) plus a few hundred entries' worth.
     assert.ok(end.liveBytes <= base.liveBytes + 300 * 256, `live bytes ${end.liveBytes}, ${base.liveBytes} before the churn`);
 
-    for (let i = 0; i < LIVE; i++) assert.equal(dec(await notRefused(() => client.get(`live-${i}`))), `${VALUE}${i}`);
-    for (let i = 0; i < CHURN; i += 37) assert.equal(dec(await notRefused(() => client.get(`churn-${i}`))), null, `churn-${i}`);
+    await forEvery(LIVE, 1, async (i) => assert.equal(dec(await notRefused(() => client.get(`live-${i}`))), `${VALUE}${i}`));
+    await forEvery(CHURN, 37, async (i) => assert.equal(dec(await notRefused(() => client.get(`churn-${i}`))), null, `churn-${i}`));
     await client.close();
     assert.equal(await stopCluster(run.child), 0, run.output());
 
     run = await launchClusterReady(dir, basePort, FLAGS); // the cluster's ports are in its configuration
     client = await RowanClient.connect({ cluster: file });
-    for (let i = 0; i < LIVE; i++) assert.equal(dec(await notRefused(() => client.get(`live-${i}`))), `${VALUE}${i}`, `live-${i} after the restart`);
-    for (let i = 0; i < CHURN; i += 7) assert.equal(dec(await notRefused(() => client.get(`churn-${i}`))), null, `churn-${i} after the restart`);
+    await forEvery(LIVE, 1, async (i) => assert.equal(dec(await notRefused(() => client.get(`live-${i}`))), `${VALUE}${i}`, `live-${i} after the restart`));
+    await forEvery(CHURN, 7, async (i) => assert.equal(dec(await notRefused(() => client.get(`churn-${i}`))), null, `churn-${i} after the restart`));
     await client.close();
   } finally {
     await stopCluster(run.child);
@@ -148,16 +155,20 @@ test('unique PUT+DEL churn with two backups per shard: backups drop tombstones t
     const base = await perNode(file);
     await churn(client, CHURN_RF3);
     // Settled: a backup drops under floors that become effective once the b-log segments holding the
-    // CommitVers are digested and committed, so a trickle of updates to the live keys keeps the b-logs
-    // moving (a b-log segment is handed to digest once a later one is written) until every replica's
-    // index is back to the live keys.
+    // CommitVers are digested and committed, so updates to the live keys keep the b-logs moving (a b-log
+    // segment is handed to digest once a later one is written) until every replica's index is back to
+    // the live keys. Each round rewrites every live key with the value it has (the live bytes stay the
+    // live keys'): ~25 KB of b-log per node, so a 256 KiB segment fills in ~10 rounds (20 keys a round
+    // took ~200 rounds, half of this test's time).
     const until = Date.now() + 120_000;
     let nodes = await perNode(file);
-    for (let round = 0; nodes.some((n) => n.items > LIVE + 50) && Date.now() < until; round++) {
-      await Promise.all(Array.from({ length: 20 }, (_, j) => notRefused(() => client.put(`live-${(round * 20 + j) % LIVE}`, `${VALUE}${(round * 20 + j) % LIVE}`))));
+    let rounds = 0;
+    for (; nodes.some((n) => n.items > LIVE + 50) && Date.now() < until; rounds++) {
+      await putLive(client);
       await new Promise((r) => setTimeout(r, 100));
       nodes = await perNode(file);
     }
+    console.log(`# tombstones rf3: settled after ${rounds} rounds of rewriting the live keys`);
     for (const n of nodes) console.log(`# tombstones rf3: node ${n.id}: ${n.items} index items, ${n.dropped} tombstones dropped (${n.droppedOnBackup} as a backup), ${n.liveBytes} live bytes (${base.find((b) => b.id === n.id)!.liveBytes} before the churn)`);
     for (const n of nodes) {
       assert.ok(n.items <= LIVE + 50, `node ${n.id}: index items settle at the live keys: ${n.items} (${LIVE} live keys, ${CHURN_RF3} deleted)`);
@@ -171,8 +182,8 @@ test('unique PUT+DEL churn with two backups per shard: backups drop tombstones t
     run = await launchClusterReady(dir, basePort, FLAGS_RF3);
     client = await RowanClient.connect({ cluster: file });
     for (let node = 0; node < 3; node++) {
-      for (let i = 0; i < LIVE; i += 5) assert.equal(dec(await notRefused(() => client.getReplica(node, `live-${i}`))), `${VALUE}${i}`, `live-${i} on node ${node} after the restart`);
-      for (let i = 0; i < CHURN_RF3; i += 11) assert.equal(dec(await notRefused(() => client.getReplica(node, `churn-${i}`))), null, `churn-${i} on node ${node} after the restart`);
+      await forEvery(LIVE, 5, async (i) => assert.equal(dec(await notRefused(() => client.getReplica(node, `live-${i}`))), `${VALUE}${i}`, `live-${i} on node ${node} after the restart`));
+      await forEvery(CHURN_RF3, 11, async (i) => assert.equal(dec(await notRefused(() => client.getReplica(node, `churn-${i}`))), null, `churn-${i} on node ${node} after the restart`));
     }
     await client.close();
   } finally {
