@@ -3,7 +3,8 @@
 // plots; notes under it say what it leaves out. Used by the harness after a run and by `--replot`.
 import { LatencyHistogram } from '../hist.js';
 import type { Figure, Row } from '../report.js';
-import { barChartSvg, lineChartSvg, type Bar, type Series } from './svg.js';
+import { baseClient, IDLE, SERIES, systemSeries } from '../redis/rows.js';
+import { barChartSvg, lineChartSvg, palette, type Bar, type Series } from './svg.js';
 
 type Rows = Row[];
 
@@ -297,17 +298,72 @@ const failover = (rows: Rows): Figure[] => {
   ];
 };
 
-const redis = (rows: Rows): Figure[] => [
-  {
-    file: 'redis.svg',
-    svg: barChartSvg({
-      title: "rowan's Redis front end vs Redis 7 (primary + 2 replicas, AOF): ops/s with the same clients",
-      notes: ['redis everysec / always: appendfsync policy; no data: that client or test does not apply to that system'],
-      value: { label: 'operations per second', log: true },
-      ...groupedBars(ok(rows), (r) => `${r.client}, ${r.test}`, (r) => String(r.system), 'opsPerSec'),
-    }),
-  },
-];
+/** A bar per client, connections and test; rowan's cluster-aware clients share a bar with the plain one on Redis. */
+const redisBar = (r: Row): string =>
+  String(r.client).startsWith('ioredis')
+    ? `ioredis, ${r.inFlight} streams over ${r.clients} client object${r.clients === 1 ? '' : 's'}, ${r.test}`
+    : `${baseClient(String(r.client))} -c ${r.clients}, ${r.test}`;
+
+const redis = (rows: Rows): Figure[] => {
+  const measured = rows.filter((r) => r.test !== IDLE);
+  // The bars: 50 connections (pipelined or not) and every ioredis run, by client objects; the sweep has
+  // its own figure.
+  const io = (r: Row) => String(r.client).startsWith('ioredis');
+  const bars = measured
+    .filter((r) => r.clients === 50 || io(r))
+    .sort((a, b) => Number(io(a)) - Number(io(b)) || (io(a) ? num(a, 'clients')! - num(b, 'clients')! : 0));
+  const series = SERIES.filter((s) => rows.some((r) => systemSeries(r) === s));
+  const idle = rows.filter((r) => r.test === IDLE).map((r) => `${r.system} ${num(r, 'serverCores') ?? '?'}`);
+  const sweep = measured.filter((r) => String(r.client).startsWith('redis-benchmark') && !String(r.client).includes('-P'));
+  const colour = new Map(SERIES.map((s, i) => [s, palette[i % palette.length]!]));
+  const lines = (y: string) =>
+    uniq(sweep.map((r) => `${systemSeries(r)}, ${r.test}`)).map((name) => {
+      const rs = sweep.filter((r) => `${systemSeries(r)}, ${r.test}` === name);
+      return { name, style: { color: colour.get(systemSeries(rs[0]!))!, dash: rs[0]!.test === 'GET' ? '6 3' : '' }, points: rs.map((r) => [num(r, 'clients')!, num(r, y)!] as [number, number]) };
+    });
+  const notes = [
+    'redis everysec / always: appendfsync policy; rowan, cluster client: redis-benchmark --cluster or ioredis Cluster objects (one connection per node each) on the cluster port; no data: that client does not apply to that system',
+  ];
+  const figs: Figure[] = [
+    {
+      file: 'redis.svg',
+      svg: barChartSvg({
+        title: "rowan's Redis front end vs Redis 7 (primary + 2 replicas, AOF): ops/s with the same clients",
+        notes,
+        value: { label: 'operations per second', log: true },
+        ...groupedBars(bars.filter((r) => num(r, 'opsPerSec') !== null), redisBar, systemSeries, 'opsPerSec', series),
+      }),
+    },
+  ];
+  if (bars.some((r) => num(r, 'cpuUsPerOp') !== null))
+    figs.push({
+      file: 'redis-cpu.svg',
+      svg: barChartSvg({
+        title: 'server CPU per operation, rowan vs Redis 7, same runs as redis.svg: utime + stime of every server process (/proc/PID/stat) over the run / requests completed',
+        notes: [...notes, `rowan: 3 node processes + the manager; Redis: primary + 2 replicas. Idle, no client (cores): ${idle.join(', ')}`],
+        value: { label: 'server CPU µs per operation', log: true },
+        ...groupedBars(bars.filter((r) => num(r, 'cpuUsPerOp') !== null), redisBar, systemSeries, 'cpuUsPerOp', series),
+      }),
+    });
+  if (sweep.length)
+    figs.push({
+      file: 'redis-sweep.svg',
+      svg: lineChartSvg({
+        title: 'redis-benchmark SET and GET against connections: throughput and server CPU per operation, rowan vs Redis 7',
+        notes: [
+          'one request outstanding per connection (no pipelining); -d 91, keys drawn from 1 M; rowan, cluster client: redis-benchmark --cluster (connections spread over the 3 nodes)',
+          `server CPU: rowan's 3 nodes + manager, Redis's primary + 2 replicas; idle, no client (cores): ${idle.join(', ')}. Solid: SET, dashed: GET`,
+        ],
+        x: { label: 'client connections (redis-benchmark -c)', log: true, ticks: numbersOf(sweep, 'clients') },
+        y: { label: 'operations per second', log: true },
+        panels: [
+          { title: 'throughput', series: lines('opsPerSec') },
+          { title: 'server CPU per operation', y: { label: 'server CPU µs per operation', log: true }, series: lines('cpuUsPerOp') },
+        ],
+      }),
+    });
+  return figs;
+};
 
 const reshard = (rows: Rows): Figure[] => [
   {

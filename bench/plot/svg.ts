@@ -1,6 +1,7 @@
 // A small self-contained SVG writer for the benchmark plots (no plotting dependency, no canvas):
 //   - lineChartSvg: one or more panels side by side, each with both axes ticked and labelled (linear or
-//     log), one polyline with point markers per series, a legend naming every series;
+//     log; the panels share the value axis unless one has its own), one polyline with point markers per
+//     series, a legend naming every series;
 //   - barChartSvg: horizontal bars, one row per label (wrapped over lines when long), several series
 //     as grouped bars with a legend, a value axis with ticks and grid lines (linear or log).
 // Both refuse what would make an unreadable picture: duplicate bar labels or series names throw.
@@ -77,12 +78,19 @@ function legend(names: string[], x0: number, y: number, width: number, swatch: (
 export interface Series {
   name: string;
   points: Array<[number, number]>;
+  /**
+   * Its colour and dash pattern, when the figure pairs series (a colour per system, a dash per test);
+   * otherwise they follow the series' order in the legend.
+   */
+  style?: { color: string; dash?: string };
 }
 
 export interface LinePanel {
   /** Panel heading when a figure has several panels ("64 B writes"). */
   title?: string;
   series: Series[];
+  /** Its own value axis (a figure whose panels plot different quantities); the chart's y otherwise. */
+  y?: AxisSpec;
 }
 
 export interface LineChart {
@@ -102,14 +110,19 @@ const PT = 24; // panel's top margin (panel heading)
 export function lineChartSvg(c: LineChart): string {
   const names = [...new Set(c.panels.flatMap((p) => p.series.map((s) => s.name)))];
   for (const p of c.panels) assertUnique('series', p.series.map((s) => s.name));
-  const pts = c.panels.flatMap((p) => p.series.flatMap((s) => s.points)).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
+  const finite = (ss: Series[]) => ss.flatMap((s) => s.points).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
+  const pts = finite(c.panels.flatMap((p) => p.series));
   if (pts.length === 0) throw new Error(`plot "${c.title}": no points to draw`);
   const xs = scaleOf(pts.map((p) => p[0]), c.x);
-  const ys = scaleOf(pts.map((p) => p[1]), c.y);
+  // Panels without an axis of their own share one scale over all of them, so they compare by eye.
+  const shared = scaleOf(finite(c.panels.filter((p) => !p.y).flatMap((p) => p.series)).map((p) => p[1]), c.y);
   const width = c.panels.length * (PW + 10) + 20;
   const head = header(c.title, c.notes ?? [], width);
   const body = [...head.svg];
+  const given = new Map(c.panels.flatMap((p) => p.series.filter((s) => s.style).map((s) => [s.name, s.style!] as const)));
   const style = (name: string) => {
+    const s = given.get(name);
+    if (s) return { color: s.color, dash: s.dash ?? '' };
     const i = names.indexOf(name);
     return { color: palette[i % palette.length]!, dash: dashes[Math.floor(i / palette.length) % dashes.length]! };
   };
@@ -120,6 +133,8 @@ export function lineChartSvg(c: LineChart): string {
     const x1 = ox + PW - 10;
     const y0 = top + PT;
     const y1 = top + PH - PB;
+    const yAxis = p.y ?? c.y;
+    const ys = p.y ? scaleOf(finite(p.series).map((q) => q[1]), p.y) : shared;
     const X = (v: number) => x0 + xs.at(v) * (x1 - x0);
     const Y = (v: number) => y1 - ys.at(v) * (y1 - y0);
     if (p.title) body.push(`<text x="${(x0 + x1) / 2}" y="${top + 14}" text-anchor="middle" font-weight="bold">${esc(p.title)}</text>`);
@@ -135,10 +150,10 @@ export function lineChartSvg(c: LineChart): string {
     body.push(`<polyline fill="none" stroke="#333" points="${x0},${y0} ${x0},${y1} ${x1},${y1}"/>`);
     body.push(`<text x="${(x0 + x1) / 2}" y="${y1 + 36}" text-anchor="middle">${esc(c.x.label)}${c.x.log ? ' (log scale)' : ''}</text>`);
     const ym = (y0 + y1) / 2;
-    body.push(`<text x="${ox + 14}" y="${ym}" text-anchor="middle" transform="rotate(-90 ${ox + 14} ${ym})">${esc(c.y.label)}${c.y.log ? ' (log scale)' : ''}</text>`);
+    body.push(`<text x="${ox + 14}" y="${ym}" text-anchor="middle" transform="rotate(-90 ${ox + 14} ${ym})">${esc(yAxis.label)}${yAxis.log ? ' (log scale)' : ''}</text>`);
     for (const s of p.series) {
       const { color, dash } = style(s.name);
-      const ok = s.points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y) && (!c.x.log || x > 0) && (!c.y.log || y > 0)).sort((a, b) => a[0] - b[0]);
+      const ok = s.points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y) && (!c.x.log || x > 0) && (!yAxis.log || y > 0)).sort((a, b) => a[0] - b[0]);
       if (ok.length > 1)
         body.push(`<polyline class="series" fill="none" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ''} points="${ok.map(([x, y]) => `${X(x).toFixed(1)},${Y(y).toFixed(1)}`).join(' ')}"><title>${esc(s.name)}</title></polyline>`);
       for (const [x, y] of ok) body.push(`<circle cx="${X(x).toFixed(1)}" cy="${Y(y).toFixed(1)}" r="3" fill="${color}"><title>${esc(`${s.name}: ${fmtNum(x)}, ${fmtNum(y)}`)}</title></circle>`);

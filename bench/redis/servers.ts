@@ -8,6 +8,8 @@ import { join } from 'node:path';
 
 export interface RedisSet {
   primaryPort: number;
+  /** The redis-server processes (primary first): whose CPU the benchmark reads. */
+  pids: number[];
   stop(): Promise<void>;
 }
 
@@ -38,6 +40,7 @@ export async function startRedis(basePort: number, fsync: 'everysec' | 'always')
   }
   return {
     primaryPort: ports[0]!,
+    pids: procs.map((p) => p.pid!),
     stop: async () => {
       for (const [i, p] of procs.entries()) {
         if (p.exitCode !== null) continue;

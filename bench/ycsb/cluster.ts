@@ -20,6 +20,8 @@ export interface ClusterSpec {
   poolMib: number;
   segmentKib: number;
   workers: number;
+  /** --lease-ms (default: the launcher's). */
+  leaseMs?: number;
   /** Merged over the node config the launcher writes (see the header). */
   nodeConfig?: Record<string, unknown>;
 }
@@ -28,6 +30,12 @@ export interface RunningCluster {
   dir: string;
   file: string;
   basePort: number;
+  /**
+   * The server processes as the launcher has announced them so far ("node N ready (pid P)",
+   * "configuration manager ready on ... (pid P)"; a node it restarted: its latest pid), and the launcher
+   * itself (`rowan cluster`, which only supervises).
+   */
+  pids: () => { nodes: number[]; managers: number[]; launcher: number };
   stop: () => Promise<void>;
 }
 
@@ -83,6 +91,7 @@ async function launch(s: ClusterSpec, dir: string, basePort: number, timeoutMs: 
   const args = [bin, 'cluster', '--dir', dir, '--base-port', String(basePort), '--pool-mib', String(s.poolMib),
     '--segment-kib', String(s.segmentKib), '--workers', String(s.workers)];
   if (s.passMode) args.push('--replication-mode', s.mode);
+  if (s.leaseMs !== undefined) args.push('--lease-ms', String(s.leaseMs));
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -110,5 +119,12 @@ async function launch(s: ClusterSpec, dir: string, basePort: number, timeoutMs: 
       clearTimeout(t);
       if (code !== 0) process.stderr.write(`ycsb: rowan cluster (${s.mode}) exited ${code}:\n${out.trim().split('\n').slice(-4).join('\n')}\n`);
     })());
-  return { dir, file: join(dir, 'cluster.json'), basePort, stop };
+  return { dir, file: join(dir, 'cluster.json'), basePort, pids: () => announcedPids(out, child.pid!), stop };
+}
+
+/** The pids in the launcher's ready lines: each node's latest, in node id order; the managers'. */
+export function announcedPids(out: string, launcher: number): ReturnType<RunningCluster['pids']> {
+  const nodes = new Map([...out.matchAll(/^node (\d+) ready \(pid (\d+)\)/gm)].map((m) => [Number(m[1]), Number(m[2])]));
+  const managers = [...out.matchAll(/^configuration manager(?: \d+)? ready on \S+ \(pid (\d+)\)/gm)].map((m) => Number(m[1]));
+  return { nodes: [...nodes].sort((a, b) => a[0] - b[0]).map(([, pid]) => pid), managers, launcher };
 }
