@@ -13,8 +13,9 @@
 // nothing when interrupted), so each run is sized from the rate of a short probe run just before it
 // (not reported), to last about TARGET_SEC: the CPU figure then spans hundreds of clock ticks even
 // where Redis does 500 k ops/s, and rowan's slower points do not take minutes.
-// --lease-ms=ms starts rowan with that lease (default: the launcher's, 200 ms): on a machine so loaded
-// that nodes miss their leases, failovers would otherwise show up in the rows.
+// rowan runs with a 2000 ms lease (--lease-ms=ms; the launcher's default is 200): on this shared 2-core
+// machine, under load, nodes starved past 200 ms were evicted and restarted mid-run, and the rows
+// measured failovers (redis-benchmark aborting on ROWAN_ERR_LEASE_EXPIRED, ioredis stalled).
 // Needs redis-server and redis-tools (apt-get install redis-server redis-tools); installs nothing.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -39,6 +40,11 @@ const PROBE_REQUESTS = quick ? 5_000 : 10_000;
 const PROBE_MIN = 2_000;
 const REQUESTS_MIN = 5_000;
 const REQUESTS_MAX = 5_000_000;
+/** A redis-benchmark run still going after this is killed (a failed attempt): one that hangs on a stalled server. */
+const RUN_TIMEOUT_MS = 60_000 + 10 * TARGET_SEC * 1000;
+/** ioredis clients not connected (and ready-checked) after this fail the run; requests still unanswered this long after the run count as errors. */
+const IO_SETUP_MS = 60_000;
+const IO_TAIL_MS = 5_000;
 const IO_MS = quick ? 3_000 : 8_000;
 const IO_STREAMS = 50;
 const IO_INSTANCES = [1, 10, 50];
@@ -47,7 +53,7 @@ const KEYS = 1_000_000;
 const VALUE_BYTES = 91;
 const POOL_MIB = quick ? 96 : 192;
 const leaseArg = process.argv.find((a) => a.startsWith('--lease-ms='));
-const LEASE_MS = leaseArg ? Number(leaseArg.split('=')[1]) : undefined;
+const LEASE_MS = leaseArg ? Number(leaseArg.split('=')[1]) : 2000;
 
 interface Target {
   system: string;
@@ -67,10 +73,11 @@ interface Target {
  */
 const ATTEMPTS = 3;
 
-/** The error reply (or first line) a failed redis-benchmark run ended with. */
+/** The error reply a failed redis-benchmark run ended with, or the last line it printed. */
 function whyFailed(err: unknown): string {
   const msg = (err as Error).message;
-  return (/Error from server: (.*)/.exec(msg)?.[1] ?? msg.split('\n')[0]!).slice(0, 200);
+  const last = msg.split('\n').map((l) => l.trim()).filter(Boolean).at(-1) ?? msg;
+  return (/Error from server: (.*)/.exec(msg)?.[1] ?? last).slice(0, 200);
 }
 
 /** A redis-benchmark run tried until it completes (ATTEMPTS at most), and why those that did not failed. */
@@ -92,7 +99,7 @@ async function drive(t: Target, rows: Row[]): Promise<void> {
   const add = (row: Row) => {
     rows.push(row);
     const cpu = row.cpuUsPerOp ?? '-';
-    process.stderr.write(`  ${t.system} ${row.client} c=${row.clients} ${row.test}: ${row.opsPerSec ?? '-'} ops/s p50 ${row.p50ms ?? '-'} p99 ${row.p99ms ?? '-'} p999 ${row.p999ms ?? '-'} ms, ${cpu} server CPU µs/op, ${row.serverCores} cores\n`);
+    process.stderr.write(`  ${t.system} ${row.client} c=${row.clients} ${row.test}: ${row.opsPerSec ?? '-'} ops/s p50 ${row.p50ms ?? '-'} p99 ${row.p99ms ?? '-'} p999 ${row.p999ms ?? '-'} ms, ${cpu} server CPU µs/op, ${row.serverCores ?? '-'} cores\n`);
   };
   if (cpuSecondsOf(t.pids()) === null) throw new Error(`bench redis: cannot read /proc/PID/stat of ${t.system}'s servers (pids ${t.pids().join(' ')})`);
   const idle = await idleCores(t.pids, IDLE_MS);
@@ -104,7 +111,7 @@ async function drive(t: Target, rows: Row[]): Promise<void> {
   const bench = async (client: string, ports: string[], pipeline: number, c: number, test: string) => {
     const label = `${t.system} ${client} c=${c} ${test}`;
     const run = (n: number) => () =>
-      redisBenchmark(['-t', test.toLowerCase(), '-c', String(c), '-d', String(VALUE_BYTES), '-r', String(KEYS), '-n', String(n), '-P', String(pipeline), ...auth, ...ports], test, t.pids);
+      redisBenchmark(['-t', test.toLowerCase(), '-c', String(c), '-d', String(VALUE_BYTES), '-r', String(KEYS), '-n', String(n), '-P', String(pipeline), ...auth, ...ports], test, t.pids, RUN_TIMEOUT_MS);
     const last = rates.get(client + test);
     const probe = await attempts(run(last === undefined ? PROBE_REQUESTS : Math.max(PROBE_MIN, Math.round(last * TARGET_SEC * PROBE_SHARE))), `${label} (probe)`);
     const rate = probe.m?.opsPerSec ?? last ?? PROBE_REQUESTS;
@@ -120,8 +127,13 @@ async function drive(t: Target, rows: Row[]): Promise<void> {
 
   // ioredis: 50 request streams over independent client objects.
   const io = async (client: string, port: number, cluster: boolean, instances: number, op: IoOp) => {
-    const m: Measured = await ioredisDriver({ port, password: t.password, cluster, instances, streams: IO_STREAMS, op, ms: IO_MS, keys: KEYS, valueBytes: VALUE_BYTES, serverPids: t.pids });
-    add(measuredRow(t.system, client, instances, IO_STREAMS, op, m));
+    try {
+      const m = await ioredisDriver({ port, password: t.password, cluster, instances, streams: IO_STREAMS, op, ms: IO_MS, setupMs: IO_SETUP_MS, tailMs: IO_TAIL_MS, keys: KEYS, valueBytes: VALUE_BYTES, serverPids: t.pids });
+      add(measuredRow(t.system, client, instances, IO_STREAMS, op, m));
+    } catch (err) {
+      // The clients did not get going (a PING unanswered): no figures.
+      add({ ...failedRow(t.system, client, instances, IO_STREAMS, op), note: (err as Error).message.slice(0, 200) });
+    }
   };
   if (t.clusterPort) {
     for (const op of ['SET', 'GET'] as IoOp[]) await io('ioredis', t.port, false, IO_STREAMS, op);
@@ -136,12 +148,12 @@ export async function run(): Promise<Row[]> {
   if (!haveRedis()) throw new Error('bench redis: redis-server/redis-benchmark not found; apt-get install redis-server redis-tools');
   recordParams({
     quick, connections: CONNECTIONS, pipelined: `-P ${PIPELINE} at ${PIPELINED_CONNECTIONS} connections`, redisBenchmarkArgs: `-d ${VALUE_BYTES} -r ${KEYS} --precision 3, one test per run`,
-    targetSecPerRun: TARGET_SEC, probe: `${PROBE_SHARE} of the target at the last rate (first: ${PROBE_REQUESTS} requests)`, rowanLeaseMs: LEASE_MS ?? 'default', ioredisMs: IO_MS, ioredisStreams: IO_STREAMS, ioredisInstances: IO_INSTANCES, idleMs: IDLE_MS,
+    targetSecPerRun: TARGET_SEC, probe: `${PROBE_SHARE} of the target at the last rate (first: ${PROBE_REQUESTS} requests)`, rowanLeaseMs: LEASE_MS, ioredisMs: IO_MS, ioredisStreams: IO_STREAMS, ioredisInstances: IO_INSTANCES, idleMs: IDLE_MS,
     serverCpu: '/proc/PID/stat utime+stime; rowan: 3 node processes + the manager; Redis: the 3 redis-server processes',
     rowanPoolMib: POOL_MIB, rowanSegmentKib: 1024, rowanNodes: 3, redis: 'primary + 2 replicas, AOF everysec / always',
   });
   const rows: Row[] = [];
-  const rowan = await startCluster({ mode: 'rowan', passMode: true, poolMib: POOL_MIB, segmentKib: 1024, workers: 1, ...(LEASE_MS !== undefined ? { leaseMs: LEASE_MS } : {}) });
+  const rowan = await startCluster({ mode: 'rowan', passMode: true, poolMib: POOL_MIB, segmentKib: 1024, workers: 1, leaseMs: LEASE_MS });
   try {
     const { nodes, managers } = rowan.pids();
     if (nodes.length !== 3 || managers.length !== 1) throw new Error(`bench redis: expected 3 node pids and 1 manager pid from rowan cluster, got ${nodes.length} and ${managers.length}`);
