@@ -90,8 +90,8 @@ const benches: Record<string, Bench> = {
     title: 'Redis front end vs Redis 7 (primary + 2 replicas, AOF): same clients over 10..500 connections, ops/s, latency (ms), server CPU µs/op and idle cores from /proc; ratios rowan / Redis',
     module: './redis.bench.js',
     columns: ['system', 'client', 'clients', 'inFlight', 'test', 'seconds', 'opsPerSec', 'p50ms', 'p99ms', 'p999ms', 'cpuUsPerOp', 'serverCores', 'errors', 'vsRedis', 'cpuVsRedis', 'vsRedisSetWait2', 'cpuVsSetWait2', 'retries'],
-    flags: '--quick (~3 min) --lease-ms=ms (rowan\'s lease, default 2000; the launcher\'s is 200); needs redis-server and redis-tools',
-    takes: '~9 min',
+    flags: '--quick (~5 min) --lease-ms=ms (rowan\'s lease, default 2000; the launcher\'s is 200); needs redis-server and redis-tools',
+    takes: '~10 min',
   },
   reshard: {
     title: 'dynamic resharding (Figure 15): 95 % GET on 3 nodes, a hotspot on one shard at 3 s; ops/s before, during and after the move (timeline in reshard-timeline.svg)',
