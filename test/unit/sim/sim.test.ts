@@ -28,7 +28,8 @@ const CAUGHT_BY: Partial<Record<MutationName, number>> = {
   // issue 26 the pin was seed 53, which showed what it costs: an acknowledged DEL below a resurrected PUT):
   'counter-not-raised-unconfirmed': 1,
   'backup-drops-without-floor': 54, // scenario lossy-stalls-restart: a PUT resurrected above its acknowledged DEL after a cold start
-  'serves-unconfirmed': 2471,
+  // 'serves-unconfirmed': caught by no seed of 1..5000 since peer leases are asked for only once a
+  // manager renewal is overdue (issue 26; it was 2471 before, docs/testing.md says what covers it now).
 };
 
 function describe(r: SimResult): string {
