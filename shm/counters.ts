@@ -79,10 +79,7 @@ export const I64 = {
   VERBS_SENDERS: 22,
   /** control, `verbs` fabric only: receive completions of the ring CQ sampled per tick (SENDs landed). */
   VERBS_RECEIVES: 23,
-  /** The wait before the actor's next tick, now (ms): its base period, stretched while ticks find nothing
-   *  to do (runtime/tick-schedule.ts); 0 for a role without a tick. */
-  TICK_WAIT_MS: 24,
-  WORDS: 25,
+  WORDS: 24,
 } as const;
 
 export type CounterName = Exclude<keyof typeof I64, 'WORDS'>;
