@@ -250,12 +250,13 @@ class ActorThread {
     this.ticks!.began();
     const done = (result: TickResult) => {
       this.ticking = false;
+      this.ticks!.ended(result);
       const c = this.counters.local;
       c[I64.TICKS]!++;
       c[I64.TICK_AT_MS] = Date.now();
+      c[I64.TICK_WAIT_MS] = this.ticks!.periodMs;
       this.counters.setCpu(schedGetcpu());
       this.counters.publish();
-      this.ticks!.ended(result);
     };
     try {
       const r = this.def.tick!(this.ctx);

@@ -42,6 +42,8 @@ export function runtimeMetrics(e: Exposition, actors: ActorStatus[], uptimeMs: n
     e.family(name, 'counter', help);
     for (const a of actors) e.sample(name, { actor: a.name, role: a.role }, Number(a.counters[field] ?? 0));
   }
+  e.family('rowan_actor_tick_wait_ms', 'gauge', 'Wait before the actor\'s next periodic tick: its period, stretched while idle (0: no tick).');
+  for (const a of actors) e.sample('rowan_actor_tick_wait_ms', { actor: a.name, role: a.role }, Number(a.counters.TICK_WAIT_MS ?? 0));
 }
 
 /** Serve `collect()` on GET /metrics at host:port; resolves once listening (port 0: any free port). */

@@ -79,7 +79,10 @@ export const I64 = {
   VERBS_SENDERS: 22,
   /** control, `verbs` fabric only: receive completions of the ring CQ sampled per tick (SENDs landed). */
   VERBS_RECEIVES: 23,
-  WORDS: 24,
+  /** The wait before the actor's next tick, now (ms): its base period, stretched while ticks find nothing
+   *  to do (runtime/tick-schedule.ts); 0 for a role without a tick. */
+  TICK_WAIT_MS: 24,
+  WORDS: 25,
 } as const;
 
 export type CounterName = Exclude<keyof typeof I64, 'WORDS'>;
