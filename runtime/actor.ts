@@ -254,7 +254,7 @@ class ActorThread {
       const c = this.counters.local;
       c[I64.TICKS]!++;
       c[I64.TICK_AT_MS] = Date.now();
-      c[I64.TICK_WAIT_MS] = this.ticks!.periodMs;
+      c[I64.TICK_WAIT_MS] = Math.ceil(this.ticks!.periodMs); // counters are integers; the manager's wait ({ inMs }) is not
       this.counters.setCpu(schedGetcpu());
       this.counters.publish();
     };
