@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfigFile, resolveConfig } from '../config/load.js';
 import { configFromEnv } from '../config/env.js';
-import { persistenceModes, roles, type ConfigInput, type RowanConfig } from '../config/model.js';
+import { persistenceModes, roles, threadPolicies, type ConfigInput, type RowanConfig } from '../config/model.js';
 import { FABRIC_KINDS, type FabricKind } from '../config/base/fabric-kinds.js';
 import { formatCpuList, parseCpuList, parseRoles } from '../config/parse.js';
 import { schedGetaffinity } from '../native/libc.js';
@@ -59,6 +59,7 @@ interface StartOpts extends StoreFlags {
   dataDir: string;
   roles?: string;
   cores?: string;
+  threads?: string;
   config?: string;
   persistence?: string;
   logLevel?: LogLevel;
@@ -190,6 +191,7 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
       );
     flags.cores = cores;
   }
+  if (o.threads !== undefined) flags.runtime = { threads: o.threads as RowanConfig['runtime']['threads'] };
   if (o.persistence !== undefined) flags.persistence = o.persistence as ConfigInput['persistence'];
   if (o.logLevel !== undefined) flags.logLevel = o.logLevel;
   if (o.fabric !== undefined || o.fabricPort !== undefined || o.remoteSegmentsMax !== undefined) {
@@ -299,6 +301,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .requiredOption('--data-dir <dir>', 'node directory for pool.pm and rowan.sock (created if its parent exists)')
     .option('--roles <list>', `actors to run as role[:count][@cpus],... ; roles: ${roles.join(', ')} (default: one of each)`)
     .option('--cores <cpus>', 'CPUs the actors are spread over, e.g. 0-1 or 0,1 (default: every CPU this process may use)')
+    .addOption(new Option('--threads <policy>', 'actors per thread: dedicated = one thread per actor (the paper); shared = the background actors (control, digest, clean, migration, nic) share one thread, each worker keeps its own; auto = shared when the node has fewer cores than actors (default: auto; config runtime.threads)').choices(threadPolicies))
     .option('--config <file>', 'JSON config file merged over the defaults (paper parameters)')
     .addOption(new Option('--persistence <mode>', 'how pool writes are made durable (default: pagecache)').choices(persistenceModes))
     .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))

@@ -20,6 +20,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { logLevels } from '../config/base/log.js';
+import { threadPolicies } from '../config/model.js';
 import { loadTls } from '../runtime/net/tls.js';
 import { CLUSTER_REPLICATION_MODES, newChecksumSeed, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore, type ConfigStore } from '../config/store.js';
@@ -55,6 +56,7 @@ export interface ClusterOpts {
   autoReshard?: boolean;
   indexKeys?: string;
   indexKeysMax?: string;
+  threads?: string;
   zookeeper?: string;
   clusterName?: string;
   /** Configuration managers: 1, or with --zookeeper an active one and standbys (actors/manager/election.ts). */
@@ -199,7 +201,7 @@ function launchPlan(dir: string, st: Stored, cluster: ClusterConfig, fresh: bool
       ...(o.autoReshard === false ? ['--no-auto-reshard'] : []), ...(o.debugPause !== undefined ? ['--debug-pause', o.debugPause] : []),
     ],
     nodeArgs: [
-      ...(o.logLevel ? ['--log-level', o.logLevel] : []),
+      ...(o.logLevel ? ['--log-level', o.logLevel] : []), ...(o.threads !== undefined ? ['--threads', o.threads] : []),
       ...(o.indexKeys !== undefined ? ['--index-keys', o.indexKeys] : []), ...(o.indexKeysMax !== undefined ? ['--index-keys-max', o.indexKeysMax] : []),
       ...(o.verbsLoopback !== undefined ? ['--verbs-loopback', resolve(o.verbsLoopback)] : []),
     ],
@@ -233,6 +235,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--replication <n>', 'replicas per shard, primary included', asIs, 3)
     .option('--replication-mode <mode>', `how primaries replicate to backups, for a new cluster (ROWAN §6.1): ${CLUSTER_REPLICATION_MODES.join('|')}`, 'rowan')
     .option('--workers <n>', 'worker actors (client ports) per node', asIs, 1)
+    .addOption(new Option('--threads <policy>', 'actors per thread: dedicated = one thread per actor (the paper); shared = the background actors (control, digest, clean, migration, nic) share one thread, each worker keeps its own; auto = shared when the node has fewer cores than actors (each node; default: auto)').choices(threadPolicies))
     .option('--base-port <port>', 'node N listens on base + 10N + worker, RESP on base + 200 + 10N + worker (Redis Cluster: base + 600 + 10N + worker); its NIC on base + 500 + N; metrics on base + 800 + N; the configuration manager on base + 490', asIs, 7100)
     .option('--fabric <kind>', 'how replication writes reach each node: shm (same host), tcp (its NIC actor) or verbs (RDMA: needs a device)', 'shm')
     // Developer flag, hidden from --help: see rowan start --verbs-loopback (docs/running.md).

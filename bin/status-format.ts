@@ -13,9 +13,9 @@ export function formatStatus(s: NodeStatus): string {
       : 'pool: none (shm/pool.ts not built)',
     '',
   ];
-  const head = ['ACTOR', 'ROLE', 'STATE', 'TID', 'CORES', 'CPU', 'MSGS_IN', 'MSGS_OUT', 'PINGS', 'TICKS', 'WAKEUPS', 'BATCHES', 'PING_US'];
+  const head = ['ACTOR', 'ROLE', 'STATE', 'THREAD', 'TID', 'CORES', 'CPU', 'MSGS_IN', 'MSGS_OUT', 'PINGS', 'TICKS', 'WAKEUPS', 'BATCHES', 'PING_US'];
   const rows = s.actors.map((a) => [
-    a.name, a.role, a.state, String(a.tid), formatCpuList(a.cores), String(a.cpu), String(a.counters.MESSAGES_IN),
+    a.name, a.role, a.state, a.thread, String(a.tid), formatCpuList(a.cores), String(a.cpu), String(a.counters.MESSAGES_IN),
     String(a.counters.MESSAGES_OUT), String(a.counters.PINGS), String(a.counters.TICKS), String(a.counters.WAKEUPS),
     String(a.counters.SEGMENT_BATCHES), a.pingUs === null ? '-' : String(a.pingUs),
   ]);

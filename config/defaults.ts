@@ -67,6 +67,6 @@ export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
       overloadPercent: paper.reshardOverloadPercent,
       targetPercent: paper.reshardTargetPercent,
     },
-    runtime: { ringWords: 16384, readyTimeoutMs: 10_000, stopTimeoutMs: 5_000, idleTickMs: 200, restarts: {} },
+    runtime: { ringWords: 16384, readyTimeoutMs: 10_000, stopTimeoutMs: 5_000, idleTickMs: 200, threads: 'auto', restarts: {} },
   };
 }

@@ -11,6 +11,15 @@ import type { FabricKind } from './base/fabric-kinds.js';
 export const roles = ['worker', 'control', 'digest', 'clean', 'migration', 'nic', 'manager'] as const;
 export type Role = (typeof roles)[number];
 
+/**
+ * How actors map onto threads (runtime/placement.ts): `dedicated`, one thread per actor (the paper's
+ * layout, §5.1); `shared`, the background roles (control, digest, clean, migration, nic) of a node
+ * share one thread and each worker keeps its own; `auto`, shared when the node has fewer cores than
+ * actors, dedicated otherwise.
+ */
+export const threadPolicies = ['auto', 'dedicated', 'shared'] as const;
+export type ThreadPolicy = (typeof threadPolicies)[number];
+
 /** dax: real PM; msync: any file, durable across power loss; pagecache: survives process crashes only. */
 export const persistenceModes = ['dax', 'msync', 'pagecache'] as const;
 export type PersistenceMode = (typeof persistenceModes)[number];
@@ -116,6 +125,8 @@ export interface RowanConfig {
     stopTimeoutMs: number;
     /** Longest wait of an idle actor between periodic passes (runtime/tick-schedule.ts). */
     idleTickMs: number;
+    /** Actors per thread (runtime/placement.ts threadsOf). */
+    threads: ThreadPolicy;
     /** Restarts allowed per role before a failure takes the node down (default 0: fail fast). */
     restarts: Partial<Record<Role, number>>;
   };

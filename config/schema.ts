@@ -8,7 +8,7 @@ import { CPU_ID_MAX } from './base/ids.js';
 import { logLevels } from './base/log.js';
 import { FABRIC_KINDS, type FabricKind } from './base/fabric-kinds.js';
 import { defaultLimits } from './limits.js';
-import { persistenceModes, roles, type RowanConfig } from './model.js';
+import { persistenceModes, roles, threadPolicies, type RowanConfig } from './model.js';
 
 /** One message for every way a number can miss its range (type, integer, bounds), as validate.ts words it. */
 const intIn = (min: number, max: number) => {
@@ -82,6 +82,7 @@ export const configSchema = z.strictObject({
     readyTimeoutMs: intIn(1, 600_000).describe('an actor that has not reported READY by then fails the start'),
     stopTimeoutMs: intIn(1, 600_000).describe('an actor that has not stopped by then is terminated'),
     idleTickMs: intIn(1, 60_000).describe('longest wait of an idle actor between periodic passes (control, worker, clean): the wait doubles from the role\'s period while a pass finds nothing, and work wakes it at once'),
+    threads: oneOf(threadPolicies).describe('actors per thread: dedicated = one thread per actor (the paper); shared = the background roles (control, digest, clean, migration, nic) share one thread, each worker has its own; auto = shared when the node has fewer cores than actors'),
     restarts: z.partialRecord(oneOf(roles), intIn(0, 1000)).describe('restarts allowed per role before a failure takes the node down, e.g. {"clean":3} (default: none)'),
   }),
 });

@@ -1,18 +1,22 @@
-// Actors: one role instance on one worker_thread, pinned to a CPU set, driven by its event loop.
+// Actors: one role instance, driven by the event loop of a pinned worker_thread -- alone on it, or
+// with the other background actors of its node (runtime.threads, ./placement.ts).
 //
-//   main thread                                   actor thread (runActor)
-//   spawnActor() --- new Worker(entry) ------->   waits for the startup message
-//                --- StartMessage (port) ----->   pins itself (sched_setaffinity(0)), reads the mask back,
-//                                                 opens its rings, runs init()
+//   main thread                                   actor thread (./actor-host.ts: imports the roles'
+//   spawnThread() -- new Worker(host) -------->   thread.ts, whose runActor() registers a definition)
+//                --- HostStart (entry, port) ->   one per actor, each with a MessagePort of its own;
+//                                                 pins the thread (sched_setaffinity(0)), reads the
+//                                                 mask back, opens its rings, runs init()
 //                <-- READY {tid, cpus, cpu} ---   then pumps its inbox and runs its tick
 //   handle.stop() --- stop (port) ------------>   stops ticking, drains its rings, runs drain()
-//                <-- stopped -----------------    closes its port; the thread exits on its own
-//                <-- failed {code, message} ---   on any throw (handler, tick, init, uncaught)
+//                <-- stopped -----------------    closes its port; the thread exits once every actor
+//                                                 on it closed its port
+//                <-- failed {code, message} ---   on any throw (handler, tick, init, uncaught: an
+//                                                 uncaught error fails every actor of the thread)
 //
 // Ring records (shm/mailbox.ts) carry the data; the port carries only these lifecycle messages.
 // The definition is plain data plus functions of a context, so a test can drive handlers directly with
 // a fake context, single-threaded (CONVENTIONS 9).
-import { parentPort } from 'node:worker_threads';
+import { parentPort, type MessagePort } from 'node:worker_threads';
 import { monotonicClock, realTimers, type Clock } from '../config/base/clock.js';
 import { dataDirFiles } from '../config/base/files.js';
 import type { RowanConfig } from '../config/model.js';
@@ -29,7 +33,7 @@ import { createLogger, type Logger } from '../config/base/log.js';
 import { pump } from './pump.js';
 import { TickSchedule, type TickResult } from './tick-schedule.js';
 
-export { spawnActor, ActorHandle, type SpawnSpec } from './spawn.js';
+export { spawnActor, spawnThread, ActorHandle, type SpawnSpec } from './spawn.js';
 export type { ReadyExtras, ReadyReport, StartMessage } from './lifecycle.js';
 export type { TickResult } from './tick-schedule.js';
 
@@ -94,8 +98,19 @@ export function defineActor<In extends RingMessage>(def: ActorDefinition<In>): A
   return def;
 }
 
-/** The worker_thread entry: call at the top of a role's thread.ts. A no-op on the main thread. */
+/** Definitions registered by the role modules the host thread imports, by module URL. */
+const registered = new Map<string, ActorDefinition>();
+/** The module ./actor-host.ts is importing now (its runActor() registers under this URL). */
+let importing: string | null = null;
+
+/** Call at the top of a role's thread.ts. Imported by ./actor-host.ts: registers the definition for
+ *  the actors of that module the host starts. Run as a worker's own entry (an older spawner): takes
+ *  the start message on parentPort itself. A no-op on the main thread. */
 export function runActor<In extends RingMessage>(def: ActorDefinition<In>): void {
+  if (importing !== null) {
+    registered.set(importing, def as unknown as ActorDefinition);
+    return;
+  }
   const port = parentPort;
   if (!port) return;
   port.once('message', (m: ParentToActor) => {
@@ -104,7 +119,27 @@ export function runActor<In extends RingMessage>(def: ActorDefinition<In>): void
   });
 }
 
-type Port = NonNullable<typeof parentPort>;
+/** ./actor-host.ts: import a role module so its runActor() registers; its definition. */
+export async function importActor(entry: string): Promise<ActorDefinition> {
+  const known = registered.get(entry);
+  if (known) return known;
+  importing = entry;
+  try {
+    await import(entry);
+  } finally {
+    importing = null;
+  }
+  const def = registered.get(entry);
+  if (!def) throw new RowanError(ErrorCodes.ACTOR_FAILED, `${entry} defines no actor (its module never called runActor)`);
+  return def;
+}
+
+/** ./actor-host.ts: start one actor of this thread on its own lifecycle port. */
+export function startActor(def: ActorDefinition, start: StartMessage, port: MessagePort): void {
+  new ActorThread(def, start, port).start();
+}
+
+type Port = Pick<MessagePort, 'on' | 'postMessage' | 'close'>;
 
 class ActorThread {
   private readonly counters: CounterWriter;
@@ -183,7 +218,7 @@ class ActorThread {
   private async boot(): Promise<void> {
     // Pin this thread only: pid 0 = the calling thread (Linux affinity is per task, not per process).
     schedSetaffinity(0, this.s.cores);
-    setThreadName(this.s.name);
+    setThreadName(this.s.thread ?? this.s.name);
     const cpus = schedGetaffinity(0);
     const tid = gettid();
     const cpu = schedGetcpu();

@@ -28,6 +28,8 @@ export interface StartMessage {
   name: string;
   /** CPUs to pin the thread to. */
   cores: number[];
+  /** The thread's name when actors share it (./placement.ts BACKGROUND_THREAD); absent = `name`. */
+  thread?: string;
   config: RowanConfig;
   counters: SharedArrayBuffer;
   /** This actor's own doorbell (all its inbound rings ring it). */
@@ -52,6 +54,22 @@ export interface StopMessage {
 }
 
 export type ParentToActor = StartMessage | StopMessage;
+
+/** The workerData of an actor thread (./actor-host.ts). */
+export interface HostData {
+  /** file: URLs of the role modules (thread.ts, compiled) this thread runs actors of. */
+  entries: string[];
+  /** How many HostStart messages to expect. */
+  actors: number;
+}
+
+/** To ./actor-host.ts: start the actor of module `entry` with `start`, its lifecycle on `port`. */
+export interface HostStart {
+  type: 'host-start';
+  entry: string;
+  start: StartMessage;
+  port: import('node:worker_threads').MessagePort;
+}
 
 /** What READY reports: facts read back inside the thread, not what was asked for. */
 export interface ReadyReport {

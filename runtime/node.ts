@@ -10,11 +10,11 @@ import type { Server } from 'node:net';
 import type { RowanConfig } from '../config/model.js';
 import { createCounters } from '../shm/counters.js';
 import { Inbox, Outbox, RecordKind } from '../shm/mailbox.js';
-import { spawnActor, type ActorHandle } from './actor.js';
+import { spawnThread, type ActorHandle } from './actor.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { listenControl, probeSocket, socketPath, type ControlRequest } from './endpoint.js';
 import { createLogger, type Logger } from '../config/base/log.js';
-import { MAIN, nodeRoles, placeActors, wireActors, type ActorPlan, type Wiring } from './placement.js';
+import { MAIN, nodeRoles, placeActors, threadsOf, wireActors, type ActorPlan, type Wiring } from './placement.js';
 import { openNodePool, type NodePool } from './pool-hook.js';
 import { checkNodeFabric } from './fabric/check.js';
 import type { VerbsDevices } from './fabric/verbs-devices.js';
@@ -134,7 +134,7 @@ export class RowanNode {
     await this.app?.prepare(this.pool.pool, this.log);
     void this.pumpMain();
     try {
-      const results = await Promise.allSettled(this.plans.map((p) => this.spawn(p)));
+      const results = await Promise.allSettled([...threadsOf(this.plans)].map(([thread, group]) => this.spawn(group, thread)));
       const bad = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (bad) throw bad.reason;
       this.server = await listenControl(path, (req) => this.control(req));
@@ -181,19 +181,23 @@ export class RowanNode {
     };
   }
 
-  private async spawn(p: ActorPlan): Promise<void> {
-    const h = await spawnActor(this.spawnSpec(p));
+  /** Start the actors of one thread (one, or the background actors sharing it). */
+  private async spawn(group: ActorPlan[], thread: string): Promise<void> {
+    const handles = await spawnThread(group.map((p) => this.spawnSpec(p)), thread);
     if (this.shuttingDown) {
-      // Another actor failed while this one was starting: the stop sweep may have passed already.
-      await h.stop(this.config.runtime.stopTimeoutMs);
-      throw new RowanError(ErrorCodes.ACTOR_FAILED, `${p.name} started after the node began stopping`);
+      // Another actor failed while these were starting: the stop sweep may have passed already.
+      await Promise.all(handles.map((h) => h.stop(this.config.runtime.stopTimeoutMs)));
+      throw new RowanError(ErrorCodes.ACTOR_FAILED, `${group.map((p) => p.name).join(', ')} started after the node began stopping`);
     }
-    this.actors.set(p.name, h);
-    const r = h.ready!;
-    this.log.info({ actor: p.name, role: p.role, tid: r.tid, cores: r.cpus, cpu: r.cpu }, `actor ${p.name} READY`);
-    if (r.cpus.join(',') !== p.cores.join(','))
-      this.log.warn({ actor: p.name, asked: p.cores, got: r.cpus }, 'actor runs on other CPUs than asked');
-    h.once('failed', (err: RowanError) => void this.onActorFailed(p, err));
+    group.forEach((p, i) => {
+      const h = handles[i]!;
+      this.actors.set(p.name, h);
+      const r = h.ready!;
+      this.log.info({ actor: p.name, role: p.role, thread, tid: r.tid, cores: r.cpus, cpu: r.cpu }, `actor ${p.name} READY`);
+      if (r.cpus.join(',') !== p.cores.join(','))
+        this.log.warn({ actor: p.name, asked: p.cores, got: r.cpus }, 'actor runs on other CPUs than asked');
+      h.once('failed', (err: RowanError) => void this.onActorFailed(p, err));
+    });
   }
 
   private async onActorFailed(p: ActorPlan, err: RowanError): Promise<void> {
@@ -204,7 +208,7 @@ export class RowanNode {
       this.restartsUsed.set(p.name, used + 1);
       this.log.error({ actor: p.name, code: err.code, restart: used + 1, of: allowed }, `actor ${p.name} failed: ${err.code}: ${err.message}; restarting`);
       try {
-        await this.spawn(p);
+        await this.spawn([p], p.name); // on a thread of its own, even if it shared one (which it took down)
         return;
       } catch (again) {
         err = again instanceof RowanError ? again : new RowanError(ErrorCodes.ACTOR_FAILED, String(again));
@@ -307,7 +311,7 @@ export async function startNode(o: NodeOptions): Promise<RowanNode> {
   const log = o.log ?? createLogger(cfg.logLevel, { node: cfg.dataDir });
   prepareDataDir(cfg.dataDir);
   socketPath(cfg.dataDir); // a data dir too long for a unix socket fails here, before any thread starts
-  const plans = placeActors(nodeRoles(cfg), cfg.cores);
+  const plans = placeActors(nodeRoles(cfg), cfg.cores, cfg.runtime.threads);
   const node = new RowanNode(cfg, log, plans, wireActors(plans, cfg.runtime.ringWords), o.entries ?? {}, o.app, o.metrics, o.secret ?? null, o.clientPassword ?? null, o.verbsDevices);
   if (o.secret === null) log.warn('authentication is off (--no-auth): the fabric nic, client and Redis ports serve anyone who can reach them');
   await node.boot(o.handleSignals ?? false);

@@ -5,11 +5,19 @@
 // than actors (this 2-core machine) several actors share a core, which works because idle actors sleep
 // on their doorbell instead of polling.
 //
+// Threads (runtime.threads): `dedicated` runs every actor on a worker_thread of its own. `shared` runs
+// the background roles of the node (control, digest, clean, migration, nic: none of them on a client's
+// request path) together on one thread, `background`, pinned to one core; each worker (and a manager)
+// keeps its own thread. They are still separate actors -- their own rings, doorbells, counters and
+// ticks -- so nothing changes but the number of threads: fewer isolates, heaps and event loops, and
+// fewer context switches between them. `auto` (the default) shares when the node has fewer cores than
+// actors, and keeps the paper's layout otherwise. An actor given explicit `@cpus` keeps its own thread.
+//
 // Wiring (one SPSC ring per directed pair):
 //   main -> every actor, every actor -> main   (supervisor: PING/PONG liveness, later admin records)
 //   control -> each digest                      (batches of used b-log segments, §4.3)
 //   each digest -> each clean                   (committed segments to garbage-collect, §4.4)
-import type { Role, RoleSpec, RowanConfig } from '../config/model.js';
+import type { Role, RoleSpec, RowanConfig, ThreadPolicy } from '../config/model.js';
 import { Doorbell } from '../shm/mailbox.js';
 import { Ring } from '../shm/ring.js';
 import type { InboundSpec, OutboundSpec } from './lifecycle.js';
@@ -21,7 +29,13 @@ export interface ActorPlan {
   id: number;
   name: string;
   cores: number[];
+  /** The thread that runs it: its own name, or BACKGROUND_THREAD for co-hosted background actors. */
+  thread: string;
 }
+
+/** The roles that may share the background thread: none of them serves a client's request. */
+export const BACKGROUND_ROLES: readonly Role[] = ['control', 'digest', 'clean', 'migration', 'nic'];
+export const BACKGROUND_THREAD = 'background';
 
 /** The roles a node runs: the configured ones, plus the nic (the soft RNIC) when the fabric is tcp. */
 export function nodeRoles(cfg: Pick<RowanConfig, 'roles' | 'fabric'>): RoleSpec[] {
@@ -29,16 +43,37 @@ export function nodeRoles(cfg: Pick<RowanConfig, 'roles' | 'fabric'>): RoleSpec[
   return [...cfg.roles, { role: 'nic', count: 1 }];
 }
 
-export function placeActors(roles: readonly RoleSpec[], cores: readonly number[]): ActorPlan[] {
+/** Does `policy` co-host the background actors of `roles` on `cores`? */
+export function sharesThreads(roles: readonly RoleSpec[], cores: readonly number[], policy: ThreadPolicy): boolean {
+  if (policy !== 'auto') return policy === 'shared';
+  return roles.reduce((n, r) => n + r.count, 0) > cores.length;
+}
+
+export function placeActors(roles: readonly RoleSpec[], cores: readonly number[], policy: ThreadPolicy = 'dedicated'): ActorPlan[] {
+  const share = sharesThreads(roles, cores, policy);
   const plans: ActorPlan[] = [];
   let next = 0;
+  let background: number[] | null = null;
   for (const spec of roles) {
     for (let id = 0; id < spec.count; id++) {
+      const name = `${spec.role}.${id}`;
+      if (share && !spec.cores && BACKGROUND_ROLES.includes(spec.role)) {
+        background ??= [cores[next++ % cores.length]!]; // the thread's core: where its first actor falls
+        plans.push({ role: spec.role, id, name, cores: [...background], thread: BACKGROUND_THREAD });
+        continue;
+      }
       const pinned = spec.cores ?? [cores[next++ % cores.length]!];
-      plans.push({ role: spec.role, id, name: `${spec.role}.${id}`, cores: [...pinned] });
+      plans.push({ role: spec.role, id, name, cores: [...pinned], thread: name });
     }
   }
   return plans;
+}
+
+/** The actors of each thread, threads in the order of their first actor. */
+export function threadsOf(plans: readonly ActorPlan[]): Map<string, ActorPlan[]> {
+  const out = new Map<string, ActorPlan[]>();
+  for (const p of plans) out.set(p.thread, [...(out.get(p.thread) ?? []), p]);
+  return out;
 }
 
 export interface Link {

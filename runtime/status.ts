@@ -11,6 +11,8 @@ export interface ActorStatus {
   name: string;
   role: string;
   state: CounterSnapshot['state'];
+  /** The thread that runs it (runtime/placement.ts): its own name, or `background` when shared. */
+  thread: string;
   tid: number;
   /** CPUs asked for. */
   pinned: number[];
@@ -75,6 +77,7 @@ export function collectStatus(
         name: h.name,
         role: h.role,
         state: c.state,
+        thread: h.thread,
         tid: c.tid,
         pinned: h.cores,
         cores: h.ready?.cpus ?? [],

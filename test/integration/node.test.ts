@@ -106,6 +106,30 @@ test('rowan start: actors READY on the cores they report; status shows them; SIG
   assert.equal(cli('status', '--data-dir', dir).code, 1, 'status now says no node');
 });
 
+test('rowan start --threads: shared runs the background actors on one thread, dedicated each on its own; status shows it', async () => {
+  const tids = async (threads: string) => {
+    const dir = join(tempDir(), 'x');
+    const node = launch(rowan, ['start', '--no-auth', '--roles', 'worker,control,digest,clean', '--threads', threads, '--data-dir', dir]);
+    await waitFor(node, /"msg":"node ready"/);
+    const st = cli('status', '--data-dir', dir, '--json');
+    assert.equal(st.code, 0, st.stderr);
+    const actors = (JSON.parse(st.stdout) as NodeStatus).actors;
+    const human = cli('status', '--data-dir', dir).stdout;
+    node.child.kill('SIGTERM');
+    assert.equal((await node.exit).code, 0, node.stderr());
+    return { by: new Map(actors.map((a) => [a.name, a])), human };
+  };
+  const shared = await tids('shared');
+  const bg = ['control.0', 'digest.0', 'clean.0'].map((n) => shared.by.get(n)!);
+  assert.deepEqual(bg.map((a) => a.thread), ['background', 'background', 'background']);
+  assert.equal(new Set(bg.map((a) => a.tid)).size, 1, 'one thread for the three');
+  assert.notEqual(shared.by.get('worker.0')!.tid, bg[0]!.tid, 'the worker keeps its own');
+  assert.match(shared.human, /digest\.0\s+digest\s+ready\s+background\s+\d+/);
+  const dedicated = await tids('dedicated');
+  assert.equal(new Set([...dedicated.by.values()].map((a) => a.tid)).size, 4, 'four threads');
+  assert.deepEqual([...dedicated.by.values()].map((a) => a.thread), ['worker.0', 'control.0', 'digest.0', 'clean.0']);
+});
+
 test('rowan stop drains and stops a node (exit 0 for both)', async () => {
   const dir = tempDir();
   const node = launch(rowan, ['start', '--no-auth', '--roles', 'control,digest', '--data-dir', dir, '--cores', String(allowed[0])]);

@@ -4,7 +4,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultConfig } from '../../../config/defaults.js';
 import { schedGetaffinity } from '../../../native/libc.js';
-import { spawnActor, type ActorHandle } from '../../../runtime/actor.js';
+import { spawnActor, spawnThread, type ActorHandle } from '../../../runtime/actor.js';
 import { RowanError } from '../../../config/base/errors.js';
 import { createCounters, readCounters } from '../../../shm/counters.js';
 import { Doorbell, Inbox, Outbox, RecordKind } from '../../../shm/mailbox.js';
@@ -130,4 +130,45 @@ test('an actor failing in init makes spawnActor reject with its code and leaves 
 test('pinning to a CPU the process may not use fails with ROWAN_ERR_AFFINITY', async () => {
   const s = setup(cleanEntry, [1000]);
   await assert.rejects(spawnActor(s.spec), { code: 'ROWAN_ERR_AFFINITY' });
+});
+
+/** Send a PING on `s`'s ring and wait for its PONG. */
+async function pingPong(s: ReturnType<typeof setup>, seq: number): Promise<void> {
+  assert.equal(s.out.send({ kind: RecordKind.PING, seq }), true);
+  await eventually(() => {
+    let pong: number | undefined;
+    s.inbox.drain((m) => m.kind === RecordKind.PONG && (pong = m.seq));
+    assert.equal(pong, seq);
+  }, 30_000, 5);
+}
+
+test('actors sharing a thread: one tid and core, each its own rings and lifecycle; the thread ends with the last', async () => {
+  const w = setup(roleEntry('worker'), [lastCpu], 'worker');
+  const c = setup(cleanEntry, [lastCpu]);
+  const threadsBefore = readdirSync('/proc/self/task').length;
+  const [hw, hc] = await spawnThread([w.spec, c.spec], 'background');
+  assert.equal(hw!.ready!.tid, hc!.ready!.tid, 'one thread');
+  assert.deepEqual([hw!.thread, hc!.thread], ['background', 'background']);
+  assert.equal(readdirSync('/proc/self/task').length, threadsBefore + 1);
+  assert.deepEqual(schedGetaffinity(hw!.ready!.tid), [lastCpu]);
+  await pingPong(w, 7);
+  await pingPong(c, 8);
+  assert.equal(await hc!.stop(5000), 'stopped');
+  assert.equal(await hc!.exited, 0);
+  assert.equal(readCounters(c.counters).state, 'stopped');
+  await pingPong(w, 9); // its neighbour stopped; it still runs
+  assert.equal(await hw!.stop(5000), 'stopped');
+  assert.equal(await hw!.exited, 0);
+  await eventually(() => assert.equal(readdirSync('/proc/self/task').length, threadsBefore, 'the thread exited by itself'), 30_000, 10);
+});
+
+test('an actor failing on a shared thread takes the actors it shares it with down too', async () => {
+  const bad = setup(fixture('throwing-actor'), allowed, 'digest');
+  const mate = setup(cleanEntry, allowed);
+  const [hb, hm] = await spawnThread([bad.spec, mate.spec], 'background');
+  const [errBad, errMate] = await Promise.all([hb!, hm!].map((h) => new Promise<RowanError>((r) => h.once('failed', r))));
+  assert.equal(errBad!.code, 'ROWAN_ERR_PM_FULL');
+  assert.equal(errMate!.code, 'ROWAN_ERR_ACTOR_FAILED');
+  assert.match(errMate!.message, /clean\.0 exited unexpectedly/);
+  assert.equal(await hm!.exited, 1);
 });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAIN, placeActors, wireActors } from '../../../runtime/placement.js';
+import { BACKGROUND_THREAD, MAIN, placeActors, sharesThreads, threadsOf, wireActors } from '../../../runtime/placement.js';
 
 test('actors get one core each, round-robin over the node cores, in listed order', () => {
   const plans = placeActors(
@@ -50,4 +50,46 @@ test('rings: main <-> every actor, control -> each digest, each digest -> each c
   );
   assert.equal(w.outbound('digest.1').find((o) => o.to === 'clean.0')!.doorbell, w.bells.get('clean.0')!.sab);
   assert.deepEqual(w.inbound('clean.1').map((i) => i.from), [MAIN, 'digest.0', 'digest.1']);
+});
+
+test('threads: shared co-hosts the background roles on one thread and core; workers and @cpus keep their own', () => {
+  const roles = [
+    { role: 'worker' as const, count: 2 },
+    { role: 'control' as const, count: 1 },
+    { role: 'digest' as const, count: 1 },
+    { role: 'clean' as const, count: 1, cores: [1] },
+    { role: 'nic' as const, count: 1 },
+  ];
+  const plans = placeActors(roles, [0, 1, 2], 'shared');
+  assert.deepEqual(
+    plans.map((p) => [p.name, p.thread, p.cores]),
+    [
+      ['worker.0', 'worker.0', [0]],
+      ['worker.1', 'worker.1', [1]],
+      ['control.0', BACKGROUND_THREAD, [2]],
+      ['digest.0', BACKGROUND_THREAD, [2]],
+      ['clean.0', 'clean.0', [1]],
+      ['nic.0', BACKGROUND_THREAD, [2]],
+    ],
+  );
+  assert.deepEqual([...threadsOf(plans).keys()], ['worker.0', 'worker.1', BACKGROUND_THREAD, 'clean.0']);
+  assert.deepEqual(
+    placeActors(roles, [0, 1, 2], 'dedicated').map((p) => p.thread),
+    ['worker.0', 'worker.1', 'control.0', 'digest.0', 'clean.0', 'nic.0'],
+  );
+});
+
+test('threads: auto shares only when the node has fewer cores than actors', () => {
+  const roles = [
+    { role: 'worker' as const, count: 1 },
+    { role: 'control' as const, count: 1 },
+    { role: 'digest' as const, count: 1 },
+    { role: 'clean' as const, count: 1 },
+  ];
+  assert.equal(sharesThreads(roles, [0, 1, 2, 3], 'auto'), false);
+  assert.equal(sharesThreads(roles, [0, 1, 2], 'auto'), true);
+  assert.equal(sharesThreads(roles, [0, 1, 2, 3], 'shared'), true);
+  assert.equal(sharesThreads(roles, [0], 'dedicated'), false);
+  assert.equal(new Set(placeActors(roles, [0, 1], 'auto').map((p) => p.thread)).size, 2);
+  assert.equal(new Set(placeActors(roles, [0, 1, 2, 3], 'auto').map((p) => p.thread)).size, 4);
 });
