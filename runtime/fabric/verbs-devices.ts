@@ -28,7 +28,15 @@ export function loopbackDevices(dir: string): VerbsDevices {
   return { kind: 'loopback', dir: abs };
 }
 
-/** Make this thread's verbs binding use `devices` (absent: libibverbs). */
+/** What this thread selected last ('rdma' or the loopback's dir): a thread is given one choice. */
+let selected: string | null = null;
+
+/** Make this thread's verbs binding use `devices` (absent: libibverbs). Once per thread: actors sharing
+ *  a thread (runtime/placement.ts) share its device list, as threads of a process share libibverbs --
+ *  a second loopback RNIC would not know the contexts the first one opened. */
 export function selectVerbsDevices(devices: VerbsDevices | undefined): void {
+  const key = devices?.kind === 'loopback' ? devices.dir : 'rdma';
+  if (key === selected) return;
+  selected = key;
   useVerbsLibrary(devices?.kind === 'loopback' ? loopbackVerbsLibrary(devices.dir) : null);
 }
