@@ -144,11 +144,14 @@ function saveCommitPoints(start: KvStart, pool: Pool, dataDir: string, log: Logg
   const g = start.shared.gc;
   if (!g) return;
   const points = new CommitPoints(start.shared.versions, g, new FileCommitPointStore(dataDirFiles(dataDir).commitPoints, pool.poolId));
+  const failed = (err: unknown) => log.warn({ err: (err as Error).message }, 'could not save the commit points (a later restart lists a longer tail; tombstones wait)');
+  // Saved off the event loop (the lease is renewed on it); a save still under way skips the turn.
   setInterval(() => {
     try {
-      points.flush();
+      const r = points.flush();
+      if (r instanceof Promise) r.catch(failed);
     } catch (err) {
-      log.warn({ err: (err as Error).message }, 'could not save the commit points (a later restart lists a longer tail; tombstones wait)');
+      failed(err);
     }
   }, defaultTimings.commitPointsSaveMs).unref();
 }

@@ -15,20 +15,29 @@
 //     entries of its shards at or below that point (../node/promote.ts): every write it finished there
 //     is in its own t-log, and an older entry a backup still lists may be one a dropped tombstone
 //     outranked.
-import { FileShardVersionStore, type ShardVersionStore } from './shard-versions-file.js';
+import { FileShardVersionStore } from './shard-versions-file.js';
 import { commitVerOf } from './commit.js';
 import { INFLIGHT_WORKERS_MAX, type GcSharedBuffers } from './gc-state.js';
+
+/** Where the points are kept: a save may finish later (the file store's, off the event loop: the node's
+ *  main thread holds the lease); the points count as saved, and are published, only once it has. */
+export interface CommitPointStore {
+  load(): Map<number, number>;
+  save(points: ReadonlyMap<number, number>): void | Promise<void>;
+}
 
 export class CommitPoints {
   private readonly versions: BigInt64Array;
   private readonly inflight: BigInt64Array;
   private readonly published: BigInt64Array;
-  private readonly saved: Map<number, number>;
+  private saved: Map<number, number>;
+  /** A save is under way: the next flush waits for it (saves never overlap or reorder). */
+  private saving = false;
 
   constructor(
     versions: SharedArrayBuffer,
     gc: GcSharedBuffers,
-    private readonly store: ShardVersionStore,
+    private readonly store: CommitPointStore,
   ) {
     this.versions = new BigInt64Array(versions);
     this.inflight = new BigInt64Array(gc.inflight);
@@ -42,21 +51,33 @@ export class CommitPoints {
     return this.saved;
   }
 
-  /** Save the points if any moved since the last save; true when it wrote. */
-  flush(): boolean {
+  /** Save the points if any moved since the last save: true (or a promise of true) when it wrote;
+   *  false when nothing moved or a save is still under way. A failed save throws (rejects) and
+   *  changes nothing: the next flush tries again. */
+  flush(): boolean | Promise<boolean> {
+    if (this.saving) return false;
+    const next = new Map(this.saved);
     let moved = false;
     for (let s = 0; s < this.versions.length; s++) {
       // A point is at most the counter: a shard whose counter did not pass its saved point costs one load
       // (an idle node reads its counters, not the inflight table).
-      if (Number(Atomics.load(this.versions, s)) <= (this.saved.get(s) ?? 0)) continue;
+      if (Number(Atomics.load(this.versions, s)) <= (next.get(s) ?? 0)) continue;
       const v = commitVerOf(this.versions, this.inflight, this.versions.length, INFLIGHT_WORKERS_MAX, s);
-      if (v > (this.saved.get(s) ?? 0)) {
-        this.saved.set(s, v);
+      if (v > (next.get(s) ?? 0)) {
+        next.set(s, v);
         moved = true;
       }
     }
     if (!moved) return false;
-    this.store.save(this.saved);
+    const done = this.store.save(next);
+    if (!(done instanceof Promise)) return this.becameDurable(next);
+    this.saving = true;
+    return done.then(() => this.becameDurable(next)).finally(() => (this.saving = false));
+  }
+
+  /** `next` is durable: it is what a cold start reads, so it may bound the tombstone sweep. */
+  private becameDurable(next: Map<number, number>): true {
+    this.saved = next;
     this.publish();
     return true;
   }
@@ -67,9 +88,20 @@ export class CommitPoints {
   }
 }
 
-/** The commit points of one pool (`poolId`) in `path` (config/base/files.ts COMMIT_POINTS_FILE). */
-export class FileCommitPointStore extends FileShardVersionStore {
+/** The commit points of one pool (`poolId`) in `path` (config/base/files.ts COMMIT_POINTS_FILE), saved
+ *  off the event loop. */
+export class FileCommitPointStore implements CommitPointStore {
+  private readonly file: FileShardVersionStore;
+
   constructor(path: string, poolId: string) {
-    super(path, poolId, 'commitPoints');
+    this.file = new FileShardVersionStore(path, poolId, 'commitPoints');
+  }
+
+  load(): Map<number, number> {
+    return this.file.load();
+  }
+
+  save(points: ReadonlyMap<number, number>): Promise<void> {
+    return this.file.saveAsync(points);
   }
 }

@@ -4,7 +4,7 @@
 // so a crash keeps the old map or the new one, whole. The simulator keeps the same maps in memory.
 import { readFileSync } from 'node:fs';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import { writeDurably } from './trust.js';
+import { writeDurably, writeDurablyAsync } from './trust.js';
 
 /** Where a shard -> version map lives: a file in the data dir, or the simulator's memory. */
 export interface ShardVersionStore {
@@ -47,8 +47,16 @@ export class FileShardVersionStore implements ShardVersionStore {
   }
 
   save(versions: ReadonlyMap<number, number>): void {
-    const f = { format: FORMAT, poolId: this.poolId, [this.field]: Object.fromEntries([...versions].sort((a, b) => a[0] - b[0])) };
-    writeDurably(this.path, JSON.stringify(f) + '\n');
+    writeDurably(this.path, this.text(versions));
+  }
+
+  /** save() through the thread pool (the event loop runs on meanwhile); durable once it resolves. */
+  saveAsync(versions: ReadonlyMap<number, number>): Promise<void> {
+    return writeDurablyAsync(this.path, this.text(versions));
+  }
+
+  private text(versions: ReadonlyMap<number, number>): string {
+    return JSON.stringify({ format: FORMAT, poolId: this.poolId, [this.field]: Object.fromEntries([...versions].sort((a, b) => a[0] - b[0])) }) + '\n';
   }
 }
 
