@@ -16,6 +16,7 @@ import { storeArgs } from './store-flags.js';
 import { describeChange, RestartBackoff, waitListedDead } from './cluster-supervise.js';
 import { DETACHED_ENV } from './cluster-detach.js';
 import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, closeQuietly, openNodeLog, waitReady } from './cluster-lifecycle.js';
+import { schedGetaffinity } from '../native/libc.js';
 
 /** How often the launcher reads the configuration store to print its changes. */
 const CHANGE_POLL_MS = 250;
@@ -190,7 +191,7 @@ export class ClusterLauncher {
     const { fd: out, from } = openNodeLog(logFile);
     const managerAddrs = this.managers.map((_, i) => `127.0.0.1:${managerPortOf(p.cluster) + i}`).join(',');
     const args = [bin, 'start', '--data-dir', n.dataDir, ...this.where, '--node-id', String(n.id), '--config', files.nodeConfig, '--secret-file', files.secret, '--client-password-file', files.password, ...p.tlsArgs,
-      '--roles', `worker:${n.workerPorts.length},control,digest,clean`, '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
+      '--roles', launchedRoles(n.id, n.workerPorts.length), '--fabric', n.fabric.kind, '--fabric-port', String(n.fabric.port),
       '--manager', managerAddrs, '--metrics-port', String(metricsPortOf(p.cluster, n.id)), ...p.nodeArgs, ...(rejoin ? ['--rejoin'] : [])];
     // Own process group: a terminal ^C reaches only this launcher, which stops each node once (SIGTERM).
     // ROWAN_LAUNCHER_PID: the node sets a parent-death signal, so it goes down with this launcher
@@ -301,4 +302,14 @@ export class ClusterLauncher {
     console.log(this.codes ? `cluster stopped; ${this.codes} node(s) exited non-zero (see the node logs)` : 'cluster stopped');
     return this.codes ? 1 : 0;
   }
+}
+
+/**
+ * The roles of node `id`: with one worker and several CPUs, its worker pinned to CPU `id` mod their
+ * count, so the three workers of a 2-core machine do not all land on its first core (each node places
+ * its actors on its own; runtime/placement.ts gives the background actors a core the worker leaves).
+ */
+export function launchedRoles(id: number, workers: number, cpus: readonly number[] = schedGetaffinity(0)): string {
+  const pin = workers === 1 && cpus.length > 1 ? `@${cpus[id % cpus.length]}` : '';
+  return `worker:${workers}${pin},control,digest,clean`;
 }

@@ -76,13 +76,16 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   const zookeeper = 'file' in spec ? {} : { zookeeper: { connect: spec.zookeeper, path: spec.path }, zkSessionMs: num('zk-session-ms', o.zkSessionMs, 1000, 600_000) };
   const dataDir = resolve(o.dataDir ?? join(dirname(clusterFile), 'manager'));
   mkdirSync(dataDir, { recursive: true });
-  // The runtime maps a pool for every process; the manager keeps nothing in it: the smallest one.
+  // The runtime maps a pool for every process; the manager keeps nothing in it: the smallest one. Its
+  // actor may run on every CPU the process may (not pinned to the first, where a node's busy worker
+  // may be pinned too): it holds everyone's leases, so it should run wherever a CPU is free first.
+  const allowedCores = schedGetaffinity(0);
   const config = resolveConfig({
     dataDir,
-    allowedCores: schedGetaffinity(0),
+    allowedCores,
     env: configFromEnv(process.env),
     flags: {
-      roles: [{ role: 'manager', count: 1 }], pool: { segmentCount: 8, segmentBytes: 64 * 1024 }, blog: { preallocSegments: 1, batchSegments: 1 }, gc: { reserveSegments: 0 }, tls: managerTls(o),
+      roles: [{ role: 'manager', count: 1, cores: allowedCores }], pool: { segmentCount: 8, segmentBytes: 64 * 1024 }, blog: { preallocSegments: 1, batchSegments: 1 }, gc: { reserveSegments: 0 }, tls: managerTls(o),
       ...(o.logLevel ? { logLevel: o.logLevel } : {}),
       ...(o.autoReshard === false || o.reshardPeriodMs !== undefined ? { resharding: { ...(o.autoReshard === false ? { auto: false } : {}), ...(o.reshardPeriodMs !== undefined ? { periodMs: num('reshard-period-ms', o.reshardPeriodMs, 10, 3_600_000) } : {}) } } : {}),
     },

@@ -1,7 +1,9 @@
 // Where each actor runs and which rings connect them.
 //
 // Placement: the paper gives every thread its own core (§5.1). Actors without an explicit `@cpus` get
-// one core each, round-robin over the node's cores in the order the roles are listed; with fewer cores
+// one core each, round-robin in the order the roles are listed over the node's cores that no role names
+// with `@cpus` (over all of them when every one is named: `rowan cluster` pins node N's worker to core
+// N mod cores, so the background thread takes another and the nodes' workers spread); with fewer cores
 // than actors (this 2-core machine) several actors share a core, which works because idle actors sleep
 // on their doorbell instead of polling.
 //
@@ -11,7 +13,8 @@
 // keeps its own thread. They are still separate actors -- their own rings, doorbells, counters and
 // ticks -- so nothing changes but the number of threads: fewer isolates, heaps and event loops, and
 // fewer context switches between them. `auto` (the default) shares when the node has fewer cores than
-// actors, and keeps the paper's layout otherwise. An actor given explicit `@cpus` keeps its own thread.
+// actors, and keeps the paper's layout otherwise. An actor given explicit `@cpus` keeps its own thread,
+// and so does every actor of a role past the first (digest.1, clean.1): a role module holds one actor.
 //
 // Wiring (one SPSC ring per directed pair):
 //   main -> every actor, every actor -> main   (supervisor: PING/PONG liveness, later admin records)
@@ -49,15 +52,20 @@ export function sharesThreads(roles: readonly RoleSpec[], cores: readonly number
   return roles.reduce((n, r) => n + r.count, 0) > cores.length;
 }
 
-export function placeActors(roles: readonly RoleSpec[], cores: readonly number[], policy: ThreadPolicy = 'dedicated'): ActorPlan[] {
-  const share = sharesThreads(roles, cores, policy);
+export function placeActors(roles: readonly RoleSpec[], nodeCores: readonly number[], policy: ThreadPolicy = 'dedicated'): ActorPlan[] {
+  const share = sharesThreads(roles, nodeCores, policy);
+  // Round-robin over the cores no role names with @cpus (over all of them if every one is named).
+  const named = new Set(roles.flatMap((r) => r.cores ?? []));
+  const free = nodeCores.filter((c) => !named.has(c));
+  const cores = free.length > 0 ? free : nodeCores;
   const plans: ActorPlan[] = [];
   let next = 0;
   let background: number[] | null = null;
   for (const spec of roles) {
     for (let id = 0; id < spec.count; id++) {
       const name = `${spec.role}.${id}`;
-      if (share && !spec.cores && BACKGROUND_ROLES.includes(spec.role)) {
+      // One actor of a role per thread: a role's thread.ts keeps its actor's state in module variables.
+      if (share && !spec.cores && id === 0 && BACKGROUND_ROLES.includes(spec.role)) {
         background ??= [cores[next++ % cores.length]!]; // the thread's core: where its first actor falls
         plans.push({ role: spec.role, id, name, cores: [...background], thread: BACKGROUND_THREAD });
         continue;
