@@ -2,6 +2,7 @@
 // mode, the keyspace walker and the counters INFO reports. One per port (two per worker: the
 // single-endpoint port and the cluster port), sharing the worker, view, keyspace and per-key locks.
 import type { Clock } from '../../../config/base/clock.js';
+import type { Limits } from '../../../config/limits.js';
 import type { RespServer } from '../../../runtime/resp/resp-server.js';
 import type { KvWorker } from '../kv.js';
 import type { Keyspace } from './keyspace.js';
@@ -69,6 +70,9 @@ export interface RespContext {
   /** requirepass, the client password (never the cluster secret): a connection must AUTH with it
    *  before anything else; null = no password (rowan start --no-auth). */
   password: Uint8Array | null;
+  /** Key and value bounds (config/limits.ts): multi-key writes check every key and value against
+   *  them before writing any (./multi-key.ts). */
+  limits: Limits;
 }
 
 export interface InfoSource {

@@ -1,31 +1,11 @@
-// The RespHandler of a worker's RESP port: command lookup and arity (Redis 7's error strings), and the
-// mapping of rowan's errors onto Redis error replies. The first word of an error reply says what the
-// client may assume:
-//   ERR / OOM / TRYAGAIN   not applied: nothing changed (TRYAGAIN: retry, the cluster is reconfiguring;
-//                          OOM: the pool is full of live data)
-//   UNKNOWN                outcome unknown: the write may or may not be on the replicas (a backup or the
-//                          forwarding link failed mid-request); SET/DEL may be retried, conditional
-//                          commands (NX, XX, GETDEL) must be checked first
-//   MOVED / CROSSSLOT / CLUSTERDOWN   Redis Cluster routing, not applied
+// The RespHandler of a worker's RESP port: command lookup and arity (Redis 7's error strings), the
+// requirepass gate, and rowan's errors as Redis error replies (./outcome.ts says which mean "not applied"
+// and which "outcome unknown").
 import type { RespConnection, RespHandler, RequestOrder } from '../../../runtime/resp/resp-connection.js';
-import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
 import { RespErr, err, type Reply } from '../../../runtime/resp/reply.js';
 import { COMMAND_BY_NAME, orderOf } from './commands.js';
 import type { RespContext } from './context.js';
-
-const NOT_APPLIED = new Set<string>([ErrorCodes.KEY_TOO_LARGE, ErrorCodes.KEY_EMPTY, ErrorCodes.VALUE_TOO_LARGE, ErrorCodes.BAD_ARGUMENT, ErrorCodes.ENTRY_TOO_LARGE]);
-const RETRY = new Set<string>([ErrorCodes.NODE_NOT_RUNNING, ErrorCodes.STALE_TERM, ErrorCodes.WRONG_SHARD]);
-
-export function rowanErrorReply(e: unknown): RespErr {
-  if (e instanceof RespErr) return e;
-  if (e instanceof RowanError) {
-    if (NOT_APPLIED.has(e.code)) return err(`ERR ${e.code} ${e.message}`);
-    if (RETRY.has(e.code)) return err(`TRYAGAIN ${e.code} ${e.message} (not applied)`);
-    if (e.code === ErrorCodes.PM_FULL || e.code === ErrorCodes.QUOTA) return err(`OOM ${e.code} ${e.message}`);
-    return err(`UNKNOWN ${e.code} ${e.message} (outcome unknown)`);
-  }
-  return err(`UNKNOWN ${ErrorCodes.INTERNAL} ${(e as Error)?.message ?? String(e)} (outcome unknown)`);
-}
+import { rowanErrorReply } from './outcome.js';
 
 function unknownCommand(args: Buffer[]): RespErr {
   let rest = '';

@@ -4,6 +4,7 @@
 // A `+OK` to SET means the entry is persistent on every replica (kv.ts replies only then).
 import { RespErr, OK, err, type Reply } from '../../../runtime/resp/reply.js';
 import type { RespContext } from './context.js';
+import { allOrUnknown, checkWrite } from './multi-key.js';
 import type { Route } from './node-view.js';
 
 export const SYNTAX = err('ERR syntax error');
@@ -143,7 +144,10 @@ export function del(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
   const keys = args.slice(1);
   const chk = multiKeyCheck(ctx, keys, args);
   if (chk !== null) return chk;
-  return Promise.all(keys.map((k) => perKey(ctx, k, () => delLocal(ctx, k), [DEL, k], (r) => r as number))).then((n) => n.reduce((a, b) => a + b, 0));
+  for (const k of keys) checkWrite(ctx.limits, k, null); // every key before the first write
+  const one = (k: Buffer) => perKey(ctx, k, () => delLocal(ctx, k), [DEL, k], (r) => r as number);
+  if (keys.length === 1) return one(keys[0]!);
+  return allOrUnknown('DEL', keys.map(one)).then((n) => n.reduce((a, b) => a + b, 0));
 }
 
 export function exists(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
@@ -167,6 +171,7 @@ export function mset(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
   for (let i = 1; i < args.length; i += 2) keys.push(args[i]!);
   const chk = multiKeyCheck(ctx, keys, args);
   if (chk !== null) return chk;
+  for (let i = 1; i < args.length; i += 2) checkWrite(ctx.limits, args[i]!, args[i + 1]!); // all before the first write
   const t = term(ctx);
   const one = (i: number) => {
     const k = args[i]!;
@@ -175,5 +180,5 @@ export function mset(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
   };
   const all: Promise<Reply>[] = [];
   for (let i = 1; i < args.length; i += 2) all.push(one(i));
-  return Promise.all(all).then(() => OK);
+  return allOrUnknown('MSET', all).then(() => OK);
 }

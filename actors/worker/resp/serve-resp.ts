@@ -61,7 +61,7 @@ export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
   const clock = d.clock ?? wallClock;
   const startedMs = clock.now();
   const open = async (mode: RespMode, port: number, idBase: number) => {
-    const ctx: RespContext = { mode, worker: d.worker, view, keyspace, locks, stats, servers, port, info: d.info, startedMs, clock, password: d.password };
+    const ctx: RespContext = { mode, worker: d.worker, view, keyspace, locks, stats, servers, port, info: d.info, startedMs, clock, password: d.password, limits: d.limits };
     const s = await serveResp({ host: d.host, port, handler: new KvRespHandler(ctx), limits, idBase, tls: d.tls ?? null, ...(d.log ? { log: d.log } : {}) });
     ctx.port = s.port;
     servers.push(s);

@@ -1,0 +1,58 @@
+// Replies of the Redis front end that must not claim what did not happen (issue 27, "Honest replies"),
+// with redis-cli and raw RESP against a real rowan cluster: a multi-key write refused for one bad key or
+// value writes none of them; a value over the limit gets an error reply and the connection goes on; the
+// single-endpoint port presents itself as a standalone Redis; DBSIZE and INFO keyspace agree.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import { cli, haveRedisTools, raw, readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
+
+const skip = haveRedisTools();
+const dir = mkdtempSync(join(tmpdir(), 'rowan-redis-honest-'));
+let cl: LaunchedCluster | null = null;
+
+before(async () => {
+  if (skip) return;
+  cl = launchCluster(dir, randomBasePort(), ['--shards', '6', '--nodes', '2', '--replication', '2']);
+  await cl.ready;
+  useClusterPassword(dir);
+});
+
+after(async () => {
+  if (cl) await stopCluster(cl.child);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const bigKey = (tag: string) => `{${tag}}` + 'k'.repeat(2000);
+
+test('MSET / multi-key DEL refused for one over-limit key write none of their keys (single-endpoint and cluster ports)', { skip }, async () => {
+  const ports = respPorts(readCluster(dir));
+  for (const [i, p] of ports.single.entries()) {
+    const t = `s${i}`;
+    assert.match(await cli(p, 'MSET', `{${t}}a`, 'v1', bigKey(t), 'v2'), /^ERR ROWAN_ERR_KEY_TOO_LARGE /);
+    assert.equal(await cli(p, 'GET', `{${t}}a`), '', 'MSET refused: {t}a not written');
+    // Keys of several slots on the single-endpoint port (split per key): still all or none refused.
+    assert.match(await cli(p, 'MSET', `x${i}`, 'v1', `y${i}`, 'v2', bigKey(`z${i}`), 'v3'), /^ERR ROWAN_ERR_KEY_TOO_LARGE /);
+    assert.equal(await cli(p, 'EXISTS', `x${i}`, `y${i}`), '0');
+    assert.match(await cli(p, 'MSET', `x${i}`, 'v1', '', 'v2'), /^ERR ROWAN_ERR_KEY_EMPTY /);
+    assert.equal(await cli(p, 'GET', `x${i}`), '');
+    assert.equal(await cli(p, 'SET', `{${t}}a`, 'kept'), 'OK');
+    assert.match(await cli(p, 'DEL', `{${t}}a`, bigKey(t)), /^ERR ROWAN_ERR_KEY_TOO_LARGE /);
+    assert.equal(await cli(p, 'GET', `{${t}}a`), 'kept', 'DEL refused: {t}a not deleted');
+  }
+  for (const [i, p] of ports.cluster.entries()) {
+    const t = `c${i}`;
+    assert.match(await cli(p, '-c', 'MSET', `{${t}}a`, 'v1', bigKey(t), 'v2'), /^ERR ROWAN_ERR_KEY_TOO_LARGE /);
+    assert.equal(await cli(p, '-c', 'GET', `{${t}}a`), '');
+  }
+});
+
+test('MSET with one value over the value limit writes none of its keys', { skip }, async () => {
+  const p = respPorts(readCluster(dir)).single[0]!;
+  const v = Buffer.alloc(1024 * 1024 + 1, 0x61);
+  const r = await raw(p, [`*5\r\n$4\r\nMSET\r\n$4\r\nv:ok\r\n$1\r\n1\r\n$5\r\nv:big\r\n$${v.length}\r\n`, v, '\r\nGET v:ok\r\nGET v:big\r\nQUIT\r\n'], 30_000);
+  assert.match(r.text, /^-ERR ROWAN_ERR_VALUE_TOO_LARGE [^\r]*\r\n\$-1\r\n\$-1\r\n\+OK\r\n$/);
+});
