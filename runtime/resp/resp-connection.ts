@@ -46,6 +46,9 @@ export class RespConnection {
   /** Close once the reply of the request now running is written (QUIT). */
   closeAfterReply = false;
   readonly createdMs = Date.now();
+  /** Hash slots this connection's write commands named (the handler records them; WAIT counts the
+   *  replicas of their shards). At most 16384. */
+  readonly wroteSlots = new Set<number>();
   lastCommand = '';
   private readonly parser: RespRequestParser;
   private readonly writer = new RespWriter();
@@ -57,7 +60,7 @@ export class RespConnection {
   private stopParsing = false;
   private paused = false;
   private flushQueued = false;
-  private closed = false;
+  private _closed = false;
 
   constructor(
     readonly socket: Socket,
@@ -72,10 +75,15 @@ export class RespConnection {
     socket.on('drain', () => this.maybeResume());
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
-      this.closed = true;
+      this._closed = true;
       this.stats.connected--;
       this.onClose(this);
     });
+  }
+
+  /** The socket closed (a blocked command may stop waiting). */
+  get closed(): boolean {
+    return this._closed;
   }
 
   get bufferedBytes(): number {
@@ -103,7 +111,7 @@ export class RespConnection {
 
   /** Parse and start requests while the bounds allow. */
   private pump(): void {
-    while (!this.stopParsing && !this.closed && this.waiting === null) {
+    while (!this.stopParsing && !this._closed && this.waiting === null) {
       if (this.pendingReplies >= this.limits.pipelineMax || this.socket.writableLength > this.limits.writeBytesMax) {
         this.pause();
         break;
@@ -128,7 +136,7 @@ export class RespConnection {
   }
 
   private maybeResume(): void {
-    if (this.closed) return;
+    if (this._closed) return;
     if (this.paused && this.pendingReplies < this.limits.pipelineMax && this.socket.writableLength <= this.limits.writeBytesMax) {
       this.paused = false;
       this.socket.resume();
@@ -210,7 +218,7 @@ export class RespConnection {
 
   /** Write the finished replies at the head of the queue, in order. */
   private flush(): void {
-    if (this.closed) return;
+    if (this._closed) return;
     let end = false;
     while (this.qhead < this.queue.length && this.queue[this.qhead]!.done) {
       const p = this.queue[this.qhead++]!;

@@ -1,5 +1,5 @@
-// Connection and server commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT CONFIG WAIT READONLY
-// READWRITE ASKING, with Redis 7's replies and error strings. The password (requirepass) is the client
+// Connection and server commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT CONFIG READONLY
+// READWRITE ASKING (WAIT: ./wait.ts), with Redis 7's replies and error strings. The password (requirepass) is the client
 // password, never the cluster secret (docs/security.md): until AUTH <password> (or AUTH default <password>, or
 // HELLO 3 AUTH default <password>) succeeds, other commands get -NOAUTH (./handler.ts); RESET makes the
 // connection unauthenticated again. A node started with --no-auth answers AUTH as Redis does without one.
@@ -160,13 +160,4 @@ export function config(ctx: RespContext, args: Buffer[]): Reply {
 
 function globRx(p: string): RegExp {
   return new RegExp('^' + p.replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$');
-}
-
-/** WAIT numreplicas timeout: rowan acknowledged every earlier write only once it was on every replica. */
-export function wait(ctx: RespContext, args: Buffer[]): Reply {
-  const n = Number(args[1]!.toString('latin1'));
-  const t = Number(args[2]!.toString('latin1'));
-  if (!Number.isInteger(n) || !Number.isInteger(t)) return NOT_INT;
-  if (t < 0) return err('ERR timeout is negative');
-  return ctx.view.config().replicationFactor - 1;
 }

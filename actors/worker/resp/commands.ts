@@ -8,6 +8,7 @@ import { cluster } from './cluster-cmds.js';
 import type { RespContext } from './context.js';
 import { info } from './info.js';
 import * as keys from './keys.js';
+import { wait } from './wait.js';
 import { dbsize, nodeDbsize, scan, scanShardCmd } from './scan.js';
 
 type Run = (ctx: RespContext, args: Buffer[], conn: RespConnection) => Reply | Promise<Reply>;
@@ -46,7 +47,7 @@ export const COMMANDS: Command[] = [
   c('mset', -3, 'write denyoom', [1, -1, 2], 'string', 'keys', 'Sets the string values of one or more keys (each persistent on every replica).', keys.mset),
   c('scan', -2, 'readonly', NK, 'keyspace', 'barrier', 'Iterates over the key names in the database.', scan),
   c('dbsize', 1, 'readonly fast', NK, 'server', 'barrier', 'Returns the number of keys in the database.', dbsize),
-  c('wait', 3, '', NK, 'generic', 'barrier', 'Blocks until writes are replicated: in rowan they are when acknowledged.', admin.wait),
+  c('wait', 3, '', NK, 'generic', 'barrier', 'Blocks until the connection\'s writes are on numreplicas backups; answers how many hold them.', wait),
   c('ping', -1, 'fast', NK, 'connection', 'free', 'Returns the server\'s liveliness response.', admin.ping),
   c('echo', 2, 'fast', NK, 'connection', 'free', 'Returns the given string.', (_x, a) => a[1]!),
   c('hello', -1, 'noscript loading stale fast no_auth', NK, 'connection', 'barrier', 'Handshakes with the Redis server.', admin.hello),

@@ -3,7 +3,8 @@
 // and which "outcome unknown").
 import type { RespConnection, RespHandler, RequestOrder } from '../../../runtime/resp/resp-connection.js';
 import { RespErr, err, type Reply } from '../../../runtime/resp/reply.js';
-import { COMMAND_BY_NAME, orderOf } from './commands.js';
+import { keySlot } from '../../../config/slots.js';
+import { COMMAND_BY_NAME, keysOf, orderOf } from './commands.js';
 import type { RespContext } from './context.js';
 import { rowanErrorReply } from './outcome.js';
 
@@ -30,6 +31,7 @@ export class KvRespHandler implements RespHandler {
     if (this.ctx.password !== null && !conn.authenticated && !cmd?.flags.includes('no_auth')) return this.counted(NOAUTH);
     if (!cmd) return this.counted(unknownCommand(args));
     if (cmd.arity > 0 ? args.length !== cmd.arity : args.length < -cmd.arity) return this.counted(err(`ERR wrong number of arguments for '${name}' command`));
+    if (cmd.flags.includes('write')) for (const k of keysOf(cmd, args)) conn.wroteSlots.add(keySlot(k)); // for WAIT
     const r = cmd.run(this.ctx, args, conn);
     if (r instanceof RespErr) this.ctx.stats.errors++;
     return r;
