@@ -3,8 +3,11 @@
 // Redis; the pipeline and output bounds apply back-pressure (the socket stops being read) instead.
 
 export interface RespLimits {
-  /** Largest bulk string a request may carry (Redis: proto-max-bulk-len). */
+  /** Largest bulk string a request may carry. A longer one up to bulkDiscardBytesMax is dropped as it
+   *  streams in and its request answered `-ERR ROWAN_ERR_VALUE_TOO_LARGE` (the connection goes on). */
   bulkBytesMax: number;
+  /** Longer bulk lengths are a protocol error (Redis: proto-max-bulk-len, 512 MiB by default). */
+  bulkDiscardBytesMax: number;
   /** Most arguments in one request (Redis refuses a multibulk length over INT_MAX; we bound it far lower). */
   argsMax: number;
   /** Longest inline command line (Redis: PROTO_INLINE_MAX_SIZE, 64 KiB). */
@@ -23,6 +26,7 @@ export interface RespLimits {
 export function respLimits(valueBytesMax: number): RespLimits {
   return {
     bulkBytesMax: valueBytesMax + 64 * 1024,
+    bulkDiscardBytesMax: 512 * 1024 * 1024,
     argsMax: 1024 * 1024,
     inlineBytesMax: 64 * 1024,
     requestBytesMax: 64 * 1024 * 1024,

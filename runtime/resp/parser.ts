@@ -6,7 +6,10 @@
 // chunks keeps its parsed prefix as offsets and waits without re-scanning until enough bytes arrived for
 // the next step (a large value is gathered with one concat, not one per chunk). Every length is bounded
 // (./limits.ts) before anything is buffered for it: a bad or hostile header throws RespProtocolError
-// with Redis's message, and the connection answers it and closes.
+// with Redis's message, and the connection answers it and closes. A bulk string over bulkBytesMax but
+// within bulkDiscardBytesMax is not an attack but a value over the limit: its bytes are dropped as they
+// arrive (nothing buffered for them), the rest of the request is parsed, and the request comes out
+// marked (oversizedBytes) so the connection answers an error reply and goes on.
 import type { RespLimits } from './limits.js';
 
 export class RespProtocolError extends Error {
@@ -37,6 +40,13 @@ export class RespRequestParser {
   private offs: number[] = [];
   private lens: number[] = [];
   private cursor = 0; // where parsing continues, relative to start
+  // An over-limit bulk string being dropped: bytes still to drop (its data and CRLF), the arguments of
+  // the request before it (copied out: the chunks they were in are let go), the largest declared length.
+  private skip = 0;
+  private done: Buffer[] = [];
+  private oversized = 0;
+  /** The largest over-limit bulk length the request last returned by next() declared; 0 = none. */
+  oversizedBytes = 0;
 
   constructor(private readonly limits: RespLimits) {}
 
@@ -46,6 +56,14 @@ export class RespRequestParser {
   }
 
   push(chunk: Buffer): void {
+    if (this.skip > 0) {
+      if (chunk.length <= this.skip) {
+        this.skip -= chunk.length;
+        return;
+      }
+      chunk = chunk.subarray(this.skip);
+      this.skip = 0;
+    }
     if (this.pos >= this.buf.length && this.pendingBytes === 0) {
       this.buf = chunk;
       this.pos = 0;
@@ -69,7 +87,9 @@ export class RespRequestParser {
 
   /** The next complete request's arguments, or null until more bytes arrive. Throws RespProtocolError. */
   next(): Buffer[] | null {
+    this.oversizedBytes = 0;
     for (;;) {
+      if (this.skip > 0) return null;
       if (this.need > this.buf.length - this.pos + this.pendingBytes) return null;
       this.need = 0;
       this.join();
@@ -122,9 +142,11 @@ export class RespRequestParser {
       this.argc = h.n;
       this.offs = [];
       this.lens = [];
+      this.done = [];
+      this.oversized = 0;
       this.cursor = h.next - this.start;
     }
-    while (this.offs.length < this.argc) {
+    while (this.done.length + this.offs.length < this.argc) {
       const at = this.start + this.cursor;
       if (at >= b.length) {
         this.need = at - this.pos + 1;
@@ -133,7 +155,11 @@ export class RespRequestParser {
       if (b[at] !== DOLLAR) throw new RespProtocolError(`expected '$', got '${String.fromCharCode(b[at]!)}'`);
       const h = this.lineInt(at, 'bulk');
       if (h === null) return null;
-      if (h.n < 0 || h.n > this.limits.bulkBytesMax) throw new RespProtocolError('invalid bulk length');
+      if (h.n < 0 || h.n > this.limits.bulkDiscardBytesMax) throw new RespProtocolError('invalid bulk length');
+      if (h.n > this.limits.bulkBytesMax) {
+        if (this.dropBulk(h.n, h.next)) continue;
+        return null;
+      }
       if (h.next + h.n + 2 > b.length) {
         if (h.next + h.n + 2 - this.start > this.limits.requestBytesMax) throw new RespProtocolError('too big request');
         this.need = h.next + h.n + 2 - this.pos;
@@ -144,11 +170,36 @@ export class RespRequestParser {
       this.lens.push(h.n);
       this.cursor = h.next + h.n + 2 - this.start;
     }
-    const args = new Array<Buffer>(this.argc);
-    for (let i = 0; i < this.argc; i++) args[i] = b.subarray(this.start + this.offs[i]!, this.start + this.offs[i]! + this.lens[i]!);
+    const args = this.done;
+    for (let i = 0; i < this.offs.length; i++) args.push(b.subarray(this.start + this.offs[i]!, this.start + this.offs[i]! + this.lens[i]!));
     this.pos = this.start + this.cursor;
     this.argc = -1;
+    this.done = [];
+    this.oversizedBytes = this.oversized;
     return args;
+  }
+
+  /** Drop an over-limit bulk string of `n` bytes whose data starts at `from`: the arguments parsed so
+   *  far are copied out and an empty one stands for it. True when it was all here (parsing goes on
+   *  after it); false when the rest is dropped by push() as it arrives. */
+  private dropBulk(n: number, from: number): boolean {
+    const b = this.buf;
+    for (let i = 0; i < this.offs.length; i++) this.done.push(Buffer.from(b.subarray(this.start + this.offs[i]!, this.start + this.offs[i]! + this.lens[i]!)));
+    this.done.push(EMPTY);
+    this.offs = [];
+    this.lens = [];
+    this.oversized = Math.max(this.oversized, n);
+    this.need = 0;
+    this.cursor = 0;
+    const here = b.length - from;
+    if (here >= n + 2) {
+      this.pos = this.start = from + n + 2;
+      return true;
+    }
+    this.skip = n + 2 - here;
+    this.buf = EMPTY;
+    this.pos = this.start = 0;
+    return false;
   }
 
   private inline(): Buffer[] | null {

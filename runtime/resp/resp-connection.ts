@@ -6,9 +6,12 @@
 // version the connection had when the request ran (HELLO is a barrier).
 //
 // Bounds (./limits.ts): a protocol error is answered `-ERR Protocol error: ...` after the replies before
-// it, then the connection closes; more than pipelineMax unanswered requests or writeBytesMax queued
-// reply bytes pause reading the socket until they drain.
+// it, then the connection closes; a request with a bulk string over bulkBytesMax (dropped unbuffered by
+// the parser) gets `-ERR ROWAN_ERR_VALUE_TOO_LARGE ...` and the connection goes on; more than
+// pipelineMax unanswered requests or writeBytesMax queued reply bytes pause reading the socket until
+// they drain.
 import type { Socket } from 'node:net';
+import { ErrorCodes } from '../../config/base/errors.js';
 import type { RespLimits } from './limits.js';
 import { RespProtocolError, RespRequestParser } from './parser.js';
 import { RespErr, RespWriter, err, type Reply } from './reply.js';
@@ -124,7 +127,8 @@ export class RespConnection {
         break;
       }
       if (args === null) break;
-      this.dispatch(args);
+      if (this.parser.oversizedBytes > 0) this.refuseOversized(this.parser.oversizedBytes);
+      else this.dispatch(args);
     }
     this.flush();
   }
@@ -237,6 +241,17 @@ export class RespConnection {
       this.stopParsing = true;
       this.socket.end();
     }
+  }
+
+  /** A request with a bulk string over bulkBytesMax (read and dropped by the parser): answered in its
+   *  turn, not run. */
+  private refuseOversized(n: number): void {
+    this.queue.push({
+      done: true,
+      reply: err(`ERR ${ErrorCodes.VALUE_TOO_LARGE} an argument of ${n} bytes is over the ${this.limits.bulkBytesMax}-byte bulk limit; the request was read, discarded and not applied`),
+      proto: this.proto,
+      keys: null,
+    });
   }
 
   private protocolError(e: RespProtocolError): void {

@@ -56,3 +56,14 @@ test('MSET with one value over the value limit writes none of its keys', { skip 
   const r = await raw(p, [`*5\r\n$4\r\nMSET\r\n$4\r\nv:ok\r\n$1\r\n1\r\n$5\r\nv:big\r\n$${v.length}\r\n`, v, '\r\nGET v:ok\r\nGET v:big\r\nQUIT\r\n'], 30_000);
   assert.match(r.text, /^-ERR ROWAN_ERR_VALUE_TOO_LARGE [^\r]*\r\n\$-1\r\n\$-1\r\n\+OK\r\n$/);
 });
+
+test('a value over the bulk limit (value limit + 64 KiB) gets an error reply, is discarded as it streams, and the connection goes on', { skip }, async () => {
+  const p = respPorts(readCluster(dir)).single[0]!;
+  const n = 1024 * 1024 + 64 * 1024 + 1;
+  const parts = Array.from({ length: 8 }, (_, i) => Buffer.alloc(i < 7 ? n >> 3 : n - 7 * (n >> 3), 0x62));
+  const r = await raw(p, ['SET before 1\r\n', `*3\r\n$3\r\nSET\r\n$4\r\nhuge\r\n$${n}\r\n`, ...parts, '\r\n*2\r\n$3\r\nGET\r\n$4\r\nhuge\r\nGET before\r\nPING\r\nQUIT\r\n'], 30_000);
+  assert.match(r.text, /^\+OK\r\n-ERR ROWAN_ERR_VALUE_TOO_LARGE [^\r]*not applied[^\r]*\r\n\$-1\r\n\$1\r\n1\r\n\+PONG\r\n\+OK\r\n$/);
+  // Arguments after the oversized one still parse; the whole request is refused.
+  const m = await raw(p, [`*5\r\n$4\r\nMSET\r\n$2\r\nm1\r\n$${n}\r\n`, Buffer.alloc(n, 0x63), '\r\n$2\r\nm2\r\n$1\r\nx\r\nEXISTS m1 m2\r\nQUIT\r\n'], 30_000);
+  assert.match(m.text, /^-ERR ROWAN_ERR_VALUE_TOO_LARGE [^\r]*\r\n:0\r\n\+OK\r\n$/);
+});

@@ -66,7 +66,7 @@ test('bounds: huge bulk length, huge array count, endless inline, bad type byte 
     }, (e: Error) => e instanceof RespProtocolError && msg.test(e.message));
   };
   bad('*1\r\n$9999999999\r\n', /^Protocol error: invalid bulk length$/);
-  bad(`*1\r\n$${L.bulkBytesMax + 1}\r\n`, /invalid bulk length/);
+  bad(`*1\r\n$${L.bulkDiscardBytesMax + 1}\r\n`, /invalid bulk length/);
   bad('*1\r\n$-5\r\n', /invalid bulk length/);
   bad(`*${L.argsMax + 1}\r\n`, /^Protocol error: invalid multibulk length$/);
   bad('*1\r\n+OK\r\n', /expected '\$', got '\+'/);
@@ -75,6 +75,31 @@ test('bounds: huge bulk length, huge array count, endless inline, bad type byte 
   bad(Buffer.alloc(L.inlineBytesMax + 10, 0x41), /too big inline request/);
   bad('*1\r\n$3\r\nabcXY', /expected CRLF/);
   bad('SET "a\r\n', /unbalanced quotes/);
+});
+
+test('a bulk string over bulkBytesMax is dropped as it arrives: the request comes out marked, the next one parses', () => {
+  const p = new RespRequestParser(L);
+  const n = L.bulkBytesMax + 1;
+  p.push(b(`*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$${n}\r\n`));
+  assert.equal(p.next(), null);
+  for (let left = n; left > 0; left -= 4096) {
+    p.push(Buffer.alloc(Math.min(4096, left), 0x61));
+    assert.equal(p.next(), null);
+    assert.ok(p.bufferedBytes < 64, `${p.bufferedBytes} bytes held while dropping`);
+  }
+  p.push(b('\r\n$2\r\nNX\r\n*1\r\n$4\r\nPING\r\nPING\r\n'));
+  assert.deepEqual(p.next()!.map(String), ['SET', 'k', '', 'NX']);
+  assert.equal(p.oversizedBytes, n);
+  assert.deepEqual(p.next()!.map(String), ['PING']);
+  assert.equal(p.oversizedBytes, 0);
+  assert.deepEqual(p.next()!.map(String), ['PING']);
+  assert.equal(p.oversizedBytes, 0);
+  // All in one chunk.
+  const q = new RespRequestParser(L);
+  q.push(Buffer.concat([b(`*2\r\n$3\r\nGET\r\n$${n}\r\n`), Buffer.alloc(n + 2, 0x62), b('*1\r\n$4\r\nPING\r\n')]));
+  assert.deepEqual(q.next()!.map(String), ['GET', '']);
+  assert.equal(q.oversizedBytes, n);
+  assert.deepEqual(q.next()!.map(String), ['PING']);
 });
 
 test('a request larger than requestBytesMax is refused from its header or while it arrives, not buffered', () => {
