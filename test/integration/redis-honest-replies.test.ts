@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
-import { cli, haveRedisTools, raw, readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
+import { cli, haveRedisTools, raw, readCluster, respPorts, run, useClusterPassword } from '../fixtures/redis.js';
 
 const skip = haveRedisTools();
 const dir = mkdtempSync(join(tmpdir(), 'rowan-redis-honest-'));
@@ -66,4 +66,42 @@ test('a value over the bulk limit (value limit + 64 KiB) gets an error reply, is
   // Arguments after the oversized one still parse; the whole request is refused.
   const m = await raw(p, [`*5\r\n$4\r\nMSET\r\n$2\r\nm1\r\n$${n}\r\n`, Buffer.alloc(n, 0x63), '\r\n$2\r\nm2\r\n$1\r\nx\r\nEXISTS m1 m2\r\nQUIT\r\n'], 30_000);
   assert.match(m.text, /^-ERR ROWAN_ERR_VALUE_TOO_LARGE [^\r]*\r\n:0\r\n\+OK\r\n$/);
+});
+
+test('the single-endpoint port presents itself as a standalone Redis, the cluster port as a cluster node', { skip }, async () => {
+  const ports = respPorts(readCluster(dir));
+  for (const p of ports.single) {
+    const hello = await cli(p, '-3', 'HELLO', '3');
+    assert.match(hello, /^mode standalone$/m, hello);
+    assert.match(await cli(p, 'INFO', 'server'), /\r?\nredis_mode:standalone\r?\n/);
+    assert.match(await cli(p, 'INFO', 'cluster'), /cluster_enabled:0/);
+    assert.equal(await cli(p, 'CONFIG', 'GET', 'cluster-enabled'), 'cluster-enabled\nno');
+  }
+  for (const p of ports.cluster) {
+    assert.match(await cli(p, '-3', 'HELLO', '3'), /^mode cluster$/m);
+    assert.match(await cli(p, 'INFO', 'server'), /\r?\nredis_mode:cluster\r?\n/);
+    assert.match(await cli(p, 'INFO', 'cluster'), /cluster_enabled:1/);
+    assert.equal(await cli(p, 'CONFIG', 'GET', 'cluster-enabled'), 'cluster-enabled\nyes');
+  }
+});
+
+test('DBSIZE and INFO keyspace agree: the whole cluster on a single-endpoint port, the slots served on a cluster port (as Redis Cluster, so redis-cli --cluster info sums right)', { skip }, async () => {
+  const ports = respPorts(readCluster(dir));
+  for (let i = 0; i < 40; i++) assert.equal(await cli(ports.single[0]!, 'SET', `ks:${i}`, 'v'), 'OK');
+  const keysOf = async (p: number) => Number(/keys=(\d+)/.exec(await cli(p, 'INFO', 'keyspace'))?.[1] ?? 0);
+  const total = Number(await cli(ports.single[0]!, 'DBSIZE'));
+  assert.ok(total >= 40, String(total));
+  for (const p of ports.single) {
+    assert.equal(Number(await cli(p, 'DBSIZE')), total);
+    assert.equal(await keysOf(p), total);
+  }
+  let sum = 0;
+  for (const p of ports.cluster) {
+    const n = Number(await cli(p, 'DBSIZE'));
+    assert.equal(await keysOf(p), n);
+    sum += n;
+  }
+  assert.equal(sum, total);
+  const info = await run('redis-cli', ['--cluster', 'info', `127.0.0.1:${ports.cluster[0]}`]);
+  assert.match(info.out, new RegExp(`\\b${total} keys in \\d+ masters`), info.out + info.err);
 });

@@ -64,10 +64,16 @@ export function hello(ctx: RespContext, args: Buffer[], conn: RespConnection): R
     ['version', REDIS_COMPAT_VERSION],
     ['proto', proto],
     ['id', conn.id],
-    ['mode', 'cluster'],
+    ['mode', redisMode(ctx)],
     ['role', 'master'],
     ['modules', []],
   ]);
+}
+
+/** What a port presents itself as: the single-endpoint port is a standalone Redis (it forwards what
+ *  it does not own; a client sees one server), the cluster port a Redis Cluster node. */
+export function redisMode(ctx: RespContext): 'standalone' | 'cluster' {
+  return ctx.mode === 'cluster' ? 'cluster' : 'standalone';
 }
 
 export function select(_ctx: RespContext, args: Buffer[]): Reply {
@@ -135,7 +141,7 @@ function configValues(ctx: RespContext): [string, string][] {
     ['maxmemory', '0'],
     ['maxclients', '10000'],
     ['port', String(ctx.port)],
-    ['cluster-enabled', 'yes'],
+    ['cluster-enabled', ctx.mode === 'cluster' ? 'yes' : 'no'],
     ['proto-max-bulk-len', String(defaultLimits.valueBytesMax)],
     ['timeout', '0'],
     ['rowan-replication-factor', String(c.replicationFactor)],

@@ -1,10 +1,13 @@
 // INFO: Redis's sections (server, clients, memory, persistence, stats, replication, cpu, cluster,
-// keyspace) filled with what rowan has, and a rowan section (pool segments, GC, Rowan counters).
+// keyspace) filled with what rowan has, and a rowan section (pool segments, GC, Rowan counters). The
+// single-endpoint port presents itself as a standalone Redis (redis_mode, cluster_enabled:0) and its
+// keyspace counts the whole cluster; the cluster port is a Redis Cluster node counting its own slots.
 // Field names follow Redis where the meaning matches; rowan-only facts are prefixed rowan_.
 import { arch, platform, release } from 'node:os';
 import { Verbatim, type Reply } from '../../../runtime/resp/reply.js';
-import { REDIS_COMPAT_VERSION } from './admin.js';
+import { REDIS_COMPAT_VERSION, redisMode } from './admin.js';
 import type { RespContext } from './context.js';
+import { dbsize } from './scan.js';
 
 type Section = [string, Record<string, string | number>];
 
@@ -19,7 +22,7 @@ function sections(ctx: RespContext, wanted: Set<string>): Section[] {
   const conns = ctx.servers.reduce((n, s) => n + s.stats.connected, 0);
   if (want('server'))
     out.push(['Server', {
-      redis_version: REDIS_COMPAT_VERSION, redis_mode: 'cluster', os: `${platform()} ${release()} ${arch()}`, arch_bits: 64,
+      redis_version: REDIS_COMPAT_VERSION, redis_mode: redisMode(ctx), os: `${platform()} ${release()} ${arch()}`, arch_bits: 64,
       process_id: process.pid, tcp_port: ctx.port, uptime_in_seconds: upS, uptime_in_days: Math.floor(upS / 86400),
       executable: process.execPath, rowan_node: ctx.view.nodeId, rowan_worker: ctx.view.workerId, rowan_port_mode: ctx.mode, rowan_term: c.term,
     }]);
@@ -53,19 +56,27 @@ function sections(ctx: RespContext, wanted: Set<string>): Section[] {
   }
   if (want('cpu'))
     out.push(['CPU', { used_cpu_sys: (cpu.system / 1e6).toFixed(6), used_cpu_user: (cpu.user / 1e6).toFixed(6) }]);
-  if (want('cluster')) out.push(['Cluster', { cluster_enabled: 1 }]);
-  if (want('keyspace')) {
-    const keys = ctx.keyspace.count(ctx.mode === 'cluster' ? ctx.view.ownShards(true) : ctx.view.ownShards(false));
-    out.push(['Keyspace', keys > 0 ? { db0: `keys=${keys},expires=0,avg_ttl=0` } : {}]);
-  }
+  if (want('cluster')) out.push(['Cluster', { cluster_enabled: ctx.mode === 'cluster' ? 1 : 0 }]);
+  if (want('keyspace')) out.push(['Keyspace', {}]); // filled by info(): it may ask the other nodes
   if (want('rowan')) out.push(['Rowan', ctx.info.rowan()]);
   return out;
 }
 
-export function info(ctx: RespContext, args: Buffer[]): Reply {
+function render(out: Section[]): Reply {
+  return new Verbatim(out.map(([name, kv]) => `# ${name}\r\n` + Object.entries(kv).map(([k, v]) => `${k}:${v}\r\n`).join('')).join('\r\n'));
+}
+
+/** INFO [section ...]. Its keyspace counts what DBSIZE on this port counts (./scan.ts). */
+export function info(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
   const wanted = new Set(args.slice(1).map((a) => a.toString('latin1').toLowerCase()));
-  const text = sections(ctx, wanted)
-    .map(([name, kv]) => `# ${name}\r\n` + Object.entries(kv).map(([k, v]) => `${k}:${v}\r\n`).join(''))
-    .join('\r\n');
-  return new Verbatim(text);
+  const out = sections(ctx, wanted);
+  const ks = out.find(([name]) => name === 'Keyspace');
+  if (!ks) return render(out);
+  const fill = (keys: Reply): Reply => {
+    if (typeof keys !== 'number') return keys; // a peer's error reply
+    if (keys > 0) ks[1].db0 = `keys=${keys},expires=0,avg_ttl=0`;
+    return render(out);
+  };
+  const n = dbsize(ctx);
+  return n instanceof Promise ? n.then(fill) : fill(n);
 }
