@@ -60,6 +60,7 @@ export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
     clients: { connectionsMax: 1024, inFlightMax: 1024, readsInFlightMax: 16, writeBytesMax: 4 * 1024 * 1024 },
     secretFile: '',
     clientPasswordFile: '',
+    authDeadlineMs: 10_000,
     tls: { cert: '', key: '', ca: '' },
     resharding: {
       auto: true,

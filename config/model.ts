@@ -97,6 +97,9 @@ export interface RowanConfig {
   /** The client password's file (clients prove it on the client and Redis ports); '' = the file
    *  `client-password` beside --cluster's file. */
   clientPasswordFile: string;
+  /** A connection to a client, Redis or fabric NIC port that has not authenticated this long after it
+   *  was accepted is closed (docs/security.md, "Before authentication"). */
+  authDeadlineMs: number;
   /** TLS on every port this node serves and every connection it opens (PEM files); all '' = off. */
   tls: {
     /** This node's certificate (chain). */

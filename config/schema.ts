@@ -66,6 +66,7 @@ export const configSchema = z.strictObject({
   }),
   secretFile: z.string({ message: 'must be a path' }).describe('file of the cluster secret nodes prove to each other (64 hex characters, mode 0600; rowan start --secret-file); empty: the file secret beside --cluster\'s file'),
   clientPasswordFile: z.string({ message: 'must be a path' }).describe('file of the client password the client and Redis ports demand (mode 0600; rowan start --client-password-file); empty: the file client-password beside --cluster\'s file'),
+  authDeadlineMs: intIn(100, 3_600_000).describe('a connection to a client, Redis or fabric NIC port that has not authenticated this long after it was accepted is closed (the whole handshake: trickling bytes does not extend it)'),
   tls: z.strictObject({
     cert: z.string({ message: 'must be a path' }).describe('PEM certificate (chain) of this node, for its client, Redis, fabric and manager connections (rowan start --tls-cert); empty: TLS off'),
     key: z.string({ message: 'must be a path' }).describe('PEM private key of tls.cert, mode 0600 (rowan start --tls-key)'),

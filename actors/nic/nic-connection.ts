@@ -18,7 +18,8 @@
 // it has proven the secret (HELLO, then AUTH). Any other frame first, a wrong proof, or a malformed
 // frame before that is answered with one ERROR (ROWAN_ERR_NOAUTH or ROWAN_ERR_AUTH_FAILED) and the
 // connection is closed; frames queued behind it are dropped unexecuted. Until then frames above
-// FRAME_BYTES_MAX_UNAUTHENTICATED poison the stream, so a stranger cannot make the nic buffer megabytes.
+// FRAME_BYTES_MAX_UNAUTHENTICATED poison the stream, so a stranger cannot make the nic buffer megabytes,
+// and a peer that has not authenticated within authDeadlineMs is closed, so it cannot hold a connection.
 import type { Socket } from 'node:net';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
@@ -67,6 +68,8 @@ export interface ConnectionOptions {
   now: () => number;
   /** The cluster secret peers must prove; null = every peer is trusted (rowan start --no-auth). */
   secret: Uint8Array | null;
+  /** A peer that has not proven the secret this long after it connected is closed (config authDeadlineMs). */
+  authDeadlineMs: number;
 }
 
 interface Waiting {
@@ -94,6 +97,8 @@ export class NicConnection {
   private peerNonce: Uint8Array | null = null;
   /** Set when the peer is refused: the reply just written is the last, the connection closes. */
   private refusal: RowanError | null = null;
+  /** Closes the connection if the peer has not authenticated by authDeadlineMs (absolute). */
+  private authTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly socket: Socket,
@@ -105,6 +110,13 @@ export class NicConnection {
   ) {
     this.authed = o.secret === null;
     this.decoder = new FrameDecoder(this.authed ? o.frameBytesMax : Math.min(o.frameBytesMax, FRAME_BYTES_MAX_UNAUTHENTICATED));
+    if (!this.authed) {
+      this.authTimer = setTimeout(() => {
+        this.log?.warn({ peer: socket.remoteAddress, port: socket.remotePort }, `closing a fabric peer that did not authenticate within ${o.authDeadlineMs} ms`);
+        socket.destroy();
+      }, o.authDeadlineMs);
+      this.authTimer.unref();
+    }
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('drain', () => this.flowControl());
@@ -227,6 +239,8 @@ export class NicConnection {
       throw new RowanError(ErrorCodes.AUTH_FAILED, 'the peer did not prove the cluster secret');
     this.authed = true;
     this.decoder.frameBytesMax = this.o.frameBytesMax;
+    if (this.authTimer) clearTimeout(this.authTimer);
+    this.authTimer = null;
   }
 
   /** Close a connection whose peer did not authenticate: its queued frames are dropped unexecuted. */
@@ -284,6 +298,7 @@ export class NicConnection {
   }
 
   private onClose(): void {
+    if (this.authTimer) clearTimeout(this.authTimer);
     if (this.waiting?.timer) clearTimeout(this.waiting.timer);
     this.waiting = null;
     if (!this.fatal && this.decoder.buffered() > 0) this.stats.truncated++;

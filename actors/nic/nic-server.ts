@@ -47,7 +47,13 @@ export interface NicServerOptions {
   /** Mutual TLS (runtime/net/tls.ts): every sender presents a certificate the cluster CA signed, or its
    *  handshake fails before a frame is read. Absent or null: plain TCP. */
   tls?: TlsMaterial | null;
+  /** A peer that has not proven the secret this long after connecting is closed (default 10 s). */
+  authDeadlineMs?: number;
 }
+
+/** Connections one NIC holds at once (every sending actor of every other node holds one); one more is
+ *  closed at once, so strangers cannot pile up sockets. */
+export const NIC_CONNECTIONS_MAX = 1024;
 
 export class NicServer {
   readonly endpoint: NicEndpoint;
@@ -87,10 +93,15 @@ export class NicServer {
       ...(o.remoteSegmentsMax !== undefined ? { remoteSegmentsMax: o.remoteSegmentsMax } : {}),
       ...(o.remoteOwners ? { remoteOwners: o.remoteOwners } : {}),
     });
-    const connOpts = { parkMs: o.parkMs ?? defaultTimings.nicParkMs, queueBytesMax: o.queueBytesMax ?? NIC_QUEUE_BYTES_MAX, frameBytesMax, now, secret: o.secret };
+    const connOpts = { parkMs: o.parkMs ?? defaultTimings.nicParkMs, queueBytesMax: o.queueBytesMax ?? NIC_QUEUE_BYTES_MAX, frameBytesMax, now, secret: o.secret, authDeadlineMs: o.authDeadlineMs ?? 10_000 };
     let nic: NicServer | null = null;
     const onSocket = (socket: Socket) => {
       if (!nic || nic.closing) return void socket.destroy();
+      if (nic.conns.size >= NIC_CONNECTIONS_MAX) {
+        nic.counts.refused++;
+        o.log?.warn({ peer: socket.remoteAddress }, `nic: refusing a connection over the ${NIC_CONNECTIONS_MAX} it holds`);
+        return void socket.destroy();
+      }
       nic.counts.connections++;
       const c = new NicConnection(socket, mem, connOpts, nic.counts, o.log, (gone) => nic!.conns.delete(gone));
       nic.conns.add(c);

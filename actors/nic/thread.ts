@@ -38,6 +38,7 @@ export const nicActor = defineActor<NicInbound>({
       tls: loadTls(c.tls),
       reserveSegments: c.gc.reserveSegments,
       remoteSegmentsMax: c.fabric.remoteSegmentsMax,
+      authDeadlineMs: c.authDeadlineMs,
       ...membership(ctx),
     });
     ctx.log.info({ endpoint: server.endpoint }, `nic listening on ${server.endpoint.host}:${server.endpoint.port}`);

@@ -63,7 +63,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     onWrite: () => ctx.wakeTick(),
     ...(kv.cluster.replication === 'rpc' ? { backupLog: TLog.recover(pool, backupLogOwner(ctx.id), defaultLimits, OwnerRole.Worker) } : {}),
   });
-  const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log, secret: ctx.secret, password: ctx.clientPassword, tls: loadTls(ctx.config.tls), ...ctx.config.clients });
+  const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log, secret: ctx.secret, password: ctx.clientPassword, tls: loadTls(ctx.config.tls), ...ctx.config.clients, handshakeMs: ctx.config.authDeadlineMs });
   let seenTerm = cell.term();
   const dropped = new Set<number>();
   const resp = me.resp
@@ -71,6 +71,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
         host: me.host, ports: { single: me.resp.ports[ctx.id]!, cluster: me.resp.clusterPorts[ctx.id]! }, worker, cluster: () => cell.config(),
         nodeId: kv.nodeId, workerId: ctx.id, shared: attachKvShared(kv.shared, pool.region), region: pool.region, limits: defaultLimits,
         info: { dataDir: ctx.config.dataDir, persistence: ctx.config.persistence, rowan: () => rowanInfo(pool, kv.shared.gc, worker, ctx.counters.local) }, log: ctx.log, password: ctx.clientPassword, tls: loadTls(ctx.config.tls),
+        authDeadlineMs: ctx.config.authDeadlineMs,
       })
     : null;
   return {

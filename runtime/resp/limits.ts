@@ -1,6 +1,8 @@
 // Bounds of a RESP connection (DESIGN §7: memory per connection and connections per node are
 // bounded). Exceeding a protocol bound gets `-ERR Protocol error: ...` and a closed connection, as in
 // Redis; the pipeline and output bounds apply back-pressure (the socket stops being read) instead.
+// Before a connection has authenticated (on a port with a password) it gets far less: Redis 6.2's
+// bounds on requests, a small output bound, and a deadline.
 
 export interface RespLimits {
   /** Largest bulk string a request may carry. A longer one up to bulkDiscardBytesMax is dropped as it
@@ -20,10 +22,19 @@ export interface RespLimits {
   writeBytesMax: number;
   /** Open connections per listener; more are answered `-ERR max number of clients reached` and closed. */
   connectionsMax: number;
+  /** Unauthenticated: most arguments of a request, longest bulk string (Redis 6.2+: 10 and 16 KiB);
+   *  more is a protocol error ("unauthenticated multibulk/bulk length") and closes the connection. */
+  preAuthArgsMax: number;
+  preAuthBulkBytesMax: number;
+  /** Unauthenticated: reply bytes queued in the socket before it is paused (NOAUTH replies to a peer
+   *  that does not read). */
+  preAuthWriteBytesMax: number;
+  /** A connection not authenticated this long after it was accepted is closed (config authDeadlineMs). */
+  authDeadlineMs: number;
 }
 
 /** Defaults for a listener whose values are at most `valueBytesMax` (config/limits.ts). */
-export function respLimits(valueBytesMax: number): RespLimits {
+export function respLimits(valueBytesMax: number, authDeadlineMs = 10_000): RespLimits {
   return {
     bulkBytesMax: valueBytesMax + 64 * 1024,
     bulkDiscardBytesMax: 512 * 1024 * 1024,
@@ -33,5 +44,9 @@ export function respLimits(valueBytesMax: number): RespLimits {
     pipelineMax: 1024,
     writeBytesMax: 4 * 1024 * 1024,
     connectionsMax: 10_000,
+    preAuthArgsMax: 10,
+    preAuthBulkBytesMax: 16 * 1024,
+    preAuthWriteBytesMax: 64 * 1024,
+    authDeadlineMs,
   };
 }

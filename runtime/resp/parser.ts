@@ -47,6 +47,8 @@ export class RespRequestParser {
   private oversized = 0;
   /** The largest over-limit bulk length the request last returned by next() declared; 0 = none. */
   oversizedBytes = 0;
+  /** The connection has not authenticated: Redis 6.2's bounds (preAuthArgsMax, preAuthBulkBytesMax). */
+  preAuth = false;
 
   constructor(private readonly limits: RespLimits) {}
 
@@ -133,6 +135,7 @@ export class RespRequestParser {
     if (this.argc < 0) {
       const h = this.lineInt(this.pos, 'mbulk');
       if (h === null) return null;
+      if (this.preAuth && h.n > this.limits.preAuthArgsMax) throw new RespProtocolError('unauthenticated multibulk length');
       if (h.n > this.limits.argsMax) throw new RespProtocolError('invalid multibulk length');
       this.start = this.pos;
       if (h.n <= 0) {
@@ -155,6 +158,7 @@ export class RespRequestParser {
       if (b[at] !== DOLLAR) throw new RespProtocolError(`expected '$', got '${String.fromCharCode(b[at]!)}'`);
       const h = this.lineInt(at, 'bulk');
       if (h === null) return null;
+      if (this.preAuth && h.n > this.limits.preAuthBulkBytesMax) throw new RespProtocolError('unauthenticated bulk length');
       if (h.n < 0 || h.n > this.limits.bulkDiscardBytesMax) throw new RespProtocolError('invalid bulk length');
       if (h.n > this.limits.bulkBytesMax) {
         if (this.dropBulk(h.n, h.next)) continue;

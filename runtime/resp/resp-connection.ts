@@ -44,8 +44,10 @@ export class RespConnection {
   /** RESP version of replies: 2 until HELLO 3. */
   proto = 2;
   name: string | null = null;
-  /** AUTH succeeded (the handler decides whether commands need it: docs/security.md). */
-  authenticated = false;
+  private _authenticated: boolean;
+  /** Closes a connection still unauthenticated at limits.authDeadlineMs (absolute: traffic does not
+   *  extend it); null once authenticated or on a port without a password. */
+  private authTimer: NodeJS.Timeout | null = null;
   /** Close once the reply of the request now running is written (QUIT). */
   closeAfterReply = false;
   readonly createdMs = Date.now();
@@ -72,16 +74,40 @@ export class RespConnection {
     private readonly limits: RespLimits,
     private readonly stats: RespConnStats,
     private readonly onClose: (c: RespConnection) => void,
+    /** The port has a password: the connection starts unauthenticated, under the pre-auth bounds. */
+    private readonly authRequired = false,
   ) {
     this.parser = new RespRequestParser(limits);
+    this._authenticated = true;
+    this.authenticated = !authRequired;
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('drain', () => this.maybeResume());
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
       this._closed = true;
+      if (this.authTimer) clearTimeout(this.authTimer);
       this.stats.connected--;
       this.onClose(this);
     });
+  }
+
+  /** AUTH succeeded, or the port asks none (the handler decides what needs it: docs/security.md).
+   *  Until then the parser applies the pre-auth bounds and the deadline runs; RESET starts it again. */
+  get authenticated(): boolean {
+    return this._authenticated;
+  }
+
+  set authenticated(yes: boolean) {
+    yes ||= !this.authRequired;
+    if (yes === this._authenticated) return;
+    this._authenticated = yes;
+    this.parser.preAuth = !yes;
+    if (this.authTimer) clearTimeout(this.authTimer);
+    this.authTimer = null;
+    if (!yes) {
+      this.authTimer = setTimeout(() => this.socket.destroy(), this.limits.authDeadlineMs);
+      this.authTimer.unref();
+    }
   }
 
   /** The socket closed (a blocked command may stop waiting). */
@@ -115,7 +141,7 @@ export class RespConnection {
   /** Parse and start requests while the bounds allow. */
   private pump(): void {
     while (!this.stopParsing && !this._closed && this.waiting === null) {
-      if (this.pendingReplies >= this.limits.pipelineMax || this.socket.writableLength > this.limits.writeBytesMax) {
+      if (this.pendingReplies >= this.limits.pipelineMax || this.socket.writableLength > this.writeBytesMax()) {
         this.pause();
         break;
       }
@@ -133,6 +159,10 @@ export class RespConnection {
     this.flush();
   }
 
+  private writeBytesMax(): number {
+    return this._authenticated ? this.limits.writeBytesMax : this.limits.preAuthWriteBytesMax;
+  }
+
   private pause(): void {
     if (this.paused) return;
     this.paused = true;
@@ -141,7 +171,7 @@ export class RespConnection {
 
   private maybeResume(): void {
     if (this._closed) return;
-    if (this.paused && this.pendingReplies < this.limits.pipelineMax && this.socket.writableLength <= this.limits.writeBytesMax) {
+    if (this.paused && this.pendingReplies < this.limits.pipelineMax && this.socket.writableLength <= this.writeBytesMax()) {
       this.paused = false;
       this.socket.resume();
     }

@@ -24,6 +24,9 @@ export interface RespServeOptions {
   log?: Logger;
   /** TLS (server certificate only: Redis clients present none); null or absent: plain TCP. */
   tls?: TlsMaterial | null;
+  /** The port has a password: connections start unauthenticated, under the pre-auth bounds and the
+   *  deadline of `limits` until the handler marks them authenticated. */
+  authRequired?: boolean;
 }
 
 export async function serveResp(o: RespServeOptions): Promise<RespServer> {
@@ -37,7 +40,7 @@ export async function serveResp(o: RespServeOptions): Promise<RespServer> {
     }
     stats.connected++;
     stats.accepted++;
-    conns.add(new RespConnection(socket, ++nextId, o.handler, o.limits, stats, (c) => conns.delete(c)));
+    conns.add(new RespConnection(socket, ++nextId, o.handler, o.limits, stats, (c) => conns.delete(c), o.authRequired ?? false));
   });
   server.on('error', (e) => o.log?.error({ err: e }, 'resp: listener error'));
   await new Promise<void>((resolve, reject) => {

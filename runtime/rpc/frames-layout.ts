@@ -165,6 +165,11 @@ export interface FrameLimits {
   valueBytesMax: number;
 }
 
+/** The largest request frame before the connection has authenticated: HELLO and AUTH are under 100 B,
+ *  anything else is answered NOAUTH anyway; a longer frame is FRAME_TOO_LARGE and ends the stream, so
+ *  a stranger cannot make the port buffer a megabyte value. */
+export const FRAME_BYTES_MAX_UNAUTHENTICATED = 1024;
+
 /** The largest request frame (prefix included) under `l`: a PUT of the largest key and value. */
 export function requestBytesMax(l: FrameLimits): number {
   return HEADER_BYTES + PUT_KEY_OFF + l.keyBytesMax + l.valueBytesMax;

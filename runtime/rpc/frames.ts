@@ -183,7 +183,9 @@ export class FrameReader {
   private stage: Uint8Array = EMPTY;
   private stageView: Uint8Array | null = null;
 
-  constructor(readonly frameBytesMax: number) {
+  /** Longer frames poison the stream; the owner may change it between frames (a connection raises it
+   *  once authenticated). */
+  constructor(public frameBytesMax: number) {
     invariant(frameBytesMax >= L.HEADER_BYTES, `frame limit ${frameBytesMax} is below the ${L.HEADER_BYTES} B header`);
   }
 

@@ -18,7 +18,8 @@
 // COPY_SHARD or PEER_LEASE, a client gets ROWAN_ERR_FORBIDDEN for them); before that every other request is
 // answered ROWAN_ERR_NOAUTH without reaching the handler, a wrong proof is answered
 // ROWAN_ERR_AUTH_FAILED and ends the connection, and the handshake deadline (handshakeMs) runs until
-// AUTH, so an unauthenticated connection cannot be held open either.
+// AUTH (config authDeadlineMs), so an unauthenticated connection cannot be held open either; until AUTH
+// frames are at most FRAME_BYTES_MAX_UNAUTHENTICATED (1 KiB), so it cannot make the port buffer a value.
 //
 // Flow control: while inFlightMax requests (or readsInFlightMax GETs) run, or more than writeBytesMax
 // of responses wait for the peer to read them, no further frame is decoded and the socket is paused
@@ -39,7 +40,7 @@ import {
   type FrameLimits,
   type Request,
 } from './frames.js';
-import { CLIENT_LABEL, CONFIG_JSON_BYTES_MAX, HelloRole, OP_NAMES, PEER_LABEL, PEER_SERVER_LABEL, SERVER_LABEL, requestBytesMax, type HelloRoleCode } from './frames-layout.js';
+import { CLIENT_LABEL, CONFIG_JSON_BYTES_MAX, FRAME_BYTES_MAX_UNAUTHENTICATED, HelloRole, OP_NAMES, PEER_LABEL, PEER_SERVER_LABEL, SERVER_LABEL, requestBytesMax, type HelloRoleCode } from './frames-layout.js';
 import { newNonce, proof, proofMatches } from '../../config/base/secret.js';
 import { peerCertified } from '../net/tls.js';
 import type { KvHandler } from './handler.js';
@@ -125,8 +126,8 @@ export class ClientConnection {
     private readonly stats: ServerStats,
     private readonly onGone: (c: ClientConnection) => void,
   ) {
-    this.reader = new FrameReader(requestBytesMax(o.limits));
     this.authed = o.secret === null && o.password === null;
+    this.reader = new FrameReader(this.authed ? requestBytesMax(o.limits) : FRAME_BYTES_MAX_UNAUTHENTICATED);
     this.peer = this.authed;
     stats.connections++;
     stats.open++;
@@ -288,6 +289,7 @@ export class ClientConnection {
       }
       this.authed = true;
       this.peer = this.role === HelloRole.PEER;
+      this.reader.frameBytesMax = requestBytesMax(this.o.limits); // next() checks it for the next frame
     }
     this.handshakeDone();
     this.respond(encodeResponse({ status: Status.OK, id, term: this.term() }), false);

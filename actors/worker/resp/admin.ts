@@ -88,7 +88,7 @@ export function quit(_ctx: RespContext, _args: Buffer[], conn: RespConnection): 
 }
 
 export function reset(_ctx: RespContext, _args: Buffer[], conn: RespConnection): Reply {
-  conn.authenticated = false;
+  conn.authenticated = false; // on a port without a password a connection stays authenticated
   conn.proto = 2;
   conn.name = null;
   return new Simple('RESET');
