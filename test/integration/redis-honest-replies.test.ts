@@ -57,6 +57,13 @@ test('MSET with one value over the value limit writes none of its keys', { skip 
   assert.match(r.text, /^-ERR ROWAN_ERR_VALUE_TOO_LARGE [^\r]*\r\n\$-1\r\n\$-1\r\n\+OK\r\n$/);
 });
 
+test('MSET with a value one log entry of the pool cannot hold (these pools have 256 KiB segments) writes none of its keys', { skip }, async () => {
+  const p = respPorts(readCluster(dir)).single[1]!;
+  const v = Buffer.alloc(300_000, 0x61);
+  const r = await raw(p, [`*5\r\n$4\r\nMSET\r\n$4\r\ne:ok\r\n$1\r\n1\r\n$5\r\ne:big\r\n$${v.length}\r\n`, v, '\r\nGET e:ok\r\nQUIT\r\n'], 30_000);
+  assert.match(r.text, /^-ERR ROWAN_ERR_ENTRY_TOO_LARGE [^\r]*\r\n\$-1\r\n\+OK\r\n$/);
+});
+
 test('a value over the bulk limit (value limit + 64 KiB) gets an error reply, is discarded as it streams, and the connection goes on', { skip }, async () => {
   const p = respPorts(readCluster(dir)).single[0]!;
   const n = 1024 * 1024 + 64 * 1024 + 1;

@@ -70,8 +70,8 @@ export interface RespContext {
   /** requirepass, the client password (never the cluster secret): a connection must AUTH with it
    *  before anything else; null = no password (rowan start --no-auth). */
   password: Uint8Array | null;
-  /** Key and value bounds (config/limits.ts): multi-key writes check every key and value against
-   *  them before writing any (./multi-key.ts). */
+  /** Key and value bounds (config/limits.ts; segmentBytes the pool's: one entry fits one segment):
+   *  multi-key writes check every key and value against them before writing any (./multi-key.ts). */
   limits: Limits;
 }
 

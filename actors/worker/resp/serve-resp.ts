@@ -49,12 +49,16 @@ export interface RespServeDeps {
   /** TLS on both Redis ports (server certificate only, like Redis's tls-auth-clients no); forwarding
    *  links to other nodes verify them against the CA and present this node's certificate. */
   tls?: TlsMaterial | null;
+  /** The pool's segment size, when it differs from limits.segmentBytes: an entry must fit one segment,
+   *  so multi-key writes check values against it too (the value limit is the smaller of the two). */
+  segmentBytes?: number;
   /** A connection not authenticated this long after it was accepted is closed (config authDeadlineMs). */
   authDeadlineMs?: number;
 }
 
 export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
   const limits = respLimits(d.limits.valueBytesMax, d.authDeadlineMs);
+  const entryLimits: Limits = { ...d.limits, segmentBytes: d.segmentBytes ?? d.limits.segmentBytes };
   const view = new NodeView(d.cluster, d.nodeId, d.workerId, limits.bulkBytesMax, d.password === null ? null : passwordText(d.password), d.tls ?? null);
   const keyspace = new Keyspace(d.shared, d.region, d.limits, d.workerId);
   const locks = new KeyLocks();
@@ -63,7 +67,7 @@ export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
   const clock = d.clock ?? wallClock;
   const startedMs = clock.now();
   const open = async (mode: RespMode, port: number, idBase: number) => {
-    const ctx: RespContext = { mode, worker: d.worker, view, keyspace, locks, stats, servers, port, info: d.info, startedMs, clock, password: d.password, limits: d.limits };
+    const ctx: RespContext = { mode, worker: d.worker, view, keyspace, locks, stats, servers, port, info: d.info, startedMs, clock, password: d.password, limits: entryLimits };
     const s = await serveResp({ host: d.host, port, handler: new KvRespHandler(ctx), limits, idBase, tls: d.tls ?? null, authRequired: d.password !== null, ...(d.log ? { log: d.log } : {}) });
     ctx.port = s.port;
     servers.push(s);
