@@ -4,9 +4,10 @@
 // keyspace counts the whole cluster; the cluster port is a Redis Cluster node counting its own slots.
 // Field names follow Redis where the meaning matches; rowan-only facts are prefixed rowan_.
 import { arch, platform, release } from 'node:os';
-import { Verbatim, type Reply } from '../../../runtime/resp/reply.js';
+import { RespErr, Verbatim, type Reply } from '../../../runtime/resp/reply.js';
 import { REDIS_COMPAT_VERSION, redisMode } from './admin.js';
 import type { RespContext } from './context.js';
+import { rowanErrorReply } from './outcome.js';
 import { dbsize } from './scan.js';
 
 type Section = [string, Record<string, string | number>];
@@ -66,17 +67,23 @@ function render(out: Section[]): Reply {
   return new Verbatim(out.map(([name, kv]) => `# ${name}\r\n` + Object.entries(kv).map(([k, v]) => `${k}:${v}\r\n`).join('')).join('\r\n'));
 }
 
-/** INFO [section ...]. Its keyspace counts what DBSIZE on this port counts (./scan.ts). */
+/**
+ * INFO [section ...]. Its keyspace counts what DBSIZE on this port counts (./scan.ts). INFO itself
+ * never fails -- clients call it to decide whether a server is ready (ioredis's ready check) -- so when
+ * another node cannot be counted the keyspace section says so (rowan_keyspace_incomplete) instead of
+ * giving a count that leaves its keys out.
+ */
 export function info(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
   const wanted = new Set(args.slice(1).map((a) => a.toString('latin1').toLowerCase()));
   const out = sections(ctx, wanted);
   const ks = out.find(([name]) => name === 'Keyspace');
   if (!ks) return render(out);
   const fill = (keys: Reply): Reply => {
-    if (typeof keys !== 'number') return keys; // a peer's error reply
-    if (keys > 0) ks[1].db0 = `keys=${keys},expires=0,avg_ttl=0`;
+    if (typeof keys === 'number') {
+      if (keys > 0) ks[1].db0 = `keys=${keys},expires=0,avg_ttl=0`;
+    } else ks[1].rowan_keyspace_incomplete = keys instanceof RespErr ? keys.s : 'ERR unexpected reply from a peer';
     return render(out);
   };
   const n = dbsize(ctx);
-  return n instanceof Promise ? n.then(fill) : fill(n);
+  return n instanceof Promise ? n.then(fill, (e: unknown) => fill(rowanErrorReply(e))) : fill(n);
 }
