@@ -102,6 +102,25 @@ test('a bulk string over bulkBytesMax is dropped as it arrives: the request come
   assert.deepEqual(q.next()!.map(String), ['PING']);
 });
 
+test('before authentication: more than preAuthArgsMax arguments or a bulk over preAuthBulkBytesMax is a protocol error', () => {
+  const p = new RespRequestParser(L);
+  p.preAuth = true;
+  p.push(b(`*10\r\n` + '$1\r\na\r\n'.repeat(10) + `*2\r\n$4\r\nAUTH\r\n$${L.preAuthBulkBytesMax}\r\n`));
+  assert.equal(p.next()!.length, 10);
+  assert.equal(p.next(), null, 'a bulk of exactly the bound waits for its bytes');
+  const refuse = (wire: string, msg: string) => {
+    const q = new RespRequestParser(L);
+    q.preAuth = true;
+    q.push(b(wire));
+    assert.throws(() => q.next(), (e: Error) => e instanceof RespProtocolError && e.message === `Protocol error: ${msg}`);
+  };
+  refuse('*11\r\n', 'unauthenticated multibulk length');
+  refuse(`*2\r\n$4\r\nAUTH\r\n$${L.preAuthBulkBytesMax + 1}\r\n`, 'unauthenticated bulk length');
+  const authed = new RespRequestParser(L);
+  authed.push(b('*11\r\n' + '$1\r\na\r\n'.repeat(11)));
+  assert.equal(authed.next()!.length, 11, 'authenticated, the Redis bounds apply');
+});
+
 test('a request larger than requestBytesMax is refused from its header or while it arrives, not buffered', () => {
   const small = { ...L, requestBytesMax: 64 * 1024, bulkBytesMax: 1 << 20 };
   const p = new RespRequestParser(small);
