@@ -1,7 +1,7 @@
 // What an error reply tells the client about its request: the mapping of rowan's errors onto Redis
 // error replies, whose first word says what the client may assume (docs/redis.md, "Errors"):
 //   ERR / OOM / TRYAGAIN   not applied: nothing changed (TRYAGAIN: retry, the cluster is reconfiguring;
-//                          OOM: the pool is full of live data)
+//                          OOM: the pool is full of live data, or a shard's index of keys)
 //   UNKNOWN                outcome unknown: the write may or may not be on the replicas (a backup or the
 //                          forwarding link failed mid-request, or a multi-key write failed after some of
 //                          its keys were written); SET/DEL may be retried, conditional commands (NX, XX,
@@ -19,7 +19,8 @@ export function rowanErrorReply(e: unknown): RespErr {
   if (e instanceof RowanError) {
     if (NOT_APPLIED.has(e.code)) return err(`ERR ${e.code} ${e.message}`);
     if (RETRY.has(e.code)) return err(`TRYAGAIN ${e.code} ${e.message} (not applied)`);
-    if (e.code === ErrorCodes.PM_FULL || e.code === ErrorCodes.QUOTA) return err(`OOM ${e.code} ${e.message}`);
+    // A full pool or quota; a full index refuses a new key before a version is claimed (primary.ts).
+    if (e.code === ErrorCodes.PM_FULL || e.code === ErrorCodes.QUOTA || e.code === ErrorCodes.INDEX_FULL) return err(`OOM ${e.code} ${e.message}`);
     return err(`UNKNOWN ${e.code} ${e.message} (outcome unknown)`);
   }
   return err(`UNKNOWN ${ErrorCodes.INTERNAL} ${(e as Error)?.message ?? String(e)} (outcome unknown)`);
