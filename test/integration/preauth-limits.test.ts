@@ -56,6 +56,9 @@ test('Redis ports: an unauthenticated request over 10 arguments or with a bulk o
   // Authenticated, the Redis bounds apply: 11 arguments and a 64 KiB value are fine.
   const ok = await raw(ports.single[0]!, [`MSET a 1 b 2 c 3 d 4 e 5\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$65536\r\n`, Buffer.alloc(65536, 0x61), '\r\nSTRLEN k\r\nQUIT\r\n'], CLOSE_WAIT_MS);
   assert.equal(ok.text, '+OK\r\n+OK\r\n:65536\r\n+OK\r\n');
+  // RESET after AUTH: unauthenticated again, under the same bounds.
+  const reset = await raw(ports.single[0]!, ['RESET\r\n*11\r\n'], CLOSE_WAIT_MS);
+  assert.deepEqual(reset, { text: '+RESET\r\n-ERR Protocol error: unauthenticated multibulk length\r\n', closed: true });
 });
 
 test('Redis ports: six unauthenticated 64 MiB requests do not grow the node (they are refused at their header)', async () => {
