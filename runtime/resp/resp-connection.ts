@@ -16,6 +16,10 @@ import type { RespLimits } from './limits.js';
 import { RespProtocolError, RespRequestParser } from './parser.js';
 import { RespErr, RespWriter, err, type Reply } from './reply.js';
 
+/** After the server ends a connection (QUIT, a protocol error), how long the peer has to read the last
+ *  replies and close its side before the connection is reset. */
+const LINGER_MS = 2000;
+
 /** How a request orders against the running requests of its connection. */
 export type RequestOrder = 'free' | 'barrier' | Buffer[];
 
@@ -48,6 +52,8 @@ export class RespConnection {
   /** Closes a connection still unauthenticated at limits.authDeadlineMs (absolute: traffic does not
    *  extend it); null once authenticated or on a port without a password. */
   private authTimer: NodeJS.Timeout | null = null;
+  /** Resets a connection whose peer has not closed its side LINGER_MS after ours was ended. */
+  private lingerTimer: NodeJS.Timeout | null = null;
   /** Close once the reply of the request now running is written (QUIT). */
   closeAfterReply = false;
   readonly createdMs = Date.now();
@@ -86,6 +92,7 @@ export class RespConnection {
     socket.on('close', () => {
       this._closed = true;
       if (this.authTimer) clearTimeout(this.authTimer);
+      if (this.lingerTimer) clearTimeout(this.lingerTimer);
       this.stats.connected--;
       this.onClose(this);
     });
@@ -267,10 +274,18 @@ export class RespConnection {
       this.qhead = 0;
     }
     if (this.writer.length > 0) this.socket.write(this.writer.take());
-    if ((end || (this.closeAfterReply && this.pendingReplies === 0 && this.waiting === null))) {
-      this.stopParsing = true;
-      this.socket.end();
-    }
+    if ((end || (this.closeAfterReply && this.pendingReplies === 0 && this.waiting === null))) this.endAfterReplies();
+  }
+
+  /** Half-close after the last reply. Nothing more is read (a refused flood stays in the kernel's
+   *  buffers, not in this process), and a peer that does not close its side within LINGER_MS is reset. */
+  private endAfterReplies(): void {
+    if (this.stopParsing && this.lingerTimer) return;
+    this.stopParsing = true;
+    this.socket.pause();
+    this.socket.end();
+    this.lingerTimer = setTimeout(() => this.socket.destroy(), LINGER_MS);
+    this.lingerTimer.unref();
   }
 
   /** A request with a bulk string over bulkBytesMax (read and dropped by the parser): answered in its
