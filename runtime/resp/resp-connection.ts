@@ -54,6 +54,7 @@ export class RespConnection {
   private authTimer: NodeJS.Timeout | null = null;
   /** Resets a connection whose peer has not closed its side LINGER_MS after ours was ended. */
   private lingerTimer: NodeJS.Timeout | null = null;
+  private ending = false;
   /** Close once the reply of the request now running is written (QUIT). */
   closeAfterReply = false;
   readonly createdMs = Date.now();
@@ -278,14 +279,18 @@ export class RespConnection {
   }
 
   /** Half-close after the last reply. Nothing more is read (a refused flood stays in the kernel's
-   *  buffers, not in this process), and a peer that does not close its side within LINGER_MS is reset. */
+   *  buffers, not in this process), and a peer that has not closed its side LINGER_MS after the last
+   *  reply left this process (a slow reader still gets every reply) is reset. */
   private endAfterReplies(): void {
-    if (this.stopParsing && this.lingerTimer) return;
+    if (this.ending) return;
+    this.ending = true;
     this.stopParsing = true;
     this.socket.pause();
-    this.socket.end();
-    this.lingerTimer = setTimeout(() => this.socket.destroy(), LINGER_MS);
-    this.lingerTimer.unref();
+    this.socket.end(() => {
+      if (this._closed) return;
+      this.lingerTimer = setTimeout(() => this.socket.destroy(), LINGER_MS);
+      this.lingerTimer.unref();
+    });
   }
 
   /** A request with a bulk string over bulkBytesMax (read and dropped by the parser): answered in its
