@@ -179,7 +179,7 @@ export class RespConnection {
 
   private maybeResume(): void {
     if (this._closed) return;
-    if (this.paused && this.pendingReplies < this.limits.pipelineMax && this.socket.writableLength <= this.writeBytesMax()) {
+    if (this.paused && !this.ending && this.pendingReplies < this.limits.pipelineMax && this.socket.writableLength <= this.writeBytesMax()) {
       this.paused = false;
       this.socket.resume();
     }

@@ -1,8 +1,9 @@
 // Connection and server commands: PING ECHO HELLO AUTH SELECT QUIT RESET CLIENT CONFIG READONLY
-// READWRITE ASKING (WAIT: ./wait.ts), with Redis 7's replies and error strings. The password (requirepass) is the client
-// password, never the cluster secret (docs/security.md): until AUTH <password> (or AUTH default <password>, or
-// HELLO 3 AUTH default <password>) succeeds, other commands get -NOAUTH (./handler.ts); RESET makes the
-// connection unauthenticated again. A node started with --no-auth answers AUTH as Redis does without one.
+// READWRITE ASKING (WAIT: ./wait.ts), with Redis 7's replies and error strings. The password
+// (requirepass) is the client password, never the cluster secret (docs/security.md): until AUTH
+// <password> (or AUTH default <password>, or HELLO 3 AUTH default <password>) succeeds, other commands
+// get -NOAUTH (./handler.ts); RESET makes the connection unauthenticated again. A node started with
+// --no-auth answers AUTH as Redis does without one.
 import { defaultLimits } from '../../../config/limits.js';
 import type { RespConnection } from '../../../runtime/resp/resp-connection.js';
 import { OK, RMap, Simple, Verbatim, err, type Reply } from '../../../runtime/resp/reply.js';
