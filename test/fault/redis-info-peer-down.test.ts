@@ -8,16 +8,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Redis } from 'ioredis';
-import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { launchReadyCluster, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
 import { nodePids } from '../fixtures/failover-cluster.js';
 import { readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
 
 test('INFO on a single-endpoint port answers while another node is dead, its keyspace marked incomplete; ioredis still connects', { timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-redis-info-down-'));
-  const run = launchCluster(dir, randomBasePort(), ['--nodes', '2', '--replication', '2', '--shards', '4', '--lease-ms', '60000', '--no-restart']);
+  let run: LaunchedCluster | null = null;
   const conns: Redis[] = [];
   try {
-    await run.ready;
+    run = await launchReadyCluster(dir, ['--nodes', '2', '--replication', '2', '--shards', '4', '--lease-ms', '60000', '--no-restart']);
     const password = useClusterPassword(dir);
     const c = readCluster(dir);
     const port = respPorts(c).single[1]!;
@@ -38,7 +38,7 @@ test('INFO on a single-endpoint port answers while another node is dead, its key
     assert.equal(await b.ping(), 'PONG', 'a new ioredis client passes its INFO ready check');
   } finally {
     for (const r of conns) r.disconnect();
-    await stopCluster(run.child);
+    if (run) await stopCluster(run.child);
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -9,16 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Redis } from 'ioredis';
-import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { launchReadyCluster, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
 import { nodePids, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
 import { readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
 
 test('WAIT counts the backups that hold the writes: 2 before a node dies, 1 after its failover', { timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-redis-wait-'));
-  const run = launchCluster(dir, randomBasePort(), ['--shards', '6', '--lease-ms', '200', '--no-restart']);
+  let run: LaunchedCluster | null = null;
   const conns: Redis[] = [];
   try {
-    await run.ready;
+    run = await launchReadyCluster(dir, ['--shards', '6', '--lease-ms', '200', '--no-restart']);
     const password = useClusterPassword(dir);
     const c1 = readCluster(dir);
     assert.equal(c1.replicationFactor, 3);
@@ -50,7 +50,7 @@ test('WAIT counts the backups that hold the writes: 2 before a node dies, 1 afte
     assert.equal(await fresh.call('WAIT', '2', '100'), 1);
   } finally {
     for (const r of conns) r.disconnect();
-    await stopCluster(run.child);
+    if (run) await stopCluster(run.child);
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -14,22 +14,24 @@ import { newNonce } from '../../config/base/secret.js';
 import { FrameReader, Op, PROTOCOL_VERSION, decodeResponse, encodeRequest, Status } from '../../runtime/rpc/frames.js';
 import { defaultLimits } from '../../config/limits.js';
 import * as nic from '../../runtime/fabric/nic-frames.js';
-import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import { launchReadyCluster, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
 import { nodePids } from '../fixtures/failover-cluster.js';
 import { rawPeer } from '../fixtures/nic-raw-peer.js';
 import { raw, readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rowan-preauth-'));
 /** The deadline under test; a connection still open this long after it is past is a failure. */
-const DEADLINE_MS = 1500;
+const DEADLINE_MS = 3000;
 const CLOSE_WAIT_MS = 60_000;
 let cl: LaunchedCluster;
 
 before(async () => {
-  process.env.ROWAN_AUTH_DEADLINE_MS = String(DEADLINE_MS);
-  cl = launchCluster(dir, randomBasePort(), ['--nodes', '2', '--replication', '2', '--shards', '4', '--fabric', 'tcp']);
-  delete process.env.ROWAN_AUTH_DEADLINE_MS;
-  await cl.ready;
+  process.env.ROWAN_AUTH_DEADLINE_MS = String(DEADLINE_MS); // rowan cluster passes it to its nodes
+  try {
+    cl = await launchReadyCluster(dir, ['--nodes', '2', '--replication', '2', '--shards', '4', '--fabric', 'tcp']);
+  } finally {
+    delete process.env.ROWAN_AUTH_DEADLINE_MS;
+  }
   useClusterPassword(dir);
 });
 

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import { launchReadyCluster, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
 import { cli, haveRedisTools, raw, readCluster, respPorts, run, useClusterPassword } from '../fixtures/redis.js';
 
 const skip = haveRedisTools();
@@ -16,8 +16,7 @@ let cl: LaunchedCluster | null = null;
 
 before(async () => {
   if (skip) return;
-  cl = launchCluster(dir, randomBasePort(), ['--shards', '6', '--nodes', '2', '--replication', '2']);
-  await cl.ready;
+  cl = await launchReadyCluster(dir, ['--shards', '6', '--nodes', '2', '--replication', '2']);
   useClusterPassword(dir);
 });
 
