@@ -4,6 +4,7 @@
 //             workers; the next PUT/DEL of shard s gets versions[s] + 1.
 //   indexes   one SAB-resident bucket hash table per shard this node holds (primary or backup).
 //   gc        commit tracking and garbage collection state (./gc-state.ts), when the node has a pool.
+//   keyLocks  the key locks of the node's RESP read-modify-write commands (./key-locks.ts).
 // Nothing here is persistent: a cold start rebuilds it from the logs (actors/node/recovery.ts), and
 // raises each counter to the shard's persisted version mark (./version-marks.ts).
 import { setChecksumSeed } from '../../shm/log-checksum.js';
@@ -12,6 +13,7 @@ import { defaultLimits } from '../../config/limits.js';
 import type { KeyHash } from '../../shm/hash.js';
 import { ShardIndex, type EntryReader, type UpsertResult } from '../../shm/index.js';
 import { createGcShared, LiveBytes, ReadEpochs, type GcSharedBuffers } from './gc-state.js';
+import { createKeyLocks } from './key-locks.js';
 import { createLoadCounters } from './shard-load.js';
 import type { ShardVersionStore } from './shard-versions-file.js';
 import { VersionMarks } from './version-marks.js';
@@ -24,6 +26,8 @@ export interface KvSharedBuffers {
   gc?: GcSharedBuffers;
   /** Requests and writes per (worker, shard), for resharding (./shard-load.ts). */
   load?: SharedArrayBuffer;
+  /** Key locks every worker takes for RESP writes (./key-locks.ts). */
+  keyLocks?: SharedArrayBuffer;
 }
 
 /** What a worker or digest actor of a ROWAN-KV node gets in its start message. */
@@ -66,6 +70,8 @@ export interface KvShared {
   /** The persisted version high-water marks (./version-marks.ts), when the node keeps GC state; they
    *  persist only where the attacher passed a store. */
   marks: VersionMarks | null;
+  /** The node's shared key locks (./key-locks.ts), when the buffers carry them. */
+  keyLocks: SharedArrayBuffer | null;
 }
 
 export interface KvGc {
@@ -97,6 +103,7 @@ export function createKvShared(
     indexes: c.shards.map((s) => (held.has(s.id) ? ShardIndex.create(opts).buffer : null)),
     ...(pool ? { gc: createGcShared(pool, c.shardCount) } : {}),
     load: createLoadCounters(c.shardCount),
+    keyLocks: createKeyLocks(),
   };
 }
 
@@ -122,6 +129,7 @@ export function attachKvShared(b: KvSharedBuffers, region?: { bytes: Uint8Array 
     gc: b.gc && region ? { buffers: b.gc, live: new LiveBytes(b.gc, region.bytes, defaultLimits), epochs: new ReadEpochs(b.gc.epochs) } : null,
     load: b.load ?? null,
     marks: b.gc ? new VersionMarks(b.gc.marks, markStore ?? null) : null,
+    keyLocks: b.keyLocks ?? null,
   };
 }
 

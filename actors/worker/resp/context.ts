@@ -4,6 +4,7 @@
 import type { Clock } from '../../../config/base/clock.js';
 import type { Limits } from '../../../config/limits.js';
 import type { RespServer } from '../../../runtime/resp/resp-server.js';
+import { SharedKeyLocks } from '../../shared/key-locks.js';
 import type { KvWorker } from '../kv.js';
 import type { Keyspace } from './keyspace.js';
 import type { NodeView } from './node-view.js';
@@ -26,13 +27,29 @@ export interface RespKvStats {
   errors: number;
 }
 
-/** Per-key FIFO locks: every RESP write of a key through this worker runs alone, so conditional
- *  commands (SET NX/XX/GET, SETNX, GETDEL, DEL's count) are atomic against RESP writes of this worker. */
+/** Per-key locks: every RESP write of a key runs alone among the RESP writes of that key through any
+ *  worker of the node, so conditional and read-modify-write commands (SET NX/XX/GET, SETNX, GETDEL,
+ *  DEL's count, INCR, APPEND, RENAME, ...) are atomic against each other. Two levels: a FIFO chain per
+ *  key within this worker (a queue of promises, no shared memory touched while waiting), then the
+ *  node's shared stripe locks (actors/shared/key-locks.ts) against the other workers. Several keys are
+ *  taken in one order (sorted keys, then ascending stripes), so two multi-key requests cannot deadlock. */
 export class KeyLocks {
   private readonly tails = new Map<string, Promise<void>>();
 
+  constructor(private readonly shared: SharedKeyLocks = new SharedKeyLocks()) {}
+
   run<T>(key: Uint8Array, f: () => Promise<T>): Promise<T> {
-    const k = Buffer.from(key.buffer, key.byteOffset, key.length).toString('latin1');
+    return this.runAll([key], f);
+  }
+
+  /** Run f holding the locks of every key in `keys` (duplicates allowed). */
+  runAll<T>(keys: Uint8Array[], f: () => Promise<T>): Promise<T> {
+    const names = [...new Set(keys.map((k) => Buffer.from(k.buffer, k.byteOffset, k.length).toString('latin1')))].sort();
+    const inner = () => this.shared.run(keys, f);
+    return names.reduceRight<() => Promise<T>>((next, k) => () => this.chain(k, next), inner)();
+  }
+
+  private chain<T>(k: string, f: () => Promise<T>): Promise<T> {
     const prev = this.tails.get(k);
     const run = prev ? prev.then(f) : f();
     const tail = run.then(

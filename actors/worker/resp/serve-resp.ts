@@ -18,6 +18,7 @@ import type { TlsMaterial } from '../../../runtime/net/tls.js';
 import { serveResp, type RespServer } from '../../../runtime/resp/resp-server.js';
 import type { PersistentRegion } from '../../../config/base/region.js';
 import type { KvWorker } from '../kv.js';
+import { SharedKeyLocks } from '../../shared/key-locks.js';
 import { KeyLocks, type InfoSource, type RespContext, type RespKvStats, type RespMode } from './context.js';
 import { KvRespHandler } from './handler.js';
 import { Keyspace } from './keyspace.js';
@@ -61,7 +62,7 @@ export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
   const entryLimits: Limits = { ...d.limits, segmentBytes: d.segmentBytes ?? d.limits.segmentBytes };
   const view = new NodeView(d.cluster, d.nodeId, d.workerId, limits.bulkBytesMax, d.password === null ? null : passwordText(d.password), d.tls ?? null);
   const keyspace = new Keyspace(d.shared, d.region, d.limits, d.workerId);
-  const locks = new KeyLocks();
+  const locks = new KeyLocks(d.shared.keyLocks ? new SharedKeyLocks(d.shared.keyLocks) : undefined);
   const stats: RespKvStats = { hits: 0, misses: 0, moved: 0, forwarded: 0, crossSlot: 0, errors: 0 };
   const servers: RespServer[] = [];
   const clock = d.clock ?? wallClock;
