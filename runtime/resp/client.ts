@@ -47,8 +47,10 @@ export class RespReplyParser {
         return { v: new Simple(l.s), end: l.end };
       case 0x2d: // -
         return { v: new RespErr(l.s), end: l.end };
-      case 0x3a: // :
-        return { v: Number(l.s), end: l.end };
+      case 0x3a: { // : (a 64-bit integer beyond 2^53, INCR's, stays exact as a bigint)
+        const n = Number(l.s);
+        return { v: Number.isSafeInteger(n) ? n : BigInt(l.s), end: l.end };
+      }
       case 0x24: { // $
         const n = Number(l.s);
         if (n === -1) return { v: null, end: l.end };

@@ -3,7 +3,7 @@
 // `_` or `$-1`, a verbatim string is `=` or a bulk string, as Redis itself encodes them.
 //
 //   Uint8Array / string  bulk string (a string as its UTF-8 bytes)
-//   number               integer (must be an integer)
+//   number / bigint      integer (must be an integer; a bigint for 64-bit values beyond 2^53)
 //   null                 null (RESP2: null bulk string)
 //   Reply[]              array
 //   Simple / RespErr     simple string / error (`+OK`, `-ERR ...`): no CR or LF inside
@@ -27,7 +27,7 @@ export class Verbatim {
 }
 export class NullArray {}
 
-export type Reply = Uint8Array | string | number | null | Reply[] | Simple | RespErr | RMap | RSet | Verbatim | NullArray;
+export type Reply = Uint8Array | string | number | bigint | null | Reply[] | Simple | RespErr | RMap | RSet | Verbatim | NullArray;
 
 export const OK = new Simple('OK');
 export const NULL_ARRAY = new NullArray();
@@ -90,7 +90,7 @@ export class RespWriter {
   write(r: Reply, proto: number): void {
     if (r === null) this.ascii(proto === 3 ? '_\r\n' : '$-1\r\n');
     else if (typeof r === 'string' || r instanceof Uint8Array) this.bulk(r);
-    else if (typeof r === 'number') this.ascii(`:${r}\r\n`);
+    else if (typeof r === 'number' || typeof r === 'bigint') this.ascii(`:${r}\r\n`);
     else if (Array.isArray(r)) {
       this.head('*', r.length);
       for (const x of r) this.write(x, proto);

@@ -4,6 +4,9 @@
 import type { RespConnection, RequestOrder } from '../../../runtime/resp/resp-connection.js';
 import { RMap, RSet, Simple, err, type Reply } from '../../../runtime/resp/reply.js';
 import * as admin from './admin.js';
+import * as counters from './counters.js';
+import * as edits from './string-edits.js';
+import * as ks from './keyspace-cmds.js';
 import { cluster } from './cluster-cmds.js';
 import type { RespContext } from './context.js';
 import { info } from './info.js';
@@ -45,6 +48,30 @@ export const COMMANDS: Command[] = [
   c('exists', -2, 'readonly fast', [1, -1, 1], 'keyspace', 'keys', 'Determines whether one or more keys exist.', keys.exists),
   c('mget', -2, 'readonly fast', [1, -1, 1], 'string', 'keys', 'Atomically returns the string values of one or more keys.', keys.mget),
   c('mset', -3, 'write denyoom', [1, -1, 2], 'string', 'keys', 'Sets the string values of one or more keys (each persistent on every replica).', keys.mset),
+  c('incr', 2, 'write denyoom fast', [1, 1, 1], 'string', 'keys', 'Increments the integer value of a key by one.', counters.incr),
+  c('decr', 2, 'write denyoom fast', [1, 1, 1], 'string', 'keys', 'Decrements the integer value of a key by one.', counters.decr),
+  c('incrby', 3, 'write denyoom fast', [1, 1, 1], 'string', 'keys', 'Increments the integer value of a key by a number.', counters.incrby),
+  c('decrby', 3, 'write denyoom fast', [1, 1, 1], 'string', 'keys', 'Decrements the integer value of a key by a number.', counters.decrby),
+  c('incrbyfloat', 3, 'write denyoom fast', [1, 1, 1], 'string', 'keys', 'Increment the floating point value of a key by a number (long double, as Redis on x86-64).', counters.incrbyfloat),
+  c('getset', 3, 'write denyoom fast', [1, 1, 1], 'string', 'keys', 'Returns the previous string value of a key after setting it to a new value.', edits.getset),
+  c('msetnx', -3, 'write denyoom', [1, -1, 2], 'string', 'keys', 'Sets the string values of keys of one shard only when none of the keys exist.', edits.msetnx),
+  c('append', 3, 'write denyoom fast', [1, 1, 1], 'string', 'keys', 'Appends a string to the value of a key. Creates the key if it does not exist.', edits.append),
+  c('getrange', 4, 'readonly', [1, 1, 1], 'string', 'keys', 'Returns a substring of the string stored at a key.', edits.getrange),
+  c('substr', 4, 'readonly', [1, 1, 1], 'string', 'keys', 'Returns a substring from a string value.', edits.getrange),
+  c('setrange', 4, 'write denyoom', [1, 1, 1], 'string', 'keys', 'Overwrites a part of a string value with another by an offset.', edits.setrange),
+  c('setbit', 4, 'write denyoom', [1, 1, 1], 'bitmap', 'keys', 'Sets or clears the bit at offset of the string value.', edits.setbit),
+  c('getbit', 3, 'readonly fast', [1, 1, 1], 'bitmap', 'keys', 'Returns a bit value by offset.', edits.getbit),
+  c('bitcount', -2, 'readonly', [1, 1, 1], 'bitmap', 'keys', 'Counts the number of set bits (population counting) in a string.', edits.bitcount),
+  c('type', 2, 'readonly fast', [1, 1, 1], 'generic', 'keys', 'Determines the type of value stored at a key (string or none).', ks.type),
+  c('keys', 2, 'readonly', NK, 'generic', 'barrier', 'Returns all key names that match a pattern.', ks.keys),
+  c('randomkey', 1, 'readonly', NK, 'generic', 'barrier', 'Returns a random key name from the database.', ks.randomkey),
+  c('unlink', -2, 'write fast', [1, -1, 1], 'keyspace', 'keys', 'Deletes one or more keys (as DEL: rowan frees space in its GC anyway).', keys.del),
+  c('touch', -2, 'readonly fast', [1, -1, 1], 'keyspace', 'keys', 'Returns the number of existing keys out of those specified.', keys.exists),
+  c('rename', 3, 'write', [1, 2, 1], 'generic', 'keys', 'Renames a key within one shard and overwrites the destination.', ks.rename),
+  c('renamenx', 3, 'write fast', [1, 2, 1], 'generic', 'keys', 'Renames a key within one shard only when the target key name does not exist.', ks.renamenx),
+  c('copy', -3, 'write denyoom', [1, 2, 1], 'generic', 'keys', 'Copies the value of a key to a new key of the same shard.', ks.copy),
+  c('object', -2, 'readonly', [2, 2, 1], 'generic', 'keys', 'OBJECT ENCODING | REFCOUNT | FREQ | IDLETIME | HELP.', ks.object),
+  c('time', 1, 'loading stale fast', NK, 'server', 'free', 'Returns the server time.', ks.time),
   c('scan', -2, 'readonly', NK, 'keyspace', 'barrier', 'Iterates over the key names in the database.', scan),
   c('dbsize', 1, 'readonly fast', NK, 'server', 'barrier', 'Returns the number of keys in the database.', dbsize),
   c('wait', 3, '', NK, 'generic', 'barrier', 'Blocks until the connection\'s writes are on numreplicas backups; answers how many hold them.', wait),
@@ -65,6 +92,9 @@ export const COMMANDS: Command[] = [
   c('asking', 1, 'fast', NK, 'cluster', 'free', 'A no-op: rowan never answers -ASK.', () => new Simple('OK')),
   c('rowan.scanshard', -4, 'readonly', NK, 'rowan', 'barrier', 'Internal: one SCAN step of a shard this node is the primary of.', (x, a) => scanShardCmd(x, a), true),
   c('rowan.dbsize', 1, 'readonly', NK, 'rowan', 'barrier', 'Internal: live keys of the shards this node is the primary of.', (x) => nodeDbsize(x), true),
+  c('rowan.keys', 2, 'readonly', NK, 'rowan', 'barrier', 'Internal: KEYS over the shards this node is the primary of.', ks.nodeKeys, true),
+  c('rowan.randomkey', 1, 'readonly', NK, 'rowan', 'barrier', 'Internal: RANDOMKEY over the shards this node is the primary of.', ks.nodeRandomkey, true),
+  c('rowan.inshard', -4, 'write', NK, 'rowan', 'barrier', 'Internal: a multi-key command of one shard (not one slot) forwarded by a single-endpoint port.', ks.inShard, true),
 ];
 
 export const COMMAND_BY_NAME = new Map(COMMANDS.map((x) => [x.name, x]));

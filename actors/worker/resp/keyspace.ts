@@ -65,7 +65,8 @@ export class Keyspace {
   constructor(
     private readonly shared: KvShared,
     private readonly region: PersistentRegion,
-    private readonly limits: Limits,
+    /** The node's limits (valueBytesMax bounds what APPEND, SETRANGE and SETBIT may build). */
+    readonly limits: Limits,
     workerId: number,
   ) {
     this.epochSlot = ReadEpochs.slotOf('worker', workerId);
@@ -99,6 +100,11 @@ export class Keyspace {
       this.shared.gc?.epochs.exit(this.epochSlot);
     }
     return next >= index.bucketCount ? -1 : next;
+  }
+
+  /** Home buckets of shard `shard`'s index here (0 when this node holds none): where RANDOMKEY starts. */
+  bucketCount(shard: number): number {
+    return this.shared.indexes[shard]?.bucketCount ?? 0;
   }
 
   /** Live keys (not deleted) in these shards: a full walk, O(keys). */
