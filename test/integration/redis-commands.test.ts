@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 import { Cluster, Redis } from 'ioredis';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { keySlot, shardOfSlot } from '../../config/slots.js';
-import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import { launchReadyCluster, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
 import { RespSession, haveRedisServer, startRealRedis, type RealRedis } from '../fixtures/real-redis.js';
 import { cli, haveRedisTools, readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
 
@@ -24,8 +24,7 @@ let password = '';
 
 before(async () => {
   if (skip) return;
-  cl = launchCluster(dir, randomBasePort(), ['--shards', '12', '--workers', '2']);
-  await cl.ready;
+  cl = await launchReadyCluster(dir, ['--shards', '12', '--workers', '2']);
   password = useClusterPassword(dir);
   real = await startRealRedis(dir, password);
 });
@@ -68,6 +67,8 @@ const SAME_AS_REDIS: string[][] = [
   ['TYPE', '{t}d'], ['TYPE', 'none'], ['TOUCH', '{t}d', '{t}none', '{t}d'], ['UNLINK', '{t}f', '{t}none'], ['EXISTS', '{t}f'],
   ['SET', 'n', '12345'], ['OBJECT', 'ENCODING', 'n'], ['OBJECT', 'ENCODING', 's'], ['SET', 'long', 'x'.repeat(45)], ['OBJECT', 'ENCODING', 'long'],
   ['OBJECT', 'ENCODING', 'none'], ['OBJECT', 'ENCODING', 'n', 'extra'], ['OBJECT', 'REFCOUNT', 's'], ['OBJECT', 'FREQ', 's'], ['OBJECT', 'HELP'], ['OBJECT', 'foo'], ['OBJECT'],
+  // 64-bit replies beyond 2^53, also through the forwarding hop (the keys land on every node).
+  ...['h1', 'h2', 'h3', 'h4'].flatMap((k) => [['SET', k, '9007199254740993'], ['INCR', k], ['DECRBY', k, '-9223372036854775000']]),
   ['INCR'], ['GETRANGE', 's', '0'], ['KEYS'], ['RANDOMKEY', 'x'], ['TIME', 'x'],
 ];
 

@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 import { Cluster, Redis } from 'ioredis';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { keySlot, shardOfSlot } from '../../config/slots.js';
-import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import { launchReadyCluster, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
 import { haveRedisTools, readCluster, useClusterPassword } from '../fixtures/redis.js';
 
 const skip = haveRedisTools();
@@ -23,8 +23,7 @@ const ROUNDS = 40;
 
 before(async () => {
   if (skip) return;
-  cl = launchCluster(dir, randomBasePort(), ['--shards', '12', '--workers', '2']);
-  await cl.ready;
+  cl = await launchReadyCluster(dir, ['--shards', '12', '--workers', '2']);
   password = useClusterPassword(dir);
 });
 
