@@ -133,6 +133,11 @@ test('rowan beyond Redis: the value limit, one-shard multi-key commands, DB othe
   assert.equal(await cli(c.nodes[1]!.resp!.clusterPorts[0]!, '-c', 'RENAME', k1, k2), "CROSSSLOT Keys in request don't hash to the same slot");
   assert.equal(await cli(single, 'COPY', k1, 'dst', 'DB', '1'), 'ERR DB index is out of range');
   assert.equal(await cli(clusterPort, 'COPY', '{t}1', '{t}2', 'DB', '1'), 'ERR Copying to another database is not allowed in cluster mode');
+  // A 64-bit integer reply beyond 2^53 crosses the forwarding hop exact (node 1's key via node 0).
+  let far = 'far:0';
+  for (let i = 1; c.shards[shardOfSlot(keySlot(Buffer.from(far)), c.shardCount)]!.primary === 0; i++) far = `far:${i}`;
+  assert.equal(await cli(single, 'SET', far, '9007199254740993'), 'OK');
+  assert.equal(await cli(single, 'INCRBY', far, '9007199254740993'), '18014398509481986');
   const [sec, us] = (await cli(single, 'TIME')).split('\n').map(Number);
   assert.ok(Number.isInteger(sec) && Number.isInteger(us) && us! >= 0 && us! < 1e6, `${sec} ${us}`);
   assert.ok(Math.abs(sec! - Date.now() / 1000) < 3600, `TIME ${sec} is the node's wall clock`);
