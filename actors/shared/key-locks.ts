@@ -43,36 +43,71 @@ export class SharedKeyLocks {
 
   /** The distinct stripes of these keys, ascending (the order they are taken in). */
   stripesOf(keys: Uint8Array[]): number[] {
-    const out = new Set<number>();
-    for (const k of keys) {
-      const h = hash64Into(k, this.hash);
-      out.add(((h.lo ^ h.hi) >>> 0) % KEY_LOCK_STRIPES);
-    }
-    return [...out].sort((a, b) => a - b);
+    if (keys.length === 1) return [this.stripeOf(keys[0]!)];
+    return [...new Set(keys.map((k) => this.stripeOf(k)))].sort((a, b) => a - b);
   }
 
-  /** Run f holding the stripes of `keys` (every worker of the node sees the same stripes). */
-  async run<T>(keys: Uint8Array[], f: () => Promise<T>): Promise<T> {
+  private stripeOf(key: Uint8Array): number {
+    const h = hash64Into(key, this.hash);
+    return ((h.lo ^ h.hi) >>> 0) % KEY_LOCK_STRIPES;
+  }
+
+  /** Run f holding the stripes of `keys` (every worker of the node sees the same stripes). A free
+   *  stripe is taken without a wait (the common case: one key, no contention). */
+  run<T>(keys: Uint8Array[], f: () => Promise<T>): Promise<T> {
     const stripes = this.stripesOf(keys);
-    let held = 0;
-    try {
-      for (const s of stripes) {
-        await this.acquire(s);
-        held++;
-      }
-      return await f();
-    } finally {
-      for (let i = held - 1; i >= 0; i--) this.release(stripes[i]!);
+    for (let i = 0; i < stripes.length; i++) {
+      // A ticket of the next stripe only once the previous ones are held: a ticket is a place in the
+      // queue, and places taken out of order would let two requests each hold what the other waits for.
+      const ticket = this.take(stripes[i]!);
+      if (this.serving(stripes[i]!) !== ticket) return this.takeRest(stripes, i, ticket).then(() => this.holding(stripes, f));
     }
+    return this.holding(stripes, f);
   }
 
-  private async acquire(stripe: number): Promise<void> {
-    const at = STRIPE_FIELDS * stripe;
-    const ticket = Atomics.add(this.i32, at + NEXT, 1); // publishes our place in the stripe's queue
+  /** Wait for `ticket` on stripes[i], then take the stripes after it one by one. */
+  private async takeRest(stripes: number[], i: number, ticket: number): Promise<void> {
+    await this.wait(stripes[i]!, ticket);
+    for (let j = i + 1; j < stripes.length; j++) await this.wait(stripes[j]!, this.take(stripes[j]!));
+  }
+
+  private take(stripe: number): number {
+    return Atomics.add(this.i32, STRIPE_FIELDS * stripe + NEXT, 1); // publishes our place in the stripe's queue
+  }
+
+  private holding<T>(stripes: number[], f: () => Promise<T>): Promise<T> {
+    const release = () => {
+      for (let i = stripes.length - 1; i >= 0; i--) this.release(stripes[i]!);
+    };
+    let p: Promise<T>;
+    try {
+      p = f();
+    } catch (e) {
+      release();
+      throw e;
+    }
+    return p.then(
+      (r) => {
+        release();
+        return r;
+      },
+      (e: unknown) => {
+        release();
+        throw e;
+      },
+    );
+  }
+
+  private serving(stripe: number): number {
+    return Atomics.load(this.i32, STRIPE_FIELDS * stripe + SERVING); // the holder's ticket
+  }
+
+  /** Resolves once `ticket` is served on `stripe`. */
+  private async wait(stripe: number, ticket: number): Promise<void> {
     for (;;) {
-      const serving = Atomics.load(this.i32, at + SERVING); // the holder's ticket; ours once it equals
+      const serving = this.serving(stripe);
       if (serving === ticket) return;
-      const w = Atomics.waitAsync(this.i32, at + SERVING, serving, WAIT_MS); // woken by release()'s notify
+      const w = Atomics.waitAsync(this.i32, STRIPE_FIELDS * stripe + SERVING, serving, WAIT_MS); // woken by release()'s notify
       if (w.async) await w.value;
     }
   }

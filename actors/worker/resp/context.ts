@@ -39,7 +39,8 @@ export class KeyLocks {
   constructor(private readonly shared: SharedKeyLocks = new SharedKeyLocks()) {}
 
   run<T>(key: Uint8Array, f: () => Promise<T>): Promise<T> {
-    return this.runAll([key], f);
+    const k = Buffer.from(key.buffer, key.byteOffset, key.length).toString('latin1');
+    return this.chain(k, () => this.shared.run([key], f));
   }
 
   /** Run f holding the locks of every key in `keys` (duplicates allowed). */
