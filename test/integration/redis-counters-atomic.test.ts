@@ -53,6 +53,31 @@ function clients(c: ClusterConfig): Client[] {
   return out;
 }
 
+/** A refusal says "not applied" (handler.ts): TRYAGAIN when a lease renewal ran late on a loaded machine. */
+const NOT_APPLIED = /^(TRYAGAIN|CLUSTERDOWN|MOVED|ERR|OOM) /;
+
+/** Per update: acknowledged, or outcome unknown (an UNKNOWN reply, a dropped connection); a refusal
+ *  is neither. */
+class Outcomes {
+  readonly acked: string[] = [];
+  readonly unknown: string[] = [];
+  refused = 0;
+
+  async track(what: string, op: Promise<unknown>): Promise<void> {
+    try {
+      await op;
+      this.acked.push(what);
+    } catch (e) {
+      if (NOT_APPLIED.test((e as Error).message)) this.refused++;
+      else this.unknown.push(what);
+    }
+  }
+
+  count(what: string, among: 'acked' | 'unknown'): number {
+    return this[among].filter((x) => x === what).length;
+  }
+}
+
 test('INCR, INCRBYFLOAT, APPEND and SETBIT from many clients through every worker and port: the final values hold every acknowledged update', { skip, timeout: 300_000 }, async (t) => {
   const c = readCluster(dir);
   // Two keys on each node, so each node's two workers both write them.
@@ -60,35 +85,41 @@ test('INCR, INCRBYFLOAT, APPEND and SETBIT from many clients through every worke
   const [floatKey, appendKey, bitsKey] = [keysOn(c, 0, 'flt', 1)[0]!, keysOn(c, 1, 'app', 1)[0]!, keysOn(c, 2, 'bit', 1)[0]!];
   const cs = clients(c);
   t.after(() => cs.forEach((x) => x.disconnect()));
-  const acked = new Map<string, number>(counters.map((k) => [k, 0]));
-  let floats = 0;
-  const appended: string[] = [];
-  const bits: number[] = [];
-  const failures: string[] = [];
+  const o = new Outcomes();
   await Promise.all(
     cs.map(async (cli, id) => {
       for (let r = 0; r < ROUNDS; r++) {
         const token = `<${id}.${r}>`;
         const bit = id * ROUNDS + r;
-        const ops = [
-          ...counters.map((k) => cli.incr(k).then(() => acked.set(k, acked.get(k)! + 1))),
-          cli.incrbyfloat(floatKey, '0.5').then(() => floats++),
-          cli.append(appendKey, token).then(() => appended.push(token)),
-          cli.setbit(bitsKey, bit, 1).then(() => bits.push(bit)),
-        ];
-        for (const x of await Promise.allSettled(ops)) if (x.status === 'rejected') failures.push(String(x.reason));
+        await Promise.all([
+          ...counters.map((k) => o.track(k, cli.incr(k))),
+          o.track(floatKey, cli.incrbyfloat(floatKey, '0.5')),
+          o.track(token, cli.append(appendKey, token)),
+          o.track(`bit${bit}`, cli.setbit(bitsKey, bit, 1)),
+        ]);
       }
     }),
   );
-  // Nothing fails on a healthy cluster; an error here would be an unknown outcome to bound instead.
-  assert.deepEqual(failures, []);
+  // Every acknowledged update is in the final value once; one whose outcome is unknown (none on a
+  // healthy cluster) at most once: a lost update falls below the range, a doubled one above it.
+  const within = (what: string, v: number, per = 1) => {
+    const [lo, hi] = [o.count(what, 'acked') * per, (o.count(what, 'acked') + o.count(what, 'unknown')) * per];
+    assert.ok(v >= lo && v <= hi, `${what}: ${v}, acknowledged ${lo}, at most ${hi}`);
+  };
   const reader = cs[0]! as Redis;
-  for (const k of counters) assert.equal(Number(await reader.get(k)), acked.get(k), `${k}: ${cs.length * ROUNDS} INCRs acknowledged`);
-  assert.equal(Number(await reader.get(floatKey)), floats * 0.5);
+  for (const k of counters) within(k, Number(await reader.get(k)));
+  within(floatKey, Number(await reader.get(floatKey)), 0.5);
   const text = (await reader.get(appendKey))!;
-  assert.equal(text.length, appended.join('').length, 'every acknowledged APPEND, once');
-  for (const t of appended) assert.equal(text.split(t).length, 2, `${t} appended exactly once`);
-  assert.equal(await reader.bitcount(bitsKey), bits.length);
+  const tokens: string[] = text.match(/<\d+\.\d+>/g) ?? [];
+  assert.equal(tokens.join(''), text, 'nothing but whole tokens');
+  assert.equal(new Set(tokens).size, tokens.length, 'no APPEND applied twice');
+  for (const tok of o.acked.filter((x) => x.startsWith('<'))) assert.ok(tokens.includes(tok), `acknowledged APPEND ${tok} is in the value`);
+  for (const tok of tokens) assert.ok(o.acked.includes(tok) || o.unknown.includes(tok), `${tok} was sent`);
+  const bits = o.acked.filter((x) => x.startsWith('bit')).length;
+  const bitsUnknown = o.unknown.filter((x) => x.startsWith('bit')).length;
+  const set = await reader.bitcount(bitsKey);
+  assert.ok(set >= bits && set <= bits + bitsUnknown, `BITCOUNT ${set}, acknowledged ${bits}, unknown ${bitsUnknown}`);
+  console.log(`# ${o.acked.length} updates acknowledged, ${o.unknown.length} unknown, ${o.refused} refused (not applied), over ${cs.length} clients`);
 });
 
 test('MSETNX races through every worker and port: exactly one client sets the keys each round', { skip, timeout: 300_000 }, async (t) => {
@@ -97,7 +128,12 @@ test('MSETNX races through every worker and port: exactly one client sets the ke
   t.after(() => cs.forEach((x) => x.disconnect()));
   for (let round = 0; round < 10; round++) {
     const [a, b] = [`{race${round}}a`, `{race${round}}b`];
-    const won = await Promise.all(cs.map((x, id) => x.msetnx(a, `c${id}`, b, `c${id}`)));
+    const tries = await Promise.allSettled(cs.map((x, id) => x.msetnx(a, `c${id}`, b, `c${id}`)));
+    const won = tries.map((x) => {
+      if (x.status === 'fulfilled') return x.value;
+      assert.match((x.reason as Error).message, /^(TRYAGAIN|CLUSTERDOWN) /, 'only a refusal (not applied) may fail');
+      return -1;
+    });
     assert.equal(won.filter((w) => w === 1).length, 1, `round ${round}: ${won.join(' ')}`);
     const winner = `c${won.indexOf(1)}`;
     assert.deepEqual(await (cs[0] as Redis).mget(a, b), [winner, winner]);
