@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ErrorCodes, RowanError } from '../../../../../config/base/errors.js';
-import { rowanErrorReply } from '../../../../../actors/worker/resp/handler.js';
+import { rowanErrorReply } from '../../../../../actors/worker/resp/outcome.js';
 import { writeInOrder } from '../../../../../actors/worker/resp/one-shard.js';
 
 const refused = () => Promise.reject(new RowanError(ErrorCodes.VALUE_TOO_LARGE, 'too large'));
