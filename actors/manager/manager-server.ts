@@ -1,5 +1,5 @@
 // The configuration manager's TCP port: one connection per node's lease client, JSON lines
-// (./protocol.ts). A connection is bound to the node id of its first hello/renew; its close is the
+// (./protocol.ts) and, for renewals and grants, binary frames (../shared/manager-frames.ts). A connection is bound to the node id of its first hello/renew; its close is the
 // manager's fast failure hint (a SIGKILLed process's sockets are closed by its kernel at once).
 // Before any of that the peer proves the cluster secret (../shared/manager-auth.ts): until it has, no
 // message reaches the manager, and anything but the handshake closes the connection.
@@ -10,7 +10,8 @@ import { ManagerAuthGate, encodeAuth } from '../shared/manager-auth.js';
 import { defaultTimings } from '../../config/timings.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigManager, Link } from './manager.js';
-import { LineReader, encodeLine, type NodeToManager } from './protocol.js';
+import { encodeLine, type NodeToManager } from './protocol.js';
+import { GrantWriter, ManagerStreamReader } from '../shared/manager-frames.js';
 import { answerAdmin } from './admin.js';
 import type { AdminRequest } from '../shared/manager-protocol.js';
 
@@ -27,57 +28,7 @@ export async function serveManager(cm: ConfigManager, host: string, port: number
   const refusedTls = (err: Error) => log.warn({ err: err.message }, 'manager: refused a peer whose TLS handshake failed');
   const server: Server = createServer(tls, 'mutual', { noDelay: true }, (socket) => {
     sockets.add(socket);
-    const reader = new LineReader<NodeToManager>();
-    const gate = new ManagerAuthGate(secret);
-    const deadline = gate.authed ? null : setTimeout(() => socket.destroy(), defaultTimings.managerHandshakeMs).unref();
-    let node: number | null = null;
-    const link: Link = {
-      send: (m) => {
-        if (!socket.destroyed) socket.write(encodeLine(m));
-      },
-    };
-    let refused = false;
-    socket.on('data', (chunk: Buffer) => {
-      if (refused) return;
-      let msgs: NodeToManager[];
-      try {
-        msgs = reader.push(chunk);
-      } catch (err) {
-        log.warn({ err: (err as Error).message, node }, 'manager: dropping a connection that sent a bad line');
-        socket.destroy();
-        return;
-      }
-      for (const m of msgs) {
-        if (!gate.authed || (typeof m === 'object' && m !== null && (m as { t?: unknown }).t === 'auth-hello')) {
-          try {
-            for (const line of gate.accept(m)) socket.write(line);
-          } catch (err) {
-            const e = err instanceof RowanError ? err : new RowanError(ErrorCodes.BAD_FRAME, String(err));
-            log.warn({ peer: socket.remoteAddress, code: e.code }, `manager: refusing an unauthenticated connection: ${e.message}`);
-            socket.end(encodeAuth({ t: 'auth-error', code: e.code, message: e.message }));
-            setTimeout(() => socket.destroy(), 1000).unref();
-            refused = true; // nothing more from this peer is read
-            return;
-          }
-          if (gate.authed && deadline) clearTimeout(deadline);
-          continue;
-        }
-        // An operator's tool (rowan reshard / status), authenticated like a node, holding no lease.
-        if (typeof m === 'object' && m !== null && (m as { t?: unknown }).t === 'admin') {
-          if (node === null) answerAdmin(cm, m as unknown as AdminRequest, (r) => !socket.destroyed && socket.write(encodeLine(r)));
-          continue;
-        }
-        if (typeof m !== 'object' || m === null || typeof (m as { node?: unknown }).node !== 'number') continue;
-        node ??= m.node;
-        cm.onMessage(m, link);
-      }
-    });
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      if (deadline) clearTimeout(deadline);
-      sockets.delete(socket);
-      if (node !== null) cm.onClose(node, link);
-    });
+    serveConnection(socket, cm, log, secret, () => sockets.delete(socket));
   }, refusedTls);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => reject(new RowanError(ErrorCodes.BAD_CONFIG, `manager cannot listen on ${host}:${port}: ${err.code ?? err.message}`)));
@@ -92,4 +43,75 @@ export async function serveManager(cm: ConfigManager, host: string, port: number
         for (const s of sockets) s.destroy();
       }),
   };
+}
+
+/** The manager's side of one connection: JSON lines (./protocol.ts) until the node asked for frames;
+ *  grants then go as frames from one buffer reused while the socket takes each write at once. */
+function leaseLink(socket: Socket): Link {
+  const grants = new GrantWriter();
+  const link: Link = {
+    send: (m) => {
+      if (!socket.destroyed) socket.write(encodeLine(m));
+    },
+    grant: (seq, leaseMs, renewMs, driftMs, term) => {
+      const b = link.frames ? grants.grant(seq, leaseMs, renewMs, driftMs, term) : null;
+      if (b === null) return link.send({ t: 'grant', seq, leaseMs, renewMs, driftMs, term });
+      if (socket.destroyed) return;
+      socket.write(b);
+      grants.sent(socket.writableLength);
+    },
+    frames: false,
+  };
+  return link;
+}
+
+/** One connection: the authentication handshake first, then a node's lease messages or a tool's admin requests. */
+function serveConnection(socket: Socket, cm: ConfigManager, log: Logger, secret: Uint8Array | null, closed: () => void): void {
+  const reader = new ManagerStreamReader<NodeToManager>();
+  const gate = new ManagerAuthGate(secret);
+  const deadline = gate.authed ? null : setTimeout(() => socket.destroy(), defaultTimings.managerHandshakeMs).unref();
+  let node: number | null = null;
+  const link = leaseLink(socket);
+  let refused = false;
+  const onMessage = (m: NodeToManager): void => {
+    if (refused) return;
+    if (!gate.authed || (typeof m === 'object' && m !== null && (m as { t?: unknown }).t === 'auth-hello')) {
+      try {
+        for (const line of gate.accept(m)) socket.write(line);
+      } catch (err) {
+        const e = err instanceof RowanError ? err : new RowanError(ErrorCodes.BAD_FRAME, String(err));
+        log.warn({ peer: socket.remoteAddress, code: e.code }, `manager: refusing an unauthenticated connection: ${e.message}`);
+        socket.end(encodeAuth({ t: 'auth-error', code: e.code, message: e.message }));
+        setTimeout(() => socket.destroy(), 1000).unref();
+        refused = true; // nothing more from this peer is read
+        return;
+      }
+      if (gate.authed && deadline) clearTimeout(deadline);
+      return;
+    }
+    // An operator's tool (rowan reshard / status), authenticated like a node, holding no lease.
+    if (typeof m === 'object' && m !== null && (m as { t?: unknown }).t === 'admin') {
+      if (node === null) answerAdmin(cm, m as unknown as AdminRequest, (r) => !socket.destroyed && socket.write(encodeLine(r)));
+      return;
+    }
+    if (typeof m !== 'object' || m === null || typeof (m as { node?: unknown }).node !== 'number') return;
+    node ??= m.node;
+    if (m.t === 'hello' && m.frames === 1) link.frames = true;
+    cm.onMessage(m, link); // a renew frame is one object the reader reuses: onMessage keeps only its numbers
+  };
+  socket.on('data', (chunk: Buffer) => {
+    if (refused) return;
+    try {
+      reader.push(chunk, onMessage);
+    } catch (err) {
+      log.warn({ err: (err as Error).message, node }, 'manager: dropping a connection that sent a bad line');
+      socket.destroy();
+    }
+  });
+  socket.on('error', () => {});
+  socket.on('close', () => {
+    if (deadline) clearTimeout(deadline);
+    closed();
+    if (node !== null) cm.onClose(node, link);
+  });
 }

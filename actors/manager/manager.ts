@@ -31,6 +31,10 @@ export { DEFAULT_RESHARDING, type Activation, type ReshardingOptions };
 
 export interface Link {
   send(m: ManagerToNode): void;
+  /** A grant, framed when the node reads frames (../shared/manager-frames.ts); absent: send() one. */
+  grant?(seq: number, leaseMs: number, renewMs: number, driftMs: number, term: number): void;
+  /** The node said in its hello that it reads binary frames. */
+  frames?: boolean;
 }
 
 export class ConfigManager {
@@ -164,6 +168,14 @@ export class ConfigManager {
     return liveNodes(this.cfg).map((n) => n.id);
   }
 
+  /** Whether `node` is a live member (members().includes(node), without its arrays: every renew asks). */
+  private isMember(node: number): boolean {
+    const c = this.cfg;
+    if (c.dead !== undefined && c.dead.includes(node)) return false;
+    for (const n of c.nodes) if (n.id === node) return true;
+    return false;
+  }
+
   onMessage(m: NodeToManager, link: Link): void {
     const now = this.clock.now();
     switch (m.t) {
@@ -178,7 +190,7 @@ export class ConfigManager {
           this.kick();
           return;
         }
-        if (!this.members().includes(m.node)) {
+        if (!this.isMember(m.node)) {
           link.send({ t: 'evicted', term: this.cfg.term });
           return;
         }
@@ -202,7 +214,9 @@ export class ConfigManager {
         this.leases.renewed(m.node, now);
         if (this.fencedUntil(m.node, m.term)) return; // handed over on its expired lease: none again yet
         const { leaseMs, renewMs, driftMs } = this.timing;
-        link.send({ t: 'grant', seq: m.t === 'renew' ? m.seq : 0, leaseMs, renewMs, driftMs, term: this.cfg.term });
+        const seq = m.t === 'renew' ? m.seq : 0;
+        if (link.grant) link.grant(seq, leaseMs, renewMs, driftMs, this.cfg.term);
+        else link.send({ t: 'grant', seq, leaseMs, renewMs, driftMs, term: this.cfg.term });
         if (m.term < this.cfg.term) this.catchUp(m.node, link);
         // A member (re)connecting may be what a degraded shard was waiting for; a restarted primary
         // waits for a round confirming it (./reconfirm.ts).

@@ -41,11 +41,19 @@ export interface LeaseSeams {
   dial?: DialManager;
 }
 
+/** Renewals whose send time is kept for their grant (older grants are ignored). */
+const SENT_KEPT = 64;
+/** Renew seqs wrap below 2^32 (they fit a renew frame, ../shared/manager-frames.ts). */
+const SEQ_MAX = 0xffff_ffff;
+
 export class LeaseClient {
   private timer: TimerHandle | undefined;
   private renewMs = defaultTimings.firstRenewMs;
   private seq = 0;
-  private readonly sentAt = new Map<number, number>();
+  /** When each of the last SENT_KEPT renewals was sent, by seq % SENT_KEPT (a ring: no allocation per
+   *  renew); a grant for a seq no longer here is ignored. */
+  private readonly sentAt = new Float64Array(SENT_KEPT).fill(NaN);
+  private readonly sentSeq = new Float64Array(SENT_KEPT).fill(-1);
   private leaseUntil = 0;
   /** Until when this node holds every other member's peer lease (../shared/peer-lease.ts). */
   private peerUntil = -Infinity;
@@ -142,8 +150,8 @@ export class LeaseClient {
   /** A connection is the node's: hello (renew 0), renewals, load reports. */
   private up(watchGrants: () => void): void {
     const unconfirmed = this.hooks.unconfirmed?.() ?? [];
-    this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), ...(this.rejoin ? { rejoin: true } : {}), ...(unconfirmed.length > 0 ? { unconfirmed } : {}) });
-    this.sentAt.set(0, this.clock.now()); // the hello is renew 0
+    this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), frames: 1, ...(this.rejoin ? { rejoin: true } : {}), ...(unconfirmed.length > 0 ? { unconfirmed } : {}) });
+    this.sent(0, this.clock.now()); // the hello is renew 0
     this.schedule();
     watchGrants();
     if (this.hooks.load) {
@@ -169,10 +177,28 @@ export class LeaseClient {
   private renew(): void {
     const t = this.timing;
     if (t) this.link.reconnectIfSilent(defaultTimings.silentLeases * t.leaseMs);
-    const seq = ++this.seq;
-    this.sentAt.set(seq, this.clock.now());
-    if (this.sentAt.size > 64) this.sentAt.delete(this.sentAt.keys().next().value!);
-    this.send({ t: 'renew', node: this.nodeId, seq, term: this.cell.term() });
+    this.seq = this.seq >= SEQ_MAX ? 1 : this.seq + 1; // 0 is the hello's
+    this.sent(this.seq, this.clock.now());
+    this.link.renew(this.nodeId, this.seq, this.cell.term());
+  }
+
+  private sent(seq: number, at: number): void {
+    this.sentAt[seq % SENT_KEPT] = at;
+    this.sentSeq[seq % SENT_KEPT] = seq;
+  }
+
+  /** When renew `seq` was sent (undefined: not one of the last SENT_KEPT). */
+  private sentTime(seq: number): number | undefined {
+    const i = seq % SENT_KEPT;
+    return Number.isInteger(seq) && seq >= 0 && this.sentSeq[i] === seq ? this.sentAt[i] : undefined;
+  }
+
+  /** The timing a grant carries; a new object only when it changed (a grant comes each renew). */
+  private takeTiming(leaseMs: number, renewMs: number, driftMs: number): void {
+    const t = this.timing;
+    if (t !== null && t.leaseMs === leaseMs && t.renewMs === renewMs && t.driftMs === driftMs) return;
+    this.timing = { leaseMs, renewMs, driftMs };
+    this.cell.setLeaseSpan(leaseMs, driftMs);
   }
 
   private send(m: NodeToManager): void {
@@ -182,10 +208,9 @@ export class LeaseClient {
   private onMessage(m: ManagerToNode): void {
     switch (m.t) {
       case 'grant': {
-        const sent = this.sentAt.get(m.seq);
+        const sent = this.sentTime(m.seq);
         if (sent === undefined) return;
-        this.timing = { leaseMs: m.leaseMs, renewMs: m.renewMs, driftMs: m.driftMs };
-        this.cell.setLeaseSpan(m.leaseMs, m.driftMs);
+        this.takeTiming(m.leaseMs, m.renewMs, m.driftMs);
         this.link.granted();
         const until = sent + m.leaseMs - m.driftMs;
         if (until > this.leaseUntil) {

@@ -18,13 +18,18 @@ import { defaultTimings, noGrantMsFor } from '../../config/timings.js';
 import type { Clock, TimerHandle, Timers } from '../../config/base/clock.js';
 import type { Logger } from '../../config/base/log.js';
 import type { TlsClientMaterial } from '../../runtime/net/tls.js';
-import { LineReader, encodeLine, type ManagerToNode, type NodeToManager } from '../shared/manager-protocol.js';
+import { encodeLine, type ManagerToNode, type NodeToManager } from '../shared/manager-protocol.js';
+import { ManagerStreamReader, RenewWriter } from '../shared/manager-frames.js';
 
 /** The connection to a manager, as the lease client uses it (a net.Socket or tls.TLSSocket). */
 export interface LeaseSocket {
   on(event: string, fn: (...args: any[]) => void): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
-  write(line: string): unknown;
+  /** A JSON line, or a binary frame (../shared/manager-frames.ts). */
+  write(data: string | Uint8Array): unknown;
   destroy(): unknown;
+  /** Bytes written but not yet handed to the kernel (a net.Socket says; absent: a frame buffer is
+   *  never reused). */
+  readonly writableLength?: number;
 }
 
 /** Open a connection to a manager; `ready` names the event the socket emits once connected. */
@@ -36,7 +41,9 @@ interface Attempt {
   manager: { host: string; port: number };
   /** Several managers to try: a silent one is left for the next sooner. */
   multi: boolean;
-  reader: LineReader<ManagerToNode>;
+  reader: ManagerStreamReader<ManagerToNode>;
+  /** What the reader hands each message to (one closure per connection, not per chunk). */
+  each: (m: ManagerToNode) => void;
   auth: NodeAuthHandshake;
   authed: boolean;
   /** How long after a close the next attempt waits (longer after a refused handshake). */
@@ -85,6 +92,9 @@ export class ManagerLink {
   private next = 0;
   private grantedAt = 0;
   private watchdog: TimerHandle | undefined;
+  /** The manager of the current connection sent a framed grant: renewals go as frames. */
+  private framed = false;
+  private readonly renews = new RenewWriter();
   /** The last handshake failure logged (each distinct one is logged once, not at every retry). */
   private authFailure = '';
   private readonly managers: { host: string; port: number }[];
@@ -111,6 +121,16 @@ export class ManagerLink {
 
   send(m: NodeToManager): void {
     this.socket?.write(encodeLine(m));
+  }
+
+  /** A renew: a binary frame once the manager granted in frames on this connection, else a line. */
+  renew(node: number, seq: number, term: number): void {
+    const s = this.socket;
+    if (s === null) return;
+    const b = this.framed ? this.renews.renew(node, seq, term) : null;
+    if (b === null) return void s.write(encodeLine({ t: 'renew', node, seq, term }));
+    s.write(b);
+    this.renews.sent(s.writableLength);
   }
 
   /** A grant came on the current connection (the grant watchdog counts from it). */
@@ -156,13 +176,19 @@ export class ManagerLink {
     else this.dialing = s;
     const a: Attempt = {
       s, manager, multi: this.managers.length > 1,
-      reader: new LineReader<ManagerToNode>(),
+      reader: new ManagerStreamReader<ManagerToNode>(),
       auth: new NodeAuthHandshake(this.d.secret, `${manager.host}:${manager.port}`),
       authed: false,
       retryMs: defaultTimings.reconnectMs,
       // A manager that cannot be reached (a partition drops the SYN) is tried again, not waited for.
       connecting: this.timers.setTimeout(() => s.destroy(), this.d.timing()?.leaseMs ?? defaultTimings.managerConnectTimeoutMs),
       deadline: undefined,
+      each: (m) => {
+        if (a.authed) return this.d.events.message(m); // a grant frame is one object the reader reuses: only its numbers are kept
+        const next = a.auth.onMessage(m);
+        if (next === null) this.authenticated(a);
+        else s.write(next);
+      },
     };
     a.deadline = this.handshakeDeadline(a);
     s.on(ready, () => {
@@ -211,15 +237,8 @@ export class ManagerLink {
       this.log.warn('the configuration manager answers again');
     }
     try {
-      for (const m of a.reader.push(chunk)) {
-        if (a.authed) {
-          this.d.events.message(m);
-          continue;
-        }
-        const next = a.auth.onMessage(m);
-        if (next === null) this.authenticated(a);
-        else s.write(next);
-      }
+      a.reader.push(chunk, a.each);
+      if (a.reader.framed && this.socket === s) this.framed = true;
     } catch (err) {
       if (!a.authed && err instanceof RowanError) {
         a.retryMs = defaultTimings.authRetryMs;
@@ -245,6 +264,7 @@ export class ManagerLink {
       this.retiring = old; // closed at the first answer on `s` after its hello
     }
     this.socket = s;
+    this.framed = a.reader.framed;
     this.heardAt = this.clock.now();
     this.grantedAt = this.clock.now();
     this.next = this.managers.indexOf(manager); // this one answered: come back to it first

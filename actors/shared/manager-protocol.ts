@@ -1,16 +1,19 @@
 // What the configuration manager (CM, §4.5) and a node's lease client (actors/node/lease-client.ts, on the
-// node's main thread) say to each other: one JSON object per line over TCP on loopback (a control
-// path: a few messages per lease period per node, never on the data path).
+// node's main thread) say to each other: one JSON object per line over TCP (a control path: a few
+// messages per lease period per node, never on the data path); renewals and grants, the only steady
+// traffic, go as small binary frames between builds that both read them (./manager-frames.ts).
 //
 //   node -> CM   hello      {node, pid, term, rejoin,  once per connection; rejoin: a node started
-//                            unconfirmed}              with an empty pool asks to leave `dead`;
+//                            unconfirmed, frames}      with an empty pool asks to leave `dead`;
 //                                                      unconfirmed: the shards it was primary of at
 //                                                      its cold start, held until a round confirms
-//                                                      it (../node/restart-hold.ts)
+//                                                      it (../node/restart-hold.ts); frames: 1 = it
+//                                                      reads grants as binary frames
 //                caughtUp   {node, term, shard, from,  re-replication (§4.5 phase 3): the shard's
 //                            entries, bytes, absorbed, entries are copied from primary `from`
 //                            ms}                       (../node/catch-up.ts)
 //                renew      {node, seq, term}          every renewMs; term = the node's committed term
+//                                                      (a binary frame once framed grants came)
 //                prepared   {node, term, versions,     phase 1 ack: the node blocks requests; versions =
 //                            entries, truncated}       the highest version it holds per affected shard;
 //                                                      entries = what it gathered for phase 2 (below)
@@ -19,7 +22,8 @@
 //                load       {node, term, periodMs,     resharding statistics (§4.6, ./shard-load.ts): per
 //                            loads}                    shard requests served as primary and writes
 //                                                      replicated, since the last one (flat triples)
-//   CM -> node   grant      {seq, leaseMs, renewMs, driftMs, term}
+//   CM -> node   grant      {seq, leaseMs, renewMs,    a binary frame to a node whose hello said frames
+//                            driftMs, term}            (./manager-frames.ts), else a line
 //                prepare    {term, config, shards,     block, ack with prepared; shards = those whose
 //                            planned}                  primary changes, or is confirmed again (a move
 //                                                      resumed after a restart); absent: by the configs;
@@ -54,7 +58,7 @@ import type { ClusterConfig } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 export type NodeToManager =
-  | { t: 'hello'; node: number; pid: number; term: number; rejoin?: boolean; unconfirmed?: number[] }
+  | { t: 'hello'; node: number; pid: number; term: number; rejoin?: boolean; unconfirmed?: number[]; frames?: 1 }
   | { t: 'caughtUp'; node: number; term: number; shard: number; from: number; entries: number; bytes: number; absorbed: number; ms: number }
   | { t: 'renew'; node: number; seq: number; term: number }
   | { t: 'prepared'; node: number; term: number; versions: Record<string, number>; entries?: GatherEntry[]; truncated?: boolean }

@@ -20,7 +20,8 @@ import { ALWAYS } from '../../actors/manager/takeover.js';
 import type { LeaseTiming } from '../../actors/manager/leases.js';
 import type { Move } from '../../actors/manager/reshard.js';
 import { ManagerAuthGate } from '../../actors/shared/manager-auth.js';
-import { LineReader, encodeLine, type NodeToManager } from '../../actors/manager/protocol.js';
+import { encodeLine, type NodeToManager } from '../../actors/manager/protocol.js';
+import { GrantWriter, ManagerStreamReader } from '../../actors/shared/manager-frames.js';
 import type { SimNet } from './net.js';
 import { SimTimers } from './timers.js';
 import { MANAGER_ID, SimSocket } from './wire.js';
@@ -150,26 +151,35 @@ export class SimManager {
   /** actors/manager/manager-server.ts's connection handling, on a simulated socket. */
   private serve(s: SimSocket): void {
     const cm = this.cm!;
-    const reader = new LineReader<NodeToManager>();
+    const reader = new ManagerStreamReader<NodeToManager>();
     const gate = new ManagerAuthGate(null);
     let node: number | null = null;
+    const grants = new GrantWriter();
     const link: Link = {
       send: (m) => {
         if ((m.t === 'prepare' || m.t === 'commit') && this.hit(m.t, (p) => p.kind === 'send' && p.msg === m.t)) return;
         s.write(encodeLine(m));
       },
+      grant: (seq, leaseMs, renewMs, driftMs, term) => {
+        const b = link.frames ? grants.grant(seq, leaseMs, renewMs, driftMs, term) : null;
+        if (b === null) return link.send({ t: 'grant', seq, leaseMs, renewMs, driftMs, term });
+        s.write(b);
+        grants.sent(undefined); // the simulated pipe keeps the buffer until it delivers it: never reused
+      },
+      frames: false,
     };
-    s.on('data', (chunk: string) => {
-      for (const m of reader.push(chunk)) {
+    s.on('data', (chunk: string | Buffer) => {
+      reader.push(chunk, (m) => {
         if (!gate.authed || (m as { t: string }).t === 'auth-hello') {
           for (const line of gate.accept(m)) s.write(line);
-          continue;
+          return;
         }
         node ??= m.node;
         this.links.set(m.node, link);
+        if (m.t === 'hello' && m.frames === 1) link.frames = true;
         cm.onMessage(m, link);
         if (this.o.bareCommitMoves && (m.t === 'hello' || m.t === 'renew') && m.term < this.store.cfg.term) this.bareCommit(link);
-      }
+      });
     });
     s.on('close', () => {
       if (node !== null) cm.onClose(node, link);

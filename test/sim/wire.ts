@@ -14,7 +14,7 @@ export const MANAGER_ID = 63;
 
 interface Item {
   at: number;
-  line: string | null; // null: the close
+  line: string | Uint8Array | null; // a JSON line, a binary frame (actors/shared/manager-frames.ts); null: the close
 }
 
 /** One direction of a connection: FIFO, delayed, held while the link is cut. */
@@ -29,7 +29,7 @@ class Pipe {
     private readonly to: SimSocket,
   ) {}
 
-  push(line: string | null): void {
+  push(line: string | Uint8Array | null): void {
     const at = Math.max(this.last, this.net.loop.now() + this.net.delay());
     this.last = at;
     this.q.push({ at, line });
@@ -72,7 +72,7 @@ export class SimSocket extends EventEmitter implements LeaseSocket {
     b.out = new Pipe(b.net, b.self, a);
   }
 
-  write(line: string): boolean {
+  write(line: string | Uint8Array): boolean {
     if (!this.closed && this.alive()) this.out?.push(line);
     return true;
   }
@@ -91,7 +91,7 @@ export class SimSocket extends EventEmitter implements LeaseSocket {
     this.out?.push(null);
   }
 
-  receive(line: string | null): void {
+  receive(line: string | Uint8Array | null): void {
     if (this.closed || !this.alive()) return;
     if (line !== null) return void this.emit('data', line);
     this.closed = true;
