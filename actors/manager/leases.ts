@@ -13,8 +13,9 @@
 // write, actors/worker/primary.ts). Across hosts crystal drift is < 100 ppm; driftMs = leaseMs / 20
 // (5 %) leaves orders of magnitude to spare.
 //
-// Numbers (defaults of `rowan cluster` / `rowan manager`, config/timings.ts): leaseMs 200, renewMs 40 (five renewals per
-// lease: four may be late or lost before a live node fences itself), driftMs 10. A dead node's shards
+// Numbers (defaults of `rowan cluster` / `rowan manager`, config/timings.ts): leaseMs 200, renewMs 66 (three renewals per
+// lease: a live node fences itself once no renewal got through for leaseMs - driftMs - renewMs = 124 ms;
+// the period bears on that only, not on safety), driftMs 10. A dead node's shards
 // move at the earliest 210 ms after its last renew. The paper uses 10 ms leases on dedicated cores
 // with RDMA; on this shared two-core machine a 10 ms lease would fence live nodes whenever a busy
 // event loop misses two renewals, so the default is longer; the failover benchmark runs shorter ones.

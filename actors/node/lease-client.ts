@@ -32,6 +32,9 @@ export interface LeaseHooks extends FollowerHooks {
   load?(): ShardLoad[];
   /** The manager removed this node from the membership (requests are refused from here on). */
   evicted?(): void;
+  /** Each renew period, connected to a manager or not (peer leases look whether they are needed:
+   *  ../shared/peer-lease.ts PeerLeases.tick). */
+  tick?(): void;
 }
 
 /** What the lease client's time and connections come from (CONVENTIONS 9; the simulator, test/sim,
@@ -139,6 +142,7 @@ export class LeaseClient {
 
   start(): void {
     this.link.start();
+    this.schedule();
   }
 
   stop(): void {
@@ -152,7 +156,8 @@ export class LeaseClient {
     const unconfirmed = this.hooks.unconfirmed?.() ?? [];
     this.send({ t: 'hello', node: this.nodeId, pid: process.pid, term: this.cell.term(), frames: 1, ...(this.rejoin ? { rejoin: true } : {}), ...(unconfirmed.length > 0 ? { unconfirmed } : {}) });
     this.sent(0, this.clock.now()); // the hello is renew 0
-    this.schedule();
+    this.connected = true;
+    this.schedule(); // the first renew one period after the hello
     watchGrants();
     if (this.hooks.load) {
       this.timers.clearInterval(this.loadTimer);
@@ -163,15 +168,23 @@ export class LeaseClient {
     }
   }
 
-  /** The node's connection closed: no renewals nor load reports until the next is up. */
+  /** The node's connection closed: no renewals nor load reports until the next is up (the timer
+   *  still ticks the hook). */
   private down(): void {
-    this.timers.clearInterval(this.timer);
+    this.connected = false;
     this.timers.clearInterval(this.loadTimer);
   }
 
+  /** A connection is up and said hello: renew() sends. */
+  private connected = false;
+
+  /** The node's one renew-period timer (start() to stop()): renew while connected, then the hook. */
   private schedule(): void {
     this.timers.clearInterval(this.timer);
-    this.timer = this.timers.setInterval(() => this.renew(), this.renewMs);
+    this.timer = this.timers.setInterval(() => {
+      if (this.connected) this.renew();
+      this.hooks.tick?.();
+    }, this.renewMs);
   }
 
   private renew(): void {
@@ -232,6 +245,7 @@ export class LeaseClient {
         this.cell.evict();
         this.log.error({ term: m.term }, 'the configuration manager removed this node from the cluster (its lease expired): serving nothing from now on');
         this.stop();
+        this.hooks.tick?.(); // a last tick: peer leases see the eviction and stop asking
         this.hooks.evicted?.();
         return;
     }

@@ -179,6 +179,7 @@ function startLease(
   let plog: TLog | null = null;
   const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
   let client: LeaseClient | null = null;
+  let peers: PeerLeases | null = null;
   const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls });
   const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
   client = new LeaseClient(managers, nodeId, cell, clock, log, {
@@ -188,6 +189,7 @@ function startLease(
       catchUp.onConfig();
     },
     ...(sampler ? { load: () => sampler.sample() } : {}),
+    tick: () => peers?.tick(), // peer leases look each renew period, on the lease's timer (one timer per node)
     // An evicted node's data is stale and it is no member: it stops, after answering LEASE_EXPIRED for
     // a moment to clients that still route to it, so that its supervisor (rowan cluster) restarts it
     // with --rejoin -- it does not sit in the cluster serving nothing (a lease lost to a stall of the
@@ -197,12 +199,11 @@ function startLease(
       setTimeout(() => process.kill(process.pid, 'SIGTERM'), defaultTimings.evictedExitMs).unref();
     },
   }, rejoin, secret, tls, loadPeriodMs);
-  client.start();
   // Peer leases (../shared/peer-lease.ts): the node serves on while the manager is unreachable, as long as
   // every other member vouches that nothing can have taken its shards.
   const lc = client;
-  const peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => lc.setPeerLease(until), () => lc.managerLeaseUntil());
-  peers.start();
+  peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => lc.setPeerLease(until), () => lc.managerLeaseUntil());
+  client.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);
   return { client, catchUp, peers };

@@ -128,7 +128,7 @@ interface Peer {
 
 /**
  * The asking side, on the node's main thread: while the manager lease runs low (askBelowMs), asks every other live
- * member for a grant each renewMs, and reports the instant until which it holds a grant from all of
+ * member for a grant each renewMs (at each tick() of the lease client's renew timer), and reports the instant until which it holds a grant from all of
  * them (-Infinity: not from all).
  */
 export class PeerLeases {
@@ -160,9 +160,19 @@ export class PeerLeases {
 
   private readonly timers: Timers;
 
+  /** Run on a timer of its own (tests). A node instead calls tick() from its lease client's renew
+   *  timer (../node/lease-client.ts LeaseHooks.tick): one timer per node, not two. */
   start(): void {
+    this.selfTimed = true;
     this.schedule(10);
   }
+
+  /** One look, each renew period: asks for grants if the manager's lease runs low. */
+  tick(): void {
+    this.round();
+  }
+
+  private selfTimed = false;
 
   stop(): void {
     this.stopped = true;
@@ -184,7 +194,7 @@ export class PeerLeases {
   }
 
   private schedule(ms: number): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.selfTimed) return;
     this.timer = this.timers.setTimeout(() => this.round(), ms);
     this.timer.unref();
   }

@@ -94,8 +94,7 @@ export class NodeControl {
   }
 
   start(): void {
-    this.lease?.start();
-    this.peers?.start();
+    this.lease?.start(); // its renew timer ticks the peer leases (hooks().tick), as on a node
   }
 
   /** The process died: its connections close (the manager sees it), nothing of it runs again. */
@@ -113,6 +112,7 @@ export class NodeControl {
       ...promotionHooks({ nodeId: id, cell: this.cell, pool, shared, shardCount: this.cell.config().shardCount, record, clock: this.h.net.loop.clock, log: this.h.log, promotionLog, sleep: this.h.timers.sleep, hold: this.hold }),
       configured: () => record.noteBackups(receivedShards(this.cell.config(), id)),
       evicted: () => this.h.evicted(),
+      tick: () => this.peers?.tick(),
     };
   }
 }

@@ -53,7 +53,7 @@ function setup(layout: (c: ClusterConfig) => ClusterConfig = (c) => c) {
   const log = { info: noop, debug: noop, trace: noop, error: (_o: unknown, m: string) => warnings.push(m), warn: (_o: unknown, m: string) => warnings.push(m) } as unknown as Logger;
   const initial = layout(cluster());
   const store = new MemoryStore(initial);
-  const timing = leaseTiming(200);
+  const timing = leaseTiming(200, 40); // the scenarios below (silences of 100-150 ms, over two renewal periods) are laid out for 40 ms renewals
   const cm = new ConfigManager(store, initial, timing, clock, log, timers.sleep);
   const sent = new Map<number, ManagerToNode[]>();
   const links = new Map<number, Link>();
