@@ -13,13 +13,10 @@ import type { ConfigStore } from '../config/store.js';
 import { describeStore, type StoreSpec } from '../config/store-spec.js';
 import { checkTimings, deadWaitMsFor, defaultTimings, leaseTiming } from '../config/timings.js';
 import { storeArgs } from './store-flags.js';
-import { describeChange, RestartBackoff, waitListedDead } from './cluster-supervise.js';
+import { describeChange, RestartBackoff, waitListedDead, watchStoreChanges } from './cluster-supervise.js';
 import { DETACHED_ENV } from './cluster-detach.js';
 import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, closeQuietly, openNodeLog, waitReady } from './cluster-lifecycle.js';
 import { schedGetaffinity } from '../native/libc.js';
-
-/** How often the launcher reads the configuration store to print its changes. */
-const CHANGE_POLL_MS = 250;
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
 
@@ -272,20 +269,8 @@ export class ClusterLauncher {
   /** Print each configuration change until stopped (or every node has exited); the exit code. */
   private async superviseUntilStopped(): Promise<number> {
     const { p } = this;
-    // Poll the store (a file read, or one ZooKeeper getData) a few times a second: what it prints is
-    // for the operator, and an idle cluster should not spend its CPU on it. An unreadable one (being
-    // replaced, no ZooKeeper session) is read again next time.
-    let seen = p.cluster;
-    let polling = false;
-    const watch = setInterval(() => {
-      if (polling) return;
-      polling = true;
-      p.store.read().then((now) => {
-        if (now.term === seen.term) return;
-        console.log(describeChange(seen, now));
-        seen = now;
-      }, () => {}).finally(() => (polling = false));
-    }, CHANGE_POLL_MS);
+    // What it prints is for the operator: a file store is watched, not polled (./cluster-supervise.ts).
+    const stopWatching = watchStoreChanges(p.store, p.cluster, (from, to) => console.log(describeChange(from, to)));
     const anyLive = () => [...this.children.values()].some(live) || (this.stopping && this.managers.some(live));
     while ((p.supervise && !this.stopping) || anyLive()) {
       await new Promise<void>((r) => {
@@ -293,7 +278,7 @@ export class ClusterLauncher {
         setTimeout(r, 1000).unref();
       });
     }
-    clearInterval(watch);
+    stopWatching();
     if (!this.stopping) {
       console.error('every node has exited; stopping the configuration manager');
       this.stopAll();

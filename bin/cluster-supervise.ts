@@ -5,8 +5,10 @@
 // holding no shard, to which re-replication then gives shards. A node that is not listed dead within
 // deadWaitMsFor the lease in force (a mode without failover) restarts with its data, as a cold start
 // would. The timings: config/timings.ts.
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import type { ClusterConfig } from '../config/cluster.js';
-import type { ConfigStore } from '../config/store.js';
+import { FileConfigStore, type ConfigStore } from '../config/store.js';
 import { defaultTimings } from '../config/timings.js';
 
 export class RestartBackoff {
@@ -65,4 +67,58 @@ export function describeChange(before: ClusterConfig, after: ClusterConfig): str
     lines.push(`caught up: ${head}; ${caught.join(' ')} (shard->node)${left > 0 ? `; ${left} still catching up` : short > 0 ? `; ${short} shard(s) below ${after.replicationFactor} replicas` : `; every shard has ${after.replicationFactor} replicas`}`);
   }
   return lines.length > 0 ? lines.join('\n') : `configuration: ${head}`;
+}
+
+/** How often a store that cannot be watched (ZooKeeper) is read for changes to print. */
+export const CHANGE_POLL_MS = 250;
+/** A watched file store is also read this often, in case a change notification never comes (a
+ *  file system without inotify). */
+export const CHANGE_FALLBACK_MS = 5000;
+
+/**
+ * Call `changed` with each configuration the store holds that differs in term from the last one seen
+ * (what the launcher prints). A file store is watched (inotify on its directory: the file is replaced
+ * by a rename) and read only when something there changed, so an idle cluster's launcher sleeps;
+ * other stores are read every CHANGE_POLL_MS. An unreadable store (being replaced, no ZooKeeper
+ * session) is read again next time. Returns the stop.
+ */
+export function watchStoreChanges(store: ConfigStore, first: ClusterConfig, changed: (from: ClusterConfig, to: ClusterConfig) => void): () => void {
+  let seen = first;
+  let reading = false;
+  let again = false;
+  let stopped = false;
+  const look = (): void => {
+    if (stopped) return;
+    if (reading) return void (again = true);
+    reading = true;
+    store.read().then((now) => {
+      if (now.term === seen.term || stopped) return;
+      changed(seen, now);
+      seen = now;
+    }, () => {}).finally(() => {
+      reading = false;
+      if (again) {
+        again = false;
+        look();
+      }
+    });
+  };
+  const file = store instanceof FileConfigStore ? store.path : null;
+  let watcher: FSWatcher | null = null;
+  if (file !== null) {
+    try {
+      watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
+        if (name === null || name === basename(file)) look();
+      });
+      watcher.on('error', () => {}); // the fallback reads go on
+    } catch {
+      watcher = null;
+    }
+  }
+  const timer = setInterval(look, watcher !== null ? CHANGE_FALLBACK_MS : CHANGE_POLL_MS);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+    watcher?.close();
+  };
 }
