@@ -6,7 +6,7 @@
 //
 // The quota's period matters. With the kernel's default 100 ms, a node that used its quota (say 25 ms
 // of 0.25 CPU) is frozen, every thread of it, for the rest of the period (75 ms): requests stall in
-// bursts, whole 100 ms buckets see no operation, and lease renewals (every 40 ms, 200 ms lease) come
+// bursts, whole 100 ms buckets see no operation, and lease renewals (every 40 ms at the time, 200 ms lease) come
 // late -- at 0.12 CPU the nodes lost their leases. A short period (default 10 ms) spreads the same
 // budget evenly: a saturated node is slow, not stopped, like a server whose CPUs are all busy.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
