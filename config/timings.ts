@@ -18,7 +18,7 @@ export interface Timings {
   /** The lease the manager grants by default (`--lease-ms`). The paper's 10 ms assumes dedicated cores
    *  and RDMA; on a shared machine a busy event loop missing two renewals would fence live nodes. */
   leaseMs: number;
-  /** Shortest lease accepted: renewMs = leaseMs / 3 and driftMs = leaseMs / 20 must stay >= 1 ms with
+  /** Shortest lease accepted: renewMs = leaseMs / 5 and driftMs = leaseMs / 20 must stay >= 1 ms with
    *  two renewals inside leaseMs - driftMs. */
   leaseMsMin: number;
   /** Longest lease accepted (a node's lease counter is an Int32 of ms, a PEER_LEASE a u32). */
@@ -192,15 +192,16 @@ export interface LeaseTiming {
   driftMs: number;
 }
 
-/** renewMs = leaseMs / 3, driftMs = leaseMs / 20 (at least 1 ms), checked (BAD_ARGUMENT: a flag).
+/** renewMs = leaseMs / 5, driftMs = leaseMs / 20 (at least 1 ms), checked (BAD_ARGUMENT: a flag).
  *  The renew period does not bear on safety (a grant holds from when its renew was sent), only on how
  *  long a node may go without a renewal getting through before it fences itself: leaseMs - driftMs -
- *  renewMs (124 ms at the default 200 ms lease; it was 150 ms at leaseMs / 5, with 67 % more renewals,
- *  most of an idle cluster's CPU: issue 26). */
+ *  renewMs (150 ms at the default 200 ms lease). leaseMs / 3 (124 ms) saves 40 % of the renewals, most
+ *  of an idle cluster's CPU (issue 26), but live nodes lost leases with it under load on the 2-core
+ *  machine (failover-lease once in four runs at load 25): `--renew-ms` chooses it. */
 export function leaseTiming(leaseMs: number, renewMs?: number, driftMs?: number, t: Timings = defaultTimings): LeaseTiming {
   const l = {
     leaseMs,
-    renewMs: renewMs ?? Math.max(1, Math.floor(leaseMs / 3)),
+    renewMs: renewMs ?? Math.max(1, Math.floor(leaseMs / 5)),
     driftMs: driftMs ?? Math.max(1, Math.ceil(leaseMs / 20)),
   };
   if (!(l.leaseMs >= t.leaseMsMin && l.leaseMs <= t.leaseMsMax)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `leaseMs ${l.leaseMs} is not in [${t.leaseMsMin}, ${t.leaseMsMax}]`);
