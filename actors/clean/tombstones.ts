@@ -75,6 +75,10 @@
 // nothing, and never sooner than SWEEP_DUTY_PAUSE times the time the last cycle spent scanning and
 // deciding after it ended (the sweep takes at most about a fifth of its clean actor's time however big
 // the pool). Dropped tombstones stop counting as live bytes, so their segments become clean candidates.
+// A cycle whose scan found no DEL entry at all proves there is no tombstone on PM; while no index item
+// has been made to point at a DEL entry since that cycle began (LiveBytes' count, ../shared/gc-state.ts),
+// the next cycles skip their scan -- a node that only PUTs never scans -- up to SWEEP_SKIP_MAX_MS, after
+// which one scans anyway (a path indexing a tombstone without that count then costs a delay, not a leak).
 import type { Limits } from '../../config/limits.js';
 import { defaultTimings } from '../../config/timings.js';
 import { commitVerOf } from '../shared/commit.js';
@@ -96,6 +100,8 @@ const SWEEP_BACKOFF_MAX = 16;
 const SWEEP_BYTES_PER_STEP = 4 * 1024 * 1024;
 /** The pause after a cycle is at least this many times the time the cycle spent working. */
 const SWEEP_DUTY_PAUSE = 4;
+/** A cycle is skipped for want of tombstones (see the header) for at most this long after the last scan. */
+const SWEEP_SKIP_MAX_MS = 30_000;
 
 export interface TombstoneSweepOptions {
   pool: Pool;
@@ -123,6 +129,8 @@ export interface TombstoneSweepOptions {
 
 export interface TombstoneStats {
   cycles: number;
+  /** Cycles skipped: no DEL entry on PM at the last scan and none indexed since. */
+  skipped: number;
   /** Segments scanned by the cycles. */
   scanned: number;
   /** Committed tombstones of eligible shards the cycles found indexed. */
@@ -147,7 +155,7 @@ interface Candidate {
 type Phase = 'idle' | 'quiesce' | 'scan';
 
 export class TombstoneSweep {
-  readonly stats: TombstoneStats = { cycles: 0, scanned: 0, candidates: 0, dropped: 0, kept: 0, droppedOnBackup: 0, floorSaveFailures: 0 };
+  readonly stats: TombstoneStats = { cycles: 0, skipped: 0, scanned: 0, candidates: 0, dropped: 0, kept: 0, droppedOnBackup: 0, floorSaveFailures: 0 };
   protected readonly floors: ShardFloors;
   private readonly gc: KvGc;
   private readonly reader: PoolEntryReader;
@@ -172,6 +180,12 @@ export class TombstoneSweep {
   /** Per shard, segments holding a b-log multi-block entry whose key the scan could not read. */
   private unreadable = new Map<number, Set<number>>();
   private candidates: Candidate[] = [];
+  /** DEL entries (and unreadable multi-block ones) the current cycle's scan met. */
+  private delsSeen = 0;
+  /** The last completed cycle: the DEL count when it began, when it ended, and whether it met a DEL
+   *  (null: none yet, so the first cycle always scans). */
+  private lastScan: { dels: number; at: number; sawDel: boolean } | null = null;
+  private delsAtStart = 0;
 
   constructor(private readonly o: TombstoneSweepOptions) {
     this.gc = o.shared.gc!;
@@ -227,10 +241,12 @@ export class TombstoneSweep {
       const cv = commitVerOf(shared.versions, this.inflight, shardCount, INFLIGHT_WORKERS_MAX, s);
       return this.o.savedPoints ? Math.min(cv, Number(Atomics.load(this.points, s))) : cv;
     });
-    if (this.bounds.every((b) => b <= 0)) {
+    if (this.bounds.every((b) => b <= 0) || this.nothingToFind()) {
       this.nextAt = this.o.now() + (this.o.periodMs ?? defaultTimings.tombstoneSweepPeriodMs);
       return 0;
     }
+    this.delsAtStart = this.gc.live.tombstonesIndexed();
+    this.delsSeen = 0;
     // Retired after the bounds were read (seq-cst): readers that entered before it may still copy.
     this.epoch = this.gc.epochs.retire();
     this.phase = 'quiesce';
@@ -240,6 +256,14 @@ export class TombstoneSweep {
     this.busyMs = 0;
     this.stats.cycles++;
     return 0;
+  }
+
+  /** No tombstone can be on PM: the last scan met no DEL entry and none was indexed since it began. */
+  private nothingToFind(): boolean {
+    const l = this.lastScan;
+    if (l === null || l.sawDel || this.gc.live.tombstonesIndexed() !== l.dels || this.o.now() - l.at >= SWEEP_SKIP_MAX_MS) return false;
+    this.stats.skipped++;
+    return true;
   }
 
   /** Rule 2B: write the backups' effective floors durably where they rose, then count them persisted. */
@@ -289,6 +313,7 @@ export class TombstoneSweep {
     if (m.role === OwnerRole.Control || m.role === OwnerRole.Remote) {
       for (const b of scanBlogBlocks(bytes, start, end, this.o.limits)) {
         if (b.type === EntryType.CommitVer) continue;
+        if (b.type === EntryType.Del || (b.seq === 0 && b.cnt > 1 && b.keyLen > b.payload.length)) this.delsSeen++;
         if (b.cnt === 1 || (b.seq === 0 && b.keyLen <= b.payload.length)) this.note(seg, b.offset, b.type, b.shard, b.version, b.payload.subarray(0, b.keyLen), b.cnt === 1);
         else if (b.seq === 0) (this.unreadable.get(b.shard) ?? this.unreadable.set(b.shard, new Set()).get(b.shard)!).add(seg);
         // Blocks past the first: their entry is recorded where its first block lies (no first block on
@@ -297,6 +322,7 @@ export class TombstoneSweep {
       return;
     }
     for (const e of scanEntries(bytes, start, end, this.o.limits)) {
+      if (e.type === EntryType.Del) this.delsSeen++;
       if (e.type !== EntryType.CommitVer) this.note(seg, e.offset, e.type, e.shard, e.version, e.key, true);
     }
   }
@@ -331,6 +357,7 @@ export class TombstoneSweep {
     this.phase = 'idle';
     this.backoff = dropped > 0 ? 1 : Math.min(SWEEP_BACKOFF_MAX, this.backoff * 2);
     const now = this.o.now();
+    this.lastScan = { dels: this.delsAtStart, at: now, sawDel: this.delsSeen > 0 };
     this.busyMs += now - t0;
     this.nextAt = now + Math.max((this.o.periodMs ?? defaultTimings.tombstoneSweepPeriodMs) * this.backoff, SWEEP_DUTY_PAUSE * this.busyMs);
     return dropped;

@@ -16,9 +16,12 @@
 //   marks     per shard, the persisted version high-water mark (./version-marks.ts).
 //   points    per shard, the commit point last saved durably (./commit-points.ts): a primary's
 //             tombstone sweep drops nothing above it.
+//   dels      how many times an index item was made to point at a DEL entry (LiveBytes counts them):
+//             the tombstone sweep skips its PM scan while none came since a scan that found no DEL.
 import { ACTORS_PER_ROLE_MAX } from '../../config/base/ids.js';
 import type { Limits } from '../../config/limits.js';
-import { storedSizeAt } from '../../shm/log.js';
+import { EntryType, storedSizeAt } from '../../shm/log.js';
+import { TYPE_OFF } from '../../shm/log-layout.js';
 import { createFloorBuffer } from './floors.js';
 import { createMarkBuffer } from './version-marks.js';
 
@@ -42,6 +45,7 @@ export interface GcSharedBuffers {
   floors: SharedArrayBuffer;
   marks: SharedArrayBuffer;
   points: SharedArrayBuffer;
+  dels: SharedArrayBuffer;
 }
 
 export function createGcShared(pool: { dataOffset: number; segmentBytes: number; segmentCount: number }, shardCount: number): GcSharedBuffers {
@@ -59,12 +63,14 @@ export function createGcShared(pool: { dataOffset: number; segmentBytes: number;
     floors: createFloorBuffer(shardCount),
     marks: createMarkBuffer(shardCount),
     points: new SharedArrayBuffer(8 * shardCount),
+    dels: new SharedArrayBuffer(4),
   };
 }
 
 /** Live-byte accounting per segment (see the header). */
 export class LiveBytes {
   readonly counts: Int32Array;
+  private readonly dels: Int32Array;
 
   constructor(
     private readonly g: GcSharedBuffers,
@@ -72,6 +78,17 @@ export class LiveBytes {
     private readonly limits: Limits,
   ) {
     this.counts = new Int32Array(g.live);
+    this.dels = new Int32Array(g.dels);
+  }
+
+  /** Index items made to point at a DEL entry so far (a tombstone indexed, or relocated by GC). */
+  tombstonesIndexed(): number {
+    return Atomics.load(this.dels, 0); // a count that only grows: any recent value will do
+  }
+
+  private countDel(addr: number): void {
+    // Read by the tombstone sweep before it decides to skip a scan; wrapping is harmless (compared for change).
+    if (this.bytes[addr + TYPE_OFF] === EntryType.Del) Atomics.add(this.dels, 0, 1);
   }
 
   segmentOf(addr: number): number {
@@ -82,6 +99,7 @@ export class LiveBytes {
   added(addr: number): void {
     // Statistics shared by every actor of the node; only the sum matters, no ordering with other data.
     Atomics.add(this.counts, this.segmentOf(addr), storedSizeAt(this.bytes, addr, this.limits));
+    this.countDel(addr);
   }
 
   /** As upserted(), for a caller that knows the new entry's stored size (a log scan): no read of it. */
@@ -89,6 +107,7 @@ export class LiveBytes {
     if (result === 'stale') return;
     if (result === 'updated') Atomics.sub(this.counts, this.segmentOf(replaced), storedSizeAt(this.bytes, replaced, this.limits));
     Atomics.add(this.counts, this.segmentOf(addr), size);
+    this.countDel(addr);
   }
 
   /** An index item moved from `oldAddr` to `newAddr` (updated, or relocated by GC). */

@@ -308,3 +308,27 @@ test('threaded: two writers PUT and DEL their keys while the clean actor relocat
     r.close();
   }
 });
+
+test('a node that only PUTs scans once, then skips its scans until a DEL is indexed', () => {
+  const r = new Rig();
+  try {
+    const sweep = r.cleaner.sweep!;
+    for (let i = 0; i < 50; i++) r.write(`k${i}`, 'v');
+    r.sweepCycle(); // the first cycle scans: it meets no DEL entry
+    const scanned = sweep.stats.scanned;
+    assert.ok(scanned > 0);
+    for (let i = 0; i < 50; i++) r.write(`k${i}`, 'w'); // more PUTs: no tombstone can appear
+    for (let i = 0; i < 20; i++) sweep.step();
+    assert.equal(sweep.stats.scanned, scanned, 'nothing scanned while no DEL was indexed');
+    assert.equal(sweep.stats.cycles, 1);
+    assert.ok(sweep.stats.skipped >= 20);
+    r.write('k0', null); // a tombstone
+    r.sweepCycle();
+    assert.ok(sweep.stats.scanned > scanned, 'a DEL indexed since: the next cycle scans');
+    assert.equal(r.read('k0'), 'absent', 'and drops the tombstone (its older PUTs lie in its own segment)');
+    r.sweepCycle(); // that scan met the DEL entry (its segment still holds it): cycles go on
+    assert.equal(sweep.stats.cycles, 3);
+  } finally {
+    r.close();
+  }
+});
