@@ -96,7 +96,18 @@ test('a killed node restarted by rowan cluster rejoins with an empty pool, gets 
     const cfg = readCluster(file);
     assert.ok(cfg.shards.every((s) => s.primary === victim || s.backups.includes(victim)), 'the rejoined node holds every shard again');
     const filler = 'f'.repeat(2048);
-    for (let i = 0; i < 1200; i += 16) await Promise.all(Array.from({ length: 16 }, (_, j) => c.put(`filler-${i + j}`, filler)));
+    // Filler only fills segments: a write of unknown outcome (a 200 ms lease that ran out under CI's
+    // load) is simply written again -- the same key and value, so a retry cannot change what is read.
+    const fill = async (k: string) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await c.put(k, filler);
+        } catch (err) {
+          if (attempt >= 5) throw err;
+        }
+      }
+    };
+    for (let i = 0; i < 1200; i += 16) await Promise.all(Array.from({ length: 16 }, (_, j) => fill(`filler-${i + j}`)));
     const expected = Array.from({ length: N }, (_, i) => ({ key: key(i), want: latest(i) }));
     let reads = 0; // counted by the pass that agreed (no second pass: a node may be away again by then)
     await waitFor('every replica to index the keys', () => replicasAgree(c, cfg, expected).then((n) => ((reads = n), true), () => false), 30_000, 100);
