@@ -247,7 +247,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .option('--no-restart', 'leave a node that dies down (default: restart it with backoff; a failed-over node rejoins with an empty pool and gets replicas again)')
     .option('--no-auto-reshard', 'the configuration manager moves hot shards only when asked (rowan reshard), not on its own (§4.6)')
     .option('--lease-ms <ms>', 'lease the configuration manager grants; a dead node is failed over after it expires (paper: 10)', asIs, defaultTimings.leaseMs)
-    .option('--renew-ms <ms>', 'how often nodes renew their lease (default lease / 3; shorter: more traffic, but a node then fences itself only after lease - drift - renew ms without a renewal getting through)')
+    .option('--renew-ms <ms>', 'how often nodes renew their lease (default lease / 5; longer: fewer renewals, most of what an idle cluster spends; shorter: more traffic, but a node then fences itself only after lease - drift - renew ms without a renewal getting through)')
     .addOption(new Option('--log-level <level>', 'log level of the nodes and the configuration manager (their logs: DIR/node-N.log, DIR/manager.log; default: info, or ROWAN_LOG_LEVEL)').choices(logLevels))
     .option('--index-keys <n>', "keys each shard's index is sized for at start (grows on demand; see rowan start --help)")
     .option('--index-keys-max <n>', "most keys one shard's index may grow to (see rowan start --help)")

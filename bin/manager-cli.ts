@@ -118,7 +118,7 @@ export function registerManagerCommand(p: Command, run: (f: () => Promise<number
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port nodes renew their leases on (0 = any free port)', '7090')
     .option('--lease-ms <ms>', 'lease length granted to nodes', String(defaultTimings.leaseMs))
-    .option('--renew-ms <ms>', 'how often nodes renew (default lease / 3: a live node fences itself after lease - drift - renew ms without a renewal getting through)')
+    .option('--renew-ms <ms>', 'how often nodes renew (default lease / 5: a live node fences itself after lease - drift - renew ms without a renewal getting through)')
     .option('--zk-session-ms <ms>', 'with --zookeeper: the ZooKeeper session timeout S. Managers elect one active manager; a standby takes over about S after the active one dies, and the active one rides out a ZooKeeper outage of up to 3/4 S (docs/running.md "ZooKeeper")', String(defaultTimings.managerZkSessionMs))
     .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
     .option('--data-dir <dir>', "the manager process's runtime directory (default: manager/ next to the cluster file; required with --zookeeper)")
