@@ -86,14 +86,20 @@ export function nodeRandomkey(ctx: RespContext): Reply {
   return randomKeyHere(ctx, ctx.view.ownShards(false));
 }
 
-/** RENAME / RENAMENX: the destination is written, then the source deleted, both keys locked. */
-function renameWith(ctx: RespContext, args: Buffer[], nx: boolean): Reply | Promise<Reply> {
-  const [src, dst] = [args[1]!, args[2]!];
+/** A two-key command (RENAME, COPY) that may run here: one shard, both keys valid; `body` runs with both
+ *  keys locked. Otherwise the redirect, forward or error reply. */
+function withPair(ctx: RespContext, args: Buffer[], src: Buffer, dst: Buffer, body: () => Promise<Reply>): Reply | Promise<Reply> {
   const where = oneShardCheck(ctx, [src, dst], args);
   if (where !== null) return where;
   const bad = checkEntries(ctx, [src, dst], []);
   if (bad !== null) return bad;
-  return ctx.locks.runAll([src, dst], async () => {
+  return ctx.locks.runAll([src, dst], body);
+}
+
+/** RENAME / RENAMENX: the destination is written, then the source deleted, both keys locked. */
+function renameWith(ctx: RespContext, args: Buffer[], nx: boolean): Reply | Promise<Reply> {
+  const [src, dst] = [args[1]!, args[2]!];
+  return withPair(ctx, args, src, dst, async () => {
     const t = ctx.worker.term();
     const v = await ctx.worker.get(src, t);
     if (v === null) return err('ERR no such key');
@@ -126,11 +132,7 @@ export function copy(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
   }
   const [src, dst] = [args[1]!, args[2]!];
   if (src.equals(dst)) return err('ERR source and destination objects are the same');
-  const where = oneShardCheck(ctx, [src, dst], args);
-  if (where !== null) return where;
-  const bad = checkEntries(ctx, [src, dst], []);
-  if (bad !== null) return bad;
-  return ctx.locks.runAll([src, dst], async () => {
+  return withPair(ctx, args, src, dst, async () => {
     const t = ctx.worker.term();
     const v = await ctx.worker.get(src, t);
     if (v === null) return 0;
