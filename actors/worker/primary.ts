@@ -84,7 +84,7 @@ export class PrimaryPath {
         // A single-block entry is replicated as the very bytes just persisted in the t-log (immutable
         // while indexed), not encoded and checksummed a second time; larger entries go block by block.
         const blocks = size <= d.limits.mtuBytes ? [d.region.bytes.subarray(addr, addr + size)] : encodeBlocks(e, d.limits);
-        await Promise.all(backups.map((b) => this.replicateOrOutlive(b, shard, blocks))); // on every backup (②)
+        await this.replicateAll(backups, shard, blocks); // on every backup (②)
       }
       this.core.indexOf(shard); // still held (WRONG_SHARD otherwise)
       // Lease safety (§4.5): acknowledge only while the lease still holds. The manager reassigns this
@@ -112,6 +112,25 @@ export class PrimaryPath {
       if (addr >= 0) d.tlog.release(addr);
       commit?.finish(shard, e.version);
     }
+  }
+
+  /**
+   * Replicate to every backup, all settled before the outcome is decided. A backup whose pool is full
+   * (PM_FULL, QUOTA) means "not applied" only when every backup refused: the entry is then only in
+   * this t-log, recorded as a failed write. Once another backup holds it, a failover may promote that
+   * backup and serve it, so the outcome is unknown (issue 27: a reply never claims what did not happen).
+   */
+  private async replicateAll(backups: number[], shard: number, blocks: Uint8Array[]): Promise<void> {
+    const rs = await Promise.allSettled(backups.map((b) => this.replicateOrOutlive(b, shard, blocks)));
+    const failed = rs.flatMap((r, i) => (r.status === 'rejected' ? [{ node: backups[i]!, err: r.reason as unknown }] : []));
+    if (failed.length === 0) return;
+    const full = (e: unknown): e is RowanError => e instanceof RowanError && (e.code === ErrorCodes.PM_FULL || e.code === ErrorCodes.QUOTA);
+    const first = failed.find((f) => !full(f.err)) ?? failed[0]!;
+    if (!full(first.err) || failed.length === backups.length) throw first.err;
+    throw new RowanError(
+      ErrorCodes.OUTCOME_UNKNOWN,
+      `backup node ${first.node} refused shard ${shard}'s entry (${first.err.code}: ${first.err.message}) after another backup took it; it may or may not survive a failover`,
+    );
   }
 
   /** A configuration committed while a write of `shard` was replicating: acknowledge it only if this
