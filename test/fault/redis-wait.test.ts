@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import { launchReadyCluster, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
 import { nodePids, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
 import { readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
+import { basePortOf, checkLateBlocks, lateBlockCounts } from '../fixtures/node-metrics.js';
 
 test('WAIT counts the backups that hold the writes: 2 before a node dies, 1 after its failover', { timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-redis-wait-'));
@@ -48,6 +49,8 @@ test('WAIT counts the backups that hold the writes: 2 before a node dies, 1 afte
     const fresh = open(ports.single[2]!);
     assert.equal(await fresh.set('w:fresh', 'v'), 'OK');
     assert.equal(await fresh.call('WAIT', '2', '100'), 1);
+    // Every SET was acknowledged before the kill or after the failover: none may be refused as late.
+    console.log(`# ${checkLateBlocks(await lateBlockCounts([1, 2], basePortOf(run.output())), false, 'every SET was acknowledged before the kill or after the failover')}`);
   } finally {
     for (const r of conns) r.disconnect();
     if (run) await stopCluster(run.child);
