@@ -13,7 +13,13 @@ import type { ConfigManager, Link } from './manager.js';
 import { encodeLine, type NodeToManager } from './protocol.js';
 import { GrantWriter, ManagerStreamReader } from '../shared/manager-frames.js';
 import { answerAdmin } from './admin.js';
-import type { AdminRequest } from '../shared/manager-protocol.js';
+import { LINE_BYTES_MAX, type AdminRequest } from '../shared/manager-protocol.js';
+
+/** Before the handshake a peer's lines are at most this long (an auth-hello or auth-proof is under 300 B). */
+export const PREAUTH_LINE_BYTES_MAX = 4096;
+/** Connections that have not authenticated yet, at most; one more is closed at once (nodes and tools
+ *  authenticate within a round trip, so only strangers or a flood hold these). */
+export const PREAUTH_CONNECTIONS_MAX = 64;
 
 export interface ManagerServer {
   port: number;
@@ -25,10 +31,17 @@ export interface ManagerServer {
  *  before the handshake; null = plain TCP. */
 export async function serveManager(cm: ConfigManager, host: string, port: number, log: Logger, secret: Uint8Array | null = null, tls: TlsMaterial | null = null): Promise<ManagerServer> {
   const sockets = new Set<Socket>();
+  const unauthenticated = new Set<Socket>();
   const refusedTls = (err: Error) => log.warn({ err: err.message }, 'manager: refused a peer whose TLS handshake failed');
   const server: Server = createServer(tls, 'mutual', { noDelay: true }, (socket) => {
+    if (secret !== null && unauthenticated.size >= PREAUTH_CONNECTIONS_MAX) {
+      log.warn({ peer: socket.remoteAddress }, `manager: refusing a connection over the ${PREAUTH_CONNECTIONS_MAX} unauthenticated ones it holds`);
+      return void socket.destroy();
+    }
     sockets.add(socket);
-    serveConnection(socket, cm, log, secret, () => sockets.delete(socket));
+    if (secret !== null) unauthenticated.add(socket);
+    const authed = () => unauthenticated.delete(socket);
+    serveConnection(socket, cm, log, secret, authed, () => (sockets.delete(socket), authed()));
   }, refusedTls);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => reject(new RowanError(ErrorCodes.BAD_CONFIG, `manager cannot listen on ${host}:${port}: ${err.code ?? err.message}`)));
@@ -66,9 +79,13 @@ function leaseLink(socket: Socket): Link {
 }
 
 /** One connection: the authentication handshake first, then a node's lease messages or a tool's admin requests. */
-function serveConnection(socket: Socket, cm: ConfigManager, log: Logger, secret: Uint8Array | null, closed: () => void): void {
+function serveConnection(socket: Socket, cm: ConfigManager, log: Logger, secret: Uint8Array | null, authed: () => void, closed: () => void): void {
   const reader = new ManagerStreamReader<NodeToManager>();
   const gate = new ManagerAuthGate(secret);
+  if (!gate.authed) {
+    reader.lineBytesMax = PREAUTH_LINE_BYTES_MAX;
+    reader.limitNote = ' before the handshake';
+  }
   const deadline = gate.authed ? null : setTimeout(() => socket.destroy(), defaultTimings.managerHandshakeMs).unref();
   let node: number | null = null;
   const link = leaseLink(socket);
@@ -86,7 +103,12 @@ function serveConnection(socket: Socket, cm: ConfigManager, log: Logger, secret:
         refused = true; // nothing more from this peer is read
         return;
       }
-      if (gate.authed && deadline) clearTimeout(deadline);
+      if (gate.authed) {
+        if (deadline) clearTimeout(deadline);
+        reader.lineBytesMax = LINE_BYTES_MAX;
+        reader.limitNote = '';
+        authed();
+      }
       return;
     }
     // An operator's tool (rowan reshard / status), authenticated like a node, holding no lease.
@@ -104,7 +126,7 @@ function serveConnection(socket: Socket, cm: ConfigManager, log: Logger, secret:
     try {
       reader.push(chunk, onMessage);
     } catch (err) {
-      log.warn({ err: (err as Error).message, node }, 'manager: dropping a connection that sent a bad line');
+      log.warn({ err: (err as Error).message, node }, `manager: dropping a connection that sent a bad line: ${(err as Error).message}`);
       socket.destroy();
     }
   });

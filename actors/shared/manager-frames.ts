@@ -137,6 +137,10 @@ export class ManagerStreamReader<T> {
   private readonly grantMsg: GrantMessage = { t: 'grant', seq: 0, leaseMs: 0, renewMs: 0, driftMs: 0, term: 0 };
   /** A frame came on this stream: the other side reads frames too (a node renews in frames from then on). */
   framed = false;
+  /** The longest line held: LINE_BYTES_MAX, or less for a peer that has not authenticated yet. */
+  lineBytesMax = LINE_BYTES_MAX;
+  /** Said in FRAME_TOO_LARGE's message after the limit ("before the handshake"). */
+  limitNote = '';
 
   push(chunk: Buffer | string, each: (m: T) => void): void {
     let buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
@@ -167,7 +171,7 @@ export class ManagerStreamReader<T> {
   private hold(b: Buffer): void {
     this.held.push(b);
     this.heldBytes += b.length;
-    if (this.heldBytes > LINE_BYTES_MAX) throw new RowanError(ErrorCodes.FRAME_TOO_LARGE, `manager protocol: a line over ${LINE_BYTES_MAX} B`);
+    if (this.heldBytes > this.lineBytesMax) throw new RowanError(ErrorCodes.FRAME_TOO_LARGE, `manager protocol: a line over ${this.lineBytesMax} B${this.limitNote}`);
   }
 
   /** The frame at `i`: the offset after it, or -1 when incomplete. */

@@ -6,7 +6,7 @@
 // short here through ROWAN_AUTH_DEADLINE_MS; the tests wait for the close, bounded by a failure timeout).
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -18,6 +18,7 @@ import { launchReadyCluster, stopCluster, type LaunchedCluster } from '../fixtur
 import { nodePids } from '../fixtures/failover-cluster.js';
 import { rawPeer } from '../fixtures/nic-raw-peer.js';
 import { raw, readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
+import { eventually } from '../fixtures/eventually.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rowan-preauth-'));
 /** The deadline under test; a connection still open this long after it is past is a failure. */
@@ -137,4 +138,39 @@ test('fabric NIC: a peer that has not authenticated by the deadline is closed', 
   await peer.closed;
   clearTimeout(t);
   assert.equal(timedOut, false, 'closed by the NIC, not by the failure timeout');
+});
+
+/** The configuration manager's port, from the launcher's output ("configuration manager ready on h:P"). */
+const managerPort = () => Number(/configuration manager ready on [^:]+:(\d+)/.exec(cl.output())![1]);
+const closedBy = (s: Socket) => new Promise<boolean>((resolve) => {
+  const t = setTimeout(() => (s.destroy(), resolve(false)), CLOSE_WAIT_MS);
+  s.once('close', () => (clearTimeout(t), resolve(true)));
+});
+
+test('manager port: a line over 4 KiB before the handshake closes the connection (nothing of it is buffered)', async () => {
+  const s = connect(managerPort(), '127.0.0.1');
+  s.on('error', () => {});
+  s.write('a'.repeat(64 * 1024)); // no newline: before the limit the manager would hold it (8 MiB lines) until its 10 s deadline
+  assert.equal(await closedBy(s), true, 'closed by the manager');
+  await eventually(() => assert.match(readFileSync(join(dir, 'manager.log'), 'utf8'), /over 4096 B before the handshake/));
+});
+
+test('manager port: at most 64 connections that have not authenticated; one more is closed at once, nodes keep theirs', async () => {
+  const port = managerPort();
+  const held: Socket[] = [];
+  try {
+    for (let i = 0; i < 64; i++) {
+      const s = connect(port, '127.0.0.1');
+      s.on('error', () => {});
+      held.push(s);
+      await new Promise((r) => s.once('connect', r));
+    }
+    const extra = connect(port, '127.0.0.1');
+    extra.on('error', () => {});
+    assert.equal(await closedBy(extra), true, 'the 65th unauthenticated connection is closed by the manager');
+    assert.ok(held.every((s) => !s.destroyed), 'the first 64 stay (until the handshake deadline)');
+    await eventually(() => assert.match(readFileSync(join(dir, 'manager.log'), 'utf8'), /refusing a connection over the 64 unauthenticated/));
+  } finally {
+    for (const s of held) s.destroy();
+  }
 });
