@@ -30,6 +30,19 @@ function zeroStride(bytes: Uint8Array, off: number, stride: number): boolean {
   return true;
 }
 
+/** Unwritten space is skipped this many bytes at a time by a native compare against zeros (a posted
+ *  b-log buffer is mostly unwritten: a failover's scans read every Using one, 64 of 256 KiB in the
+ *  failover benchmark, and stepping through them 64 B at a time in JavaScript took 60-220 ms). */
+const ZERO_RUN_BYTES = 4096;
+const ZEROS = Buffer.alloc(ZERO_RUN_BYTES);
+
+/** From stride-aligned `off`, the end of the all-zero run of whole ZERO_RUN_BYTES chunks (`off` when
+ *  the next chunk holds a non-zero byte or does not fit before `end`). Allocates nothing. */
+function zeroRunEnd(bytes: Uint8Array, off: number, end: number): number {
+  while (off + ZERO_RUN_BYTES <= end && ZEROS.compare(bytes, off, off + ZERO_RUN_BYTES) === 0) off += ZERO_RUN_BYTES;
+  return off;
+}
+
 /** Every verified block in [start, end), skipping strides that hold none. */
 export function* scanBlogBlocks(
   bytes: Uint8Array,
@@ -44,8 +57,11 @@ export function* scanBlogBlocks(
     // Unwritten space (the segment's tail, a hole) is the common case: a zero stride holds no block
     // (type 0 is no entry type), so it is stepped over without decoding.
     if (zeroStride(bytes, off, stride)) {
-      stats.zeroStrides++;
-      off += stride;
+      // A zero stride starts a run of unwritten space, often to the segment's end: skip whole chunks
+      // of it natively (ZERO_RUN_BYTES is a multiple of every stride: powers of two up to it).
+      const next = stride <= ZERO_RUN_BYTES && ZERO_RUN_BYTES % stride === 0 ? zeroRunEnd(bytes, off + stride, end) : off + stride;
+      stats.zeroStrides += next === off + stride ? 1 : 1 + (next - off - stride) / stride;
+      off = next;
       continue;
     }
     const b = readBlock(bytes, off, end, limits);

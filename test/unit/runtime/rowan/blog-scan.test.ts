@@ -52,3 +52,22 @@ test('a keyed block verifies under its seed only', () => {
   setChecksumSeed(0);
   for (const x of big) assert.equal(readBlock(x, 0, x.length, L), null);
 });
+
+test('unwritten space skipped in chunks: blocks after long zero runs, at any stride offset and right before the end, are all found', () => {
+  setChecksumSeed(SEED);
+  const seg = new Uint8Array(64 * 1024 + 192); // not a multiple of the 4 KiB chunk: a tail of strides
+  // Offsets: inside the first chunk, just past a chunk boundary, mid-chunk after a long run, and the
+  // last stride (a run of whole chunks stops short of the end, strides take over).
+  const at = [64, 4096 + 64, 9 * 4096 + 17 * 64, seg.length - 64 * 2];
+  at.forEach((off, i) => {
+    const [b] = encodeBlocks({ type: EntryType.Put, shard: 1, version: i + 1, key: enc(`k${i}`), value: enc('v') }, L);
+    assert.equal(b!.length, 64); // one stride each (the count below relies on it)
+    seg.set(b!, off);
+  });
+  const stats = newBlogScanStats();
+  const found = [...scanBlogBlocks(seg, 0, seg.length, L, stats)].map((b) => b.version);
+  assert.deepEqual(found, [1, 2, 3, 4]);
+  // Every stride was either a block's or counted zero, as a stride-by-stride scan counts them.
+  const blockStrides = at.length; // each block here fits one stride
+  assert.equal(stats.zeroStrides + blockStrides + stats.invalidStrides, seg.length / 64);
+});
