@@ -19,7 +19,7 @@ export interface FollowerHooks {
    *  primary of (a planned move, §4.6): first wait until every write it claimed for them has ended;
    *  throws when they do not end in time (then no prepared is sent and the manager rolls back).
    *  `planned`: no gather -- the versions are the shard counters (a live primary's covers them all). */
-  prepare(shards: number[], drain: number[], planned: boolean): Promise<{ versions: Record<string, number>; entries: GatherEntry[]; truncated: boolean }>;
+  prepare(shards: number[], drain: number[], planned: boolean): Promise<{ versions: Record<string, number>; entries: GatherEntry[]; truncated: boolean; scanned?: { segments: number; blocks: number } }>;
   /** Phase 2: persist and index `scatter`, catch the promoted shards (maybe none) up and raise their
    *  versions above `floors` (`planned` ones without the promotion gap). `entries`: b-log entries
    *  indexed; `scattered`: scattered ones absorbed. */
@@ -82,7 +82,8 @@ export class ConfigFollower {
     this.drained = drain;
     // Logged (synchronously) before the acknowledgement: a record of when this node stopped serving
     // exists for every prepare the manager may build on, even if the node dies right after.
-    this.d.log.info({ term, changed: changed.length, drained: drain, stoppedAt, gathered: r.entries.length, truncated: r.truncated }, `prepared term ${term}: requests blocked; ${r.entries.length} entries gathered`);
+    const ms = +(this.d.clock.now() - stoppedAt).toFixed(1);
+    this.d.log.info({ term, changed: changed.length, drained: drain, stoppedAt, ms, gathered: r.entries.length, truncated: r.truncated, scanned: r.scanned }, `prepared term ${term} in ${ms} ms: requests blocked; ${r.entries.length} entries gathered`);
     this.d.send({ t: 'prepared', node: this.d.nodeId, term, versions: r.versions, entries: r.entries, truncated: r.truncated });
   }
 

@@ -12,7 +12,7 @@ import type { TLog } from '../../shm/tlog.js';
 import { shardDrained } from '../shared/commit.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { gatherForPrepare, newestWithin } from '../shared/gather-scatter.js';
-import type { LeaseHooks } from './lease-client.js';
+import type { FollowerHooks } from './config-follower.js';
 import { promoteShards } from './promote.js';
 import type { KvShared } from '../shared/node-shared.js';
 import { receivedShards, type ReplicaRecord } from '../shared/trust.js';
@@ -57,8 +57,8 @@ export interface PromotionHooksOptions {
   hold?: RestartHold;
 }
 
-/** The lease client's prepare and promote hooks of a node. */
-export function promotionHooks(o: PromotionHooksOptions): Pick<LeaseHooks, 'prepare' | 'promote' | 'unconfirmed'> {
+/** The follower's prepare and promote hooks of a node (./config-follower.ts). */
+export function promotionHooks(o: PromotionHooksOptions): Required<Pick<FollowerHooks, 'prepare' | 'promote' | 'unconfirmed'>> {
   const { nodeId, cell, pool, shared, record, log } = o;
   const hold = o.hold ?? RestartHold.none();
   return {
@@ -89,13 +89,16 @@ export function promotionHooks(o: PromotionHooksOptions): Pick<LeaseHooks, 'prep
       return r;
     },
     promote: async (shards, floors, scatter, planned, already) => {
+      const t0 = o.clock.now();
       const r = await promoteShards(pool, shared, shards, floors, defaultLimits, scatter, o.promotionLog(), planned, already);
+      const t1 = o.clock.now();
       if (r.late > 0) log.error({ shards, late: r.late, event: 'late-block' }, `promotion of shard(s) ${shards.join(', ')} refused ${r.late} b-log block(s) as late (at or below a tombstone floor): only writes that were never acknowledged may be`);
       // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
       // shards at or above this version landed after the promotion and are never applied at cold start.
       // A shard promoted again on its own primary (a restart confirmed) keeps the version it was first
       // promoted at: nothing of it in the b-log is newer than that. One write for all the shards.
       record.notePromotedAll(new Map(shards.filter((s) => !already?.has(s)).map((s) => [s, r.versions[s]!])));
+      log.info({ shards, scanMs: +(t1 - t0).toFixed(1), recordMs: +(o.clock.now() - t1).toFixed(1), segments: r.segments, blocks: r.blocks }, 'promotion steps');
       hold.confirmed(shards);
       return { entries: r.indexed, scattered: r.scattered.absorbed };
     },

@@ -24,7 +24,7 @@
 import { plausibleVersion } from './trust.js';
 import type { Limits } from '../../config/limits.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
-import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
+import { newBlogScanStats, scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64Into } from '../../shm/hash.js';
 import { BlockAssembler } from '../../shm/log-assembler.js';
@@ -59,6 +59,8 @@ export interface PrepareReport {
   truncated: boolean;
   /** Entries at or below their shard's CommitVer (or its tombstone floor), not listed. */
   committed: number;
+  /** What the pass read: b-log segments, verified blocks (for the prepare's log line). */
+  scanned: { segments: number; blocks: number };
 }
 
 export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: number[], limits: Limits, bytesMax = GATHER_BYTES_MAX): Promise<PrepareReport> {
@@ -68,9 +70,11 @@ export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: num
   const commitVer = new Map<number, number>();
   const found = new Map<string, GatherEntry>(); // by shard:version (a re-issued write lands twice)
   const assembler = new BlockAssembler(limits);
-  for (const seg of undigested(pool)) {
+  const segs = undigested(pool);
+  const stats = newBlogScanStats();
+  for (const seg of segs) {
     const start = pool.segmentOffset(seg);
-    for (const b of scanBlogBlocks(pool.region.bytes, start, start + pool.segmentBytes, limits)) {
+    for (const b of scanBlogBlocks(pool.region.bytes, start, start + pool.segmentBytes, limits, stats)) {
       if (!want.has(b.shard)) continue;
       if (b.version > versions[b.shard]!) versions[b.shard] = b.version;
       if (b.type === EntryType.CommitVer) {
@@ -84,7 +88,7 @@ export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: num
     }
     await yieldToRenewals();
   }
-  const r: PrepareReport = { versions, entries: [], truncated: false, committed: 0 };
+  const r: PrepareReport = { versions, entries: [], truncated: false, committed: 0, scanned: { segments: segs.length, blocks: stats.blocks } };
   const floors = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
   const open: GatherEntry[] = [];
   for (const e of found.values()) {
