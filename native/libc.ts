@@ -167,6 +167,58 @@ export function setThreadName(name: string): void {
   setname(self(), Buffer.from(name).subarray(0, THREAD_NAME_BYTES_MAX).toString());
 }
 
+// ---- scheduling priority ---------------------------------------------------------------------------
+
+/** sched.h / sys/resource.h constants. */
+export const SCHED_OTHER = 0;
+export const SCHED_FIFO = 1;
+export const PRIO_PROCESS = 0;
+
+type PriorityFns = {
+  setscheduler: (tid: number, policy: number, param: Int32Array) => number;
+  getscheduler: (tid: number) => number;
+  setpriority: (which: number, who: number, prio: number) => number;
+};
+let prio: PriorityFns | undefined;
+function priorityFns(): PriorityFns {
+  if (!prio) {
+    const c = libc();
+    prio = {
+      // struct sched_param is one int (sched_priority).
+      setscheduler: c.func('int sched_setscheduler(int pid, int policy, const int *param)'),
+      getscheduler: c.func('int sched_getscheduler(int pid)'),
+      setpriority: c.func('int setpriority(int which, unsigned int who, int prio)'),
+    };
+  }
+  return prio;
+}
+
+/** What raiseThreadPriority obtained for the calling thread. */
+export interface ThreadPriority {
+  /** 'fifo': SCHED_FIFO at `level`; 'nice': SCHED_OTHER at nice `level`; 'none': unchanged. */
+  kind: 'fifo' | 'nice' | 'none';
+  level: number;
+  /** Why a stronger one was refused (errno names), for the log and status. */
+  refused: string[];
+}
+
+/**
+ * Raise the calling thread's scheduling priority, for a thread that must wake on time on a busy
+ * machine (a lease renewal): first SCHED_FIFO at `fifo` (woken ahead of every ordinary thread; needs
+ * CAP_SYS_NICE or an RLIMIT_RTPRIO), else nice `nice` (negative needs CAP_SYS_NICE or RLIMIT_NICE),
+ * else nothing. Never throws: a refusal is an answer, reported in `refused`. Thread-level: tid 0 and
+ * gettid() address the calling thread only (see the header).
+ */
+export function raiseThreadPriority(fifo: number, nice: number): ThreadPriority {
+  const f = priorityFns();
+  const refused: string[] = [];
+  if (f.setscheduler(0, SCHED_FIFO, Int32Array.of(fifo)) === 0 && f.getscheduler(0) === SCHED_FIFO) return { kind: 'fifo', level: fifo, refused };
+  refused.push(`SCHED_FIFO ${fifo}: ${errnoName(koffi.errno())}`);
+  if (f.setpriority(PRIO_PROCESS, gettid(), nice) === 0) return { kind: 'nice', level: nice, refused };
+  refused.push(`nice ${nice}: ${errnoName(koffi.errno())}`);
+  return { kind: 'none', level: 0, refused };
+}
+
 // ---- environment -----------------------------------------------------------------------------------
 //
 // C libraries (libpmem2) read their switches with getenv(3). `process.env.X = ...` reaches the C

@@ -1,21 +1,26 @@
-// A node's side of the configuration manager (§4.5), on the node's main thread: it holds the lease
-// and applies the manager's configurations to the node's configuration cell (../shared/config-cell.ts), which
-// every worker and digest actor reads per request.
+// A node's side of the configuration manager (§4.5): it holds the lease and hands the manager's
+// configuration rounds to the node's follower (./config-follower.ts), which applies them to the
+// node's configuration cell (../shared/config-cell.ts) that every worker and digest actor reads per
+// request.
 //
-// Why the main thread and not the control actor: the main thread creates the cell and the shard
-// state, holds the pool mapping the promotion scan needs (./promote.ts), and is on no data path --
-// the control actor ticks the b-log receiver every usedGraceMs / 2, and a renewal must not queue
-// behind that work. Safety does not depend on which thread renews: workers check the lease expiry in
-// the cell on every request and before acknowledging a write, so a main thread that stalls only
-// fences its node sooner.
+// Which thread runs it: a node runs it on a thread of its own (./lease-thread.ts, issue 26), at a
+// raised scheduling priority where the system allows, so that no stall of the main thread (a
+// promotion's scan, a synchronous fsync, a GC pause) holds up a renewal or a grant: the lease it
+// holds is what every worker checks (the cell's LEASE word) before serving and before acknowledging
+// a write. The follower stays on the main thread, which holds the pool mapping and the shard state;
+// the rounds reach it through `follow` (LeaseSeams). Without `follow` (the simulator, test/sim) the
+// client runs the follower itself, on its own thread. Safety does not depend on which thread renews:
+// a renewing thread that stalls only fences its node sooner.
 //
 // Lease (timing argument in actors/manager/leases.ts): each renew remembers when it was sent; its
-// grant extends the lease to t_send + leaseMs - driftMs, never shortening it.
+// grant extends the lease to t_send + leaseMs - driftMs, never shortening it. The renew path
+// allocates nothing (a ring of send times, a reused frame, a reused decoded grant).
 //
 // The connection itself -- handshake, reconnects, several managers, a silent connection replaced -- is
 // ./manager-link.ts; the prepare/commit rounds this node follows are ./config-follower.ts.
 import { connectSocket, type TlsClientMaterial } from '../../runtime/net/tls.js';
 import { defaultTimings } from '../../config/timings.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { realTimers, type Clock, type TimerHandle, type Timers } from '../../config/base/clock.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigCell } from '../shared/config-cell.js';
@@ -26,8 +31,9 @@ import { ManagerLink, type DialManager } from './manager-link.js';
 export type { DialManager, LeaseSocket } from './manager-link.js';
 import type { ShardLoad } from '../shared/shard-load.js';
 
-/** What the node does for the manager: follow its rounds (./config-follower.ts), report load, stop. */
-export interface LeaseHooks extends FollowerHooks {
+/** What the node does for the manager: follow its rounds (./config-follower.ts, when the client runs
+ *  the follower itself: no `follow` seam), report load, stop. */
+export interface LeaseHooks extends Partial<FollowerHooks> {
   /** Resharding statistics (§4.6): requests and writes per shard since the previous call. */
   load?(): ShardLoad[];
   /** The manager removed this node from the membership (requests are refused from here on). */
@@ -35,13 +41,23 @@ export interface LeaseHooks extends FollowerHooks {
   /** Each renew period, connected to a manager or not (peer leases look whether they are needed:
    *  ../shared/peer-lease.ts PeerLeases.tick). */
   tick?(): void;
+  /** A grant brought another lease timing (the first grant, a new manager's). */
+  timing?(t: Readonly<LeaseTiming>): void;
 }
+
+type LeaseTiming = { leaseMs: number; renewMs: number; driftMs: number };
+/** The manager's two round messages, for the follower. */
+export type RoundMessage = Extract<ManagerToNode, { t: 'prepare' | 'commit' }>;
 
 /** What the lease client's time and connections come from (CONVENTIONS 9; the simulator, test/sim,
  *  passes its own). Default: Node's timers and TCP/TLS. */
 export interface LeaseSeams {
   timers?: Timers;
   dial?: DialManager;
+  /** Where the manager's prepare and commit go (the node's main thread, ./lease-thread-link.ts).
+   *  Absent: a follower of the client's own, built on `hooks` (which then must have prepare and
+   *  promote). */
+  follow?: (m: RoundMessage) => void;
 }
 
 /** Renewals whose send time is kept for their grant (older grants are ignored). */
@@ -58,8 +74,6 @@ export class LeaseClient {
   private readonly sentAt = new Float64Array(SENT_KEPT).fill(NaN);
   private readonly sentSeq = new Float64Array(SENT_KEPT).fill(-1);
   private leaseUntil = 0;
-  /** Until when this node holds every other member's peer lease (../shared/peer-lease.ts). */
-  private peerUntil = -Infinity;
   private timing: { leaseMs: number; renewMs: number; driftMs: number } | null = null;
   private evicted = false;
 
@@ -87,15 +101,23 @@ export class LeaseClient {
       timing: () => this.timing,
       events: { up: (watchGrants) => this.up(watchGrants), down: () => this.down(), message: (m) => this.onMessage(m) },
     });
-    this.follower = new ConfigFollower({
-      nodeId, cell, clock, log, hooks, timers: this.timers,
+    this.follow = seams.follow ?? this.ownFollower(hooks);
+  }
+
+  /** The prepare/commit rounds go here (./config-follower.ts, here or on another thread). */
+  private readonly follow: (m: RoundMessage) => void;
+
+  private ownFollower(hooks: LeaseHooks): (m: RoundMessage) => void {
+    const { prepare, promote } = hooks;
+    if (!prepare || !promote) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'a lease client without `follow` needs the prepare and promote hooks');
+    const follower = new ConfigFollower({
+      nodeId: this.nodeId, cell: this.cell, clock: this.clock, log: this.log, timers: this.timers,
+      hooks: { ...hooks, prepare, promote },
       send: (m) => this.send(m),
       timing: () => this.timing,
     });
+    return (m) => follower.onMessage(m);
   }
-
-  /** The prepare/commit rounds, as this node follows them (./config-follower.ts). */
-  private readonly follower: ConfigFollower;
 
   private readonly timers: Timers;
   /** The connection to the manager (./manager-link.ts). */
@@ -111,16 +133,18 @@ export class LeaseClient {
     return this.leaseUntil;
   }
 
-  /** Peer leases (../shared/peer-lease.ts) changed: the node serves while either lease holds. */
+  /** Peer leases (../shared/peer-lease.ts) changed: the node serves while either lease holds (the
+   *  cell's PEER word, beside the manager's LEASE: workers take the later). */
   setPeerLease(until: number): void {
-    this.peerUntil = until;
-    this.publishLease();
+    if (this.evicted) return;
+    this.cell.setPeerLease(until);
   }
 
-  /** Workers serve until the later of the manager's lease and the peer leases (never after eviction). */
+  /** Workers serve until the manager's lease ends (or the peers', whichever is later; never after
+   *  eviction). */
   private publishLease(): void {
-    if (this.evicted || this.cell.evicted()) return;
-    this.cell.setLease(Math.max(this.leaseUntil, this.peerUntil, 0));
+    if (this.evicted) return;
+    this.cell.setLease(Math.max(this.leaseUntil, 0));
   }
 
   private loadTimer: TimerHandle | undefined;
@@ -138,6 +162,11 @@ export class LeaseClient {
   /** Tell the manager something outside the lease exchange (re-replication's caughtUp). */
   notify(m: NodeToManager): void {
     this.send(m);
+  }
+
+  /** notify() with the line encoded already (by another thread: ./lease-thread-link.ts). */
+  notifyLine(line: string): void {
+    this.link.sendLine(line);
   }
 
   start(): void {
@@ -212,6 +241,7 @@ export class LeaseClient {
     if (t !== null && t.leaseMs === leaseMs && t.renewMs === renewMs && t.driftMs === driftMs) return;
     this.timing = { leaseMs, renewMs, driftMs };
     this.cell.setLeaseSpan(leaseMs, driftMs);
+    this.hooks.timing?.(this.timing);
   }
 
   private send(m: NodeToManager): void {
@@ -238,7 +268,7 @@ export class LeaseClient {
       }
       case 'prepare':
       case 'commit':
-        return this.follower.onMessage(m);
+        return this.follow(m);
       case 'evicted':
         if (this.evicted) return;
         this.evicted = true;

@@ -123,6 +123,11 @@ export class ManagerLink {
     this.socket?.write(encodeLine(m));
   }
 
+  /** A message encoded already (encodeLine); dropped while no connection is up, like send(). */
+  sendLine(line: string): void {
+    this.socket?.write(line);
+  }
+
   /** A renew: a binary frame once the manager granted in frames on this connection, else a line. */
   renew(node: number, seq: number, term: number): void {
     const s = this.socket;

@@ -25,7 +25,7 @@ import { FileFloorStore } from '../shared/floors.js';
 import { FileMarkStore } from '../shared/version-marks.js';
 import { dataDirFiles } from '../../config/base/files.js';
 import { ConfigCell, holdUnconfirmedMoves } from '../shared/config-cell.js';
-import { LeaseClient } from './lease-client.js';
+import { LeaseThread } from './lease-thread-link.js';
 import { PeerLeases } from '../shared/peer-lease.js';
 import { promotionHooks } from './lease-hooks.js';
 import { RestartHold } from './restart-hold.js';
@@ -76,7 +76,7 @@ export const DEFAULT_KEYS_PER_SHARD = defaultLimits.indexKeysPerShard;
 export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = monotonicClock): NodeApplication {
   let start: KvStart | undefined;
   let nodePool: Pool | undefined;
-  let lease: { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } | null = null;
+  let lease: { client: LeaseThread; catchUp: CatchUp; peers: PeerLeases } | null = null;
   let boot: NodeBoot | undefined;
   return {
     async prepare(pool, log) {
@@ -111,6 +111,7 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
                 term: cell.term(),
                 pendingTerm: cell.pendingTerm(),
                 lease: o.manager === undefined ? 'none' : cell.evicted() ? 'evicted' : until > clock.now() ? `valid ${(until - clock.now()).toFixed(0)} ms` : 'expired',
+                ...(lease ? { leaseThread: leaseThreadPriority(lease.client) } : {}),
               },
             }
           : {}),
@@ -156,6 +157,15 @@ function saveCommitPoints(start: KvStart, pool: Pool, dataDir: string, log: Logg
   }, defaultTimings.commitPointsSaveMs).unref();
 }
 
+/** How the lease thread is scheduled, for status: `SCHED_FIFO 1`, `nice -10 (SCHED_FIFO refused:
+ *  EPERM)`, `ordinary (...)`. */
+function leaseThreadPriority(t: LeaseThread): string {
+  const p = t.priority;
+  if (p === null) return 'starting';
+  const why = p.refused.length > 0 ? ` (refused: ${p.refused.join('; ')})` : '';
+  return p.kind === 'fifo' ? `SCHED_FIFO ${p.level}` : p.kind === 'nice' ? `nice ${p.level}${why}` : `ordinary${why}`;
+}
+
 function startLease(
   manager: string,
   nodeId: number,
@@ -170,7 +180,7 @@ function startLease(
   boot: NodeBoot,
   loadPeriodMs: number,
   dataDir: string,
-): { client: LeaseClient; catchUp: CatchUp; peers: PeerLeases } {
+): { client: LeaseThread; catchUp: CatchUp; peers: PeerLeases } {
   const { record, hold } = boot;
   const managers = parseManagers(manager);
   // Promotions hand out versions (their gap): this thread covers them with the node's marks.
@@ -178,18 +188,19 @@ function startLease(
   // The promotion log: one instance on this thread, appended to by promotions and re-replication.
   let plog: TLog | null = null;
   const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
-  let client: LeaseClient | null = null;
+  let client: LeaseThread | null = null;
   let peers: PeerLeases | null = null;
   const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls });
   const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
-  client = new LeaseClient(managers, nodeId, cell, clock, log, {
+  // The lease is renewed on a thread of its own (./lease-thread.ts); the rounds are followed here.
+  client = new LeaseThread({ managers, nodeId, cell, clock, log, rejoin, secret, tls, loadPeriodMs, hooks: {
     ...promotionHooks({ nodeId, cell, pool, shared, shardCount: start.cluster.shardCount, record, clock, log, promotionLog, hold }),
     configured: () => {
       record.noteBackups(receivedShards(cell.config(), nodeId));
       catchUp.onConfig();
     },
     ...(sampler ? { load: () => sampler.sample() } : {}),
-    tick: () => peers?.tick(), // peer leases look each renew period, on the lease's timer (one timer per node)
+    tick: () => peers?.tick(), // the lease thread says when peer leases have something to do (no timer here)
     // An evicted node's data is stale and it is no member: it stops, after answering LEASE_EXPIRED for
     // a moment to clients that still route to it, so that its supervisor (rowan cluster) restarts it
     // with --rejoin -- it does not sit in the cluster serving nothing (a lease lost to a stall of the
@@ -198,11 +209,11 @@ function startLease(
       log.error({ exitInMs: defaultTimings.evictedExitMs }, `evicted: this node stops in ${defaultTimings.evictedExitMs} ms; restart it with --rejoin (rowan cluster does) to take it back as an empty member`);
       setTimeout(() => process.kill(process.pid, 'SIGTERM'), defaultTimings.evictedExitMs).unref();
     },
-  }, rejoin, secret, tls, loadPeriodMs);
+  } });
   // Peer leases (../shared/peer-lease.ts): the node serves on while the manager is unreachable, as long as
   // every other member vouches that nothing can have taken its shards.
   const lc = client;
-  peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => lc.setPeerLease(until), () => lc.managerLeaseUntil());
+  peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => cell.setPeerLease(until), () => cell.managerLeaseUntil());
   client.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);

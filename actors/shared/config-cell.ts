@@ -1,21 +1,25 @@
 // The node-wide configuration cell (§4.5, DESIGN §6): the cluster configuration this node serves, its
 // lease with the configuration manager and the failover blocks, in one SharedArrayBuffer that the
-// node's main thread writes (actors/node/lease-client.ts) and every worker and digest actor reads per request,
-// without a restart.
+// node's main thread writes (actors/node/config-follower.ts, the peer leases) -- all but the manager's
+// lease, which the node's lease thread writes (actors/node/lease-thread.ts: no stall of the main
+// thread delays a renewal) -- and every worker and digest actor reads per request, without a restart.
 //
 //   byte 0   Int32 SEQ      seqlock: odd while the main thread rewrites the configuration bytes
 //        4   Int32 TERM     term of the configuration in the bytes (the committed one)
 //        8   Int32 PENDING  term of a prepared, not yet committed configuration; 0 = none. While set,
 //                           requests wait (phase 1: "servers block all requests")
 //       12   Int32 LEN      bytes of the configuration's JSON
-//       16   Int32 LEASE    the lease holds until BASE + LEASE ms (floored); LEASE_NONE = no manager,
-//                           no lease needed (a node started without --manager)
+//       16   Int32 LEASE    the manager's lease holds until BASE + LEASE ms (floored); LEASE_NONE = no
+//                           manager, no lease needed (a node started without --manager). Written by
+//                           the lease thread alone
 //       20   Int32 EVICTED  1 once the manager removed this node from the membership
 //       24   Int32 CHANGE   bumped (and notified) on every change: waiters sleep on it
 //       28   Int32 SHARDS   shard count, immutable
 //       32   Float64 BASE   monotonicClock.now() at creation, immutable
 //       40   Int32 SPAN     leaseMs + driftMs of the lease in force (the last grant's): how long after a
 //                           silent node's last renew the manager may fail it over; 0 before a grant
+//       44   Int32 PEER     the peer leases hold until BASE + PEER ms (floored; 0: none). Written by the
+//                           main thread alone. The node serves until the later of LEASE and PEER
 //       64   Uint8 x shardCount  BLOCKED: 1 while a promoted shard catches up (phase 2)
 //    MOVED   Uint8 x shardCount  1 once a published configuration named another primary for the
 //                                shard than the first one did (the tombstone sweep's rule 1P)
@@ -42,6 +46,7 @@ const CHANGE = 6;
 const SHARDS = 7;
 const BASE_BYTE = 32;
 const SPAN_BYTE = 40;
+const PEER_BYTE = 44;
 const BLOCKED_BYTE = 64;
 /** LEASE value of a node that runs without a configuration manager: always valid. */
 export const LEASE_NONE = -1;
@@ -85,6 +90,7 @@ export class ConfigCell {
   private readonly json: Uint8Array;
   private readonly grants: Int32Array;
   private readonly span: Int32Array;
+  private readonly peer: Int32Array;
   private cached: ClusterConfig | null = null;
   private cachedTerm = -1;
 
@@ -92,6 +98,7 @@ export class ConfigCell {
     this.i32 = new Int32Array(buffer, 0, 8);
     this.base = new Float64Array(buffer, BASE_BYTE, 1)[0]!;
     this.span = new Int32Array(buffer, SPAN_BYTE, 1);
+    this.peer = new Int32Array(buffer, PEER_BYTE, 1);
     const shardCount = new Int32Array(buffer, SHARDS * 4, 1)[0]!;
     this.blocked = new Uint8Array(buffer, BLOCKED_BYTE, shardCount);
     this.grants = new Int32Array(buffer, grantsOffset(shardCount), NODE_ID_MAX + 1);
@@ -157,14 +164,20 @@ export class ConfigCell {
     return Atomics.load(this.span, 0);
   }
 
-  /** Whether the lease holds at `now` (monotonicClock). */
+  /** Whether the lease holds at `now` (monotonicClock): the manager's or the peers'. */
   leaseValid(now: number): boolean {
     const l = Atomics.load(this.i32, LEASE);
-    return l === LEASE_NONE || now < this.base + l;
+    return l === LEASE_NONE || now < this.base + Math.max(l, Atomics.load(this.peer, 0));
   }
 
-  /** The instant the lease ends (Infinity without a manager). */
+  /** The instant the lease ends, the manager's or the peers' (Infinity without a manager). */
   leaseUntil(): number {
+    const l = Atomics.load(this.i32, LEASE);
+    return l === LEASE_NONE ? Infinity : this.base + Math.max(l, Atomics.load(this.peer, 0));
+  }
+
+  /** The instant the manager's lease ends (Infinity without a manager; BASE before a grant). */
+  managerLeaseUntil(): number {
     const l = Atomics.load(this.i32, LEASE);
     return l === LEASE_NONE ? Infinity : this.base + l;
   }
@@ -233,7 +246,7 @@ export class ConfigCell {
     return v === 0 ? -Infinity : this.base + v;
   }
 
-  // ---- the writer (the node's main thread only) ----------------------------------------------------
+  // ---- the writers (LEASE: the lease thread; everything else: the node's main thread) ----------------
 
   /** Store `c` as the committed configuration. */
   publish(c: ClusterConfig): void {
@@ -254,9 +267,21 @@ export class ConfigCell {
     this.notify();
   }
 
-  /** The lease holds until `until` (monotonicClock ms); floored, so the cell never claims more. */
+  /** The manager's lease holds until `until` (monotonicClock ms); floored, so the cell never claims
+   *  more. The lease thread only (one writer: never lowered by a stale grant of another thread). */
   setLease(until: number): void {
+    if (this.evicted()) return;
     Atomics.store(this.i32, LEASE, Math.max(0, Math.floor(until - this.base))); // workers fence at the new instant
+    if (this.evicted()) Atomics.store(this.i32, LEASE, 0); // an evict() that ran in between wins
+    this.notify();
+  }
+
+  /** The peer leases hold until `until` (monotonicClock ms; -Infinity: not held); floored. The main
+   *  thread only. Never after eviction: evict() stores EVICTED before it clears PEER, and this stores
+   *  PEER before it reads EVICTED (sequentially consistent), so one of them sees the other. */
+  setPeerLease(until: number): void {
+    Atomics.store(this.peer, 0, Math.max(0, Math.floor(until - this.base)));
+    if (this.evicted()) Atomics.store(this.peer, 0, 0);
     this.notify();
   }
 
@@ -270,6 +295,7 @@ export class ConfigCell {
   evict(): void {
     Atomics.store(this.i32, EVICTED, 1);
     Atomics.store(this.i32, LEASE, 0); // every request is refused from here on
+    Atomics.store(this.peer, 0, 0); // a setPeerLease racing this one re-reads EVICTED after its store
     this.notify();
   }
 

@@ -1,0 +1,143 @@
+// The main thread's side of the node's lease thread (./lease-thread.ts): it starts the thread, runs
+// the follower of the manager's rounds (./config-follower.ts: it needs the pool mapping and the shard
+// state, which live here), sends the node's reports (load, caughtUp) through the thread's connection,
+// and hands the peer leases what they need. The lease itself is the thread's: it writes the cell.
+import { Worker } from 'node:worker_threads';
+import { realTimers, type Clock, type TimerHandle } from '../../config/base/clock.js';
+import type { Logger, LogLevel } from '../../config/base/log.js';
+import type { ThreadPriority } from '../../native/libc.js';
+import type { TlsClientMaterial } from '../../runtime/net/tls.js';
+import type { ConfigCell } from '../shared/config-cell.js';
+import { encodeLine, type NodeToManager } from '../shared/manager-protocol.js';
+import { ConfigFollower, type FollowerHooks } from './config-follower.js';
+import type { LeaseThreadData, LeaseToMain, MainToLease } from './lease-thread-protocol.js';
+import type { ShardLoad } from '../shared/shard-load.js';
+
+const entry = new URL('./lease-thread.js', import.meta.url);
+
+/** What the node does on its main thread for the manager. */
+export interface MainLeaseHooks extends FollowerHooks {
+  /** Resharding statistics (§4.6): requests and writes per shard since the previous call. */
+  load?(): ShardLoad[];
+  /** The manager removed this node (the cell says so already). */
+  evicted?(): void;
+  /** Peer leases should look (../shared/peer-lease.ts PeerLeases.tick). */
+  tick?(): void;
+}
+
+export interface LeaseThreadOptions {
+  managers: { host: string; port: number }[];
+  nodeId: number;
+  cell: ConfigCell;
+  clock: Clock;
+  log: Logger;
+  hooks: MainLeaseHooks;
+  rejoin: boolean;
+  secret: Uint8Array | null;
+  tls: TlsClientMaterial | null;
+  /** How often the load statistics go to the manager (resharding.periodMs; paper: 500 ms). */
+  loadPeriodMs: number;
+}
+
+export class LeaseThread {
+  private readonly worker: Worker;
+  private readonly follower: ConfigFollower;
+  private timing: { leaseMs: number; renewMs: number; driftMs: number } | null = null;
+  private loadTimer: TimerHandle | undefined;
+  private loadSentAt = 0;
+  /** The scheduling priority the thread obtained (null until it says), for status. */
+  priority: ThreadPriority | null = null;
+
+  constructor(private readonly o: LeaseThreadOptions) {
+    const data: LeaseThreadData = {
+      cell: o.cell.buffer, managers: o.managers, nodeId: o.nodeId, rejoin: o.rejoin, secret: o.secret, tls: o.tls,
+      logLevel: o.log.level as LogLevel,
+      unconfirmed: o.hooks.unconfirmed?.() ?? [],
+      raisePriority: process.env.ROWAN_LEASE_PRIORITY !== '0',
+    };
+    this.worker = new Worker(entry, { name: 'rowan-lease', workerData: data });
+    this.worker.on('message', (m: LeaseToMain) => this.onMessage(m));
+    this.worker.on('error', (err) => o.log.fatal({ err: err.message }, 'the lease thread failed: this node renews its lease no more (it fences itself)'));
+    this.worker.unref();
+    this.follower = new ConfigFollower({
+      nodeId: o.nodeId, cell: o.cell, clock: o.clock, log: o.log, timers: realTimers,
+      hooks: {
+        ...o.hooks,
+        unconfirmed: () => this.unconfirmed(),
+        // A commit may have confirmed held shards (a promotion) or let them go: the next hello says so.
+        configured: () => {
+          o.hooks.configured?.();
+          this.unconfirmed();
+        },
+      },
+      send: (m) => this.notify(m),
+      timing: () => this.timing,
+    });
+  }
+
+
+  start(): void {
+    if (!this.o.hooks.load) return;
+    this.loadSentAt = this.o.clock.now();
+    this.loadTimer = realTimers.setInterval(() => this.sendLoad(), this.o.loadPeriodMs);
+    this.loadTimer.unref();
+  }
+
+  stop(): void {
+    realTimers.clearInterval(this.loadTimer);
+    this.post({ t: 'stop' });
+  }
+
+  /** Tell the manager something (re-replication's caughtUp); dropped while disconnected. */
+  notify(m: NodeToManager): void {
+    this.post({ t: 'send', line: encodeLine(m) });
+  }
+
+  /** The manager's lease timing, once it granted a lease (peer leases use the same). */
+  leaseTiming(): { leaseMs: number; renewMs: number; driftMs: number } | null {
+    return this.timing;
+  }
+
+  /** The held shards, also told to the lease thread for its next hello. */
+  private unconfirmed(): number[] {
+    const held = this.o.hooks.unconfirmed?.() ?? [];
+    this.post({ t: 'unconfirmed', shards: held });
+    return held;
+  }
+
+  private post(m: MainToLease): void {
+    this.worker.postMessage(m);
+  }
+
+  private sendLoad(): void {
+    const loads = this.o.hooks.load?.() ?? [];
+    const now = this.o.clock.now();
+    const flat: number[] = [];
+    for (const l of loads) flat.push(l.shard, l.reqs, l.writes);
+    this.notify({ t: 'load', node: this.o.nodeId, term: this.o.cell.term(), periodMs: +(now - this.loadSentAt).toFixed(1), loads: flat });
+    this.loadSentAt = now;
+  }
+
+  private onMessage(m: LeaseToMain): void {
+    switch (m.t) {
+      case 'priority':
+        this.priority = m.priority;
+        return;
+      case 'timing':
+        this.timing = { leaseMs: m.leaseMs, renewMs: m.renewMs, driftMs: m.driftMs };
+        return;
+      case 'round':
+        return this.follower.onMessage(m.m);
+      case 'tick':
+        return this.o.hooks.tick?.();
+      case 'evicted':
+        realTimers.clearInterval(this.loadTimer);
+        this.o.hooks.tick?.(); // a last look: peer leases see the eviction and stop asking
+        this.o.hooks.evicted?.();
+        return;
+      case 'stopped':
+        void this.worker.terminate();
+        return;
+    }
+  }
+}

@@ -1,0 +1,84 @@
+// The node's lease thread (issue 26; DESIGN §5 puts the lease beside the b-log work, away from the
+// data path): the lease client (./lease-client.ts) and its connection to the manager run here, on a
+// thread that does nothing else, so that a stall of the node's main thread -- a promotion's b-log
+// scan, a synchronous fsync, a GC pause of its heap -- delays no renewal. The thread asks for
+// SCHED_FIFO (else a negative nice; else it says it runs unraised): on a busy 2-core machine an
+// ordinary thread waited tens of ms to be scheduled, a real-time one about 2 ms.
+//
+// What it writes: the manager's lease into the configuration cell (LEASE, which every worker checks
+// before serving and before acknowledging a write), the lease span, and the eviction. What it hands
+// the main thread (./lease-thread-link.ts): the manager's prepare and commit (the follower runs
+// there), the lease timing, a tick when the peer leases should look, the eviction. What it takes:
+// lines for the manager, the held shards for the next hello.
+import { parentPort, workerData } from 'node:worker_threads';
+import { monotonicClock } from '../../config/base/clock.js';
+import { createLogger } from '../../config/base/log.js';
+import { raiseThreadPriority, setThreadName, type ThreadPriority } from '../../native/libc.js';
+import { ConfigCell } from '../shared/config-cell.js';
+import { askBelowMs } from '../shared/peer-lease.js';
+import { LeaseClient } from './lease-client.js';
+import type { LeaseThreadData, LeaseToMain, MainToLease } from './lease-thread-protocol.js';
+
+/** SCHED_FIFO priority asked for (the lowest real-time one is enough to run ahead of every ordinary
+ *  thread), and the nice value tried when real-time is refused. */
+const FIFO_PRIORITY = 1;
+const NICE = -10;
+
+const d = workerData as LeaseThreadData;
+const port = parentPort!;
+const post = (m: LeaseToMain): void => port.postMessage(m);
+const log = createLogger(d.logLevel, { node: d.nodeId, thread: 'lease' });
+setThreadName('rowan-lease');
+
+function raise(): ThreadPriority {
+  if (!d.raisePriority) return { kind: 'none', level: 0, refused: ['not asked (ROWAN_LEASE_PRIORITY=0)'] };
+  try {
+    return raiseThreadPriority(FIFO_PRIORITY, NICE);
+  } catch (err) {
+    return { kind: 'none', level: 0, refused: [(err as Error).message] };
+  }
+}
+
+const priority = raise();
+if (priority.kind === 'fifo') log.info({ priority }, `lease thread: SCHED_FIFO priority ${priority.level}`);
+else log.warn({ priority }, `lease thread: ${priority.kind === 'nice' ? `nice ${priority.level}` : 'ordinary priority'} (refused: ${priority.refused.join('; ')}): renewals may wait behind other work on a busy machine`);
+post({ t: 'priority', priority });
+
+const cell = ConfigCell.attach(d.cell);
+const clock = monotonicClock;
+let unconfirmed = d.unconfirmed;
+let tickedTerm = -1;
+
+/** A tick for the peer leases only when they have something to do (no wakeup of the main thread per
+ *  renewal on an idle node): the manager's lease runs low, or the term changed (they start over). */
+function tick(client: LeaseClient): void {
+  const t = client.leaseTiming();
+  const term = cell.term();
+  const low = t !== null && client.managerLeaseUntil() - clock.now() < askBelowMs(t);
+  if (!low && term === tickedTerm) return;
+  tickedTerm = term;
+  post({ t: 'tick' });
+}
+
+const client: LeaseClient = new LeaseClient(d.managers, d.nodeId, cell, clock, log, {
+  unconfirmed: () => unconfirmed,
+  evicted: () => post({ t: 'evicted' }),
+  tick: () => tick(client),
+  timing: (t) => post({ t: 'timing', leaseMs: t.leaseMs, renewMs: t.renewMs, driftMs: t.driftMs }),
+}, d.rejoin, d.secret, d.tls, undefined, { follow: (m) => post({ t: 'round', m }) });
+
+port.on('message', (m: MainToLease) => {
+  switch (m.t) {
+    case 'send':
+      return client.notifyLine(m.line);
+    case 'unconfirmed':
+      unconfirmed = m.shards;
+      return;
+    case 'stop':
+      client.stop();
+      post({ t: 'stopped' });
+      port.close();
+      return;
+  }
+});
+client.start();
