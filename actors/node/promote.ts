@@ -27,7 +27,7 @@ import { EntryType } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { BlockApplier } from '../shared/apply.js';
-import { absorbScattered, undigested, yieldToRenewals, type AbsorbStats } from '../shared/gather-scatter.js';
+import { absorbScattered, undigested, yieldToRenewals, YIELD_EVERY_BLOCKS, type AbsorbStats } from '../shared/gather-scatter.js';
 import type { GatherEntry } from '../shared/manager-protocol.js';
 import { ReadEpochs } from '../shared/gc-state.js';
 import { ShardFloors } from '../shared/floors.js';
@@ -58,8 +58,6 @@ export interface PromotionReport {
  */
 export const PROMOTION_VERSION_GAP = 2 ** 26;
 
-/** Blocks scanned between two yields to the event loop (lease renewals) in a promotion scan. */
-const YIELD_EVERY_BLOCKS = 2048;
 
 export async function promoteShards(
   pool: Pool,
@@ -93,8 +91,8 @@ export async function promoteShards(
     // Used one is indexed in place: digest commits it.
     applier.copySingle = pool.meta(seg).state === SegmentState.Using;
     // A read epoch per segment (the applier reads indexed entries; and no segment is freed under the
-    // scan): held across the yields inside a segment, so a long scan lets lease renewals run (a
-    // starved main thread would lose the node its lease) without the segment going away.
+    // scan): held across the yields inside a segment, so a long scan lets the main thread's other work
+    // run without the segment going away.
     shared.gc?.epochs.enterShared(slot);
     try {
       let n = 0;
@@ -105,7 +103,6 @@ export async function promoteShards(
     } finally {
       shared.gc?.epochs.exitShared(slot);
     }
-    await yieldToRenewals();
   }
   applier.dropPending(); // a multi-block entry missing blocks was never acknowledged
   const scattered = absorbScattered(pool, shared, log, scatter, limits, already);

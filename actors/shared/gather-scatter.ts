@@ -36,6 +36,9 @@ import { ShardFloors } from './floors.js';
 import { GATHER_BYTES_MAX, gatherEntryBytes, type GatherEntry } from './manager-protocol.js';
 import { indexEntry, raiseVersion, type KvShared } from './node-shared.js';
 
+/** Blocks scanned between two yields to the event loop in a failover's scans (gather, promotion). */
+export const YIELD_EVERY_BLOCKS = 2048;
+
 /** b-log segments digest may not have applied (Using: still being filled; Used: handed to digest,
  *  maybe not parsed) and whose entries are not known to be on every replica. */
 export function undigested(pool: Pool): number[] {
@@ -45,8 +48,10 @@ export function undigested(pool: Pool): number[] {
   });
 }
 
-/** The scans run on the node's main thread, which also renews the lease: a scan of many segments
- *  must not hold back a renewal (the manager would take the node for dead). */
+/** The scans run on the node's main thread: a long one lets its other work (peer leases, catch-up
+ *  copies) run now and then. The manager's lease no longer waits for it (it is renewed on the lease
+ *  thread, ../node/lease-thread.ts), so a scan yields per YIELD_EVERY_BLOCKS blocks, not per segment:
+ *  an event-loop turn per posted buffer cost a failover's prepare tens of ms on a busy machine. */
 export function yieldToRenewals(): Promise<void> {
   return new Promise((r) => setImmediate(r));
 }
@@ -75,6 +80,7 @@ export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: num
   for (const seg of segs) {
     const start = pool.segmentOffset(seg);
     for (const b of scanBlogBlocks(pool.region.bytes, start, start + pool.segmentBytes, limits, stats)) {
+      if (stats.blocks % YIELD_EVERY_BLOCKS === 0) await yieldToRenewals();
       if (!want.has(b.shard)) continue;
       if (b.version > versions[b.shard]!) versions[b.shard] = b.version;
       if (b.type === EntryType.CommitVer) {
@@ -86,7 +92,6 @@ export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: num
       const id = `${e.shard}:${e.version}`;
       if (!found.has(id)) found.set(id, { s: e.shard, v: e.version, t: e.type, k: b64(e.key), x: b64(e.value) });
     }
-    await yieldToRenewals();
   }
   const r: PrepareReport = { versions, entries: [], truncated: false, committed: 0, scanned: { segments: segs.length, blocks: stats.blocks } };
   const floors = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
