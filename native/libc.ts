@@ -219,6 +219,15 @@ export function raiseThreadPriority(fifo: number, nice: number): ThreadPriority 
   return { kind: 'none', level: 0, refused };
 }
 
+/**
+ * Run the calling thread under SCHED_FIFO at `level` for a while (true), or back under SCHED_OTHER
+ * (`level` ignored). False when the kernel refused (no CAP_SYS_NICE): the caller runs unraised.
+ */
+export function setThreadRealtime(on: boolean, level = 1): boolean {
+  const f = priorityFns();
+  return f.setscheduler(0, on ? SCHED_FIFO : SCHED_OTHER, Int32Array.of(on ? level : 0)) === 0;
+}
+
 // ---- environment -----------------------------------------------------------------------------------
 //
 // C libraries (libpmem2) read their switches with getenv(3). `process.env.X = ...` reaches the C

@@ -5,7 +5,7 @@
 import { Worker } from 'node:worker_threads';
 import { realTimers, type Clock, type TimerHandle } from '../../config/base/clock.js';
 import type { Logger, LogLevel } from '../../config/base/log.js';
-import type { ThreadPriority } from '../../native/libc.js';
+import { setThreadRealtime, type ThreadPriority } from '../../native/libc.js';
 import type { TlsClientMaterial } from '../../runtime/net/tls.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { encodeLine, type NodeToManager } from '../shared/manager-protocol.js';
@@ -14,6 +14,9 @@ import type { LeaseThreadData, LeaseToMain, MainToLease } from './lease-thread-p
 import type { ShardLoad } from '../shared/shard-load.js';
 
 const entry = new URL('./lease-thread.js', import.meta.url);
+/** SCHED_FIFO priority of the main thread while it follows a round (the lease thread's is the same:
+ *  neither preempts the other; both run ahead of every ordinary thread). */
+const ROUND_PRIORITY = 1;
 
 /** What the node does on its main thread for the manager. */
 export interface MainLeaseHooks extends FollowerHooks {
@@ -72,9 +75,21 @@ export class LeaseThread {
       },
       send: (m) => this.notify(m),
       timing: () => this.timing,
+      urgent: (on) => this.urgent(on),
     });
   }
 
+  /** The kernel refused SCHED_FIFO to this thread once: rounds run at its ordinary priority. */
+  private realtimeRefused = process.env.ROWAN_LEASE_PRIORITY === '0';
+
+  /** A failover's rounds on this (the main) thread run under SCHED_FIFO (./config-follower.ts urgent):
+   *  requests are blocked meanwhile, and the failover waits for nothing else. */
+  private urgent(on: boolean): void {
+    if (this.realtimeRefused) return;
+    if (setThreadRealtime(on, ROUND_PRIORITY) || !on) return;
+    this.realtimeRefused = true;
+    this.o.log.warn('the configuration rounds run at ordinary priority (SCHED_FIFO refused): a failover waits for CPU on a busy machine');
+  }
 
   start(): void {
     if (!this.o.hooks.load) return;
