@@ -1,0 +1,95 @@
+// The node's lease is renewed on a thread of its own (actors/node/lease-thread.ts, issue 26): a stall of
+// the main thread -- here a busy loop of six leases -- must not cost the lease. A manager stand-in on
+// loopback grants every renew (100 ms leases, renew every 20 ms); the stalled thread itself samples the
+// configuration cell, which the lease thread keeps extending. The stand-in runs on a thread of its own. With the renewals on the main thread (as
+// before: LeaseClient on the calling thread) this test fails: the lease ran out 93 ms into the stall.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Worker } from 'node:worker_threads';
+import { monotonicClock } from '../../config/base/clock.js';
+import { createLogger } from '../../config/base/log.js';
+import { planCluster } from '../../config/cluster.js';
+import { ConfigCell } from '../../actors/shared/config-cell.js';
+import { LeaseThread } from '../../actors/node/lease-thread-link.js';
+
+const LEASE = { leaseMs: 100, renewMs: 20, driftMs: 5 };
+
+/** A configuration manager that only authenticates (--no-auth) and grants every renew, as JSON lines --
+ *  on a thread of its own, so that the test's stalled thread does not hold up its grants. */
+const FAKE_MANAGER = `
+const { parentPort } = require('node:worker_threads');
+const { createServer } = require('node:net');
+const lease = ${JSON.stringify(LEASE)};
+let renews = 0;
+const server = createServer((s) => {
+  let buf = '';
+  s.on('data', (d) => {
+    buf += d.toString('utf8');
+    for (let nl = buf.indexOf('\\n'); nl >= 0; nl = buf.indexOf('\\n')) {
+      const m = JSON.parse(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
+      if (m.t === 'auth-hello') s.write(JSON.stringify({ t: 'auth-ok' }) + '\\n');
+      else if (m.t === 'hello' || m.t === 'renew') {
+        renews++;
+        s.write(JSON.stringify({ t: 'grant', seq: m.t === 'hello' ? 0 : m.seq, term: 1, ...lease }) + '\\n');
+      }
+    }
+  });
+  s.on('error', () => {});
+});
+server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }));
+parentPort.on('message', () => parentPort.postMessage({ renews }));
+`;
+
+async function fakeManager(): Promise<{ worker: Worker; port: number; renews: () => Promise<number> }> {
+  const worker = new Worker(FAKE_MANAGER, { eval: true });
+  const port = await new Promise<number>((resolve) => worker.once('message', (m: { port: number }) => resolve(m.port)));
+  const renews = () => new Promise<number>((resolve) => {
+    worker.once('message', (m: { renews: number }) => resolve(m.renews));
+    worker.postMessage('count');
+  });
+  return { worker, port, renews };
+}
+
+function cell(): ConfigCell {
+  const c = planCluster({
+    nodes: [0, 1].map((id) => ({ id, host: '127.0.0.1', dataDir: `/tmp/n${id}`, workerPorts: [7000 + id], fabric: { kind: 'tcp' as const, host: '127.0.0.1', port: 7500 + id } })),
+    shardCount: 4,
+    replicationFactor: 2,
+  });
+  return ConfigCell.create(c, true);
+}
+
+test('a main thread stalled for six leases keeps its lease: the lease thread renews and the cell shows it', async () => {
+  const m = await fakeManager();
+  const c = cell();
+  const lease = new LeaseThread({
+    managers: [{ host: '127.0.0.1', port: m.port }], nodeId: 0, cell: c, clock: monotonicClock, log: createLogger('warn'),
+    hooks: { prepare: () => Promise.reject(new Error('no rounds here')), promote: () => Promise.reject(new Error('no rounds here')) },
+    rejoin: false, secret: null, tls: null, loadPeriodMs: 500,
+  });
+  try {
+    // Wait (without stalling) for the first grant.
+    const t0 = monotonicClock.now();
+    while (!c.leaseValid(monotonicClock.now())) {
+      assert.ok(monotonicClock.now() - t0 < 10_000, 'a first grant within 10 s');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const before = await m.renews();
+    // The stall: no event-loop turn on this thread for 6 leases; the lease is sampled throughout.
+    const start = monotonicClock.now();
+    let samples = 0;
+    let lapsedAt = -1;
+    while (monotonicClock.now() - start < 6 * LEASE.leaseMs) {
+      samples++;
+      if (lapsedAt < 0 && !c.leaseValid(monotonicClock.now())) lapsedAt = monotonicClock.now() - start;
+    }
+    assert.ok(samples > 1000);
+    assert.equal(lapsedAt, -1, `the lease ran out ${lapsedAt.toFixed(0)} ms into the main thread's stall`);
+    const during = (await m.renews()) - before;
+    assert.ok(during >= (6 * LEASE.leaseMs) / LEASE.renewMs / 2, `renewals kept going during the stall (${during})`);
+  } finally {
+    lease.stop();
+    await m.worker.terminate();
+  }
+});
