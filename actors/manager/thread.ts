@@ -16,6 +16,7 @@ import { defineActor, runActor, type ActorContext } from '../../runtime/actor.js
 import { FileConfigStore } from '../../config/store.js';
 import { ZooKeeperConfigStore } from '../../config/zk-store.js';
 import type { Logger } from '../../config/base/log.js';
+import { raiseThreadPriority, type ThreadPriority } from '../../native/libc.js';
 import { ConfigManager } from './manager.js';
 import { leaseTiming, type LeaseTiming } from './leases.js';
 import { ManagerElection } from './election.js';
@@ -113,6 +114,22 @@ async function startWithZooKeeper(ctx: ActorContext, s: ManagerStart, timing: Le
   ctx.log.info({ znode, port: s.port, ...timing, store: `zk://${store.connect}${store.path}` }, `configuration manager in the election as ${znode} (listens only once active)`);
 }
 
+/** The manager's thread grants every lease and runs every failover round: like a node's lease thread
+ *  (actors/node/lease-thread.ts) it asks for SCHED_FIFO, else a negative nice, so that a lease's
+ *  expiry and a round's next step are not late on a busy machine (its work is small: a grant, a plan,
+ *  a store). ROWAN_LEASE_PRIORITY=0 leaves it ordinary. */
+function raisePriority(log: Logger): void {
+  if (process.env.ROWAN_LEASE_PRIORITY === '0') return;
+  let p: ThreadPriority;
+  try {
+    p = raiseThreadPriority(1, -10);
+  } catch (err) {
+    p = { kind: 'none', level: 0, refused: [(err as Error).message] };
+  }
+  if (p.kind === 'fifo') log.info({ priority: p }, `configuration manager thread: SCHED_FIFO priority ${p.level}`);
+  else log.warn({ priority: p }, `configuration manager thread: ${p.kind === 'nice' ? `nice ${p.level}` : 'ordinary priority'} (refused: ${p.refused.join('; ')}): lease expiries and failover rounds may wait for CPU on a busy machine`);
+}
+
 /** The longest an active manager goes without a periodic look, whatever its leases (at most
  *  runtime.idleTickMs). It was 50 ms: 20 wakeups a second of an idle manager for duties that wait on
  *  time by hundreds of ms (issue 26). */
@@ -125,6 +142,7 @@ export const managerActor = defineActor<ManagerInbound>({
   init: async (ctx) => {
     const s = ctx.app as ManagerStart;
     const timing = leaseTiming(s.leaseMs, s.renewMs, s.driftMs);
+    raisePriority(ctx.log);
     if (s.zookeeper) {
       await startWithZooKeeper(ctx, s, timing);
       return { endpoint: { host: s.host, port: s.port } };
