@@ -10,7 +10,7 @@ import type { TlsClientMaterial } from '../../runtime/net/tls.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { encodeLine, type NodeToManager } from '../shared/manager-protocol.js';
 import { ConfigFollower, type FollowerHooks } from './config-follower.js';
-import type { LeaseThreadData, LeaseToMain, MainToLease } from './lease-thread-protocol.js';
+import type { LeaseThreadData, LeaseThreadStart, LeaseToMain, MainToLease } from './lease-thread-protocol.js';
 import type { ShardLoad } from '../shared/shard-load.js';
 
 const entry = new URL('./lease-thread.js', import.meta.url);
@@ -28,6 +28,26 @@ export interface MainLeaseHooks extends FollowerHooks {
   tick?(): void;
 }
 
+/** A lease thread spawned early in the node's start (its modules load meanwhile), not yet holding the
+ *  lease: LeaseThread starts it. */
+export interface SpawnedLeaseThread {
+  worker: Worker;
+  /** The scheduling priority the thread obtained (null until it says), for status. */
+  priority: ThreadPriority | null;
+}
+
+export function spawnLeaseThread(nodeId: number, log: Logger): SpawnedLeaseThread {
+  const data: LeaseThreadData = { nodeId, logLevel: log.level as LogLevel, raisePriority: process.env.ROWAN_LEASE_PRIORITY !== '0' };
+  const t: SpawnedLeaseThread = { worker: new Worker(entry, { name: 'rowan-lease', workerData: data }), priority: null };
+  // Listened to from the spawn: the thread says its priority as soon as it runs.
+  t.worker.on('message', (m: LeaseToMain) => {
+    if (m.t === 'priority') t.priority = m.priority;
+  });
+  t.worker.on('error', (err) => log.fatal({ err: err.message }, 'the lease thread failed: this node renews its lease no more (it fences itself)'));
+  t.worker.unref();
+  return t;
+}
+
 export interface LeaseThreadOptions {
   managers: { host: string; port: number }[];
   nodeId: number;
@@ -40,28 +60,21 @@ export interface LeaseThreadOptions {
   tls: TlsClientMaterial | null;
   /** How often the load statistics go to the manager (resharding.periodMs; paper: 500 ms). */
   loadPeriodMs: number;
+  /** The thread, spawned early (spawnLeaseThread); absent: spawned now. */
+  spawned?: SpawnedLeaseThread;
 }
 
 export class LeaseThread {
   private readonly worker: Worker;
+  private readonly spawned: SpawnedLeaseThread;
   private readonly follower: ConfigFollower;
   private timing: { leaseMs: number; renewMs: number; driftMs: number } | null = null;
   private loadTimer: TimerHandle | undefined;
   private loadSentAt = 0;
-  /** The scheduling priority the thread obtained (null until it says), for status. */
-  priority: ThreadPriority | null = null;
-
   constructor(private readonly o: LeaseThreadOptions) {
-    const data: LeaseThreadData = {
-      cell: o.cell.buffer, managers: o.managers, nodeId: o.nodeId, rejoin: o.rejoin, secret: o.secret, tls: o.tls,
-      logLevel: o.log.level as LogLevel,
-      unconfirmed: o.hooks.unconfirmed?.() ?? [],
-      raisePriority: process.env.ROWAN_LEASE_PRIORITY !== '0',
-    };
-    this.worker = new Worker(entry, { name: 'rowan-lease', workerData: data });
+    this.spawned = o.spawned ?? spawnLeaseThread(o.nodeId, o.log);
+    this.worker = this.spawned.worker;
     this.worker.on('message', (m: LeaseToMain) => this.onMessage(m));
-    this.worker.on('error', (err) => o.log.fatal({ err: err.message }, 'the lease thread failed: this node renews its lease no more (it fences itself)'));
-    this.worker.unref();
     this.follower = new ConfigFollower({
       nodeId: o.nodeId, cell: o.cell, clock: o.clock, log: o.log, timers: realTimers,
       hooks: {
@@ -91,7 +104,16 @@ export class LeaseThread {
     this.o.log.warn('the configuration rounds run at ordinary priority (SCHED_FIFO refused): a failover waits for CPU on a busy machine');
   }
 
+  /** The scheduling priority the thread obtained (null until it says), for status. */
+  get priority(): ThreadPriority | null {
+    return this.spawned.priority;
+  }
+
+  /** Hold the lease from now on (the thread connects to the manager), and report load. */
   start(): void {
+    const o = this.o;
+    const start: LeaseThreadStart = { t: 'start', cell: o.cell.buffer, managers: o.managers, rejoin: o.rejoin, secret: o.secret, tls: o.tls, unconfirmed: o.hooks.unconfirmed?.() ?? [] };
+    this.worker.postMessage(start);
     if (!this.o.hooks.load) return;
     this.loadSentAt = this.o.clock.now();
     this.loadTimer = realTimers.setInterval(() => this.sendLoad(), this.o.loadPeriodMs);
@@ -136,8 +158,7 @@ export class LeaseThread {
   private onMessage(m: LeaseToMain): void {
     switch (m.t) {
       case 'priority':
-        this.priority = m.priority;
-        return;
+        return; // kept by spawnLeaseThread's listener
       case 'timing':
         this.timing = { leaseMs: m.leaseMs, renewMs: m.renewMs, driftMs: m.driftMs };
         return;

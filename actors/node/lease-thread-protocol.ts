@@ -8,19 +8,25 @@ import type { ThreadPriority } from '../../native/libc.js';
 import type { TlsClientMaterial } from '../../runtime/net/tls.js';
 import type { RoundMessage } from './lease-client.js';
 
-/** workerData of the lease thread. */
+/** workerData of the lease thread: what is known when it is spawned, early in the node's start (its
+ *  modules load while the actors start: a thread's start took 0.8 s on the busy 2-core machine). */
 export interface LeaseThreadData {
+  nodeId: number;
+  logLevel: LogLevel;
+  /** Ask for a raised scheduling priority (ROWAN_LEASE_PRIORITY=0 turns it off). */
+  raisePriority: boolean;
+}
+
+/** The first message to the lease thread, once the node is ready: start holding the lease. */
+export interface LeaseThreadStart {
+  t: 'start';
   cell: SharedArrayBuffer;
   managers: { host: string; port: number }[];
-  nodeId: number;
   rejoin: boolean;
   secret: Uint8Array | null;
   tls: TlsClientMaterial | null;
-  logLevel: LogLevel;
   /** The shards held since the cold start, for the first hello (./restart-hold.ts). */
   unconfirmed: number[];
-  /** Ask for a raised scheduling priority (ROWAN_LEASE_PRIORITY=0 turns it off). */
-  raisePriority: boolean;
 }
 
 /** Lease thread -> main thread. */
@@ -38,7 +44,7 @@ export type LeaseToMain =
   /** The thread stopped (its connection closed). */
   | { t: 'stopped' };
 
-/** Main thread -> lease thread. */
+/** Main thread -> lease thread (after LeaseThreadStart). */
 export type MainToLease =
   /** A message for the manager, encoded (manager-protocol encodeLine). */
   | { t: 'send'; line: string }

@@ -5,6 +5,9 @@
 // SCHED_FIFO (else a negative nice; else it says it runs unraised): on a busy 2-core machine an
 // ordinary thread waited tens of ms to be scheduled, a real-time one about 2 ms.
 //
+// Spawned early in the node's start (its modules load and its priority is raised while the actors
+// start); it holds the lease from the LeaseThreadStart message the node sends once it is ready.
+//
 // What it writes: the manager's lease into the configuration cell (LEASE, which every worker checks
 // before serving and before acknowledging a write), the lease span, and the eviction. What it hands
 // the main thread (./lease-thread-link.ts): the manager's prepare and commit (the follower runs
@@ -17,7 +20,7 @@ import { raiseThreadPriority, setThreadName, type ThreadPriority } from '../../n
 import { ConfigCell } from '../shared/config-cell.js';
 import { askBelowMs } from '../shared/peer-lease.js';
 import { LeaseClient } from './lease-client.js';
-import type { LeaseThreadData, LeaseToMain, MainToLease } from './lease-thread-protocol.js';
+import type { LeaseThreadData, LeaseThreadStart, LeaseToMain, MainToLease } from './lease-thread-protocol.js';
 
 /** SCHED_FIFO priority asked for (the lowest real-time one is enough to run ahead of every ordinary
  *  thread), and the nice value tried when real-time is refused. */
@@ -44,41 +47,51 @@ if (priority.kind === 'fifo') log.info({ priority }, `lease thread: SCHED_FIFO p
 else log.warn({ priority }, `lease thread: ${priority.kind === 'nice' ? `nice ${priority.level}` : 'ordinary priority'} (refused: ${priority.refused.join('; ')}): renewals may wait behind other work on a busy machine`);
 post({ t: 'priority', priority });
 
-const cell = ConfigCell.attach(d.cell);
-const clock = monotonicClock;
-let unconfirmed = d.unconfirmed;
-let tickedTerm = -1;
+/** The node is ready: hold the lease. */
+function run(st: LeaseThreadStart): void {
+  const cell = ConfigCell.attach(st.cell);
+  let unconfirmed = st.unconfirmed;
+  let tickedTerm = -1;
 
-/** A tick for the peer leases only when they have something to do (no wakeup of the main thread per
- *  renewal on an idle node): the manager's lease runs low, or the term changed (they start over). */
-function tick(client: LeaseClient): void {
-  const t = client.leaseTiming();
-  const term = cell.term();
-  const low = t !== null && client.managerLeaseUntil() - clock.now() < askBelowMs(t);
-  if (!low && term === tickedTerm) return;
-  tickedTerm = term;
-  post({ t: 'tick' });
+  /** A tick for the peer leases only when they have something to do (no wakeup of the main thread
+   *  per renewal on an idle node): the manager's lease runs low, or the term changed (they start over). */
+  const tick = (client: LeaseClient): void => {
+    const t = client.leaseTiming();
+    const term = cell.term();
+    const low = t !== null && client.managerLeaseUntil() - clock.now() < askBelowMs(t);
+    if (!low && term === tickedTerm) return;
+    tickedTerm = term;
+    post({ t: 'tick' });
+  };
+
+  const client: LeaseClient = new LeaseClient(st.managers, d.nodeId, cell, clock, log, {
+    unconfirmed: () => unconfirmed,
+    evicted: () => post({ t: 'evicted' }),
+    tick: () => tick(client),
+    timing: (t) => post({ t: 'timing', leaseMs: t.leaseMs, renewMs: t.renewMs, driftMs: t.driftMs }),
+  }, st.rejoin, st.secret, st.tls, undefined, { follow: (m) => post({ t: 'round', m }) });
+
+  port.on('message', (m: MainToLease) => {
+    switch (m.t) {
+      case 'send':
+        return client.notifyLine(m.line);
+      case 'unconfirmed':
+        unconfirmed = m.shards;
+        return;
+      case 'stop':
+        client.stop();
+        post({ t: 'stopped' });
+        port.close();
+        return;
+    }
+  });
+  client.start();
 }
 
-const client: LeaseClient = new LeaseClient(d.managers, d.nodeId, cell, clock, log, {
-  unconfirmed: () => unconfirmed,
-  evicted: () => post({ t: 'evicted' }),
-  tick: () => tick(client),
-  timing: (t) => post({ t: 'timing', leaseMs: t.leaseMs, renewMs: t.renewMs, driftMs: t.driftMs }),
-}, d.rejoin, d.secret, d.tls, undefined, { follow: (m) => post({ t: 'round', m }) });
-
-port.on('message', (m: MainToLease) => {
-  switch (m.t) {
-    case 'send':
-      return client.notifyLine(m.line);
-    case 'unconfirmed':
-      unconfirmed = m.shards;
-      return;
-    case 'stop':
-      client.stop();
-      post({ t: 'stopped' });
-      port.close();
-      return;
-  }
+const clock = monotonicClock;
+port.once('message', (m: LeaseThreadStart | MainToLease) => {
+  if (m.t === 'start') return run(m);
+  // Stopped before it started (the node stopped while starting).
+  post({ t: 'stopped' });
+  port.close();
 });
-client.start();

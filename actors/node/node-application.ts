@@ -25,7 +25,7 @@ import { FileFloorStore } from '../shared/floors.js';
 import { FileMarkStore } from '../shared/version-marks.js';
 import { dataDirFiles } from '../../config/base/files.js';
 import { ConfigCell, holdUnconfirmedMoves } from '../shared/config-cell.js';
-import { LeaseThread } from './lease-thread-link.js';
+import { LeaseThread, spawnLeaseThread, type SpawnedLeaseThread } from './lease-thread-link.js';
 import { PeerLeases } from '../shared/peer-lease.js';
 import { promotionHooks } from './lease-hooks.js';
 import { RestartHold } from './restart-hold.js';
@@ -78,11 +78,14 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
   let nodePool: Pool | undefined;
   let lease: { client: LeaseThread; catchUp: CatchUp; peers: PeerLeases } | null = null;
   let boot: NodeBoot | undefined;
+  let spawned: SpawnedLeaseThread | undefined;
   return {
     async prepare(pool, log) {
       nodePool = pool;
       boot = await prepareNodeKvTrusted(o, dataDir, pool, log, clock);
       start = boot.start;
+      // The lease thread loads while the actors start; it holds the lease once started() starts it.
+      if (o.manager !== undefined) spawned = spawnLeaseThread(o.nodeId, log);
     },
     // The nic takes it too: it grants one-sided regions only to live members (actors/nic/nic-verbs.ts).
     payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' || role === 'nic' ? start : undefined),
@@ -93,12 +96,13 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null, boot!, o.loadPeriodMs ?? 500, dataDir);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null, boot!, o.loadPeriodMs ?? 500, dataDir, spawned);
     },
     stopping() {
       lease?.catchUp.stop();
       lease?.peers.stop();
       lease?.client.stop();
+      if (!lease) void spawned?.worker.terminate(); // stopped before it held the lease
     },
     status: (pool, actors, uptimeMs) => {
       const cell = start ? ConfigCell.attach(start.cell) : null;
@@ -180,6 +184,7 @@ function startLease(
   boot: NodeBoot,
   loadPeriodMs: number,
   dataDir: string,
+  spawned: SpawnedLeaseThread | undefined,
 ): { client: LeaseThread; catchUp: CatchUp; peers: PeerLeases } {
   const { record, hold } = boot;
   const managers = parseManagers(manager);
@@ -193,7 +198,7 @@ function startLease(
   const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls });
   const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
   // The lease is renewed on a thread of its own (./lease-thread.ts); the rounds are followed here.
-  client = new LeaseThread({ managers, nodeId, cell, clock, log, rejoin, secret, tls, loadPeriodMs, hooks: {
+  client = new LeaseThread({ managers, nodeId, cell, clock, log, rejoin, secret, tls, loadPeriodMs, ...(spawned ? { spawned } : {}), hooks: {
     ...promotionHooks({ nodeId, cell, pool, shared, shardCount: start.cluster.shardCount, record, clock, log, promotionLog, hold }),
     configured: () => {
       record.noteBackups(receivedShards(cell.config(), nodeId));

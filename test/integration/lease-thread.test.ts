@@ -68,6 +68,7 @@ test('a main thread stalled for four leases keeps its lease: the lease thread re
     hooks: { prepare: () => Promise.reject(new Error('no rounds here')), promote: () => Promise.reject(new Error('no rounds here')) },
     rejoin: false, secret: null, tls: null, loadPeriodMs: 500,
   });
+  lease.start();
   try {
     // Wait (without stalling) for the first grant.
     const t0 = monotonicClock.now();
