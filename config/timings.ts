@@ -168,7 +168,7 @@ export const defaultTimings: Readonly<Timings> = Object.freeze({
   tcpBackoffFirstMs: 1,
   tcpBackoffMsMax: 50,
   receiverHoldTimeoutMs: 1000,
-  clientBackoffMsMax: 100,
+  clientBackoffMsMax: 20,
   tlsHandshakeMs: 10_000,
   sharedLogAllocationWaitMs: 10_000,
 
