@@ -78,7 +78,7 @@ export class BlockAssembler {
   add(block: Block, now = 0): AssembledEntry | null {
     if (block.cnt === 1) {
       return {
-        offset: block.offset, type: block.type, shard: block.shard, version: block.version, bytes: block.size,
+        offset: block.offset, type: block.type, shard: block.shard, version: block.version, bytes: block.size, txn: block.txn,
         key: block.payload.subarray(0, block.keyLen), value: block.payload.subarray(block.keyLen),
         blockOffsets: [block.offset],
       };
@@ -107,7 +107,7 @@ export class BlockAssembler {
     if (p.received < p.cnt) return null;
     this.open.delete(id);
     return {
-      offset: p.blockOffsets[0]!, type: p.type, shard: block.shard, version: block.version, bytes: p.bytes,
+      offset: p.blockOffsets[0]!, type: p.type, shard: block.shard, version: block.version, bytes: p.bytes, txn: block.txn,
       key: p.payload.subarray(0, p.keyLen), value: p.payload.subarray(p.keyLen), blockOffsets: p.blockOffsets,
     };
   }

@@ -9,7 +9,7 @@
 //  byte 0      1       2       4          8        12       14       16          20    22    24          28         32
 //      +------+-------+-------+----------+--------+--------+--------+-----------+-----+-----+-----------+----------+
 //      | type | flags | shard | checksum | ver lo | ver hi | keyLen | valueLen  | cnt | seq | payloadLen| reserved |
-//      |  u8  |  u8   |  u16  |   u32    |  u32   |  u16   |  u16   |   u32     | u16 | u16 |    u32    |  u32 = 0 |
+//      |  u8  |  u8   |  u16  |   u32    |  u32   |  u16   |  u16   |   u32     | u16 | u16 |    u32    |  u32     |
 //      +------+-------+-------+----------+--------+--------+--------+-----------+-----+-----+-----------+----------+
 //      | payload: this block's slice of (key bytes ++ value bytes)  | zero padding up to the next 64-byte line |
 //      +--------------------------------------------------------------------------------------------------------+
@@ -45,8 +45,27 @@ export const SEQ_OFF = 22;
 export const PAYLOAD_LEN_OFF = 24;
 export const RESERVED_OFF = 28;
 
-/** No flag bits are defined yet; readers reject unknown bits rather than guess at their meaning. */
-export const FLAGS_KNOWN = 0;
+/** Flag bit: the entry is one of a transaction's writes (MULTI/EXEC, actors/worker/txn-write.ts). Its
+ *  `reserved` word is then TXN_COUNT (u16, low half: how many entries the transaction wrote, >= 1) |
+ *  TXN_INDEX (u16, high half: this entry's place, < count); the transaction's entries carry the
+ *  consecutive versions base .. base + count - 1 of their shard, so entry i has version base + i and
+ *  ⟨shard, version - index⟩ names the transaction. Whatever rebuilds state from a log applies a
+ *  transaction's entries only once all `count` of them are present (./txn-entries.ts). Without the
+ *  flag `reserved` is 0. */
+export const FLAG_TXN = 0x01;
+/** Readers reject unknown bits rather than guess at their meaning. */
+export const FLAGS_KNOWN = FLAG_TXN;
+
+/** The `reserved` word of a transaction's entry `index` of `count`. */
+export function txnWord(count: number, index: number): number {
+  return (count | (index << 16)) >>> 0;
+}
+export function txnCount(word: number): number {
+  return word & 0xffff;
+}
+export function txnIndex(word: number): number {
+  return word >>> 16;
+}
 
 export const SHARD_MAX = 0xffff;
 export const VERSION_MAX = 2 ** 48 - 1;

@@ -12,10 +12,10 @@ import type { Limits } from '../config/limits.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { blockChecksum } from './log-checksum.js';
 import {
-  CHECKSUM_OFF, CNT_MAX, CNT_OFF, EntryType, FLAGS_KNOWN, FLAGS_OFF, HEADER_BYTES, KEY_LEN_OFF,
+  CHECKSUM_OFF, CNT_MAX, CNT_OFF, EntryType, FLAG_TXN, FLAGS_KNOWN, FLAGS_OFF, HEADER_BYTES, KEY_LEN_OFF,
   PAYLOAD_LEN_OFF, RESERVED_OFF, SEQ_OFF, SHARD_MAX, SHARD_OFF, TYPE_OFF, VALUE_LEN_OFF, VERSION_HI_MUL,
   VERSION_HI_OFF, VERSION_LO_OFF, VERSION_MAX, blockCount, blockPayloadLen, blockPayloadMax, blockSize,
-  isEntryType,
+  isEntryType, txnCount, txnIndex,
 } from './log-layout.js';
 
 export { EntryType } from './log-layout.js';
@@ -27,6 +27,8 @@ export interface EntryInput {
   version: number;
   key?: Uint8Array;
   value?: Uint8Array;
+  /** A transaction's entry: its `reserved` word (log-layout.ts txnWord); absent or 0 otherwise. */
+  txn?: number;
 }
 
 /** One decoded, checksum-verified block. `payload` is a view into the scanned bytes. */
@@ -40,6 +42,8 @@ export interface Block {
   valueLen: number;
   cnt: number;
   seq: number;
+  /** The transaction word (log-layout.ts FLAG_TXN), 0 for an entry of no transaction. */
+  txn: number;
   payload: Uint8Array;
   /** Bytes the block occupies in the log, padding included. */
   size: number;
@@ -56,6 +60,8 @@ export interface LogEntry {
   key: Uint8Array;
   value: Uint8Array;
   bytes: number;
+  /** The transaction word (log-layout.ts FLAG_TXN), 0 for an entry of no transaction. */
+  txn: number;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -146,7 +152,7 @@ function writeEntry(e: EntryInput, dst: Uint8Array, offset: number, limits: Limi
   for (let seq = 0; seq < cnt; seq++) {
     const pLen = blockPayloadLen(seq, total, limits);
     dv.setUint8(off + TYPE_OFF, e.type);
-    dv.setUint8(off + FLAGS_OFF, 0);
+    dv.setUint8(off + FLAGS_OFF, e.txn ? FLAG_TXN : 0);
     dv.setUint16(off + SHARD_OFF, e.shard, true);
     dv.setUint32(off + CHECKSUM_OFF, 0, true); // zero while the checksum is computed over the header
     dv.setUint32(off + VERSION_LO_OFF, versionLo, true);
@@ -156,7 +162,7 @@ function writeEntry(e: EntryInput, dst: Uint8Array, offset: number, limits: Limi
     dv.setUint16(off + CNT_OFF, cnt, true);
     dv.setUint16(off + SEQ_OFF, seq, true);
     dv.setUint32(off + PAYLOAD_LEN_OFF, pLen, true);
-    dv.setUint32(off + RESERVED_OFF, 0, true);
+    dv.setUint32(off + RESERVED_OFF, e.txn ?? 0, true);
     copyPayload(dst, off + HEADER_BYTES, key, value, seq * perBlock, pLen);
     const used = HEADER_BYTES + pLen;
     const size = blockSize(pLen, limits);
@@ -204,10 +210,11 @@ interface Header {
   seq: number;
   payloadLen: number;
   size: number;
+  txn: number;
 }
 
 function newHeader(): Header {
-  return { type: EntryType.Put, shard: 0, version: 0, keyLen: 0, valueLen: 0, cnt: 0, seq: 0, payloadLen: 0, size: 0 };
+  return { type: EntryType.Put, shard: 0, version: 0, keyLen: 0, valueLen: 0, cnt: 0, seq: 0, payloadLen: 0, size: 0, txn: 0 };
 }
 
 /** Decode and verify the block at `off` into `h`. False for anything that is not a whole, intact block
@@ -218,9 +225,11 @@ function decodeBlock(bytes: Uint8Array, off: number, end: number, limits: Limits
   if (off < 0 || off % limits.entryAlignBytes !== 0 || off + HEADER_BYTES > end) return false;
   const type = bytes[off + TYPE_OFF]!;
   if (!isEntryType(type)) return false;
-  if ((bytes[off + FLAGS_OFF]! & ~FLAGS_KNOWN) !== 0) return false;
+  const flags = bytes[off + FLAGS_OFF]!;
+  if ((flags & ~FLAGS_KNOWN) !== 0) return false;
   const dv = viewOf(bytes);
-  if (dv.getUint32(off + RESERVED_OFF, true) !== 0) return false;
+  const reserved = dv.getUint32(off + RESERVED_OFF, true);
+  if ((flags & FLAG_TXN) === 0 ? reserved !== 0 : type === EntryType.CommitVer || txnCount(reserved) === 0 || txnIndex(reserved) >= txnCount(reserved)) return false;
   const keyLen = dv.getUint16(off + KEY_LEN_OFF, true);
   const valueLen = dv.getUint32(off + VALUE_LEN_OFF, true);
   if (keyLen > limits.keyBytesMax || valueLen > limits.valueBytesMax) return false;
@@ -244,6 +253,7 @@ function decodeBlock(bytes: Uint8Array, off: number, end: number, limits: Limits
   h.seq = seq;
   h.payloadLen = payloadLen;
   h.size = size;
+  h.txn = reserved;
   return true;
 }
 
@@ -251,7 +261,7 @@ function toBlock(bytes: Uint8Array, off: number, h: Header): Block {
   const p = off + HEADER_BYTES;
   return {
     offset: off, type: h.type, shard: h.shard, version: h.version, keyLen: h.keyLen, valueLen: h.valueLen,
-    cnt: h.cnt, seq: h.seq, payload: bytes.subarray(p, p + h.payloadLen), size: h.size,
+    cnt: h.cnt, seq: h.seq, txn: h.txn, payload: bytes.subarray(p, p + h.payloadLen), size: h.size,
   };
 }
 
@@ -278,7 +288,7 @@ function decodeEntry(bytes: Uint8Array, offset: number, end: number, limits: Lim
   const p = offset + HEADER_BYTES;
   if (h.cnt === 1) {
     return {
-      offset, type: h.type, shard: h.shard, version: h.version, bytes: h.size,
+      offset, type: h.type, shard: h.shard, version: h.version, bytes: h.size, txn: h.txn,
       key: bytes.subarray(p, p + h.keyLen), value: bytes.subarray(p + h.keyLen, p + h.keyLen + h.valueLen),
     };
   }
@@ -289,13 +299,13 @@ function decodeEntry(bytes: Uint8Array, offset: number, end: number, limits: Lim
   let off = offset + h.size;
   for (let seq = 1; seq < h.cnt; seq++) {
     if (!decodeBlock(bytes, off, end, limits, n) || n.seq !== seq || n.shard !== h.shard || n.version !== h.version
-      || n.type !== h.type || n.keyLen !== h.keyLen || n.valueLen !== h.valueLen) return null;
+      || n.type !== h.type || n.keyLen !== h.keyLen || n.valueLen !== h.valueLen || n.txn !== h.txn) return null;
     const q = off + HEADER_BYTES;
     payload.set(bytes.subarray(q, q + n.payloadLen), seq * perBlock);
     off += n.size;
   }
   return {
-    offset, type: h.type, shard: h.shard, version: h.version, bytes: off - offset,
+    offset, type: h.type, shard: h.shard, version: h.version, bytes: off - offset, txn: h.txn,
     key: payload.subarray(0, h.keyLen), value: payload.subarray(h.keyLen),
   };
 }

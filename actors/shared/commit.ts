@@ -15,7 +15,7 @@
 import { encodeBlocks, EntryType } from '../../shm/log.js';
 import type { Limits } from '../../config/limits.js';
 import { INFLIGHT_WORKERS_MAX, type GcSharedBuffers } from './gc-state.js';
-import { nextVersion, type ReplicaChannel } from './node-shared.js';
+import { nextVersion, nextVersions, type ReplicaChannel } from './node-shared.js';
 import type { VersionMarks } from './version-marks.js';
 
 export class CommitTracker {
@@ -46,17 +46,23 @@ export class CommitTracker {
 
   /** Claim the shard's next version for a PUT/DEL of this worker; finish() it when the request ends. */
   claim(shard: number): number {
+    return this.claimRun(shard, 1);
+  }
+
+  /** Claim n consecutive versions (a transaction's writes, actors/worker/txn-write.ts); returns the
+   *  first. finish() each of them when the request ends. */
+  claimRun(shard: number, n: number): number {
     const mine = (this.mine[shard] ??= []);
     if (mine.length === 0) {
       // Publishes a lower bound of the version we are about to claim, before the claim exists.
       Atomics.store(this.inflight, this.slot(this.workerId, shard), Atomics.load(this.versions, shard) + 1n);
     }
-    const v = nextVersion(this.versions, shard);
-    mine.push(v);
+    const v = n === 1 ? nextVersion(this.versions, shard) : nextVersions(this.versions, shard, n);
+    for (let i = 0; i < n; i++) mine.push(v + i);
     try {
-      this.marks?.cover(shard, v); // before the version can leave the node (a t-log entry, a replica)
+      this.marks?.cover(shard, v + n - 1); // before the version can leave the node (a t-log entry, a replica)
     } catch (err) {
-      this.finish(shard, v); // consumed, never used: CommitVer may pass it
+      for (let i = 0; i < n; i++) this.finish(shard, v + i); // consumed, never used: CommitVer may pass them
       throw err;
     }
     return v;

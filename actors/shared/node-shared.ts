@@ -138,6 +138,11 @@ export function nextVersion(versions: BigInt64Array, shard: number): number {
   return Number(Atomics.add(versions, shard, 1n)) + 1; // publishes the claim: no other PUT gets this version
 }
 
+/** Claim `n` consecutive versions of the shard (a transaction's writes): returns the first. */
+export function nextVersions(versions: BigInt64Array, shard: number, n: number): number {
+  return Number(Atomics.add(versions, shard, BigInt(n))) + 1; // publishes the claim of all n at once
+}
+
 /** Raise shard s's version to at least v (cold start: above every version in the logs). */
 export function raiseVersion(versions: BigInt64Array, shard: number, v: number): void {
   for (;;) {

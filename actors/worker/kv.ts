@@ -12,6 +12,7 @@ import { OP_DEL, OP_GET, OP_PUT } from '../shared/node-metrics.js';
 import { WorkerCore, type KvWorkerDeps, type KvWorkerStats } from './core.js';
 import { RequestGate } from './gate.js';
 import { PrimaryPath } from './primary.js';
+import { TxnPath, type TxnWrite } from './txn-write.js';
 import { RpcBackup } from './rpc-backup.js';
 import { CopySource } from './copy-source.js';
 import { grantPeerLease } from '../shared/peer-lease.js';
@@ -19,6 +20,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 export type { KvWorkerDeps, KvWorkerStats } from './core.js';
 export { DEL_KEEP_FREE } from './primary.js';
+export type { TxnWrite } from './txn-write.js';
 
 export class KvWorker {
   /** Commit tracking (§4.4), when the node keeps GC state. */
@@ -26,6 +28,7 @@ export class KvWorker {
   private readonly core: WorkerCore;
   private readonly gate = new RequestGate();
   private readonly primary: PrimaryPath;
+  private readonly txn: TxnPath;
   private readonly backup: RpcBackup;
   private readonly copy: CopySource;
 
@@ -35,6 +38,7 @@ export class KvWorker {
     const gc = d.shared.gc;
     if (gc) this.commit = new CommitTracker(gc.buffers, d.shared.versions, d.config().shardCount, id, d.workers ?? id + 1, d.shared.marks);
     this.primary = new PrimaryPath(this.core, this.commit);
+    this.txn = new TxnPath(this.core, this.commit, this.primary);
     this.backup = new RpcBackup(this.core);
     // A batch rides in a VALUE reply, bounded by the client port's value limit.
     this.copy = new CopySource(this.core, this.commit, d.limits.valueBytesMax);
@@ -95,6 +99,26 @@ export class KvWorker {
     }
     this.timed(OP_GET, t0, true);
     return v;
+  }
+
+  /** A transaction's writes (all of one shard) as one unit: all persistent on every replica, then all
+   *  visible at once (txn-write.ts). The caller holds the keys' locks. */
+  async commitTxn(writes: TxnWrite[], clientTerm: number): Promise<void> {
+    const t0 = this.started();
+    this.d.onWrite?.();
+    try {
+      await this.gate.track(() => this.txn.write(writes, clientTerm));
+    } catch (err) {
+      this.timed(OP_PUT, t0, false);
+      throw err;
+    }
+    this.timed(OP_PUT, t0, true);
+  }
+
+  /** What WATCH records of a key and EXEC compares (primary.ts watchState). */
+  async watchState(key: Uint8Array, clientTerm: number): Promise<string> {
+    this.gate.check();
+    return this.primary.watchState(key, clientTerm);
   }
 
   // ---- request metrics (actors/shared/node-metrics.ts): a clock read at each end, no allocation ----------

@@ -19,7 +19,7 @@ import type { CommitTracker } from '../shared/commit.js';
 import { LoadCounters } from '../shared/shard-load.js';
 import { indexEntry, nextVersion, type ReplicaChannel } from '../shared/node-shared.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
-import { encodeBlocks, entrySize, EntryType, readEntryAt, type EntryInput } from '../../shm/log.js';
+import { encodeBlocks, entrySize, EntryType, readEntryAt, type EntryInput, type LogEntry } from '../../shm/log.js';
 import type { WorkerCore } from './core.js';
 
 /** Free segments a DEL's t-log allocation leaves (the clean actor's next segment): with the default
@@ -136,7 +136,7 @@ export class PrimaryPath {
   /** A configuration committed while a write of `shard` was replicating: acknowledge it only if this
    *  node is still the shard's primary there (a shard taken away may already be served elsewhere, by a
    *  primary whose promotion scan never saw this entry). */
-  private checkStillPrimary(shard: number): void {
+  checkStillPrimary(shard: number): void {
     const { d } = this.core;
     const now = d.config();
     const primary = now.shards[shard]!.primary;
@@ -159,7 +159,7 @@ export class PrimaryPath {
     return this.lookup(shard, key, hash64Into(key, this.hash));
   }
 
-  private present(shard: number, key: Uint8Array, hash: KeyHash): boolean {
+  present(shard: number, key: Uint8Array, hash: KeyHash): boolean {
     this.core.enterEpoch();
     try {
       return this.core.indexOf(shard).get(key, hash, this.core.reader) !== 0;
@@ -171,16 +171,36 @@ export class PrimaryPath {
   private lookup(shard: number, key: Uint8Array, hash: KeyHash): Uint8Array | null {
     this.core.enterEpoch();
     try {
-      const index = this.core.indexOf(shard);
-      const addr = index.get(key, hash, this.core.reader);
-      if (addr === 0) return null;
-      const e = readEntryAt(this.core.d.region.bytes, addr, this.core.d.limits);
-      // An indexed entry that no longer verifies is a broken invariant (entries are immutable while indexed).
-      if (e === null) throw new RowanError(ErrorCodes.POOL_META_CORRUPT, `entry at ${addr} for shard ${shard} failed its checksum`);
-      return e.type === EntryType.Del ? null : e.value.slice();
+      const e = this.indexed(shard, key, hash);
+      return e === null || e.type === EntryType.Del ? null : e.value.slice();
     } finally {
       this.core.exitEpoch();
     }
+  }
+
+  /** What WATCH compares (actors/worker/resp/transaction.ts): the version of the key's indexed entry (0
+   *  when the index holds none) and whether a GET would see a value. Every acknowledged write of the key
+   *  (PUT, DEL, a transaction's) indexes a new, higher version; whatever else hides a value (GET's
+   *  rule) flips the second part. */
+  async watchState(key: Uint8Array, clientTerm: number): Promise<string> {
+    const { shard, hash } = await this.admit(key, clientTerm, true);
+    this.core.enterEpoch();
+    try {
+      const e = this.indexed(shard, key, hash);
+      return e === null ? '0:0' : `${e.version}:${e.type === EntryType.Del ? 0 : 1}`;
+    } finally {
+      this.core.exitEpoch();
+    }
+  }
+
+  /** The key's indexed entry (checksum verified), or null; call inside the read epoch. */
+  private indexed(shard: number, key: Uint8Array, hash: KeyHash): LogEntry | null {
+    const addr = this.core.indexOf(shard).get(key, hash, this.core.reader);
+    if (addr === 0) return null;
+    const e = readEntryAt(this.core.d.region.bytes, addr, this.core.d.limits);
+    // An indexed entry that no longer verifies is a broken invariant (entries are immutable while indexed).
+    if (e === null) throw new RowanError(ErrorCodes.POOL_META_CORRUPT, `entry at ${addr} for shard ${shard} failed its checksum`);
+    return e;
   }
 
   /**
@@ -190,7 +210,7 @@ export class PrimaryPath {
    * a write is acknowledged once persistent on all replicas of the configuration it completes in).
    * Without a configuration cell, or if the node stays listed, the failure stands.
    */
-  private async replicateOrOutlive(node: number, shard: number, blocks: Uint8Array[]): Promise<void> {
+  async replicateOrOutlive(node: number, shard: number, blocks: Uint8Array[]): Promise<void> {
     try {
       await this.replicateTo(node, shard, blocks);
     } catch (err) {
@@ -232,7 +252,7 @@ export class PrimaryPath {
    * wait while a configuration is prepared but not committed, or while the key's shard is being
    * promoted here (phase 2), at most admitWaitMs, then STALE_TERM (the client refreshes and retries).
    */
-  private async admit(key: Uint8Array, clientTerm: number, read: boolean): Promise<{ c: ClusterConfig; shard: number; hash: KeyHash }> {
+  async admit(key: Uint8Array, clientTerm: number, read: boolean): Promise<{ c: ClusterConfig; shard: number; hash: KeyHash }> {
     const cell = this.core.d.cell;
     if (!cell) return this.route(key, clientTerm, read);
     let waitedMs = 0;

@@ -1,8 +1,9 @@
 // One RESP client connection: parse requests (./parser.ts), run them through a RespHandler, answer in
 // request order (pipelining). Requests run concurrently when the handler says they may: a request
 // naming a key that an earlier, still running request of this connection names waits for it, and a
-// "barrier" request (connection state, whole-keyspace reads) waits for everything before it, so a
-// pipeline reads its own writes exactly as it would on Redis. Replies are encoded with the protocol
+// "barrier" request (connection state, whole-keyspace reads) waits for everything before it, and an
+// "exclusive" one (a transaction's EXEC, WATCH) also holds back everything after it until it is done,
+// so a pipeline reads its own writes exactly as it would on Redis. Replies are encoded with the protocol
 // version the connection had when the request ran (HELLO is a barrier).
 //
 // Bounds (./limits.ts): a protocol error is answered `-ERR Protocol error: ...` after the replies before
@@ -21,7 +22,7 @@ import { RespErr, RespWriter, err, type Reply } from './reply.js';
 const LINGER_MS = 2000;
 
 /** How a request orders against the running requests of its connection. */
-export type RequestOrder = 'free' | 'barrier' | Buffer[];
+export type RequestOrder = 'free' | 'barrier' | 'exclusive' | Buffer[];
 
 export interface RespHandler {
   order(args: Buffer[]): RequestOrder;
@@ -42,6 +43,7 @@ interface Pending {
   reply: Reply;
   proto: number;
   keys: string[] | null;
+  exclusive: boolean;
 }
 
 export class RespConnection {
@@ -68,6 +70,8 @@ export class RespConnection {
   private qhead = 0;
   private readonly inFlightKeys = new Map<string, number>();
   private running = 0;
+  /** Running "exclusive" requests: nothing after them starts before they are done. */
+  private exclusive = 0;
   private waiting: Buffer[] | null = null;
   private stopParsing = false;
   private paused = false;
@@ -196,9 +200,10 @@ export class RespConnection {
   }
 
   private canRun(args: Buffer[]): boolean {
+    if (this.exclusive > 0) return false;
     const o = this.handler.order(args);
     if (o === 'free') return true;
-    if (o === 'barrier') return this.running === 0;
+    if (o === 'barrier' || o === 'exclusive') return this.running === 0;
     for (const k of o) if (this.inFlightKeys.has(k.toString('latin1'))) return false;
     return true;
   }
@@ -209,7 +214,7 @@ export class RespConnection {
       return;
     }
     this.stats.commands++;
-    const p: Pending = { done: false, reply: null, proto: this.proto, keys: null };
+    const p: Pending = { done: false, reply: null, proto: this.proto, keys: null, exclusive: false };
     this.queue.push(p);
     let r: Reply | Promise<Reply>;
     try {
@@ -225,6 +230,10 @@ export class RespConnection {
       return;
     }
     const o = this.handler.order(args);
+    if (o === 'exclusive') {
+      p.exclusive = true;
+      this.exclusive++;
+    }
     if (Array.isArray(o)) {
       p.keys = o.map((k) => k.toString('latin1'));
       for (const k of p.keys) this.inFlightKeys.set(k, (this.inFlightKeys.get(k) ?? 0) + 1);
@@ -240,6 +249,7 @@ export class RespConnection {
     p.reply = reply;
     p.done = true;
     this.running--;
+    if (p.exclusive) this.exclusive--;
     if (p.keys) {
       for (const k of p.keys) {
         const n = this.inFlightKeys.get(k)! - 1;
@@ -301,6 +311,7 @@ export class RespConnection {
       reply: err(`ERR ${ErrorCodes.VALUE_TOO_LARGE} an argument of ${n} bytes is over the ${this.limits.bulkBytesMax}-byte bulk limit; the request was read, discarded and not applied`),
       proto: this.proto,
       keys: null,
+      exclusive: false,
     });
   }
 
@@ -309,7 +320,7 @@ export class RespConnection {
     this.stats.protocolErrors++;
     this.stopParsing = true;
     this.waiting = null;
-    this.queue.push({ done: true, reply: err(`ERR ${e.message}`), proto: this.proto, keys: null });
+    this.queue.push({ done: true, reply: err(`ERR ${e.message}`), proto: this.proto, keys: null, exclusive: false });
     this.flush();
   }
 }

@@ -9,6 +9,7 @@ import type { RespConnection } from '../../../runtime/resp/resp-connection.js';
 import { OK, RMap, Simple, Verbatim, err, type Reply } from '../../../runtime/resp/reply.js';
 import type { RespContext } from './context.js';
 import { passwordMatches } from '../../../config/base/secret.js';
+import { resetTxn } from './transaction.js';
 
 export const REDIS_COMPAT_VERSION = '7.0.0';
 const NOT_INT = err('ERR value is not an integer or out of range');
@@ -89,6 +90,7 @@ export function quit(_ctx: RespContext, _args: Buffer[], conn: RespConnection): 
 }
 
 export function reset(_ctx: RespContext, _args: Buffer[], conn: RespConnection): Reply {
+  resetTxn(conn); // leaves MULTI, unwatches
   conn.authenticated = false; // on a port without a password a connection stays authenticated
   conn.proto = 2;
   conn.name = null;

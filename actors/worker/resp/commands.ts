@@ -1,37 +1,22 @@
 // The command table of rowan's Redis front end: arity, flags and key positions as Redis 7 declares them
 // (COMMAND / COMMAND DOCS / COMMAND COUNT serve them, so redis-cli's hints and cluster clients' key
 // extraction work), the implementation, and how a request orders within a pipelined connection.
-import type { RespConnection, RequestOrder } from '../../../runtime/resp/resp-connection.js';
+import type { RequestOrder } from '../../../runtime/resp/resp-connection.js';
+import { keysOf, type Command, type Run } from './command-spec.js';
 import { RMap, RSet, Simple, err, type Reply } from '../../../runtime/resp/reply.js';
 import * as admin from './admin.js';
 import * as counters from './counters.js';
 import * as edits from './string-edits.js';
 import * as ks from './keyspace-cmds.js';
 import { cluster } from './cluster-cmds.js';
-import type { RespContext } from './context.js';
 import { info } from './info.js';
+import * as tx from './transaction.js';
 import * as keys from './keys.js';
 import { wait } from './wait.js';
 import { dbsize, nodeDbsize, scan, scanShardCmd } from './scan.js';
 
-type Run = (ctx: RespContext, args: Buffer[], conn: RespConnection) => Reply | Promise<Reply>;
-
-export interface Command {
-  name: string;
-  /** Redis arity: n = exactly n arguments (name included), -n = at least n. */
-  arity: number;
-  flags: string[];
-  firstKey: number;
-  lastKey: number;
-  step: number;
-  group: string;
-  summary: string;
-  /** keys: waits for earlier requests of the connection on the same keys; barrier: for all of them. */
-  order: 'free' | 'barrier' | 'keys';
-  run: Run;
-  /** Internal (node to node): not listed by COMMAND. */
-  internal?: boolean;
-}
+export type { Command } from './command-spec.js';
+export { keysOf } from './command-spec.js';
 
 const c = (name: string, arity: number, flags: string, k: [number, number, number], group: string, order: Command['order'], summary: string, run: Run, internal = false): Command => ({
   name, arity, flags: flags ? flags.split(' ') : [], firstKey: k[0], lastKey: k[1], step: k[2], group, summary, order, run, internal,
@@ -75,6 +60,11 @@ export const COMMANDS: Command[] = [
   c('scan', -2, 'readonly', NK, 'keyspace', 'barrier', 'Iterates over the key names in the database.', scan),
   c('dbsize', 1, 'readonly fast', NK, 'server', 'barrier', 'Returns the number of keys in the database.', dbsize),
   c('wait', 3, '', NK, 'generic', 'barrier', 'Blocks until the connection\'s writes are on numreplicas backups; answers how many hold them.', wait),
+  c('multi', 1, 'noscript loading stale fast allow_busy', NK, 'transactions', 'barrier', 'Starts a transaction (its commands run at EXEC, atomically within one slot or shard).', tx.multi),
+  c('exec', 1, 'noscript loading stale skip_slowlog', NK, 'transactions', 'exclusive', 'Executes all commands in a transaction, durable on every replica as one unit.', tx.exec),
+  c('discard', 1, 'noscript loading stale fast allow_busy', NK, 'transactions', 'barrier', 'Discards a transaction.', tx.discard),
+  c('watch', -2, 'noscript loading stale fast allow_busy', [1, -1, 1], 'transactions', 'exclusive', 'Monitors changes to keys to determine the execution of a transaction.', tx.watch),
+  c('unwatch', 1, 'noscript loading stale fast allow_busy', NK, 'transactions', 'barrier', 'Forgets about watched keys of a transaction.', tx.unwatch),
   c('ping', -1, 'fast', NK, 'connection', 'free', 'Returns the server\'s liveliness response.', admin.ping),
   c('echo', 2, 'fast', NK, 'connection', 'free', 'Returns the given string.', (_x, a) => a[1]!),
   c('hello', -1, 'noscript loading stale fast no_auth', NK, 'connection', 'barrier', 'Handshakes with the Redis server.', admin.hello),
@@ -95,23 +85,16 @@ export const COMMANDS: Command[] = [
   c('rowan.keys', 2, 'readonly', NK, 'rowan', 'barrier', 'Internal: KEYS over the shards this node is the primary of.', ks.nodeKeys, true),
   c('rowan.randomkey', 1, 'readonly', NK, 'rowan', 'barrier', 'Internal: RANDOMKEY over the shards this node is the primary of.', ks.nodeRandomkey, true),
   c('rowan.inshard', -4, 'write', NK, 'rowan', 'barrier', 'Internal: a multi-key command of one shard (not one slot) forwarded by a single-endpoint port.', ks.inShard, true),
+  c('rowan.exec', -3, 'write', NK, 'rowan', 'exclusive', 'Internal: a transaction of a single-endpoint port, run on its shard\'s primary.', (x, a, conn) => tx.execForwarded(x, a, conn, (n) => COMMAND_BY_NAME.get(n)), true),
+  c('rowan.watchstate', 2, 'readonly', NK, 'rowan', 'barrier', 'Internal: what WATCH records of a key, on its primary.', tx.watchStateCmd, true),
 ];
 
 export const COMMAND_BY_NAME = new Map(COMMANDS.map((x) => [x.name, x]));
 const PUBLIC = COMMANDS.filter((x) => !x.internal);
 
-/** The keys a request names (by the table's key positions). */
-export function keysOf(cmd: Command, args: Buffer[]): Buffer[] {
-  if (cmd.firstKey === 0) return [];
-  const last = cmd.lastKey < 0 ? args.length + cmd.lastKey : cmd.lastKey;
-  const out: Buffer[] = [];
-  for (let i = cmd.firstKey; i <= last && i < args.length; i += cmd.step) out.push(args[i]!);
-  return out;
-}
-
 export function orderOf(cmd: Command | undefined, args: Buffer[]): RequestOrder {
   if (!cmd || cmd.order === 'free') return 'free';
-  if (cmd.order === 'barrier') return 'barrier';
+  if (cmd.order === 'barrier' || cmd.order === 'exclusive') return cmd.order;
   return keysOf(cmd, args);
 }
 

@@ -69,6 +69,18 @@ export class KeyLocks {
   }
 }
 
+/** The locks of a transaction's keys, already held by its EXEC (./transaction.ts): the queued commands
+ *  run inside them and must not wait for themselves. */
+export class HeldLocks extends KeyLocks {
+  override run<T>(_key: Uint8Array, f: () => Promise<T>): Promise<T> {
+    return f();
+  }
+
+  override runAll<T>(_keys: Uint8Array[], f: () => Promise<T>): Promise<T> {
+    return f();
+  }
+}
+
 export interface RespContext {
   mode: RespMode;
   worker: KvWorker;

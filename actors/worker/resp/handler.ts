@@ -7,6 +7,7 @@ import { keySlot } from '../../../config/slots.js';
 import { COMMAND_BY_NAME, keysOf, orderOf } from './commands.js';
 import type { RespContext } from './context.js';
 import { rowanErrorReply } from './outcome.js';
+import { RUN_IN_MULTI, inMulti, queueInMulti } from './transaction.js';
 
 function unknownCommand(args: Buffer[]): RespErr {
   let rest = '';
@@ -29,9 +30,15 @@ export class KvRespHandler implements RespHandler {
     conn.lastCommand = name.slice(0, 32);
     // requirepass: before AUTH only the commands Redis flags no_auth run (AUTH, HELLO, QUIT, RESET).
     if (this.ctx.password !== null && !conn.authenticated && !cmd?.flags.includes('no_auth')) return this.counted(NOAUTH);
-    if (!cmd) return this.counted(unknownCommand(args));
-    if (cmd.arity > 0 ? args.length !== cmd.arity : args.length < -cmd.arity) return this.counted(err(`ERR wrong number of arguments for '${name}' command`));
+    // Inside MULTI a queuing error (unknown command, wrong arity) fails the block (EXEC: EXECABORT).
+    const block = inMulti(conn);
+    if (!cmd) return this.counted(block ? block.fail(unknownCommand(args)) : unknownCommand(args));
+    if (cmd.arity > 0 ? args.length !== cmd.arity : args.length < -cmd.arity) {
+      const e = err(`ERR wrong number of arguments for '${name}' command`);
+      return this.counted(block ? block.fail(e) : e);
+    }
     if (cmd.flags.includes('write')) for (const k of keysOf(cmd, args)) conn.wroteSlots.add(keySlot(k)); // for WAIT
+    if (block && !RUN_IN_MULTI.has(name)) return queueInMulti(this.ctx, block, cmd, args);
     const r = cmd.run(this.ctx, args, conn);
     if (r instanceof RespErr) this.ctx.stats.errors++;
     return r;

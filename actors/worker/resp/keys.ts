@@ -162,7 +162,11 @@ export function mget(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
   const keys = args.slice(1);
   const chk = multiKeyCheck(ctx, keys, args);
   if (chk !== null) return chk;
-  return Promise.all(keys.map((k) => perKey<Reply>(ctx, k, () => getLocal(ctx, k), [GET, k], (r) => r)));
+  const read = () => Promise.all(keys.map((k) => perKey<Reply>(ctx, k, () => getLocal(ctx, k), [GET, k], (r) => r)));
+  // Under the locks of its local keys: a transaction (transaction.ts) indexes its writes while holding
+  // the locks of all its keys, so an MGET sees all of one transaction or none of it.
+  const local = keys.filter((k) => ctx.view.route(k).local);
+  return local.length > 1 ? ctx.locks.runAll(local, read) : read();
 }
 
 export function mset(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {

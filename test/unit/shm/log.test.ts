@@ -12,7 +12,7 @@ import {
 } from '../../../shm/log.js';
 import { JS_CRC_MAX_BYTES, blockChecksum, crc32cJs } from '../../../shm/log-checksum.js';
 import { crc32c } from '@node-rs/crc32';
-import { HEADER_BYTES, VERSION_MAX } from '../../../shm/log-layout.js';
+import { FLAG_TXN, FLAGS_OFF, HEADER_BYTES, RESERVED_OFF, VERSION_MAX, txnCount, txnIndex, txnWord } from '../../../shm/log-layout.js';
 
 const L = defaultLimits;
 /** Small MTU so multi-block entries are cheap to make in bulk. */
@@ -343,5 +343,45 @@ describe('property: append then scan', () => {
       }),
       { numRuns: 150 },
     );
+  });
+});
+
+describe('transaction entries (FLAG_TXN, reserved = count | index << 16)', () => {
+  it('round-trips the transaction word through single- and multi-block entries and the assembler', () => {
+    for (const e of [put(5, 10), put(300, 900)]) {
+      const word = txnWord(3, 2);
+      const blocks = encodeBlocks({ ...e, txn: word }, SMALL);
+      const buf = new Uint8Array(blocks.reduce((n, b) => n + b.length, 0));
+      let at = 0;
+      for (const b of blocks) (buf.set(b, at), (at += b.length));
+      const back = readEntryAt(buf, 0, SMALL)!;
+      assert.equal(back.txn, word);
+      assert.equal(txnCount(back.txn), 3);
+      assert.equal(txnIndex(back.txn), 2);
+      const asm = new BlockAssembler(SMALL);
+      let whole = null;
+      for (const b of scanBlocks(buf, 0, buf.length, SMALL)) whole = asm.add(b) ?? whole;
+      assert.equal(whole!.txn, word);
+      // An entry of no transaction reads back with 0.
+      const plain = new Uint8Array(entrySize(e, SMALL));
+      encodeEntry(e, plain, 0, SMALL);
+      assert.equal(readEntryAt(plain, 0, SMALL)!.txn, 0);
+    }
+  });
+
+  it('rejects a reserved word without the flag, the flag with count 0 or index >= count, and the flag on COMMITVER', () => {
+    const forge = (e: EntryInput, flags: number, reserved: number): Uint8Array => {
+      const b = encodeBlocks(e, L)[0]!.slice();
+      b[FLAGS_OFF] = flags;
+      new DataView(b.buffer).setUint32(RESERVED_OFF, reserved, true);
+      new DataView(b.buffer).setUint32(4, 0, true);
+      new DataView(b.buffer).setUint32(4, blockChecksum(b, 0, b.length), true); // checksum over the forged header
+      return b;
+    };
+    assert.notEqual(readEntryAt(forge(put(4, 4), FLAG_TXN, txnWord(2, 1)), 0, L), null, 'a well-formed forgery reads');
+    assert.equal(readEntryAt(forge(put(4, 4), 0, txnWord(2, 1)), 0, L), null);
+    assert.equal(readEntryAt(forge(put(4, 4), FLAG_TXN, txnWord(0, 0)), 0, L), null);
+    assert.equal(readEntryAt(forge(put(4, 4), FLAG_TXN, txnWord(2, 2)), 0, L), null);
+    assert.equal(readEntryAt(forge({ type: EntryType.CommitVer, shard: 1, version: 9 }, FLAG_TXN, txnWord(1, 0)), 0, L), null);
   });
 });
