@@ -28,6 +28,7 @@ import type { ConfigCell } from '../shared/config-cell.js';
 import { GATHER_BYTES_MAX, type GatherEntry } from '../shared/manager-protocol.js';
 import { b64, newestWithin } from '../shared/gather-scatter.js';
 import { failedKey, type FailedWrites } from '../shared/failed-writes.js';
+import { tornTxnIds, type WordedEntry } from '../shared/txn-groups.js';
 
 /** Replication modes with a manager that confirms restarted primaries (those that fail over). */
 const CONFIRMED_MODES: readonly string[] = ['rowan', 'rpc'];
@@ -58,6 +59,7 @@ export class RestartHold {
     if (h.held.size === 0) return h;
     for (const s of h.held) cell.setShardBlocked(s, true);
     const found = new Map<string, GatherEntry>(); // by shard:version
+    const words = new Map<string, WordedEntry>(); // the same ids, with their transaction words
     for (const seg of pool.segments({ role: OwnerRole.Worker })) {
       if (pool.meta(seg).state !== SegmentState.Using) continue;
       const start = pool.segmentOffset(seg);
@@ -65,8 +67,10 @@ export class RestartHold {
         if (!h.held.has(e.shard) || (e.type !== EntryType.Put && e.type !== EntryType.Del) || e.version <= (above.get(e.shard) ?? 0)) continue;
         if (failed.get(e.offset) === failedKey(e.shard, e.version)) continue; // failed while it ran: never served
         found.set(`${e.shard}:${e.version}`, { s: e.shard, v: e.version, t: e.type, k: b64(e.key), x: b64(e.value) });
+        words.set(`${e.shard}:${e.version}`, { shard: e.shard, version: e.version, txn: e.txn });
       }
     }
+    for (const id of tornTxnIds(words)) found.delete(id); // a transaction the crash cut short in the t-log
     const cut = newestWithin(found.values(), bytesMax);
     h.tail = cut.kept;
     h.truncated = cut.truncated;

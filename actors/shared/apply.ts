@@ -8,6 +8,9 @@
 // harmless. COMMITVER entries are recorded for commit tracking (§4.4) and not indexed; `maxVer` collects
 // the highest version of each owned shard seen since the caller last reset it (MaxVerArray, §4.4).
 // Every index change is reflected in the node's live-byte accounting when it keeps one.
+// A transaction's entries (flagged TXN, ./txn-groups.ts) are held until all of them are in, then each
+// is copied into the applier's log as a plain entry and indexed: a transaction torn by its primary's
+// crash never shows in a backup's index, and copies GC and a later cold start find are whole entries.
 // A `floor` (./floors.ts) makes the applier refuse PUT/DEL blocks it knows to be late -- below the
 // shard's tombstone floor, landed after every acknowledged write under it -- before anything else.
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -21,6 +24,7 @@ import type { TLog } from '../../shm/tlog.js';
 import type { KvShared } from './node-shared.js';
 import { indexEntry, raiseVersion } from './node-shared.js';
 import { plausibleVersion } from './trust.js';
+import { TxnGroups, type TxnEntry } from './txn-groups.js';
 
 export interface ApplyStats {
   blocks: number;
@@ -37,6 +41,8 @@ export interface ApplyStats {
   indexFull: number;
   /** PUT/DEL blocks refused as late: at or below their shard's tombstone floor (./floors.ts). */
   late: number;
+  /** Transactions dropped incomplete (torn by their primary's crash: never acknowledged). */
+  txnTorn: number;
 }
 
 /** The tombstone floor as an applier sees it (./floors.ts). */
@@ -51,9 +57,10 @@ export interface BlockFloor {
 
 export class BlockApplier {
   private readonly assembler: BlockAssembler;
+  private readonly txns = new TxnGroups();
   private readonly reader: PoolEntryReader;
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
-  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0, late: 0 };
+  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0, late: 0, txnTorn: 0 };
   /** Highest CommitVer seen per shard (CommitVerArray, §4.4). */
   readonly commitVer = new Map<number, number>();
   /** Highest PUT/DEL version per owned shard since the caller last replaced it (MaxVerArray, §4.4). */
@@ -110,16 +117,27 @@ export class BlockApplier {
       this.stats.commitVers++;
       if ((this.commitVer.get(b.shard) ?? 0) < b.version) this.commitVer.set(b.shard, b.version);
       this.floor?.commitVer?.(b.shard, b.version);
+      this.stats.txnTorn += this.txns.dropCovered(b.shard, b.version); // finished by the primary, not whole here
       return;
     }
     if ((this.maxVer.get(b.shard) ?? 0) < b.version) this.maxVer.set(b.shard, b.version);
-    if (b.cnt === 1 && !this.copySingle) {
+    if (b.cnt === 1 && !this.copySingle && b.txn === 0) {
       this.index(b.shard, b.payload.subarray(0, b.keyLen), b.offset, b.version);
       return;
     }
     const e = b.cnt === 1 ? { type: b.type, shard: b.shard, version: b.version, key: b.payload.subarray(0, b.keyLen), value: b.payload.subarray(b.keyLen, b.keyLen + b.valueLen) } : this.assembler.add(b);
     if (e === null) return;
     if (b.cnt > 1) this.stats.reassembled++;
+    if (b.txn === 0) {
+      this.copyAndIndex(e);
+      return;
+    }
+    const whole = this.txns.add(e, b.txn);
+    if (whole) for (const x of whole) this.copyAndIndex(x);
+  }
+
+  /** Append the entry to the applier's log (plain: no transaction flag) and index it there. */
+  private copyAndIndex(e: TxnEntry): void {
     // Already indexed at this version or newer (a re-issued write, or a cold start that met this entry
     // in the digest log first): copying it again would only grow the log.
     const have = this.shared.indexes[e.shard]!.get(e.key, hash64Into(e.key, this.hash), this.reader);
@@ -136,11 +154,17 @@ export class BlockApplier {
     return this.assembler.pendingOffsets();
   }
 
-  /** Give up partial entries (their remaining blocks are not coming). */
+  /** Give up partial entries (their remaining blocks are not coming). Incomplete transactions stay
+   *  until a CommitVer covers them (their entries are copies: they hold no b-log segment). */
   dropPending(): number {
     const n = this.assembler.pending;
     this.assembler.clear();
     return n;
+  }
+
+  /** Transactions waiting for more of their entries. */
+  get pendingTxns(): number {
+    return this.txns.pending;
   }
 
   private index(shard: number, key: Uint8Array, addr: number, version: number): void {

@@ -7,7 +7,8 @@
 //            version held (the floors, as before) and every complete PUT/DEL entry with a version above
 //            the highest CommitVer seen for the shard in those segments (protocol note in
 //            ./manager-protocol.ts). Multi-block entries are reassembled; one missing a block was never
-//            acknowledged and is left out. Bounded by GATHER_BYTES_MAX (what does not fit: `truncated`).
+//            acknowledged and is left out, and so are the entries of a transaction not all of whose
+//            entries are here (./txn-groups.ts tornTxnIds: torn by the primary's crash). Bounded by GATHER_BYTES_MAX (what does not fit: `truncated`).
 //   commit   absorbScattered(): the entries the manager says this node lacks are persisted -- appended
 //            to the promotion log (PROMOTION_ACTOR_ID, role Digest, config/base/ids.ts) -- and indexed
 //            version-conditionally, so a newer version already indexed wins and a repeat is skipped
@@ -35,6 +36,7 @@ import { ReadEpochs } from './gc-state.js';
 import { ShardFloors } from './floors.js';
 import { GATHER_BYTES_MAX, gatherEntryBytes, type GatherEntry } from './manager-protocol.js';
 import { indexEntry, raiseVersion, type KvShared } from './node-shared.js';
+import { tornTxnIds, type WordedEntry } from './txn-groups.js';
 
 /** Blocks scanned between two yields to the event loop in a failover's scans (gather, promotion). */
 export const YIELD_EVERY_BLOCKS = 2048;
@@ -74,6 +76,7 @@ export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: num
   for (const s of shards) versions[s] = Number(Atomics.load(shared.versions, s));
   const commitVer = new Map<number, number>();
   const found = new Map<string, GatherEntry>(); // by shard:version (a re-issued write lands twice)
+  const words = new Map<string, WordedEntry>(); // the same ids, with their transaction words
   const assembler = new BlockAssembler(limits);
   const segs = undigested(pool);
   const stats = newBlogScanStats();
@@ -91,8 +94,10 @@ export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: num
       if (e === null) continue;
       const id = `${e.shard}:${e.version}`;
       if (!found.has(id)) found.set(id, { s: e.shard, v: e.version, t: e.type, k: b64(e.key), x: b64(e.value) });
+      if (!words.has(id)) words.set(id, { shard: e.shard, version: e.version, txn: e.txn });
     }
   }
+  for (const id of tornTxnIds(words)) found.delete(id);
   const r: PrepareReport = { versions, entries: [], truncated: false, committed: 0, scanned: { segments: segs.length, blocks: stats.blocks } };
   const floors = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
   const open: GatherEntry[] = [];

@@ -22,6 +22,7 @@ import { PoolEntryReader } from '../../../../shm/entry-reader.js';
 import { hash64Into } from '../../../../shm/hash.js';
 import { encodeBlocks, EntryType, readEntryAt, type EntryInput } from '../../../../shm/log.js';
 import { OwnerRole, Pool } from '../../../../shm/pool.js';
+import { txnWord } from '../../../../shm/log-layout.js';
 
 const SEG = 64 * 1024;
 const limits = defaultLimits;
@@ -133,6 +134,56 @@ test('gather/scatter: an entry on one surviving backup only ends up persisted an
       assert.equal(get(n, shard, 'k-two'), big, `node ${id} after a cold start`);
       assert.equal(get(n, shard, 'both'), 'v3');
       assert.ok(Number(Atomics.load(n.shared.versions, shard)) >= 5);
+      n.pool.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a transaction torn by its primary crash (some of its entries on some backups) is visible nowhere: not gathered, not scattered, not promoted, not after a cold start', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-gather-txn-'));
+  try {
+    const cluster = planCluster({
+      nodes: [0, 1, 2].map((id) => ({ id, host: '127.0.0.1', dataDir: join(dir, `n${id}`), workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } })),
+      shardCount: 3,
+      replicationFactor: 3,
+    });
+    const shard = 0; // primary node 0, backups 1 and 2
+    const [n1, n2] = [1, 2].map((id) => open(id, join(dir, `n${id}.pm`), cluster, true)) as [Node, Node];
+    const txn = (base: number, writes: [string, string][]): EntryInput[] =>
+      writes.map(([k, v], i) => ({ type: EntryType.Put, shard, version: base + i, key: Buffer.from(k), value: Buffer.from(v), txn: txnWord(writes.length, i) }));
+    const big = 'z'.repeat(2 * limits.mtuBytes + 7);
+    // Torn: entries 0 and 1 of 3 on node 1, entry 0 on node 2; the primary died sending the rest.
+    const torn = txn(10, [['t-a', '1'], ['t-b', big], ['t-c', '1']]);
+    land(n1, torn[0]!);
+    land(n1, torn[1]!);
+    land(n2, torn[0]!);
+    // Whole on node 1, entry 0 only on node 2 (never acknowledged either, but whole on one replica).
+    const whole = txn(20, [['w-a', '2'], ['w-b', '2']]);
+    land(n1, whole[0]!);
+    land(n1, whole[1]!);
+    land(n2, whole[0]!);
+
+    const reports = new Map<number, Awaited<ReturnType<typeof gatherForPrepare>>>();
+    for (const n of [n1, n2]) reports.set(n.id, await gatherForPrepare(n.pool, n.shared, [shard], limits));
+    assert.deepEqual(reports.get(1)!.entries.map((e) => e.v).sort(), [20, 21], 'node 1 lists the whole transaction only');
+    assert.deepEqual(reports.get(2)!.entries, [], 'node 2 holds no whole transaction');
+    const plan = planFailover(cluster, 0, new Set([1, 2]));
+    const scatter = planScatter(plan.next, [shard], reports, new Set([1, 2]));
+    const floors = { [shard]: Math.max(...[...reports.values()].map((r) => r.versions[shard]!)) };
+    await promoteShards(n1.pool, n1.shared, [shard], floors, limits, scatter.perMember.get(1));
+    await promoteShards(n2.pool, n2.shared, [], floors, limits, scatter.perMember.get(2));
+    for (const k of ['t-a', 't-b', 't-c']) assert.equal(get(n1, shard, k), null, `the new primary serves none of the torn transaction (${k})`);
+    assert.deepEqual([get(n1, shard, 'w-a'), get(n1, shard, 'w-b')], ['2', '2']);
+    assert.deepEqual([get(n2, shard, 'w-a'), get(n2, shard, 'w-b')], ['2', '2'], 'the remaining backup absorbed the whole transaction');
+
+    for (const n of [n1, n2]) n.pool.close();
+    for (const id of [1, 2]) {
+      const n = open(id, join(dir, `n${id}.pm`), plan.next, false);
+      rebuildIndexes(n.pool, n.shared, limits, monotonicClock);
+      for (const k of ['t-a', 't-b', 't-c']) assert.equal(get(n, shard, k), null, `node ${id} after a cold start: ${k}`);
+      assert.deepEqual([get(n, shard, 'w-a'), get(n, shard, 'w-b')], ['2', '2'], `node ${id} after a cold start`);
       n.pool.close();
     }
   } finally {
