@@ -7,8 +7,8 @@
 // block still pending is ignored; a full repeat of a finished entry completes again and is yielded
 // again (the index's version-conditional update makes that harmless).
 import type { Limits } from '../config/limits.js';
-import { blockPayloadMax, type EntryType } from './log-layout.js';
-import type { Block, LogEntry } from './log.js';
+import { blockPayloadMax, EXPIRES_BYTES, FLAG_EXPIRES, type EntryType } from './log-layout.js';
+import { singleBlockEntry, type Block, type LogEntry } from './log.js';
 
 /** An entry rebuilt from blocks. `offset` is where block 0 lies; `blockOffsets[seq]` where each lies. */
 export interface AssembledEntry extends LogEntry {
@@ -20,6 +20,7 @@ interface Pending {
   keyLen: number;
   valueLen: number;
   cnt: number;
+  flags: number;
   payload: Uint8Array;
   blockOffsets: number[];
   received: number;
@@ -77,22 +78,19 @@ export class BlockAssembler {
    *  block's payload is copied, so the log bytes may be reused after add() returns. */
   add(block: Block, now = 0): AssembledEntry | null {
     if (block.cnt === 1) {
-      return {
-        offset: block.offset, type: block.type, shard: block.shard, version: block.version, bytes: block.size, txn: block.txn,
-        key: block.payload.subarray(0, block.keyLen), value: block.payload.subarray(block.keyLen),
-        blockOffsets: [block.offset],
-      };
+      return { offset: block.offset, type: block.type, shard: block.shard, version: block.version, bytes: block.size, txn: block.txn, ...singleBlockEntry(block), blockOffsets: [block.offset] };
     }
+    const x = (block.flags & FLAG_EXPIRES) !== 0 ? EXPIRES_BYTES : 0;
     const id = `${block.shard}:${block.version}`;
     let p = this.open.get(id);
     if (p === undefined) {
       p = {
-        type: block.type, keyLen: block.keyLen, valueLen: block.valueLen, cnt: block.cnt,
-        payload: new Uint8Array(block.keyLen + block.valueLen), blockOffsets: new Array<number>(block.cnt).fill(-1),
+        type: block.type, keyLen: block.keyLen, valueLen: block.valueLen, cnt: block.cnt, flags: block.flags,
+        payload: new Uint8Array(block.keyLen + x + block.valueLen), blockOffsets: new Array<number>(block.cnt).fill(-1),
         received: 0, bytes: 0, bornAt: now,
       };
       this.open.set(id, p);
-    } else if (p.type !== block.type || p.keyLen !== block.keyLen || p.valueLen !== block.valueLen || p.cnt !== block.cnt) {
+    } else if (p.type !== block.type || p.keyLen !== block.keyLen || p.valueLen !== block.valueLen || p.cnt !== block.cnt || p.flags !== block.flags) {
       this.conflicts++;
       return null;
     }
@@ -106,9 +104,11 @@ export class BlockAssembler {
     p.bytes += block.size;
     if (p.received < p.cnt) return null;
     this.open.delete(id);
+    const d = x > 0 ? new DataView(p.payload.buffer, p.keyLen, EXPIRES_BYTES) : null;
     return {
       offset: p.blockOffsets[0]!, type: p.type, shard: block.shard, version: block.version, bytes: p.bytes, txn: block.txn,
-      key: p.payload.subarray(0, p.keyLen), value: p.payload.subarray(p.keyLen), blockOffsets: p.blockOffsets,
+      key: p.payload.subarray(0, p.keyLen), value: p.payload.subarray(p.keyLen + x), blockOffsets: p.blockOffsets,
+      expiresAt: d ? d.getUint32(0, true) + d.getUint32(4, true) * 2 ** 32 : 0,
     };
   }
 }

@@ -14,6 +14,12 @@
 //      | payload: this block's slice of (key bytes ++ value bytes)  | zero padding up to the next 64-byte line |
 //      +--------------------------------------------------------------------------------------------------------+
 //
+// Flag 0x02 (FLAG_EXPIRES, PUT only): the entry has an expiry deadline, 8 bytes (u64 LE, Unix ms, decided
+// by the primary) between the key and the value: payload = key ++ deadline ++ value. keyLen/valueLen
+// stay the key's and the value's own lengths, so the deadline adds EXPIRES_BYTES to the payload; it
+// always lies in block 0 (keyBytesMax + EXPIRES_BYTES < one block's payload, checked by the codec), and
+// the key still starts right after the header, so key probes ignore the flag.
+//
 // All fields little-endian. `type` is never zero: the control actor decides that the RNIC has started
 // filling a posted b-log segment by its first 64 bits turning non-zero (§4.3), and a scan ends at the
 // first zero header. keyLen/valueLen describe the whole entry (identical in every block); payloadLen is
@@ -53,8 +59,12 @@ export const RESERVED_OFF = 28;
  *  transaction's entries only once all `count` of them are present (./txn-entries.ts). Without the
  *  flag `reserved` is 0. */
 export const FLAG_TXN = 0x01;
-/** Readers reject unknown bits rather than guess at their meaning. */
-export const FLAGS_KNOWN = FLAG_TXN;
+/** Flag bit: the payload carries an expiry deadline after the key (see above). */
+export const FLAG_EXPIRES = 0x02;
+/** Bytes of the deadline FLAG_EXPIRES adds to the payload. */
+export const EXPIRES_BYTES = 8;
+/** The flag bits readers understand; they reject unknown bits rather than guess at their meaning. */
+export const FLAGS_KNOWN = FLAG_TXN | FLAG_EXPIRES;
 
 /** The `reserved` word of a transaction's entry `index` of `count`. */
 export function txnWord(count: number, index: number): number {

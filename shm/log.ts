@@ -12,7 +12,7 @@ import type { Limits } from '../config/limits.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { blockChecksum } from './log-checksum.js';
 import {
-  CHECKSUM_OFF, CNT_MAX, CNT_OFF, EntryType, FLAG_TXN, FLAGS_KNOWN, FLAGS_OFF, HEADER_BYTES, KEY_LEN_OFF,
+  CHECKSUM_OFF, CNT_MAX, CNT_OFF, EntryType, EXPIRES_BYTES, FLAG_EXPIRES, FLAG_TXN, FLAGS_KNOWN, FLAGS_OFF, HEADER_BYTES, KEY_LEN_OFF,
   PAYLOAD_LEN_OFF, RESERVED_OFF, SEQ_OFF, SHARD_MAX, SHARD_OFF, TYPE_OFF, VALUE_LEN_OFF, VERSION_HI_MUL,
   VERSION_HI_OFF, VERSION_LO_OFF, VERSION_MAX, blockCount, blockPayloadLen, blockPayloadMax, blockSize,
   isEntryType, txnCount, txnIndex,
@@ -20,7 +20,8 @@ import {
 
 export { EntryType } from './log-layout.js';
 
-/** What a writer appends. DEL carries only a key, COMMITVER neither (its CommitVer is `version`). */
+/** What a writer appends. DEL carries only a key, COMMITVER neither (its CommitVer is `version`).
+ *  `expiresAt` (PUT only): the key's expiry deadline, Unix ms; absent or 0 = the key does not expire. */
 export interface EntryInput {
   type: EntryType;
   shard: number;
@@ -29,6 +30,7 @@ export interface EntryInput {
   value?: Uint8Array;
   /** A transaction's entry: its `reserved` word (log-layout.ts txnWord); absent or 0 otherwise. */
   txn?: number;
+  expiresAt?: number;
 }
 
 /** One decoded, checksum-verified block. `payload` is a view into the scanned bytes. */
@@ -44,6 +46,9 @@ export interface Block {
   seq: number;
   /** The transaction word (log-layout.ts FLAG_TXN), 0 for an entry of no transaction. */
   txn: number;
+  /** Flag bits of the header (FLAG_EXPIRES: the payload holds a deadline after the key). */
+  flags: number;
+  /** This block's slice of the payload: key ++ deadline (with FLAG_EXPIRES) ++ value. */
   payload: Uint8Array;
   /** Bytes the block occupies in the log, padding included. */
   size: number;
@@ -59,6 +64,8 @@ export interface LogEntry {
   version: number;
   key: Uint8Array;
   value: Uint8Array;
+  /** Expiry deadline, Unix ms; 0 = none. */
+  expiresAt: number;
   bytes: number;
   /** The transaction word (log-layout.ts FLAG_TXN), 0 for an entry of no transaction. */
   txn: number;
@@ -89,7 +96,7 @@ function badArgument(message: string, details?: Record<string, unknown>): never 
 
 /** Bytes an entry with these key and value lengths occupies in a log: all blocks, padding included.
  *  Throws KEY_TOO_LARGE / VALUE_TOO_LARGE / ENTRY_TOO_LARGE when the limits forbid it. */
-export function encodedSize(keyLen: number, valueLen: number, limits: Limits): number {
+export function encodedSize(keyLen: number, valueLen: number, limits: Limits, expires = false): number {
   if (!Number.isInteger(keyLen) || keyLen < 0) badArgument(`key length ${keyLen} is not a length`);
   if (!Number.isInteger(valueLen) || valueLen < 0) badArgument(`value length ${valueLen} is not a length`);
   if (keyLen > limits.keyBytesMax) {
@@ -98,7 +105,7 @@ export function encodedSize(keyLen: number, valueLen: number, limits: Limits): n
   if (valueLen > limits.valueBytesMax) {
     throw new RowanError(ErrorCodes.VALUE_TOO_LARGE, `value is ${valueLen} bytes, limit ${limits.valueBytesMax}`);
   }
-  const total = keyLen + valueLen;
+  const total = keyLen + valueLen + (expires ? EXPIRES_BYTES : 0);
   const cnt = blockCount(total, limits);
   const size = (cnt - 1) * limits.mtuBytes + blockSize(blockPayloadLen(cnt - 1, total, limits), limits);
   if (cnt > CNT_MAX || size > limits.segmentBytes) {
@@ -118,13 +125,35 @@ export function entrySize(e: EntryInput, limits: Limits): number {
   const v = e.value?.length ?? 0;
   if (e.type === EntryType.Del && v !== 0) badArgument('a DEL entry carries no value');
   if (e.type === EntryType.CommitVer && (k !== 0 || v !== 0)) badArgument('a COMMITVER entry carries no key or value');
-  return encodedSize(k, v, limits);
+  const expires = hasDeadline(e);
+  if (expires && (e.type !== EntryType.Put || !validDeadline(e.expiresAt!))) badArgument(`expiry deadline ${e.expiresAt} on a ${e.type} entry`);
+  if (expires && k + EXPIRES_BYTES > blockPayloadMax(limits)) badArgument('the key and its deadline must fit one block');
+  return encodedSize(k, v, limits, expires);
+}
+
+function hasDeadline(e: EntryInput): boolean {
+  return e.expiresAt !== undefined && e.expiresAt !== 0;
+}
+
+/** A deadline the codec stores: a positive integer of Unix ms below 2^53. */
+export function validDeadline(ms: number): boolean {
+  return Number.isSafeInteger(ms) && ms > 0;
 }
 
 // ---- encoding ------------------------------------------------------------------------------------
 
-/** Copy payload bytes [pStart, pStart+pLen) of (key ++ value) to dst[at..]. */
-function copyPayload(dst: Uint8Array, at: number, key: Uint8Array, value: Uint8Array, pStart: number, pLen: number): void {
+/** Copy payload bytes [pStart, pStart+pLen) of (key ++ mid ++ value) to dst[at..] (mid: the deadline). */
+function copyPayload(dst: Uint8Array, at: number, key: Uint8Array, mid: Uint8Array, value: Uint8Array, pStart: number, pLen: number): void {
+  if (mid.length > 0) {
+    // The deadline lies in block 0 (entrySize checks that the key and it fit one block).
+    const k = key.length + mid.length;
+    if (pStart === 0) {
+      dst.set(key, at);
+      dst.set(mid, at + key.length);
+      if (pLen > k) dst.set(value.subarray(0, pLen - k), at + k);
+    } else dst.set(value.subarray(pStart - k, pStart - k + pLen), at);
+    return;
+  }
   const k = key.length;
   const pEnd = pStart + pLen;
   if (pStart < k) {
@@ -142,7 +171,9 @@ function copyPayload(dst: Uint8Array, at: number, key: Uint8Array, value: Uint8A
 function writeEntry(e: EntryInput, dst: Uint8Array, offset: number, limits: Limits): number {
   const key = e.key ?? EMPTY;
   const value = e.value ?? EMPTY;
-  const total = key.length + value.length;
+  const mid = hasDeadline(e) ? deadlineBytes(e.expiresAt!) : EMPTY;
+  const flags = mid.length > 0 ? FLAG_EXPIRES : 0;
+  const total = key.length + mid.length + value.length;
   const cnt = blockCount(total, limits);
   const perBlock = blockPayloadMax(limits);
   const dv = viewOf(dst);
@@ -152,7 +183,7 @@ function writeEntry(e: EntryInput, dst: Uint8Array, offset: number, limits: Limi
   for (let seq = 0; seq < cnt; seq++) {
     const pLen = blockPayloadLen(seq, total, limits);
     dv.setUint8(off + TYPE_OFF, e.type);
-    dv.setUint8(off + FLAGS_OFF, e.txn ? FLAG_TXN : 0);
+    dv.setUint8(off + FLAGS_OFF, flags | (e.txn ? FLAG_TXN : 0));
     dv.setUint16(off + SHARD_OFF, e.shard, true);
     dv.setUint32(off + CHECKSUM_OFF, 0, true); // zero while the checksum is computed over the header
     dv.setUint32(off + VERSION_LO_OFF, versionLo, true);
@@ -163,7 +194,7 @@ function writeEntry(e: EntryInput, dst: Uint8Array, offset: number, limits: Limi
     dv.setUint16(off + SEQ_OFF, seq, true);
     dv.setUint32(off + PAYLOAD_LEN_OFF, pLen, true);
     dv.setUint32(off + RESERVED_OFF, e.txn ?? 0, true);
-    copyPayload(dst, off + HEADER_BYTES, key, value, seq * perBlock, pLen);
+    copyPayload(dst, off + HEADER_BYTES, key, mid, value, seq * perBlock, pLen);
     const used = HEADER_BYTES + pLen;
     const size = blockSize(pLen, limits);
     // The destination may hold stale bytes; padding is zeroed (and checksummed) so a log never carries
@@ -173,6 +204,21 @@ function writeEntry(e: EntryInput, dst: Uint8Array, offset: number, limits: Limi
     off += size;
   }
   return off - offset;
+}
+
+/** The 8 bytes of a deadline (u64 LE Unix ms). */
+function deadlineBytes(ms: number): Uint8Array {
+  const b = new Uint8Array(EXPIRES_BYTES);
+  const dv = new DataView(b.buffer);
+  dv.setUint32(0, ms >>> 0, true);
+  dv.setUint32(4, Math.floor(ms / VERSION_HI_MUL), true);
+  return b;
+}
+
+/** The deadline stored at bytes[at..at+8]. */
+function deadlineAt(bytes: Uint8Array, at: number): number {
+  const dv = viewOf(bytes);
+  return dv.getUint32(at, true) + dv.getUint32(at + 4, true) * VERSION_HI_MUL;
 }
 
 /** Validate `e` and encode it at dst[offset..] (64-byte aligned). Returns the bytes written. */
@@ -208,13 +254,14 @@ interface Header {
   valueLen: number;
   cnt: number;
   seq: number;
+  flags: number;
   payloadLen: number;
   size: number;
   txn: number;
 }
 
 function newHeader(): Header {
-  return { type: EntryType.Put, shard: 0, version: 0, keyLen: 0, valueLen: 0, cnt: 0, seq: 0, payloadLen: 0, size: 0, txn: 0 };
+  return { type: EntryType.Put, shard: 0, version: 0, keyLen: 0, valueLen: 0, cnt: 0, seq: 0, flags: 0, payloadLen: 0, size: 0, txn: 0 };
 }
 
 /** Decode and verify the block at `off` into `h`. False for anything that is not a whole, intact block
@@ -235,7 +282,9 @@ function decodeBlock(bytes: Uint8Array, off: number, end: number, limits: Limits
   if (keyLen > limits.keyBytesMax || valueLen > limits.valueBytesMax) return false;
   if (type === EntryType.Del && valueLen !== 0) return false;
   if (type === EntryType.CommitVer && (keyLen !== 0 || valueLen !== 0)) return false;
-  const total = keyLen + valueLen;
+  const expires = (flags & FLAG_EXPIRES) !== 0;
+  if (expires && (type !== EntryType.Put || keyLen + EXPIRES_BYTES > blockPayloadMax(limits))) return false;
+  const total = keyLen + valueLen + (expires ? EXPIRES_BYTES : 0);
   const cnt = dv.getUint16(off + CNT_OFF, true);
   const seq = dv.getUint16(off + SEQ_OFF, true);
   if (cnt !== blockCount(total, limits) || seq >= cnt) return false;
@@ -251,6 +300,7 @@ function decodeBlock(bytes: Uint8Array, off: number, end: number, limits: Limits
   h.valueLen = valueLen;
   h.cnt = cnt;
   h.seq = seq;
+  h.flags = flags;
   h.payloadLen = payloadLen;
   h.size = size;
   h.txn = reserved;
@@ -261,7 +311,7 @@ function toBlock(bytes: Uint8Array, off: number, h: Header): Block {
   const p = off + HEADER_BYTES;
   return {
     offset: off, type: h.type, shard: h.shard, version: h.version, keyLen: h.keyLen, valueLen: h.valueLen,
-    cnt: h.cnt, seq: h.seq, txn: h.txn, payload: bytes.subarray(p, p + h.payloadLen), size: h.size,
+    cnt: h.cnt, seq: h.seq, txn: h.txn, flags: h.flags, payload: bytes.subarray(p, p + h.payloadLen), size: h.size,
   };
 }
 
@@ -286,27 +336,29 @@ function decodeEntry(bytes: Uint8Array, offset: number, end: number, limits: Lim
   const h = scratch;
   if (!decodeBlock(bytes, offset, end, limits, h) || h.seq !== 0) return null;
   const p = offset + HEADER_BYTES;
+  const x = (h.flags & FLAG_EXPIRES) !== 0 ? EXPIRES_BYTES : 0;
+  const expiresAt = x > 0 ? deadlineAt(bytes, p + h.keyLen) : 0;
   if (h.cnt === 1) {
     return {
-      offset, type: h.type, shard: h.shard, version: h.version, bytes: h.size, txn: h.txn,
-      key: bytes.subarray(p, p + h.keyLen), value: bytes.subarray(p + h.keyLen, p + h.keyLen + h.valueLen),
+      offset, type: h.type, shard: h.shard, version: h.version, bytes: h.size, txn: h.txn, expiresAt,
+      key: bytes.subarray(p, p + h.keyLen), value: bytes.subarray(p + h.keyLen + x, p + h.keyLen + x + h.valueLen),
     };
   }
-  const payload = new Uint8Array(h.keyLen + h.valueLen);
+  const payload = new Uint8Array(h.keyLen + x + h.valueLen);
   payload.set(bytes.subarray(p, p + h.payloadLen), 0);
   const perBlock = blockPayloadMax(limits);
   const n = scratchNext;
   let off = offset + h.size;
   for (let seq = 1; seq < h.cnt; seq++) {
     if (!decodeBlock(bytes, off, end, limits, n) || n.seq !== seq || n.shard !== h.shard || n.version !== h.version
-      || n.type !== h.type || n.keyLen !== h.keyLen || n.valueLen !== h.valueLen || n.txn !== h.txn) return null;
+      || n.type !== h.type || n.keyLen !== h.keyLen || n.valueLen !== h.valueLen || n.txn !== h.txn || n.flags !== h.flags) return null;
     const q = off + HEADER_BYTES;
     payload.set(bytes.subarray(q, q + n.payloadLen), seq * perBlock);
     off += n.size;
   }
   return {
-    offset, type: h.type, shard: h.shard, version: h.version, bytes: off - offset, txn: h.txn,
-    key: payload.subarray(0, h.keyLen), value: payload.subarray(h.keyLen),
+    offset, type: h.type, shard: h.shard, version: h.version, bytes: off - offset, txn: h.txn, expiresAt,
+    key: payload.subarray(0, h.keyLen), value: payload.subarray(h.keyLen + x),
   };
 }
 
@@ -354,7 +406,23 @@ export function keyEqualsAt(bytes: Uint8Array, offset: number, key: Uint8Array, 
  *  padding included), from its header's lengths. For a single-block entry that is its block size. */
 export function storedSizeAt(bytes: Uint8Array, offset: number, limits: Limits): number {
   const dv = viewOf(bytes);
-  return encodedSize(dv.getUint16(offset + KEY_LEN_OFF, true), dv.getUint32(offset + VALUE_LEN_OFF, true), limits);
+  const expires = (bytes[offset + FLAGS_OFF]! & FLAG_EXPIRES) !== 0;
+  return encodedSize(dv.getUint16(offset + KEY_LEN_OFF, true), dv.getUint32(offset + VALUE_LEN_OFF, true), limits, expires);
+}
+
+/** The expiry deadline (Unix ms, 0 = none) of the indexed PUT at `offset`, read in place like the
+ *  probes above (the deadline lies in block 0, right after the key). */
+export function expiresAtOf(bytes: Uint8Array, offset: number): number {
+  if ((bytes[offset + FLAGS_OFF]! & FLAG_EXPIRES) === 0) return 0;
+  return deadlineAt(bytes, offset + HEADER_BYTES + viewOf(bytes).getUint16(offset + KEY_LEN_OFF, true));
+}
+
+/** A single-block entry's key, value and deadline from its verified block (cnt 1). */
+export function singleBlockEntry(b: Block): { key: Uint8Array; value: Uint8Array; expiresAt: number } {
+  const x = (b.flags & FLAG_EXPIRES) !== 0 ? EXPIRES_BYTES : 0;
+  const key = b.payload.subarray(0, b.keyLen);
+  const expiresAt = x > 0 ? deadlineAt(b.payload, b.keyLen) : 0;
+  return { key, value: b.payload.subarray(b.keyLen + x, b.keyLen + x + b.valueLen), expiresAt };
 }
 
 /** The 48-bit version stored in the header at `offset`. */

@@ -18,7 +18,7 @@ import type { Limits } from '../../config/limits.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { BlockAssembler } from '../../shm/log-assembler.js';
-import { EntryType, type Block } from '../../shm/log.js';
+import { EntryType, singleBlockEntry, type Block } from '../../shm/log.js';
 import type { PersistentRegion } from '../../config/base/region.js';
 import type { TLog } from '../../shm/tlog.js';
 import type { KvShared } from './node-shared.js';
@@ -125,7 +125,7 @@ export class BlockApplier {
       this.index(b.shard, b.payload.subarray(0, b.keyLen), b.offset, b.version);
       return;
     }
-    const e = b.cnt === 1 ? { type: b.type, shard: b.shard, version: b.version, key: b.payload.subarray(0, b.keyLen), value: b.payload.subarray(b.keyLen, b.keyLen + b.valueLen) } : this.assembler.add(b);
+    const e = b.cnt === 1 ? { type: b.type, shard: b.shard, version: b.version, ...singleBlockEntry(b) } : this.assembler.add(b);
     if (e === null) return;
     if (b.cnt > 1) this.stats.reassembled++;
     if (b.txn === 0) {
@@ -145,7 +145,7 @@ export class BlockApplier {
       this.stats.stale++;
       return;
     }
-    const at = this.log.append({ type: e.type, shard: e.shard, version: e.version, key: e.key, value: e.value });
+    const at = this.log.append({ type: e.type, shard: e.shard, version: e.version, key: e.key, value: e.value, expiresAt: e.expiresAt });
     this.index(e.shard, e.key, at, e.version);
   }
 

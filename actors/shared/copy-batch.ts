@@ -7,7 +7,8 @@
 //
 //   request  shard u16 · cursor u32 · bytesMax u32                                  (10 bytes)
 //   batch    next u32 (COPY_DONE: the walk is over) · count u32 · count x entry
-//   entry    type u8 · versionHi u16 · versionLo u32 · keyLen u16 · valueLen u32 · key · value
+//   entry    type u8 · versionHi u16 · versionLo u32 · keyLen u16 · valueLen u32 · [deadline u64] · key · value
+//            (type | TYPE_EXPIRES: an 8-byte expiry deadline, Unix ms, precedes the key)
 // Batches hold whole buckets, at most bytesMax (at least one bucket; a bucket over the frame limit is
 // refused with VALUE_TOO_LARGE -- values near valueBytesMax sharing one chain).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -20,6 +21,8 @@ export const COPY_DONE = 0xffffffff;
 export const COPY_REQUEST_BYTES = 10;
 const BATCH_HEAD = 8;
 const ENTRY_HEAD = 13;
+/** Bit of an entry's type byte: its expiry deadline follows the head. */
+const TYPE_EXPIRES = 0x80;
 /** Default batch size: large enough to amortise a round trip, small next to the frame limit. */
 export const COPY_BATCH_BYTES = 512 * 1024;
 
@@ -67,14 +70,16 @@ export function readBatch(index: ShardIndex, bytes: Uint8Array, shard: number, r
       const e = readEntryAt(bytes, addr, limits);
       // An indexed entry that no longer verifies is a broken invariant (entries are immutable while indexed).
       if (e === null) throw new RowanError(ErrorCodes.POOL_META_CORRUPT, `entry at ${addr} for shard ${shard} failed its checksum`);
-      const h = Buffer.alloc(ENTRY_HEAD);
-      h.writeUInt8(e.type, 0);
+      const x = e.expiresAt > 0 ? 8 : 0;
+      const h = Buffer.alloc(ENTRY_HEAD + x);
+      h.writeUInt8(e.type | (x > 0 ? TYPE_EXPIRES : 0), 0);
+      if (x > 0) h.writeBigUInt64LE(BigInt(e.expiresAt), ENTRY_HEAD);
       h.writeUInt16LE(Math.floor(e.version / 2 ** 32), 1);
       h.writeUInt32LE(e.version % 2 ** 32, 3);
       h.writeUInt16LE(e.key.length, 7);
       h.writeUInt32LE(e.value.length, 9);
       bucket.push(h, Buffer.from(e.key), Buffer.from(e.value));
-      bucketBytes += ENTRY_HEAD + e.key.length + e.value.length;
+      bucketBytes += h.length + e.key.length + e.value.length;
     });
     if (size + bucketBytes > max && count > 0) break;
     if (size + bucketBytes > frameMax) {
@@ -104,13 +109,21 @@ export function decodeBatch(u: Uint8Array, shard: number): Batch {
   let at = BATCH_HEAD;
   for (let i = 0; i < count; i++) {
     if (at + ENTRY_HEAD > b.length) bad('truncated entry head');
-    const t = b.readUInt8(at) as EntryType;
+    const tx = b.readUInt8(at);
+    const t = (tx & ~TYPE_EXPIRES) as EntryType;
     const v = b.readUInt16LE(at + 1) * 2 ** 32 + b.readUInt32LE(at + 3);
     const kl = b.readUInt16LE(at + 7);
     const vl = b.readUInt32LE(at + 9);
     at += ENTRY_HEAD;
+    let exp = 0;
+    if ((tx & TYPE_EXPIRES) !== 0) {
+      if (at + 8 > b.length) bad('truncated deadline');
+      exp = Number(b.readBigUInt64LE(at));
+      if (t !== 1 || !Number.isSafeInteger(exp) || exp <= 0) bad(`deadline ${exp} on an entry of type ${t}`);
+      at += 8;
+    }
     if (at + kl + vl > b.length) bad('truncated entry');
-    entries.push({ s: shard, v, t, key: b.subarray(at, at + kl), value: b.subarray(at + kl, at + kl + vl) });
+    entries.push({ s: shard, v, t, key: b.subarray(at, at + kl), value: b.subarray(at + kl, at + kl + vl), exp });
     at += kl + vl;
   }
   if (at !== b.length) bad('trailing bytes');

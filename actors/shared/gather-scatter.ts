@@ -29,7 +29,7 @@ import { newBlogScanStats, scanBlogBlocks } from '../../runtime/rowan/blog-scan.
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64Into } from '../../shm/hash.js';
 import { BlockAssembler } from '../../shm/log-assembler.js';
-import { EntryType } from '../../shm/log.js';
+import { EntryType, validDeadline } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import type { TLog } from '../../shm/tlog.js';
 import { ReadEpochs } from './gc-state.js';
@@ -93,7 +93,7 @@ export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: num
       const e = assembler.add(b); // copies what it keeps; single-block entries are views, encoded now
       if (e === null) continue;
       const id = `${e.shard}:${e.version}`;
-      if (!found.has(id)) found.set(id, { s: e.shard, v: e.version, t: e.type, k: b64(e.key), x: b64(e.value) });
+      if (!found.has(id)) found.set(id, { s: e.shard, v: e.version, t: e.type, k: b64(e.key), x: b64(e.value), ...(e.expiresAt ? { e: e.expiresAt } : {}) });
       if (!words.has(id)) words.set(id, { shard: e.shard, version: e.version, txn: e.txn });
     }
   }
@@ -147,6 +147,8 @@ export interface RawEntry {
   t: number;
   key: Uint8Array;
   value: Uint8Array;
+  /** Expiry deadline (Unix ms) of a PUT; absent or 0: none. */
+  exp?: number;
 }
 
 /**
@@ -160,7 +162,7 @@ export function absorbScattered(pool: Pool, shared: KvShared, log: TLog, entries
   // tombstone sweep dropped tombstones only there.
   const points = shared.gc && own.size > 0 ? new BigInt64Array(shared.gc.buffers.points) : null;
   const floor = (s: number): number => Math.max(floors?.effective(s) ?? 0, points && own.has(s) ? Number(Atomics.load(points, s)) : 0);
-  return absorbEntries(pool, shared, log, entries.map((g) => ({ s: g.s, v: g.v, t: g.t, key: Buffer.from(g.k, 'base64'), value: Buffer.from(g.x, 'base64') })), limits, floors || points ? floor : undefined);
+  return absorbEntries(pool, shared, log, entries.map((g) => ({ s: g.s, v: g.v, t: g.t, key: Buffer.from(g.k, 'base64'), value: Buffer.from(g.x, 'base64'), exp: g.t === EntryType.Put && typeof g.e === 'number' && validDeadline(g.e) ? g.e : 0 })), limits, floors || points ? floor : undefined);
 }
 
 /**
@@ -195,7 +197,7 @@ export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: 
         st.held++;
         continue;
       }
-      const at = log.append({ type: g.t, shard: g.s, version: g.v, key, value: g.value });
+      const at = log.append({ type: g.t, shard: g.s, version: g.v, key, value: g.value, expiresAt: g.exp ?? 0 });
       indexEntry(shared, g.s, key, hash, at, g.v, reader);
       st.absorbed++;
     }

@@ -91,6 +91,8 @@ export interface GatherEntry {
   t: number;
   k: string;
   x: string;
+  /** The entry's expiry deadline (Unix ms), when it has one. */
+  e?: number;
 }
 
 /** Lines longer than this are a broken peer, not a message (a configuration of 4096 shards is ~200 KB). */

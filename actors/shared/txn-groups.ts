@@ -16,6 +16,8 @@ export interface TxnEntry {
   version: number;
   key: Uint8Array;
   value: Uint8Array;
+  /** Expiry deadline, Unix ms (log FLAG_EXPIRES); 0 or absent = none. */
+  expiresAt?: number;
 }
 
 interface Group {
@@ -45,7 +47,7 @@ export class TxnGroups {
       this.open.set(id, g);
     }
     if (g.entries.length !== count || g.entries[i] !== undefined) return null; // a conflicting or repeated block
-    g.entries[i] = { type: e.type, shard: e.shard, version: e.version, key: e.key.slice(), value: e.value.slice() };
+    g.entries[i] = { type: e.type, shard: e.shard, version: e.version, key: e.key.slice(), value: e.value.slice(), expiresAt: e.expiresAt ?? 0 };
     if (++g.got < count) return null;
     this.open.delete(id);
     return g.entries as TxnEntry[];

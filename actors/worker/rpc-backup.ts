@@ -10,7 +10,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { indexEntry, raiseVersion } from '../shared/node-shared.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import { BlockAssembler } from '../../shm/log-assembler.js';
-import { EntryType, readBlock, type EntryInput } from '../../shm/log.js';
+import { EntryType, readBlock, singleBlockEntry, type EntryInput } from '../../shm/log.js';
 import type { WorkerCore } from './core.js';
 
 export class RpcBackup {
@@ -40,15 +40,19 @@ export class RpcBackup {
     let e: EntryInput;
     if (b.cnt === 1) {
       e = { type: b.type, shard: b.shard, version: b.version };
-      if (b.type !== EntryType.CommitVer) e.key = b.payload.subarray(0, b.keyLen);
-      if (b.type === EntryType.Put) e.value = b.payload.subarray(b.keyLen, b.keyLen + b.valueLen);
+      const one = singleBlockEntry(b);
+      if (b.type !== EntryType.CommitVer) e.key = one.key;
+      if (b.type === EntryType.Put) {
+        e.value = one.value;
+        e.expiresAt = one.expiresAt;
+      }
     } else {
       this.assembler ??= new BlockAssembler(d.limits);
       const now = this.core.now();
       const whole = this.assembler.add(b, now); // copies the payload: the received bytes may be freed
       stats.partialEntriesDropped += this.assembler.expire(now, d.limits.partialEntryMs, d.limits.partialEntriesMax);
       if (whole === null) return;
-      e = { type: whole.type, shard: whole.shard, version: whole.version, key: whole.key, value: whole.value };
+      e = { type: whole.type, shard: whole.shard, version: whole.version, key: whole.key, value: whole.value, expiresAt: whole.expiresAt };
     }
     const addr = log.append(e); // persisted in this worker's backup log
     stats.replicatedEntries++;

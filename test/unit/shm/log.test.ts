@@ -8,7 +8,7 @@ import { ErrorCodes } from '../../../config/base/errors.js';
 import { BlockAssembler } from '../../../shm/log-assembler.js';
 import {
   EntryType, encodeBlocks, encodeEntry, encodedSize, entrySize, keyEqualsAt, readBlock,
-  readEntryAt, scanBlocks, scanEntries, versionAt, type EntryInput, type LogEntry,
+  expiresAtOf, readEntryAt, scanBlocks, scanEntries, singleBlockEntry, versionAt, type EntryInput, type LogEntry,
 } from '../../../shm/log.js';
 import { JS_CRC_MAX_BYTES, blockChecksum, crc32cJs } from '../../../shm/log-checksum.js';
 import { crc32c } from '@node-rs/crc32';
@@ -60,6 +60,7 @@ function assertSame(got: LogEntry | null, want: EntryInput): void {
   assert.equal(got.version, want.version);
   assert.deepEqual(Buffer.from(got.key), Buffer.from(want.key ?? new Uint8Array(0)));
   assert.deepEqual(Buffer.from(got.value), Buffer.from(want.value ?? new Uint8Array(0)));
+  assert.equal(got.expiresAt, want.expiresAt ?? 0);
 }
 
 function expectCode(fn: () => unknown, code: string): void {
@@ -316,10 +317,13 @@ describe('property: append then scan', () => {
     keyLen: fc.integer({ min: 0, max: SMALL.keyBytesMax }),
     valueLen: fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: SMALL.valueBytesMax })),
     seed: fc.integer({ min: 0, max: 255 }),
-  }).map(({ type, shard, version, keyLen, valueLen, seed }): EntryInput => {
+    expiresAt: fc.constantFrom(0, 1, 1_700_000_000_123, 2 ** 53 - 1),
+  }).map(({ type, shard, version, keyLen, valueLen, seed, expiresAt }): EntryInput => {
     if (type === EntryType.CommitVer) return { type, shard, version };
     if (type === EntryType.Del) return { type, shard, version, key: bytes(keyLen, seed) };
-    return { type, shard, version, key: bytes(keyLen, seed), value: bytes(valueLen, seed + 1) };
+    // A deadline must lie in block 0 with the key (SMALL's blocks hold 224 payload bytes).
+    const exp = keyLen + 8 <= SMALL.mtuBytes - HEADER_BYTES ? expiresAt : 0;
+    return { type, shard, version, key: bytes(keyLen, seed), value: bytes(valueLen, seed + 1), ...(exp ? { expiresAt: exp } : {}) };
   });
 
   it('returns exactly the appended sequence, and any truncation yields a prefix', () => {
@@ -383,5 +387,38 @@ describe('transaction entries (FLAG_TXN, reserved = count | index << 16)', () =>
     assert.equal(readEntryAt(forge(put(4, 4), FLAG_TXN, txnWord(0, 0)), 0, L), null);
     assert.equal(readEntryAt(forge(put(4, 4), FLAG_TXN, txnWord(2, 2)), 0, L), null);
     assert.equal(readEntryAt(forge({ type: EntryType.CommitVer, shard: 1, version: 9 }, FLAG_TXN, txnWord(1, 0)), 0, L), null);
+  });
+});
+
+describe('expiry deadlines in entries (flag 0x02)', () => {
+  it('a PUT with a deadline reads back key, value and deadline, single and multi-block, through blocks too', () => {
+    for (const valueLen of [0, 10, 3 * 256]) {
+      const e: EntryInput = { ...put(20, valueLen, 9, 1), expiresAt: 1_800_000_000_456 };
+      const { buf, end } = writeAll([e], SMALL);
+      assert.equal(end, encodedSize(20, valueLen, SMALL, true));
+      assert.equal(buf[1], 0x02, 'flag bit 0x02 set in the header');
+      assertSame(readEntryAt(buf, 0, SMALL), e);
+      assert.equal(expiresAtOf(buf, 0), 1_800_000_000_456);
+      assert.ok(keyEqualsAt(buf, 0, e.key!, SMALL), 'key probes ignore the deadline');
+      const asm = new BlockAssembler(SMALL);
+      let whole = null;
+      for (const b of encodeBlocks(e, SMALL)) whole = asm.add(readBlock(b, 0, b.length, SMALL)!) ?? whole;
+      assertSame(whole, e);
+      if (valueLen === 10) assert.deepEqual(Buffer.from(singleBlockEntry(readBlock(buf, 0, end, SMALL)!).value), Buffer.from(e.value!));
+    }
+  });
+
+  it('refuses a deadline on a DEL, a bad deadline, and a key too long to share block 0 with it', () => {
+    expectCode(() => entrySize({ type: EntryType.Del, shard: 0, version: 1, key: bytes(3), expiresAt: 5 }, L), ErrorCodes.BAD_ARGUMENT);
+    expectCode(() => entrySize({ ...put(3, 3), expiresAt: 1.5 }, L), ErrorCodes.BAD_ARGUMENT);
+    expectCode(() => entrySize({ ...put(220, 3), expiresAt: 5 }, SMALL), ErrorCodes.BAD_ARGUMENT);
+  });
+
+  it('a flag bit 0x02 on a DEL block does not read (checksum recomputed, so only the shape check can refuse it)', () => {
+    const { buf } = writeAll([{ type: EntryType.Del, shard: 0, version: 1, key: bytes(3) }], L);
+    buf[1] = 0x02;
+    buf.fill(0, 4, 8);
+    new DataView(buf.buffer).setUint32(4, blockChecksum(buf, 0, 64), true);
+    assert.equal(readEntryAt(buf, 0, L), null);
   });
 });
