@@ -5,6 +5,8 @@
 //   indexes   one SAB-resident bucket hash table per shard this node holds (primary or backup).
 //   gc        commit tracking and garbage collection state (./gc-state.ts), when the node has a pool.
 //   keyLocks  the key locks of the node's RESP read-modify-write commands (./key-locks.ts).
+//   expiry    one Int32: PUTs with an expiry deadline this node wrote as a primary, so every worker's
+//             expiry sweep (actors/worker/resp/expiry-sweep.ts) wakes when any worker wrote one.
 // Nothing here is persistent: a cold start rebuilds it from the logs (actors/node/recovery.ts), and
 // raises each counter to the shard's persisted version mark (./version-marks.ts).
 import { setChecksumSeed } from '../../shm/log-checksum.js';
@@ -28,6 +30,8 @@ export interface KvSharedBuffers {
   load?: SharedArrayBuffer;
   /** Key locks every worker takes for RESP writes (./key-locks.ts). */
   keyLocks?: SharedArrayBuffer;
+  /** Int32 count of PUTs with a deadline written here as primary (see the header). */
+  expiry?: SharedArrayBuffer;
 }
 
 /** What a worker or digest actor of a ROWAN-KV node gets in its start message. */
@@ -72,6 +76,9 @@ export interface KvShared {
   marks: VersionMarks | null;
   /** The node's shared key locks (./key-locks.ts), when the buffers carry them. */
   keyLocks: SharedArrayBuffer | null;
+  /** [0]: PUTs with a deadline written here as primary (Atomics.add by the writer, loaded by the
+   *  expiry sweeps), when the buffers carry it. */
+  expiryWrites: Int32Array | null;
 }
 
 export interface KvGc {
@@ -104,6 +111,7 @@ export function createKvShared(
     ...(pool ? { gc: createGcShared(pool, c.shardCount) } : {}),
     load: createLoadCounters(c.shardCount),
     keyLocks: createKeyLocks(),
+    expiry: new SharedArrayBuffer(4),
   };
 }
 
@@ -130,6 +138,7 @@ export function attachKvShared(b: KvSharedBuffers, region?: { bytes: Uint8Array 
     load: b.load ?? null,
     marks: b.gc ? new VersionMarks(b.gc.marks, markStore ?? null) : null,
     keyLocks: b.keyLocks ?? null,
+    expiryWrites: b.expiry ? new Int32Array(b.expiry) : null,
   };
 }
 

@@ -6,7 +6,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { ReadEpochs } from '../shared/gc-state.js';
 import type { KvShared, ReplicaChannel } from '../shared/node-shared.js';
 import type { ConfigCell } from '../shared/config-cell.js';
-import { monotonicClock, type Clock } from '../../config/base/clock.js';
+import { monotonicClock, wallClock, type Clock } from '../../config/base/clock.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import type { ShardIndex } from '../../shm/index.js';
 import type { PersistentRegion } from '../../config/base/region.js';
@@ -23,6 +23,8 @@ export interface KvWorkerDeps {
   cell?: ConfigCell;
   /** Monotonic ms, the same in every thread (lease checks). */
   clock?: Clock;
+  /** Wall-clock Unix ms for expiry deadlines (config/base/clock.ts wallClock unless injected). */
+  wallClock?: Clock;
   region: PersistentRegion;
   tlog: TLog;
   shared: KvShared;
@@ -62,6 +64,7 @@ export class WorkerCore {
   readonly reader: PoolEntryReader;
   readonly stats: KvWorkerStats = { puts: 0, dels: 0, gets: 0, replicationWrites: 0, replicatedBlocks: 0, replicatedEntries: 0, partialEntriesDropped: 0, pmFull: 0 };
   private readonly epochSlot: number;
+  private lastWall = 0;
 
   constructor(readonly d: KvWorkerDeps) {
     this.reader = new PoolEntryReader(d.region, d.limits);
@@ -81,6 +84,15 @@ export class WorkerCore {
   /** Monotonic ms (the injected clock; process-wide, see config/base/clock.ts). */
   now(): number {
     return (this.d.clock ?? monotonicClock).now();
+  }
+
+  /** The time expiry deadlines are compared with and decided from: the wall clock in Unix ms, never
+   *  going back within this process (a clock stepped back does not bring expired keys back here;
+   *  docs/redis.md "Expiry" says what bounds it across nodes). */
+  wallNow(): number {
+    const t = Math.floor((this.d.wallClock ?? wallClock).now());
+    if (t > this.lastWall) this.lastWall = t;
+    return this.lastWall;
   }
 
   indexOf(shard: number): ShardIndex {

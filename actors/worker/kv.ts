@@ -11,7 +11,7 @@ import { EntryType } from '../../shm/log.js';
 import { OP_DEL, OP_GET, OP_PUT } from '../shared/node-metrics.js';
 import { WorkerCore, type KvWorkerDeps, type KvWorkerStats } from './core.js';
 import { RequestGate } from './gate.js';
-import { PrimaryPath } from './primary.js';
+import { PrimaryPath, type Live } from './primary.js';
 import { TxnPath, type TxnWrite } from './txn-write.js';
 import { RpcBackup } from './rpc-backup.js';
 import { CopySource } from './copy-source.js';
@@ -19,7 +19,7 @@ import { grantPeerLease } from '../shared/peer-lease.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 export type { KvWorkerDeps, KvWorkerStats } from './core.js';
-export { DEL_KEEP_FREE } from './primary.js';
+export { DEL_KEEP_FREE, type Live } from './primary.js';
 export type { TxnWrite } from './txn-write.js';
 
 export class KvWorker {
@@ -56,16 +56,30 @@ export class KvWorker {
     return this.d.config();
   }
 
+  /** DEL `key` if its entry's expiry deadline has passed (the expiry sweep, under the key's lock). */
+  async deleteExpired(key: Uint8Array, clientTerm: number): Promise<boolean> {
+    this.d.onWrite?.();
+    const deleted = await this.gate.track(() => this.primary.deleteExpired(key, clientTerm));
+    if (deleted) this.core.stats.dels++;
+    return deleted;
+  }
+
+  /** Unix ms as this node decides expiry (never going back within the process). */
+  wallNow(): number {
+    return this.core.wallNow();
+  }
+
   /** Requests running now (the worker's tick is idle only when none is). */
   get inFlight(): number {
     return this.gate.inFlight;
   }
 
-  async put(key: Uint8Array, value: Uint8Array, clientTerm: number): Promise<void> {
+  /** PUT; `expiresAt` (Unix ms, 0 = none) is the key's expiry deadline, stored in the entry. */
+  async put(key: Uint8Array, value: Uint8Array, clientTerm: number, expiresAt = 0): Promise<void> {
     const t0 = this.started();
     this.d.onWrite?.();
     try {
-      await this.gate.track(() => this.primary.write(EntryType.Put, key, value, clientTerm));
+      await this.gate.track(() => this.primary.write(EntryType.Put, key, value, clientTerm, expiresAt));
     } catch (err) {
       this.timed(OP_PUT, t0, false);
       throw err;
@@ -88,9 +102,14 @@ export class KvWorker {
   }
 
   async get(key: Uint8Array, clientTerm: number): Promise<Uint8Array | null> {
+    return (await this.getLive(key, clientTerm))?.value ?? null;
+  }
+
+  /** The key's value and expiry deadline; null when it is absent or expired (by wallNow()). */
+  async getLive(key: Uint8Array, clientTerm: number): Promise<Live | null> {
     const t0 = this.started();
     this.gate.check();
-    let v: Uint8Array | null;
+    let v: Live | null;
     try {
       v = await this.primary.get(key, clientTerm);
     } catch (err) {

@@ -29,6 +29,12 @@ export const DEL_KEEP_FREE = 1;
 /** Replication failures that mean the backup node is gone (not a refusal of this entry). */
 const BACKUP_GONE: ReadonlySet<string> = new Set([ErrorCodes.PEER_GONE, ErrorCodes.RECEIVER_CLOSED, ErrorCodes.REPLICATION_FAILED, ErrorCodes.WRITE_TIMEOUT]);
 
+/** A live key's value and expiry deadline (Unix ms, 0 = none). */
+export interface Live {
+  value: Uint8Array;
+  expiresAt: number;
+}
+
 export class PrimaryPath {
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
   /** Requests per shard for resharding (§4.6, actors/shared/shard-load.ts); null when the node does not count. */
@@ -42,7 +48,8 @@ export class PrimaryPath {
     this.load = sab ? new LoadCounters(sab, core.d.config().shardCount, core.d.workerId ?? 0) : null;
   }
 
-  async write(type: EntryType, key: Uint8Array, value: Uint8Array | undefined, clientTerm: number): Promise<void> {
+  /** A PUT (with `expiresAt`, Unix ms, 0 = none: the deadline is stored in the entry) or a DEL. */
+  async write(type: EntryType, key: Uint8Array, value: Uint8Array | undefined, clientTerm: number, expiresAt = 0): Promise<void> {
     const { d, stats } = this.core;
     const { c, shard, hash } = await this.admit(key, clientTerm, false);
     this.load?.count(shard, true);
@@ -58,7 +65,7 @@ export class PrimaryPath {
         );
       }
     }
-    const e: EntryInput = { type, shard, version: 0, key, ...(value ? { value } : {}) };
+    const e: EntryInput = { type, shard, version: 0, key, ...(value ? { value } : {}), ...(expiresAt ? { expiresAt } : {}) };
     const size = entrySize(e, d.limits); // size and shape checks before a version is consumed
     const commit = this.commit;
     e.version = commit ? commit.claim(shard) : nextVersion(d.shared.versions, shard);
@@ -102,6 +109,8 @@ export class PrimaryPath {
       } finally {
         this.core.exitEpoch();
       }
+      // Wakes the node's expiry sweeps: they load it on their next tick (resp/expiry-sweep.ts).
+      if (expiresAt !== 0 && d.shared.expiryWrites) Atomics.add(d.shared.expiryWrites, 0, 1);
     } catch (err) {
       if (err instanceof RowanError && err.code === ErrorCodes.PM_FULL) stats.pmFull++;
       // Persisted in the t-log and not acknowledged: recorded before its version is finished, so no
@@ -145,18 +154,28 @@ export class PrimaryPath {
     }
   }
 
-  async get(key: Uint8Array, clientTerm: number): Promise<Uint8Array | null> {
+  async get(key: Uint8Array, clientTerm: number): Promise<Live | null> {
     const { shard, hash } = await this.admit(key, clientTerm, true);
     this.load?.count(shard, false);
     this.core.stats.gets++;
-    return this.lookup(shard, key, hash); // the hash admit() computed to route the key
+    return this.lookup(shard, key, hash, this.core.wallNow()); // the hash admit() computed to route the key
+  }
+
+  /** DEL the key if the entry its index item points at is a PUT whose deadline has passed (the expiry
+   *  sweep; the caller holds the key's RESP lock, so no write of the key runs meanwhile). */
+  async deleteExpired(key: Uint8Array, clientTerm: number): Promise<boolean> {
+    const { shard, hash } = await this.admit(key, clientTerm, false);
+    const e = this.lookup(shard, key, hash, 0);
+    if (e === null || e.expiresAt === 0 || e.expiresAt > this.core.wallNow()) return false;
+    await this.write(EntryType.Del, key, undefined, clientTerm);
+    return true;
   }
 
   /** This node's copy of a key, whether it is the shard's primary or a backup (for inspection/tests). */
   getReplica(key: Uint8Array): Uint8Array | null {
     const c = this.core.d.config();
     const shard = shardOfKey(key, c.shardCount);
-    return this.lookup(shard, key, hash64Into(key, this.hash));
+    return this.lookup(shard, key, hash64Into(key, this.hash), 0)?.value ?? null;
   }
 
   present(shard: number, key: Uint8Array, hash: KeyHash): boolean {
@@ -168,11 +187,14 @@ export class PrimaryPath {
     }
   }
 
-  private lookup(shard: number, key: Uint8Array, hash: KeyHash): Uint8Array | null {
+  /** The key's live value and deadline: null when absent, deleted, or (now > 0) expired at `now`. A
+   *  key is expired once now >= its deadline (Redis's rule), whether or not its DEL was written yet. */
+  private lookup(shard: number, key: Uint8Array, hash: KeyHash, now: number): Live | null {
     this.core.enterEpoch();
     try {
       const e = this.indexed(shard, key, hash);
-      return e === null || e.type === EntryType.Del ? null : e.value.slice();
+      if (e === null || e.type === EntryType.Del || (now > 0 && e.expiresAt !== 0 && now >= e.expiresAt)) return null;
+      return { value: e.value.slice(), expiresAt: e.expiresAt };
     } finally {
       this.core.exitEpoch();
     }

@@ -69,7 +69,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
   const resp = me.resp
     ? await startRespServing({
         host: me.host, ports: { single: me.resp.ports[ctx.id]!, cluster: me.resp.clusterPorts[ctx.id]! }, worker, cluster: () => cell.config(),
-        nodeId: kv.nodeId, workerId: ctx.id, shared: attachKvShared(kv.shared, pool.region), region: pool.region, limits: defaultLimits,
+        nodeId: kv.nodeId, workerId: ctx.id, workers: ctx.config.roles.find((r) => r.role === 'worker')?.count ?? ctx.id + 1, shared: attachKvShared(kv.shared, pool.region), region: pool.region, limits: defaultLimits,
         info: { dataDir: ctx.config.dataDir, persistence: ctx.config.persistence, rowan: () => rowanInfo(pool, kv.shared.gc, worker, ctx.counters.local) }, log: ctx.log, password: ctx.clientPassword, tls: loadTls(ctx.config.tls),
         authDeadlineMs: ctx.config.authDeadlineMs, segmentBytes: pool.segmentBytes,
       })

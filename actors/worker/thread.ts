@@ -45,8 +45,10 @@ export const workerActor = defineActor<WorkerInbound>({
         .catch((err: unknown) => ctx.log.warn({ err: (err as Error).message }, 'following the configuration failed; retried next period'))
         .finally(() => (following = false));
     }
+    // Active expiry (resp/expiry-sweep.ts): a bounded step; dormant (no work) while no key has a deadline.
+    const expiring = s.resp?.expiry.tick() ?? false;
     if (disseminating) return;
-    const idle = lastSent === 0 && s.worker.inFlight === 0 && term === seenTerm;
+    const idle = lastSent === 0 && s.worker.inFlight === 0 && term === seenTerm && !expiring;
     seenTerm = term;
     disseminating = true;
     s.worker.disseminateCommitVers()

@@ -7,6 +7,7 @@ import { RMap, RSet, Simple, err, type Reply } from '../../../runtime/resp/reply
 import * as admin from './admin.js';
 import * as counters from './counters.js';
 import * as edits from './string-edits.js';
+import * as exp from './expiry.js';
 import * as ks from './keyspace-cmds.js';
 import { cluster } from './cluster-cmds.js';
 import { info } from './info.js';
@@ -47,6 +48,18 @@ export const COMMANDS: Command[] = [
   c('setbit', 4, 'write denyoom', [1, 1, 1], 'bitmap', 'keys', 'Sets or clears the bit at offset of the string value.', edits.setbit),
   c('getbit', 3, 'readonly fast', [1, 1, 1], 'bitmap', 'keys', 'Returns a bit value by offset.', edits.getbit),
   c('bitcount', -2, 'readonly', [1, 1, 1], 'bitmap', 'keys', 'Counts the number of set bits (population counting) in a string.', edits.bitcount),
+  c('setex', 4, 'write denyoom', [1, 1, 1], 'string', 'keys', 'Sets the string value and expiration time of a key.', exp.setex),
+  c('psetex', 4, 'write denyoom', [1, 1, 1], 'string', 'keys', 'Sets both string value and expiration time in milliseconds of a key.', exp.psetex),
+  c('getex', -2, 'write fast', [1, 1, 1], 'string', 'keys', 'Returns the string value of a key after setting its expiration time.', exp.getex),
+  c('expire', -3, 'write fast', [1, 1, 1], 'keyspace', 'keys', 'Sets the expiration time of a key in seconds.', exp.expire),
+  c('pexpire', -3, 'write fast', [1, 1, 1], 'keyspace', 'keys', 'Sets the expiration time of a key in milliseconds.', exp.pexpire),
+  c('expireat', -3, 'write fast', [1, 1, 1], 'keyspace', 'keys', 'Sets the expiration time of a key to a Unix timestamp.', exp.expireat),
+  c('pexpireat', -3, 'write fast', [1, 1, 1], 'keyspace', 'keys', 'Sets the expiration time of a key to a Unix milliseconds timestamp.', exp.pexpireat),
+  c('ttl', 2, 'readonly fast', [1, 1, 1], 'keyspace', 'keys', 'Returns the expiration time in seconds of a key.', exp.ttl),
+  c('pttl', 2, 'readonly fast', [1, 1, 1], 'keyspace', 'keys', 'Returns the expiration time in milliseconds of a key.', exp.pttl),
+  c('expiretime', 2, 'readonly fast', [1, 1, 1], 'keyspace', 'keys', 'Returns the expiration time of a key as a Unix timestamp.', exp.expiretime),
+  c('pexpiretime', 2, 'readonly fast', [1, 1, 1], 'keyspace', 'keys', 'Returns the expiration time of a key as a Unix milliseconds timestamp.', exp.pexpiretime),
+  c('persist', 2, 'write fast', [1, 1, 1], 'keyspace', 'keys', 'Removes the expiration time of a key.', exp.persist),
   c('type', 2, 'readonly fast', [1, 1, 1], 'generic', 'keys', 'Determines the type of value stored at a key (string or none).', ks.type),
   c('keys', 2, 'readonly', NK, 'generic', 'barrier', 'Returns all key names that match a pattern.', ks.keys),
   c('randomkey', 1, 'readonly', NK, 'generic', 'barrier', 'Returns a random key name from the database.', ks.randomkey),

@@ -103,6 +103,8 @@ export interface RespContext {
   /** Key and value bounds (config/limits.ts; segmentBytes the pool's: one entry fits one segment):
    *  multi-key writes check every key and value against them before writing any (./multi-key.ts). */
   limits: Limits;
+  /** Keys this worker's expiry sweep deleted (INFO expired_keys). */
+  expired?: () => number;
 }
 
 export interface InfoSource {

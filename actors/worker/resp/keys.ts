@@ -3,8 +3,10 @@
 // -MOVED and a single-endpoint port forwards the command to the owner's cluster port (one hop).
 // A `+OK` to SET means the entry is persistent on every replica (kv.ts replies only then).
 import { RespErr, OK, err, type Reply } from '../../../runtime/resp/reply.js';
+import type { Live } from '../kv.js';
 import type { RespContext } from './context.js';
 import { allOrUnknown, checkWrite } from './multi-key.js';
+import { deadlineOf, parseStringOpts } from './expiry-args.js';
 import type { Route } from './node-view.js';
 
 export const SYNTAX = err('ERR syntax error');
@@ -24,7 +26,12 @@ function term(ctx: RespContext): number {
 }
 
 async function getLocal(ctx: RespContext, key: Buffer): Promise<Uint8Array | null> {
-  const v = await ctx.worker.get(key, term(ctx));
+  return (await readLive(ctx, key))?.value ?? null;
+}
+
+/** The value and expiry deadline of a local key (null: absent or expired), counted as a hit or miss. */
+export async function readLive(ctx: RespContext, key: Buffer): Promise<Live | null> {
+  const v = await ctx.worker.getLive(key, term(ctx));
   if (v === null) ctx.stats.misses++;
   else ctx.stats.hits++;
   return v;
@@ -42,42 +49,40 @@ export function strlen(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply>
   return getLocal(ctx, args[1]!).then((v) => (v === null ? 0 : v.length));
 }
 
-interface SetOpts {
+export interface SetOpts {
   nx: boolean;
   xx: boolean;
   get: boolean;
+  keepTtl?: boolean;
 }
 
-export function parseSet(args: Buffer[]): SetOpts | RespErr {
-  const o: SetOpts = { nx: false, xx: false, get: false };
-  for (let i = 3; i < args.length; i++) {
-    const a = args[i]!.toString('latin1').toUpperCase();
-    if (a === 'NX' && !o.xx) o.nx = true;
-    else if (a === 'XX' && !o.nx) o.xx = true;
-    else if (a === 'GET') o.get = true;
-    else if (a === 'EX' || a === 'PX' || a === 'EXAT' || a === 'PXAT' || a === 'KEEPTTL') {
-      return err(`ERR rowan does not support key expiry (SET ... ${a}): keys live until deleted`);
-    } else return SYNTAX;
-  }
-  return o;
-}
-
+/** SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL] (expiry-args.ts parses as Redis). */
 export function set(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
-  const o = parseSet(args);
+  const o = parseStringOpts(args, 3, true);
   if (o instanceof RespErr) return o;
   const r = ctx.view.route(args[1]!);
   if (!r.local) return movedOr(ctx, r, args);
-  return setLocal(ctx, args[1]!, args[2]!, o);
+  const at = o.unit === null ? 0 : deadlineOf(o.unit, o.arg!, ctx.worker.wallNow(), 'set');
+  if (at instanceof RespErr) return at;
+  return setLocal(ctx, args[1]!, args[2]!, o, at);
 }
 
-function setLocal(ctx: RespContext, key: Buffer, value: Buffer, o: SetOpts): Promise<Reply> {
+/** Write `value` with deadline `at` (0 = none); a deadline already past deletes the key instead, which
+ *  is what a reader of Redis's SET ... EXAT <past> observes (the key is gone). */
+export function putUntil(ctx: RespContext, key: Buffer, value: Uint8Array, at: number, t: number): Promise<void> {
+  if (at !== 0 && at <= ctx.worker.wallNow()) return ctx.worker.del(key, t);
+  return ctx.worker.put(key, value, t, at);
+}
+
+/** SET's write: `at` the new deadline (0 = none: a plain SET drops the key's TTL), KEEPTTL keeps it. */
+export function setLocal(ctx: RespContext, key: Buffer, value: Buffer, o: SetOpts, at = 0): Promise<Reply> {
   const t = term(ctx);
-  if (!o.nx && !o.xx && !o.get) return ctx.locks.run(key, () => ctx.worker.put(key, value, t)).then(() => OK);
+  if (!o.nx && !o.xx && !o.get && !o.keepTtl) return ctx.locks.run(key, () => putUntil(ctx, key, value, at, t)).then(() => OK);
   return ctx.locks.run(key, async () => {
-    const old = await getLocal(ctx, key);
-    if ((o.nx && old !== null) || (o.xx && old === null)) return o.get ? old : null;
-    await ctx.worker.put(key, value, t);
-    return o.get ? old : OK;
+    const old = await readLive(ctx, key);
+    if ((o.nx && old !== null) || (o.xx && old === null)) return o.get ? (old?.value ?? null) : null;
+    await putUntil(ctx, key, value, o.keepTtl ? (old?.expiresAt ?? 0) : at, t);
+    return o.get ? (old?.value ?? null) : OK;
   });
 }
 

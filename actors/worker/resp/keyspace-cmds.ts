@@ -101,11 +101,12 @@ function renameWith(ctx: RespContext, args: Buffer[], nx: boolean): Reply | Prom
   const [src, dst] = [args[1]!, args[2]!];
   return withPair(ctx, args, src, dst, async () => {
     const t = ctx.worker.term();
-    const v = await ctx.worker.get(src, t);
+    const v = await ctx.worker.getLive(src, t);
     if (v === null) return err('ERR no such key');
     if (src.equals(dst)) return nx ? 0 : OK;
     if (nx && (await ctx.worker.get(dst, t)) !== null) return 0;
-    await writeInOrder(nx ? 'RENAMENX' : 'RENAME', [() => ctx.worker.put(dst, v, t), () => ctx.worker.del(src, t)]);
+    // The destination takes the source's expiry deadline with its value (as Redis's RENAME).
+    await writeInOrder(nx ? 'RENAMENX' : 'RENAME', [() => ctx.worker.put(dst, v.value, t, v.expiresAt), () => ctx.worker.del(src, t)]);
     return nx ? 1 : OK;
   });
 }
@@ -134,10 +135,10 @@ export function copy(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
   if (src.equals(dst)) return err('ERR source and destination objects are the same');
   return withPair(ctx, args, src, dst, async () => {
     const t = ctx.worker.term();
-    const v = await ctx.worker.get(src, t);
+    const v = await ctx.worker.getLive(src, t);
     if (v === null) return 0;
     if (!replace && (await ctx.worker.get(dst, t)) !== null) return 0;
-    await ctx.worker.put(dst, v, t);
+    await ctx.worker.put(dst, v.value, t, v.expiresAt); // the copy has the source's deadline too
     return 1;
   });
 }

@@ -68,6 +68,8 @@ export class Keyspace {
     /** The node's limits (valueBytesMax bounds what APPEND, SETRANGE and SETBIT may build). */
     readonly limits: Limits,
     workerId: number,
+    /** Unix ms expiry is judged by (the worker's wallNow): an expired key is not listed or counted. */
+    private readonly now: () => number = Date.now,
   ) {
     this.epochSlot = ReadEpochs.slotOf('worker', workerId);
   }
@@ -85,13 +87,14 @@ export class Keyspace {
     const budget = Math.max(SCAN_BUCKETS_MIN, count * 16);
     const want = out.length + count;
     let next = bucket;
+    const now = this.now();
     // Addresses taken from the index stay readable until exit (read epochs: GC frees nothing under us).
     this.shared.gc?.epochs.enter(this.epochSlot);
     try {
       while (next < index.bucketCount && next - bucket < budget && out.length < want) {
         next = index.forEachInBuckets(next, SCAN_STEP_BUCKETS, (addr) => {
           const e = readEntryAt(bytes, addr, this.limits);
-          if (e === null || e.type !== EntryType.Put) return;
+          if (e === null || e.type !== EntryType.Put || (e.expiresAt !== 0 && now >= e.expiresAt)) return;
           const k = Buffer.from(e.key);
           if (match === null || match(k.toString('latin1'))) out.push(k);
         });

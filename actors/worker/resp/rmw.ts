@@ -7,24 +7,26 @@
 // was persisted answers ERR.
 import { RespErr, err, type Reply } from '../../../runtime/resp/reply.js';
 import type { RespContext } from './context.js';
-import { movedOr } from './keys.js';
+import { movedOr, readLive } from './keys.js';
+import { INT64_MIN, NOT_INTEGER, inInt64, parseInt64 } from './int64.js';
 
-/** What an edit decided: the reply, and the value to write first (undefined: write nothing). */
+/** What an edit decided: the reply, and the value to write first (undefined: write nothing). The
+ *  key keeps its expiry deadline (as Redis's INCR, APPEND, SETRANGE, SETBIT do) unless `dropTtl`
+ *  (GETSET, which Redis implements as a SET). */
 export interface Edit {
   reply: Reply;
   write?: Uint8Array;
+  dropTtl?: boolean;
 }
 
 export type Editor = (old: Uint8Array | null) => Edit | RespErr;
 
 /** The value of a local key, read inside its lock (or by a read-only command). */
 export function readLocal(ctx: RespContext, key: Buffer): Promise<Uint8Array | null> {
-  return ctx.worker.get(key, ctx.worker.term()).then((v) => {
-    if (v === null) ctx.stats.misses++;
-    else ctx.stats.hits++;
-    return v;
-  });
+  return readLive(ctx, key).then((l) => l?.value ?? null);
 }
+
+export { readLive };
 
 /** Run `edit` on the key at args[1] where it lives. */
 export function editKey(ctx: RespContext, args: Buffer[], edit: Editor): Reply | Promise<Reply> {
@@ -33,10 +35,10 @@ export function editKey(ctx: RespContext, args: Buffer[], edit: Editor): Reply |
   if (!r.local) return movedOr(ctx, r, args);
   return ctx.locks.run(key, async () => {
     const t = ctx.worker.term();
-    const old = await ctx.worker.get(key, t);
-    const e = edit(old);
+    const old = await ctx.worker.getLive(key, t);
+    const e = edit(old?.value ?? null);
     if (e instanceof RespErr) return e;
-    if (e.write !== undefined) await ctx.worker.put(key, e.write, t);
+    if (e.write !== undefined) await ctx.worker.put(key, e.write, t, e.dropTtl ? 0 : (old?.expiresAt ?? 0));
     return e.reply;
   });
 }
@@ -49,25 +51,7 @@ export function readKey(ctx: RespContext, args: Buffer[], look: (v: Uint8Array |
   return readLocal(ctx, key).then(look);
 }
 
-const INT64 = /^(0|-?[1-9][0-9]{0,18})$/;
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
-export const NOT_INTEGER = err('ERR value is not an integer or out of range');
-
-/** Redis's string2ll: a signed 64-bit decimal, no sign '+', no leading zeros or spaces, no "-0". */
-export function parseInt64(b: Uint8Array): bigint | null {
-  if (b.length === 0 || b.length > 20) return null;
-  const s = Buffer.from(b.buffer, b.byteOffset, b.length).toString('latin1');
-  if (!INT64.test(s)) return null;
-  const n = BigInt(s);
-  return n < INT64_MIN || n > INT64_MAX ? null : n;
-}
-
-export function inInt64(n: bigint): boolean {
-  return n >= INT64_MIN && n <= INT64_MAX;
-}
-
-export { INT64_MIN };
+export { INT64_MIN, NOT_INTEGER, inInt64, parseInt64 };
 
 /** An integer reply: a number where exact, else a bigint (RESP encodes both as `:n`). */
 export function intReply(n: bigint): number | bigint {

@@ -22,11 +22,14 @@ import { SharedKeyLocks } from '../../shared/key-locks.js';
 import { KeyLocks, type InfoSource, type RespContext, type RespKvStats, type RespMode } from './context.js';
 import { KvRespHandler } from './handler.js';
 import { Keyspace } from './keyspace.js';
+import { ExpirySweep } from './expiry-sweep.js';
 import { NodeView } from './node-view.js';
 
 export interface RespServing {
   servers: RespServer[];
   ports: { single: number; cluster: number };
+  /** Active expiry of this worker's share of the node's primary shards (the worker actor's tick). */
+  expiry: ExpirySweep;
   close(): Promise<void>;
 }
 
@@ -37,6 +40,8 @@ export interface RespServeDeps {
   cluster: () => ClusterConfig;
   nodeId: number;
   workerId: number;
+  /** The node's worker count (the expiry sweeps split the shards among them); 1 unless given. */
+  workers?: number;
   shared: KvShared;
   region: PersistentRegion;
   limits: Limits;
@@ -61,14 +66,15 @@ export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
   const limits = respLimits(d.limits.valueBytesMax, d.authDeadlineMs);
   const entryLimits: Limits = { ...d.limits, segmentBytes: d.segmentBytes ?? d.limits.segmentBytes };
   const view = new NodeView(d.cluster, d.nodeId, d.workerId, limits.bulkBytesMax, d.password === null ? null : passwordText(d.password), d.tls ?? null);
-  const keyspace = new Keyspace(d.shared, d.region, d.limits, d.workerId);
+  const keyspace = new Keyspace(d.shared, d.region, d.limits, d.workerId, () => d.worker.wallNow());
   const locks = new KeyLocks(d.shared.keyLocks ? new SharedKeyLocks(d.shared.keyLocks) : undefined);
   const stats: RespKvStats = { hits: 0, misses: 0, moved: 0, forwarded: 0, crossSlot: 0, errors: 0 };
   const servers: RespServer[] = [];
+  const expiry = new ExpirySweep({ worker: d.worker, locks, shared: d.shared, region: d.region, limits: d.limits, workerId: d.workerId, workers: d.workers ?? 1, ...(d.log ? { log: d.log } : {}) });
   const clock = d.clock ?? wallClock;
   const startedMs = clock.now();
   const open = async (mode: RespMode, port: number, idBase: number) => {
-    const ctx: RespContext = { mode, worker: d.worker, view, keyspace, locks, stats, servers, port, info: d.info, startedMs, clock, password: d.password, limits: entryLimits };
+    const ctx: RespContext = { mode, worker: d.worker, view, keyspace, locks, stats, servers, port, info: d.info, startedMs, clock, password: d.password, limits: entryLimits, expired: () => expiry.expired };
     const s = await serveResp({ host: d.host, port, handler: new KvRespHandler(ctx), limits, idBase, tls: d.tls ?? null, authRequired: d.password !== null, ...(d.log ? { log: d.log } : {}) });
     ctx.port = s.port;
     servers.push(s);
@@ -80,6 +86,7 @@ export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
   return {
     servers,
     ports: { single: single.port, cluster: clusterPort.port },
+    expiry,
     close: async () => {
       view.close();
       await Promise.all(servers.map((s) => s.close()));

@@ -9,7 +9,7 @@ import { checkEntries, oneShardCheck, writeInOrder } from './one-shard.js';
 import { NOT_INTEGER, editKey, parseInt64, readKey, tooLong } from './rmw.js';
 
 export function getset(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
-  return editKey(ctx, args, (old) => ({ reply: old, write: args[2]! }));
+  return editKey(ctx, args, (old) => ({ reply: old, write: args[2]!, dropTtl: true }));
 }
 
 export function append(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
