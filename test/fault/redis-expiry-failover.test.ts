@@ -1,0 +1,123 @@
+// Expiry deadlines are replicated state (issue 27): keys written with TTLs keep their exact deadlines
+// across a cold start of the whole cluster (stopped and started again from the pools) and across a
+// failover (their primary SIGKILLed), and expire on time on whoever serves them then: visible until
+// the deadline, gone from it on. Deadlines given as a relative TTL (EX) were converted by the old
+// primary's clock; given as PXAT they must come back bit-exact (PEXPIRETIME).
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Cluster } from 'ioredis';
+import type { ClusterConfig } from '../../config/cluster.js';
+import { keySlot, shardOfSlot } from '../../config/slots.js';
+import { launchCluster, randomBasePort, stopCluster, type LaunchedCluster } from '../fixtures/cluster.js';
+import { nodePids, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
+import { readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
+
+const FLAGS = ['--shards', '12', '--lease-ms', '200', '--no-restart'];
+const VICTIM = 0;
+
+function connect(dir: string, password: string): Cluster {
+  const ports = respPorts(readCluster(dir)).cluster;
+  return new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { clusterRetryStrategy: (n) => (n > 200 ? null : 50), maxRedirections: 32, redisOptions: { password } });
+}
+
+async function ready(io: Cluster): Promise<Cluster> {
+  await new Promise((resolve) => io.once('ready', resolve));
+  return io;
+}
+
+/** `n` keys named `prefix:i` whose shard's primary is node `node` in `c`. */
+function keysOn(c: ClusterConfig, node: number, prefix: string, n: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; out.length < n; i++) {
+    const k = `${prefix}:${i}`;
+    if (c.shards[shardOfSlot(keySlot(Buffer.from(k)), c.shardCount)]!.primary === node) out.push(k);
+  }
+  return out;
+}
+
+/** Wait until every key reads nil; assert none did before `notBefore` and all did by `by` (Unix ms). */
+async function expiresOnTime(io: Cluster, keys: string[], notBefore: number, by: number, what: string): Promise<void> {
+  if (Date.now() < notBefore - 300) {
+    const vs = await Promise.all(keys.map((k) => io.get(k)));
+    const t = Date.now();
+    if (t < notBefore) assert.ok(vs.every((v) => v !== null), `${what}: every key still there ${notBefore - t} ms before its deadline`);
+  }
+  await waitFor(`${what} to expire`, async () => (await Promise.all(keys.map((k) => io.exists(k)))).every((n) => n === 0), by - Date.now() + 10_000, 50);
+  const gone = Date.now();
+  assert.ok(gone >= notBefore, `${what}: gone at ${gone}, not before its deadline ${notBefore}`);
+  assert.ok(gone <= by + 2000, `${what}: gone ${gone - by} ms after the deadline ${by}`);
+}
+
+test('keys with TTLs keep their deadlines across a cold start and a failover, and expire on time on the new primary', { timeout: 300_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-redis-expiry-failover-'));
+  const base = randomBasePort();
+  let run: LaunchedCluster = launchCluster(dir, base, FLAGS);
+  let io: Cluster | null = null;
+  try {
+    await run.ready;
+    const password = useClusterPassword(dir);
+    const c1 = readCluster(dir);
+    io = await ready(connect(dir, password));
+    // Before the cold start: keys with an absolute deadline far enough to outlive the restart, keys
+    // with a long relative TTL, keys whose TTL was removed, and keys that expire while the cluster is down.
+    const coldAt = Date.now() + 45_000;
+    const cold = keysOn(c1, VICTIM, 'cold', 8);
+    const long = keysOn(c1, VICTIM, 'long', 8);
+    const kept = keysOn(c1, VICTIM, 'kept', 4);
+    const down = keysOn(c1, VICTIM, 'down', 4);
+    for (const k of cold) assert.equal(await io.set(k, 'v', 'PXAT', coldAt), 'OK');
+    for (const k of long) assert.equal(await io.set(k, 'v', 'EX', 1000), 'OK');
+    for (const k of kept) {
+      assert.equal(await io.set(k, 'v', 'EX', 2), 'OK');
+      assert.equal(await io.persist(k), 1);
+    }
+    for (const k of down) assert.equal(await io.set(k, 'v', 'PX', 1500), 'OK');
+    const downBy = Date.now() + 1500;
+    io.disconnect();
+    assert.equal(await stopCluster(run.child), 0, run.output());
+
+    run = launchCluster(dir, base, FLAGS); // a cold start: every node rebuilds its indexes from its pool
+    await run.ready;
+    io = await ready(connect(dir, password));
+    assert.ok(Date.now() < coldAt - 1000, `the restart took too long for the test (${coldAt - Date.now()} ms left of the cold keys' TTL)`);
+    for (const k of cold) assert.equal(await io.pexpiretime(k), coldAt, `${k}: the deadline survived the cold start exactly`);
+    for (const k of long) {
+      const t = await io.ttl(k);
+      assert.ok(t > 900 && t <= 1000, `${k}: TTL ${t} after the cold start`);
+    }
+    for (const k of kept) assert.equal(await io.ttl(k), -1, `${k}: PERSIST survived`);
+    assert.ok(Date.now() > downBy);
+    for (const k of down) assert.equal(await io.get(k), null, `${k} expired while the cluster was down`);
+
+    // The failover: keys with deadlines a few seconds ahead, then their primary is killed.
+    const c2 = readCluster(dir);
+    const foAt = Date.now() + 8000;
+    const fo = keysOn(c2, VICTIM, 'fo', 8);
+    const rel = keysOn(c2, VICTIM, 'rel', 8);
+    for (const k of fo) assert.equal(await io.set(k, 'v', 'PXAT', foAt), 'OK');
+    const relFrom = Date.now();
+    for (const k of rel) assert.equal(await io.set(k, 'v', 'EX', 8), 'OK');
+    const relTo = Date.now();
+    process.kill(nodePids(run.output()).get(VICTIM)!, 'SIGKILL');
+    const file = join(dir, 'cluster.json');
+    await waitFor('the failover to be stored', () => storedTerm(file) > c2.term, 30_000, 20);
+    const c3 = readCluster(dir);
+    assert.deepEqual(c3.dead, [VICTIM]);
+    await expiresOnTime(io, fo, foAt, foAt, 'PXAT keys after the failover');
+    await expiresOnTime(io, rel, relFrom + 8000, relTo + 8000, 'EX keys after the failover');
+    await expiresOnTime(io, cold, coldAt, coldAt, 'keys whose deadline survived the cold start');
+    for (const k of long) {
+      const t = await io.ttl(k);
+      assert.ok(t > 900 && t <= 1000, `${k}: TTL ${t} on the new primary`);
+    }
+    for (const k of kept) assert.equal(await io.get(k), 'v', `${k}: no TTL, still there`);
+    console.log(`# redis expiry: deadlines kept across a cold start and a failover (term ${c2.term} -> ${c3.term}); ${fo.length + rel.length + cold.length} keys expired on time on the new primaries`);
+  } finally {
+    io?.disconnect();
+    await stopCluster(run.child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
