@@ -129,7 +129,7 @@ export class PrimaryPath {
    * this t-log, recorded as a failed write. Once another backup holds it, a failover may promote that
    * backup and serve it, so the outcome is unknown (issue 27: a reply never claims what did not happen).
    */
-  private async replicateAll(backups: number[], shard: number, blocks: Uint8Array[]): Promise<void> {
+  async replicateAll(backups: number[], shard: number, blocks: Uint8Array[]): Promise<void> {
     const rs = await Promise.allSettled(backups.map((b) => this.replicateOrOutlive(b, shard, blocks)));
     const failed = rs.flatMap((r, i) => (r.status === 'rejected' ? [{ node: backups[i]!, err: r.reason as unknown }] : []));
     if (failed.length === 0) return;
@@ -209,7 +209,9 @@ export class PrimaryPath {
     this.core.enterEpoch();
     try {
       const e = this.indexed(shard, key, hash);
-      return e === null ? '0:0' : `${e.version}:${e.type === EntryType.Del ? 0 : 1}`;
+      // Live or not, by the same clock reads use: a key that expires after WATCH changes its state.
+      const expired = e !== null && e.expiresAt !== 0 && this.core.wallNow() >= e.expiresAt;
+      return e === null ? '0:0' : `${e.version}:${e.type === EntryType.Del || expired ? 0 : 1}`;
     } finally {
       this.core.exitEpoch();
     }

@@ -26,6 +26,8 @@ import { DEL_KEEP_FREE, type PrimaryPath } from './primary.js';
 export interface TxnWrite {
   key: Uint8Array;
   value: Uint8Array | null;
+  /** The new value's expiry deadline, Unix ms (0 or absent: none). */
+  expiresAt?: number;
 }
 
 /** Most entries one transaction may write (the count is a u16 in the entry header). */
@@ -61,7 +63,7 @@ export class TxnPath {
       }
       for (const p of planned) p.addr = d.tlog.append(p.e, true, p.e.type === EntryType.Del ? DEL_KEEP_FREE : undefined); // ①
       const blocks = planned.flatMap((p) => encodeBlocks(p.e, d.limits));
-      await Promise.all(backups.map((b) => this.primary.replicateOrOutlive(b, shard, blocks))); // ②
+      await this.primary.replicateAll(backups, shard, blocks); // ② (a full backup pool: not applied only if every backup refused)
       this.core.indexOf(shard); // still held (WRONG_SHARD otherwise)
       if (cell && !cell.leaseValid(this.core.now())) {
         throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `the lease expired while shard ${shard}'s transaction was replicating; it may or may not survive the failover`);
@@ -100,7 +102,7 @@ export class TxnPath {
       if (w.value !== null && !present && index.freeOverflowBuckets() < d.limits.indexHeadroomBuckets) {
         throw new RowanError(ErrorCodes.INDEX_FULL, `shard ${shard}'s index is at its maximum: a transaction writing a new key is refused, not applied`);
       }
-      const e: EntryInput = { type: w.value === null ? EntryType.Del : EntryType.Put, shard, version: 0, key: w.key, ...(w.value ? { value: w.value } : {}) };
+      const e: EntryInput = { type: w.value === null ? EntryType.Del : EntryType.Put, shard, version: 0, key: w.key, ...(w.value ? { value: w.value } : {}), ...(w.value && w.expiresAt ? { expiresAt: w.expiresAt } : {}) };
       entrySize(e, d.limits); // size and shape checks before a version is consumed
       out.push({ e, hash, addr: -1 });
     }

@@ -10,9 +10,9 @@ import { isNotApplied, rowanErrorReply } from './outcome.js';
 
 /** Throws what a write of this key (and value; none for a DEL) would be refused with before anything
  *  is persisted: KEY_EMPTY, KEY_TOO_LARGE, VALUE_TOO_LARGE, ENTRY_TOO_LARGE (all "not applied"). */
-export function checkWrite(limits: Limits, key: Uint8Array, value: Uint8Array | null): void {
+export function checkWrite(limits: Limits, key: Uint8Array, value: Uint8Array | null, expiresAt = 0): void {
   if (key.length === 0) throw new RowanError(ErrorCodes.KEY_EMPTY, `the key is empty (1..${limits.keyBytesMax} bytes)`);
-  encodedSize(key.length, value?.length ?? 0, limits);
+  encodedSize(key.length, value?.length ?? 0, limits, expiresAt > 0);
 }
 
 /**
