@@ -4,9 +4,9 @@ import { followLauncher } from './cluster-lifecycle.js';
 import { readFileSync } from 'node:fs';
 import type { NodeKvOptions } from '../actors/node/node-application.js';
 import { defaultLimits } from '../config/limits.js';
-import { existsSync, rmSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { POOL_FILE } from '../config/base/files.js';
+import { discardUnusablePool } from '../runtime/pool-hook.js';
 import { CLIENT_PASSWORD_FILE, CLIENT_PASSWORD_FILE_ENV, SECRET_FILE, SECRET_FILE_ENV, passwordText, readPasswordFile, readSecretFile, secretHex } from '../config/base/secret.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Command, CommanderError, Option } from 'commander';
@@ -212,8 +212,12 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   const { secret, clientPassword } = nodeCredentials(o, config);
   const tls = loadTls(config.tls); // read here first: a bad file fails the start, not an actor
   if (tls) log.info({ cert: config.tls.cert, ca: config.tls.ca }, 'TLS on every client, Redis, fabric and manager connection (peers: mutual TLS)');
-  // A failed-over node's data is stale: it rejoins with a fresh pool (§4.5 phase 3, actors/node/node-application.ts).
-  if (kv?.rejoin) rmSync(join(config.dataDir, POOL_FILE), { force: true });
+  // A failed-over node rejoins with the pool it kept, reconciled shard by shard before any of it counts
+  // (actors/node/catch-up-keep.ts); a pool that does not open is removed and the node starts empty.
+  if (kv?.rejoin) {
+    const why = discardUnusablePool(config);
+    if (why !== null) log.warn({ reason: why }, `rejoin: the pool is unusable (${why}); removed, starting empty (every shard is copied in full)`);
+  }
   const verbsDevices = o.verbsLoopback !== undefined ? loopbackDevices(o.verbsLoopback) : undefined;
   if (verbsDevices) log.warn({ dir: o.verbsLoopback }, 'verbs devices: the loopback RNIC (a software device for tests), not libibverbs');
   // Its round trip is an event-loop hop between processes (milliseconds), not an RNIC's microseconds:
@@ -316,7 +320,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     .option('--zookeeper <host:port,...>', 'instead of --cluster: read the cluster configuration from ZooKeeper at cold start (znode /rowan/<cluster-name>/config)')
     .option('--cluster-name <name>', 'with --zookeeper: the cluster whose configuration to read (default: default)')
     .option('--node-id <n>', "this node's id in the cluster (--cluster or --zookeeper)")
-    .option('--rejoin', 'with --manager: this node was failed over; discard its pool (stale data) and ask the manager to take it back as an empty member (rowan cluster does this when it restarts a dead node)')
+    .option('--rejoin', 'with --manager: this node was failed over; ask the manager to take it back as a member holding no shard. Its pool is kept if it opens (removed if not) and serves nothing until each shard re-replication gives it is reconciled with its primary (rowan cluster does this when it restarts a dead node)')
     .option('--manager <host:port,...>', 'hold a lease with this configuration manager and follow its configurations (failover); several: the active one and its standbys (with --zookeeper), tried in turn; without it the configuration is static')
     .option('--metrics-port <port>', 'serve Prometheus metrics on GET http://127.0.0.1:<port>/metrics (0: any free port, logged; default: none)')
     .option('--secret-file <file>', `the cluster secret (64 hex characters, mode 0600) other nodes and the manager must prove (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)

@@ -7,7 +7,7 @@
 //
 // A node that dies is failed over by the manager (its shards move to their backups, the term goes up);
 // the launcher keeps running, prints each failover as the configuration file changes, and restarts
-// the node with backoff (./cluster-supervise.ts): listed dead, it rejoins with an empty pool and
+// the node with backoff (./cluster-supervise.ts): listed dead, it rejoins with the pool it kept and
 // re-replication gives it shards again (§4.5 phase 3). A manager that dies is restarted (the nodes'
 // manager leases run out meanwhile; they serve on their peer leases while they all reach each other,
 // actors/shared/peer-lease.ts).
@@ -244,7 +244,7 @@ export function registerClusterCommand(p: Command, run: (f: () => Promise<number
     .addOption(new Option('--verbs-loopback <dir>', 'developer: --fabric verbs over the loopback RNIC in DIR').hideHelp())
     .option('--pool-mib <mib>', 'emulated PM per node, in MiB (a bounded log: clean actors reclaim it; PUTs get ROWAN_ERR_PM_FULL only when it is full of live data)', asIs, 128)
     .option('--segment-kib <kib>', 'PM segment size in KiB, a power of two (paper: 4096)', asIs, 4096)
-    .option('--no-restart', 'leave a node that dies down (default: restart it with backoff; a failed-over node rejoins with an empty pool and gets replicas again)')
+    .option('--no-restart', 'leave a node that dies down (default: restart it with backoff; a failed-over node rejoins with the pool it kept and gets replicas again, each reconciled with its primary)')
     .option('--no-auto-reshard', 'the configuration manager moves hot shards only when asked (rowan reshard), not on its own (§4.6)')
     .option('--lease-ms <ms>', 'lease the configuration manager grants; a dead node is failed over after it expires (paper: 10)', asIs, defaultTimings.leaseMs)
     .option('--renew-ms <ms>', 'how often nodes renew their lease (default lease / 5; longer: fewer renewals, most of what an idle cluster spends; shorter: more traffic, but a node then fences itself only after lease - drift - renew ms without a renewal getting through)')

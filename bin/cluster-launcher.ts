@@ -1,7 +1,7 @@
 // The launcher behind `rowan cluster` (./cluster-cli.ts parses the flags into a LaunchPlan): writes the
 // node config and the cluster's secret and client password when missing, starts the configuration
 // manager(s) and one `rowan start` per node, prints the endpoints, then supervises -- restarting a
-// node that dies (with backoff; listed dead, it rejoins with an empty pool) and a manager that dies,
+// node that dies (with backoff; listed dead, it rejoins with the pool it kept) and a manager that dies,
 // printing each configuration change -- until Ctrl-C, SIGTERM, or (in a terminal) SIGHUP stops it all:
 // the managers first, so that nodes draining do not look failed.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -169,7 +169,7 @@ export class ClusterLauncher {
   private async startNodes(): Promise<boolean> {
     const { cluster, supervise } = this.p;
     const dead = new Set(cluster.dead ?? []);
-    for (const id of dead) console.log(`node ${id} is dead in the stored configuration (term ${cluster.term}); ${supervise ? 'it rejoins with an empty pool (its data is stale)' : 'it stays down (--no-restart)'}`);
+    for (const id of dead) console.log(`node ${id} is dead in the stored configuration (term ${cluster.term}); ${supervise ? 'it rejoins (its pool is reconciled with the primaries before any of it counts)' : 'it stays down (--no-restart)'}`);
     const starting = cluster.nodes.filter((n) => supervise || !dead.has(n.id)).map((n) => this.spawnNode(n, dead.has(n.id)));
     const failed = (await Promise.allSettled(starting)).filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed.length === 0) return true;
@@ -199,7 +199,7 @@ export class ClusterLauncher {
     const b = this.backoff.get(n.id) ?? new RestartBackoff();
     this.backoff.set(n.id, b);
     b.started(Date.now());
-    console.log(`starting node ${n.id}${rejoin ? ' with an empty pool to rejoin' : ''} (log ${logFile})`);
+    console.log(`starting node ${n.id}${rejoin ? ' to rejoin' : ''} (log ${logFile})`);
     if (this.readyToWatch) this.watchNode(n.id, child);
     return waitReady(child, logFile, from, n.id, 120_000, n.dataDir).then(() => {
       const resp = n.resp ? `; redis on ${n.resp.ports.map((port) => `${n.host}:${port}`).join(', ')} (cluster ${n.resp.clusterPorts.join(', ')})` : '';
@@ -220,13 +220,13 @@ export class ClusterLauncher {
     });
   }
 
-  /** Once the store lists it dead (or the wait for that ends), start it again: empty to rejoin, or with its data. */
+  /** Once the store lists it dead (or the wait for that ends), start it again: to rejoin, or with its data. */
   private restartNode(id: number): void {
     if (this.stopping) return;
     void waitListedDead(this.p.store, id, () => this.stopping, this.deadWaitMs).then((isDead) => {
       if (this.stopping) return;
       const n = this.p.cluster.nodes.find((x) => x.id === id)!;
-      console.log(`restarting node ${id}: ${isDead ? 'failed over, it rejoins with an empty pool' : 'not failed over, it restarts with its data'}`);
+      console.log(`restarting node ${id}: ${isDead ? 'failed over, it rejoins with the pool it kept' : 'not failed over, it restarts with its data'}`);
       this.spawnNode(n, isDead).catch((err: Error) => console.error(`node ${id} did not come back: ${err.message}`));
     });
   }

@@ -1,8 +1,8 @@
 // `rowan cluster` as a supervisor (§4.5 phase 3): a node process that dies is restarted with backoff
 // (1 s, 2 s, 4 s ... capped at restartDelayMsMax; back to 1 s once a run lasted stableRunMs). The
 // manager fails the dead node over first; once the stored configuration lists it dead its data is
-// stale, so it restarts with `--rejoin` (an empty pool) and the manager takes it back as a member
-// holding no shard, to which re-replication then gives shards. A node that is not listed dead within
+// stale, so it restarts with `--rejoin` (its pool kept but not served, each shard reconciled with its
+// primary before it counts) and the manager takes it back as a member holding no shard, to which re-replication then gives shards. A node that is not listed dead within
 // deadWaitMsFor the lease in force (a mode without failover) restarts with its data, as a cold start
 // would. The timings: config/timings.ts.
 import { watch, type FSWatcher } from 'node:fs';
@@ -59,7 +59,7 @@ export function describeChange(before: ClusterConfig, after: ClusterConfig): str
   if (died.length > 0 || moved.length > 0) {
     lines.push(`failover: ${head}; dead node(s) ${died.join(',') || '-'}; ${moved.length} shard(s) moved${moved.length ? ` (${moved.join(' ')})` : ''}; live nodes ${after.nodes.filter((n) => !(after.dead ?? []).includes(n.id)).map((n) => n.id).join(',')}`);
   }
-  if (back.length > 0) lines.push(`rejoin: ${head}; node(s) ${back.join(',')} rejoined with an empty pool, holding no shard`);
+  if (back.length > 0) lines.push(`rejoin: ${head}; node(s) ${back.join(',')} rejoined (its pool kept if intact), holding no shard`);
   if (added.length > 0) lines.push(`re-replication: ${head}; new backup(s) catching up: ${added.join(' ')} (shard->node)`);
   if (caught.length > 0) {
     const short = after.shards.filter((s) => s.backups.length + 1 < after.replicationFactor).length;

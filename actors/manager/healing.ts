@@ -1,5 +1,5 @@
 // Re-replication's side of the configuration manager (§4.5 phase 3), for ./manager.ts: changes that
-// move no primary -- a failed-over node asking to rejoin with an empty pool, new backups reported
+// move no primary -- a failed-over node asking to rejoin (holding no shard), new backups reported
 // caught up, new backups for shards short of replicas. The manager feeds it what the members say
 // (join, caughtUp) and runs pass() between failovers (its drain loop). Each change is stored with a
 // compare-and-set on the term and pushed as a commit; members serve it at once (no primary changes).
@@ -44,7 +44,7 @@ export class Healing {
 
   constructor(private readonly host: HealingHost) {}
 
-  /** A node restarted with an empty pool asks to come back (./rereplicate.ts planJoin). */
+  /** A failed-over node restarted asks to come back (./rereplicate.ts planJoin). */
   join(node: number): void {
     this.joins.add(node);
   }

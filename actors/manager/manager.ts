@@ -183,10 +183,10 @@ export class ConfigManager {
       case 'renew': {
         if (this.healing.joining(m.node)) return; // rejoining: no grant until it is a member again
         if (m.t === 'hello' && m.rejoin && (this.cfg.dead ?? []).includes(m.node)) {
-          // A failed-over node restarted with an empty pool asks to come back (./rereplicate.ts planJoin).
+          // A failed-over node restarted asks to come back (its pool kept or not: it holds no shard) (./rereplicate.ts planJoin).
           this.links.set(m.node, link);
           this.healing.join(m.node);
-          this.log.warn({ node: m.node }, `node ${m.node} asks to rejoin with an empty pool`);
+          this.log.warn({ node: m.node }, `node ${m.node} asks to rejoin`);
           this.kick();
           return;
         }

@@ -7,7 +7,7 @@
 //             the primary (actors/node/catch-up.ts).
 //   caught up the node reported a shard copied: its mark goes (term + 1); it now counts as a replica
 //             (promotable, "a replica left").
-//   join      a node listed dead that restarted with an empty pool leaves `dead` (term + 1), holding no
+//   join      a node listed dead that restarted (rowan start --rejoin) leaves `dead` (term + 1), holding no
 //             shard; `add` then gives it some.
 // The manager stores each result with a compare-and-set on the term and pushes it as a commit: no
 // primary changes, so nothing needs to block (phase 1's prepare is for moves).

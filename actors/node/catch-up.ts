@@ -1,14 +1,22 @@
 // Re-replication (§4.5 phase 3), the new backup's side, on the node's main thread: for every shard the
 // committed configuration lists this node as catching up on, copy the shard's existing entries from
-// its primary in batches (COPY_SHARD, ../shared/copy-batch.ts) and persist them through the promotion log,
-// indexed version-conditionally (../shared/gather-scatter.ts absorbEntries): an entry that reached this node by
-// replication since the configuration added it -- newer, or a DEL -- wins over the copy of an older
-// one whichever lands first (digest's b-log updates are version-conditional too). At the end of the
-// walk the node tells the manager (`caughtUp`), which commits a term without the mark.
+// its primary (COPY_SHARD, ../shared/copy-batch.ts) and persist them through the promotion log,
+// indexed version-conditionally (../shared/gather-scatter.ts absorbEntries): an entry that reached this
+// node by replication since the configuration added it -- newer, or a DEL -- wins over the copy of an
+// older one whichever lands first (digest's b-log updates are version-conditional too). At the end of
+// the walk the node tells the manager (`caughtUp`), which commits a term without the mark.
+//
+// The copy streams: the primary's home buckets are split into COPY_STREAMS ranges walked side by side
+// on one connection, each request answered with up to a frame (1 MiB) of entries; the first batch
+// (bucket 0) goes alone, as its barrier waits for older writes to finish (../../actors/worker/copy-source.ts).
+// A node that kept its pool through a restart (`kept`: the highest version it held of the shard at
+// its cold start) asks for the entries above that version in full and the others by key and version
+// only, then reconciles (./catch-up-keep.ts); a node with nothing of the shard copies it all.
 //
 // The copy restarts from the first bucket when the shard's primary changes (a failover during the
-// copy). It resumes after a restart of the whole cluster (the mark is in the stored configuration);
-// a node that died while catching up is failed over like any other and never counted as a replica.
+// copy); a request refused at a term change is sent again at the new term. It resumes after a restart
+// of the whole cluster (the mark is in the stored configuration); a node that died while catching up is
+// failed over like any other and never counted as a replica.
 import type { TlsMaterial } from '../../runtime/net/tls.js';
 import type { Clock } from '../../config/base/clock.js';
 import { isCatchingUp, nodeOf } from '../../config/cluster.js';
@@ -21,10 +29,14 @@ import type { Pool } from '../../shm/pool.js';
 import type { TLog } from '../../shm/tlog.js';
 import { remoteError, RpcConnection } from '../../client/worker-connection.js';
 import type { ConfigCell } from '../shared/config-cell.js';
-import { COPY_BATCH_BYTES, COPY_DONE, decodeBatch, encodeCopyRequest } from '../shared/copy-batch.js';
+import { COPY_BATCH_BYTES, COPY_DONE, decodeBatch, encodeCopyRequest, KEYS_CURSOR, type Batch, type CopyRequest } from '../shared/copy-batch.js';
 import { absorbEntries, yieldToRenewals } from '../shared/gather-scatter.js';
 import type { NodeToManager } from '../shared/manager-protocol.js';
 import type { KvShared } from '../shared/node-shared.js';
+import { Reconcile, type ReconcileStats } from './catch-up-keep.js';
+
+/** Bucket ranges of one shard walked side by side (requests in flight on the connection). */
+export const COPY_STREAMS = 4;
 
 export interface CatchUpDeps {
   nodeId: number;
@@ -41,6 +53,8 @@ export interface CatchUpDeps {
   secret: Uint8Array | null;
   /** TLS to the primary's client port (this node's certificate: a peer over mutual TLS), or null. */
   tls?: TlsMaterial | null;
+  /** Shards whose entries this node kept through a restart: the highest version it held of each. */
+  kept?: ReadonlyMap<number, number>;
 }
 
 export interface CopyStats {
@@ -50,11 +64,25 @@ export interface CopyStats {
   ms: number;
 }
 
+/** The shard's primary changed under the copy: it starts again from the new one. */
+class PrimaryMoved extends Error {}
+
+/** One copy of one shard from one primary. */
+interface Copy {
+  shard: number;
+  from: number;
+  /** The connection every range's requests share (opened once, again after a failure). */
+  conn: Promise<RpcConnection> | null;
+  st: CopyStats;
+  rec: Reconcile | null;
+  failures: number;
+}
+
 export class CatchUp {
   private readonly running = new Set<number>();
   private stopped = false;
   /** Finished copies, for status and tests. */
-  readonly done: (CopyStats & { shard: number; from: number })[] = [];
+  readonly done: (CopyStats & { shard: number; from: number; kept: boolean } & Partial<ReconcileStats>)[] = [];
 
   constructor(private readonly d: CatchUpDeps) {}
 
@@ -75,78 +103,134 @@ export class CatchUp {
     this.stopped = true;
   }
 
+  private active(shard: number): boolean {
+    return !this.stopped && !this.d.cell.evicted() && isCatchingUp(this.d.cell.config(), shard, this.d.nodeId);
+  }
+
+  /** Copy from the current primary until caught up there, then report it until the mark is gone. */
   private async run(shard: number): Promise<void> {
-    const { cell, clock, logger } = this.d;
-    let from = -1;
-    let cursor = 0;
-    let conn: RpcConnection | null = null;
-    let st: CopyStats = { entries: 0, bytes: 0, absorbed: 0, ms: 0 };
-    let t0 = clock.now();
+    const { cell, logger } = this.d;
+    let copied: { from: number; st: CopyStats } | null = null;
     let reportedAt = -Infinity;
-    let failures = 0;
-    try {
-      while (!this.stopped && !cell.evicted()) {
-        const c = cell.config();
-        if (!isCatchingUp(c, shard, this.d.nodeId)) return;
-        const primary = c.shards[shard]!.primary;
-        if (primary !== from) {
-          if (from >= 0) logger.warn({ shard, from, to: primary }, `re-replication of shard ${shard}: its primary moved to node ${primary}; copying again from the start`);
-          else logger.info({ shard, from: primary, term: c.term }, `re-replication of shard ${shard}: copying its entries from node ${primary}`);
-          conn?.close();
-          conn = null;
-          from = primary;
-          cursor = 0;
-          st = { entries: 0, bytes: 0, absorbed: 0, ms: 0 };
-          t0 = clock.now();
-        }
-        if (cursor === COPY_DONE) {
-          if (clock.now() - reportedAt >= defaultTimings.catchUpResendMs) {
-            this.d.send({ t: 'caughtUp', node: this.d.nodeId, term: c.term, shard, from, ...st });
-            reportedAt = clock.now();
-          }
-          await cell.changed(defaultTimings.catchUpResendMs);
-          continue;
-        }
+    while (this.active(shard)) {
+      const c = cell.config();
+      const primary = c.shards[shard]!.primary;
+      if (copied === null || copied.from !== primary) {
+        if (copied) logger.warn({ shard, from: copied.from, to: primary }, `re-replication of shard ${shard}: its primary moved to node ${primary}; copying again from the start`);
+        copied = null;
         try {
-          if (!conn) {
-            const n = nodeOf(c, primary);
-            conn = await RpcConnection.open({ host: n.host, port: n.workerPorts[shard % n.workerPorts.length]! }, defaultTimings.catchUpRequestTimeoutMs, this.d.limits, this.d.secret === null ? null : { role: 'peer', secret: this.d.secret }, this.d.tls ?? null);
-          }
-          const key = encodeCopyRequest({ shard, cursor, bytesMax: COPY_BATCH_BYTES });
-          const r = await conn.request((id) => encodeRequest({ op: Op.COPY_SHARD, id, term: c.term, key }));
-          if (r.status === Status.ERROR) throw remoteError(r);
-          if (r.status !== Status.VALUE) throw new RowanError(ErrorCodes.BAD_FRAME, `COPY_SHARD answered with status ${r.status}`);
-          const batch = decodeBatch(r.value, shard);
-          // The configuration may have moved while the batch was in flight; its entries are still
-          // the shard's, and absorbing is version-conditional.
-          const a = absorbEntries(this.d.pool, this.d.shared, this.d.log(), batch.entries, this.d.limits);
-          st.entries += batch.entries.length;
-          st.bytes += batch.bytes;
-          st.absorbed += a.absorbed;
-          cursor = batch.next;
-          failures = 0;
-          if (cursor === COPY_DONE) {
-            st.ms = clock.now() - t0;
-            const mbps = st.bytes / 1e6 / Math.max(st.ms / 1000, 1e-3);
-            logger.warn(
-              { event: 'caught-up', shard, from, term: c.term, entries: st.entries, bytes: st.bytes, absorbed: st.absorbed, ms: +st.ms.toFixed(1), mbps: +mbps.toFixed(2) },
-              `re-replication of shard ${shard} from node ${from}: ${st.entries} entries, ${st.bytes} B in ${st.ms.toFixed(0)} ms (${mbps.toFixed(2)} MB/s); caught up`,
-            );
-            this.done.push({ shard, from, ...st });
-          }
-          await yieldToRenewals();
+          copied = { from: primary, st: await this.copy(shard, primary) };
+          reportedAt = -Infinity;
         } catch (err) {
-          const code = err instanceof RowanError ? err.code : 'error';
-          if (code !== ErrorCodes.STALE_TERM && code !== ErrorCodes.WRONG_SHARD && code !== ErrorCodes.LEASE_EXPIRED) {
-            conn?.close();
-            conn = null;
-          }
-          if (++failures % 20 === 1) logger.warn({ shard, from, code, err: (err as Error).message, failures }, `re-replication of shard ${shard}: batch failed (${code}); retrying`);
-          await cell.changed(100);
+          if (!(err instanceof PrimaryMoved)) throw err;
         }
+        continue;
       }
+      if (this.d.clock.now() - reportedAt >= defaultTimings.catchUpResendMs) {
+        this.d.send({ t: 'caughtUp', node: this.d.nodeId, term: c.term, shard, from: primary, ...copied.st });
+        reportedAt = this.d.clock.now();
+      }
+      await cell.changed(defaultTimings.catchUpResendMs);
+    }
+  }
+
+  private async copy(shard: number, from: number): Promise<CopyStats> {
+    const { clock, logger } = this.d;
+    const above = this.d.kept?.get(shard);
+    const rec = above !== undefined ? new Reconcile(this.d.pool, this.d.shared, this.d.log, this.d.limits, shard) : null;
+    const cp: Copy = { shard, from, conn: null, st: { entries: 0, bytes: 0, absorbed: 0, ms: 0 }, rec, failures: 0 };
+    const t0 = clock.now();
+    logger.info({ shard, from, kept: rec !== null, above }, `re-replication of shard ${shard}: ${rec ? `reconciling the entries kept through the restart (up to version ${above}) with` : 'copying its entries from'} node ${from}`);
+    try {
+      await this.walk(cp, above ?? 0);
+      if (rec) await this.reconcile(cp, rec);
     } finally {
-      conn?.close();
+      void cp.conn?.then((c) => c.close(), () => {});
+    }
+    cp.st.ms = clock.now() - t0;
+    const s = cp.st;
+    const mbps = s.bytes / 1e6 / Math.max(s.ms / 1000, 1e-3);
+    const r = rec?.stats;
+    logger.warn(
+      { event: 'caught-up', shard, from, term: this.d.cell.term(), entries: s.entries, bytes: s.bytes, absorbed: s.absorbed, ms: +s.ms.toFixed(1), mbps: +mbps.toFixed(2), kept: rec !== null, ...(r ?? {}) },
+      `re-replication of shard ${shard} from node ${from}: ${s.entries} entries, ${s.bytes} B in ${s.ms.toFixed(0)} ms (${mbps.toFixed(2)} MB/s)` +
+        `${r ? `; kept its pool: ${r.listed} listed, ${r.fetched} read again, ${r.restamped} restamped, ${r.dropped} dropped` : ''}; caught up`,
+    );
+    this.done.push({ shard, from, kept: rec !== null, ...s, ...(r ?? {}) });
+    return s;
+  }
+
+  /** Walk the primary's index: the first batch alone (its barrier), then COPY_STREAMS ranges at once. */
+  private async walk(cp: Copy, above: number): Promise<void> {
+    const buckets = this.d.shared.indexes[cp.shard]?.bucketCount ?? 1; // the primary's table is sized alike
+    const step = Math.max(1, Math.ceil(buckets / COPY_STREAMS));
+    const endOf = (i: number) => (i === COPY_STREAMS - 1 ? COPY_DONE : (i + 1) * step);
+    const first = await this.ask(cp, { shard: cp.shard, cursor: 0, bytesMax: COPY_BATCH_BYTES, above, end: endOf(0) });
+    if (cp.rec) cp.rec.counter = first.counter;
+    this.take(cp, first);
+    const stripe = async (i: number, cursor: number): Promise<void> => {
+      while (cursor !== COPY_DONE) {
+        const b = await this.ask(cp, { shard: cp.shard, cursor, bytesMax: COPY_BATCH_BYTES, above, end: endOf(i) });
+        this.take(cp, b);
+        cursor = b.next;
+        await yieldToRenewals();
+      }
+    };
+    await Promise.all(Array.from({ length: COPY_STREAMS }, (_, i) => stripe(i, i === 0 ? first.next : i * step)));
+  }
+
+  /** Absorb a batch's full entries; a reconcile notes its listed ones. */
+  private take(cp: Copy, b: Batch): void {
+    const a = absorbEntries(this.d.pool, this.d.shared, this.d.log(), b.entries, this.d.limits);
+    cp.rec?.noteBatch(b.entries, b.listed);
+    cp.st.entries += b.entries.length;
+    cp.st.bytes += b.bytes;
+    cp.st.absorbed += a.absorbed;
+  }
+
+  private async reconcile(cp: Copy, rec: Reconcile): Promise<void> {
+    for (const keys of rec.fetchGroups()) {
+      const b = await this.ask(cp, { shard: cp.shard, cursor: KEYS_CURSOR, bytesMax: COPY_BATCH_BYTES, keys });
+      cp.st.bytes += b.bytes;
+      rec.fix(keys, b.entries);
+      await yieldToRenewals();
+    }
+    rec.sweep();
+  }
+
+  /**
+   * One request to the shard's primary at this node's term: sent again at the new term when refused
+   * at a term change, on a new connection when the old one failed; PrimaryMoved when the primary
+   * changed (or this node no longer catches up on the shard).
+   */
+  private async ask(cp: Copy, req: CopyRequest): Promise<Batch> {
+    for (;;) {
+      if (!this.active(cp.shard)) throw new PrimaryMoved('no longer catching up');
+      const c = this.d.cell.config();
+      if (c.shards[cp.shard]!.primary !== cp.from) throw new PrimaryMoved('primary moved');
+      try {
+        if (!cp.conn) {
+          const n = nodeOf(c, cp.from);
+          cp.conn = RpcConnection.open({ host: n.host, port: n.workerPorts[cp.shard % n.workerPorts.length]! }, defaultTimings.catchUpRequestTimeoutMs, this.d.limits, this.d.secret === null ? null : { role: 'peer', secret: this.d.secret }, this.d.tls ?? null);
+        }
+        const conn = await cp.conn;
+        const key = encodeCopyRequest(req);
+        const r = await conn.request((id) => encodeRequest({ op: Op.COPY_SHARD, id, term: c.term, key }));
+        if (r.status === Status.ERROR) throw remoteError(r);
+        if (r.status !== Status.VALUE) throw new RowanError(ErrorCodes.BAD_FRAME, `COPY_SHARD answered with status ${r.status}`);
+        // The configuration may have moved while the batch was in flight; its entries are still the
+        // shard's, and absorbing is version-conditional.
+        cp.failures = 0;
+        return decodeBatch(r.value, cp.shard, true);
+      } catch (err) {
+        const code = err instanceof RowanError ? err.code : 'error';
+        if (code !== ErrorCodes.STALE_TERM && code !== ErrorCodes.WRONG_SHARD && code !== ErrorCodes.LEASE_EXPIRED && cp.conn) {
+          void cp.conn.then((x) => x.close(), () => {});
+          cp.conn = null;
+        }
+        if (++cp.failures % 20 === 1) this.d.logger.warn({ shard: cp.shard, from: cp.from, code, err: (err as Error).message, failures: cp.failures }, `re-replication of shard ${cp.shard}: batch failed (${code}); retrying`);
+        await this.d.cell.changed(100);
+      }
     }
   }
 }

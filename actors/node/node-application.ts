@@ -35,7 +35,7 @@ import { CatchUp } from './catch-up.js';
 import { TLog } from '../../shm/tlog.js';
 import { OwnerRole, SegmentState } from '../../shm/pool.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
-import { attachKvShared, createKvShared, heldShards, type KvStart } from '../shared/node-shared.js';
+import { attachKvShared, createKvShared, heldShards, type KvSharedBuffers, type KvStart } from '../shared/node-shared.js';
 import { LoadSampler } from '../shared/shard-load.js';
 import { setChecksumSeed } from '../../shm/log-checksum.js';
 import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from '../shared/trust.js';
@@ -63,9 +63,10 @@ export interface NodeKvOptions {
   coldStartThreads?: number;
   /** How often load statistics go to the manager (resharding.periodMs, §4.6). */
   loadPeriodMs?: number;
-  /** The node was failed over and restarts with an empty pool (`rowan start --rejoin`): it asks the
-   *  manager to take it back as a member holding no shard; re-replication then gives it some. A node
-   *  listed dead that does not say so is told `evicted`: it never serves its stale data. */
+  /** The node was failed over and restarts (`rowan start --rejoin`), with the pool it kept or an empty
+   *  one: it asks the manager to take it back as a member holding no shard; re-replication then gives
+   *  it some, each reconciled with its primary (or copied) before it counts. A node listed dead that
+   *  does not say so is told `evicted`: it never serves its stale data. */
   rejoin?: boolean;
 }
 
@@ -195,7 +196,7 @@ function startLease(
   const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
   let client: LeaseThread | null = null;
   let peers: PeerLeases | null = null;
-  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls });
+  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls, kept: boot.kept });
   const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
   // The lease is renewed on a thread of its own (./lease-thread.ts); the rounds are followed here.
   client = new LeaseThread({ managers, nodeId, cell, clock, log, rejoin, secret, tls, loadPeriodMs, ...(spawned ? { spawned } : {}), hooks: {
@@ -211,7 +212,7 @@ function startLease(
     // with --rejoin -- it does not sit in the cluster serving nothing (a lease lost to a stall of the
     // machine, not a crash, would otherwise leave the cluster a replica short for good).
     evicted: () => {
-      log.error({ exitInMs: defaultTimings.evictedExitMs }, `evicted: this node stops in ${defaultTimings.evictedExitMs} ms; restart it with --rejoin (rowan cluster does) to take it back as an empty member`);
+      log.error({ exitInMs: defaultTimings.evictedExitMs }, `evicted: this node stops in ${defaultTimings.evictedExitMs} ms; restart it with --rejoin (rowan cluster does) to take it back as a member holding no shard`);
       setTimeout(() => process.kill(process.pid, 'SIGTERM'), defaultTimings.evictedExitMs).unref();
     },
   } });
@@ -221,7 +222,7 @@ function startLease(
   peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => cell.setPeerLease(until), () => cell.managerLeaseUntil());
   client.start();
   catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
-  log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining with an empty pool)' : ''}`);
+  log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining: it holds no shard until re-replication gives it some)' : ''}`);
   return { client, catchUp, peers };
 }
 
@@ -235,6 +236,8 @@ interface NodeBoot {
   start: KvStart;
   record: ReplicaRecord;
   hold: RestartHold;
+  /** Shards the cold start found entries of: the highest version held of each (keptShards). */
+  kept: ReadonlyMap<number, number>;
 }
 
 /** prepareNodeKv, also returning what the lease needs of the cold start (NodeBoot). */
@@ -289,8 +292,9 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
   if (rep.late > 0) {
     log.error({ late: rep.late, event: 'late-block' }, `cold start: refused ${rep.late} b-log block(s) as late (at or below a persisted tombstone floor, in a segment digest never finished): only writes that were never acknowledged may be`);
   }
-  if (o.rejoin && rep.indexed > 0) {
-    throw new RowanError(ErrorCodes.BAD_CONFIG, `--rejoin needs an empty pool, and ${dataDir}'s holds ${rep.indexed} entries (stale after a failover: remove the pool file)`);
+  const kept = o.manager !== undefined ? keptShards(buffers) : new Map<number, number>();
+  if (o.rejoin && kept.size > 0) {
+    log.warn({ shards: [...kept.keys()], entries: rep.indexed }, `rejoin: the pool kept ${rep.indexed} entries of ${kept.size} shard(s); none is served or counted as a replica until reconciled with its primary (docs/failover.md "Rejoin")`);
   }
   log.info(
     { ...rep, term: cluster.term, shards: heldShards(cluster, o.nodeId).length, nodes: cluster.nodes.length },
@@ -309,5 +313,16 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
     start.shareLogs = {};
     for (const n of cluster.nodes) if (n.id !== o.nodeId) start.shareLogs[n.id] = SharedLog.create({ nodeId: o.nodeId }).buffer;
   }
-  return { start, record, hold };
+  return { start, record, hold, kept };
+}
+
+/** Shards whose index the cold start filled, with the highest version held of each (a backup that
+ *  catches up on one reconciles with its primary instead of copying it all: ./catch-up-keep.ts). */
+function keptShards(buffers: KvSharedBuffers): Map<number, number> {
+  const shared = attachKvShared(buffers);
+  const kept = new Map<number, number>();
+  shared.indexes.forEach((index, s) => {
+    if (index && index.items() > 0) kept.set(s, Number(Atomics.load(shared.versions, s)));
+  });
+  return kept;
 }

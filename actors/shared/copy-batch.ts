@@ -1,131 +1,261 @@
 // Re-replication's copy batches (§4.5 phase 3): a new backup walks its shard's index on the primary,
-// a few home buckets per COPY_SHARD request (runtime/rpc: Op.COPY_SHARD, GET-shaped), and gets back the
-// entries those buckets point at. The cursor is a home bucket: a key never leaves its home bucket's
-// chain (shm/index.ts forEachInBuckets), so a walk split over any number of requests visits every key
-// indexed for the whole walk at least once -- what it may miss (a key inserted after its bucket was
-// walked) reached the new backup by replication, which started before the walk (../node/catch-up.ts).
+// a range of home buckets per COPY_SHARD request (runtime/rpc: Op.COPY_SHARD, GET-shaped), and gets back
+// the entries those buckets point at. The cursor is a home bucket: a key never leaves its home bucket's
+// chain (shm/index.ts forEachInBuckets), so a walk split over any number of requests -- and over
+// disjoint bucket ranges walked side by side -- visits every key indexed for the whole walk at least
+// once; what it may miss (a key inserted after its bucket was walked) reached the new backup by
+// replication, which started before the walk (../node/catch-up.ts).
 //
-//   request  shard u16 · cursor u32 · bytesMax u32                                  (10 bytes)
-//   batch    next u32 (COPY_DONE: the walk is over) · count u32 · count x entry
-//   entry    type u8 · versionHi u16 · versionLo u32 · keyLen u16 · valueLen u32 · [deadline u64] · key · value
-//            (type | TYPE_EXPIRES: an 8-byte expiry deadline, Unix ms, precedes the key)
-// Batches hold whole buckets, at most bytesMax (at least one bucket; a bucket over the frame limit is
-// refused with VALUE_TOO_LARGE -- values near valueBytesMax sharing one chain).
+// A backup that kept its pool (a restart: ../node/catch-up-keep.ts) asks with `above`, the highest
+// version it holds of the shard: an entry at or below it comes back as its key and version only
+// (listed), one above it in full. It may also ask for named keys (KEYS): their entries, at any version.
+//
+//   walk v1  shard u16 · cursor u32 · bytesMax u32                                      (10 bytes)
+//   walk v2  shard u16 · cursor u32 · bytesMax u32 · above u48 · end u32                (20 bytes)
+//   keys     shard u16 · KEYS_CURSOR u32 · bytesMax u32 · count u32 · count x (keyLen u16 · key)
+//   batch v1 next u32 (COPY_DONE: the walk is over) · count u32 · count x entry       (walk v1)
+//   batch v2 next u32 · count u32 · counter u48 · count x entry                        (walk v2, keys)
+//   entry    type u8 (| LISTED: key only) · versionHi u16 · versionLo u32 · keyLen u16 · valueLen u32
+//            · key · value
+// `counter` is the shard's version counter when the request was admitted (the walk's first batch:
+// after every older write finished). Batches hold whole buckets, at most bytesMax (at least one
+// bucket; a bucket over the frame limit is refused with VALUE_TOO_LARGE -- values near valueBytesMax
+// sharing one chain).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Limits } from '../../config/limits.js';
-import type { ShardIndex } from '../../shm/index.js';
-import { readEntryAt, type EntryType } from '../../shm/log.js';
+import { hash64Into } from '../../shm/hash.js';
+import type { EntryReader, ShardIndex } from '../../shm/index.js';
+import { readEntryAt, versionAt, type EntryType, type LogEntry } from '../../shm/log.js';
 import type { RawEntry } from './gather-scatter.js';
 
 export const COPY_DONE = 0xffffffff;
+/** The cursor of a KEYS request. */
+export const KEYS_CURSOR = 0xfffffffe;
 export const COPY_REQUEST_BYTES = 10;
+const WALK_V2_BYTES = 20;
+const KEYS_HEAD = 14;
 const BATCH_HEAD = 8;
+const BATCH_V2_HEAD = 14;
 const ENTRY_HEAD = 13;
-/** Bit of an entry's type byte: its expiry deadline follows the head. */
-const TYPE_EXPIRES = 0x80;
-/** Default batch size: large enough to amortise a round trip, small next to the frame limit. */
-export const COPY_BATCH_BYTES = 512 * 1024;
+/** Type flag of an entry sent as its key and version only. */
+const LISTED = 0x80;
+/** Default batch size: the frame limit at the default valueBytesMax (1 MiB), so a copy of large shards
+ *  makes few round trips; several bucket ranges are walked side by side (../node/catch-up.ts). */
+export const COPY_BATCH_BYTES = 1024 * 1024 - 64;
+/** Key bytes a KEYS request carries at most (the request rides in a GET frame's u16-sized key). */
+export const KEYS_REQUEST_BYTES_MAX = 60 * 1024;
 
 export interface CopyRequest {
   shard: number;
   cursor: number;
   bytesMax: number;
+  /** v2: entries at or below it are listed (key and version), not sent. */
+  above?: number;
+  /** v2: the walk stops at this home bucket (exclusive; default: the end of the table). */
+  end?: number;
+  /** A KEYS request: the entries of these keys. */
+  keys?: Uint8Array[];
 }
 
+const hi16 = (v: number) => Math.floor(v / 2 ** 32);
+const lo32 = (v: number) => v % 2 ** 32;
+
 export function encodeCopyRequest(r: CopyRequest): Uint8Array {
-  const b = Buffer.alloc(COPY_REQUEST_BYTES);
+  if (r.keys) {
+    const b = Buffer.alloc(KEYS_HEAD + r.keys.reduce((n, k) => n + 2 + k.length, 0));
+    b.writeUInt16LE(r.shard, 0);
+    b.writeUInt32LE(KEYS_CURSOR, 2);
+    b.writeUInt32LE(r.bytesMax, 6);
+    b.writeUInt32LE(r.keys.length, 10);
+    let at = KEYS_HEAD;
+    for (const k of r.keys) {
+      b.writeUInt16LE(k.length, at);
+      b.set(k, at + 2);
+      at += 2 + k.length;
+    }
+    return b;
+  }
+  const v2 = r.above !== undefined || r.end !== undefined;
+  const b = Buffer.alloc(v2 ? WALK_V2_BYTES : COPY_REQUEST_BYTES);
   b.writeUInt16LE(r.shard, 0);
   b.writeUInt32LE(r.cursor, 2);
   b.writeUInt32LE(r.bytesMax, 6);
+  if (v2) {
+    b.writeUInt16LE(hi16(r.above ?? 0), 10);
+    b.writeUInt32LE(lo32(r.above ?? 0), 12);
+    b.writeUInt32LE(r.end ?? COPY_DONE, 16);
+  }
   return b;
 }
 
 export function decodeCopyRequest(u: Uint8Array): CopyRequest {
-  if (u.length !== COPY_REQUEST_BYTES) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `COPY_SHARD request of ${u.length} B, not ${COPY_REQUEST_BYTES}`);
+  const bad = (why: string): never => {
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `COPY_SHARD request: ${why}`);
+  };
+  if (u.length < COPY_REQUEST_BYTES) bad(`${u.length} B, under ${COPY_REQUEST_BYTES}`);
   const b = Buffer.from(u.buffer, u.byteOffset, u.byteLength);
-  return { shard: b.readUInt16LE(0), cursor: b.readUInt32LE(2), bytesMax: b.readUInt32LE(6) };
+  const r: CopyRequest = { shard: b.readUInt16LE(0), cursor: b.readUInt32LE(2), bytesMax: b.readUInt32LE(6) };
+  if (r.cursor === KEYS_CURSOR) {
+    if (u.length < KEYS_HEAD) bad('KEYS request shorter than its head');
+    const count = b.readUInt32LE(10);
+    const keys: Uint8Array[] = [];
+    let at = KEYS_HEAD;
+    for (let i = 0; i < count; i++) {
+      if (at + 2 > b.length) bad('truncated key length');
+      const n = b.readUInt16LE(at);
+      if (at + 2 + n > b.length) bad('truncated key');
+      keys.push(b.subarray(at + 2, at + 2 + n));
+      at += 2 + n;
+    }
+    if (at !== b.length) bad('trailing bytes');
+    return { ...r, keys };
+  }
+  if (u.length === COPY_REQUEST_BYTES) return r;
+  if (u.length !== WALK_V2_BYTES) bad(`${u.length} B, neither ${COPY_REQUEST_BYTES} nor ${WALK_V2_BYTES}`);
+  return { ...r, above: b.readUInt16LE(10) * 2 ** 32 + b.readUInt32LE(12), end: b.readUInt32LE(16) };
+}
+
+/** Whether a request asks for a v2 batch (a counter in its head, listed entries). */
+export function isV2(r: CopyRequest): boolean {
+  return r.keys !== undefined || r.above !== undefined || r.end !== undefined;
+}
+
+/** A growable output buffer for one batch. */
+class BatchWriter {
+  buf: Buffer;
+  at: number;
+  count = 0;
+
+  constructor(size: number, readonly head: number) {
+    this.buf = Buffer.allocUnsafe(Math.max(size, head + 4096));
+    this.at = head;
+  }
+
+  /** Encode `e` (listed: key and version only). */
+  put(e: LogEntry, listed: boolean, frameMax: number, shard: number): void {
+    const valueLen = listed ? 0 : e.value.length;
+    const need = this.at + ENTRY_HEAD + e.key.length + valueLen;
+    if (need > this.buf.length) {
+      if (need > frameMax) throw new RowanError(ErrorCodes.VALUE_TOO_LARGE, `shard ${shard}: a copy batch would exceed the ${frameMax} B a reply carries`);
+      const next = Buffer.allocUnsafe(Math.min(frameMax, Math.max(need, this.buf.length * 2)));
+      this.buf.copy(next, 0, 0, this.at);
+      this.buf = next;
+    }
+    const b = this.buf;
+    let at = this.at;
+    b[at] = e.type | (listed ? LISTED : 0);
+    b.writeUInt16LE(hi16(e.version), at + 1);
+    b.writeUInt32LE(lo32(e.version), at + 3);
+    b.writeUInt16LE(e.key.length, at + 7);
+    b.writeUInt32LE(valueLen, at + 9);
+    at += ENTRY_HEAD;
+    b.set(e.key, at);
+    at += e.key.length;
+    if (!listed) {
+      b.set(e.value, at);
+      at += valueLen;
+    }
+    this.at = at;
+    this.count++;
+  }
+
+  finish(next: number, counter: number | null): Uint8Array {
+    this.buf.writeUInt32LE(next, 0);
+    this.buf.writeUInt32LE(this.count, 4);
+    if (counter !== null) {
+      this.buf.writeUInt16LE(hi16(counter), 8);
+      this.buf.writeUInt32LE(lo32(counter), 10);
+    }
+    return this.buf.subarray(0, this.at);
+  }
 }
 
 export interface Batch {
   next: number;
+  /** Entries sent in full. */
   entries: RawEntry[];
+  /** Entries listed by key and version only (at or below the request's `above`). */
+  listed: RawEntry[];
+  /** v2: the shard's version counter at the request's admission (v1: 0). */
+  counter: number;
   /** Encoded bytes (what crossed the wire). */
   bytes: number;
 }
 
-/**
- * One batch of `shard`'s index from home bucket `cursor` (the caller holds a read epoch: addresses
- * taken from the index stay readable). `frameMax`: the most a reply may carry.
- */
-export function readBatch(index: ShardIndex, bytes: Uint8Array, shard: number, req: CopyRequest, limits: Limits, frameMax: number): Uint8Array {
-  const max = Math.min(Math.max(req.bytesMax, 1024), frameMax);
-  const parts: Buffer[] = [];
-  let size = BATCH_HEAD;
-  let count = 0;
-  let next = req.cursor;
-  while (next < index.bucketCount) {
-    const bucket: Buffer[] = [];
-    let bucketBytes = 0;
-    const end = index.forEachInBuckets(next, 1, (addr) => {
-      const e = readEntryAt(bytes, addr, limits);
-      // An indexed entry that no longer verifies is a broken invariant (entries are immutable while indexed).
-      if (e === null) throw new RowanError(ErrorCodes.POOL_META_CORRUPT, `entry at ${addr} for shard ${shard} failed its checksum`);
-      const x = e.expiresAt > 0 ? 8 : 0;
-      const h = Buffer.alloc(ENTRY_HEAD + x);
-      h.writeUInt8(e.type | (x > 0 ? TYPE_EXPIRES : 0), 0);
-      if (x > 0) h.writeBigUInt64LE(BigInt(e.expiresAt), ENTRY_HEAD);
-      h.writeUInt16LE(Math.floor(e.version / 2 ** 32), 1);
-      h.writeUInt32LE(e.version % 2 ** 32, 3);
-      h.writeUInt16LE(e.key.length, 7);
-      h.writeUInt32LE(e.value.length, 9);
-      bucket.push(h, Buffer.from(e.key), Buffer.from(e.value));
-      bucketBytes += h.length + e.key.length + e.value.length;
-    });
-    if (size + bucketBytes > max && count > 0) break;
-    if (size + bucketBytes > frameMax) {
-      throw new RowanError(ErrorCodes.VALUE_TOO_LARGE, `shard ${shard}'s home bucket ${next} holds ${bucketBytes} B of entries, over the ${frameMax} B a reply carries`);
-    }
-    parts.push(...bucket);
-    size += bucketBytes;
-    count += bucket.length / 3;
-    next = end;
-    if (size >= max) break;
-  }
-  const head = Buffer.alloc(BATCH_HEAD);
-  head.writeUInt32LE(next >= index.bucketCount ? COPY_DONE : next, 0);
-  head.writeUInt32LE(count, 4);
-  return Buffer.concat([head, ...parts], size);
+/** An indexed entry that no longer verifies is a broken invariant (entries are immutable while indexed). */
+function entryAt(bytes: Uint8Array, addr: number, shard: number, limits: Limits): LogEntry {
+  const e = readEntryAt(bytes, addr, limits);
+  if (e === null) throw new RowanError(ErrorCodes.POOL_META_CORRUPT, `entry at ${addr} for shard ${shard} failed its checksum`);
+  return e;
 }
 
-export function decodeBatch(u: Uint8Array, shard: number): Batch {
+/**
+ * One batch of `shard`'s index from home bucket `cursor` (the caller holds a read epoch: addresses
+ * taken from the index stay readable). `frameMax`: the most a reply may carry; `counter`: the
+ * shard's version counter at admission (v2 batches carry it).
+ */
+export function readBatch(index: ShardIndex, bytes: Uint8Array, shard: number, req: CopyRequest, limits: Limits, frameMax: number, counter = 0): Uint8Array {
+  const v2 = isV2(req);
+  const max = Math.min(Math.max(req.bytesMax, 1024), frameMax);
+  const w = new BatchWriter(Math.min(frameMax, max + 64 * 1024), v2 ? BATCH_V2_HEAD : BATCH_HEAD);
+  const above = req.above ?? 0;
+  const end = Math.min(index.bucketCount, req.end ?? COPY_DONE);
+  let next = req.cursor;
+  while (next < end) {
+    const mark = w.at;
+    const marked = w.count;
+    const after = index.forEachInBuckets(next, 1, (addr) => {
+      const listed = v2 && versionAt(bytes, addr) <= above;
+      w.put(entryAt(bytes, addr, shard, limits), listed, frameMax, shard);
+    });
+    if (w.at > max && marked > 0) {
+      w.at = mark; // the bucket goes into the next batch, whole
+      w.count = marked;
+      break;
+    }
+    next = after;
+    if (w.at >= max) break;
+  }
+  return w.finish(next >= end ? COPY_DONE : next, v2 ? counter : null);
+}
+
+/** The entries of `keys` in `shard`'s index, at whatever version (absent keys are left out). */
+export function readKeys(index: ShardIndex, bytes: Uint8Array, shard: number, keys: readonly Uint8Array[], reader: EntryReader, limits: Limits, frameMax: number, counter: number): Uint8Array {
+  const w = new BatchWriter(64 * 1024, BATCH_V2_HEAD);
+  const hash = { hi: 0, lo: 0 };
+  for (const k of keys) {
+    const addr = index.get(k, hash64Into(k, hash), reader);
+    if (addr !== 0) w.put(entryAt(bytes, addr, shard, limits), false, frameMax, shard);
+  }
+  return w.finish(COPY_DONE, counter);
+}
+
+export function decodeBatch(u: Uint8Array, shard: number, v2 = false): Batch {
   const b = Buffer.from(u.buffer, u.byteOffset, u.byteLength);
   const bad = (why: string): never => {
     throw new RowanError(ErrorCodes.BAD_FRAME, `COPY_SHARD batch: ${why}`);
   };
-  if (b.length < BATCH_HEAD) bad('shorter than its head');
+  const head = v2 ? BATCH_V2_HEAD : BATCH_HEAD;
+  if (b.length < head) bad('shorter than its head');
   const next = b.readUInt32LE(0);
   const count = b.readUInt32LE(4);
+  const counter = v2 ? b.readUInt16LE(8) * 2 ** 32 + b.readUInt32LE(10) : 0;
   const entries: RawEntry[] = [];
-  let at = BATCH_HEAD;
+  const listed: RawEntry[] = [];
+  let at = head;
   for (let i = 0; i < count; i++) {
     if (at + ENTRY_HEAD > b.length) bad('truncated entry head');
-    const tx = b.readUInt8(at);
-    const t = (tx & ~TYPE_EXPIRES) as EntryType;
+    const t = b.readUInt8(at);
     const v = b.readUInt16LE(at + 1) * 2 ** 32 + b.readUInt32LE(at + 3);
     const kl = b.readUInt16LE(at + 7);
     const vl = b.readUInt32LE(at + 9);
     at += ENTRY_HEAD;
-    let exp = 0;
-    if ((tx & TYPE_EXPIRES) !== 0) {
-      if (at + 8 > b.length) bad('truncated deadline');
-      exp = Number(b.readBigUInt64LE(at));
-      if (t !== 1 || !Number.isSafeInteger(exp) || exp <= 0) bad(`deadline ${exp} on an entry of type ${t}`);
-      at += 8;
-    }
     if (at + kl + vl > b.length) bad('truncated entry');
-    entries.push({ s: shard, v, t, key: b.subarray(at, at + kl), value: b.subarray(at + kl, at + kl + vl), exp });
+    const e = { s: shard, v, t: (t & ~LISTED) as EntryType, key: b.subarray(at, at + kl), value: b.subarray(at + kl, at + kl + vl) };
+    if (t & LISTED) listed.push(e);
+    else entries.push(e);
     at += kl + vl;
   }
   if (at !== b.length) bad('trailing bytes');
-  return { next, entries, bytes: b.length };
+  return { next, entries, listed, counter, bytes: b.length };
 }

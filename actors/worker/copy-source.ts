@@ -7,10 +7,14 @@
 // Writes that claimed a version before may still be replicating to the old backups only; the first
 // batch (cursor 0) waits until the shard's CommitVer reaches the version counter read at admission
 // -- every such write has finished (indexed here if acknowledged) -- before it walks the index.
+// v2 batches (../shared/copy-batch.ts) carry that counter: a version above it is a write claimed after
+// the admission, which replicates to the new backup; a backup that kept its pool reconciles against it
+// (../node/catch-up-keep.ts). KEYS requests read named keys (no barrier: the walk's first batch ran it).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { defaultTimings } from '../../config/timings.js';
 import type { CommitTracker } from '../shared/commit.js';
-import { decodeCopyRequest, readBatch } from '../shared/copy-batch.js';
+import { decodeCopyRequest, isV2, readBatch, readKeys } from '../shared/copy-batch.js';
+import { nextVersion } from '../shared/node-shared.js';
 import type { WorkerCore } from './core.js';
 
 /** The first batch waits for older writes of the shard to finish (at most copyBarrierMs,
@@ -39,8 +43,12 @@ export class CopySource {
     if (clientTerm !== c.term) throw new RowanError(ErrorCodes.STALE_TERM, `request routed with term ${clientTerm}, this node is at term ${c.term}`);
     const s = c.shards[req.shard];
     if (!s || s.primary !== d.nodeId) throw new RowanError(ErrorCodes.WRONG_SHARD, `shard ${req.shard} is not served by node ${d.nodeId}`);
+    // A v2 walk's first batch claims a version of its own, C, that no write ever gets: every write
+    // claimed before it is below it (and finished before the walk reads: the barrier), every later
+    // one above it; a backup that kept its pool restamps with it (../node/catch-up-keep.ts).
+    const first = req.cursor === 0 && isV2(req) && !req.keys;
+    const v0 = first ? this.claimUnused(req.shard) : Number(Atomics.load(d.shared.versions, req.shard)); // every claim so far is at or below it
     if (req.cursor === 0 && this.commit) {
-      const v0 = Number(Atomics.load(d.shared.versions, req.shard)); // every claim so far is at or below it
       while (this.commit.commitVer(req.shard) < v0) {
         if (this.core.now() - t0 > defaultTimings.copyBarrierMs) throw new RowanError(ErrorCodes.TIMEOUT, `shard ${req.shard}: writes older than the copy still running after ${defaultTimings.copyBarrierMs} ms; retry`);
         await new Promise((r) => setTimeout(r, BARRIER_POLL_MS));
@@ -49,9 +57,23 @@ export class CopySource {
     const index = this.core.indexOf(req.shard);
     this.core.enterEpoch();
     try {
-      return readBatch(index, d.region.bytes, req.shard, req, d.limits, this.frameMax);
+      if (req.keys) return readKeys(index, d.region.bytes, req.shard, req.keys, this.core.reader, d.limits, this.frameMax, v0);
+      return readBatch(index, d.region.bytes, req.shard, req, d.limits, this.frameMax, v0);
     } finally {
       this.core.exitEpoch();
     }
+  }
+
+  /** Claim the shard's next version and finish it at once: no write holds it (CommitVer passes it). */
+  private claimUnused(shard: number): number {
+    const { d } = this.core;
+    if (this.commit) {
+      const v = this.commit.claim(shard); // covered by the version mark before it leaves the node
+      this.commit.finish(shard, v);
+      return v;
+    }
+    const v = nextVersion(d.shared.versions, shard);
+    d.shared.marks?.cover(shard, v);
+    return v;
   }
 }

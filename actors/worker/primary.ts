@@ -11,7 +11,7 @@
 // so neither CommitVer nor a Committed t-log segment ever covers an entry still being replicated.
 // Index reads and updates run inside this worker's read epoch (actors/shared/gc-state.ts), and every
 // index change moves live bytes between segments, for the clean actors (actors/clean/gc.ts).
-import type { ClusterConfig } from '../../config/cluster.js';
+import { isCatchingUp, type ClusterConfig } from '../../config/cluster.js';
 import { shardOfKey } from '../../config/slots.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { backupGoneWaitMsFor, defaultTimings } from '../../config/timings.js';
@@ -171,10 +171,17 @@ export class PrimaryPath {
     return true;
   }
 
-  /** This node's copy of a key, whether it is the shard's primary or a backup (for inspection/tests). */
+  /** This node's copy of a key, whether it is the shard's primary or a backup (for inspection/tests).
+   *  Refused where this node holds no counted replica of the shard -- none, or one still catching up
+   *  (which may hold entries kept through a restart that its primary no longer has). */
   getReplica(key: Uint8Array): Uint8Array | null {
     const c = this.core.d.config();
     const shard = shardOfKey(key, c.shardCount);
+    const s = c.shards[shard]!;
+    const me = this.core.d.nodeId;
+    if ((s.primary !== me && !s.backups.includes(me)) || isCatchingUp(c, shard, me)) {
+      throw new RowanError(ErrorCodes.WRONG_SHARD, `node ${me} holds no caught-up replica of shard ${shard}`);
+    }
     return this.lookup(shard, key, hash64Into(key, this.hash), 0)?.value ?? null;
   }
 
