@@ -100,6 +100,13 @@ const benches: Record<string, Bench> = {
     flags: '--link-mbit=M (180: each node in a network namespace whose link sends M Mbit/s, tcp fabric; 0: all on loopback, shm fabric) --duration=ms (15000; 10000 on loopback) --hotspot=ms (3000) --warmup=ms (3000; load not counted) --keys=N (4000; 30000) --value-bytes=B (16384; 100) --rate=N (3000; 45000 ops/s offered, open loop; 0: closed loop of --concurrency) --concurrency=C (48) --node-queue=N (48; outstanding per node, more arrivals are shed) --workers=W (1; more only on loopback) --shards=S (12) --period=ms (500) --lease-ms=ms (2000) --node-cpu=C (a cgroup CPU quota per node: none; 0.2 on loopback; 0: none) --quota-period=ms (10; the quota\'s CFS period)',
     takes: '~1 min',
   },
+  rereplicate: {
+    title: 're-replication (issue 28): a node made a full replica again, per shard copy -- a full copy (pool removed) and an incremental one after an absence (pool kept): MB/s and objects/s',
+    module: './rereplicate.bench.js',
+    columns: ['copy', 'copies', 'entriesPerCopy', 'movedMBPerCopy', 'shardMB', 'msP50', 'msMax', 'movedMBpsPerCopy', 'objectsPerSecPerCopy', 'shardMBpsPerCopy', 'allCopiesMBps', 'writtenWhileAwayMB'],
+    flags: '--quick (16 MB, 5 s away) --mb=N (64) --value-bytes=B (1000) --absence-ms=ms (10000)',
+    takes: '~1 min',
+  },
   'ycsb-gc': {
     title: 'YCSB Load A / A on Rowan-KV with big pools vs small pools under GC pressure: ops/s, latency (µs), segments reclaimed',
     module: './ycsb.bench.js',
@@ -113,7 +120,7 @@ const benches: Record<string, Bench> = {
 
 /** Flags some benchmark reads (a misspelt one would otherwise be ignored silently). */
 const knownFlags = ['quick', 'help', 'replot', 'duration', 'streams', 'sizes', 'modes', 'depth', 'deep-depth', 'no-tcp', 'no-burst', 'retries', 'reps',
-  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes', 'link-mbit'];
+  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes', 'link-mbit', 'mb', 'absence-ms'];
 
 export function usage(): string {
   const w = Math.max(...Object.keys(benches).map((n) => n.length));

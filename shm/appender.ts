@@ -80,6 +80,26 @@ export class LogAppender {
     return off;
   }
 
+  /** appendRaw for `srcs[from..]`, as many as fit, with one persist over them all (a crash before it
+   *  returns leaves a torn tail, which recover() cuts at the first entry that does not verify). Offsets
+   *  go to `out` at the same indexes; returns the index of the first one that did not fit. */
+  appendRawMany(srcs: readonly Uint8Array[], from: number, out: number[]): number {
+    const start = this.tailOff;
+    let off = start;
+    let i = from;
+    for (; i < srcs.length; i++) {
+      const src = srcs[i]!;
+      invariant(src.length > 0 && src.length % this.limits.entryAlignBytes === 0, `raw entry of ${src.length} bytes is not whole strides`);
+      if (src.length > this.end - off) break;
+      this.region.bytes.set(src, off);
+      out[i] = off;
+      off += src.length;
+    }
+    if (off > start) this.region.persist(start, off - start);
+    this.tailOff = off;
+    return i;
+  }
+
   /** Reopen a log range after a restart: the tail goes after the last intact entry, stale bytes past it
    *  are zeroed and persisted. */
   static recover(region: PersistentRegion, start: number, end: number, limits: Limits): LogAppender {

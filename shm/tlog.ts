@@ -92,6 +92,19 @@ export class TLog {
     return cur.appender.appendRaw(bytes);
   }
 
+  /** appendRaw for many entries, one persist per segment they land in; returns their offsets. */
+  appendRawMany(srcs: readonly Uint8Array[]): number[] {
+    const out = new Array<number>(srcs.length);
+    for (let i = 0; i < srcs.length; ) {
+      const size = srcs[i]!.length;
+      if (size > this.pool.segmentBytes) throw new RowanError(ErrorCodes.ENTRY_TOO_LARGE, `entry of ${size} bytes exceeds a ${this.pool.segmentBytes}-byte segment`);
+      let cur = this.current;
+      if (cur === null || size > cur.appender.remaining) cur = this.nextSegment();
+      i = cur.appender.appendRawMany(srcs, i, out);
+    }
+    return out;
+  }
+
   /** A pending append (see the header) is done: replicated and indexed, or failed. */
   release(addr: number): void {
     const seg = Math.floor((addr - this.pool.segmentOffset(0)) / this.pool.segmentBytes);

@@ -79,9 +79,10 @@ export class Reconcile {
     return { addr, version: addr === 0 ? 0 : this.reader.versionAt(addr) };
   }
 
-  /** One walk batch: its full entries were absorbed; note them and check the listed ones. */
-  noteBatch(entries: readonly RawEntry[], listed: readonly RawEntry[]): void {
-    for (const e of entries) this.held.add(e.v);
+  /** One walk batch: its full entries (`sent`: their versions) were absorbed; note them and check the
+   *  listed ones. */
+  noteBatch(sent: readonly number[], listed: readonly RawEntry[]): void {
+    for (const v of sent) this.held.add(v);
     this.inEpoch(() => {
       for (const e of listed) {
         this.held.add(e.v);

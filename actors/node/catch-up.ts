@@ -30,13 +30,17 @@ import type { TLog } from '../../shm/tlog.js';
 import { remoteError, RpcConnection } from '../../client/worker-connection.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { COPY_BATCH_BYTES, COPY_DONE, decodeBatch, encodeCopyRequest, KEYS_CURSOR, type Batch, type CopyRequest } from '../shared/copy-batch.js';
-import { absorbEntries, yieldToRenewals } from '../shared/gather-scatter.js';
+import { yieldToRenewals } from '../shared/gather-scatter.js';
+import { absorbRaw, verifyRaw } from './catch-up-absorb.js';
 import type { NodeToManager } from '../shared/manager-protocol.js';
 import type { KvShared } from '../shared/node-shared.js';
 import { Reconcile, type ReconcileStats } from './catch-up-keep.js';
 
 /** Bucket ranges of one shard walked side by side (requests in flight on the connection). */
 export const COPY_STREAMS = 4;
+/** Copy requests in flight on this node, all shards together: each batch is absorbed on the main
+ *  thread, which also renews the lease -- many shards copying at once must not starve it. */
+export const COPY_REQUESTS_MAX = 4;
 
 export interface CatchUpDeps {
   nodeId: number;
@@ -62,6 +66,8 @@ export interface CopyStats {
   bytes: number;
   absorbed: number;
   ms: number;
+  /** Until the first batch came back (the primary's admission at this node's term and its barrier). */
+  firstMs?: number;
 }
 
 /** The shard's primary changed under the copy: it starts again from the new one. */
@@ -81,6 +87,9 @@ interface Copy {
 export class CatchUp {
   private readonly running = new Set<number>();
   private stopped = false;
+  /** Copy requests in flight, and those waiting for a turn (COPY_REQUESTS_MAX). */
+  private inFlight = 0;
+  private readonly turns: (() => void)[] = [];
   /** Finished copies, for status and tests. */
   readonly done: (CopyStats & { shard: number; from: number; kept: boolean } & Partial<ReconcileStats>)[] = [];
 
@@ -152,7 +161,7 @@ export class CatchUp {
     const mbps = s.bytes / 1e6 / Math.max(s.ms / 1000, 1e-3);
     const r = rec?.stats;
     logger.warn(
-      { event: 'caught-up', shard, from, term: this.d.cell.term(), entries: s.entries, bytes: s.bytes, absorbed: s.absorbed, ms: +s.ms.toFixed(1), mbps: +mbps.toFixed(2), kept: rec !== null, ...(r ?? {}) },
+      { event: 'caught-up', shard, from, term: this.d.cell.term(), entries: s.entries, bytes: s.bytes, absorbed: s.absorbed, ms: +s.ms.toFixed(1), firstMs: s.firstMs, mbps: +mbps.toFixed(2), kept: rec !== null, ...(r ?? {}) },
       `re-replication of shard ${shard} from node ${from}: ${s.entries} entries, ${s.bytes} B in ${s.ms.toFixed(0)} ms (${mbps.toFixed(2)} MB/s)` +
         `${r ? `; kept its pool: ${r.listed} listed, ${r.fetched} read again, ${r.restamped} restamped, ${r.dropped} dropped` : ''}; caught up`,
     );
@@ -165,7 +174,9 @@ export class CatchUp {
     const buckets = this.d.shared.indexes[cp.shard]?.bucketCount ?? 1; // the primary's table is sized alike
     const step = Math.max(1, Math.ceil(buckets / COPY_STREAMS));
     const endOf = (i: number) => (i === COPY_STREAMS - 1 ? COPY_DONE : (i + 1) * step);
+    const t0 = this.d.clock.now();
     const first = await this.ask(cp, { shard: cp.shard, cursor: 0, bytesMax: COPY_BATCH_BYTES, above, end: endOf(0) });
+    cp.st.firstMs = +(this.d.clock.now() - t0).toFixed(1);
     if (cp.rec) cp.rec.counter = first.counter;
     this.take(cp, first);
     const stripe = async (i: number, cursor: number): Promise<void> => {
@@ -181,18 +192,19 @@ export class CatchUp {
 
   /** Absorb a batch's full entries; a reconcile notes its listed ones. */
   private take(cp: Copy, b: Batch): void {
-    const a = absorbEntries(this.d.pool, this.d.shared, this.d.log(), b.entries, this.d.limits);
-    cp.rec?.noteBatch(b.entries, b.listed);
-    cp.st.entries += b.entries.length;
+    const es = verifyRaw(b.raws, cp.shard, this.d.limits);
+    const taken = absorbRaw(this.d.pool, this.d.shared, this.d.log(), b.raws, es, this.d.limits);
+    cp.rec?.noteBatch(es.map((e) => e.version), b.listed);
+    cp.st.entries += es.length;
     cp.st.bytes += b.bytes;
-    cp.st.absorbed += a.absorbed;
+    cp.st.absorbed += taken;
   }
 
   private async reconcile(cp: Copy, rec: Reconcile): Promise<void> {
     for (const keys of rec.fetchGroups()) {
       const b = await this.ask(cp, { shard: cp.shard, cursor: KEYS_CURSOR, bytesMax: COPY_BATCH_BYTES, keys });
       cp.st.bytes += b.bytes;
-      rec.fix(keys, b.entries);
+      rec.fix(keys, verifyRaw(b.raws, cp.shard, this.d.limits).map((e) => ({ s: e.shard, v: e.version, t: e.type, key: e.key, value: e.value })));
       await yieldToRenewals();
     }
     rec.sweep();
@@ -215,7 +227,7 @@ export class CatchUp {
         }
         const conn = await cp.conn;
         const key = encodeCopyRequest(req);
-        const r = await conn.request((id) => encodeRequest({ op: Op.COPY_SHARD, id, term: c.term, key }));
+        const r = await this.turn(() => conn.request((id) => encodeRequest({ op: Op.COPY_SHARD, id, term: c.term, key })));
         if (r.status === Status.ERROR) throw remoteError(r);
         if (r.status !== Status.VALUE) throw new RowanError(ErrorCodes.BAD_FRAME, `COPY_SHARD answered with status ${r.status}`);
         // The configuration may have moved while the batch was in flight; its entries are still the
@@ -231,6 +243,18 @@ export class CatchUp {
         if (++cp.failures % 20 === 1) this.d.logger.warn({ shard: cp.shard, from: cp.from, code, err: (err as Error).message, failures: cp.failures }, `re-replication of shard ${cp.shard}: batch failed (${code}); retrying`);
         await this.d.cell.changed(100);
       }
+    }
+  }
+
+  /** Run `f` once fewer than COPY_REQUESTS_MAX copy requests are in flight on this node. */
+  private async turn<T>(f: () => Promise<T>): Promise<T> {
+    while (this.inFlight >= COPY_REQUESTS_MAX) await new Promise<void>((r) => this.turns.push(r));
+    this.inFlight++;
+    try {
+      return await f();
+    } finally {
+      this.inFlight--;
+      this.turns.shift()?.();
     }
   }
 }

@@ -16,7 +16,10 @@
 //   batch v1 next u32 (COPY_DONE: the walk is over) · count u32 · count x entry       (walk v1)
 //   batch v2 next u32 · count u32 · counter u48 · count x entry                        (walk v2, keys)
 //   entry    type u8 (| LISTED: key only) · versionHi u16 · versionLo u32 · keyLen u16 · valueLen u32
-//            · key · value
+//            · key · value                                                        (v1; v2 listed ones)
+//   raw      RAW u8 · length u32 · the entry as the primary's log stores it (all blocks, padded, each
+//            with its checksum): v2 sends full entries so -- a copy, never decoded or re-encoded on the
+//            primary; the new backup verifies every block before it appends the bytes to its log
 // `counter` is the shard's version counter when the request was admitted (the walk's first batch:
 // after every older write finished). Batches hold whole buckets, at most bytesMax (at least one
 // bucket; a bucket over the frame limit is refused with VALUE_TOO_LARGE -- values near valueBytesMax
@@ -25,7 +28,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Limits } from '../../config/limits.js';
 import { hash64Into } from '../../shm/hash.js';
 import type { EntryReader, ShardIndex } from '../../shm/index.js';
-import { readEntryAt, versionAt, type EntryType, type LogEntry } from '../../shm/log.js';
+import { readEntryAt, storedSizeAt, versionAt, type EntryType, type LogEntry } from '../../shm/log.js';
 import type { RawEntry } from './gather-scatter.js';
 
 export const COPY_DONE = 0xffffffff;
@@ -39,6 +42,9 @@ const BATCH_V2_HEAD = 14;
 const ENTRY_HEAD = 13;
 /** Type flag of an entry sent as its key and version only. */
 const LISTED = 0x80;
+/** Type of an entry sent as its stored bytes (v2). */
+const RAW = 0x40;
+const RAW_HEAD = 5;
 /** Default batch size: the frame limit at the default valueBytesMax (1 MiB), so a copy of large shards
  *  makes few round trips; several bucket ranges are walked side by side (../node/catch-up.ts). */
 export const COPY_BATCH_BYTES = 1024 * 1024 - 64;
@@ -120,6 +126,13 @@ export function isV2(r: CopyRequest): boolean {
   return r.keys !== undefined || r.above !== undefined || r.end !== undefined;
 }
 
+/** The batch would outgrow the frame: the bucket being added goes into the next batch. */
+class BatchFull extends RowanError {
+  constructor(message: string) {
+    super(ErrorCodes.VALUE_TOO_LARGE, message);
+  }
+}
+
 /** A growable output buffer for one batch. */
 class BatchWriter {
   buf: Buffer;
@@ -134,13 +147,7 @@ class BatchWriter {
   /** Encode `e` (listed: key and version only). */
   put(e: LogEntry, listed: boolean, frameMax: number, shard: number): void {
     const valueLen = listed ? 0 : e.value.length;
-    const need = this.at + ENTRY_HEAD + e.key.length + valueLen;
-    if (need > this.buf.length) {
-      if (need > frameMax) throw new RowanError(ErrorCodes.VALUE_TOO_LARGE, `shard ${shard}: a copy batch would exceed the ${frameMax} B a reply carries`);
-      const next = Buffer.allocUnsafe(Math.min(frameMax, Math.max(need, this.buf.length * 2)));
-      this.buf.copy(next, 0, 0, this.at);
-      this.buf = next;
-    }
+    this.room(this.at + ENTRY_HEAD + e.key.length + valueLen, frameMax, shard);
     const b = this.buf;
     let at = this.at;
     b[at] = e.type | (listed ? LISTED : 0);
@@ -157,6 +164,24 @@ class BatchWriter {
     }
     this.at = at;
     this.count++;
+  }
+
+  /** Copy the stored entry `raw` as it is. */
+  putRaw(raw: Uint8Array, frameMax: number, shard: number): void {
+    this.room(this.at + RAW_HEAD + raw.length, frameMax, shard);
+    this.buf[this.at] = RAW;
+    this.buf.writeUInt32LE(raw.length, this.at + 1);
+    this.buf.set(raw, this.at + RAW_HEAD);
+    this.at += RAW_HEAD + raw.length;
+    this.count++;
+  }
+
+  private room(need: number, frameMax: number, shard: number): void {
+    if (need <= this.buf.length) return;
+    if (need > frameMax) throw new BatchFull(`shard ${shard}: a copy batch would exceed the ${frameMax} B a reply carries`);
+    const next = Buffer.allocUnsafe(Math.min(frameMax, Math.max(need, this.buf.length * 2)));
+    this.buf.copy(next, 0, 0, this.at);
+    this.buf = next;
   }
 
   finish(next: number, counter: number | null): Uint8Array {
@@ -176,6 +201,8 @@ export interface Batch {
   entries: RawEntry[];
   /** Entries listed by key and version only (at or below the request's `above`). */
   listed: RawEntry[];
+  /** v2: full entries as the primary stores them (unverified: ../node/catch-up-absorb.ts checks them). */
+  raws: Uint8Array[];
   /** v2: the shard's version counter at the request's admission (v1: 0). */
   counter: number;
   /** Encoded bytes (what crossed the wire). */
@@ -204,11 +231,18 @@ export function readBatch(index: ShardIndex, bytes: Uint8Array, shard: number, r
   while (next < end) {
     const mark = w.at;
     const marked = w.count;
-    const after = index.forEachInBuckets(next, 1, (addr) => {
-      const listed = v2 && versionAt(bytes, addr) <= above;
-      w.put(entryAt(bytes, addr, shard, limits), listed, frameMax, shard);
-    });
-    if (w.at > max && marked > 0) {
+    let after: number;
+    try {
+      after = index.forEachInBuckets(next, 1, (addr) => {
+        if (!v2) w.put(entryAt(bytes, addr, shard, limits), false, frameMax, shard);
+        else if (versionAt(bytes, addr) <= above) w.put(entryAt(bytes, addr, shard, limits), true, frameMax, shard);
+        else w.putRaw(bytes.subarray(addr, addr + storedSizeAt(bytes, addr, limits)), frameMax, shard);
+      });
+    } catch (err) {
+      if (!(err instanceof BatchFull) || marked === 0) throw err; // one bucket over the frame: refused
+      after = -1;
+    }
+    if ((after < 0 || w.at > max) && marked > 0) {
       w.at = mark; // the bucket goes into the next batch, whole
       w.count = marked;
       break;
@@ -225,7 +259,7 @@ export function readKeys(index: ShardIndex, bytes: Uint8Array, shard: number, ke
   const hash = { hi: 0, lo: 0 };
   for (const k of keys) {
     const addr = index.get(k, hash64Into(k, hash), reader);
-    if (addr !== 0) w.put(entryAt(bytes, addr, shard, limits), false, frameMax, shard);
+    if (addr !== 0) w.putRaw(bytes.subarray(addr, addr + storedSizeAt(bytes, addr, limits)), frameMax, shard);
   }
   return w.finish(COPY_DONE, counter);
 }
@@ -243,7 +277,16 @@ export function decodeBatch(u: Uint8Array, shard: number, v2 = false): Batch {
   const entries: RawEntry[] = [];
   const listed: RawEntry[] = [];
   let at = head;
+  const raws: Uint8Array[] = [];
   for (let i = 0; i < count; i++) {
+    if (v2 && b[at] === RAW) {
+      if (at + RAW_HEAD > b.length) bad('truncated raw entry head');
+      const n = b.readUInt32LE(at + 1);
+      if (at + RAW_HEAD + n > b.length) bad('truncated raw entry');
+      raws.push(b.subarray(at + RAW_HEAD, at + RAW_HEAD + n));
+      at += RAW_HEAD + n;
+      continue;
+    }
     if (at + ENTRY_HEAD > b.length) bad('truncated entry head');
     const t = b.readUInt8(at);
     const v = b.readUInt16LE(at + 1) * 2 ** 32 + b.readUInt32LE(at + 3);
@@ -257,5 +300,5 @@ export function decodeBatch(u: Uint8Array, shard: number, v2 = false): Batch {
     at += kl + vl;
   }
   if (at !== b.length) bad('trailing bytes');
-  return { next, entries, listed, counter, bytes: b.length };
+  return { next, entries, listed, raws, counter, bytes: b.length };
 }

@@ -19,7 +19,9 @@
 //     below the version its promotion started from (the new primary skipped PROMOTION_VERSION_GAP past
 //     every version seen: anything at or above it landed after the promotion and was never
 //     acknowledged -- the old primary's lease had expired). A node that was primary of s from the
-//     start applies none of s's b-log blocks. Shards the node holds no replica of are not applied.
+//     start applies none of s's b-log blocks. Shards the node holds no replica of are not applied,
+//     except by a node the configuration lists dead (rejoining): it serves and counts none of them
+//     until each is reconciled with its primary, and it keeps those it was ever a backup of.
 //
 // "Was ever a backup of s" and "promoted at version P" are facts the configuration does not keep, so
 // the node records them (ReplicaRecord, <dataDir>/replicas.json, bound to the pool's id): the backups
@@ -219,8 +221,12 @@ export function coldStartBlogTrust(c: ClusterConfig, nodeId: number, record: Rep
   // that version itself may be the old primary's last acknowledged write (a planned move continues
   // right after the floor, without the gap), so it is accepted; everything above landed after.
   const upTo = new Map<number, number>();
+  // A node the configuration lists dead is rejoining: it holds no shard, and every shard it kept is
+  // reconciled with its primary before any of it is read or counted (../node/catch-up-keep.ts), so
+  // it keeps the blocks of every shard it was ever a backup of.
+  const rejoining = (c.dead ?? []).includes(nodeId);
   for (const s of c.shards) {
-    if (received.has(s.id)) upTo.set(s.id, Infinity);
+    if (received.has(s.id) || (rejoining && record.backup.has(s.id))) upTo.set(s.id, Infinity);
     else if (s.primary === nodeId && record.backup.has(s.id)) upTo.set(s.id, record.promoted.get(s.id) ?? Infinity);
   }
   return (shard, version) => plausibleVersion(version) && version <= (upTo.get(shard) ?? -1);

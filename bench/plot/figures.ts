@@ -378,6 +378,19 @@ const reshard = (rows: Rows): Figure[] => [
   },
 ];
 
+const rereplicate = (rows: Rows): Figure[] => [
+  {
+    file: 'rereplicate.svg',
+    svg: barChartSvg({
+      title: 're-replication: MB/s per shard copy, full (pool removed) and incremental (pool kept, after an absence)',
+      notes: ['moved: bytes that crossed the wire; shard: the shard\'s data made a full replica again, over the time it took; all copies: every shard at once, first start to last end'],
+      value: { label: 'MB/s', log: true },
+      series: ['moved, per copy', 'shard, per copy', 'all copies at once (moved)'],
+      bars: rows.map((r) => ({ label: String(r.copy), values: [num(r, 'movedMBpsPerCopy'), num(r, 'shardMBpsPerCopy'), num(r, 'allCopiesMBps')] })),
+    }),
+  },
+];
+
 /** Figures per benchmark name (the harness's names). */
 export const figures: Record<string, (rows: Rows) => Figure[]> = {
   'pmem2-persist': pmem2Persist,
@@ -392,5 +405,6 @@ export const figures: Record<string, (rows: Rows) => Figure[]> = {
   failover,
   redis,
   reshard,
+  rereplicate,
   'ycsb-gc': ycsbGc,
 };

@@ -392,7 +392,9 @@ export function decodeRequest(f: Uint8Array, limits: L.FrameLimits): Request {
       if (b.length < L.KEY_OFF) bodyIs(h, name, L.KEY_OFF);
       const keyLen = u16(b, L.KEY_LEN_OFF);
       bodyIs(h, name, L.KEY_OFF + keyLen);
-      checkKey(keyLen, limits, h.id);
+      // COPY_SHARD's "key" is its request (actors/shared/copy-batch.ts: a KEYS request lists up to
+      // 60 KiB of keys), checked by its decoder; the u16 field and the frame limit bound it.
+      if (h.first !== L.Op.COPY_SHARD) checkKey(keyLen, limits, h.id);
       const op = h.first as typeof L.Op.GET | typeof L.Op.DEL | typeof L.Op.GET_REPLICA | typeof L.Op.COPY_SHARD | typeof L.Op.PEER_LEASE;
       return { op, id: h.id, term: h.term, key: b.subarray(L.KEY_OFF) };
     }

@@ -88,7 +88,7 @@ test('a killed node restarted by rowan cluster rejoins with an empty pool, gets 
     // The launcher reports from its own poll of the configuration file.
     await waitFor('the launcher to report the catch-up', () => /caught up: term \d+ -> \d+; .*every shard has 3 replicas/.test(run.output()), 10_000, 50);
     const out = run.output();
-    assert.match(out, new RegExp(`restarting node ${victim}: failed over, it rejoins with an empty pool`));
+    assert.match(out, new RegExp(`restarting node ${victim}: failed over, it rejoins with the pool it kept`));
     assert.match(out, new RegExp(`rejoin: term \\d+ -> \\d+; node\\(s\\) ${victim} rejoined`));
 
     // Every replica, the rejoined one included, holds the latest value of every key (after filler:

@@ -13,6 +13,7 @@ import { PROMOTION_ACTOR_ID } from '../../../../config/base/ids.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { defaultLimits } from '../../../../config/limits.js';
 import { Reconcile } from '../../../../actors/node/catch-up-keep.js';
+import { absorbRaw, verifyRaw } from '../../../../actors/node/catch-up-absorb.js';
 import { rebuildIndexes } from '../../../../actors/node/recovery.js';
 import { COPY_DONE, decodeBatch, encodeCopyRequest, decodeCopyRequest, readBatch, readKeys } from '../../../../actors/shared/copy-batch.js';
 import { absorbEntries, type RawEntry } from '../../../../actors/shared/gather-scatter.js';
@@ -92,13 +93,15 @@ test('a backup that kept its pool reconciles with its primary: behind, ahead and
       const raw = readBatch(p.shared.indexes[shard]!, p.pool.region.bytes, shard, { shard, cursor, bytesMax: 4096, above, end: COPY_DONE }, limits, 1 << 20, C);
       const b = decodeBatch(raw, shard, true);
       assert.equal(b.counter, C);
-      absorbEntries(r.pool, r.shared, r.log, b.entries, limits);
-      rec.noteBatch(b.entries, b.listed);
+      assert.equal(b.entries.length, 0, 'v2 batches carry full entries as stored bytes');
+      const es = verifyRaw(b.raws, shard, limits);
+      absorbRaw(r.pool, r.shared, r.log, b.raws, es, limits);
+      rec.noteBatch(es.map((e) => e.version), b.listed);
       cursor = b.next;
     }
     for (const keys of rec.fetchGroups()) {
       const b = decodeBatch(readKeys(p.shared.indexes[shard]!, p.pool.region.bytes, shard, keys, reader, limits, 1 << 20, C), shard, true);
-      rec.fix(keys, b.entries);
+      rec.fix(keys, verifyRaw(b.raws, shard, limits).map((e) => ({ s: e.shard, v: e.version, t: e.type, key: e.key, value: e.value })));
     }
     rec.sweep();
     const want = (n: Node) => ['same', 'gone', 'fresh', 'ahead', 'deleted', 'behind'].map((k) => [k, get(n, k)]);
@@ -112,6 +115,29 @@ test('a backup that kept its pool reconciles with its primary: behind, ahead and
     rebuildIndexes(r.pool, r.shared, limits, monotonicClock);
     assert.deepEqual(want(r), want(p));
     r.pool.close();
+    p.pool.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a copied entry that does not verify is refused before anything is written', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-keep-raw-'));
+  try {
+    const cluster = planCluster({
+      nodes: [0, 1, 2].map((id) => ({ id, host: '127.0.0.1', dataDir: join(dir, `n${id}`), workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } })),
+      shardCount: 3,
+      replicationFactor: 3,
+    });
+    const p = open(join(dir, 'p.pm'), cluster, 0, true);
+    absorbEntries(p.pool, p.shared, p.log, [put(1, 'a', 'x'.repeat(300)), put(2, 'b', 'y')], limits);
+    const raw = readBatch(p.shared.indexes[shard]!, p.pool.region.bytes, shard, { shard, cursor: 0, bytesMax: 1 << 20, above: 0 }, limits, 1 << 20, 3);
+    const b = decodeBatch(raw, shard, true);
+    assert.equal(b.raws.length, 2);
+    assert.equal(verifyRaw(b.raws, shard, limits).length, 2);
+    b.raws[0]![b.raws[0]!.length >> 1] ^= 1; // a bit flipped on the way
+    assert.throws(() => verifyRaw(b.raws, shard, limits), /does not verify/);
+    assert.throws(() => verifyRaw(decodeBatch(raw, shard, true).raws.slice(1), shard + 1, limits), /in a batch of shard 1/);
     p.pool.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
