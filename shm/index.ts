@@ -240,6 +240,7 @@ export class ShardIndex {
     for (let b = 0; b < end; b++) {
       const base = b * this.bucketSlots;
       for (let s = base; s < base + this.itemsPerBucket; s++) {
+        if (this.emptyNow(s)) continue;
         // Sees the item as of some moment; a concurrent CAS may replace it right after.
         const addr = this.decode(Atomics.load(this.i64, s));
         if (addr !== 0) cb(addr);
@@ -259,6 +260,7 @@ export class ShardIndex {
       for (let b = h, hops = 0; hops <= this.overflowCapacity; b = this.linkOf(b), hops++) {
         const base = b * this.bucketSlots;
         for (let s = base; s < base + this.itemsPerBucket; s++) {
+          if (this.emptyNow(s)) continue;
           const addr = this.decode(Atomics.load(this.i64, s)); // some moment's item, as in forEach
           if (addr !== 0) cb(addr);
         }
@@ -462,6 +464,17 @@ export class ShardIndex {
   }
 
   /** Address of an item (0 = empty); leaves its tag in decodedTag. */
+  /**
+   * Whether slot `s` (of the item views) is empty as of this read, from its low word alone: a walk of a
+   * sparse table then skips the BigInt load of each empty slot. An item's low word is the low 32 bits
+   * of its entry's pool offset, never 0 for an item in use (a pool is at most one 4 GiB view, and
+   * offset 0 is its superblock), so a 0 means the slot was empty at that moment -- what the item load
+   * would have seen then (an item put there right after is one a weakly consistent walk may miss).
+   */
+  private emptyNow(s: number): boolean {
+    return Atomics.load(this.i32, L.slotLoWord(s)) === 0; // one moment's low word (the item's, or none)
+  }
+
   private decode(item: bigint): number {
     this.scratch64[0] = item;
     const hi = this.scratch32[1]!;

@@ -32,13 +32,15 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Limits } from '../../config/limits.js';
 import type { Pool } from '../../shm/pool.js';
 import type { TLog } from '../../shm/tlog.js';
-import { absorbEntries, type RawEntry } from '../shared/gather-scatter.js';
+import { absorbEntries, type RawEntry, type RenewalYielder } from '../shared/gather-scatter.js';
 import type { KvShared } from '../shared/node-shared.js';
 import { KEYS_REQUEST_BYTES_MAX } from '../shared/copy-batch.js';
 import { ReadEpochs } from '../shared/gc-state.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
 
 const EMPTY = new Uint8Array(0);
+/** Home buckets the sweep walks between two looks at the lease (the main thread renews it). */
+const SWEEP_BUCKETS = 256;
 
 export interface ReconcileStats {
   /** Entries listed by key and version (not sent). */
@@ -150,21 +152,21 @@ export class Reconcile {
   }
 
   /** After the walk and the fixes: outrank what this node holds that the primary does not. */
-  sweep(): void {
+  async sweep(yielder: RenewalYielder): Promise<void> {
     const index = this.shared.indexes[this.shard]!;
     const bytes = this.pool.region.bytes;
     const stale: RawEntry[] = [];
-    this.inEpoch(() => {
-      for (let b = 0; b < index.bucketCount; ) {
-        b = index.forEachInBuckets(b, 256, (addr) => {
+    for (let b = 0; b < index.bucketCount; await yielder.slice()) {
+      this.inEpoch(() => {
+        b = index.forEachInBuckets(b, SWEEP_BUCKETS, (addr) => {
           const v = this.reader.versionAt(addr);
           if (v >= this.counter || this.held.has(v)) return;
           const e = readEntryAt(bytes, addr, this.limits);
           if (e === null || e.type === EntryType.Del) return; // a DEL reads as the primary's "none"
           stale.push({ s: this.shard, v: this.counter, t: EntryType.Del, key: Buffer.from(e.key), value: EMPTY });
         });
-      }
-    });
+      });
+    }
     this.stats.dropped += stale.length;
     this.absorb(stale);
   }

@@ -30,7 +30,7 @@ import type { TLog } from '../../shm/tlog.js';
 import { remoteError, RpcConnection } from '../../client/worker-connection.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { COPY_BATCH_BYTES, COPY_DONE, decodeBatch, encodeCopyRequest, KEYS_CURSOR, type Batch, type CopyRequest } from '../shared/copy-batch.js';
-import { yieldToRenewals } from '../shared/gather-scatter.js';
+import { RenewalYielder, yieldToRenewals } from '../shared/gather-scatter.js';
 import { absorbRaw, verifyRaw } from './catch-up-absorb.js';
 import type { NodeToManager } from '../shared/manager-protocol.js';
 import type { KvShared } from '../shared/node-shared.js';
@@ -41,6 +41,8 @@ export const COPY_STREAMS = 4;
 /** Copy requests in flight on this node, all shards together: each batch is absorbed on the main
  *  thread, which also renews the lease -- many shards copying at once must not starve it. */
 export const COPY_REQUESTS_MAX = 4;
+/** Entries (or listed keys, or index buckets of a sweep) handled between two looks at the lease. */
+export const ABSORB_SLICE = 256;
 
 export interface CatchUpDeps {
   nodeId: number;
@@ -90,10 +92,14 @@ export class CatchUp {
   /** Copy requests in flight, and those waiting for a turn (COPY_REQUESTS_MAX). */
   private inFlight = 0;
   private readonly turns: (() => void)[] = [];
+  /** Every copy's slices on this thread share one: it renews the lease between them. */
+  private readonly yielder: RenewalYielder;
   /** Finished copies, for status and tests. */
   readonly done: (CopyStats & { shard: number; from: number; kept: boolean } & Partial<ReconcileStats>)[] = [];
 
-  constructor(private readonly d: CatchUpDeps) {}
+  constructor(private readonly d: CatchUpDeps) {
+    this.yielder = new RenewalYielder(d.clock);
+  }
 
   /** Start copying every shard the committed configuration marks this node catching up on. */
   onConfig(): void {
@@ -178,26 +184,33 @@ export class CatchUp {
     const first = await this.ask(cp, { shard: cp.shard, cursor: 0, bytesMax: COPY_BATCH_BYTES, above, end: endOf(0) });
     cp.st.firstMs = +(this.d.clock.now() - t0).toFixed(1);
     if (cp.rec) cp.rec.counter = first.counter;
-    this.take(cp, first);
+    await this.take(cp, first);
     const stripe = async (i: number, cursor: number): Promise<void> => {
       while (cursor !== COPY_DONE) {
         const b = await this.ask(cp, { shard: cp.shard, cursor, bytesMax: COPY_BATCH_BYTES, above, end: endOf(i) });
-        this.take(cp, b);
+        await this.take(cp, b);
         cursor = b.next;
-        await yieldToRenewals();
       }
     };
     await Promise.all(Array.from({ length: COPY_STREAMS }, (_, i) => stripe(i, i === 0 ? first.next : i * step)));
   }
 
-  /** Absorb a batch's full entries; a reconcile notes its listed ones. */
-  private take(cp: Copy, b: Batch): void {
-    const es = verifyRaw(b.raws, cp.shard, this.d.limits);
-    const taken = absorbRaw(this.d.pool, this.d.shared, this.d.log(), b.raws, es, this.d.limits);
-    cp.rec?.noteBatch(es.map((e) => e.version), b.listed);
-    cp.st.entries += es.length;
+  /** Absorb a batch's full entries; a reconcile notes its listed ones. In slices, letting the lease's
+   *  renewals in between (this thread renews it). */
+  private async take(cp: Copy, b: Batch): Promise<void> {
     cp.st.bytes += b.bytes;
-    cp.st.absorbed += taken;
+    for (let i = 0; i < b.raws.length; i += ABSORB_SLICE) {
+      const raws = b.raws.slice(i, i + ABSORB_SLICE);
+      const es = verifyRaw(raws, cp.shard, this.d.limits);
+      cp.st.absorbed += absorbRaw(this.d.pool, this.d.shared, this.d.log(), raws, es, this.d.limits);
+      cp.rec?.noteBatch(es.map((e) => e.version), []);
+      cp.st.entries += es.length;
+      await this.yielder.slice();
+    }
+    for (let i = 0; i < b.listed.length; i += ABSORB_SLICE) {
+      cp.rec?.noteBatch([], b.listed.slice(i, i + ABSORB_SLICE));
+      await this.yielder.slice();
+    }
   }
 
   private async reconcile(cp: Copy, rec: Reconcile): Promise<void> {
@@ -207,7 +220,7 @@ export class CatchUp {
       rec.fix(keys, verifyRaw(b.raws, cp.shard, this.d.limits).map((e) => ({ s: e.shard, v: e.version, t: e.type, key: e.key, value: e.value })));
       await yieldToRenewals();
     }
-    rec.sweep();
+    await rec.sweep(this.yielder);
   }
 
   /**

@@ -22,6 +22,7 @@
 // segment, so the entries survive a restart; its full segments are sealed Committed and cleaned by GC
 // like any digest log's; its newest segment stays Using until a later promotion on this node reopens the
 // chain (TLog.recover commits the older ones) -- the same as the promotion's own reassembled entries.
+import type { Clock } from '../../config/base/clock.js';
 import { plausibleVersion } from './trust.js';
 import type { Limits } from '../../config/limits.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
@@ -56,6 +57,26 @@ export function undigested(pool: Pool): number[] {
  *  an event-loop turn per posted buffer cost a failover's prepare tens of ms on a busy machine. */
 export function yieldToRenewals(): Promise<void> {
   return new Promise((r) => setImmediate(r));
+}
+
+/** Work slices on the main thread that look at the lease only once `everyMs` of work went by since the
+ *  last look: a turn of the event loop per small slice would stretch a long walk, when several run at
+ *  once, far beyond the CPU it takes. */
+export class RenewalYielder {
+  private last: number;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly everyMs = 4,
+  ) {
+    this.last = clock.now();
+  }
+
+  async slice(): Promise<void> {
+    if (this.clock.now() - this.last < this.everyMs) return;
+    await yieldToRenewals();
+    this.last = this.clock.now();
+  }
 }
 
 export interface PrepareReport {

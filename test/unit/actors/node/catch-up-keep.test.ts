@@ -16,7 +16,7 @@ import { Reconcile } from '../../../../actors/node/catch-up-keep.js';
 import { absorbRaw, verifyRaw } from '../../../../actors/node/catch-up-absorb.js';
 import { rebuildIndexes } from '../../../../actors/node/recovery.js';
 import { COPY_DONE, decodeBatch, encodeCopyRequest, decodeCopyRequest, readBatch, readKeys } from '../../../../actors/shared/copy-batch.js';
-import { absorbEntries, type RawEntry } from '../../../../actors/shared/gather-scatter.js';
+import { absorbEntries, RenewalYielder, type RawEntry } from '../../../../actors/shared/gather-scatter.js';
 import { attachKvShared, createKvShared, nextVersion, type KvShared } from '../../../../actors/shared/node-shared.js';
 import { PoolEntryReader } from '../../../../shm/entry-reader.js';
 import { hash64Into } from '../../../../shm/hash.js';
@@ -58,7 +58,7 @@ test('copy requests: walk v1 and v2 and KEYS round-trip', () => {
   assert.deepEqual(k.keys!.map((x) => Buffer.from(x).toString()), ['a', 'bc']);
 });
 
-test('a backup that kept its pool reconciles with its primary: behind, ahead and dropped tombstones end as the primary has them, across a cold start', () => {
+test('a backup that kept its pool reconciles with its primary: behind, ahead and dropped tombstones end as the primary has them, across a cold start', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-keep-'));
   try {
     const cluster = planCluster({
@@ -103,7 +103,7 @@ test('a backup that kept its pool reconciles with its primary: behind, ahead and
       const b = decodeBatch(readKeys(p.shared.indexes[shard]!, p.pool.region.bytes, shard, keys, reader, limits, 1 << 20, C), shard, true);
       rec.fix(keys, verifyRaw(b.raws, shard, limits).map((e) => ({ s: e.shard, v: e.version, t: e.type, key: e.key, value: e.value })));
     }
-    rec.sweep();
+    await rec.sweep(new RenewalYielder(monotonicClock));
     const want = (n: Node) => ['same', 'gone', 'fresh', 'ahead', 'deleted', 'behind'].map((k) => [k, get(n, k)]);
     assert.deepEqual(want(r), want(p));
     assert.deepEqual(Object.fromEntries(want(r)), { same: 's1', gone: null, fresh: 'f20', ahead: 'a5', deleted: null, behind: 'b7' });
