@@ -40,9 +40,9 @@ import { Reconcile, type ReconcileStats } from './catch-up-keep.js';
 export const COPY_STREAMS = 4;
 /** Copy requests in flight on this node, all shards together: each batch is absorbed on the main
  *  thread, which also renews the lease -- many shards copying at once must not starve it. */
-export const COPY_REQUESTS_MAX = 4;
+export const COPY_REQUESTS_MAX = 2;
 /** Entries (or listed keys, or index buckets of a sweep) handled between two looks at the lease. */
-export const ABSORB_SLICE = 256;
+export const ABSORB_SLICE = 64;
 
 export interface CatchUpDeps {
   nodeId: number;
@@ -214,11 +214,16 @@ export class CatchUp {
   }
 
   private async reconcile(cp: Copy, rec: Reconcile): Promise<void> {
-    for (const keys of rec.fetchGroups()) {
-      const b = await this.ask(cp, { shard: cp.shard, cursor: KEYS_CURSOR, bytesMax: COPY_BATCH_BYTES, keys });
-      cp.st.bytes += b.bytes;
-      rec.fix(keys, verifyRaw(b.raws, cp.shard, this.d.limits).map((e) => ({ s: e.shard, v: e.version, t: e.type, key: e.key, value: e.value })));
-      await yieldToRenewals();
+    for (let keys of rec.fetchGroups()) {
+      while (keys.length > 0) {
+        const b = await this.ask(cp, { shard: cp.shard, cursor: KEYS_CURSOR, bytesMax: COPY_BATCH_BYTES, keys });
+        const answered = b.next === COPY_DONE ? keys.length : b.next; // the rest did not fit the frame
+        if (answered <= 0 || answered > keys.length) throw new RowanError(ErrorCodes.BAD_FRAME, `COPY_SHARD KEYS batch answered ${answered} of ${keys.length} keys`);
+        cp.st.bytes += b.bytes;
+        rec.fix(keys.slice(0, answered), verifyRaw(b.raws, cp.shard, this.d.limits).map((e) => ({ s: e.shard, v: e.version, t: e.type, key: e.key, value: e.value })));
+        keys = keys.slice(answered);
+        await yieldToRenewals();
+      }
     }
     await rec.sweep(this.yielder);
   }

@@ -14,7 +14,8 @@
 //   walk v2  shard u16 · cursor u32 · bytesMax u32 · above u48 · end u32                (20 bytes)
 //   keys     shard u16 · KEYS_CURSOR u32 · bytesMax u32 · count u32 · count x (keyLen u16 · key)
 //   batch v1 next u32 (COPY_DONE: the walk is over) · count u32 · count x entry       (walk v1)
-//   batch v2 next u32 · count u32 · counter u48 · count x entry                        (walk v2, keys)
+//   batch v2 next u32 · count u32 · counter u48 · count x entry                        (walk v2, keys;
+//            a KEYS batch's `next` is the first key it did not answer, COPY_DONE when it answered all)
 //   entry    type u8 (| LISTED: key only) · versionHi u16 · versionLo u32 · keyLen u16 · valueLen u32
 //            · key · value                                                        (v1; v2 listed ones)
 //   raw      RAW u8 · length u32 · the entry as the primary's log stores it (all blocks, padded, each
@@ -177,8 +178,8 @@ class BatchWriter {
   }
 
   private room(need: number, frameMax: number, shard: number): void {
-    if (need <= this.buf.length) return;
     if (need > frameMax) throw new BatchFull(`shard ${shard}: a copy batch would exceed the ${frameMax} B a reply carries`);
+    if (need <= this.buf.length) return;
     const next = Buffer.allocUnsafe(Math.min(frameMax, Math.max(need, this.buf.length * 2)));
     this.buf.copy(next, 0, 0, this.at);
     this.buf = next;
@@ -253,13 +254,20 @@ export function readBatch(index: ShardIndex, bytes: Uint8Array, shard: number, r
   return w.finish(next >= end ? COPY_DONE : next, v2 ? counter : null);
 }
 
-/** The entries of `keys` in `shard`'s index, at whatever version (absent keys are left out). */
+/** The entries of `keys` in `shard`'s index, at whatever version (absent keys are left out), as many
+ *  keys as a frame holds: `next` is the index of the first key not answered (COPY_DONE: all were). */
 export function readKeys(index: ShardIndex, bytes: Uint8Array, shard: number, keys: readonly Uint8Array[], reader: EntryReader, limits: Limits, frameMax: number, counter: number): Uint8Array {
   const w = new BatchWriter(64 * 1024, BATCH_V2_HEAD);
   const hash = { hi: 0, lo: 0 };
-  for (const k of keys) {
-    const addr = index.get(k, hash64Into(k, hash), reader);
-    if (addr !== 0) w.putRaw(bytes.subarray(addr, addr + storedSizeAt(bytes, addr, limits)), frameMax, shard);
+  for (let i = 0; i < keys.length; i++) {
+    const addr = index.get(keys[i]!, hash64Into(keys[i]!, hash), reader);
+    if (addr === 0) continue;
+    try {
+      w.putRaw(bytes.subarray(addr, addr + storedSizeAt(bytes, addr, limits)), frameMax, shard);
+    } catch (err) {
+      if (!(err instanceof BatchFull) || w.count === 0) throw err;
+      return w.finish(i, counter);
+    }
   }
   return w.finish(COPY_DONE, counter);
 }

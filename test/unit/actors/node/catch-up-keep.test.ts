@@ -143,3 +143,28 @@ test('a copied entry that does not verify is refused before anything is written'
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a KEYS batch answers as many keys as its frame holds and says where it stopped', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-keep-keys-'));
+  try {
+    const cluster = planCluster({
+      nodes: [0, 1, 2].map((id) => ({ id, host: '127.0.0.1', dataDir: join(dir, `n${id}`), workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } })),
+      shardCount: 3,
+      replicationFactor: 3,
+    });
+    const p = open(join(dir, 'p.pm'), cluster, 0, true);
+    const big = (i: number) => put(i + 1, `big-${i}`, String(i).repeat(20_000));
+    absorbEntries(p.pool, p.shared, p.log, [0, 1, 2].map(big), limits);
+    const keys = [Buffer.from('big-0'), Buffer.from('absent'), Buffer.from('big-1'), Buffer.from('big-2')];
+    const reader = new PoolEntryReader(p.pool.region, limits);
+    const b = decodeBatch(readKeys(p.shared.indexes[shard]!, p.pool.region.bytes, shard, keys, reader, limits, 50_000, 9), shard, true);
+    assert.equal(b.next, 3, 'big-0 and big-1 fit, big-2 does not');
+    assert.deepEqual(verifyRaw(b.raws, shard, limits).map((e) => Buffer.from(e.key).toString()), ['big-0', 'big-1']);
+    const rest = decodeBatch(readKeys(p.shared.indexes[shard]!, p.pool.region.bytes, shard, keys.slice(3), reader, limits, 50_000, 9), shard, true);
+    assert.equal(rest.next, COPY_DONE);
+    assert.equal(rest.raws.length, 1);
+    p.pool.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
