@@ -5,17 +5,21 @@
 // shard's index and only then replies -- the backup's CPU is on the replication path, which is the
 // point of the baseline. Multi-block entries are gathered in a BlockAssembler; a non-final block is
 // acknowledged from memory (the primary counts an entry replicated only after its final block's reply,
-// which comes after the whole entry is persistent here).
+// which comes after the whole entry is persistent here). A transaction's entries (../shared/txn-groups.ts)
+// are held the same way and appended and indexed together with its last one: a primary that dies while
+// replicating a transaction leaves none of it here.
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { indexEntry, raiseVersion } from '../shared/node-shared.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import { BlockAssembler } from '../../shm/log-assembler.js';
 import { EntryType, readBlock, singleBlockEntry, type EntryInput } from '../../shm/log.js';
 import type { WorkerCore } from './core.js';
+import { TxnGroups } from '../shared/txn-groups.js';
 
 export class RpcBackup {
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
   private assembler: BlockAssembler | null = null;
+  private readonly txns = new TxnGroups();
 
   constructor(private readonly core: WorkerCore) {}
 
@@ -54,12 +58,20 @@ export class RpcBackup {
       if (whole === null) return;
       e = { type: whole.type, shard: whole.shard, version: whole.version, key: whole.key, value: whole.value, expiresAt: whole.expiresAt };
     }
-    const addr = log.append(e); // persisted in this worker's backup log
+    if (b.txn === 0) return this.keep(e);
+    const whole = this.txns.add({ type: e.type, shard: e.shard, version: e.version, key: e.key!, value: e.value ?? new Uint8Array(0) }, b.txn);
+    if (whole) for (const x of whole) this.keep(x);
+  }
+
+  /** Append the entry to this worker's backup log (persisted, plain) and index it. */
+  private keep(e: EntryInput): void {
+    const { d, stats } = this.core;
+    const addr = d.backupLog!.append({ type: e.type, shard: e.shard, version: e.version, ...(e.key ? { key: e.key } : {}), ...(e.type === EntryType.Put && e.value ? { value: e.value } : {}) });
     stats.replicatedEntries++;
     if (e.type === EntryType.CommitVer) return;
     this.core.enterEpoch();
     try {
-      indexEntry(d.shared, b.shard, e.key!, hash64Into(e.key!, this.hash), addr, e.version, this.core.reader);
+      indexEntry(d.shared, e.shard, e.key!, hash64Into(e.key!, this.hash), addr, e.version, this.core.reader);
     } finally {
       this.core.exitEpoch();
     }
