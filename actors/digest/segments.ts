@@ -114,6 +114,7 @@ export class DigestSegments {
             }
           : null,
       );
+      this.applier.tornByCommitVer = true; // blocks in landing order (../shared/apply.ts)
     }
   }
 

@@ -19,6 +19,7 @@ import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { BlockAssembler } from '../../shm/log-assembler.js';
 import { EntryType, singleBlockEntry, type Block } from '../../shm/log.js';
+import { txnIndex } from '../../shm/log-layout.js';
 import type { PersistentRegion } from '../../config/base/region.js';
 import type { TLog } from '../../shm/tlog.js';
 import type { KvShared } from './node-shared.js';
@@ -71,6 +72,11 @@ export class BlockApplier {
    *  (runtime/rowan/receiver.ts) -- and an index pointing there would lose the entry at a cold start,
    *  which refuses blocks at or below the tombstone floor in such segments as late. */
   copySingle = false;
+  /** Blocks come in landing order (a digest parsing its b-log segment by segment): a CommitVer then
+   *  follows every block of each transaction it covers that was acknowledged, so it drops the groups
+   *  it covers that are still open (torn), and a transaction's block after it starts no group (a late
+   *  duplicate, or part of a torn one). Off for a cold start, whose segment order is not landing order. */
+  tornByCommitVer = false;
 
   constructor(
     region: PersistentRegion,
@@ -117,7 +123,7 @@ export class BlockApplier {
       this.stats.commitVers++;
       if ((this.commitVer.get(b.shard) ?? 0) < b.version) this.commitVer.set(b.shard, b.version);
       this.floor?.commitVer?.(b.shard, b.version);
-      this.stats.txnTorn += this.txns.dropCovered(b.shard, b.version); // finished by the primary, not whole here
+      if (this.tornByCommitVer) this.stats.txnTorn += this.txns.dropCovered(b.shard, b.version); // finished by the primary, not whole here
       return;
     }
     if ((this.maxVer.get(b.shard) ?? 0) < b.version) this.maxVer.set(b.shard, b.version);
@@ -132,7 +138,11 @@ export class BlockApplier {
       this.copyAndIndex(e);
       return;
     }
-    const whole = this.txns.add(e, b.txn);
+    if (this.tornByCommitVer && b.version - txnIndex(b.txn) <= (this.commitVer.get(b.shard) ?? 0)) {
+      this.stats.txnTorn++;
+      return;
+    }
+    const whole = this.txns.add(e, b.txn, b.cnt === 1 ? [b.offset] : (e as { blockOffsets?: number[] }).blockOffsets ?? []);
     if (whole) for (const x of whole) this.copyAndIndex(x);
   }
 
@@ -149,13 +159,15 @@ export class BlockApplier {
     this.index(e.shard, e.key, at, e.version);
   }
 
-  /** Offsets of the blocks of multi-block entries still waiting for more blocks. */
+  /** Offsets of the blocks of multi-block entries still waiting for more blocks, and of the entries of
+   *  transactions still waiting for more entries. */
   pendingBlockOffsets(): number[] {
-    return this.assembler.pendingOffsets();
+    const out = this.assembler.pendingOffsets();
+    return this.txns.pending === 0 ? out : out.concat(this.txns.pendingOffsets());
   }
 
   /** Give up partial entries (their remaining blocks are not coming). Incomplete transactions stay
-   *  until a CommitVer covers them (their entries are copies: they hold no b-log segment). */
+   *  until a CommitVer covers them (their segments are held until then, see pendingBlockOffsets). */
   dropPending(): number {
     const n = this.assembler.pending;
     this.assembler.clear();

@@ -6,7 +6,10 @@
 // A primary that died mid-replication left some of them on some replicas, unacknowledged: such a group
 // stays here until it is dropped (a CommitVer covering it says the primary finished it without this
 // replica getting all of it: it failed; or the caller gives up at the end of a scan), and none of its
-// entries is ever indexed. Entries are copied: the log they came from may be reused meanwhile.
+// entries is ever indexed. Entries are copied, and the b-log offsets of their blocks are kept: a digest
+// holds the segments they lie in out of Committed while the group is open (as it does for a
+// multi-block entry's blocks), so a promotion's catch-up or gather, which scan the segments not yet
+// Committed, find every entry of a transaction split across segments.
 import { txnCount, txnIndex } from '../../shm/log-layout.js';
 import type { EntryType } from '../../shm/log.js';
 
@@ -25,6 +28,8 @@ interface Group {
   base: number;
   entries: (TxnEntry | undefined)[];
   got: number;
+  /** b-log offsets of the blocks of the entries held. */
+  offsets: number[];
 }
 
 export class TxnGroups {
@@ -36,21 +41,29 @@ export class TxnGroups {
 
   /** Take one entry of transaction word `word`; returns the whole group, in index order, once the
    *  last of its entries came (a duplicate of an entry already held is ignored). */
-  add(e: TxnEntry, word: number): TxnEntry[] | null {
+  add(e: TxnEntry, word: number, offsets: readonly number[] = []): TxnEntry[] | null {
     const count = txnCount(word);
     const i = txnIndex(word);
     const base = e.version - i;
     const id = `${e.shard}:${base}`;
     let g = this.open.get(id);
     if (!g) {
-      g = { shard: e.shard, base, entries: new Array<TxnEntry | undefined>(count), got: 0 };
+      g = { shard: e.shard, base, entries: new Array<TxnEntry | undefined>(count), got: 0, offsets: [] };
       this.open.set(id, g);
     }
     if (g.entries.length !== count || g.entries[i] !== undefined) return null; // a conflicting or repeated block
     g.entries[i] = { type: e.type, shard: e.shard, version: e.version, key: e.key.slice(), value: e.value.slice(), expiresAt: e.expiresAt ?? 0 };
+    g.offsets.push(...offsets);
     if (++g.got < count) return null;
     this.open.delete(id);
     return g.entries as TxnEntry[];
+  }
+
+  /** Where the blocks of the entries of open groups lie (the segments a digest must not vote Committed). */
+  pendingOffsets(): number[] {
+    const out: number[] = [];
+    for (const g of this.open.values()) out.push(...g.offsets);
+    return out;
   }
 
   /** Drop the groups of `shard` at or below `commitVer` (finished by their primary, never whole here). */

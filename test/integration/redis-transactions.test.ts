@@ -171,6 +171,15 @@ test('ioredis Cluster: multi() and watch() on hash-tagged keys', { skip }, async
     [null, ['1', '2']],
   ]);
   await assert.rejects(cc.multi().set('{cu}a', '1').set('{cv}b', '2').exec(), /CROSSSLOT|EXECABORT|All keys in the pipeline should belong to the same slot/);
+  // watch(): the WATCH and the block go to the slot's node on one connection.
+  const other = new Redis({ port: respPorts(c).single[1]!, password });
+  assert.equal(await cc.watch('{cu}a'), 'OK');
+  await other.set('{cu}a', 'changed');
+  assert.equal(await cc.multi().set('{cu}a', 'mine').exec(), null);
+  assert.equal(await cc.get('{cu}a'), 'changed');
+  assert.equal(await cc.watch('{cu}a'), 'OK');
+  assert.deepEqual(await cc.multi().set('{cu}a', 'mine').exec(), [[null, 'OK']]);
+  other.disconnect();
   cc.disconnect();
 });
 

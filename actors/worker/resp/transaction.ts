@@ -12,8 +12,9 @@
 // (any change: a null array), runs the queued commands in order against a TxnStore (./txn-store.ts: reads
 // see the transaction's own writes, writes are recorded), then commits the recorded writes as one unit
 // (KvWorker.commitTxn, actors/worker/txn-write.ts) and answers the array of replies. A command's runtime
-// error is its reply in the array and the others still run. If the commit fails, EXEC answers that
-// error instead (ERR/TRYAGAIN/OOM: nothing applied; UNKNOWN: all or nothing, not known which).
+// error is its reply in the array and the others still run. If the commit fails, or a command could not
+// run at all (the node reconfiguring), EXEC answers that error instead (ERR/TRYAGAIN/OOM: nothing
+// applied; UNKNOWN: all or nothing, not known which).
 // On a single-endpoint port a transaction whose shard another node is primary of runs there: EXEC
 // forwards the whole block (ROWAN.EXEC, with the watched keys' recorded states), and WATCH asks that
 // node for the states (ROWAN.WATCHSTATE).
@@ -194,7 +195,7 @@ export function exec(ctx: RespContext, _args: Buffer[], conn: RespConnection): R
 }
 
 /** Run the block on this node, under the locks of every key it names or watches. */
-function execHere(ctx: RespContext, queued: Queued[], watched: Watched[], conn: RespConnection | null): Promise<Reply> {
+function execHere(ctx: RespContext, queued: Queued[], watched: Watched[], conn: RespConnection): Promise<Reply> {
   const keys: Buffer[] = watched.map((w) => w.key);
   for (const q of queued) keys.push(...keysOf(q.cmd, q.args));
   for (const k of keys) {
@@ -216,12 +217,18 @@ function execHere(ctx: RespContext, queued: Queued[], watched: Watched[], conn: 
   return keys.length > 0 ? ctx.locks.runAll(keys, run) : run();
 }
 
-async function runQueued(ctx: RespContext, q: Queued, conn: RespConnection | null): Promise<Reply> {
+/** One queued command's reply. A refusal of the command itself (`ERR`: a key or value over the limits)
+ *  is its reply and the block goes on, as a runtime error in Redis; anything else thrown (TRYAGAIN:
+ *  the node is reconfiguring, a read could not run) ends the whole EXEC with that error, nothing of
+ *  the block applied -- a block whose INCR could not read its counter must not commit the others. */
+async function runQueued(ctx: RespContext, q: Queued, conn: RespConnection): Promise<Reply> {
   let r: Reply;
   try {
-    r = await q.cmd.run(ctx, q.args, conn!);
+    r = await q.cmd.run(ctx, q.args, conn);
   } catch (e) {
-    r = rowanErrorReply(e);
+    const refused = rowanErrorReply(e);
+    if (!refused.s.startsWith('ERR ')) throw e;
+    r = refused;
   }
   if (r instanceof RespErr) ctx.stats.errors++;
   return r;

@@ -83,6 +83,7 @@ test('digest: a torn transaction (2 of 3 entries landed) indexes none of them; a
   try {
     const shared = attachKvShared(createKvShared(t.cluster, 0, 1024, t.pool), t.pool.region);
     const applier = new BlockApplier(t.pool.region, shared, () => true, TLog.recover(t.pool, 0, defaultLimits, OwnerRole.Digest), defaultLimits);
+    applier.tornByCommitVer = true; // as a digest's
     const torn = txn(10, 'torn', ['a', big, 'c']);
     t.land(torn[0]!);
     t.land(torn[2]!); // entry 1 never came: its primary died while replicating it
@@ -94,11 +95,16 @@ test('digest: a torn transaction (2 of 3 entries landed) indexes none of them; a
     assert.equal(valueOf(t.pool, shared, dec(whole[0]!.key!)), 'x');
     assert.equal(valueOf(t.pool, shared, dec(whole[1]!.key!)), big);
     assert.equal(applier.pendingTxns, 1);
+    // The torn transaction's blocks hold their segment out of Committed (a promotion scans it then).
+    const blockOffsets = [...t.blocks()].filter((b) => b.txn !== 0 && b.version >= 10 && b.version <= 12).map((b) => b.offset);
+    assert.deepEqual(applier.pendingBlockOffsets().sort((x, y) => x - y), blockOffsets);
     t.land({ type: EntryType.CommitVer, shard: 1, version: 25 });
     t.land(torn[1]!); // a late block of the torn transaction, after its primary (or its successor) finished it
     const fresh = new BlockApplier(t.pool.region, shared, () => true, TLog.recover(t.pool, 0, defaultLimits, OwnerRole.Digest), defaultLimits);
+    fresh.tornByCommitVer = true;
     for (const b of t.blocks()) fresh.apply(b);
-    assert.equal(fresh.stats.txnTorn, 1, 'dropped by the CommitVer that covers it');
+    assert.equal(fresh.stats.txnTorn, 2, 'the open group dropped by the CommitVer that covers it, its late block refused');
+    assert.deepEqual(fresh.pendingBlockOffsets(), [], 'nothing holds the segment any more');
     for (const e of torn) assert.equal(valueOf(t.pool, shared, dec(e.key!)), null, 'a block after the covering CommitVer does not complete it');
   } finally {
     t.done();
