@@ -59,14 +59,14 @@ export class RpcBackup {
       e = { type: whole.type, shard: whole.shard, version: whole.version, key: whole.key, value: whole.value, expiresAt: whole.expiresAt };
     }
     if (b.txn === 0) return this.keep(e);
-    const whole = this.txns.add({ type: e.type, shard: e.shard, version: e.version, key: e.key!, value: e.value ?? new Uint8Array(0) }, b.txn);
+    const whole = this.txns.add({ type: e.type, shard: e.shard, version: e.version, key: e.key!, value: e.value ?? new Uint8Array(0), expiresAt: e.expiresAt ?? 0 }, b.txn);
     if (whole) for (const x of whole) this.keep(x);
   }
 
   /** Append the entry to this worker's backup log (persisted, plain) and index it. */
   private keep(e: EntryInput): void {
     const { d, stats } = this.core;
-    const addr = d.backupLog!.append({ type: e.type, shard: e.shard, version: e.version, ...(e.key ? { key: e.key } : {}), ...(e.type === EntryType.Put && e.value ? { value: e.value } : {}) });
+    const addr = d.backupLog!.append({ type: e.type, shard: e.shard, version: e.version, ...(e.key ? { key: e.key } : {}), ...(e.type === EntryType.Put && e.value ? { value: e.value } : {}), ...(e.type === EntryType.Put && e.expiresAt ? { expiresAt: e.expiresAt } : {}) });
     stats.replicatedEntries++;
     if (e.type === EntryType.CommitVer) return;
     this.core.enterEpoch();
