@@ -16,8 +16,8 @@
 //   batch v1 next u32 (COPY_DONE: the walk is over) · count u32 · count x entry       (walk v1)
 //   batch v2 next u32 · count u32 · counter u48 · count x entry                        (walk v2, keys;
 //            a KEYS batch's `next` is the first key it did not answer, COPY_DONE when it answered all)
-//   entry    type u8 (| LISTED: key only) · versionHi u16 · versionLo u32 · keyLen u16 · valueLen u32
-//            · key · value                                                        (v1; v2 listed ones)
+//   entry    type u8 (| LISTED: key only | EXPIRES: a deadline follows) · versionHi u16 · versionLo u32
+//            · keyLen u16 · valueLen u32 · [deadline u64, Unix ms] · key · value   (v1; v2 listed ones)
 //   raw      RAW u8 · length u32 · the entry as the primary's log stores it (all blocks, padded, each
 //            with its checksum): v2 sends full entries so -- a copy, never decoded or re-encoded on the
 //            primary; the new backup verifies every block before it appends the bytes to its log
@@ -29,7 +29,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Limits } from '../../config/limits.js';
 import { hash64Into } from '../../shm/hash.js';
 import type { EntryReader, ShardIndex } from '../../shm/index.js';
-import { readEntryAt, storedSizeAt, versionAt, type EntryType, type LogEntry } from '../../shm/log.js';
+import { readEntryAt, storedSizeAt, versionAt, EntryType, type LogEntry } from '../../shm/log.js';
 import type { RawEntry } from './gather-scatter.js';
 
 export const COPY_DONE = 0xffffffff;
@@ -43,6 +43,10 @@ const BATCH_V2_HEAD = 14;
 const ENTRY_HEAD = 13;
 /** Type flag of an entry sent as its key and version only. */
 const LISTED = 0x80;
+/** Type flag of a full entry whose expiry deadline (u64, Unix ms) follows its head (v1 batches; a v2
+ *  batch sends full entries raw, their deadline inside). */
+const EXPIRES = 0x20;
+const DEADLINE_BYTES = 8;
 /** Type of an entry sent as its stored bytes (v2). */
 const RAW = 0x40;
 const RAW_HEAD = 5;
@@ -148,15 +152,20 @@ class BatchWriter {
   /** Encode `e` (listed: key and version only). */
   put(e: LogEntry, listed: boolean, frameMax: number, shard: number): void {
     const valueLen = listed ? 0 : e.value.length;
-    this.room(this.at + ENTRY_HEAD + e.key.length + valueLen, frameMax, shard);
+    const x = !listed && e.expiresAt > 0 ? DEADLINE_BYTES : 0;
+    this.room(this.at + ENTRY_HEAD + x + e.key.length + valueLen, frameMax, shard);
     const b = this.buf;
     let at = this.at;
-    b[at] = e.type | (listed ? LISTED : 0);
+    b[at] = e.type | (listed ? LISTED : 0) | (x > 0 ? EXPIRES : 0);
     b.writeUInt16LE(hi16(e.version), at + 1);
     b.writeUInt32LE(lo32(e.version), at + 3);
     b.writeUInt16LE(e.key.length, at + 7);
     b.writeUInt32LE(valueLen, at + 9);
     at += ENTRY_HEAD;
+    if (x > 0) {
+      b.writeBigUInt64LE(BigInt(e.expiresAt), at);
+      at += x;
+    }
     b.set(e.key, at);
     at += e.key.length;
     if (!listed) {
@@ -301,8 +310,16 @@ export function decodeBatch(u: Uint8Array, shard: number, v2 = false): Batch {
     const kl = b.readUInt16LE(at + 7);
     const vl = b.readUInt32LE(at + 9);
     at += ENTRY_HEAD;
+    const type = (t & ~(LISTED | EXPIRES)) as EntryType;
+    let exp = 0;
+    if (t & EXPIRES) {
+      if (at + DEADLINE_BYTES > b.length) bad('truncated deadline');
+      exp = Number(b.readBigUInt64LE(at));
+      if (type !== EntryType.Put || (t & LISTED) !== 0 || !Number.isSafeInteger(exp) || exp <= 0) bad(`deadline ${exp} on an entry of type ${t}`);
+      at += DEADLINE_BYTES;
+    }
     if (at + kl + vl > b.length) bad('truncated entry');
-    const e = { s: shard, v, t: (t & ~LISTED) as EntryType, key: b.subarray(at, at + kl), value: b.subarray(at + kl, at + kl + vl) };
+    const e = { s: shard, v, t: type, key: b.subarray(at, at + kl), value: b.subarray(at + kl, at + kl + vl), ...(exp ? { exp } : {}) };
     if (t & LISTED) listed.push(e);
     else entries.push(e);
     at += kl + vl;

@@ -44,7 +44,7 @@ describe('copy batches', () => {
     head.writeUInt32LE(1, 4);
     const entry = (type: number, exp: bigint) => {
       const h = Buffer.alloc(13 + 8);
-      h.writeUInt8(type | 0x80, 0);
+      h.writeUInt8(type | 0x20, 0); // EXPIRES
       h.writeUInt32LE(1, 3);
       h.writeUInt16LE(1, 7);
       h.writeBigUInt64LE(exp, 13);
