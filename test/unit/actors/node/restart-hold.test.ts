@@ -40,7 +40,7 @@ test('restart hold: held shards are blocked; the tail is what lies above the com
     old.seal(); // Committed: nothing pending in it
     const log = TLog.recover(pool, 0, defaultLimits);
     log.append({ type: EntryType.Put, shard: a, version: 9, key: Buffer.from('below'), value: Buffer.from('x') });
-    log.append({ type: EntryType.Put, shard: a, version: 11, key: Buffer.from('k1'), value: Buffer.from('v1') });
+    log.append({ type: EntryType.Put, shard: a, version: 11, key: Buffer.from('k1'), value: Buffer.from('v1'), expiresAt: 1_900_000_000_011 });
     log.append({ type: EntryType.Del, shard: b, version: 3, key: Buffer.from('k2') });
     log.append({ type: EntryType.Put, shard: other, version: 99, key: Buffer.from('backup'), value: Buffer.from('x') });
     assert.ok(pool.segments({ role: OwnerRole.Worker }).some((s) => pool.meta(s).state === SegmentState.Committed), 'the older segment is Committed');
@@ -51,6 +51,7 @@ test('restart hold: held shards are blocked; the tail is what lies above the com
     assert.equal(cell.shardBlocked(other), false, 'a shard it only backs up serves (as a backup) at once');
     assert.deepEqual(hold.tailOf(mine).map((e) => [e.s, e.v, e.t]), [[a, 11, EntryType.Put], [b, 3, EntryType.Del]], 'newest first; not below the commit point, not Committed, not a backup shard');
     assert.equal(Buffer.from(hold.tailOf([a])[0]!.x, 'base64').toString(), 'v1');
+    assert.equal(hold.tailOf([a])[0]!.e, 1_900_000_000_011, 'the tail keeps the expiry deadline (the union sent to the backups carries it)');
     // A configuration that moved shard b to node 1 while this node was down: b is let go.
     const moved: ClusterConfig = { ...structuredClone(c), term: 2, shards: c.shards.map((s) => (s.id === b ? { ...s, primary: 1, backups: [0] } : s)) };
     assert.deepEqual(hold.unconfirmed(moved, 0, cell), [a]);
