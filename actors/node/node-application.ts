@@ -21,6 +21,7 @@ import { shmPaths } from '../../runtime/fabric/shm.js';
 import { closeStaleQueue } from '../../runtime/rowan/stale-queue.js';
 import { availableParallelism } from 'node:os';
 import { rebuildIndexesParallel } from './recovery.js';
+import { withTornTransactions } from './torn-txns.js';
 import { FileFloorStore } from '../shared/floors.js';
 import { FileMarkStore } from '../shared/version-marks.js';
 import { dataDirFiles } from '../../config/base/files.js';
@@ -272,8 +273,9 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
   const floors = new FileFloorStore(dataDirFiles(dataDir).floors, pool.poolId).load();
   // Every counter resumes at or above the mark persisted before its versions left the node.
   const marks = new FileMarkStore(dataDirFiles(dataDir).marks, pool.poolId).load();
-  // Writes that failed after their t-log append: not indexed, not in the restart tail.
-  const failed = FailedWriteFile.load(dataDirFiles(dataDir).failedWrites, pool.poolId);
+  // Writes that failed after their t-log append, and transactions a crash cut short there
+  // (./torn-txns.ts): not indexed, not in the restart tail.
+  const failed = withTornTransactions(pool, defaultLimits, FailedWriteFile.load(dataDirFiles(dataDir).failedWrites, pool.poolId));
   let last = 0;
   const threads = o.coldStartThreads ?? Math.min(4, availableParallelism());
   const rep = await rebuildIndexesParallel(pool, buffers, defaultLimits, clock, threads, (done, total) => {
