@@ -1,7 +1,8 @@
 // A failed-over node rejoins (§4.5 phase 3, issue 13): `rowan cluster` restarts a SIGKILLed node; the
-// manager has failed it over, so the launcher starts it with --rejoin (its stale pool discarded), the
-// manager takes it back holding no shard and re-replication gives it every shard again (3 nodes,
-// replication 3). Keys overwritten or deleted while it was away are never served stale by it: its
+// manager has failed it over, so the launcher starts it with --rejoin (its pool kept, not served), the
+// manager takes it back holding no shard and re-replication gives it every shard again, each
+// reconciled with its primary (3 nodes, replication 3; test/fault/rejoin-keep.test.ts compares it with
+// a wiped pool). Keys overwritten or deleted while it was away are never served stale by it: its
 // replica is polled from the moment it is back until it has caught up, and afterwards every replica
 // of every key holds the latest value. Then a second node is killed, so the rejoined node may be
 // promoted: every key still reads its latest value. A concurrent PUT/GET/DEL load on other keys runs
@@ -24,7 +25,7 @@ const SHARDS = 8;
 const N = 400;
 const dec = (v: Uint8Array | null) => (v === null ? null : Buffer.from(v).toString());
 
-test('a killed node restarted by rowan cluster rejoins with an empty pool, gets its replicas back and never serves a stale value', { timeout: 150_000 }, async () => {
+test('a killed node restarted by rowan cluster rejoins with the pool it kept, gets its replicas back and never serves a stale value', { timeout: 150_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-rejoin-'));
   const base = randomBasePort();
   const run = launchCluster(dir, base, ['--nodes', '3', '--replication', '3', '--shards', String(SHARDS), '--lease-ms', '200', '--pool-mib', '48']);
