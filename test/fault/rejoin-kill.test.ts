@@ -1,7 +1,7 @@
 // The failover kill test with rejoin (issue 13): one long-lived `rowan cluster` (3 nodes, replication
 // 3) under a concurrent PUT/GET/DEL load; each cycle SIGKILLs a random node (a primary: every node is
 // one), waits until every shard is served again (measured), then until `rowan cluster` has restarted
-// the node, it has rejoined with an empty pool and re-replication has given it every shard again
+// the node, it has rejoined (with the pool it kept) and re-replication has given it every shard again
 // (measured), so the next kill may take any node. The whole history is checked for linearizability
 // at the end (no acknowledged write lost, no stale read across the kills and rejoins).
 // ROWAN_REJOIN_KILLS kills (default 3); `npm run test:rejoin-kills` runs 100.
