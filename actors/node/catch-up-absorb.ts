@@ -13,6 +13,7 @@ import { EntryType, readEntryAt, type LogEntry } from '../../shm/log.js';
 import type { Pool } from '../../shm/pool.js';
 import type { TLog } from '../../shm/tlog.js';
 import { ReadEpochs } from '../shared/gc-state.js';
+import type { RawEntry } from '../shared/gather-scatter.js';
 import { indexEntry, raiseVersion, type KvShared } from '../shared/node-shared.js';
 import { plausibleVersion } from '../shared/trust.js';
 
@@ -26,6 +27,12 @@ export function verifyRaw(raws: readonly Uint8Array[], shard: number, limits: Li
     }
     return e;
   });
+}
+
+/** A verified stored entry as a RawEntry (what Reconcile.fix and absorbEntries take), its expiry
+ *  deadline included: a key read again by name keeps its TTL wherever it is written. */
+export function rawEntryOf(e: LogEntry): RawEntry {
+  return { s: e.shard, v: e.version, t: e.type, key: e.key, value: e.value, ...(e.expiresAt ? { exp: e.expiresAt } : {}) };
 }
 
 /** Append the verified entries `es` (their stored bytes `raws`) to `log` and index them; returns how

@@ -31,7 +31,7 @@ import { remoteError, RpcConnection } from '../../client/worker-connection.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { COPY_BATCH_BYTES, COPY_DONE, decodeBatch, encodeCopyRequest, KEYS_CURSOR, type Batch, type CopyRequest } from '../shared/copy-batch.js';
 import { RenewalYielder, yieldToRenewals } from '../shared/gather-scatter.js';
-import { absorbRaw, verifyRaw } from './catch-up-absorb.js';
+import { absorbRaw, rawEntryOf, verifyRaw } from './catch-up-absorb.js';
 import type { NodeToManager } from '../shared/manager-protocol.js';
 import type { KvShared } from '../shared/node-shared.js';
 import { Reconcile, type ReconcileStats } from './catch-up-keep.js';
@@ -220,7 +220,7 @@ export class CatchUp {
         const answered = b.next === COPY_DONE ? keys.length : b.next; // the rest did not fit the frame
         if (answered <= 0 || answered > keys.length) throw new RowanError(ErrorCodes.BAD_FRAME, `COPY_SHARD KEYS batch answered ${answered} of ${keys.length} keys`);
         cp.st.bytes += b.bytes;
-        rec.fix(keys.slice(0, answered), verifyRaw(b.raws, cp.shard, this.d.limits).map((e) => ({ s: e.shard, v: e.version, t: e.type, key: e.key, value: e.value })));
+        rec.fix(keys.slice(0, answered), verifyRaw(b.raws, cp.shard, this.d.limits).map(rawEntryOf));
         keys = keys.slice(answered);
         await yieldToRenewals();
       }

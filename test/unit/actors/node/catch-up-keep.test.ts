@@ -13,7 +13,7 @@ import { PROMOTION_ACTOR_ID } from '../../../../config/base/ids.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { defaultLimits } from '../../../../config/limits.js';
 import { Reconcile } from '../../../../actors/node/catch-up-keep.js';
-import { absorbRaw, verifyRaw } from '../../../../actors/node/catch-up-absorb.js';
+import { absorbRaw, rawEntryOf, verifyRaw } from '../../../../actors/node/catch-up-absorb.js';
 import { rebuildIndexes } from '../../../../actors/node/recovery.js';
 import { COPY_DONE, decodeBatch, encodeCopyRequest, decodeCopyRequest, readBatch, readKeys } from '../../../../actors/shared/copy-batch.js';
 import { absorbEntries, RenewalYielder, type RawEntry } from '../../../../actors/shared/gather-scatter.js';
@@ -101,7 +101,7 @@ test('a backup that kept its pool reconciles with its primary: behind, ahead and
     }
     for (const keys of rec.fetchGroups()) {
       const b = decodeBatch(readKeys(p.shared.indexes[shard]!, p.pool.region.bytes, shard, keys, reader, limits, 1 << 20, C), shard, true);
-      rec.fix(keys, verifyRaw(b.raws, shard, limits).map((e) => ({ s: e.shard, v: e.version, t: e.type, key: e.key, value: e.value })));
+      rec.fix(keys, verifyRaw(b.raws, shard, limits).map(rawEntryOf));
     }
     await rec.sweep(new RenewalYielder(monotonicClock));
     const want = (n: Node) => ['same', 'gone', 'fresh', 'ahead', 'deleted', 'behind'].map((k) => [k, get(n, k)]);
@@ -163,6 +163,28 @@ test('a KEYS batch answers as many keys as its frame holds and says where it sto
     const rest = decodeBatch(readKeys(p.shared.indexes[shard]!, p.pool.region.bytes, shard, keys.slice(3), reader, limits, 50_000, 9), shard, true);
     assert.equal(rest.next, COPY_DONE);
     assert.equal(rest.raws.length, 1);
+    p.pool.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('an entry read again by name keeps its expiry deadline', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-keep-exp-'));
+  try {
+    const cluster = planCluster({
+      nodes: [0, 1, 2].map((id) => ({ id, host: '127.0.0.1', dataDir: join(dir, `n${id}`), workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } })),
+      shardCount: 3,
+      replicationFactor: 3,
+    });
+    const p = open(join(dir, 'p.pm'), cluster, 0, true);
+    const deadline = 1_900_000_000_000;
+    absorbEntries(p.pool, p.shared, p.log, [{ ...put(1, 'ttl', 'v'), exp: deadline }], limits);
+    const reader = new PoolEntryReader(p.pool.region, limits);
+    const b = decodeBatch(readKeys(p.shared.indexes[shard]!, p.pool.region.bytes, shard, [Buffer.from('ttl')], reader, limits, 1 << 20, 2), shard, true);
+    const [e] = verifyRaw(b.raws, shard, limits).map(rawEntryOf);
+    assert.equal(e!.exp, deadline);
+    assert.equal({ ...e!, v: 5 }.exp, deadline, 'a restamp keeps it too');
     p.pool.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
