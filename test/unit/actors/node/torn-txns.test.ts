@@ -60,3 +60,24 @@ test('cold start: a transaction torn in the t-log (2 of its 3 entries appended) 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('cold start: a finished transaction at the end of the t-log is kept whole even when an older member is gone (GC reclaimed it after another write superseded it)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-torn-txn-'));
+  try {
+    const c = planCluster({
+      nodes: [0, 1].map((id) => ({ id, host: '127.0.0.1', dataDir: join(dir, `n${id}`), workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } })),
+      shardCount: 2,
+      replicationFactor: 2,
+    });
+    const pool = Pool.create(join(dir, 'pool.pm'), { segmentCount: 16, segmentBytes: 64 * 1024, mode: 'pagecache' });
+    const s = c.shards.find((x) => x.primary === 0)!.id;
+    const log = TLog.recover(pool, 0, defaultLimits);
+    // Members 1 and 2 of a 3-entry transaction (versions 10..12); member 0 is not in this chain.
+    log.append({ type: EntryType.Put, shard: s, version: 11, key: Buffer.from('y'), value: Buffer.from('y1'), txn: txnWord(3, 1) });
+    log.append({ type: EntryType.Put, shard: s, version: 12, key: Buffer.from('z'), value: Buffer.from('z1'), txn: txnWord(3, 2) });
+    assert.equal(withTornTransactions(pool, defaultLimits, new Map()).size, 0, 'its last entry is there: it finished');
+    pool.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
