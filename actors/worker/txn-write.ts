@@ -7,7 +7,7 @@
 //   them in one synchronous pass -> reply.
 //
 // The caller holds the node's key locks of every key (RESP writes of those keys wait), and index
-// readers that need several keys at once (MGET) take them too, so no reader sees some of the entries
+// readers that need several keys at once (MGET, EXISTS, TOUCH) take them too, so no reader sees some of the entries
 // indexed and not the others. Whatever rebuilds state from a log (a backup's digest, promotion,
 // cold start) applies a transaction's entries only once all `count` are present (shm/txn-entries.ts):
 // a primary that dies mid-replication leaves some of them on some backups, unacknowledged, and none

@@ -160,18 +160,22 @@ export function exists(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply>
   const chk = multiKeyCheck(ctx, keys, args);
   if (chk !== null) return chk;
   const one = (k: Buffer) => perKey(ctx, k, () => getLocal(ctx, k).then((v) => (v === null ? 0 : 1)), [EXISTS, k], (r) => r as number);
-  return Promise.all(keys.map(one)).then((n) => n.reduce((a, b) => a + b, 0));
+  return underLocalLocks(ctx, keys, () => Promise.all(keys.map(one)).then((n) => n.reduce((a, b) => a + b, 0)));
+}
+
+/** A read of several keys under the locks of those this node is primary of: a transaction
+ *  (transaction.ts) indexes its writes while holding the locks of all its keys, so the read sees all
+ *  of one transaction or none of it. One key needs no lock (it is one index item). */
+function underLocalLocks<T>(ctx: RespContext, keys: Buffer[], read: () => Promise<T>): Promise<T> {
+  const local = keys.length > 1 ? keys.filter((k) => ctx.view.route(k).local) : [];
+  return local.length > 1 ? ctx.locks.runAll(local, read) : read();
 }
 
 export function mget(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
   const keys = args.slice(1);
   const chk = multiKeyCheck(ctx, keys, args);
   if (chk !== null) return chk;
-  const read = () => Promise.all(keys.map((k) => perKey<Reply>(ctx, k, () => getLocal(ctx, k), [GET, k], (r) => r)));
-  // Under the locks of its local keys: a transaction (transaction.ts) indexes its writes while holding
-  // the locks of all its keys, so an MGET sees all of one transaction or none of it.
-  const local = keys.filter((k) => ctx.view.route(k).local);
-  return local.length > 1 ? ctx.locks.runAll(local, read) : read();
+  return underLocalLocks(ctx, keys, () => Promise.all(keys.map((k) => perKey<Reply>(ctx, k, () => getLocal(ctx, k), [GET, k], (r) => r))));
 }
 
 export function mset(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {

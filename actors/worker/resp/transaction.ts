@@ -7,14 +7,14 @@
 // on a single-endpoint port all in one shard (-CROSSSLOT naming the shards). Anything else is +QUEUED.
 //
 // EXEC takes the node's key locks of every queued and watched key (context.ts KeyLocks: every RESP write
-// of those keys, and every MGET of them, waits), compares each watched key's state (primary.ts
-// watchState: the version of its indexed entry and whether GET sees a value) with what WATCH recorded
-// (any change: a null array), runs the queued commands in order against a TxnStore (./txn-store.ts: reads
-// see the transaction's own writes, writes are recorded), then commits the recorded writes as one unit
-// (KvWorker.commitTxn, actors/worker/txn-write.ts) and answers the array of replies. A command's runtime
-// error is its reply in the array and the others still run. If the commit fails, or a command could not
-// run at all (the node reconfiguring), EXEC answers that error instead (ERR/TRYAGAIN/OOM: nothing
-// applied; UNKNOWN: all or nothing, not known which).
+// of those keys, and every MGET, EXISTS or TOUCH of several of them, waits), compares each watched
+// key's state (primary.ts watchState: the version of its indexed entry and whether GET sees a value)
+// with what WATCH recorded (any change: a null array), runs the queued commands in order against a
+// TxnStore (./txn-store.ts: reads see the transaction's own writes, writes are recorded), then commits
+// the recorded writes as one unit (KvWorker.commitTxn, actors/worker/txn-write.ts) and answers the array
+// of replies. A command's runtime error is its reply in the array and the others still run. If the
+// commit fails, or a command could not run at all (the node reconfiguring), EXEC answers that error
+// instead (ERR/TRYAGAIN/OOM: nothing applied; UNKNOWN: all or nothing, not known which).
 // On a single-endpoint port a transaction whose shard another node is primary of runs there: EXEC
 // forwards the whole block (ROWAN.EXEC, with the watched keys' recorded states), and WATCH asks that
 // node for the states (ROWAN.WATCHSTATE).
