@@ -8,7 +8,7 @@
 //   served     a GET of every shard succeeded again (probed from this process)
 // Repeated for --kills (default 20, --quick 3) fresh clusters; p50/p99 of each mark after the kill.
 //
-//   npm run bench -- failover [--quick] [--kills=N] [--lease-ms=200]
+//   npm run bench -- failover [--quick] [--kills=N] [--lease-ms=100]   (default: the default lease)
 // Writes bench/results/failover.json (per-kill marks, summary and the timelines) and failover.svg
 // (p50/p99 per phase), plus failover-timeline.svg (the Figure 14 plot).
 import { writeFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RowanClient } from '../client/client.js';
 import { monotonicClock } from '../config/base/clock.js';
+import { defaultTimings } from '../config/timings.js';
 import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/cluster.js';
 import { allShardsServed, logRecords, nodePids, probeKeys } from '../test/fixtures/failover-cluster.js';
 import { gitState, load, machine, progress, recordParams, resultsDir, type Row } from './report.js';
@@ -124,7 +125,7 @@ function pct(xs: number[], p: number): number {
 export async function run(): Promise<Row[]> {
   const quick = process.argv.includes('--quick');
   const kills = flag('kills', quick ? 3 : 20);
-  const leaseMs = flag('lease-ms', 200);
+  const leaseMs = flag('lease-ms', defaultTimings.leaseMs);
   recordParams({ quick, kills, leaseMs, bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, afterMs: AFTER_MS, keys: KEYS, concurrency: CONCURRENCY, shards: SHARDS, workload: 'YCSB A, Zipfian 0.99, ZippyDB sizes', nodes: 3 });
   const runs: Run[] = [];
   const perKill: Row[] = [];

@@ -16,7 +16,10 @@ import { ErrorCodes, RowanError } from './base/errors.js';
 export interface Timings {
   // ---- lease (§4.5) --------------------------------------------------------------------------------
   /** The lease the manager grants by default (`--lease-ms`). The paper's 10 ms assumes dedicated cores
-   *  and RDMA; on a shared machine a busy event loop missing two renewals would fence live nodes. */
+   *  and RDMA. 100 ms: renewals run on a SCHED_FIFO thread on both sides (actors/node/lease-thread.ts,
+   *  the manager's thread), so a busy main thread no longer fences a live node; shorter leases fail
+   *  over sooner but renew more often, and a renewal is most of what an idle node spends (issue 26:
+   *  ~0.4 ms of CPU per renew and grant on this machine). It was 200 ms. */
   leaseMs: number;
   /** Shortest lease accepted: renewMs = leaseMs / 5 and driftMs = leaseMs / 20 must stay >= 1 ms with
    *  two renewals inside leaseMs - driftMs. */
@@ -132,7 +135,7 @@ export interface Timings {
 }
 
 export const defaultTimings: Readonly<Timings> = Object.freeze({
-  leaseMs: 200,
+  leaseMs: 100,
   leaseMsMin: 4,
   leaseMsMax: 600_000,
 
@@ -195,9 +198,10 @@ export interface LeaseTiming {
 /** renewMs = leaseMs / 5, driftMs = leaseMs / 20 (at least 1 ms), checked (BAD_ARGUMENT: a flag).
  *  The renew period does not bear on safety (a grant holds from when its renew was sent), only on how
  *  long a node may go without a renewal getting through before it fences itself: leaseMs - driftMs -
- *  renewMs (150 ms at the default 200 ms lease). leaseMs / 3 (124 ms) saves 40 % of the renewals, most
- *  of an idle cluster's CPU (issue 26), but live nodes lost leases with it under load on the 2-core
- *  machine (failover-lease once in four runs at load 25): `--renew-ms` chooses it. */
+ *  renewMs (75 ms at the default 100 ms lease). leaseMs / 3 saves 40 % of the renewals, most of an
+ *  idle cluster's CPU (issue 26), but live nodes lost leases with it under load on the 2-core machine
+ *  when the main thread renewed (failover-lease once in four runs at load 25, 200 ms leases): `--renew-ms`
+ *  chooses it. */
 export function leaseTiming(leaseMs: number, renewMs?: number, driftMs?: number, t: Timings = defaultTimings): LeaseTiming {
   const l = {
     leaseMs,

@@ -13,12 +13,12 @@
 // write, actors/worker/primary.ts). Across hosts crystal drift is < 100 ppm; driftMs = leaseMs / 20
 // (5 %) leaves orders of magnitude to spare.
 //
-// Numbers (defaults of `rowan cluster` / `rowan manager`, config/timings.ts): leaseMs 200, renewMs 66 (three renewals per
-// lease: a live node fences itself once no renewal got through for leaseMs - driftMs - renewMs = 124 ms;
-// the period bears on that only, not on safety), driftMs 10. A dead node's shards
-// move at the earliest 210 ms after its last renew. The paper uses 10 ms leases on dedicated cores
-// with RDMA; on this shared two-core machine a 10 ms lease would fence live nodes whenever a busy
-// event loop misses two renewals, so the default is longer; the failover benchmark runs shorter ones.
+// Numbers (defaults of `rowan cluster` / `rowan manager`, config/timings.ts): leaseMs 100, renewMs 20 (five renewals per
+// lease: a live node fences itself once no renewal got through for leaseMs - driftMs - renewMs = 75 ms;
+// the period bears on that only, not on safety), driftMs 5. A dead node's shards
+// move at the earliest 105 ms after its last renew. The paper uses 10 ms leases on dedicated cores
+// with RDMA; here renewals and grants run on SCHED_FIFO threads (the node's lease thread, this
+// manager's thread), and every renewal costs an idle node CPU, so the default is longer.
 import { defaultTimings, type LeaseTiming } from '../../config/timings.js';
 
 export { leaseTiming, type LeaseTiming } from '../../config/timings.js';

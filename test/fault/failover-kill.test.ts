@@ -15,6 +15,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../../client/client.js';
+import { defaultTimings } from '../../config/timings.js';
 import { checkLinearizability, type Operation } from '../check/linearizability.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { allShardsServed, nodePids, probeKeys, storedTerm, waitFor } from '../fixtures/failover-cluster.js';
@@ -64,7 +65,7 @@ function gatherCounts(dir: string, t: Totals): void {
 async function cycle(fabric: 'shm' | 'tcp', t: Totals): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), `rowan-failover-${fabric}-`));
   const base = randomBasePort();
-  const run = launchCluster(dir, base, ['--shards', String(SHARDS), '--fabric', fabric, '--lease-ms', '200', '--replication-mode', MODE, ...(MODE === 'rpc' ? ['--workers', '2'] : [])]);
+  const run = launchCluster(dir, base, ['--shards', String(SHARDS), '--fabric', fabric, '--lease-ms', String(defaultTimings.leaseMs), '--replication-mode', MODE, ...(MODE === 'rpc' ? ['--workers', '2'] : [])]);
   const clients: RowanClient[] = [];
   try {
     await run.ready;
