@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock } from '../../../../config/base/clock.js';
-import { planCluster } from '../../../../config/cluster.js';
+import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { defaultLimits } from '../../../../config/limits.js';
 import { attachKvShared, createKvShared } from '../../../../actors/shared/node-shared.js';
 import { rebuildIndexes } from '../../../../actors/node/recovery.js';
@@ -21,16 +21,21 @@ import { txnWord } from '../../../../shm/log-layout.js';
 import { Pool } from '../../../../shm/pool.js';
 import { TLog } from '../../../../shm/tlog.js';
 
-test('cold start: a transaction torn in the t-log (2 of its 3 entries appended) is not indexed; a whole one is', () => {
+/** A node 0 of two with a fresh pool and `s`, a shard it is primary of. */
+function setup(): { dir: string; c: ClusterConfig; pool: Pool; s: number } {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-torn-txn-'));
+  const c = planCluster({
+    nodes: [0, 1].map((id) => ({ id, host: '127.0.0.1', dataDir: join(dir, `n${id}`), workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } })),
+    shardCount: 2,
+    replicationFactor: 2,
+  });
+  const pool = Pool.create(join(dir, 'pool.pm'), { segmentCount: 16, segmentBytes: 64 * 1024, mode: 'pagecache' });
+  return { dir, c, pool, s: c.shards.find((x) => x.primary === 0)!.id };
+}
+
+test('cold start: a transaction torn in the t-log (2 of its 3 entries appended) is not indexed; a whole one is', () => {
+  const { dir, c, pool, s } = setup();
   try {
-    const c = planCluster({
-      nodes: [0, 1].map((id) => ({ id, host: '127.0.0.1', dataDir: join(dir, `n${id}`), workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } })),
-      shardCount: 2,
-      replicationFactor: 2,
-    });
-    const pool = Pool.create(join(dir, 'pool.pm'), { segmentCount: 16, segmentBytes: 64 * 1024, mode: 'pagecache' });
-    const s = c.shards.find((x) => x.primary === 0)!.id;
     const put = (key: string, value: string, version: number, txn = 0) => ({ type: EntryType.Put, shard: s, version, key: Buffer.from(key), value: Buffer.from(value), ...(txn ? { txn } : {}) });
     const log = TLog.recover(pool, 0, defaultLimits);
     log.append(put('a', 'a-before', 1));
@@ -62,15 +67,8 @@ test('cold start: a transaction torn in the t-log (2 of its 3 entries appended) 
 });
 
 test('cold start: a finished transaction at the end of the t-log is kept whole even when an older member is gone (GC reclaimed it after another write superseded it)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'rowan-torn-txn-'));
+  const { dir, pool, s } = setup();
   try {
-    const c = planCluster({
-      nodes: [0, 1].map((id) => ({ id, host: '127.0.0.1', dataDir: join(dir, `n${id}`), workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } })),
-      shardCount: 2,
-      replicationFactor: 2,
-    });
-    const pool = Pool.create(join(dir, 'pool.pm'), { segmentCount: 16, segmentBytes: 64 * 1024, mode: 'pagecache' });
-    const s = c.shards.find((x) => x.primary === 0)!.id;
     const log = TLog.recover(pool, 0, defaultLimits);
     // Members 1 and 2 of a 3-entry transaction (versions 10..12); member 0 is not in this chain.
     log.append({ type: EntryType.Put, shard: s, version: 11, key: Buffer.from('y'), value: Buffer.from('y1'), txn: txnWord(3, 1) });
