@@ -1,7 +1,7 @@
 // Expiry deadlines are replicated state (issue 27): keys written with TTLs keep their exact deadlines
 // across a cold start of the whole cluster (stopped and started again from the pools) and across a
 // failover (their primary SIGKILLed), and expire on time on whoever serves them then: visible until
-// the deadline, gone from it on. Deadlines given as a relative TTL (EX) were converted by the old
+// the deadline, gone for every read made from it on. Deadlines given as a relative TTL (EX) were converted by the old
 // primary's clock; given as PXAT they must come back bit-exact (PEXPIRETIME).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -38,17 +38,30 @@ function keysOn(c: ClusterConfig, node: number, prefix: string, n: number): stri
   return out;
 }
 
-/** Wait until every key reads nil; assert none did before `notBefore` and all did by `by` (Unix ms). */
+/**
+ * Wait until every key reads nil, and assert that none did before `notBefore` and that no read sent
+ * at or after `by` (Unix ms) saw one: on time means invisible to every request made from the deadline
+ * on, however long the failover or this loaded machine took to answer. Reads that fail while the
+ * failover is under way are retried.
+ */
 async function expiresOnTime(io: Cluster, keys: string[], notBefore: number, by: number, what: string): Promise<void> {
   if (Date.now() < notBefore - 300) {
     const vs = await Promise.all(keys.map((k) => io.get(k)));
     const t = Date.now();
     if (t < notBefore) assert.ok(vs.every((v) => v !== null), `${what}: every key still there ${notBefore - t} ms before its deadline`);
   }
-  await waitFor(`${what} to expire`, async () => (await Promise.all(keys.map((k) => io.exists(k)))).every((n) => n === 0), by - Date.now() + 10_000, 50);
+  let sent = 0;
+  await waitFor(`${what} to expire`, async () => {
+    sent = Date.now();
+    const n = await Promise.all(keys.map((k) => io.exists(k))).catch(() => null);
+    if (n === null) return false; // the failover is not done: no answer yet
+    const left = keys.filter((_, i) => n[i] !== 0);
+    assert.ok(left.length === 0 || sent < by, `${what}: ${left.join(' ')} still there in a read sent ${sent - by} ms after the deadline`);
+    return left.length === 0;
+  }, Math.max(by - Date.now(), 0) + 60_000, 50);
   const gone = Date.now();
   assert.ok(gone >= notBefore, `${what}: gone at ${gone}, not before its deadline ${notBefore}`);
-  assert.ok(gone <= by + 2000, `${what}: gone ${gone - by} ms after the deadline ${by}`);
+  console.log(`# ${what}: gone ${gone - by} ms after the deadline (read sent ${sent - by} ms after it)`);
 }
 
 test('keys with TTLs keep their deadlines across a cold start and a failover, and expire on time on the new primary', { timeout: 300_000 }, async () => {
@@ -63,7 +76,7 @@ test('keys with TTLs keep their deadlines across a cold start and a failover, an
     io = await ready(connect(dir, password));
     // Before the cold start: keys with an absolute deadline far enough to outlive the restart, keys
     // with a long relative TTL, keys whose TTL was removed, and keys that expire while the cluster is down.
-    const coldAt = Date.now() + 45_000;
+    const coldAt = Date.now() + 60_000; // the cold start takes 10-40 s on a loaded 2-core machine
     const cold = keysOn(c1, VICTIM, 'cold', 8);
     const long = keysOn(c1, VICTIM, 'long', 8);
     const kept = keysOn(c1, VICTIM, 'kept', 4);
@@ -71,7 +84,7 @@ test('keys with TTLs keep their deadlines across a cold start and a failover, an
     for (const k of cold) assert.equal(await io.set(k, 'v', 'PXAT', coldAt), 'OK');
     for (const k of long) assert.equal(await io.set(k, 'v', 'EX', 1000), 'OK');
     for (const k of kept) {
-      assert.equal(await io.set(k, 'v', 'EX', 2), 'OK');
+      assert.equal(await io.set(k, 'v', 'EX', 1000), 'OK');
       assert.equal(await io.persist(k), 1);
     }
     for (const k of down) assert.equal(await io.set(k, 'v', 'PX', 1500), 'OK');
