@@ -230,3 +230,50 @@ test('ioredis: set(k, v, "EX", 10), setex, expire, ttl, persist, getex unchanged
     cluster.disconnect();
   }
 });
+
+/** INFO keyspace's db0 line as numbers ({0, 0, 0} when there is none: Redis leaves an empty db out). */
+function db0(info: string): { keys: number; expires: number; avgTtl: number } {
+  const m = /db0:keys=(\d+),expires=(\d+),avg_ttl=(\d+)/.exec(info);
+  return m ? { keys: Number(m[1]), expires: Number(m[2]), avgTtl: Number(m[3]) } : { keys: 0, expires: 0, avgTtl: 0 };
+}
+
+test('INFO keyspace counts the keys with a deadline (expires) and their mean TTL (avg_ttl, ms), over the cluster on a single-endpoint port, per slot range on a cluster port', { skip }, async () => {
+  const c = readCluster(dir);
+  const s = await RespSession.open({ port: respPorts(c).single[0]! }, password);
+  const clusterPorts = c.nodes.flatMap((n) => n.resp!.clusterPorts); // one per worker, each its own shards
+  const withTtl = Array.from({ length: 30 }, (_, i) => `ks:ttl:${i}`);
+  const without = Array.from({ length: 20 }, (_, i) => `ks:plain:${i}`);
+  try {
+    const before = db0(await s.send(['INFO', 'keyspace']));
+    const beforeAt = Date.now();
+    const deadline = beforeAt + 1_000_000;
+    for (const k of withTtl) assert.equal(await s.send(['SET', k, 'v', 'PXAT', String(deadline)]), '+OK\r\n');
+    for (const k of without) assert.equal(await s.send(['SET', k, 'v']), '+OK\r\n');
+    const asked = Date.now();
+    const now = db0(await s.send(['INFO', 'keyspace']));
+    assert.equal(now.keys, before.keys + withTtl.length + without.length, 'keys');
+    assert.equal(now.expires, before.expires + withTtl.length, 'expires');
+    // The mean of the TTLs the keys had when INFO walked them (after `asked`), with whatever was there before.
+    // (The keys there before lost at most the time since `beforeAt`; each node rounds its mean.)
+    const mean = (ttl: number, older: number) => (older * before.expires + ttl * withTtl.length) / now.expires;
+    const low = mean(deadline - Date.now(), Math.max(0, before.avgTtl - (Date.now() - beforeAt)));
+    const high = mean(deadline - asked, before.avgTtl);
+    assert.ok(now.avgTtl >= Math.floor(low) - 1 && now.avgTtl <= Math.ceil(high) + 1, `avg_ttl ${now.avgTtl}, expected ${Math.round(low)}..${Math.round(high)}`);
+    // A cluster port counts its own slots: the ports together count every key once.
+    let expires = 0;
+    for (const port of clusterPorts) {
+      const p = await RespSession.open({ port }, password);
+      expires += db0(await p.send(['INFO', 'keyspace'])).expires;
+      p.close();
+    }
+    assert.equal(expires, now.expires, 'the cluster ports together');
+    // PERSIST takes a key out of expires; DEL out of both.
+    assert.equal(await s.send(['PERSIST', withTtl[0]!]), ':1\r\n');
+    assert.equal(await s.send(['DEL', withTtl[1]!, without[0]!]), ':2\r\n');
+    const after = db0(await s.send(['INFO', 'keyspace']));
+    assert.deepEqual([after.keys, after.expires], [now.keys - 2, now.expires - 2]);
+  } finally {
+    await s.send(['DEL', ...withTtl, ...without]);
+    s.close();
+  }
+});

@@ -94,7 +94,7 @@ export const COMMANDS: Command[] = [
   c('readwrite', 1, 'loading stale fast', NK, 'cluster', 'free', 'Enables read-write queries.', () => new Simple('OK')),
   c('asking', 1, 'fast', NK, 'cluster', 'free', 'A no-op: rowan never answers -ASK.', () => new Simple('OK')),
   c('rowan.scanshard', -4, 'readonly', NK, 'rowan', 'barrier', 'Internal: one SCAN step of a shard this node is the primary of.', (x, a) => scanShardCmd(x, a), true),
-  c('rowan.dbsize', 1, 'readonly', NK, 'rowan', 'barrier', 'Internal: live keys of the shards this node is the primary of.', (x) => nodeDbsize(x), true),
+  c('rowan.dbsize', -1, 'readonly', NK, 'rowan', 'barrier', 'Internal: live keys of the shards this node is the primary of (EXPIRES: with those that have a deadline).', nodeDbsize, true),
   c('rowan.keys', 2, 'readonly', NK, 'rowan', 'barrier', 'Internal: KEYS over the shards this node is the primary of.', ks.nodeKeys, true),
   c('rowan.randomkey', 1, 'readonly', NK, 'rowan', 'barrier', 'Internal: RANDOMKEY over the shards this node is the primary of.', ks.nodeRandomkey, true),
   c('rowan.inshard', -4, 'write', NK, 'rowan', 'barrier', 'Internal: a multi-key command of one shard (not one slot) forwarded by a single-endpoint port.', ks.inShard, true),

@@ -8,7 +8,8 @@ import { RespErr, Verbatim, type Reply } from '../../../runtime/resp/reply.js';
 import { REDIS_COMPAT_VERSION, redisMode } from './admin.js';
 import type { RespContext } from './context.js';
 import { rowanErrorReply } from './outcome.js';
-import { dbsize } from './scan.js';
+import type { KeyTally } from './keyspace.js';
+import { keyspaceTally } from './scan.js';
 
 type Section = [string, Record<string, string | number>];
 
@@ -68,7 +69,8 @@ function render(out: Section[]): Reply {
 }
 
 /**
- * INFO [section ...]. Its keyspace counts what DBSIZE on this port counts (./scan.ts). INFO itself
+ * INFO [section ...]. Its keyspace counts what DBSIZE on this port counts (./scan.ts), with the keys that
+ * have a deadline and their mean TTL in ms (Redis estimates avg_ttl from samples; this is exact). INFO itself
  * never fails -- clients call it to decide whether a server is ready (ioredis's ready check) -- so when
  * another node cannot be counted the keyspace section says so (rowan_keyspace_incomplete) instead of
  * giving a count that leaves its keys out.
@@ -78,12 +80,12 @@ export function info(ctx: RespContext, args: Buffer[]): Reply | Promise<Reply> {
   const out = sections(ctx, wanted);
   const ks = out.find(([name]) => name === 'Keyspace');
   if (!ks) return render(out);
-  const fill = (keys: Reply): Reply => {
-    if (typeof keys === 'number') {
-      if (keys > 0) ks[1].db0 = `keys=${keys},expires=0,avg_ttl=0`;
-    } else ks[1].rowan_keyspace_incomplete = keys instanceof RespErr ? keys.s : 'ERR unexpected reply from a peer';
+  const fill = (t: KeyTally | RespErr): Reply => {
+    if (!(t instanceof RespErr)) {
+      if (t.keys > 0) ks[1].db0 = `keys=${t.keys},expires=${t.expires},avg_ttl=${t.avgTtlMs}`;
+    } else ks[1].rowan_keyspace_incomplete = t.s;
     return render(out);
   };
-  const n = dbsize(ctx);
-  return n instanceof Promise ? n.then(fill, (e: unknown) => fill(rowanErrorReply(e))) : fill(n);
+  const t = keyspaceTally(ctx);
+  return t instanceof Promise ? t.then(fill, (e: unknown) => fill(rowanErrorReply(e))) : fill(t);
 }

@@ -5,13 +5,22 @@
 import type { Limits } from '../../../config/limits.js';
 import { ReadEpochs } from '../../shared/gc-state.js';
 import type { KvShared } from '../../shared/node-shared.js';
-import { EntryType, readEntryAt } from '../../../shm/log.js';
+import { EntryType, expiresAtOf, readEntryAt } from '../../../shm/log.js';
 import type { PersistentRegion } from '../../../config/base/region.js';
 
 export const CURSOR_SHARD = 2 ** 32;
 /** Buckets one SCAN call may walk at least, and per step (a step finishes its buckets' chains). */
 const SCAN_BUCKETS_MIN = 16_384;
 const SCAN_STEP_BUCKETS = 64;
+/** Buckets a count walks per read epoch (GC frees nothing a walk may still read while it holds one). */
+const COUNT_STEP_BUCKETS = 16_384;
+
+/** What INFO keyspace says of some shards: live keys, those with a deadline, their mean TTL (ms). */
+export interface KeyTally {
+  keys: number;
+  expires: number;
+  avgTtlMs: number;
+}
 
 export function cursorOf(shard: number, bucket: number): number {
   return shard * CURSOR_SHARD + bucket;
@@ -112,15 +121,42 @@ export class Keyspace {
 
   /** Live keys (not deleted) in these shards: a full walk, O(keys). */
   count(shards: number[]): number {
-    let n = 0;
-    const out: Buffer[] = [];
+    return this.tally(shards).keys;
+  }
+
+  /**
+   * Live keys in these shards, how many of them have a deadline, and their mean time to live: one walk
+   * of the indexes, O(keys), reading only each entry's type and deadline in place (no checksum pass, no
+   * key copied: an indexed entry was verified when it was indexed and does not change while indexed,
+   * as the index probes in shm/log.ts rely on). A key whose deadline passed is not counted.
+   */
+  tally(shards: number[]): KeyTally {
+    const bytes = this.region.bytes;
+    const now = this.now();
+    let keys = 0;
+    let expires = 0;
+    let ttlMs = 0;
+    const visit = (addr: number) => {
+      if (bytes[addr] !== EntryType.Put) return;
+      const at = expiresAtOf(bytes, addr);
+      if (at === 0) keys++;
+      else if (at > now) {
+        keys++;
+        expires++;
+        ttlMs += at - now;
+      }
+    };
     for (const s of shards) {
-      for (let b = 0; b >= 0; ) {
-        out.length = 0;
-        b = this.scanShard(s, b, 4096, null, out);
-        n += out.length;
+      const index = this.shared.indexes[s];
+      for (let b = 0; index && b < index.bucketCount; ) {
+        this.shared.gc?.epochs.enter(this.epochSlot); // addresses taken from the index stay readable until exit
+        try {
+          b = index.forEachInBuckets(b, COUNT_STEP_BUCKETS, visit);
+        } finally {
+          this.shared.gc?.epochs.exit(this.epochSlot);
+        }
       }
     }
-    return n;
+    return { keys, expires, avgTtlMs: expires > 0 ? Math.round(ttlMs / expires) : 0 };
   }
 }

@@ -3,7 +3,7 @@
 // cluster port for shards this node is not the primary of (ROWAN.SCANSHARD / ROWAN.DBSIZE, internal).
 import { RespErr, err, type Reply } from '../../../runtime/resp/reply.js';
 import type { RespContext } from './context.js';
-import { cursorOf, globMatcher, splitCursor } from './keyspace.js';
+import { cursorOf, globMatcher, splitCursor, type KeyTally } from './keyspace.js';
 import { SYNTAX } from './keys.js';
 
 interface ScanArgs {
@@ -97,7 +97,35 @@ export function dbsize(ctx: RespContext): Reply | Promise<Reply> {
   });
 }
 
-/** ROWAN.DBSIZE: live keys of every shard this node is the primary of. */
-export function nodeDbsize(ctx: RespContext): Reply {
-  return ctx.keyspace.count(ctx.view.ownShards(false));
+/**
+ * What INFO keyspace counts on this port: the keys DBSIZE counts, those with a deadline and their mean
+ * TTL, from the same walk (a single-endpoint port adds every other node's, the mean weighted by their
+ * deadlines). A reply when a peer could not be counted.
+ */
+export function keyspaceTally(ctx: RespContext): KeyTally | RespErr | Promise<KeyTally | RespErr> {
+  if (ctx.mode === 'cluster') return ctx.keyspace.tally(ctx.view.ownShards(true));
+  const here = ctx.keyspace.tally(ctx.view.ownShards(false));
+  const others = ctx.view.slots().endpoints.filter((e) => e.nodeId !== ctx.view.nodeId && e.worker === 0);
+  ctx.stats.forwarded += others.length;
+  return Promise.all(others.map((e) => ctx.view.peer(e).call(['ROWAN.DBSIZE', 'EXPIRES']))).then((rs) => {
+    let { keys, expires } = here;
+    let ttlMs = here.avgTtlMs * here.expires;
+    for (const r of rs) {
+      if (!Array.isArray(r) || r.length !== 3 || !r.every((x) => typeof x === 'number')) return r instanceof RespErr ? r : err('ERR ROWAN.DBSIZE: unexpected reply from a peer');
+      const [k, x, avg] = r as number[];
+      keys += k!;
+      expires += x!;
+      ttlMs += avg! * x!;
+    }
+    return { keys, expires, avgTtlMs: expires > 0 ? Math.round(ttlMs / expires) : 0 };
+  });
+}
+
+/** ROWAN.DBSIZE [EXPIRES]: live keys of every shard this node is the primary of; with EXPIRES
+ *  [keys, keys with a deadline, their mean TTL in ms] (INFO keyspace). */
+export function nodeDbsize(ctx: RespContext, args: Buffer[]): Reply {
+  if (args.length === 1) return ctx.keyspace.count(ctx.view.ownShards(false));
+  if (args.length > 2 || args[1]!.toString('latin1').toUpperCase() !== 'EXPIRES') return SYNTAX;
+  const t = ctx.keyspace.tally(ctx.view.ownShards(false));
+  return [t.keys, t.expires, t.avgTtlMs];
 }
