@@ -16,6 +16,8 @@ import { readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js
 const FLAGS = ['--nodes', '3', '--replication', '2', '--shards', '6', '--pool-mib', '24', '--segment-kib', '256'];
 const LIVE = 100;
 const EXPIRING = 6000;
+/** Reclaiming fails when neither index items nor live bytes went down for this long. */
+const STALL_MS = 60_000;
 
 interface Sample {
   items: number;
@@ -44,7 +46,7 @@ async function waitFor(file: string, ok: (s: Sample) => boolean, ms: number): Pr
   return s;
 }
 
-test('expiring keys are reclaimed without a client touching them: index items and live bytes back to the long-lived keys on every replica', { timeout: 240_000 }, async () => {
+test('expiring keys are reclaimed without a client touching them: index items and live bytes back to the long-lived keys on every replica', { timeout: 900_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-expiry-reclaim-'));
   const file = join(dir, 'cluster.json');
   const run = await launchClusterReady(dir, randomBasePort(), FLAGS);
@@ -80,14 +82,20 @@ test('expiring keys are reclaimed without a client touching them: index items an
     for (let i = 0; i < EXPIRING; i += 997) assert.equal(await io.get(`exp:${i}`), 'x'.repeat(100));
     await writeAll(['PEXPIREAT', Date.now() + 1000]);
     const settled = (s: Sample) => s.items <= LIVE * 2 + 100 && s.liveBytes <= LIVE * 2 * 64 + 300 * 256;
-    const until = Date.now() + 150_000;
+    // Waited for as long as it makes progress: on a loaded machine the sweeps, the b-logs and the
+    // tombstone sweeps move slowly (one run here took over 150 s), but they do not stop.
     let end = await sample(file);
-    for (; !settled(end) && Date.now() < until; end = await sample(file)) {
+    let best = { ...end };
+    for (let progressAt = Date.now(); !settled(end) && Date.now() - progressAt < STALL_MS; end = await sample(file)) {
+      if (end.items < best.items || end.liveBytes < best.liveBytes) {
+        best = { items: Math.min(best.items, end.items), liveBytes: Math.min(best.liveBytes, end.liveBytes) };
+        progressAt = Date.now();
+      }
       await putLive();
       await new Promise((r) => setTimeout(r, 100));
     }
     console.log(`# expiry: ${EXPIRING} keys: ${full.items} index items before, ${end.items} after (${base.items} for the ${LIVE} long-lived keys); live bytes ${full.liveBytes} -> ${end.liveBytes} (${base.liveBytes})`);
-    assert.ok(settled(end), `index items and live bytes back near the long-lived keys' (on two replicas each): ${end.items} items, ${end.liveBytes} live bytes`);
+    assert.ok(settled(end), `index items and live bytes back near the long-lived keys' (on two replicas each): ${end.items} items, ${end.liveBytes} live bytes, no progress for ${STALL_MS} ms`);
     const info = await io.info('stats');
     assert.match(info, /expired_keys:\d+/);
     for (let i = 0; i < EXPIRING; i += 97) assert.equal(await io.get(`exp:${i}`), null);
