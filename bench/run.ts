@@ -107,6 +107,13 @@ const benches: Record<string, Bench> = {
     flags: '--quick (16 MB, 5 s away) --mb=N (64) --value-bytes=B (1000) --absence-ms=ms (10000)',
     takes: '~1 min',
   },
+  expiry: {
+    title: 'expiry under load (issue 27): N keys expire while GET/SET streams run; their p99 vs a run without expiry, and the time until the pools are back to baseline',
+    module: './expiry.bench.js',
+    columns: ['phase', 'keys', 'second', 'seconds', 'opsPerSec', 'p50ms', 'p99ms', 'p999ms', 'errors', 'p99VsNoExpiry', 'p99msFirst15s', 'first15sVsNoExpiry', 'usedSegments', 'usedSegmentsPeak', 'indexItems', 'indexItemsPeak', 'liveMB', 'reclaimed', 'reclaimedAfterS', 'writeKeysPerSec', 'deadlineMarginS', 'requests'],
+    flags: '--quick (100 k keys) --keys=N (1000000) --duration=ms (the longest phase 2 waits for the pools to be back to baseline: 600000; quick 180000) --segment-kib=N (256)',
+    takes: '~10 min',
+  },
   'ycsb-gc': {
     title: 'YCSB Load A / A on Rowan-KV with big pools vs small pools under GC pressure: ops/s, latency (µs), segments reclaimed',
     module: './ycsb.bench.js',

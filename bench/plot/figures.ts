@@ -391,6 +391,40 @@ const rereplicate = (rows: Rows): Figure[] => [
   },
 ];
 
+const expiry = (rows: Rows): Figure[] => {
+  const base = rows.find((r) => r.phase === 'no expiry');
+  const exp = rows.find((r) => r.phase === 'expiring');
+  const samples = rows.filter((r) => r.phase === 'sample');
+  const flat = (name: string, v: number | null): Series[] => {
+    const xs = samples.map((r) => num(r, 'second')).filter((x): x is number => x !== null);
+    return v === null || xs.length === 0 ? [] : [{ name, points: [[Math.min(...xs), v], [Math.max(...xs), v]] }];
+  };
+  const p99 = base ? num(base, 'p99ms') : null;
+  return [
+    {
+      file: 'expiry.svg',
+      svg: lineChartSvg({
+        title: `expiry under load: ${exp?.keys ?? '?'} keys with one deadline (second 0), GET/SET streams on other keys throughout`,
+        notes: [`p99 over the whole expiry phase ${exp?.p99ms ?? '-'} ms = ${exp?.p99VsNoExpiry ?? '-'}x the run without expiry (${p99 ?? '-'} ms), first 15 s ${exp?.p99msFirst15s ?? '-'} ms = ${exp?.first15sVsNoExpiry ?? '-'}x; pools back to baseline ${exp?.reclaimed ? `after ${exp.reclaimedAfterS} s` : 'not within the bound'}`],
+        x: { label: 'seconds after the deadline' },
+        y: { label: 'p99 of the other requests, per second (ms)' },
+        panels: [
+          { title: 'other requests', series: [...seriesBy(samples, () => 'p99 per second', 'second', 'p99ms'), ...flat('p99 without expiry', p99), ...flat('2x that', p99 === null ? null : 2 * p99)] },
+          {
+            title: 'pool usage, all nodes',
+            y: { label: 'segments not Free / index items (thousands)' },
+            series: [
+              ...seriesBy(samples, () => 'segments not Free', 'second', 'usedSegments'),
+              ...flat('baseline segments', base ? num(base, 'usedSegments') : null),
+              { name: 'index items (thousands)', points: samples.filter((r) => num(r, 'indexItems') !== null).map((r) => [num(r, 'second')!, num(r, 'indexItems')! / 1000] as [number, number]) },
+            ],
+          },
+        ],
+      }),
+    },
+  ];
+};
+
 /** Figures per benchmark name (the harness's names). */
 export const figures: Record<string, (rows: Rows) => Figure[]> = {
   'pmem2-persist': pmem2Persist,
@@ -406,5 +440,6 @@ export const figures: Record<string, (rows: Rows) => Figure[]> = {
   redis,
   reshard,
   rereplicate,
+  expiry,
   'ycsb-gc': ycsbGc,
 };
