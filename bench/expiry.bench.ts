@@ -32,6 +32,7 @@ const STREAMS = 16;
 const BATCH = 1000;
 /** Pipelined batches in flight per node while writing. */
 const BATCHES_IN_FLIGHT = 4;
+const WRITE_ATTEMPTS = 20;
 const BASELINE_MS = quick ? 8_000 : 15_000;
 /** Phase 2 ends when the pools are back to baseline, or after this long from the deadline. */
 const RECLAIM_MAX_MS = flag('duration', quick ? 180_000 : 600_000);
@@ -66,9 +67,16 @@ async function writeAll(x: Ctx, n: number, name: (i: number) => string, args: (s
   const worker = async (node: number, lane: number) => {
     const q = queues[node]!;
     for (let at = lane * BATCH; at < q.length; at += BATCH * BATCHES_IN_FLIGHT) {
-      const p = x.nodes[node]!.pipeline();
-      for (const k of q.slice(at, at + BATCH)) p.call('SET', k, ...args);
-      for (const [err] of (await p.exec())!) if (err) throw err;
+      // A batch refused while the cluster reconfigures (TRYAGAIN; the node forwards a key it no longer
+      // owns) is sent again: SET with PXAT is idempotent.
+      for (let attempt = 1; ; attempt++) {
+        const p = x.nodes[node]!.pipeline();
+        for (const k of q.slice(at, at + BATCH)) p.call('SET', k, ...args);
+        const err = (await p.exec())!.find(([e]) => e)?.[0];
+        if (!err) break;
+        if (attempt >= WRITE_ATTEMPTS) throw err;
+        await sleep(200);
+      }
     }
   };
   await Promise.all(x.nodes.flatMap((_, node) => Array.from({ length: BATCHES_IN_FLIGHT }, (_, lane) => worker(node, lane))));
@@ -171,9 +179,9 @@ export async function run(): Promise<Row[]> {
   recordParams({
     quick, keys: KEYS, liveKeys: LIVE_KEYS, valueBytes: VALUE_BYTES, loadStreams: `${STREAMS} closed-loop streams, GET/SET half each, ioredis Cluster`, baselineMs: BASELINE_MS,
     reclaimMaxMs: RECLAIM_MAX_MS, backToBaseline: `index items within ${ITEMS_SLACK * 100} % of the expiring keys' items of phase 1's, segments not Free within ${SEGMENTS_SLACK}x`,
-    nodes: 3, replication: 3, workersPerNode: 1, poolMib: POOL_MIB, segmentKib: SEGMENT_KIB, writes: `pipelines of ${BATCH}, ${BATCHES_IN_FLIGHT} per node, each node its own keys`,
+    nodes: 3, replication: 3, workersPerNode: 1, autoReshard: false, leaseMs: 2000, poolMib: POOL_MIB, segmentKib: SEGMENT_KIB, writes: `pipelines of ${BATCH}, ${BATCHES_IN_FLIGHT} per node, each node its own keys`,
   });
-  const cluster = await startCluster({ mode: 'rowan', passMode: true, poolMib: POOL_MIB, segmentKib: SEGMENT_KIB, workers: 1, leaseMs: 2000 });
+  const cluster = await startCluster({ mode: 'rowan', passMode: true, poolMib: POOL_MIB, segmentKib: SEGMENT_KIB, workers: 1, leaseMs: 2000, extraArgs: ['--no-auto-reshard'] });
   const nodes: Redis[] = [];
   try {
     const config = JSON.parse(readFileSync(cluster.file, 'utf8')) as ClusterConfig;

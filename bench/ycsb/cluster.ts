@@ -22,6 +22,8 @@ export interface ClusterSpec {
   workers: number;
   /** --lease-ms (default: the launcher's). */
   leaseMs?: number;
+  /** More `rowan cluster` flags (e.g. --no-auto-reshard). */
+  extraArgs?: string[];
   /** Merged over the node config the launcher writes (see the header). */
   nodeConfig?: Record<string, unknown>;
 }
@@ -92,6 +94,7 @@ async function launch(s: ClusterSpec, dir: string, basePort: number, timeoutMs: 
     '--segment-kib', String(s.segmentKib), '--workers', String(s.workers)];
   if (s.passMode) args.push('--replication-mode', s.mode);
   if (s.leaseMs !== undefined) args.push('--lease-ms', String(s.leaseMs));
+  args.push(...(s.extraArgs ?? []));
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
