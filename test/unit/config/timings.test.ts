@@ -20,7 +20,7 @@ test('the defaults keep the values the product used before the table', () => {
   const t = defaultTimings;
   assert.deepEqual(
     [t.leaseMs, t.prepareTimeoutMs, t.failoverRetryMs, t.movePromoteTimeoutMs, t.joinGraceMs, t.takeoverGraceMs, t.recoveryGraceLeases, t.noGrantMs, t.admitWaitMs, t.backupGoneWaitMs, t.drainTimeoutMs, t.deadWaitMs],
-    [200, 2000, 1000, 10_000, 120_000, 3000, 5, 3000, 2000, 3000, 1500, 10_000],
+    [100, 2000, 1000, 10_000, 120_000, 3000, 5, 3000, 2000, 3000, 1500, 10_000],
   );
 });
 
@@ -40,17 +40,17 @@ test('a drain timeout at or above the prepare timeout is refused', () => {
 });
 
 test('a backup-gone wait shorter than lease + drift + prepare + slack is refused', () => {
-  // 200 + 10 + 2000 + 500 = 2710 at the defaults.
-  assert.equal(failoverBoundMs(defaultTimings, 210), 2710);
-  broken({ backupGoneWaitMs: 2709 }, /backupGoneWaitMs \(2709\) must be at least .*\(2710\)/)();
-  checkTimings({ ...defaultTimings, backupGoneWaitMs: 2710 });
+  // 100 + 5 + 2000 + 500 = 2605 at the defaults.
+  assert.equal(failoverBoundMs(defaultTimings, 105), 2605);
+  broken({ backupGoneWaitMs: 2604 }, /backupGoneWaitMs \(2604\) must be at least .*\(2605\)/)();
+  checkTimings({ ...defaultTimings, backupGoneWaitMs: 2605 });
   // ...and so is a longer default lease that the fixed floor no longer covers.
   broken({ leaseMs: 1000 }, /backupGoneWaitMs \(3000\) must be at least .*\(3550\)/)();
 });
 
 test("a dead-node wait shorter than the failover bound is refused", broken({ deadWaitMs: 2000 }, /deadWaitMs \(2000\) must be at least/));
 
-test('noGrantMs must allow two renew periods of the default lease', broken({ noGrantMs: 79, takeoverGraceMs: 3000 }, /noGrantMs \(79\) must be at least two renew periods of the default lease \(80\)/));
+test('noGrantMs must allow two renew periods of the default lease', broken({ noGrantMs: 39, takeoverGraceMs: 3000 }, /noGrantMs \(39\) must be at least two renew periods of the default lease \(40\)/));
 
 test('the takeover grace must cover noGrantMs, and the join grace the takeover grace', () => {
   broken({ takeoverGraceMs: 2999 }, /takeoverGraceMs \(2999\) must be at least noGrantMs \(3000\)/)();
@@ -83,7 +83,7 @@ test('restart delays are ordered', () => {
 });
 
 test('leaseTiming takes its range from the table', () => {
-  assert.deepEqual(leaseTiming(defaultTimings.leaseMs), { leaseMs: 200, renewMs: 40, driftMs: 10 });
+  assert.deepEqual(leaseTiming(defaultTimings.leaseMs), { leaseMs: 100, renewMs: 20, driftMs: 5 });
   assert.deepEqual(leaseTiming(4), { leaseMs: 4, renewMs: 1, driftMs: 1 });
   assert.throws(() => leaseTiming(3), { code: 'ROWAN_ERR_BAD_ARGUMENT', message: /not in \[4, 600000\]/ });
   assert.throws(() => leaseTiming(600_001), { code: 'ROWAN_ERR_BAD_ARGUMENT' });
