@@ -1,15 +1,24 @@
 // The failover of one node (§4.5 phase 1), run by the configuration manager's drain loop
 // (./manager.ts), one node at a time:
 //   detected   X's connection dropped (a hint) or its lease certainly expired; X gets no more grants
-//   (wait)     until X's lease has certainly expired (./leases.ts): never a second primary. Planning
-//              waits too: nodes that died with X (the whole cluster, in a power loss) have dropped
-//              their connections by then, and no shard is handed to one of them -- with none live
-//              the failover waits and retries, so a cluster restarted after it keeps every node.
+//   (wait)     when its lease expired with its connection still open (a pause, a cut): until X's lease
+//              has certainly expired (./leases.ts), so that X, heard from again meanwhile, keeps its
+//              shards. When its connection closed (its process died: the kernel closed its sockets),
+//              planning starts at once -- X gets no grant from the detection on -- and only the
+//              commit waits for the lease (below). Either way planning waits for the other members'
+//              next renewals (./reach.ts heardSince): nodes that died with X (the whole cluster, in a
+//              power loss) have dropped their connections by then, and no shard is handed to one of
+//              them -- with none live the failover waits and retries, so a cluster restarted after it
+//              keeps every node.
 //              While no other member is heard at all, this manager may be the one cut off: nothing is
 //              stored, whatever X holds (primaries, backups only, nothing), until members renew
 //   stored     the new configuration (./plan.ts) written with a compare-and-set on the term
 //   prepared   every live member acknowledged `prepare` (it blocks requests) -- or timed out; each
 //              listed the entries of the moved shards it may hold alone (gather, ./gather.ts)
+//   (wait)     until X's lease has certainly expired: never a second primary. A write X acknowledges
+//              in between is persistent on every replica, the new primary's among them, whose promotion
+//              applies its b-log after the commit; one X does not acknowledge is the late entry
+//              docs/failover.md describes, as a write in flight at the prepare always was.
 //   committed  `commit` sent, with each surviving replica of a moved shard the gathered entries it
 //              lacks (scatter): members serve the new configuration; promoted shards catch up first
 //   promoted   every new primary reported phase 2 done
@@ -47,6 +56,8 @@ export interface FailoverHost extends RoundsHost {
   readonly reach: Reach;
   /** `node` spoke again before anything was reassigned: it is no longer being failed over. */
   spared(node: number): void;
+  /** Whether `node` holds a connection to this manager now. */
+  connected(node: number): boolean;
   /** The failover is planned: keep its record (the manager's history). */
   begin(rec: FailoverRecord): void;
   storeConfig(next: ClusterConfig): Promise<void>;
@@ -64,7 +75,7 @@ export interface FailoverHost extends RoundsHost {
 export async function failOver(h: FailoverHost, node: number): Promise<void> {
   const rec: FailoverRecord = { node, term: h.config().term + 1, moved: [], detectedAt: h.clock.now() };
   failoverEvent(h.log, rec, 'detected', rec.detectedAt);
-  const live = await awaitVerdict(h, rec);
+  const live = await awaitVerdict(h, rec, !h.connected(node));
   if (live === null) return;
   const old = h.config();
   const plan = planFailover(old, node, live);
@@ -81,6 +92,7 @@ export async function failOver(h: FailoverHost, node: number): Promise<void> {
   const prep = await h.prepareRound(plan.next, plan.moved.map((m) => m.shard));
   if (prep.missing.length > 0) h.log.warn({ term: plan.next.term, missing: prep.missing }, 'prepare not acknowledged by every member in time; committing without them');
   markFailover(h.log, h.clock, rec, 'prepared');
+  await untilExpired(h, node);
   if (h.closed()) return;
   // A shard whose move away from the failed node had committed keeps its new primary, which
   // promotes it again, with the floors and the scatter of this failover (./plan.ts).
@@ -100,17 +112,17 @@ export async function failOver(h: FailoverHost, node: number): Promise<void> {
 
 /**
  * Wait until `rec.node` may be failed over, and return the members that may take its shards; null
- * when it is not to be (heard from again: spared; or the manager closed). Never before its lease has
- * certainly expired, nor while members reconnect after this manager was cut off, nor while this
+ * when it is not to be (heard from again: spared; or the manager closed). Not before its lease has
+ * certainly expired unless its connection had closed at the detection (`closed`: the commit waits
+ * instead), nor while members reconnect after this manager was cut off, nor while this
  * manager hears no other member at all: then it may be the one cut off, and nothing is stored
  * whatever the node holds (issue 24) -- it waits for members to renew and decides again.
  */
-async function awaitVerdict(h: FailoverHost, rec: FailoverRecord): Promise<Set<number> | null> {
+async function awaitVerdict(h: FailoverHost, rec: FailoverRecord, closed: boolean): Promise<Set<number> | null> {
   const node = rec.node;
-  for (;;) {
-    // Never reassign before the failed node's lease has certainly expired.
-    const wait = h.leases.certainlyExpiredAt(node) - h.clock.now();
-    if (wait > 0) await h.sleep(wait);
+  for (let first = true; ; first = false) {
+    // A node whose connection is open (paused, cut off) gets its whole lease to be heard from again.
+    if (!closed || !first) await untilExpired(h, node);
     if (h.closed()) return null;
     // Members reconnecting after this manager was cut off: give `node` the same chance.
     while (!h.closed() && h.leases.excused(node, h.clock.now()) && h.leases.lastHeardAt(node) <= rec.detectedAt) {
@@ -133,6 +145,12 @@ async function awaitVerdict(h: FailoverHost, rec: FailoverRecord): Promise<Set<n
     h.reach.sayCutOff(node, rec.detectedAt);
     await h.reach.untilHeard(h.clock.now());
   }
+}
+
+/** Wait until `node`'s lease has certainly expired (or the manager closes). */
+async function untilExpired(h: FailoverHost, node: number): Promise<void> {
+  const wait = h.leases.certainlyExpiredAt(node) - h.clock.now();
+  if (wait > 0 && !h.closed()) await h.sleep(wait);
 }
 
 /** Record that `rec` reached `step`, and log it. */

@@ -434,6 +434,7 @@ export class ConfigManager {
       leases: this.leases,
       timing: this.timing,
       reach: this.reach,
+      connected: (node) => this.links.has(node),
       spared: (node) => this.failing.delete(node),
       begin: (rec) => this.history.push(rec),
       storeConfig: (next) => this.storeConfig(next),

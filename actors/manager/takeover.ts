@@ -8,8 +8,10 @@
 // the previous manager granted short. Its first step (completeStoredTerm) completes a failover -- or a
 // move (./moves.ts) -- the previous manager stored but may not have pushed: once the members reconnected
 // (bounded), every member still below the stored term is prepared and committed for it, with
-// gather/scatter and version floors like any failover. A failed node's lease had certainly expired
-// before its term was stored (failover() stores only then), so nothing more needs to wait. A move's
+// gather/scatter and version floors like any failover. A failed node's lease may not have expired
+// when its term was stored (failover() plans at once after a closed connection and waits before the
+// commit), so the commit here waits until this manager is sure it has: every dead node's lease as
+// this manager's table sees it (from its activation when it never heard the node). A move's
 // source is another matter: it is alive and may serve the shard until it drains it, so a stored move
 // is committed only as ./handover.ts allows (the source drained in this prepare, or its lease certainly
 // expired, ...) and otherwise rolled back to the source (term + 1, ./reshard.ts undoTasks). Moves left
@@ -95,6 +97,9 @@ export async function completeStoredTerm(h: TakeoverHost): Promise<boolean> {
   const prep = await h.prepareRound(stored, [], false, new Set(behind));
   if (prep.missing.length > 0) h.log.warn({ term: stored.term, missing: prep.missing }, 'prepare not acknowledged by every member in time; committing without them where no move needs them');
   h.mark(rec, 'prepared');
+  if (h.closed()) return false;
+  // Never a second primary: a dead node's shards change hands only once its lease certainly expired.
+  while (!h.closed() && (stored.dead ?? []).some((n) => !h.leaseExpired(n))) await h.sleep(Math.max(1, Math.floor(h.timing.renewMs / 4)));
   if (h.closed()) return false;
   const verdict = judgeStoredMoves(h, stored, new Set(prep.reports.keys()));
   // Fenced before anything is awaited: a renew granted after the judgement would renew the lease it

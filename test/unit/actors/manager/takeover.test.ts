@@ -2,7 +2,8 @@
 // with fake links, an in-memory store and a ManualClock:
 //   * it completes a term the previous manager stored but did not push: the members still below it are
 //     prepared and committed with the highest reported version as floor and the gathered entries
-//     scattered, and members already on it are not waited for;
+//     scattered, and members already on it are not waited for; the commit waits until the dead node's
+//     lease certainly expired (the previous manager may have stored the term before it did);
 //   * while its activation is not valid it grants nothing, suspects no one and stores nothing; resume()
 //     starts over with no lease knowledge: a member it has not heard from is suspected only after a
 //     full lease + drift + the takeover grace, never sooner.
@@ -55,6 +56,13 @@ test('takeover: a stored term the previous manager did not push is completed wit
   assert.equal(h.of(1, 'commit').length, 0, 'node 2 is still below the term and has not answered');
   cm.onMessage({ t: 'prepared', node: 2, term: stored.term, versions: { 0: 12 }, entries: [entry(0, 12, 'c')], truncated: false }, h.links.get(2)!);
   await settle();
+  // The previous manager may have stored the failover before node 0's lease expired (it plans at once
+  // after a closed connection): no commit until it certainly has, as this manager knows it -- from its
+  // activation, a lease and the drift, since it never granted node 0 anything.
+  const expiresAt = 10_000 + cm.timing.leaseMs + cm.timing.driftMs;
+  await timers.advance(expiresAt - clock.now() - 1);
+  assert.equal(h.of(1, 'commit').length, 0, 'no commit before the dead node\'s lease certainly expired');
+  await timers.advance(cm.timing.renewMs);
   for (const n of [1, 2, 3]) assert.equal(h.of(n, 'commit').length, 1, `node ${n} is sent the commit (node 3, already on it, ignores it)`);
   const commit1 = h.of(1, 'commit')[0]!;
   assert.equal(commit1.floors['0'], 12, 'the floor is the highest version reported');
