@@ -63,6 +63,16 @@ export interface MigrationTask {
   shard: number;
 }
 
+/** A copy move (§4.6): `target`, which held no replica of the shard, is added to its backups as a
+ *  catching-up one and copies it from the primary (its migration actor); once caught up, the shard's
+ *  role that `source` held (primary or backup) passes to it and `source` leaves the shard
+ *  (actors/manager/copy-moves.ts). Until then `target` is one backup more than the factor asks. */
+export interface CopyTask {
+  source: number;
+  target: number;
+  shard: number;
+}
+
 export interface ClusterConfig {
   format: number;
   /** 64-bit in the paper; a JS number holds 2^53, more terms than a cluster will ever see. */
@@ -82,6 +92,8 @@ export interface ClusterConfig {
    *  but are never promoted and do not count as a replica until the manager removes the mark (the
    *  node reported it caught up). Absent = none. */
   catchingUp?: CatchingUp[];
+  /** Copy moves in progress (a target without a replica). Absent = none. */
+  copies?: CopyTask[];
   /** The key of every log block checksum of this cluster (shm/log-checksum.ts): a random u32 chosen
    *  when the cluster is made (`rowan cluster`, `rowan config init`), never changed afterwards (pools
    *  written under it verify only under it). Absent or 0: the unkeyed CRC32C of clusters made before
@@ -212,11 +224,14 @@ export function validateCluster(raw: unknown): ClusterConfig {
   // than the factor asks; only a first configuration (term 1) must have them all.
   const backupsMin = c.term === 1 && dead.size === 0 ? c.replicationFactor - 1 : 0;
   if (!Array.isArray(c.shards) || c.shards.length !== c.shardCount) fail('shards', `must list all ${c.shardCount} shards`);
+  if (c.copies !== undefined && !Array.isArray(c.copies)) fail('copies', 'must be a list');
   for (const [i, s] of c.shards.entries()) {
     const f = `shards[${i}]`;
     if (s.id !== i) fail(`${f}.id`, `must be ${i} (shards are listed in order)`, s.id);
     if (!ids.has(s.primary) || dead.has(s.primary)) fail(`${f}.primary`, 'must be a live node id', s.primary);
-    if (!Array.isArray(s.backups) || s.backups.length < backupsMin || s.backups.length > c.replicationFactor - 1)
+    // A copy's target is one backup beyond the factor until the source leaves the shard.
+    const copying = (c.copies ?? []).filter((x) => x?.shard === i).length;
+    if (!Array.isArray(s.backups) || s.backups.length < backupsMin || s.backups.length > c.replicationFactor - 1 + copying)
       fail(`${f}.backups`, `must list ${c.replicationFactor - 1} nodes`, s.backups);
     const replicas = new Set([s.primary, ...s.backups]);
     if (replicas.size !== s.backups.length + 1 || !s.backups.every((b) => ids.has(b) && !dead.has(b)))
@@ -239,7 +254,21 @@ export function validateCluster(raw: unknown): ClusterConfig {
       seen.add(`${x.shard}:${x.node}`);
     }
   }
+  validateCopies(c);
   return c;
+}
+
+/** Each copy names two distinct replicas of the shard (the target catching up until it reported, the
+ *  primary once the source's primary role passed to it), one copy per shard. */
+function validateCopies(c: ClusterConfig): void {
+  const shards = new Set<number>();
+  for (const [i, x] of (c.copies ?? []).entries()) {
+    const s = c.shards[x?.shard];
+    const replicas = s ? [s.primary, ...s.backups] : [];
+    const ok = s && !shards.has(x.shard) && x.source !== x.target && replicas.includes(x.source) && replicas.includes(x.target);
+    if (!ok) fail(`copies[${i}]`, 'must be {source, target, shard}: two replicas of the shard, one copy per shard', x);
+    shards.add(x.shard);
+  }
 }
 
 /** The node entry for `id`, or BAD_CONFIG. */

@@ -18,7 +18,9 @@ export function answerAdmin(cm: ConfigManager, m: AdminRequest, reply: (r: Admin
         const shard = m.shard;
         const s = Number.isInteger(shard) ? c.shards[shard] : undefined;
         if (!s) throw new RowanError(ErrorCodes.MOVE_REFUSED, `there is no shard ${String(shard)} (the cluster has ${c.shardCount})`);
-        cm.requestMove([{ shard, from: s.primary, to: m.to }], 'operator', (err, rec) => (err ? fail(err) : reply({ t: 'adminReply', id, ok: true, result: rec })));
+        // `from`: which replica moves (a backup's moves only to a node without a replica: a copy).
+        const from = Number.isInteger(m.from) ? m.from! : s.primary;
+        cm.requestMove([{ shard, from, to: m.to }], 'operator', (err, rec) => (err ? fail(err) : reply({ t: 'adminReply', id, ok: true, result: rec })));
         return;
       }
       case 'plan': {
@@ -38,7 +40,9 @@ export function answerAdmin(cm: ConfigManager, m: AdminRequest, reply: (r: Admin
             loads: Object.fromEntries([...nodeLoads(c, rates, members)].map(([n, l]) => [String(n), Math.round(l)])),
             shards: Object.fromEntries([...rates].map(([s, r]) => [String(s), { reqs: Math.round(r.reqs), writes: Math.round(r.writes) }])),
             migrations: c.migrations,
+            copies: c.copies ?? [],
             moves: cm.moves.history.slice(-10),
+            copyMoves: cm.copies.history.slice(-10),
             resharding: cm.resharding,
           },
         });

@@ -21,6 +21,7 @@ import { notActive } from './election.js';
 import { ALWAYS, completeStoredTerm, type Activation, type TakeoverHost } from './takeover.js';
 import { LoadTable, OverloadDetector } from './load.js';
 import { MoveRunner, type MoveRecord } from './moves.js';
+import { CopyRunner, type CopyRecord } from './copies.js';
 import { Reconfirms, type ReconfirmHost } from './reconfirm.js';
 import { handovers } from './handover.js';
 import { DEFAULT_RESHARDING, planBalance, type BalancePlan, type Move, type ReshardingOptions } from './reshard.js';
@@ -62,11 +63,13 @@ export class ConfigManager {
   /** Load statistics the nodes report (§4.6) and the moves made from them or asked for. */
   readonly loads = new LoadTable();
   readonly moves: MoveRunner;
+  /** Moves to nodes holding no replica: copied first (./copies.ts). */
+  readonly copies: CopyRunner;
   /** Restarted primaries waiting to be confirmed (./reconfirm.ts). */
   private readonly reconfirms = new Reconfirms();
   /** The two rounds of a primary change, for failovers, takeovers and moves (./rounds.ts). */
   private readonly rounds: Rounds;
-  private readonly moveRequests: { moves: Move[]; why: string; reply: (err: Error | null, rec?: MoveRecord) => void }[] = [];
+  private readonly moveRequests: { moves: Move[]; why: string; reply: (err: Error | null, rec?: MoveRecord | CopyRecord) => void }[] = [];
   /** When the configuration last changed: load reports must cover periods after it. */
   private changedAt: number;
   private readonly overload = new OverloadDetector();
@@ -113,6 +116,7 @@ export class ConfigManager {
       push: (next) => this.push(next),
       pauseAfter: resharding.pauseAfter,
     });
+    this.copies = new CopyRunner({ config: () => this.cfg, reachable: () => this.reachable(), push: (next) => this.push(next), moves: this.moves, clock, log });
     this.reach = new Reach({
       timing,
       leases: this.leases,
@@ -227,7 +231,10 @@ export class ConfigManager {
         return;
       }
       case 'caughtUp':
-        if (this.healing.reportCaughtUp(m)) this.kick();
+        if (this.healing.reportCaughtUp(m)) {
+          this.copies.noteCaughtUp(m);
+          this.kick();
+        }
         return;
       case 'prepared':
         return this.rounds.onPrepared(m);
@@ -293,7 +300,7 @@ export class ConfigManager {
   tick(): number {
     if (!this.activation.valid()) return Infinity;
     this.maybeRebalance(this.clock.now());
-    if (!this.running && (this.resumeWanted() || this.reconfirmWanted())) this.kick(); // its participants may have connected since
+    if (!this.running && (this.resumeWanted() || this.reconfirmWanted() || this.copies.wanted())) this.kick(); // its participants may have connected since
     const members = this.members();
     const now = this.clock.now();
     if (this.leases.expired(members, now).length === 0) return this.leases.nextExpiry(members, now) - now;
@@ -321,7 +328,7 @@ export class ConfigManager {
   }
 
   private reconfigurationWanted(): boolean {
-    return this.finishWanted || this.reconfirmWanted() || this.healing.pending() || this.moveRequests.length > 0 || this.resumeWanted();
+    return this.finishWanted || this.reconfirmWanted() || this.healing.pending() || this.moveRequests.length > 0 || this.resumeWanted() || this.copies.wanted();
   }
 
   private reconfirmWanted(): boolean {
@@ -345,8 +352,10 @@ export class ConfigManager {
     return new Set(this.members().filter((n) => this.links.has(n) && !this.failing.has(n)));
   }
 
-  /** Ask for a move (`rowan reshard`); the reply comes once it is done, rolled back or refused. */
-  requestMove(moves: Move[], why: string, reply: (err: Error | null, rec?: MoveRecord) => void): void {
+  /** Ask for a move (`rowan reshard`); the reply comes once it is done, rolled back or refused. A move
+   *  to a node holding no replica of the shard is a copy (./copies.ts): its reply comes once the copy
+   *  is done and the source left the shard. */
+  requestMove(moves: Move[], why: string, reply: (err: Error | null, rec?: MoveRecord | CopyRecord) => void): void {
     this.moveRequests.push({ moves, why, reply });
     this.kick();
   }
@@ -484,8 +493,11 @@ export class ConfigManager {
     if (this.reconfirmWanted()) await this.reconfirms.run(this.reconfirmHost()); // restarted primaries serve nothing until then
     await this.healing.pass();
     const req = this.moveRequests.shift();
-    if (req) {
+    if (req && CopyRunner.isCopy(this.cfg, req.moves)) {
+      await this.copies.start(req.moves, req.why, req.reply);
+    } else if (req) {
       try {
+        if ((this.cfg.copies ?? []).some((t) => req.moves.some((m) => m.shard === t.shard))) throw new RowanError(ErrorCodes.MOVE_REFUSED, 'the shard is being copied to another node');
         const rec = await this.moves.run(req.moves, req.why);
         req.reply(null, rec);
       } catch (err) {
@@ -496,6 +508,7 @@ export class ConfigManager {
       this.resumeAfter = this.clock.now() + defaultTimings.movePromoteTimeoutMs; // not again before a stalled one timed out
       await this.moves.resume();
     }
+    if (this.copies.wanted() && this.cfg.migrations.length === 0) await this.copies.advance();
   }
 
   private reconfirmHost(): ReconfirmHost {

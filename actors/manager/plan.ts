@@ -63,11 +63,15 @@ export function planFailover(c: ClusterConfig, failed: number, live?: ReadonlySe
   }
   const next = validateCluster({
     ...structuredClone(c),
+    // A copy move (./copy-moves.ts) with the failed node as its source or target ends: a dead target
+    // leaves the backups here; a dead source leaves the target in its place, still catching up.
+    copies: (c.copies ?? []).filter((t) => t.source !== failed && t.target !== failed),
     migrations: (c.migrations ?? []).filter((t) => t.source !== failed && t.target !== failed),
     term: c.term + 1,
     shards,
     dead: [...(c.dead ?? []), failed].sort((a, b) => a - b),
     ...(c.catchingUp ? { catchingUp: c.catchingUp.filter((x) => x.node !== failed) } : {}),
   });
+  if (next.copies?.length === 0) delete next.copies;
   return { next, moved, degraded };
 }

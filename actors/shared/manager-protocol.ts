@@ -72,7 +72,7 @@ export type ManagerToNode =
   | { t: 'evicted'; term: number };
 
 export type AdminRequest =
-  | { t: 'admin'; id: number; op: 'move'; shard: number; to: number }
+  | { t: 'admin'; id: number; op: 'move'; shard: number; to: number; from?: number }
   | { t: 'admin'; id: number; op: 'plan' }
   | { t: 'admin'; id: number; op: 'loads' };
 
