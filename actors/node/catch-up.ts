@@ -19,7 +19,7 @@
 // failed over like any other and never counted as a replica.
 import type { TlsMaterial } from '../../runtime/net/tls.js';
 import type { Clock } from '../../config/base/clock.js';
-import { isCatchingUp, nodeOf } from '../../config/cluster.js';
+import { isCatchingUp, nodeOf, type ClusterConfig } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { defaultTimings } from '../../config/timings.js';
 import type { Limits } from '../../config/limits.js';
@@ -94,6 +94,12 @@ export class CatchUp {
   private readonly turns: (() => void)[] = [];
   /** Every copy's slices on this thread share one: it renews the lease between them. */
   private readonly yielder: RenewalYielder;
+  /** Shards this node held a replica of in the last configuration it saw, and those it left while
+   *  running (a copy move took its replica away): its index of such a shard may hold entries whose
+   *  keys the primary has since deleted (and dropped the tombstones of), so a later copy of it to
+   *  this node reconciles (./catch-up-keep.ts) instead of only adding entries. */
+  private held: Set<number> | null = null;
+  private readonly left = new Set<number>();
   /** Finished copies, for status and tests. */
   readonly done: (CopyStats & { shard: number; from: number; kept: boolean } & Partial<ReconcileStats>)[] = [];
 
@@ -105,6 +111,7 @@ export class CatchUp {
   onConfig(): void {
     if (this.stopped) return;
     const c = this.d.cell.config();
+    this.noteLeft(c);
     for (const x of c.catchingUp ?? []) {
       if (x.node !== this.d.nodeId || this.running.has(x.shard)) continue;
       this.running.add(x.shard);
@@ -112,6 +119,12 @@ export class CatchUp {
         .catch((err: Error) => this.d.logger.error({ shard: x.shard, err: err.message }, `re-replication of shard ${x.shard} stopped`))
         .finally(() => this.running.delete(x.shard));
     }
+  }
+
+  private noteLeft(c: ClusterConfig): void {
+    const now = new Set(c.shards.filter((s) => s.primary === this.d.nodeId || s.backups.includes(this.d.nodeId)).map((s) => s.id));
+    for (const s of this.held ?? []) if (!now.has(s)) this.left.add(s);
+    this.held = now;
   }
 
   stop(): void {
@@ -151,7 +164,9 @@ export class CatchUp {
 
   private async copy(shard: number, from: number): Promise<CopyStats> {
     const { clock, logger } = this.d;
-    const above = this.d.kept?.get(shard);
+    // Kept through a restart: reconcile above the highest version held then; left while running:
+    // reconcile from version 0 (everything comes in full; what the primary lacks is dropped).
+    const above = this.d.kept?.get(shard) ?? (this.left.has(shard) ? 0 : undefined);
     const rec = above !== undefined ? new Reconcile(this.d.pool, this.d.shared, this.d.log, this.d.limits, shard) : null;
     const cp: Copy = { shard, from, conn: null, st: { entries: 0, bytes: 0, absorbed: 0, ms: 0 }, rec, failures: 0 };
     const t0 = clock.now();
@@ -172,6 +187,7 @@ export class CatchUp {
         `${r ? `; kept its pool: ${r.listed} listed, ${r.fetched} read again, ${r.restamped} restamped, ${r.dropped} dropped` : ''}; caught up`,
     );
     this.done.push({ shard, from, kept: rec !== null, ...s, ...(r ?? {}) });
+    this.left.delete(shard);
     return s;
   }
 

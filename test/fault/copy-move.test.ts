@@ -80,6 +80,11 @@ test('a primary and then a backup replica move to nodes holding none, under PUT/
     assert.equal(c3.shards[HOT]!.primary, to);
     assert.ok(c3.shards[HOT]!.backups.includes(from) && !c3.shards[HOT]!.backups.includes(backup));
     assert.equal(c3.copies, undefined);
+    // Node `from` left the shard while running and took it back: its copy reconciled the entries its
+    // index still held (a key deleted meanwhile must not come back from them).
+    const back = logRecords(join(dir, `node-${from}.log`)).filter((x) => x['event'] === 'caught-up' && x['shard'] === HOT);
+    assert.equal(back.length, 1);
+    assert.equal(back[0]!['kept'], true, JSON.stringify(back[0]));
     ops = load.ops;
     await waitFor('load to go on after the backup moved', () => load.ops > ops + 50, 30_000);
     await load.stop();
