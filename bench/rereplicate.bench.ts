@@ -2,11 +2,11 @@
 // A local 3-node cluster (replication 3, so node 2 holds every shard), --mb of --value-bytes values
 // preloaded, then:
 //   full         node 2 is SIGKILLed and its pool file removed: rowan cluster restarts it empty and
-//                every shard is copied from its primary (COPY_SHARD walks, ../actors/node/catch-up.ts);
+//                every shard is copied from its primary (COPY_SHARD walks, ../actors/migration/copy.ts);
 //   incremental  node 2 is paused (SIGSTOP) for --absence-ms while a write load overwrites keys and adds
 //                new ones; it is failed over, resumed, finds itself evicted, exits, and rowan cluster
 //                restarts it with the pool it kept: each shard is reconciled with its primary
-//                (../actors/node/catch-up-keep.ts).
+//                (../actors/migration/reconcile.ts).
 // Per copy, from node 2's "caught-up" log lines: entries and bytes moved, ms, MB/s and objects/s;
 // for the incremental copy also MB/s of the shard reconciled (its full size over the time taken);
 // and over all copies at once, MB/s from the first copy's start to the last one's end.
@@ -40,7 +40,7 @@ interface CopyLine {
   listed?: number;
 }
 
-/** Node `node`'s caught-up lines (actors/node/catch-up.ts), from the `from`-th on. */
+/** Node `node`'s caught-up lines (actors/migration/copy.ts), from the `from`-th on. */
 function copyLines(dir: string, node: number, from = 0): CopyLine[] {
   const out: CopyLine[] = [];
   for (const l of readFileSync(join(dir, `node-${node}.log`), 'utf8').split('\n')) {

@@ -213,7 +213,7 @@ async function start(o: StartOpts, extras: CliExtras): Promise<number> {
   const tls = loadTls(config.tls); // read here first: a bad file fails the start, not an actor
   if (tls) log.info({ cert: config.tls.cert, ca: config.tls.ca }, 'TLS on every client, Redis, fabric and manager connection (peers: mutual TLS)');
   // A failed-over node rejoins with the pool it kept, reconciled shard by shard before any of it counts
-  // (actors/node/catch-up-keep.ts); a pool that does not open is removed and the node starts empty.
+  // (actors/migration/reconcile.ts); a pool that does not open is removed and the node starts empty.
   if (kv?.rejoin) {
     const why = discardUnusablePool(config);
     if (why !== null) log.warn({ reason: why }, `rejoin: the pool is unusable (${why}); removed, starting empty (every shard is copied in full)`);

@@ -296,5 +296,5 @@ export class ClusterLauncher {
  */
 export function launchedRoles(id: number, workers: number, cpus: readonly number[] = schedGetaffinity(0)): string {
   const pin = workers === 1 && cpus.length > 1 ? `@${cpus[id % cpus.length]}` : '';
-  return `worker:${workers}${pin},control,digest,clean`;
+  return `worker:${workers}${pin},control,digest,clean,migration`;
 }

@@ -30,7 +30,7 @@ export async function openNodePool(cfg: RowanConfig, log: Logger): Promise<{ poo
 /**
  * A failed-over node rejoining (`rowan start --rejoin`) keeps its pool when it is intact: the manager
  * takes it back holding no shard, and each shard re-replication gives it is reconciled with its
- * primary before it counts (actors/node/catch-up-keep.ts). A pool that does not open -- torn or
+ * primary before it counts (actors/migration/reconcile.ts). A pool that does not open -- torn or
  * corrupt superblock or meta table, another geometry than the configuration's -- is removed here, so
  * the node starts empty and gets full copies. Returns why it was removed, or null when kept (or absent).
  */

@@ -82,7 +82,16 @@ export const I64 = {
   /** The wait before the actor's next tick, now (ms): its base period, stretched while ticks find nothing
    *  to do (runtime/tick-schedule.ts); 0 for a role without a tick. */
   TICK_WAIT_MS: 24,
-  WORDS: 25,
+  /** migration: shard copies running now (actors/migration/copy.ts). */
+  MIGRATION_COPIES: 25,
+  /** migration: shard copies finished (caught up). */
+  MIGRATION_COPIED: 26,
+  /** migration: entries and bytes copied (finished and running copies). */
+  MIGRATION_ENTRIES: 27,
+  MIGRATION_BYTES: 28,
+  /** migration: milliseconds the finished copies took, summed (their MB/s = bytes / this). */
+  MIGRATION_COPY_MS: 29,
+  WORDS: 30,
 } as const;
 
 export type CounterName = Exclude<keyof typeof I64, 'WORDS'>;

@@ -4,7 +4,7 @@
 //             that holds no replica of it (fewest replicas first, then the lowest id), listed in
 //             `backups` and marked in `catchingUp` (term + 1). From that term its primary replicates new
 //             writes to it like to any backup, and the node copies the shard's existing entries from
-//             the primary (actors/node/catch-up.ts).
+//             the primary (actors/migration/copy.ts).
 //   caught up the node reported a shard copied: its mark goes (term + 1); it now counts as a replica
 //             (promotable, "a replica left").
 //   join      a node listed dead that restarted (rowan start --rejoin) leaves `dead` (term + 1), holding no

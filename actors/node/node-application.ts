@@ -32,7 +32,8 @@ import { promotionHooks } from './lease-hooks.js';
 import { RestartHold } from './restart-hold.js';
 import { CommitPoints, FileCommitPointStore } from '../shared/commit-points.js';
 import { FailedWriteFile } from '../shared/failed-writes.js';
-import { CatchUp } from './catch-up.js';
+import { CopyReporter, copyOnThisThread } from './copy-reports.js';
+import { CopyReports } from '../shared/copy-reports.js';
 import { TLog } from '../../shm/tlog.js';
 import { OwnerRole, SegmentState } from '../../shm/pool.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
@@ -78,9 +79,11 @@ export const DEFAULT_KEYS_PER_SHARD = defaultLimits.indexKeysPerShard;
 export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = monotonicClock): NodeApplication {
   let start: KvStart | undefined;
   let nodePool: Pool | undefined;
-  let lease: { client: LeaseThread; catchUp: CatchUp; peers: PeerLeases } | null = null;
+  let lease: { client: LeaseThread; copies: CopyReporter; peers: PeerLeases } | null = null;
   let boot: NodeBoot | undefined;
   let spawned: SpawnedLeaseThread | undefined;
+  /** Whether the node runs a migration actor (it copies shards); else this thread does. */
+  let migrationActor = false;
   return {
     async prepare(pool, log) {
       nodePool = pool;
@@ -90,7 +93,11 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
       if (o.manager !== undefined) spawned = spawnLeaseThread(o.nodeId, log);
     },
     // The nic takes it too: it grants one-sided regions only to live members (actors/nic/nic-verbs.ts).
-    payload: (role) => (role === 'worker' || role === 'digest' || role === 'clean' || role === 'nic' ? start : undefined),
+    // The migration actor copies shards only with a manager (start.copies).
+    payload: (role) => {
+      if (role === 'migration' && start?.copies) migrationActor = true;
+      return role === 'worker' || role === 'digest' || role === 'clean' || role === 'nic' || (role === 'migration' && start?.copies) ? start : undefined;
+    },
     started(log) {
       const cell = ConfigCell.attach(start!.cell);
       saveCommitPoints(start!, nodePool!, dataDir, log);
@@ -98,10 +105,10 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
         log.info('no configuration manager (--manager): static configuration, no lease, no failover');
         return;
       }
-      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null, boot!, o.loadPeriodMs ?? 500, dataDir, spawned);
+      lease = startLease(o.manager, o.nodeId, cell, nodePool!, start!, clock, log, o.rejoin ?? false, o.secret ?? null, o.tls ?? null, boot!, o.loadPeriodMs ?? 500, dataDir, spawned, migrationActor);
     },
     stopping() {
-      lease?.catchUp.stop();
+      lease?.copies.stop();
       lease?.peers.stop();
       lease?.client.stop();
       if (!lease) void spawned?.worker.terminate(); // stopped before it held the lease
@@ -187,7 +194,8 @@ function startLease(
   loadPeriodMs: number,
   dataDir: string,
   spawned: SpawnedLeaseThread | undefined,
-): { client: LeaseThread; catchUp: CatchUp; peers: PeerLeases } {
+  migrationActor: boolean,
+): { client: LeaseThread; copies: CopyReporter; peers: PeerLeases } {
   const { record, hold } = boot;
   const managers = parseManagers(manager);
   // Promotions hand out versions (their gap): this thread covers them with the node's marks.
@@ -197,14 +205,19 @@ function startLease(
   const promotionLog = (): TLog => (plog ??= TLog.recover(pool, PROMOTION_ACTOR_ID, defaultLimits, OwnerRole.Digest));
   let client: LeaseThread | null = null;
   let peers: PeerLeases | null = null;
-  const catchUp = new CatchUp({ nodeId, cell, pool, shared, log: promotionLog, limits: defaultLimits, clock, logger: log, send: (m) => client?.notify(m), secret, tls, kept: boot.kept });
+  // The migration actor copies (../migration/copy.ts); this thread reports its copies to the manager.
+  // A node run without one (--roles without migration) copies on this thread: the same code, slower
+  // (its absorbing shares this thread with promotions).
+  const reports = CopyReports.attach(start.copies!.reports, start.cluster.shardCount);
+  const copies = new CopyReporter(nodeId, cell, reports, clock, (m) => client?.notify(m));
+  const here = migrationActor ? null : copyOnThisThread({ nodeId, cell, pool, shared, limits: defaultLimits, clock, logger: log, reports, secret, tls, kept: boot.kept });
   const sampler = shared.load ? new LoadSampler(shared.load, start.cluster.shardCount) : null;
   // The lease is renewed on a thread of its own (./lease-thread.ts); the rounds are followed here.
   client = new LeaseThread({ managers, nodeId, cell, clock, log, rejoin, secret, tls, loadPeriodMs, ...(spawned ? { spawned } : {}), hooks: {
     ...promotionHooks({ nodeId, cell, pool, shared, shardCount: start.cluster.shardCount, record, clock, log, promotionLog, hold }),
     configured: () => {
       record.noteBackups(receivedShards(cell.config(), nodeId));
-      catchUp.onConfig();
+      here?.onConfig();
     },
     ...(sampler ? { load: () => sampler.sample() } : {}),
     tick: () => peers?.tick(), // the lease thread says when peer leases have something to do (no timer here)
@@ -222,9 +235,10 @@ function startLease(
   const lc = client;
   peers = new PeerLeases(nodeId, cell, clock, log, secret, defaultLimits, tls, () => lc.leaseTiming(), (until) => cell.setPeerLease(until), () => cell.managerLeaseUntil());
   client.start();
-  catchUp.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
+  copies.start();
+  here?.onConfig(); // resume copies the stored configuration still marks (a restart mid-copy)
   log.info({ manager, rejoin }, `holding a lease with the configuration manager at ${manager}${rejoin ? ' (rejoining: it holds no shard until re-replication gives it some)' : ''}`);
-  return { client, catchUp, peers };
+  return { client, copies, peers };
 }
 
 export async function prepareNodeKv(o: NodeKvOptions, dataDir: string, pool: Pool, log: Logger, clock: Clock = monotonicClock): Promise<KvStart> {
@@ -315,11 +329,12 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
     start.shareLogs = {};
     for (const n of cluster.nodes) if (n.id !== o.nodeId) start.shareLogs[n.id] = SharedLog.create({ nodeId: o.nodeId }).buffer;
   }
+  if (o.manager !== undefined) start.copies = { reports: CopyReports.create(cluster.shardCount).buffer, kept: [...kept], tls: o.tls ?? null };
   return { start, record, hold, kept };
 }
 
 /** Shards whose index the cold start filled, with the highest version held of each (a backup that
- *  catches up on one reconciles with its primary instead of copying it all: ./catch-up-keep.ts). */
+ *  catches up on one reconciles with its primary instead of copying it all: ../migration/reconcile.ts). */
 function keptShards(buffers: KvSharedBuffers): Map<number, number> {
   const shared = attachKvShared(buffers);
   const kept = new Map<number, number>();

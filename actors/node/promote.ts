@@ -78,7 +78,7 @@ export async function promoteShards(
 ): Promise<PromotionReport> {
   const want = new Set(shards.filter((s) => !already.has(s)));
   // The one promotion log, on the node's main thread: appended to synchronously by this function and by
-  // re-replication (./catch-up.ts) through the one instance the caller passes, else recovered here.
+  // re-replication (../migration/copy.ts) through the one instance the caller passes, else recovered here.
   const log = promotionLog ?? TLog.recover(pool, PROMOTION_ACTOR_ID, limits, OwnerRole.Digest);
   const tomb = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
   const applier = new BlockApplier(pool.region, shared, (s) => want.has(s), log, limits, tomb ? { late: (s, v) => want.has(s) && v <= tomb.effective(s) } : null);

@@ -4,9 +4,9 @@
 // chain (shm/index.ts forEachInBuckets), so a walk split over any number of requests -- and over
 // disjoint bucket ranges walked side by side -- visits every key indexed for the whole walk at least
 // once; what it may miss (a key inserted after its bucket was walked) reached the new backup by
-// replication, which started before the walk (../node/catch-up.ts).
+// replication, which started before the walk (../migration/copy.ts).
 //
-// A backup that kept its pool (a restart: ../node/catch-up-keep.ts) asks with `above`, the highest
+// A backup that kept its pool (a restart: ../migration/reconcile.ts) asks with `above`, the highest
 // version it holds of the shard: an entry at or below it comes back as its key and version only
 // (listed), one above it in full. It may also ask for named keys (KEYS): their entries, at any version.
 //
@@ -51,7 +51,7 @@ const DEADLINE_BYTES = 8;
 const RAW = 0x40;
 const RAW_HEAD = 5;
 /** Default batch size: the frame limit at the default valueBytesMax (1 MiB), so a copy of large shards
- *  makes few round trips; several bucket ranges are walked side by side (../node/catch-up.ts). */
+ *  makes few round trips; several bucket ranges are walked side by side (../migration/copy.ts). */
 export const COPY_BATCH_BYTES = 1024 * 1024 - 64;
 /** Key bytes a KEYS request carries at most (the request rides in a GET frame's u16-sized key). */
 export const KEYS_REQUEST_BYTES_MAX = 60 * 1024;
@@ -211,7 +211,7 @@ export interface Batch {
   entries: RawEntry[];
   /** Entries listed by key and version only (at or below the request's `above`). */
   listed: RawEntry[];
-  /** v2: full entries as the primary stores them (unverified: ../node/catch-up-absorb.ts checks them). */
+  /** v2: full entries as the primary stores them (unverified: ../migration/absorb.ts checks them). */
   raws: Uint8Array[];
   /** v2: the shard's version counter at the request's admission (v1: 0). */
   counter: number;

@@ -187,15 +187,14 @@ export function absorbScattered(pool: Pool, shared: KvShared, log: TLog, entries
 }
 
 /**
- * absorbScattered for binary entries (also re-replication's copied batches, ../node/catch-up.ts): each is
+ * absorbScattered for binary entries (also re-replication's copied batches, ../migration/copy.ts): each is
  * appended to `log` and indexed unless the index holds its key at that version or a newer one.
  */
-export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: Iterable<RawEntry>, limits: Limits, floor?: (shard: number) => number): AbsorbStats {
+export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: Iterable<RawEntry>, limits: Limits, floor?: (shard: number) => number, slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID)): AbsorbStats {
   const st: AbsorbStats = { absorbed: 0, held: 0, skipped: 0, late: 0 };
   const reader = new PoolEntryReader(pool.region, limits);
   const hash = { hi: 0, lo: 0 };
-  const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
-  // A read epoch while index lookups read entries in the pool (GC must not free them underneath).
+  // A read epoch (the caller's slot: the promotion's, or the migration actor's) while index lookups read entries in the pool (GC must not free them underneath).
   shared.gc?.epochs.enterShared(slot);
   try {
     for (const g of entries) {

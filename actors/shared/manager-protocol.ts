@@ -11,7 +11,7 @@
 //                                                      reads grants as binary frames
 //                caughtUp   {node, term, shard, from,  re-replication (§4.5 phase 3): the shard's
 //                            entries, bytes, absorbed, entries are copied from primary `from`
-//                            ms}                       (../node/catch-up.ts)
+//                            ms}                       (../migration/copy.ts)
 //                renew      {node, seq, term}          every renewMs; term = the node's committed term
 //                                                      (a binary frame once framed grants came)
 //                prepared   {node, term, versions,     phase 1 ack: the node blocks requests; versions =

@@ -9,6 +9,7 @@
 //             expiry sweep (actors/worker/resp/expiry-sweep.ts) wakes when any worker wrote one.
 // Nothing here is persistent: a cold start rebuilds it from the logs (actors/node/recovery.ts), and
 // raises each counter to the shard's persisted version mark (./version-marks.ts).
+import type { TlsMaterial } from '../../runtime/net/tls.js';
 import { setChecksumSeed } from '../../shm/log-checksum.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';
@@ -42,6 +43,10 @@ export interface KvStart {
   cell: SharedArrayBuffer;
   nodeId: number;
   shared: KvSharedBuffers;
+  /** The migration actor's shard copies (actors/migration/copy.ts): where it publishes them
+   *  (./copy-reports.ts), the shards the cold start kept (shard, highest version held), and TLS to the
+   *  primaries' client ports. Absent: the node copies nothing (no configuration manager). */
+  copies?: { reports: SharedArrayBuffer; kept: [number, number][]; tls: TlsMaterial | null };
   /** share replication mode: this node's shared remote-log state per backup node id (SharedLog
    *  buffers), made once per node so all its workers take addresses from one counter per backup. */
   shareLogs?: Record<number, SharedArrayBuffer>;

@@ -222,7 +222,7 @@ export function coldStartBlogTrust(c: ClusterConfig, nodeId: number, record: Rep
   // right after the floor, without the gap), so it is accepted; everything above landed after.
   const upTo = new Map<number, number>();
   // A node the configuration lists dead is rejoining: it holds no shard, and every shard it kept is
-  // reconciled with its primary before any of it is read or counted (../node/catch-up-keep.ts), so
+  // reconciled with its primary before any of it is read or counted (../migration/reconcile.ts), so
   // it keeps the blocks of every shard it was ever a backup of.
   const rejoining = (c.dead ?? []).includes(nodeId);
   for (const s of c.shards) {

@@ -9,7 +9,7 @@
 // -- every such write has finished (indexed here if acknowledged) -- before it walks the index.
 // v2 batches (../shared/copy-batch.ts) carry that counter: a version above it is a write claimed after
 // the admission, which replicates to the new backup; a backup that kept its pool reconciles against it
-// (../node/catch-up-keep.ts). KEYS requests read named keys (no barrier: the walk's first batch ran it).
+// (../migration/reconcile.ts). KEYS requests read named keys (no barrier: the walk's first batch ran it).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { defaultTimings } from '../../config/timings.js';
 import type { CommitTracker } from '../shared/commit.js';
@@ -45,7 +45,7 @@ export class CopySource {
     if (!s || s.primary !== d.nodeId) throw new RowanError(ErrorCodes.WRONG_SHARD, `shard ${req.shard} is not served by node ${d.nodeId}`);
     // A v2 walk's first batch claims a version of its own, C, that no write ever gets: every write
     // claimed before it is below it (and finished before the walk reads: the barrier), every later
-    // one above it; a backup that kept its pool restamps with it (../node/catch-up-keep.ts).
+    // one above it; a backup that kept its pool restamps with it (../migration/reconcile.ts).
     const first = req.cursor === 0 && isV2(req) && !req.keys;
     const v0 = first ? this.claimUnused(req.shard) : Number(Atomics.load(d.shared.versions, req.shard)); // every claim so far is at or below it
     if (req.cursor === 0 && this.commit) {

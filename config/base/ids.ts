@@ -10,6 +10,8 @@
 //   Worker   [BACKUP_LOG_BASE, +ACTORS)     RPC-KV backup log of worker w         backupLogOwner(w)
 //   Control  [0, ACTORS)                    b-log segments of control actor c     blogOwner(c)
 //   Digest   [0, ACTORS)                    digest log of digest actor d          actorOwner(d)
+//            MIGRATION_LOG_OWNER             the migration actor's log of copied entries (§4.6) and
+//                                           its read-epoch slot among the digest ones
 //            PROMOTION_ACTOR_ID              the node main thread's promotion log (§4.5 phase 2):
 //                                           reassembled entries and scattered ones (actors/shared/gather-scatter.ts)
 //                                           (also its read-epoch slot among the digest ones)
@@ -38,6 +40,11 @@ export const ACTORS_PER_ROLE_MAX = 64;
  *  id of the log it reassembles multi-block entries into, and its read-epoch slot. Digest actors are
  *  numbered from 0, and a node never runs ACTORS_PER_ROLE_MAX of them. */
 export const PROMOTION_ACTOR_ID = ACTORS_PER_ROLE_MAX - 1;
+
+/** The digest-role id the migration actor copies shards with (actors/migration/copy.ts): the owner id
+ *  of the log it appends copied entries to (recovered at cold start like the promotion log), and its
+ *  read-epoch slot. Below PROMOTION_ACTOR_ID, above every digest actor a node runs. */
+export const MIGRATION_LOG_OWNER = ACTORS_PER_ROLE_MAX - 2;
 
 /** First owner id of the RPC-KV backup logs (role Worker). */
 export const BACKUP_LOG_OWNER_BASE = 512;

@@ -1,5 +1,5 @@
 // A restart keeps its data (issue 28): a SIGKILLed node that comes back with an intact pool rejoins
-// with it and reconciles each shard with its primary (actors/node/catch-up-keep.ts) instead of being
+// with it and reconciles each shard with its primary (actors/migration/reconcile.ts) instead of being
 // copied in full; a node whose pool was wiped still gets the full copy. One cluster (3 nodes,
 // replication 3, so the victim gets every shard back; 400 ms leases: 200 ms ones failed live nodes over
 // on this loaded 2-core machine), 12 MB preloaded, a PUT/GET/DEL load recording
@@ -38,7 +38,7 @@ interface Copies {
   maxMs: number;
 }
 
-/** The victim's caught-up log lines (actors/node/catch-up.ts) from line `from` on. */
+/** The victim's caught-up log lines (actors/migration/copy.ts) from line `from` on. */
 function copies(dir: string, node: number, from: number): Copies & { lines: number } {
   const lines = readFileSync(join(dir, `node-${node}.log`), 'utf8').split('\n').filter((l) => l.includes('"event":"caught-up"'));
   const c = { shards: 0, kept: 0, bytes: 0, maxMs: 0, lines: lines.length };

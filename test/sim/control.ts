@@ -4,7 +4,7 @@
 // manager (./wire.ts), its hooks -- drain, gather (actors/shared/gather-scatter.ts), promotion with scatter
 // (actors/node/promote.ts), the replica record (actors/shared/trust.ts) -- and peer leases
 // (actors/shared/peer-lease.ts) asked of the other nodes' workers over the simulated network. All of it on
-// the incarnation's timers (./timers.ts). Not simulated: re-replication's copies (actors/node/catch-up.ts),
+// the incarnation's timers (./timers.ts). Not simulated: re-replication's copies (actors/migration/copy.ts),
 // so a backup the manager adds stays catching up and is never checked as a full replica.
 import type { ClusterConfig } from '../../config/cluster.js';
 import { defaultLimits } from '../../config/limits.js';

@@ -101,9 +101,9 @@ test("the round-robin skips cores a role names with @cpus, so rowan cluster's pi
     placeActors([{ role: 'worker', count: 1, cores: [workerCore] }, { role: 'control', count: 1 }, { role: 'digest', count: 1 }, { role: 'clean', count: 1 }], [0, 1], 'shared').map((p) => [p.name, p.cores[0]]);
   assert.deepEqual(on(0), [['worker.0', 0], ['control.0', 1], ['digest.0', 1], ['clean.0', 1]]);
   assert.deepEqual(on(1), [['worker.0', 1], ['control.0', 0], ['digest.0', 0], ['clean.0', 0]]);
-  assert.deepEqual(launchedRoles(0, 1, [0, 1]), 'worker:1@0,control,digest,clean');
-  assert.deepEqual(launchedRoles(1, 1, [0, 1]), 'worker:1@1,control,digest,clean');
-  assert.deepEqual(launchedRoles(2, 1, [0, 1]), 'worker:1@0,control,digest,clean');
-  assert.deepEqual(launchedRoles(1, 2, [0, 1]), 'worker:2,control,digest,clean', 'several workers: the round-robin spreads them');
-  assert.deepEqual(launchedRoles(1, 1, [3]), 'worker:1,control,digest,clean', 'one CPU: nothing to spread');
+  assert.deepEqual(launchedRoles(0, 1, [0, 1]), 'worker:1@0,control,digest,clean,migration');
+  assert.deepEqual(launchedRoles(1, 1, [0, 1]), 'worker:1@1,control,digest,clean,migration');
+  assert.deepEqual(launchedRoles(2, 1, [0, 1]), 'worker:1@0,control,digest,clean,migration');
+  assert.deepEqual(launchedRoles(1, 2, [0, 1]), 'worker:2,control,digest,clean,migration', 'several workers: the round-robin spreads them');
+  assert.deepEqual(launchedRoles(1, 1, [3]), 'worker:1,control,digest,clean,migration', 'one CPU: nothing to spread');
 });

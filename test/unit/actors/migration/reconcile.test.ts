@@ -1,4 +1,4 @@
-// A backup that kept its pool through a restart reconciles with its primary (actors/node/catch-up-keep.ts)
+// A backup that kept its pool through a restart reconciles with its primary (actors/migration/reconcile.ts)
 // instead of copying everything: on real pool files, a primary P and a rejoining backup R whose kept
 // index is behind (writes while it was away), ahead (a write P never had) and holds keys P no longer
 // has (a DEL whose tombstone P dropped). The walk (readBatch with `above`), the KEYS reads (readKeys)
@@ -12,8 +12,8 @@ import { monotonicClock } from '../../../../config/base/clock.js';
 import { PROMOTION_ACTOR_ID } from '../../../../config/base/ids.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { defaultLimits } from '../../../../config/limits.js';
-import { Reconcile } from '../../../../actors/node/catch-up-keep.js';
-import { absorbRaw, rawEntryOf, verifyRaw } from '../../../../actors/node/catch-up-absorb.js';
+import { Reconcile } from '../../../../actors/migration/reconcile.js';
+import { absorbRaw, rawEntryOf, verifyRaw } from '../../../../actors/migration/absorb.js';
 import { rebuildIndexes } from '../../../../actors/node/recovery.js';
 import { COPY_DONE, decodeBatch, encodeCopyRequest, decodeCopyRequest, readBatch, readKeys } from '../../../../actors/shared/copy-batch.js';
 import { absorbEntries, RenewalYielder, type RawEntry } from '../../../../actors/shared/gather-scatter.js';

@@ -1,17 +1,20 @@
-// Re-replication (§4.5 phase 3), the new backup's side, on the node's main thread: for every shard the
-// committed configuration lists this node as catching up on, copy the shard's existing entries from
-// its primary (COPY_SHARD, ../shared/copy-batch.ts) and persist them through the promotion log,
-// indexed version-conditionally (../shared/gather-scatter.ts absorbEntries): an entry that reached this
+// The migration actor's copies (§4.5 phase 3 re-replication, §4.6 copy moves): for every shard the
+// committed configuration lists this node as catching up on -- a new backup, or the target of a copy
+// move (../manager/copy-moves.ts) -- copy the shard's existing entries from its primary (COPY_SHARD,
+// ../shared/copy-batch.ts) on the migration actor's thread and persist them through its own log
+// (MIGRATION_LOG_OWNER, config/base/ids.ts), indexed version-conditionally (../shared/gather-scatter.ts absorbEntries): an entry that reached this
 // node by replication since the configuration added it -- newer, or a DEL -- wins over the copy of an
 // older one whichever lands first (digest's b-log updates are version-conditional too). At the end of
-// the walk the node tells the manager (`caughtUp`), which commits a term without the mark.
+// the walk the actor publishes the copy in the node's copy reports (../shared/copy-reports.ts); the
+// node's main thread tells the manager (`caughtUp`, ../node/copy-reports.ts), which commits a term
+// without the mark.
 //
 // The copy streams: the primary's home buckets are split into COPY_STREAMS ranges walked side by side
 // on one connection, each request answered with up to a frame (1 MiB) of entries; the first batch
 // (bucket 0) goes alone, as its barrier waits for older writes to finish (../../actors/worker/copy-source.ts).
 // A node that kept its pool through a restart (`kept`: the highest version it held of the shard at
 // its cold start) asks for the entries above that version in full and the others by key and version
-// only, then reconciles (./catch-up-keep.ts); a node with nothing of the shard copies it all.
+// only, then reconciles (./reconcile.ts); a node with nothing of the shard copies it all.
 //
 // The copy restarts from the first bucket when the shard's primary changes (a failover during the
 // copy); a request refused at a term change is sent again at the new term. It resumes after a restart
@@ -31,10 +34,10 @@ import { remoteError, RpcConnection } from '../../client/worker-connection.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { COPY_BATCH_BYTES, COPY_DONE, decodeBatch, encodeCopyRequest, KEYS_CURSOR, type Batch, type CopyRequest } from '../shared/copy-batch.js';
 import { RenewalYielder, yieldToRenewals } from '../shared/gather-scatter.js';
-import { absorbRaw, rawEntryOf, verifyRaw } from './catch-up-absorb.js';
-import type { NodeToManager } from '../shared/manager-protocol.js';
+import { absorbRaw, rawEntryOf, verifyRaw } from './absorb.js';
+import type { CopyReports } from '../shared/copy-reports.js';
 import type { KvShared } from '../shared/node-shared.js';
-import { Reconcile, type ReconcileStats } from './catch-up-keep.js';
+import { Reconcile, type ReconcileStats } from './reconcile.js';
 
 /** Bucket ranges of one shard walked side by side (requests in flight on the connection). */
 export const COPY_STREAMS = 4;
@@ -49,12 +52,13 @@ export interface CatchUpDeps {
   cell: ConfigCell;
   pool: Pool;
   shared: KvShared;
-  /** The promotion log (one instance on the main thread, shared with promotions). */
+  /** The migration actor's log of copied entries (one instance, on its thread). */
   log: () => TLog;
   limits: Limits;
   clock: Clock;
   logger: Logger;
-  send(m: NodeToManager): void;
+  /** Where finished copies are published for the main thread (it reports them to the manager). */
+  reports: CopyReports;
   /** The cluster secret the primary's client port demands (null: the node serves without auth). */
   secret: Uint8Array | null;
   /** TLS to the primary's client port (this node's certificate: a peer over mutual TLS), or null. */
@@ -97,9 +101,11 @@ export class CatchUp {
   /** Shards this node held a replica of in the last configuration it saw, and those it left while
    *  running (a copy move took its replica away): its index of such a shard may hold entries whose
    *  keys the primary has since deleted (and dropped the tombstones of), so a later copy of it to
-   *  this node reconciles (./catch-up-keep.ts) instead of only adding entries. */
+   *  this node reconciles (./reconcile.ts) instead of only adding entries. */
   private held: Set<number> | null = null;
   private readonly left = new Set<number>();
+  /** Entries and bytes taken by every copy so far (running ones included), for status. */
+  readonly totals = { entries: 0, bytes: 0 };
   /** Finished copies, for status and tests. */
   readonly done: (CopyStats & { shard: number; from: number; kept: boolean } & Partial<ReconcileStats>)[] = [];
 
@@ -131,34 +137,46 @@ export class CatchUp {
     this.stopped = true;
   }
 
+  /** After stop(): whether every copy ended within `ms` (each ends at its next request). */
+  async ended(ms: number): Promise<boolean> {
+    const t0 = this.d.clock.now();
+    while (this.running.size > 0 && this.d.clock.now() - t0 < ms) await new Promise((r) => setTimeout(r, 5));
+    return this.running.size === 0;
+  }
+
   private active(shard: number): boolean {
     return !this.stopped && !this.d.cell.evicted() && isCatchingUp(this.d.cell.config(), shard, this.d.nodeId);
   }
 
-  /** Copy from the current primary until caught up there, then report it until the mark is gone. */
+  /** Copies running now. */
+  get copies(): number {
+    return this.running.size;
+  }
+
+  /** Copy from the current primary until caught up there; the report stands until the mark is gone. */
   private async run(shard: number): Promise<void> {
-    const { cell, logger } = this.d;
+    const { cell, logger, reports } = this.d;
     let copied: { from: number; st: CopyStats } | null = null;
-    let reportedAt = -Infinity;
-    while (this.active(shard)) {
-      const c = cell.config();
-      const primary = c.shards[shard]!.primary;
-      if (copied === null || copied.from !== primary) {
-        if (copied) logger.warn({ shard, from: copied.from, to: primary }, `re-replication of shard ${shard}: its primary moved to node ${primary}; copying again from the start`);
-        copied = null;
-        try {
-          copied = { from: primary, st: await this.copy(shard, primary) };
-          reportedAt = -Infinity;
-        } catch (err) {
-          if (!(err instanceof PrimaryMoved)) throw err;
+    try {
+      while (this.active(shard)) {
+        const c = cell.config();
+        const primary = c.shards[shard]!.primary;
+        if (copied === null || copied.from !== primary) {
+          if (copied) logger.warn({ shard, from: copied.from, to: primary }, `re-replication of shard ${shard}: its primary moved to node ${primary}; copying again from the start`);
+          copied = null;
+          reports.copying(shard);
+          try {
+            copied = { from: primary, st: await this.copy(shard, primary) };
+            reports.caughtUp(shard, { term: c.term, from: primary, ...copied.st });
+          } catch (err) {
+            if (!(err instanceof PrimaryMoved)) throw err;
+          }
+          continue;
         }
-        continue;
+        await cell.changed(defaultTimings.catchUpResendMs);
       }
-      if (this.d.clock.now() - reportedAt >= defaultTimings.catchUpResendMs) {
-        this.d.send({ t: 'caughtUp', node: this.d.nodeId, term: c.term, shard, from: primary, ...copied.st });
-        reportedAt = this.d.clock.now();
-      }
-      await cell.changed(defaultTimings.catchUpResendMs);
+    } finally {
+      reports.clear(shard);
     }
   }
 
@@ -215,12 +233,14 @@ export class CatchUp {
    *  renewals in between (this thread renews it). */
   private async take(cp: Copy, b: Batch): Promise<void> {
     cp.st.bytes += b.bytes;
+    this.totals.bytes += b.bytes;
     for (let i = 0; i < b.raws.length; i += ABSORB_SLICE) {
       const raws = b.raws.slice(i, i + ABSORB_SLICE);
       const es = verifyRaw(raws, cp.shard, this.d.limits);
       cp.st.absorbed += absorbRaw(this.d.pool, this.d.shared, this.d.log(), raws, es, this.d.limits);
       cp.rec?.noteBatch(es.map((e) => e.version), []);
       cp.st.entries += es.length;
+      this.totals.entries += es.length;
       await this.yielder.slice();
     }
     for (let i = 0; i < b.listed.length; i += ABSORB_SLICE) {

@@ -1,11 +1,11 @@
-// Re-replication's receiving end for whole batches (./catch-up.ts): the entries of a COPY_SHARD batch
+// Re-replication's receiving end for whole batches (./copy.ts): the entries of a COPY_SHARD batch
 // arrive as the primary's log stores them (../shared/copy-batch.ts, RAW). Each is verified -- every block's
 // checksum, its shard, type and a plausible version -- before anything is written (data is checked
-// before it is persisted), then the batch is appended to the promotion log as it came, one persist per
+// before it is persisted), then the batch is appended to the migration actor's log as it came, one persist per
 // segment it lands in, and indexed version-conditionally: what replication brought that is newer (or a
 // DEL) stays; a copied entry that lost is garbage in the log for GC, as a stale b-log block is.
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
+import { MIGRATION_LOG_OWNER } from '../../config/base/ids.js';
 import type { Limits } from '../../config/limits.js';
 import { PoolEntryReader } from '../../shm/entry-reader.js';
 import { hash64Into } from '../../shm/hash.js';
@@ -37,12 +37,11 @@ export function rawEntryOf(e: LogEntry): RawEntry {
 
 /** Append the verified entries `es` (their stored bytes `raws`) to `log` and index them; returns how
  *  many the index took (the others it held at that version or a newer one). */
-export function absorbRaw(pool: Pool, shared: KvShared, log: TLog, raws: readonly Uint8Array[], es: readonly LogEntry[], limits: Limits): number {
+export function absorbRaw(pool: Pool, shared: KvShared, log: TLog, raws: readonly Uint8Array[], es: readonly LogEntry[], limits: Limits, slot = ReadEpochs.slotOf('digest', MIGRATION_LOG_OWNER)): number {
   if (raws.length === 0) return 0;
   const offsets = log.appendRawMany(raws);
   const reader = new PoolEntryReader(pool.region, limits);
   const hash = { hi: 0, lo: 0 };
-  const slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
   let taken = 0;
   shared.gc?.epochs.enterShared(slot); // index lookups read entries in the pool
   try {

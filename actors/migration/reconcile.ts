@@ -36,7 +36,7 @@ import { absorbEntries, type RawEntry, type RenewalYielder } from '../shared/gat
 import type { KvShared } from '../shared/node-shared.js';
 import { KEYS_REQUEST_BYTES_MAX } from '../shared/copy-batch.js';
 import { ReadEpochs } from '../shared/gc-state.js';
-import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
+import { MIGRATION_LOG_OWNER } from '../../config/base/ids.js';
 
 const EMPTY = new Uint8Array(0);
 /** Home buckets the sweep walks between two looks at the lease (the main thread renews it). */
@@ -60,7 +60,8 @@ export class Reconcile {
   private readonly differ: Uint8Array[] = [];
   private readonly reader: PoolEntryReader;
   private readonly hash = { hi: 0, lo: 0 };
-  private readonly slot = ReadEpochs.slotOf('digest', PROMOTION_ACTOR_ID);
+  /** The migration actor's read-epoch slot (its thread's; config/base/ids.ts). */
+  private readonly slot = ReadEpochs.slotOf('digest', MIGRATION_LOG_OWNER);
   readonly stats: ReconcileStats = { listed: 0, fetched: 0, restamped: 0, dropped: 0 };
   /** The walk's counter C (see the header); set from its first batch. */
   counter = -1;
@@ -173,6 +174,6 @@ export class Reconcile {
 
   private absorb(entries: RawEntry[]): void {
     if (entries.length === 0) return;
-    absorbEntries(this.pool, this.shared, this.log(), entries, this.limits);
+    absorbEntries(this.pool, this.shared, this.log(), entries, this.limits, undefined, this.slot);
   }
 }
