@@ -9,6 +9,8 @@ import type { KvNodeStatus as NodeStatus } from '../actors/shared/gc-status.js';
 import { listManagers, type ElectionEntry } from '../actors/manager/election.js';
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
 import type { StoreSpec } from '../config/store-spec.js';
+import type { CounterName } from '../shm/counters.js';
+import type { CopyRecord } from '../actors/manager/copies.js';
 import type { MoveRecord } from '../actors/manager/moves.js';
 import { askManager, managerFor } from './manager-admin.js';
 
@@ -37,6 +39,8 @@ export interface ClusterStatus {
   managers?: ElectionEntry[] | null;
   /** Resharding tasks in progress (§4.6): the stored migration list. */
   migrations: ClusterConfig['migrations'];
+  /** Copy moves in progress (a target that held no replica copies the shard first). */
+  copies?: ClusterConfig['copies'];
   /** The manager's view of the load and its recent moves; null when it did not answer. */
   manager: ManagerLoads | null;
 }
@@ -46,6 +50,8 @@ export interface ManagerLoads {
   loads: Record<string, number>;
   shards: Record<string, { reqs: number; writes: number }>;
   moves: MoveRecord[];
+  /** Recent copy moves (actors/manager/copies.ts); absent from a manager before them. */
+  copyMoves?: CopyRecord[];
   resharding: { auto: boolean; periodMs: number; overloadPercent: number; targetPercent: number };
 }
 
@@ -73,7 +79,7 @@ export async function collectClusterStatus(cluster: ClusterConfig | string, mana
   // (one is taking over): no manager section.
   const to = managerFor(undefined, c, managers);
   const manager = to === null ? null : ((await askManager(to, { op: 'loads' }, 1500, findSecret(undefined, clusterFile ?? (typeof cluster === 'string' ? cluster : undefined))).catch(() => null)) as ManagerLoads | null);
-  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, migrations: c.migrations, manager, managers };
+  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, migrations: c.migrations, copies: c.copies ?? [], manager, managers };
 }
 
 function pad(rows: string[][]): string[] {
@@ -105,11 +111,26 @@ export function formatClusterStatus(s: ClusterStatus): string {
       sum('control', 'BLOG_WRITES'), sum('digest', 'DIGESTED_BLOCKS'),
     ];
   });
-  out.push(...pad([head, ...rows]), '');
+  out.push(...pad([head, ...rows]), '', ...formatMigration(s), '');
   out.push(...pad([['SHARD', 'PRIMARY', 'BACKUPS', 'REQ/S', 'WRITES/S'], ...s.shards.map((sh) => [String(sh.id), String(sh.primary), sh.backups.join(','), String(s.manager?.shards[sh.id]?.reqs ?? '-'), String(s.manager?.shards[sh.id]?.writes ?? '-')])]));
   out.push('', ...formatResharding(s));
   for (const n of s.nodes) if (n.error) out.push('', `node ${n.id}: ${n.error}`);
   return out.join('\n');
+}
+
+/** Each node's migration actor (actors/migration/copy.ts): copies running and done, objects and bytes
+ *  copied, and the rate of its finished copies. */
+function formatMigration(s: ClusterStatus): string[] {
+  const rows = s.nodes.map((n) => {
+    const a = n.status?.actors.filter((x) => x.role === 'migration') ?? [];
+    const k = (name: CounterName) => a.reduce((acc, x) => acc + Number(x.counters[name] ?? 0), 0);
+    const ms = k('MIGRATION_COPY_MS');
+    const rate = (v: number, unit: number) => (ms > 0 ? (v / unit / (ms / 1000)).toFixed(1) : '-');
+    return a.length === 0
+      ? [String(n.id), n.status ? 'none' : '-', '-', '-', '-', '-', '-']
+      : [String(n.id), String(k('MIGRATION_COPIES')), String(k('MIGRATION_COPIED')), String(k('MIGRATION_ENTRIES')), (k('MIGRATION_BYTES') / 1e6).toFixed(1), rate(k('MIGRATION_BYTES'), 1e6), rate(k('MIGRATION_ENTRIES'), 1e3)];
+  });
+  return pad([['MIGRATION', 'COPYING', 'COPIED', 'OBJECTS', 'MB', 'MB/S', 'KOBJ/S'], ...rows]);
 }
 
 /** Resharding (§4.6): per-node load, the migration list, the manager's recent moves. */
@@ -122,6 +143,12 @@ function formatResharding(s: ClusterStatus): string[] {
     out.push(`load (requests/s as primary + weighted replicated writes as backup): ${Object.entries(m.loads).map(([n, l]) => `node ${n} ${l}`).join(', ') || 'no reports yet'}`);
   }
   out.push(s.migrations.length ? `migrations in progress: ${s.migrations.map((t) => `shard ${t.shard} node ${t.source} -> node ${t.target}`).join('; ')}` : 'migrations in progress: none');
+  if (s.copies?.length) out.push(`copies in progress: ${s.copies.map((t) => `shard ${t.shard} node ${t.source} -> node ${t.target}`).join('; ')}`);
+  for (const r of m?.copyMoves?.slice(-5) ?? []) {
+    const end = r.doneAt !== undefined ? `done in ${(r.doneAt - r.startedAt).toFixed(0)} ms` : r.rolledBackAt !== undefined ? `rolled back (${r.error ?? ''})` : 'copying';
+    const copied = r.entries !== undefined ? `, ${r.entries} objects, ${((r.bytes ?? 0) / 1e6).toFixed(1)} MB copied in ${(r.copyMs ?? 0).toFixed(0)} ms` : '';
+    out.push(`  copy term ${r.term} (${r.why}): ${r.moves.map((x) => `shard ${x.shard} ${x.from}->${x.to}`).join(', ')}: ${end}${copied}`);
+  }
   for (const r of m?.moves.slice(-5) ?? []) {
     const ms = r.doneAt !== undefined ? `${(r.doneAt - r.startedAt).toFixed(0)} ms` : r.rolledBackAt !== undefined ? 'rolled back' : (r.error ?? 'in progress');
     out.push(`  move term ${r.term} (${r.why}): ${r.moves.map((x) => `shard ${x.shard} ${x.from}->${x.to}`).join(', ')}: ${ms}${r.entries !== undefined ? `, ${r.entries} b-log entries applied by the target` : ''}`);

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { readStoreOnce } from '../config/store-spec.js';
 import type { MoveRecord } from '../actors/manager/moves.js';
+import type { CopyRecord } from '../actors/manager/copies.js';
 import type { BalancePlan } from '../actors/manager/reshard.js';
 import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
 import { askManager, managerFor } from './manager-admin.js';
@@ -13,6 +14,7 @@ import { readClusterAndManagers } from './cluster-status.js';
 interface ReshardOpts extends StoreFlags {
   shard?: string;
   to?: string;
+  from?: string;
   plan?: boolean;
   manager?: string;
   json?: boolean;
@@ -49,8 +51,9 @@ async function reshard(o: ReshardOpts): Promise<number> {
     return 0;
   }
   if (o.shard === undefined || o.to === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'reshard needs --shard S --to NODE (or --plan)');
-  const rec = (await askManager(to, { op: 'move', shard: int('shard', o.shard), to: int('to', o.to) }, timeoutMs, secret)) as MoveRecord;
+  const rec = (await askManager(to, { op: 'move', shard: int('shard', o.shard), to: int('to', o.to), ...(o.from !== undefined ? { from: int('from', o.from) } : {}) }, timeoutMs, secret)) as MoveRecord | CopyRecord;
   if (o.json) return (process.stdout.write(JSON.stringify(rec, null, 2) + '\n'), 0);
+  if (!('promotedAt' in rec) && 'copyMs' in rec) return printCopy(rec);
   const ms = rec.doneAt !== undefined ? (rec.doneAt - rec.startedAt).toFixed(0) : '?';
   const m = rec.moves[0]!;
   process.stdout.write(
@@ -61,13 +64,25 @@ async function reshard(o: ReshardOpts): Promise<number> {
   return rec.doneAt !== undefined ? 0 : 1;
 }
 
+function printCopy(rec: CopyRecord): number {
+  const m = rec.moves[0]!;
+  const mb = ((rec.bytes ?? 0) / 1e6).toFixed(1);
+  process.stdout.write(
+    rec.doneAt !== undefined
+      ? `shard ${m.shard}'s replica moved from node ${m.from} to node ${m.to} in ${(rec.doneAt - rec.startedAt).toFixed(0)} ms: ${rec.entries ?? 0} objects (${mb} MB) copied in ${(rec.copyMs ?? 0).toFixed(0)} ms\n`
+      : `shard ${m.shard}'s copy to node ${m.to} did not finish: ${rec.error ?? 'unknown'}\n`,
+  );
+  return rec.doneAt !== undefined ? 0 : 1;
+}
+
 export function registerReshardCommand(p: Command, run: (f: () => Promise<number>) => () => Promise<void>): void {
   const cmd = p.command('reshard')
     .description("move a shard's primary role to another node that holds a full replica of it, while the cluster serves (§4.6); --plan prints what the configuration manager would move now from the nodes' load reports")
     .option('--cluster <file>', 'the cluster configuration (rowan cluster writes DIR/cluster.json); or --zookeeper');
   addZooKeeperFlags(cmd)
     .option('--shard <s>', 'the shard to move')
-    .option('--to <node>', 'the node to serve it (one of its backups)')
+    .option('--to <node>', 'the node to serve it: one of its backups (a handover), or a node holding no replica of it (a copy first)')
+    .option('--from <node>', "which replica moves, to a node holding none (default: the shard's primary; a backup's node moves that backup)")
     .option('--plan', "print the manager's view of the load and the moves it would make now")
     .option('--manager <host:port>', 'the configuration manager (default: with --zookeeper the active one, from the address it published in the election; else 127.0.0.1 and the port rowan cluster gives it)')
     .option('--secret-file <file>', 'the cluster secret the manager asks for (default: $ROWAN_SECRET_FILE, else the file secret beside --cluster\'s file)')

@@ -6,6 +6,8 @@
 // checked for linearizability (no acknowledged write lost, no stale read), and every preloaded key
 // reads back.
 import { test } from 'node:test';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +20,8 @@ import { KvLoad } from '../fixtures/failover-load.js';
 import { fullyReplicated } from '../fixtures/rereplication.js';
 import { copyMove, keysOfShard, nonReplica } from '../fixtures/reshard.js';
 
+const run = promisify(execFile);
+const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
 const SHARDS = 6;
 const HOT = 2;
 
@@ -70,6 +74,12 @@ test('a primary and then a backup replica move to nodes holding none, under PUT/
     const c2 = readCluster(file);
     assert.equal(c2.shards[HOT]!.primary, to);
     assert.ok(!c2.shards[HOT]!.backups.includes(from) && c2.shards[HOT]!.backups.length === 2);
+    // `rowan status` shows the target's migration actor's copy (objects, bytes, rate) and the copy move.
+    const { stdout } = await run(process.execPath, [rowan, 'status', '--cluster', file], { timeout: 30_000 });
+    const row = stdout.split('\n').find((l) => new RegExp(`^${to}\\s+0\\s+1\\s+\\d+\\s`).test(l)); // NODE COPYING COPIED OBJECTS
+    assert.ok(/^MIGRATION\s+COPYING\s+COPIED\s+OBJECTS\s+MB\s+MB\/S\s+KOBJ\/S/m.test(stdout), stdout);
+    assert.ok(row && Number(row.trim().split(/\s+/)[3]) >= pre.length, `node ${to}'s migration row: ${row}\n${stdout}`);
+    assert.match(stdout, new RegExp(`copy term \\d+ \\(operator\\): shard ${HOT} ${from}->${to}: done in \\d+ ms, \\d+ objects`));
     let ops = load.ops;
     await waitFor('load to go on after the primary moved', () => load.ops > ops + 50, 30_000);
     // A backup's replica moves to the node that now holds none (the old primary).
