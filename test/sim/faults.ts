@@ -273,3 +273,44 @@ export function scheduleScenario(o: FaultOptions, span: number, rng: Rng, e: Sce
   e.faults.push(`scenario ${kind}`);
   return kind;
 }
+
+/**
+ * A copy move (actors/manager/copies.ts) under load: one of the clients' shards moves its primary or
+ * a backup replica to the node holding none (4 nodes, replication 3: there is one), the clients
+ * write its keys meanwhile, and its target or its source loses power mid-copy, long enough to be failed
+ * over. The simulator does not copy (./control.ts): the target stays catching up, so the copy is
+ * mid-copy until the kill, and the failover must end it with every acknowledged write on the replicas
+ * left. Half the time the manager also dies right after storing the copy's term (restarted or a
+ * standby taking over: the task is in the stored configuration).
+ */
+export function scheduleCopyKill(rng: Rng, span: number, e: ScenarioEnv, victim: 'target' | 'source'): void {
+  const shard = rng.pick(e.keyShards);
+  const at = 30 + rng.float() * span * 0.4;
+  const killAfter = rng.range(5, 80);
+  const downMs = rng.range(150, 300);
+  const ofBackup = rng.chance(0.5);
+  e.shape.focus.push({ from: at - 20, to: at + killAfter + 100, keys: e.keysOf(shard) });
+  e.faults.push(`copy move of shard ${shard}'s ${ofBackup ? 'backup' : 'primary'} at ${at.toFixed(1)} ms, its ${victim} killed ${killAfter} ms later for ${downMs} ms`);
+  if (rng.chance(0.5)) {
+    const takeover = rng.chance(0.5);
+    const p: CrashPoint = { kind: 'event', event: 'copy-stored', nth: 1 };
+    e.faults.push(`manager crash at ${describePoint(p)} (${takeover ? 'standby takes over' : 'restart'})`);
+    e.manager.arm(p, () => e.loop.at(rng.range(2, 40), ['manager-restart'], () => !e.manager.up && e.manager.boot(takeover)));
+  }
+  e.loop.at(at, ['copy', shard], () => {
+    if (e.calm() || !e.manager.up) return;
+    const c = e.manager.store.cfg;
+    const s = c.shards[shard]!;
+    const to = e.nodes.map((n) => n.id).find((n) => n !== s.primary && !s.backups.includes(n) && !(c.dead ?? []).includes(n));
+    if (to === undefined || s.backups.length === 0) return;
+    e.manager.requestMove([{ shard, from: ofBackup ? s.backups[0]! : s.primary, to }]);
+  }, true);
+  e.loop.at(at + killAfter, ['copy-kill', shard], () => {
+    const t = (e.manager.store.cfg.copies ?? []).find((x) => x.shard === shard);
+    const n = t && e.nodes.find((x) => x.id === (victim === 'target' ? t.target : t.source));
+    if (!n?.up || e.calm()) return;
+    e.faults.push(`copy of shard ${shard}: ${victim} node ${n.id} killed mid-copy`);
+    n.crash();
+    e.loop.at(downMs, ['restart', n.id], () => !n.up && bootNode(n, e.findings));
+  }, true);
+}

@@ -12,7 +12,7 @@ import { EventLoop } from './loop.js';
 import { mutations, type MutationName } from './mutations.js';
 import { SimNet, type SimNetOptions } from './net.js';
 import { SimNode, type SimEnv, type SimNodeOptions } from './node.js';
-import { bootNode, scheduleFaults, scheduleScenario, type FaultOptions, type Scenario } from './faults.js';
+import { bootNode, scheduleCopyKill, scheduleFaults, scheduleScenario, type FaultOptions, type Scenario } from './faults.js';
 import { SimManager, SimStore } from './manager.js';
 import { Rng } from './rng.js';
 import { TraceHash } from './trace.js';
@@ -39,6 +39,9 @@ export interface SimOptions {
    *  leases, no failover or move; a crashed node's shards wait for its restart, and a restarted
    *  primary serves at once -- its counters raised by its version marks alone. */
   managerless?: boolean;
+  /** A copy move of one of the clients' shards to the node holding no replica of it, its target or
+   *  source killed mid-copy (./faults.ts scheduleCopyKill). Absent: none (the seeds' runs are as before). */
+  copyKill?: 'target' | 'source';
 }
 
 export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
@@ -98,6 +101,8 @@ export interface SimResult {
   term: number;
   failovers: number;
   moves: number;
+  /** Copy moves still listed in the stored configuration at the end. */
+  copies: number;
   managerCrashes: number;
   /** Crash points of the manager that fired (a crash inside a round). */
   crashPoints: number;
@@ -158,6 +163,7 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   // before scenarios existed.
   const keysOf = (shard: number) => Array.from({ length: o.clients.keys }, (_, i) => i).filter((i) => shardOfKey(store.cfg, keyName(i)) === shard);
   const scenario = scheduleScenario(o.faults, span, rng.fork(), { ...faultEnv, shape, netO, keysOf, keyCount: o.clients.keys });
+  if (o.copyKill && !o.managerless) scheduleCopyKill(rng.fork(), span, { ...faultEnv, shape, netO, keysOf, keyCount: o.clients.keys }, o.copyKill);
 
   let done = false;
   void clients.run().then(() => (done = true));
@@ -223,7 +229,7 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   const cm = manager.cm;
   return { seed, ok: findings.length === 0, findings, divergent, scenario, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.tombstonesDropped}t/${n.counts.tombstonesDroppedOnBackup}tb/${n.counts.boots}b/${n.counts.quarantined}q${n.evicted ? '/evicted' : ''}`),
     tombstonesDropped: nodes.reduce((a, n) => a + n.counts.tombstonesDropped, 0), tombstonesDroppedOnBackup: nodes.reduce((a, n) => a + n.counts.tombstonesDroppedOnBackup, 0), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats,
-    term: cfg.term, failovers: cm?.history.length ?? 0, moves: cm?.moves.history.length ?? 0, managerCrashes: manager.counts.crashes, crashPoints: manager.counts.crashPoints, log: manager.lines };
+    term: cfg.term, failovers: cm?.history.length ?? 0, moves: cm?.moves.history.length ?? 0, copies: cfg.copies?.length ?? 0, managerCrashes: manager.counts.crashes, crashPoints: manager.counts.crashPoints, log: manager.lines };
 }
 
 /** Run the loop until every running node serves the stored term with nothing pending and no move is
