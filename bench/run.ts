@@ -107,6 +107,13 @@ const benches: Record<string, Bench> = {
     flags: '--quick (16 MB, 5 s away) --mb=N (64) --value-bytes=B (1000) --absence-ms=ms (10000)',
     takes: '~1 min',
   },
+  copymove: {
+    title: 'copy move (issue 28, Figure 15 with a target holding no replica): one shard\'s primary moved to a node holding none under load -- objects and MB copied, copy time, objects/s, MB/s, throughput before/during/after',
+    module: './copymove.bench.js',
+    columns: ['moved', 'objects', 'copiedMB', 'copyMs', 'objectsPerSec', 'copyMBps', 'moveMs', 'handoverMs', 'opsBefore', 'opsDuring', 'opsAfter'],
+    flags: '--quick (50,000 objects) --keys=N (200000) --value-bytes=B (100) --loops=N (8)',
+    takes: '~1 min',
+  },
   expiry: {
     title: 'expiry under load (issue 27): N keys expire while GET/SET streams run; their p99 vs a run without expiry, and the time until the pools are back to baseline',
     module: './expiry.bench.js',

@@ -391,6 +391,25 @@ const rereplicate = (rows: Rows): Figure[] => [
   },
 ];
 
+/** Copy move: the load's throughput per 250 ms window, with the move's start and end marked. */
+const copymove = (rows: Rows): Figure[] =>
+  rows.map((r, i) => {
+    const w = JSON.parse(String(r.windows ?? '[]')) as number[];
+    const ops: [number, number][] = w.map((n, j) => [(j * 250) / 1000, n * 4]);
+    const top = Math.max(1, ...ops.map((p) => p[1]));
+    const mark = (name: string, t: number | null): Series[] => (t === null ? [] : [{ name, points: [[t / 1000, 0], [t / 1000, top]] }]);
+    return {
+      file: i === 0 ? 'copymove.svg' : `copymove-${i}.svg`,
+      svg: lineChartSvg({
+        title: `copy move of ${r.moved}: ${r.objects} objects (${r.copiedMB} MB) copied in ${r.copyMs} ms (${r.objectsPerSec} objects/s, ${r.copyMBps} MB/s), whole move ${r.moveMs} ms`,
+        notes: [`load throughput: ${r.opsBefore} ops/s before, ${r.opsDuring} during, ${r.opsAfter} after the move (closed loop, GET/PUT on keys of every shard)`],
+        x: { label: 'seconds since the load started' },
+        y: { label: 'ops/s (per 250 ms window)' },
+        panels: [{ title: 'load', series: [{ name: 'ops/s', points: ops }, ...mark('move asked', num(r, 'askedAtMs')), ...mark('move done', num(r, 'doneAtMs'))] }],
+      }),
+    };
+  });
+
 const expiry = (rows: Rows): Figure[] => {
   const base = rows.find((r) => r.phase === 'no expiry');
   const exp = rows.find((r) => r.phase === 'expiring');
@@ -440,6 +459,7 @@ export const figures: Record<string, (rows: Rows) => Figure[]> = {
   redis,
   reshard,
   rereplicate,
+  copymove,
   expiry,
   'ycsb-gc': ycsbGc,
 };
