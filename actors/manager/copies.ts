@@ -87,12 +87,25 @@ export class CopyRunner {
     if (rec && rec.entries === undefined) Object.assign(rec, { entries: m.entries, bytes: m.bytes, copyMs: m.ms });
   }
 
-  /** Tasks whose copy is done and whose participants are reachable: advance() has work. */
+  /** Copies a failover ended to report, or tasks past their copy to advance: advance() has work. */
   wanted(): boolean {
-    if (this.h.clock.now() < this.retryAt) return false;
+    return this.ended().length > 0 || this.handovers().length > 0 || this.drops().length > 0;
+  }
+
+  /** Copied tasks whose source is still the primary, both ends reachable, no move in progress (a
+   *  handover that failed waits a second). */
+  private handovers(): CopyTask[] {
     const c = this.h.config();
+    if (c.migrations.length > 0 || this.h.clock.now() < this.retryAt) return [];
     const live = this.h.reachable();
-    return (c.copies ?? []).some((t) => copyStage(c, t) !== 'copying' && live.has(t.source) && live.has(t.target)) || this.ended().length > 0;
+    return (c.copies ?? []).filter((t) => copyStage(c, t) === 'handover' && live.has(t.source) && live.has(t.target));
+  }
+
+  /** Tasks whose source may leave the shard: not its primary, and no move of the shard listed (a
+   *  stalled handover is finished by a failover first). */
+  private drops(): CopyTask[] {
+    const c = this.h.config();
+    return (c.copies ?? []).filter((t) => copyStage(c, t) === 'drop' && !c.migrations.some((m) => m.shard === t.shard));
   }
 
   /** Hand over and drop the sources of finished copies; report the copies a failover ended. */
@@ -103,14 +116,10 @@ export class CopyRunner {
       this.event(rec, 'copy-rolled-back', `copy rolled back: ${rec.error}`);
       this.finish(rec, new RowanError(ErrorCodes.MOVE_REFUSED, `the move was rolled back: ${rec.error}`));
     }
-    const c = this.h.config();
-    const live = this.h.reachable();
-    const ready = (c.copies ?? []).filter((t) => live.has(t.source) && live.has(t.target));
-    for (const t of ready.filter((x) => copyStage(c, x) === 'handover')) await this.handOver(t);
-    const after = this.h.config();
-    const drop = (after.copies ?? []).filter((t) => copyStage(after, t) === 'drop');
+    for (const t of this.handovers()) await this.handOver(t);
+    const drop = this.drops();
     if (drop.length === 0) return;
-    await this.h.push(planCopiesDone(after, drop));
+    await this.h.push(planCopiesDone(this.h.config(), drop));
     for (const t of drop) {
       const rec = this.recordOf(t);
       if (!rec) continue;

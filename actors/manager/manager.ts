@@ -508,7 +508,7 @@ export class ConfigManager {
       this.resumeAfter = this.clock.now() + defaultTimings.movePromoteTimeoutMs; // not again before a stalled one timed out
       await this.moves.resume();
     }
-    if (this.copies.wanted() && this.cfg.migrations.length === 0) await this.copies.advance();
+    if (this.copies.wanted()) await this.copies.advance();
   }
 
   private reconfirmHost(): ReconfirmHost {
