@@ -10,12 +10,12 @@
 // detection to time here.
 //
 //   npm run bench -- copymove [--quick] [--keys=200000] [--value-bytes=100] [--loops=8]
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../client/client.js';
 import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/cluster.js';
-import { readCluster } from '../test/fixtures/failover-cluster.js';
+import { nodePids, readCluster } from '../test/fixtures/failover-cluster.js';
 import { copyMove, keysOfShard, nonReplica } from '../test/fixtures/reshard.js';
 import { progress, recordParams, type Row } from './report.js';
 
@@ -53,6 +53,27 @@ function startLoad(c: RowanClient, keys: string[], loops: number, value: string)
   return { windows, stop: async () => { stopped = true; await all; } };
 }
 
+/** CPU seconds (utime + stime, /proc) per thread name of process `pid`, threads of one name summed. */
+function threadCpu(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100); // fields 14, 15: clock ticks
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** CPU seconds each thread (by name) spent between two samples, the busiest first. */
+function cpuBetween(a: Map<string, number>, b: Map<string, number>): [string, number][] {
+  return [...b].map(([k, v]) => [k, +(v - (a.get(k) ?? 0)).toFixed(2)] as [string, number]).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
+}
+
 const opsPerSec = (w: number[], from: number, to: number) => {
   const a = Math.max(0, Math.floor(from / WINDOW_MS));
   const b = Math.max(a + 1, Math.floor(to / WINDOW_MS));
@@ -85,9 +106,13 @@ export async function run(): Promise<Row[]> {
     const from = c.shards[HOT]!.primary;
     const to = nonReplica(c, HOT)!;
     progress(`copymove: moving shard ${HOT} ${from}->${to}`, 1, 2);
+    const pids = nodePids(cluster.output());
+    const cpu0 = [threadCpu(pids.get(from)!), threadCpu(pids.get(to)!)];
     const askedAt = performance.now() - t0;
     const rec = await copyMove(c, HOT, from, to, dir, 600_000);
     const doneAt = performance.now() - t0;
+    const [srcCpu, dstCpu] = [cpuBetween(cpu0[0]!, threadCpu(pids.get(from)!)), cpuBetween(cpu0[1]!, threadCpu(pids.get(to)!))];
+    const cpuOf = (xs: [string, number][], re: RegExp) => +xs.filter(([k]) => re.test(k)).reduce((a, [, v]) => a + v, 0).toFixed(2);
     await new Promise((r) => setTimeout(r, 2500));
     await load.stop();
     const end = performance.now() - t0;
@@ -105,6 +130,16 @@ export async function run(): Promise<Row[]> {
       opsBefore: opsPerSec(load.windows, 500, askedAt),
       opsDuring: opsPerSec(load.windows, askedAt, doneAt),
       opsAfter: opsPerSec(load.windows, doneAt + 500, end),
+      // CPU the move took (/proc, over the whole move) on the source's workers (the load's share
+      // included) and on the target's migration actor -- its own thread, or the `background` thread
+      // it shares with control, digest and clean on a node with fewer cores than actors
+      // (runtime/placement.ts) -- and that per object copied.
+      sourceWorkerCpuS: cpuOf(srcCpu, /^worker/),
+      targetMigrationCpuS: cpuOf(dstCpu, /^(migration|background)/),
+      targetMigrationUsPerObject: entries > 0 ? +((cpuOf(dstCpu, /^(migration|background)/) * 1e6) / entries).toFixed(1) : null,
+      sourceThreads: JSON.stringify(srcCpu.slice(0, 6)),
+      targetThreads: JSON.stringify(dstCpu.slice(0, 6)),
+      loadAvg: JSON.stringify(loadavg().map((x) => +x.toFixed(1))),
       askedAtMs: Math.round(askedAt),
       doneAtMs: Math.round(doneAt),
       windows: JSON.stringify(load.windows.map((n) => n ?? 0)),

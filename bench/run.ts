@@ -110,7 +110,7 @@ const benches: Record<string, Bench> = {
   copymove: {
     title: 'copy move (issue 28, Figure 15 with a target holding no replica): one shard\'s primary moved to a node holding none under load -- objects and MB copied, copy time, objects/s, MB/s, throughput before/during/after',
     module: './copymove.bench.js',
-    columns: ['moved', 'objects', 'copiedMB', 'copyMs', 'objectsPerSec', 'copyMBps', 'moveMs', 'handoverMs', 'opsBefore', 'opsDuring', 'opsAfter'],
+    columns: ['moved', 'objects', 'copiedMB', 'copyMs', 'objectsPerSec', 'copyMBps', 'moveMs', 'handoverMs', 'opsBefore', 'opsDuring', 'opsAfter', 'sourceWorkerCpuS', 'targetMigrationCpuS', 'targetMigrationUsPerObject'],
     flags: '--quick (50,000 objects) --keys=N (200000) --value-bytes=B (100) --loops=N (8)',
     takes: '~1 min',
   },

@@ -14,8 +14,10 @@ import { OwnerRole } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { CatchUp, type CatchUpDeps } from '../migration/copy.js';
 
-/** How often the reports are looked at (ms): a copy is reported this soon after it finished. */
+/** How often the reports are looked at while the node catches up on a shard (ms): a copy is reported
+ *  this soon after it finished. Otherwise only a new configuration wakes the loop (no idle polling). */
 const LOOK_MS = 20;
+const IDLE_MS = 60_000;
 
 export class CopyReporter {
   private stopped = false;
@@ -34,7 +36,8 @@ export class CopyReporter {
     void (async () => {
       while (!this.stopped) {
         this.look();
-        await this.cell.changed(LOOK_MS);
+        const catching = (this.cell.config().catchingUp ?? []).some((x) => x.node === this.nodeId);
+        await this.cell.changed(catching ? LOOK_MS : IDLE_MS);
       }
     })();
   }
