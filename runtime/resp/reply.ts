@@ -36,6 +36,10 @@ export function err(s: string): RespErr {
   return new RespErr(s.replace(/[\r\n]+/g, ' '));
 }
 
+/** take() copies batches up to this size out of the encoding buffer (Buffer.allocUnsafe serves them from
+ *  Node's shared 8 KiB pool: poolSize >>> 1). */
+const TAKE_COPY_MAX = 4 * 1024 - 1;
+
 /** A growable output buffer replies are encoded into, handed to the socket in one write per batch. */
 export class RespWriter {
   private buf = Buffer.allocUnsafe(16 * 1024);
@@ -45,12 +49,20 @@ export class RespWriter {
     return this.len;
   }
 
-  /** The bytes written so far (a copy-free view when small batches are the norm), and reset. */
+  /** The bytes written so far, and reset. The socket keeps what it is given until written, so the
+   *  encoding buffer is never handed over while it is reused: a small batch (the norm: a few replies)
+   *  is copied out into a slice of Node's shared pool, and the buffer stays (no 16 KiB allocation per
+   *  write, issue 26); a large one hands the buffer over and starts a fresh one. */
   take(): Buffer {
-    const out = this.buf.subarray(0, this.len);
-    // The socket keeps the view until written: start a fresh buffer rather than overwrite it.
-    this.buf = Buffer.allocUnsafe(Math.max(16 * 1024, Math.min(this.len, 1024 * 1024)));
+    const n = this.len;
     this.len = 0;
+    if (n <= TAKE_COPY_MAX) {
+      const out = Buffer.allocUnsafe(n);
+      this.buf.copy(out, 0, 0, n);
+      return out;
+    }
+    const out = this.buf.subarray(0, n);
+    this.buf = Buffer.allocUnsafe(Math.max(16 * 1024, Math.min(n, 1024 * 1024)));
     return out;
   }
 

@@ -181,3 +181,17 @@ test('replies encode per protocol version: maps, nulls and verbatim strings fall
   assert.equal(enc(new Verbatim('x'), 2), '$1\r\nx\r\n');
   assert.equal(enc([new Simple('OK'), err('ERR a\r\nb'), 'é'], 2), '*3\r\n+OK\r\n-ERR a b\r\n$2\r\n\xc3\xa9\r\n');
 });
+
+test('RespWriter.take hands out bytes that later replies never overwrite, small and large batches', () => {
+  const w = new RespWriter();
+  for (const size of [3, 5000, 40_000]) {
+    w.write('x'.repeat(size), 2);
+    const first = w.take();
+    const want = `$${size}\r\n${'x'.repeat(size)}\r\n`;
+    w.write('y'.repeat(size), 2);
+    const second = w.take();
+    assert.equal(first.toString('latin1'), want);
+    assert.equal(second.toString('latin1'), want.replaceAll('x', 'y'));
+    assert.equal(w.length, 0);
+  }
+});
