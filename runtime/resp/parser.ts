@@ -37,8 +37,11 @@ export class RespRequestParser {
   // A multibulk request in progress: argument count, parsed (offset, length) pairs relative to `start`.
   private argc = -1;
   private start = 0;
-  private offs: number[] = [];
-  private lens: number[] = [];
+  private readonly offs: number[] = [];
+  private readonly lens: number[] = [];
+  /** lineInt()'s results. */
+  private lineN = 0;
+  private lineNext = 0;
   private cursor = 0; // where parsing continues, relative to start
   // An over-limit bulk string being dropped: bytes still to drop (its data and CRLF), the arguments of
   // the request before it (copied out: the chunks they were in are let go), the largest declared length.
@@ -102,8 +105,9 @@ export class RespRequestParser {
     }
   }
 
-  /** The line at [from, CRLF) as a non-negative integer; null if incomplete; throws on garbage. */
-  private lineInt(from: number, what: string): { n: number; next: number } | null {
+  /** The line at [from, CRLF) as an integer, into lineN (the value) and lineNext (the offset after the
+   *  CRLF): no object per header line. False if incomplete; throws on garbage. */
+  private lineInt(from: number, what: string): boolean {
     const b = this.buf;
     const end = Math.min(b.length, from + HEADER_LINE_MAX);
     let i = from + 1;
@@ -111,7 +115,7 @@ export class RespRequestParser {
     if (i >= end || i + 1 >= b.length) {
       if (b.length - from >= HEADER_LINE_MAX) throw new RespProtocolError(`too big ${what} count string`);
       this.need = b.length - this.pos + 1;
-      return null;
+      return false;
     }
     if (b[i + 1] !== LF) throw new RespProtocolError(`invalid ${what} length`);
     let n = 0;
@@ -127,27 +131,29 @@ export class RespRequestParser {
       if (d < 0 || d > 9) throw new RespProtocolError(`invalid ${what} length`);
       n = n * 10 + d;
     }
-    return { n: neg ? -n : n, next: i + 2 };
+    this.lineN = neg ? -n : n;
+    this.lineNext = i + 2;
+    return true;
   }
 
   private multibulk(): Buffer[] | null {
     const b = this.buf;
     if (this.argc < 0) {
-      const h = this.lineInt(this.pos, 'mbulk');
-      if (h === null) return null;
-      if (this.preAuth && h.n > this.limits.preAuthArgsMax) throw new RespProtocolError('unauthenticated multibulk length');
-      if (h.n > this.limits.argsMax) throw new RespProtocolError('invalid multibulk length');
+      if (!this.lineInt(this.pos, 'mbulk')) return null;
+      const argc = this.lineN;
+      if (this.preAuth && argc > this.limits.preAuthArgsMax) throw new RespProtocolError('unauthenticated multibulk length');
+      if (argc > this.limits.argsMax) throw new RespProtocolError('invalid multibulk length');
       this.start = this.pos;
-      if (h.n <= 0) {
-        this.pos = h.next;
+      if (argc <= 0) {
+        this.pos = this.lineNext;
         return [];
       }
-      this.argc = h.n;
-      this.offs = [];
-      this.lens = [];
+      this.argc = argc;
+      this.offs.length = 0; // reused: only this parser holds them
+      this.lens.length = 0;
       this.done = [];
       this.oversized = 0;
-      this.cursor = h.next - this.start;
+      this.cursor = this.lineNext - this.start;
     }
     while (this.done.length + this.offs.length < this.argc) {
       const at = this.start + this.cursor;
@@ -156,23 +162,24 @@ export class RespRequestParser {
         return null;
       }
       if (b[at] !== DOLLAR) throw new RespProtocolError(`expected '$', got '${String.fromCharCode(b[at]!)}'`);
-      const h = this.lineInt(at, 'bulk');
-      if (h === null) return null;
-      if (this.preAuth && h.n > this.limits.preAuthBulkBytesMax) throw new RespProtocolError('unauthenticated bulk length');
-      if (h.n < 0 || h.n > this.limits.bulkDiscardBytesMax) throw new RespProtocolError('invalid bulk length');
-      if (h.n > this.limits.bulkBytesMax) {
-        if (this.dropBulk(h.n, h.next)) continue;
+      if (!this.lineInt(at, 'bulk')) return null;
+      const n = this.lineN;
+      const next = this.lineNext;
+      if (this.preAuth && n > this.limits.preAuthBulkBytesMax) throw new RespProtocolError('unauthenticated bulk length');
+      if (n < 0 || n > this.limits.bulkDiscardBytesMax) throw new RespProtocolError('invalid bulk length');
+      if (n > this.limits.bulkBytesMax) {
+        if (this.dropBulk(n, next)) continue;
         return null;
       }
-      if (h.next + h.n + 2 > b.length) {
-        if (h.next + h.n + 2 - this.start > this.limits.requestBytesMax) throw new RespProtocolError('too big request');
-        this.need = h.next + h.n + 2 - this.pos;
+      if (next + n + 2 > b.length) {
+        if (next + n + 2 - this.start > this.limits.requestBytesMax) throw new RespProtocolError('too big request');
+        this.need = next + n + 2 - this.pos;
         return null;
       }
-      if (b[h.next + h.n] !== CR || b[h.next + h.n + 1] !== LF) throw new RespProtocolError('expected CRLF after bulk string');
-      this.offs.push(h.next - this.start);
-      this.lens.push(h.n);
-      this.cursor = h.next + h.n + 2 - this.start;
+      if (b[next + n] !== CR || b[next + n + 1] !== LF) throw new RespProtocolError('expected CRLF after bulk string');
+      this.offs.push(next - this.start);
+      this.lens.push(n);
+      this.cursor = next + n + 2 - this.start;
     }
     const args = this.done;
     for (let i = 0; i < this.offs.length; i++) args.push(b.subarray(this.start + this.offs[i]!, this.start + this.offs[i]! + this.lens[i]!));
@@ -190,8 +197,8 @@ export class RespRequestParser {
     const b = this.buf;
     for (let i = 0; i < this.offs.length; i++) this.done.push(Buffer.from(b.subarray(this.start + this.offs[i]!, this.start + this.offs[i]! + this.lens[i]!)));
     this.done.push(EMPTY);
-    this.offs = [];
-    this.lens = [];
+    this.offs.length = 0;
+    this.lens.length = 0;
     this.oversized = Math.max(this.oversized, n);
     this.need = 0;
     this.cursor = 0;
