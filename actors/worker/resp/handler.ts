@@ -5,6 +5,7 @@ import type { RespConnection, RespHandler, RequestOrder } from '../../../runtime
 import { RespErr, err, type Reply } from '../../../runtime/resp/reply.js';
 import { keySlot } from '../../../config/slots.js';
 import { COMMAND_BY_NAME, keysOf, orderOf } from './commands.js';
+import type { Command } from './command-spec.js';
 import type { RespContext } from './context.js';
 import { rowanErrorReply } from './outcome.js';
 import { RUN_IN_MULTI, inMulti, queueInMulti } from './transaction.js';
@@ -18,15 +19,30 @@ function unknownCommand(args: Buffer[]): RespErr {
 const NOAUTH = err('NOAUTH Authentication required.');
 
 export class KvRespHandler implements RespHandler {
+  /** The request order() and execute() last looked up (the connection calls both for each request):
+   *  its command name is decoded once. */
+  private lastArgs: Buffer[] | null = null;
+  private lastName = '';
+  private lastCmd: Command | undefined = undefined;
+
   constructor(private readonly ctx: RespContext) {}
 
+  private lookup(args: Buffer[]): Command | undefined {
+    if (args !== this.lastArgs) {
+      this.lastArgs = args;
+      this.lastName = args[0]!.toString('latin1').toLowerCase();
+      this.lastCmd = COMMAND_BY_NAME.get(this.lastName);
+    }
+    return this.lastCmd;
+  }
+
   order(args: Buffer[]): RequestOrder {
-    return orderOf(COMMAND_BY_NAME.get(args[0]!.toString('latin1').toLowerCase()), args);
+    return orderOf(this.lookup(args), args);
   }
 
   execute(args: Buffer[], conn: RespConnection): Reply | Promise<Reply> {
-    const name = args[0]!.toString('latin1').toLowerCase();
-    const cmd = COMMAND_BY_NAME.get(name);
+    const cmd = this.lookup(args);
+    const name = this.lastName;
     conn.lastCommand = name.slice(0, 32);
     // requirepass: before AUTH only the commands Redis flags no_auth run (AUTH, HELLO, QUIT, RESET).
     if (this.ctx.password !== null && !conn.authenticated && !cmd?.flags.includes('no_auth')) return this.counted(NOAUTH);
