@@ -130,7 +130,14 @@ export class PrimaryPath {
    * backup and serve it, so the outcome is unknown (issue 27: a reply never claims what did not happen).
    */
   async replicateAll(backups: number[], shard: number, blocks: Uint8Array[]): Promise<void> {
-    const rs = await Promise.allSettled(backups.map((b) => this.replicateOrOutlive(b, shard, blocks)));
+    const writes = backups.map((b) => this.replicateOrOutlive(b, shard, blocks));
+    try {
+      await Promise.all(writes); // the common case: every backup took it (no per-backup result objects)
+      return;
+    } catch {
+      // one failed: wait for the others too, then decide below
+    }
+    const rs = await Promise.allSettled(writes);
     const failed = rs.flatMap((r, i) => (r.status === 'rejected' ? [{ node: backups[i]!, err: r.reason as unknown }] : []));
     if (failed.length === 0) return;
     const full = (e: unknown): e is RowanError => e instanceof RowanError && (e.code === ErrorCodes.PM_FULL || e.code === ErrorCodes.QUOTA);
