@@ -160,11 +160,13 @@ export class RespPeer {
       this.waiters.push({ resolve, reject });
       this.out.push(encodeCommand(args));
       if (!this.flushQueued) {
+        // At the end of this loop turn (setImmediate, not nextTick): the commands forwarded from every
+        // client connection read in this turn leave in one write, not one per connection (issue 26).
         this.flushQueued = true;
-        process.nextTick(() => {
+        setImmediate(() => {
           this.flushQueued = false;
           const bufs = this.out.splice(0);
-          if (bufs.length > 0) s.write(bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs));
+          if (bufs.length > 0 && !s.destroyed) s.write(bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs)); // destroyed: fail() rejected their waiters
         });
       }
     });
