@@ -43,6 +43,7 @@ export class KvRespHandler implements RespHandler {
   execute(args: Buffer[], conn: RespConnection): Reply | Promise<Reply> {
     const cmd = this.lookup(args);
     const name = this.lastName;
+    this.lastArgs = null; // holds no request's buffers past its run
     conn.lastCommand = name.slice(0, 32);
     // requirepass: before AUTH only the commands Redis flags no_auth run (AUTH, HELLO, QUIT, RESET).
     if (this.ctx.password !== null && !conn.authenticated && !cmd?.flags.includes('no_auth')) return this.counted(NOAUTH);
