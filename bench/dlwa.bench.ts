@@ -1,12 +1,12 @@
 // DLWA sweep (ROWAN Figure 2 / Figure 8 shape): 1..144 concurrent 64 B and 128 B write streams landed
 // in separate logs (rwrite: one PM write stream per sender) vs merged into one log (Rowan), through
 // the calibrated XPBuffer model. Runnable alone: node dist/bench/dlwa.bench.js
-import { modelDlwa } from './dlwa/xpbuffer.js';
+import { modelDlwa } from '../runtime/optane/xpbuffer.js';
 import { streamTrace } from './dlwa/streams.js';
 import { formatTable, recordParams, type Row } from './report.js';
 
 export async function run(): Promise<Row[]> {
-  recordParams({ writeBytes: [64, 128], streams: [1, 8, 36, 72, 90, 108, 144], writesTotal: 300_000, model: 'XPBuffer (bench/dlwa/xpbuffer.ts)' });
+  recordParams({ writeBytes: [64, 128], streams: [1, 8, 36, 72, 90, 108, 144], writesTotal: 300_000, model: 'XPBuffer (runtime/optane/xpbuffer.ts)' });
   const rows: Row[] = [];
   const paper: Record<string, number> = { '64:144': 2.48, '128:144': 1.58 };
   for (const writeBytes of [64, 128]) {

@@ -3,7 +3,7 @@
 // FaRM style), share (one log per sending node) and batch (rwrite + 256 B / 5 µs batching) over the
 // shm fabric, and Rowan over the tcp fabric (soft RNIC). Per cell: aggregate writes/s, writes per
 // sender CPU-second, issue->ack latency p50/p99, PM write streams (distinct remote logs written) and
-// DLWA modelled on the merged persist trace of all sender threads (bench/dlwa/xpbuffer.ts).
+// DLWA modelled on the merged persist trace of all sender threads (runtime/optane/xpbuffer.ts).
 //
 // A stream is one sequential writer (a worker thread of the paper's §2.4 experiment: write, wait for
 // the ack, write again). Streams are spread round-robin over 2 sender worker_threads (one sending node)

@@ -11,6 +11,9 @@ export function formatStatus(s: NodeStatus): string {
     s.pool
       ? `pool ${s.pool.path}  id ${s.pool.poolId}  mode ${s.pool.mode} (${s.pool.backend})  segments ${JSON.stringify(s.pool.counts)}`
       : 'pool: none (shm/pool.ts not built)',
+    ...(s.pm?.model
+      ? [`pm media ${s.pm.media} (model)  request ${s.pm.model.requestBytes} B  media ${s.pm.model.mediaBytes} B  DLWA ${s.pm.model.dlwa.toFixed(3)}  read-modify-writes ${s.pm.model.partialEvictions}  media wait ${s.pm.model.waitMs.toFixed(1)} ms`]
+      : []),
     '',
   ];
   const head = ['ACTOR', 'ROLE', 'STATE', 'THREAD', 'TID', 'CORES', 'CPU', 'MSGS_IN', 'MSGS_OUT', 'PINGS', 'TICKS', 'WAKEUPS', 'BATCHES', 'PING_US'];

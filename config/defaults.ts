@@ -49,6 +49,7 @@ export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
   return {
     dataDir,
     persistence: 'pagecache',
+    pm: { media: 'none', dimms: 3, dimmWriteMBps: 2000 },
     roles: defaultRoles.map((r) => ({ ...r })),
     cores: [...cores],
     logLevel: 'info',

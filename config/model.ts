@@ -24,6 +24,11 @@ export type ThreadPolicy = (typeof threadPolicies)[number];
 export const persistenceModes = ['dax', 'msync', 'pagecache'] as const;
 export type PersistenceMode = (typeof persistenceModes)[number];
 
+/** none: persists cost what this machine's memory costs; optane: they also pay a model of Optane DIMMs'
+ *  media (runtime/optane/: XPBuffer write combining, read-modify-write, per-DIMM bandwidth). */
+export const pmMedias = ['none', 'optane'] as const;
+export type PmMedia = (typeof pmMedias)[number];
+
 export interface RoleSpec {
   role: Role;
   /** How many actors (threads) of this role. */
@@ -35,6 +40,15 @@ export interface RoleSpec {
 export interface RowanConfig {
   dataDir: string;
   persistence: PersistenceMode;
+  /** The PM media persists pay for (issue 29): a model of Optane DIMMs, opt-in. */
+  pm: {
+    media: PmMedia;
+    /** Optane DIMMs the pool interleaves over (paper: 3 per server). */
+    dimms: number;
+    /** Media write bandwidth of one DIMM (paper §2.1: about 2 GB/s); benchmarks scale it down to this
+     *  machine's software speed so the media, not the CPU, is the bottleneck as on the paper's testbed. */
+    dimmWriteMBps: number;
+  };
   roles: RoleSpec[];
   /** CPUs the node's actors may be placed on. */
   cores: number[];

@@ -8,7 +8,7 @@ import { CPU_ID_MAX } from './base/ids.js';
 import { logLevels } from './base/log.js';
 import { FABRIC_KINDS, type FabricKind } from './base/fabric-kinds.js';
 import { defaultLimits } from './limits.js';
-import { persistenceModes, roles, threadPolicies, type RowanConfig } from './model.js';
+import { persistenceModes, pmMedias, roles, threadPolicies, type RowanConfig } from './model.js';
 
 /** One message for every way a number can miss its range (type, integer, bounds), as validate.ts words it. */
 const intIn = (min: number, max: number) => {
@@ -31,6 +31,11 @@ const roleSpec = z.strictObject({
 export const configSchema = z.strictObject({
   dataDir: z.string({ message: 'must be a non-empty path' }).min(1, { message: 'must be a non-empty path' }).describe('directory of the pool file, control socket and pid file (rowan start --data-dir; not from the environment)'),
   persistence: oneOf(persistenceModes).describe('dax: real PM; msync: any file, survives power loss; pagecache: survives process crashes only'),
+  pm: z.strictObject({
+    media: oneOf(pmMedias).describe('none: persists cost what this machine\'s memory costs; optane: every persist into the pool also pays a model of Optane DIMMs (XPBuffer write combining per 256 B XPLine, read-modify-write, per-DIMM bandwidth), and status/metrics report the modelled DLWA'),
+    dimms: intIn(1, 12).describe('Optane DIMMs the pool interleaves over every 4 KiB (paper: 3); with pm.media optane'),
+    dimmWriteMBps: numIn(1, 100_000).describe('media write bandwidth of one modelled DIMM, MB/s (paper: about 2000); benchmarks scale it to this machine\'s speed'),
+  }),
   roles: z.array(roleSpec, { message: 'must name at least one role' }).min(1, { message: 'must name at least one role' }).describe('actors per role, e.g. "worker:2,control,digest,clean" (one thread each; control and nic at most one)'),
   cores: cpuList.describe('CPUs the actors are pinned to, round-robin (default: every CPU this process may use)'),
   logLevel: oneOf(logLevels).describe('log level of the node and its actors'),

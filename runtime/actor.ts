@@ -32,6 +32,7 @@ import type { ActorToParent, ParentToActor, ReadyExtras, StartMessage } from './
 import { createLogger, type Logger } from '../config/base/log.js';
 import { pump } from './pump.js';
 import { TickSchedule, type TickResult } from './tick-schedule.js';
+import { withPoolMedia } from './optane/media-file.js';
 
 export { spawnActor, spawnThread, ActorHandle, type SpawnSpec } from './spawn.js';
 export type { ReadyExtras, ReadyReport, StartMessage } from './lifecycle.js';
@@ -201,7 +202,7 @@ class ActorThread {
   private openPool(): Pool {
     if (!this.pool) {
       const c = this.s.config;
-      this.pool = Pool.open(dataDirFiles(c.dataDir).pool, { mode: c.persistence, reserveSegments: c.gc.reserveSegments });
+      this.pool = Pool.open(dataDirFiles(c.dataDir).pool, { mode: c.persistence, reserveSegments: c.gc.reserveSegments, wrapRegion: withPoolMedia });
     }
     return this.pool;
   }

@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import type { Logger } from '../config/base/log.js';
 import type { ActorStatus } from './status.js';
+import type { MediaSnapshot } from './optane/media.js';
 
 /** Builds exposition text: one HELP and TYPE line per family, then its samples. */
 export class Exposition {
@@ -44,6 +45,14 @@ export function runtimeMetrics(e: Exposition, actors: ActorStatus[], uptimeMs: n
   }
   e.family('rowan_actor_tick_wait_ms', 'gauge', 'Wait before the actor\'s next periodic tick: its period, stretched while idle (0: no tick).');
   for (const a of actors) e.sample('rowan_actor_tick_wait_ms', { actor: a.name, role: a.role }, Number(a.counters.TICK_WAIT_MS ?? 0));
+}
+
+/** The Optane media model's counters (pm.media optane, runtime/optane/). */
+export function pmMediaMetrics(e: Exposition, m: MediaSnapshot): void {
+  e.family('rowan_pm_request_bytes_total', 'counter', 'Bytes persisted into the pool, in whole 64 B cache lines (the modelled DIMMs\' request bytes).').sample('rowan_pm_request_bytes_total', {}, m.requestBytes);
+  e.family('rowan_pm_media_bytes_total', 'counter', 'Bytes the modelled Optane media wrote (256 B XPLines).').sample('rowan_pm_media_bytes_total', {}, m.mediaBytes);
+  e.family('rowan_pm_dlwa', 'gauge', 'Modelled device-level write amplification since start: media bytes / request bytes.').sample('rowan_pm_dlwa', {}, m.dlwa);
+  e.family('rowan_pm_media_wait_seconds_total', 'counter', 'Time persisting threads waited for the modelled media.').sample('rowan_pm_media_wait_seconds_total', {}, m.waitMs / 1000);
 }
 
 /** Serve `collect()` on GET /metrics at host:port; resolves once listening (port 0: any free port). */

@@ -20,7 +20,7 @@ import { checkNodeFabric } from './fabric/check.js';
 import type { VerbsDevices } from './fabric/verbs-devices.js';
 import { monotonicClock, type Clock } from '../config/base/clock.js';
 import type { NodeApplication } from './application.js';
-import { Exposition, runtimeMetrics, serveMetrics } from './metrics.js';
+import { Exposition, pmMediaMetrics, runtimeMetrics, serveMetrics } from './metrics.js';
 import { pump } from './pump.js';
 import { collectStatus, type NodeStatus } from './status.js';
 import type { SpawnSpec } from './spawn.js';
@@ -257,6 +257,7 @@ export class RowanNode {
     const s = collectStatus(this, this.actors, new Map(), this.pool, undefined);
     const e = new Exposition();
     runtimeMetrics(e, s.actors, s.uptimeMs);
+    if (s.pm.model) pmMediaMetrics(e, s.pm.model);
     if (this.pool) this.app?.metrics?.(e, this.pool.pool, s.actors, s.uptimeMs);
     return e.text();
   }

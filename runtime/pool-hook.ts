@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { RowanConfig } from '../config/model.js';
 import { Pool } from '../shm/pool.js';
 import type { Logger } from '../config/base/log.js';
+import { createPoolMedia, removePoolMedia, withPoolMedia } from './optane/media-file.js';
 
 export { POOL_FILE as poolFileName } from '../config/base/files.js';
 import { POOL_FILE } from '../config/base/files.js';
@@ -14,13 +15,23 @@ import { POOL_FILE } from '../config/base/files.js';
 /** The node's own handle on its pool (actors map the file themselves). */
 export type NodePool = Pool;
 
-/** Open or create the node's pool and recover interrupted allocations. */
+/**
+ * Open or create the node's pool and recover interrupted allocations. With `pm.media: optane` the
+ * pool's media model starts empty (runtime/optane/media-file.ts), before anyone maps the pool, so every
+ * actor and same-host peer that opens it afterwards pays the model; with none, a model left by an
+ * earlier start is removed.
+ */
 export async function openNodePool(cfg: RowanConfig, log: Logger): Promise<{ pool: NodePool; path: string }> {
   const path = join(cfg.dataDir, POOL_FILE);
+  if (cfg.pm.media === 'optane') {
+    createPoolMedia(path, cfg.pm).close();
+    log.info({ dimms: cfg.pm.dimms, dimmWriteMBps: cfg.pm.dimmWriteMBps }, 'pm media: optane model (persists pay modelled media time)');
+  } else removePoolMedia(path);
   const pool = Pool.openOrCreate(path, {
     segmentCount: cfg.pool.segmentCount,
     segmentBytes: cfg.pool.segmentBytes,
     mode: cfg.persistence,
+    wrapRegion: withPoolMedia,
   });
   const freed = pool.recoverInterruptedAllocations();
   if (freed.length > 0) log.warn({ segments: freed }, 'freed segments left Claiming by an interrupted allocation');

@@ -6,6 +6,8 @@ import type { NodePool } from './pool-hook.js';
 import type { ActorPlan, Wiring } from './placement.js';
 import type { RowanConfig } from '../config/model.js';
 import type { Clock } from '../config/base/clock.js';
+import { readPoolMedia } from './optane/media-file.js';
+import type { MediaSnapshot } from './optane/media.js';
 
 export interface ActorStatus {
   name: string;
@@ -41,6 +43,8 @@ export interface NodeStatus<Storage = unknown> {
   startedAt: string;
   uptimeMs: number;
   pool: { path: string; poolId: string; mode: string; backend: string; counts: unknown } | null;
+  /** The PM media model (pm.media): none, or optane with its modelled DLWA and media bytes so far. */
+  pm: { media: string; model: MediaSnapshot | null };
   actors: ActorStatus[];
   rings: RingStatus[];
   /** The application's section (ROWAN-KV: segments by owner and state, live bytes, GC and commit
@@ -71,6 +75,7 @@ export function collectStatus(
     startedAt: new Date(Date.now() - (node.clock.now() - node.startedAt)).toISOString(),
     uptimeMs: node.clock.now() - node.startedAt,
     pool: pool ? { path: pool.path, poolId: pool.pool.poolId, mode: pool.pool.mode, backend: pool.pool.backend, counts: pool.pool.counts() } : null,
+    pm: { media: node.config.pm.media, model: pool && node.config.pm.media === 'optane' ? readPoolMedia(pool.path) : null },
     actors: node.plans.flatMap((p) => actors.get(p.name) ?? []).map((h) => {
       const c = readCounters(h.spec.start.counters);
       return {

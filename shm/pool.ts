@@ -55,6 +55,8 @@ export interface PoolCreateOptions {
   segmentBytes?: number;
   /** Default: pagecache (DESIGN §3: the default for development and benchmarks). */
   mode?: PersistMode;
+  /** See PoolOpenOptions.wrapRegion. */
+  wrapRegion?: RegionWrapper;
 }
 
 export interface PoolOpenOptions {
@@ -63,7 +65,12 @@ export interface PoolOpenOptions {
    *  with PM_FULL once no more than this many are free, so clean actors always have a segment to copy
    *  live entries into and can make room again (allocate's keepFree may lower it for DELs). Default 0. */
   reserveSegments?: number;
+  /** Wraps the mapped region before the Pool uses it (runtime/optane/media-file.ts withPoolMedia: the
+   *  Optane media model's persist cost); the wrapper's close() must close the region it wraps. */
+  wrapRegion?: RegionWrapper;
 }
+
+export type RegionWrapper = (region: PoolRegion, path: string) => PoolRegion;
 
 export interface SegmentFilter {
   state?: MetaState;
@@ -165,7 +172,7 @@ export class Pool {
     if (g.poolBytes > VIEW_BYTES_MAX)
       bad(`a pool of ${o.segmentCount} x ${segmentBytes} B is ${g.poolBytes} bytes; one mapping view holds at most 4 GiB`);
     createPoolFile(path, g, randomBytes(16).toString('hex'), Date.now());
-    return Pool.open(path, { mode });
+    return Pool.open(path, o.wrapRegion ? { mode, wrapRegion: o.wrapRegion } : { mode });
   }
 
   /** Open and validate an existing pool file. Writes nothing unless validation passed. */
@@ -178,8 +185,10 @@ export class Pool {
       const { superblock, maxSeq } = validatePoolFile(fd, path);
       const reserve = o.reserveSegments ?? 0;
       if (!Number.isInteger(reserve) || reserve < 0) bad(`reserveSegments must be a non-negative integer, got ${reserve}`);
-      const region = mapFd(fd, { mode, length: superblock.poolBytes, label: path });
+      const mapped = mapFd(fd, { mode, length: superblock.poolBytes, label: path });
+      let region: PoolRegion = mapped;
       try {
+        if (o.wrapRegion) region = o.wrapRegion(mapped, path);
         return new Pool(path, superblock, region, maxSeq, reserve);
       } catch (err) {
         region.close();
@@ -527,7 +536,8 @@ export class Pool {
 
 /** open, else create, else (a concurrent creator won) open. */
 function openOrCreateRaw(path: string, o: PoolCreateOptions): Pool {
-  const openOpts = o.mode === undefined ? {} : { mode: o.mode };
+  const openOpts: PoolOpenOptions = o.mode === undefined ? {} : { mode: o.mode };
+  if (o.wrapRegion) openOpts.wrapRegion = o.wrapRegion;
   try {
     return Pool.open(path, openOpts);
   } catch (err) {

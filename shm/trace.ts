@@ -1,5 +1,5 @@
 // Opt-in recorder of PM writes: (time, address, size) for every persist/flush on a region, for the
-// DLWA model (bench/dlwa/xpbuffer.ts, DESIGN §8). Wrapping is explicit, so the untraced hot path pays
+// DLWA model (runtime/optane/xpbuffer.ts, DESIGN §8). Wrapping is explicit, so the untraced hot path pays
 // nothing. Addresses are region offsets, which stand in for physical addresses: a pool is one file
 // mapped whole, so offsets keep the pool's layout (and hence its DIMM interleaving) intact.
 import type { PersistentRegion } from '../config/base/region.js';

@@ -98,7 +98,7 @@ const dlwa = (rows: Rows): Figure[] => [
     file: 'dlwa.svg',
     svg: lineChartSvg({
       title: 'modelled DLWA against concurrent write streams: separate logs (rwrite) vs one merged log (Rowan)',
-      notes: ['XPBuffer model (bench/dlwa/xpbuffer.ts); paper points: Figure 2'],
+      notes: ['XPBuffer model (runtime/optane/xpbuffer.ts); paper points: Figure 2'],
       x: { label: 'concurrent write streams', ticks: numbersOf(rows, 'streams') },
       y: { label: 'DLWA (media bytes / request bytes)' },
       panels: numbersOf(rows, 'writeBytes').map((b) => {

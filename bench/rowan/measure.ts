@@ -1,6 +1,6 @@
 // Turning the sender threads' reports into one row: merge their traces by time into the order the
 // receiver's memory saw them, and model DLWA on the merged trace.
-import { modelDlwa, type DlwaResult } from '../dlwa/xpbuffer.js';
+import { modelDlwa, type DlwaResult } from '../../runtime/optane/xpbuffer.js';
 import type { TraceArrays } from './protocol.js';
 
 /** Records of traces within these bins count as concurrent (a turn of 72 writes takes ~0.1 ms). */

@@ -16,7 +16,7 @@
 //    PUTs of a mode). The proxy is forced monotone within each stream (running maximum) so the merge
 //    never reorders a stream.
 // Each write becomes (pool offset, footprint bytes) and the merged sequence goes through the XPBuffer
-// model (bench/dlwa/xpbuffer.ts). Why this is a fair stand-in: in the model, DLWA comes from how many
+// model (runtime/optane/xpbuffer.ts). Why this is a fair stand-in: in the model, DLWA comes from how many
 // write streams are open at once and how far apart their writes land, not from exact timing; the
 // reconstruction keeps every stream's exact address sequence and interleaves streams that were filled
 // concurrently, so the stream count the replication mode creates (rowan: a t-log per worker + one
@@ -30,7 +30,7 @@ import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { poolFileName } from '../../runtime/pool-hook.js';
 import { scanEntries } from '../../shm/log.js';
 import { OwnerRole, Pool } from '../../shm/pool.js';
-import { modelDlwa } from '../dlwa/xpbuffer.js';
+import { modelDlwa } from '../../runtime/optane/xpbuffer.js';
 
 export interface NodeDlwa {
   node: number;

@@ -12,6 +12,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { monotonicClock, type Clock } from '../../config/base/clock.js';
 import { SRQ_CLOSED, SharedReceiveQueue } from '../rowan/srq.js';
 import { ABANDONED, LATE, land, landOnce } from '../rowan/land.js';
+import { withPoolMedia } from '../optane/media-file.js';
 import {
   defaultSenderOptions,
   type RemoteRegion,
@@ -68,7 +69,8 @@ export class ShmConnection implements RowanConnection {
     const srq = SharedReceiveQueue.attach(p.srq);
     let pool: Pool;
     try {
-      pool = Pool.open(p.pool, o.mode ? { mode: o.mode } : {});
+      // The receiver's media model, if its node runs one: a peer's landed writes pay the receiver's DIMMs.
+      pool = Pool.open(p.pool, o.mode ? { mode: o.mode, wrapRegion: withPoolMedia } : { wrapRegion: withPoolMedia });
     } catch (err) {
       srq.close();
       throw err;

@@ -47,3 +47,13 @@ test("docs/configuration.md's table is the one rowan config --markdown prints", 
   const page = readFileSync(new URL('../../../../docs/configuration.md', import.meta.url), 'utf8');
   assert.ok(page.includes(configMarkdown()), 'docs/configuration.md holds the table of `rowan config --markdown` (regenerate it)');
 });
+
+test('pm.media is none by default, optane by choice, and anything else is BAD_CONFIG naming it', () => {
+  assert.equal(resolveConfig(base).pm.media, 'none');
+  const c = resolveConfig({ ...base, file: { pm: { media: 'optane', dimms: 1 } } });
+  assert.deepEqual(c.pm, { media: 'optane', dimms: 1, dimmWriteMBps: 2000 });
+  assert.equal(resolveConfig({ ...base, env: configFromEnv({ ROWAN_PM_MEDIA: 'optane' }) }).pm.media, 'optane');
+  assert.throws(() => resolveConfig({ ...base, env: configFromEnv({ ROWAN_PM_MEDIA: 'dram' }) }), { code: 'ROWAN_ERR_BAD_CONFIG', message: /pm\.media: must be one of none\|optane \(got "dram"\)/ });
+  assert.throws(() => resolveConfig({ ...base, file: { pm: { dimms: 0 } } }), { code: 'ROWAN_ERR_BAD_CONFIG', message: /pm\.dimms: must be an integer in \[1, 12\]/ });
+  assert.throws(() => resolveConfig({ ...base, file: { pm: { media: 'optane', speed: 1 } as never } }), { code: 'ROWAN_ERR_BAD_CONFIG', message: /pm/ });
+});

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryRegion } from '../../../config/base/region.js';
 import { PersistTrace, tracedRegion } from '../../../shm/trace.js';
-import { modelDlwa } from '../../../bench/dlwa/xpbuffer.js';
+import { modelDlwa } from '../../../runtime/optane/xpbuffer.js';
 
 test('a traced region records every persist and flush, in order, and forwards them', () => {
   const inner = new MemoryRegion(1 << 20);

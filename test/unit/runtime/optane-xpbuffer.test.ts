@@ -1,7 +1,7 @@
-// Pins the XPBuffer model's calibration against ROWAN Figure 2 (see bench/dlwa/xpbuffer.ts).
+// Pins the XPBuffer model's calibration against ROWAN Figure 2 (see runtime/optane/xpbuffer.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { modelDlwa, XPBufferModel } from '../../../bench/dlwa/xpbuffer.js';
+import { modelDlwa, XPBufferModel } from '../../../runtime/optane/xpbuffer.js';
 import { streamTrace } from '../../../bench/dlwa/streams.js';
 
 function dlwa(streams: number, writeBytes: number, layout: 'separate' | 'merged', seed = 7): number {
