@@ -24,8 +24,8 @@ import { BenchReceiver } from './rowan/receiver.js';
 import { cpuWaitPct, rowOf, verdicts } from './rowan/row.js';
 import { SenderThreads } from './rowan/senders.js';
 import { loadTcp } from './rowan/tcp-connect.js';
+import type { MediaSnapshot, OptaneMedia } from '../runtime/optane/media.js';
 
-const SENDER_THREADS = 2;
 const SEGMENT_BYTES = 1 << 20;
 /** Owner ids of one-sided regions: stream s's log is STREAM_OWNER_BASE + s; the node's shared log SHARE_OWNER. */
 const STREAM_OWNER_BASE = 1;
@@ -85,21 +85,39 @@ function partsOf(c: Cell, o: RowanBenchOptions, threads: number, seed: number): 
 }
 
 /** Run a cell; run it again (bounded) while other jobs kept its sender threads off the CPUs. */
-async function measureCell(c: Cell, o: RowanBenchOptions, senders: SenderThreads, rx: BenchReceiver, seed: number): Promise<Row> {
+async function measureCell(c: Cell, o: RowanBenchOptions, senders: SenderThreads, rx: BenchReceiver, seed: number, media: OptaneMedia | null): Promise<Row> {
   let best: CellResult[] | null = null;
+  let bestMedia: MediaSnapshot | null = null;
   let attempts = 0;
   for (let a = 0; a <= o.noisyRetries; a++) {
     attempts++;
-    const rs = await senders.run(partsOf(c, o, senders.count, seed), 60_000 + (o.durationMs + o.traceMs) * 4);
+    // The model runs from the go to the end of the cell: preparing the streams (allocating and zeroing
+    // 144 logs up front) would otherwise be most of a 200 ms cell's media time.
+    const onGo = () => {
+      media?.resetCounts();
+      media?.setEnabled(true);
+    };
+    const rs = await senders.run(partsOf(c, o, senders.count, seed), 60_000 + (o.durationMs + o.traceMs) * 4, 20, onGo);
+    media?.setEnabled(false);
     rx.sweepOneSided();
-    if (!best || cpuWaitPct(rs) < cpuWaitPct(best)) best = rs;
+    if (!best || cpuWaitPct(rs) < cpuWaitPct(best)) {
+      best = rs;
+      bestMedia = media?.snapshot() ?? null;
+    }
     if (cpuWaitPct(rs) <= o.noisyWaitPct) break;
   }
-  return rowOf(c, best!, attempts);
+  return { ...rowOf(c, best!, attempts), ...mediaColumns(c, bestMedia) };
+}
+
+/** The media model's view of a cell (shm: the senders' persists paid it; tcp: the nic's pool has none). */
+function mediaColumns(c: Cell, m: MediaSnapshot | null): Row {
+  if (!m || c.fabric !== 'shm') return {};
+  return { mediaDlwa: Number(m.dlwa.toFixed(3)), mediaWaitMs: Number(m.waitMs.toFixed(1)), mediaBusyMs: Number(m.mediaMs.toFixed(1)), rmw: m.partialEvictions };
 }
 
 export async function run(opts: RowanBenchOptions = parseOptions(process.argv.slice(2))): Promise<Row[]> {
-  recordParams({ ...opts, senderThreads: SENDER_THREADS, segmentBytes: SEGMENT_BYTES });
+  const SENDER_THREADS = opts.senderThreads;
+  recordParams({ ...opts, segmentBytes: SEGMENT_BYTES });
   const maxStreams = Math.max(...opts.streams);
   // b-log: 64 segments posted ahead; one-sided logs: a region per stream, plus what a cell fills, plus
   // the share log's ring of 64 unretired regions.
@@ -109,6 +127,7 @@ export async function run(opts: RowanBenchOptions = parseOptions(process.argv.sl
     preallocate: 64,
     batch: 16,
     graceMs: 2,
+    mediaMBps: opts.mediaMBps,
   });
   rx.start();
   const tcpWhy = opts.tcp ? await loadTcp() : '--no-tcp';
@@ -131,7 +150,7 @@ export async function run(opts: RowanBenchOptions = parseOptions(process.argv.sl
     for (let i = 0; i < cells.length; i++) {
       const c = cells[i]!;
       progress(`rowan: ${c.fabric} ${c.mode} ${c.api} ${c.bytes} B x${c.streams} depth ${c.depth}`, i, cells.length);
-      rows.push(await measureCell(c, opts, senders, rx, i + 1));
+      rows.push(await measureCell(c, opts, senders, rx, i + 1, rx.mapped?.media ?? null));
     }
     progress('rowan: done', cells.length, cells.length);
   } finally {
@@ -150,6 +169,7 @@ export async function run(opts: RowanBenchOptions = parseOptions(process.argv.sl
       `acked offsets in ack order, the nic records no trace). ${SEGMENT_BYTES >> 20} MiB segments.` +
       (nic ? '' : ' No tcp rows (see above).'),
   );
+  if (opts.mediaMBps !== null) console.log(`Optane media model on the receiver's pool: ${opts.mediaMBps} MB/s media writes per DIMM; mediaDlwa/mediaWaitMs/rmw per cell from the model (runtime/optane/).`);
   for (const v of verdicts(rows, SENDER_THREADS)) console.log(v);
   return rows;
 }

@@ -57,7 +57,7 @@ const benches: Record<string, Bench> = {
   rowan: {
     title: 'Rowan vs rwrite/share/batch: writes/s, latency and modelled DLWA by write size and concurrent streams',
     module: './rowan.bench.js',
-    flags: '--quick (~30 s) --duration=ms --streams=1,8,36,72,144 --sizes=64,128 --modes=rowan,rwrite,share,batch --depth=N --deep-depth=N --no-tcp --no-burst --retries=N',
+    flags: '--quick (~30 s) --duration=ms --streams=1,8,36,72,144 --sizes=64,128 --modes=rowan,rwrite,share,batch --depth=N --deep-depth=N --no-tcp --no-burst --retries=N --media-mbps=N (the Optane media model on, N MB/s per DIMM) --sender-threads=N (2)',
     takes: '~3 min',
   },
   gc: {
@@ -121,6 +121,13 @@ const benches: Record<string, Bench> = {
     flags: '--quick (100 k keys) --keys=N (1000000) --duration=ms (the longest phase 2 waits for the pools to be back to baseline: 600000; quick 180000) --segment-kib=N (256)',
     takes: '~10 min',
   },
+  paper: {
+    title: "the paper's figures 2, 8, 9/10, 11 and Table 2 with the Optane media model on, and its claims vs ours (also written into the README)",
+    module: './paper.bench.js',
+    columns: ['figure', 'fig', 'claim', 'paper', 'ours', 'target', 'met', 'model', 'mode', 'bytes', 'streams', 'writesPerSec', 'mediaDlwa', 'p50Us', 'p99Us', 'workload', 'keys', 'size', 'opsPerSec', 'putP50us'],
+    flags: '--quick (Load A and A only, 64 B only) --no-ycsb (Figures 2, 8, 11 only)',
+    takes: '~10 min',
+  },
   'ycsb-gc': {
     title: 'YCSB Load A / A on Rowan-KV with big pools vs small pools under GC pressure: ops/s, latency (µs), segments reclaimed',
     module: './ycsb.bench.js',
@@ -134,7 +141,7 @@ const benches: Record<string, Bench> = {
 
 /** Flags some benchmark reads (a misspelt one would otherwise be ignored silently). */
 const knownFlags = ['quick', 'help', 'replot', 'duration', 'streams', 'sizes', 'modes', 'depth', 'deep-depth', 'no-tcp', 'no-burst', 'retries', 'reps',
-  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes', 'link-mbit', 'mb', 'absence-ms'];
+  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes', 'link-mbit', 'mb', 'absence-ms', 'media-mbps', 'sender-threads', 'no-ycsb'];
 
 export function usage(): string {
   const w = Math.max(...Object.keys(benches).map((n) => n.length));

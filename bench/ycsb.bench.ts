@@ -28,12 +28,15 @@
 // actors) and the client: absolute numbers are CPU-bound and far below the paper's; compare modes as
 // ratios within one run.
 import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { RowanClient } from '../client/client.js';
 import { paper } from '../config/defaults.js';
 import { formatTable, progress, recordParams, type Row } from './report.js';
 import { availableModes, startCluster } from './ycsb/cluster.js';
 import { clusterDlwa } from './ycsb/dlwa.js';
+import { readPoolMedia } from '../runtime/optane/media-file.js';
+import { POOL_FILE } from '../config/base/files.js';
 import { gcDelta, gcSummary, settledGcTotals, watchFreeSegments, withGcRatios } from './ycsb/gc-pressure.js';
 import { loadKeys, runCell, workloads, type Workload } from './ycsb/driver.js';
 import { sizeDists, valueSizeSampler, type SizeDist } from './ycsb/sizes.js';
@@ -194,8 +197,10 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
   let dlwa: number | null = null;
   let writes: number | null = null;
   let logs: number | null = null;
+  let media: Row = {};
   try {
     const cfg = JSON.parse(readFileSync(cluster.file, 'utf8')) as { nodes: Array<{ dataDir: string }> };
+    media = mediaOf(cfg.nodes.map((n) => n.dataDir));
     const d = clusterDlwa(cfg.nodes.map((n) => n.dataDir));
     dlwa = round(d.dlwa, 4);
     writes = d.writes;
@@ -207,8 +212,18 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
   // The pools are sparse but up to poolMib each: do not leave them behind (ROWAN_YCSB_KEEP=1 keeps them).
   if (process.env.ROWAN_YCSB_KEEP !== '1') rmSync(cluster.dir, { recursive: true, force: true });
   step();
-  for (const r of rows) Object.assign(r, { dlwa, pmWrites: writes, logsPerNode: logs });
+  for (const r of rows) Object.assign(r, { dlwa, pmWrites: writes, logsPerNode: logs }, media);
   return rows;
+}
+
+/** With pm.media optane (ROWAN_PM_MEDIA in the environment the nodes inherit): the nodes' models,
+ *  summed over the run (load included): DLWA, and the time persists waited for the media. */
+function mediaOf(dataDirs: string[]): Row {
+  const ms = dataDirs.map((d) => readPoolMedia(join(d, POOL_FILE))).filter((m) => m !== null);
+  if (ms.length === 0) return {};
+  const req = ms.reduce((a, m) => a + m.requestBytes, 0);
+  const med = ms.reduce((a, m) => a + m.mediaBytes, 0);
+  return { mediaDlwa: req > 0 ? round(med / req, 4) : null, mediaWaitMs: round(ms.reduce((a, m) => a + m.waitMs, 0), 1), mediaRequestBytes: req };
 }
 
 /** Progress over `total` steps: label() names the current one, step() completes one. */

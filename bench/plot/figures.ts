@@ -5,6 +5,7 @@ import { LatencyHistogram } from '../hist.js';
 import type { Figure, Row } from '../report.js';
 import { baseClient, IDLE, SERIES, systemSeries } from '../redis/rows.js';
 import { barChartSvg, lineChartSvg, palette, type Bar, type Series } from './svg.js';
+import { paperFigures } from './paper-figures.js';
 
 type Rows = Row[];
 
@@ -462,4 +463,5 @@ export const figures: Record<string, (rows: Rows) => Figure[]> = {
   copymove,
   expiry,
   'ycsb-gc': ycsbGc,
+  paper: (rows) => paperFigures(rows, dlwa),
 };

@@ -23,11 +23,16 @@ export interface RowanBenchOptions {
   noisyWaitPct: number;
   /** ...at most this many more times (the machine is shared; the least disturbed run is kept). */
   noisyRetries: number;
+  /** With a number: the receiver's pool runs the Optane media model (pm.media optane) at this media
+   *  write bandwidth per DIMM, MB/s, and each row reports the model's DLWA and wait. null: no model. */
+  mediaMBps: number | null;
+  /** Sender worker_threads (one sending node); the streams are spread over them round-robin. */
+  senderThreads: number;
 }
 
 export const USAGE =
   'node dist/bench/rowan.bench.js [--quick] [--duration=ms] [--streams=1,8,36,72,144] [--sizes=64,128] ' +
-  '[--modes=rowan,rwrite,share,batch] [--depth=n] [--deep-depth=n] [--no-tcp] [--no-burst] [--retries=n]';
+  '[--modes=rowan,rwrite,share,batch] [--depth=n] [--deep-depth=n] [--no-tcp] [--no-burst] [--retries=n] [--media-mbps=n] [--sender-threads=n]';
 
 export function parseOptions(argv: string[]): RowanBenchOptions {
   const flag = (name: string) => argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`))?.split('=')[1];
@@ -56,6 +61,8 @@ export function parseOptions(argv: string[]): RowanBenchOptions {
     latencyEvery: 4,
     noisyWaitPct: 50,
     noisyRetries: num('retries', quick ? 1 : 2),
+    mediaMBps: flag('media-mbps') === undefined ? null : num('media-mbps', 2000),
+    senderThreads: Math.max(1, num('sender-threads', 2)),
   };
   for (const n of [...o.streams, ...o.sizes]) if (!Number.isInteger(n) || n < 1) throw new Error(`bad stream count or size ${n}; usage: ${USAGE}`);
   for (const b of o.sizes) if (b % 64 !== 0) throw new Error(`write sizes are whole 64 B strides, got ${b}`);

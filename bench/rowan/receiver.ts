@@ -10,6 +10,8 @@ import { Pool, SegmentState } from '../../shm/pool.js';
 import { RowanReceiver } from '../../runtime/rowan/receiver.js';
 import { SharedReceiveQueue } from '../../runtime/rowan/srq.js';
 import { shmPaths } from '../../runtime/fabric/shm.js';
+import { attachPoolMedia, createPoolMedia, withPoolMedia, type MappedMedia } from '../../runtime/optane/media-file.js';
+import type { PoolRegion } from '../../config/base/region.js';
 
 /** Owner id of the b-log's segments; one-sided regions use owner ids above it. */
 export const RECEIVER_OWNER = 0;
@@ -20,6 +22,9 @@ export interface BenchReceiverOptions {
   preallocate: number;
   batch: number;
   graceMs: number;
+  /** The Optane media model on the pool at this bandwidth per DIMM (MB/s), created with the pool so the
+   *  receiver's own persists (zeroing the b-log segments it posts) pay it too; null: no model. */
+  mediaMBps?: number | null;
 }
 
 export class BenchReceiver {
@@ -28,12 +33,21 @@ export class BenchReceiver {
   readonly srq: SharedReceiveQueue;
   readonly receiver: RowanReceiver;
   blogSegmentsRecycled = 0;
+  /** The pool's media model (options.mediaMBps), for the cells to switch on and read. */
+  readonly mapped: MappedMedia | null;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(o: BenchReceiverOptions) {
     this.dataDir = mkdtempSync(join(tmpdir(), 'rowan-bench-'));
     const p = shmPaths(this.dataDir);
-    this.pool = Pool.create(p.pool, { segmentCount: o.segmentCount, segmentBytes: o.segmentBytes });
+    const mbps = o.mediaMBps ?? null;
+    const wrapRegion = mbps === null ? undefined : (r: PoolRegion, path: string) => {
+      createPoolMedia(path, { dimmWriteMBps: mbps }).close();
+      return withPoolMedia(r, path);
+    };
+    this.pool = Pool.create(p.pool, { segmentCount: o.segmentCount, segmentBytes: o.segmentBytes, ...(wrapRegion ? { wrapRegion } : {}) });
+    this.mapped = mbps === null ? null : attachPoolMedia(p.pool);
+    this.mapped?.media.setEnabled(false); // a cell turns it on for its run (measureCell)
     this.srq = SharedReceiveQueue.create(p.srq, { postCap: o.preallocate * 2 + 2, cqCap: 1024, bufferBytesMax: o.segmentBytes });
     this.receiver = new RowanReceiver({
       pool: this.pool,
@@ -75,6 +89,7 @@ export class BenchReceiver {
     this.srq.shutdown();
     this.srq.close();
     this.pool.close();
+    this.mapped?.close();
     rmSync(this.dataDir, { recursive: true, force: true });
   }
 }

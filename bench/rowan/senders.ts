@@ -38,7 +38,7 @@ export class SenderThreads {
    * Run one cell: parts[i] goes to thread i (null: that thread sits this cell out). Every thread
    * prepares its streams first; then all start together `startDelayMs` after the last is ready.
    */
-  async run(parts: Array<CellSpec | null>, timeoutMs: number, startDelayMs = 20): Promise<CellResult[]> {
+  async run(parts: Array<CellSpec | null>, timeoutMs: number, startDelayMs = 20, onGo?: () => void): Promise<CellResult[]> {
     const active = parts.flatMap((cell, i) => (cell ? [{ w: this.workers[i]!, cell }] : []));
     let ready = 0;
     let release!: () => void;
@@ -49,6 +49,7 @@ export class SenderThreads {
     const jobs = active.map(({ w, cell }) => this.one(w, cell, timeoutMs, onPrepared));
     await Promise.race([allPrepared, Promise.all(jobs)]);
     const startAt = Date.now() + startDelayMs;
+    onGo?.();
     for (const { w } of active) w.postMessage({ type: 'go', startAt });
     return Promise.all(jobs);
   }

@@ -57,20 +57,14 @@ export function paramsOf(state: Float64Array): { params: XPBufferParams; timing:
 
 export class OptaneMedia {
   readonly model: XPBufferModel;
-  readonly timing: MediaTiming;
   private readonly lock: Int32Array;
-  private readonly writeNs: number;
-  private readonly rmwNs: number;
   private readonly per: number;
 
   /** The model over a state initState wrote (shared words, or a fresh state for one thread). */
   constructor(readonly state: Float64Array) {
-    const { params, timing } = paramsOf(state);
+    const { params } = paramsOf(state);
     this.model = new XPBufferModel(params, state);
-    this.timing = timing;
     this.lock = new Int32Array(state.buffer, state.byteOffset, 2);
-    this.writeNs = (params.xplineBytes / (timing.dimmWriteMBps * 1e6)) * 1e9;
-    this.rmwNs = this.writeNs + (params.xplineBytes / (timing.dimmReadMBps * 1e6)) * 1e9;
     this.per = dimmWords(params);
   }
 
@@ -80,6 +74,27 @@ export class OptaneMedia {
     const state = new Float64Array(stateWords(p));
     initState(state, p, { ...optaneTiming, ...timing });
     return new OptaneMedia(state);
+  }
+
+  get timing(): MediaTiming {
+    return paramsOf(this.state).timing;
+  }
+
+  /** Change the bandwidths for every opener of the state (benchmarks scale them to this machine). */
+  setTiming(t: Partial<MediaTiming>): void {
+    this.withLock(() => {
+      if (t.dimmWriteMBps !== undefined) this.state[Hdr.WRITE_MBPS] = t.dimmWriteMBps;
+      if (t.dimmReadMBps !== undefined) this.state[Hdr.READ_MBPS] = t.dimmReadMBps;
+      if (t.queueNs !== undefined) this.state[Hdr.QUEUE_NS] = t.queueNs;
+    });
+  }
+
+  /** Empty buffers, idle DIMMs, zero counts (a benchmark's next cell starts from a clean model). */
+  resetCounts(): void {
+    this.withLock(() => {
+      this.state.fill(0, Hdr.CLOCK, Hdr.PERSISTS + 1);
+      this.state.fill(0, HEADER_WORDS);
+    });
   }
 
   get enabled(): boolean {
@@ -107,17 +122,21 @@ export class OptaneMedia {
       m.write(offset, length);
       s[Hdr.PERSISTS]!++;
       const now = this.now();
+      const lineBytes = m.p.xplineBytes;
+      const writeNs = (lineBytes / s[Hdr.WRITE_MBPS]!) * 1e3;
+      const readNs = (lineBytes / s[Hdr.READ_MBPS]!) * 1e3;
+      const queueNs = s[Hdr.QUEUE_NS]!;
       let until = 0;
       for (let d = 0; d < m.p.dimms; d++) {
         const at = HEADER_WORDS + d * this.per;
-        const cost = m.tally.lines[d]! * this.writeNs + m.tally.rmw[d]! * (this.rmwNs - this.writeNs);
+        const cost = m.tally.lines[d]! * writeNs + m.tally.rmw[d]! * readNs;
         if (cost > 0) {
           // A busy-until more than BACKLOG_MAX_NS ahead is a stale state (another boot's clock), not debt.
           const from = s[at]! > now + BACKLOG_MAX_NS ? now : Math.max(s[at]!, now);
           s[at] = from + cost;
           s[Hdr.MEDIA_NS] = s[Hdr.MEDIA_NS]! + cost;
         }
-        if ((m.tally.touched & (1 << d)) !== 0) until = Math.max(until, s[at]! - this.timing.queueNs);
+        if ((m.tally.touched & (1 << d)) !== 0) until = Math.max(until, s[at]! - queueNs);
       }
       if (until <= now) return 0;
       s[Hdr.WAIT_NS] = s[Hdr.WAIT_NS]! + (until - now);
