@@ -34,7 +34,7 @@ export const configSchema = z.strictObject({
   pm: z.strictObject({
     media: oneOf(pmMedias).describe('none: persists cost what this machine\'s memory costs; optane: every persist into the pool also pays a model of Optane DIMMs (XPBuffer write combining per 256 B XPLine, read-modify-write, per-DIMM bandwidth), and status/metrics report the modelled DLWA'),
     dimms: intIn(1, 12).describe('Optane DIMMs the pool interleaves over every 4 KiB (paper: 3); with pm.media optane'),
-    dimmWriteMBps: numIn(1, 100_000).describe('media write bandwidth of one modelled DIMM, MB/s (paper: about 2000); benchmarks scale it to this machine\'s speed'),
+    dimmWriteMBps: numIn(0.01, 100_000).describe('media write bandwidth of one modelled DIMM, MB/s (paper: about 2000); benchmarks scale it to this machine\'s speed'),
   }),
   roles: z.array(roleSpec, { message: 'must name at least one role' }).min(1, { message: 'must name at least one role' }).describe('actors per role, e.g. "worker:2,control,digest,clean" (one thread each; control and nic at most one)'),
   cores: cpuList.describe('CPUs the actors are pinned to, round-robin (default: every CPU this process may use)'),

@@ -23,7 +23,7 @@ function fig8(rows: Rows): Figure[] {
     svg: barChartSvg({
       title: 'Figure 8: 144 concurrent write streams into one receiver, writes/s without and with the Optane media model',
       notes: ['shm fabric, one sender thread, one write in flight per stream; media bandwidth scaled to 1.72 x Rowan\'s no-model request rate (paper §6.2: 6 GB/s media vs 3.49 GB/s of Rowan requests); label: DLWA the model counted'],
-      value: { label: 'M writes/s' },
+      value: { label: 'M writes/s', log: true },
       series: ['no model', 'Optane media model'],
       bars,
     }),
@@ -86,6 +86,6 @@ function fig9(rows: Rows): Figure[] {
 }
 
 export function paperFigures(rows: Rows, dlwaFigure: (rows: Rows) => Figure[]): Figure[] {
-  const fig2 = dlwaFigure(rows.filter((r) => r.figure === '2')).map((f) => ({ ...f, file: 'paper-fig2.svg' }));
+  const fig2 = dlwaFigure(rows.filter((r) => r.figure === '2')).map((f) => ({ file: 'paper-fig2.svg', svg: f.svg.replace('modelled DLWA against', 'Figure 2: modelled DLWA against') }));
   return [...fig2, ...fig8(rows), ...fig11(rows), ...fig9(rows)];
 }

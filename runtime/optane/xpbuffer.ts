@@ -79,8 +79,10 @@ export const Hdr = {
   QUEUE_NS: 14,
   /** 1: persists are charged; 0: only counted elsewhere, the model is off (media.ts). */
   ENABLED: 15,
+  /** Bytes of bulk persists (media.ts OptaneMedia.bulk). */
+  BULK_BYTES: 16,
 } as const;
-export const HEADER_WORDS = 16;
+export const HEADER_WORDS = 24;
 
 /** Per DIMM: busy-until (ns, media.ts), then per slot its line + 1 (0 = empty), part mask and LRU stamp. */
 export function dimmWords(p: XPBufferParams): number {

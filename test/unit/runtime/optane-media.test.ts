@@ -97,3 +97,13 @@ test("a pool's model is one state for every opener; a pool opened with withPoolM
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a whole-segment persist (zeroing) is counted at DLWA 1 and charged no media time', () => {
+  const m = OptaneMedia.fresh({}, { dimmWriteMBps: 0.01, dimmReadMBps: 0.03 }); // 25.6 ms a line: any charge would show
+  assert.equal(m.charge(1 << 20, 256 * 1024), 0);
+  const s = m.snapshot();
+  assert.equal(s.requestBytes, 256 * 1024);
+  assert.equal(s.mediaBytes, 256 * 1024);
+  assert.equal(s.bulkBytes, 256 * 1024);
+  assert.equal(s.mediaMs, 0);
+});
