@@ -12,7 +12,7 @@ export function formatStatus(s: NodeStatus): string {
       ? `pool ${s.pool.path}  id ${s.pool.poolId}  mode ${s.pool.mode} (${s.pool.backend})  segments ${JSON.stringify(s.pool.counts)}`
       : 'pool: none (shm/pool.ts not built)',
     ...(s.pm?.model
-      ? [`pm media ${s.pm.media} (model)  request ${s.pm.model.requestBytes} B  media ${s.pm.model.mediaBytes} B  DLWA ${s.pm.model.dlwa.toFixed(3)}  read-modify-writes ${s.pm.model.partialEvictions}  media wait ${s.pm.model.waitMs.toFixed(1)} ms`]
+      ? [`pm media ${s.pm.media} (model)  request ${s.pm.model.requestBytes} B  media ${s.pm.model.mediaBytes} B  DLWA ${s.pm.model.dlwa.toFixed(3)}  read-modify-writes ${s.pm.model.partialEvictions}  zeroed (not in DLWA) ${s.pm.model.bulkBytes} B  media wait ${s.pm.model.waitMs.toFixed(1)} ms`]
       : []),
     '',
   ];

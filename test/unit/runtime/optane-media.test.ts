@@ -98,12 +98,12 @@ test("a pool's model is one state for every opener; a pool opened with withPoolM
   }
 });
 
-test('a whole-segment persist (zeroing) is counted at DLWA 1 and charged no media time', () => {
+test('a whole-segment persist (zeroing) is counted apart, outside DLWA, and charged no media time', () => {
   const m = OptaneMedia.fresh({}, { dimmWriteMBps: 0.01, dimmReadMBps: 0.03 }); // 25.6 ms a line: any charge would show
   assert.equal(m.charge(1 << 20, 256 * 1024), 0);
   const s = m.snapshot();
-  assert.equal(s.requestBytes, 256 * 1024);
-  assert.equal(s.mediaBytes, 256 * 1024);
+  assert.equal(s.requestBytes, 0);
+  assert.equal(s.mediaBytes, 0);
   assert.equal(s.bulkBytes, 256 * 1024);
   assert.equal(s.mediaMs, 0);
 });
