@@ -44,7 +44,10 @@ function fig8(find: Find, sizes: number[]): Claim[] {
     c.push({ figure: '8', claim: `media model: throughput Rowan / rwrite, 144 streams, ${b} B`, paper: b === 64 ? '1.44x' : '1.43x', ours: t, target: '>= 1.3', met: check(t, (x) => x >= 1.3) });
     for (const other of ['share', 'batch']) {
       const o = ratio(n(ro, 'writesPerSec'), n(cell('on', other, b), 'writesPerSec'));
-      if (o !== null) c.push({ figure: '8', claim: `media model: throughput Rowan / ${other}, 144 streams, ${b} B`, paper: '> 1 (Share-KV, Batch-KV: §6.3)', ours: o, target: '>= 1.0', met: check(o, (x) => x >= 1) });
+      // share over shm appends in order (no RNIC executes it out of order), so its DLWA is Rowan's 1.0,
+      // where the paper's Share-KV gets 1.28-1.39 from reordering: against it Rowan has only its CPU cost.
+      const why = other === 'share' ? ' (here in order: DLWA 1, as Rowan)' : '';
+      if (o !== null) c.push({ figure: '8', claim: `media model: throughput Rowan / ${other}, 144 streams, ${b} B${why}`, paper: '> 1 (Share-KV, Batch-KV: §6.3)', ours: o, target: '>= 1.0', met: check(o, (x) => x >= 1) });
     }
     const lat = ratio(n(rw, 'p50Us'), n(ro, 'p50Us'));
     c.push({ figure: '11', claim: `media model: median persist latency rwrite / Rowan (microbenchmark, ${b} B)`, paper: '1.74x (11.5 / 6.6 µs, YCSB A)', ours: lat, target: '> 1', met: check(lat, (x) => x > 1) });
@@ -77,7 +80,8 @@ function ycsbClaims(find: Find): Claim[] {
   }
   for (const [m, paper, f, tgt] of [['rowan', '<= 1.032x', (x: number) => x <= 1.06, '<= 1.06'], ['rwrite', '1.54x', (x: number) => x >= 1.3, '>= 1.3'], ['share', '1.28-1.39x', (x: number) => x > 1, '> 1']] as const) {
     const d = n(cell(m, 'A'), 'mediaDlwa');
-    if (d !== null) c.push({ figure: '10', claim: `media model: YCSB DLWA of ${m}`, paper, ours: d, target: tgt, met: f(d) });
+    // 3 nodes x 1 worker: rwrite has 2 remote logs per node where the paper's servers had 144.
+    if (d !== null) c.push({ figure: '10', claim: `media model: YCSB DLWA of ${m} (3 nodes x 1 worker: a few logs per node, not 144)`, paper, ours: d, target: tgt, met: f(d) });
   }
   return c;
 }

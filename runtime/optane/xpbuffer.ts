@@ -226,9 +226,21 @@ export class XPBufferModel {
   }
 }
 
+/** Lines waiting in the XPBuffers: each will reach the media as one XPLine write. */
+export function residentLines(state: Float64Array, p: XPBufferParams): number {
+  const slots = p.bufferBytes / p.xplineBytes;
+  let n = 0;
+  for (let d = 0; d < p.dimms; d++) {
+    const base = HEADER_WORDS + d * dimmWords(p) + 1;
+    for (let i = 0; i < slots; i++) if (state[base + i] !== 0) n++;
+  }
+  return n;
+}
+
+/** The counts so far; a line still in an XPBuffer counts as the media write it will become. */
 export function resultOf(state: Float64Array, p: XPBufferParams): DlwaResult {
   const requestBytes = state[Hdr.REQUEST_LINES]! * p.cachelineBytes;
-  const mediaBytes = state[Hdr.MEDIA_LINES]! * p.xplineBytes;
+  const mediaBytes = (state[Hdr.MEDIA_LINES]! + residentLines(state, p)) * p.xplineBytes;
   return {
     requestBytes,
     mediaBytes,
