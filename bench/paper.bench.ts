@@ -37,7 +37,7 @@ export async function run(argv: string[] = process.argv.slice(2)): Promise<Row[]
   const sizes = quick ? [64] : [64, 128];
   const rows: Row[] = [];
   rows.push(...(await dlwaRun()).map((r) => ({ figure: '2', ...r })));
-  const micro = parseOptions(['--streams=144', `--sizes=${sizes.join(',')}`, '--modes=rowan,rwrite,share,batch', '--no-tcp', '--no-burst', '--deep-depth=0', '--sender-threads=1', ...(quick ? ['--quick'] : [])]);
+  const micro = parseOptions(['--streams=144', `--sizes=${sizes.join(',')}`, '--modes=rowan,rwrite,share,batch', '--no-tcp', '--no-burst', '--deep-depth=0', '--sender-threads=1', '--warm-up', ...(quick ? ['--quick'] : [])]);
   const off = await rowanRun({ ...micro, mediaMBps: null });
   const rowanRate = off.find((r) => r.mode === 'rowan' && r.bytes === 64)?.writesPerSec as number;
   const mbps = Number(((rowanRate * 64 * MEDIA_OVER_ROWAN) / DIMMS / 1e6).toFixed(2));

@@ -147,6 +147,14 @@ export async function run(opts: RowanBenchOptions = parseOptions(process.argv.sl
   const cells = cellsOf(opts, nic !== null);
   const rows: Row[] = [];
   try {
+    // A first cell runs cold (the sender thread's JIT, first allocations): with few cells, that cell is
+    // always the same mode's. --warm-up runs every mode's cell once first and drops those rows.
+    if (opts.warmUp) {
+      for (let i = 0; i < cells.length; i++) {
+        progress(`rowan: warm-up ${cells[i]!.mode} ${cells[i]!.bytes} B`, i, cells.length);
+        await measureCell({ ...cells[i]!, streams: Math.min(cells[i]!.streams, 36) }, { ...opts, noisyRetries: 0 }, senders, rx, 1000 + i, rx.mapped?.media ?? null);
+      }
+    }
     for (let i = 0; i < cells.length; i++) {
       const c = cells[i]!;
       progress(`rowan: ${c.fabric} ${c.mode} ${c.api} ${c.bytes} B x${c.streams} depth ${c.depth}`, i, cells.length);

@@ -31,7 +31,7 @@ function fig8(rows: Rows): Figure[] {
 }
 
 function fig11(rows: Rows): Figure[] {
-  const on = rows.filter((r) => r.figure === '8' && r.model === 'on');
+  const on = rows.filter((r) => r.figure === '8' && r.model === 'on' && num(r, 'p50Us') !== null);
   if (!on.length) return [];
   return [{
     file: 'paper-fig11.svg',

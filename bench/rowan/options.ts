@@ -28,11 +28,13 @@ export interface RowanBenchOptions {
   mediaMBps: number | null;
   /** Sender worker_threads (one sending node); the streams are spread over them round-robin. */
   senderThreads: number;
+  /** Run every cell once (at most 36 streams), unmeasured, before the measured cells. */
+  warmUp: boolean;
 }
 
 export const USAGE =
   'node dist/bench/rowan.bench.js [--quick] [--duration=ms] [--streams=1,8,36,72,144] [--sizes=64,128] ' +
-  '[--modes=rowan,rwrite,share,batch] [--depth=n] [--deep-depth=n] [--no-tcp] [--no-burst] [--retries=n] [--media-mbps=n] [--sender-threads=n]';
+  '[--modes=rowan,rwrite,share,batch] [--depth=n] [--deep-depth=n] [--no-tcp] [--no-burst] [--retries=n] [--media-mbps=n] [--sender-threads=n] [--warm-up]';
 
 export function parseOptions(argv: string[]): RowanBenchOptions {
   const flag = (name: string) => argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`))?.split('=')[1];
@@ -63,6 +65,7 @@ export function parseOptions(argv: string[]): RowanBenchOptions {
     noisyRetries: num('retries', quick ? 1 : 2),
     mediaMBps: flag('media-mbps') === undefined ? null : num('media-mbps', 2000),
     senderThreads: Math.max(1, num('sender-threads', 2)),
+    warmUp: argv.includes('--warm-up'),
   };
   for (const n of [...o.streams, ...o.sizes]) if (!Number.isInteger(n) || n < 1) throw new Error(`bad stream count or size ${n}; usage: ${USAGE}`);
   for (const b of o.sizes) if (b % 64 !== 0) throw new Error(`write sizes are whole 64 B strides, got ${b}`);

@@ -16,7 +16,8 @@ export interface MediaTiming {
   dimmWriteMBps: number;
   /** Media read bandwidth of one DIMM, MB/s, paid by the read half of a read-modify-write (about 6 GB/s). */
   dimmReadMBps: number;
-  /** Media time a DIMM may owe before persists to it wait. */
+  /** Media time a DIMM may owe before persists to it wait, at the real 2 GB/s (2 µs: 16 XPLines); at
+   *  another dimmWriteMBps it scales with the line time, so the queue holds the same 16 lines. */
   queueNs: number;
 }
 
@@ -117,8 +118,9 @@ export class OptaneMedia {
     return (s - this.model.state[Hdr.EPOCH_S]!) * 1e9 + ns;
   }
 
-  /** Feed a persist of [offset, offset+length) to the model; the ns of the clock to wait until (0: none). */
-  charge(offset: number, length: number): number {
+  /** Feed a persist of [offset, offset+length) to the model; the ns of the clock to wait until (0: none).
+   *  `at` replaces the clock's now (tests). */
+  charge(offset: number, length: number, at?: number): number {
     if (this.state[Hdr.ENABLED] !== 1) return 0;
     if (length >= BULK_BYTES) return this.bulk(offset, length);
     return this.withLock(() => {
@@ -127,11 +129,12 @@ export class OptaneMedia {
       m.resetTally();
       m.write(offset, length);
       s[Hdr.PERSISTS]!++;
-      const now = this.now();
+      const now = at ?? this.now(); // `at`: a test's clock
       const lineBytes = m.p.xplineBytes;
       const writeNs = (lineBytes / s[Hdr.WRITE_MBPS]!) * 1e3;
       const readNs = (lineBytes / s[Hdr.READ_MBPS]!) * 1e3;
-      const queueNs = s[Hdr.QUEUE_NS]!;
+      // The queue holds as many lines at a scaled-down bandwidth as at the real one: its time scales.
+      const queueNs = (s[Hdr.QUEUE_NS]! * optaneTiming.dimmWriteMBps) / s[Hdr.WRITE_MBPS]!;
       let until = 0;
       for (let d = 0; d < m.p.dimms; d++) {
         const at = HEADER_WORDS + d * this.per;

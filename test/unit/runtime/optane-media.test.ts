@@ -57,11 +57,14 @@ test('media time is media bytes over the bandwidth, plus a line read per read-mo
 });
 
 test('a backlog beyond queueNs makes the persist that touches the DIMM wait, and counts the wait', () => {
-  const m = OptaneMedia.fresh({ dimms: 1 }, { dimmWriteMBps: 25.6, dimmReadMBps: 76.8, queueNs: 1000 }); // 10 µs a line
-  assert.ok(m.charge(0, 256) > 0, 'one line is 10 µs of media time, beyond the 1 µs the DIMM may owe');
-  assert.ok(Math.abs(m.snapshot().waitMs - 0.009) < 1e-6, `waited ${m.snapshot().waitMs} ms`);
-  m.charge(4096, 64);
-  assert.ok(Math.abs(m.snapshot().mediaMs - 0.01) < 1e-9, 'a partial line waits in the XPBuffer: no media time yet');
+  // 10 µs a line; queueNs 128 at 2 GB/s (one line there) scales to one line here: 10 µs.
+  const m = OptaneMedia.fresh({ dimms: 1 }, { dimmWriteMBps: 25.6, dimmReadMBps: 76.8, queueNs: 128 });
+  const t = 1e9; // a fixed clock: no wall time in the assertions
+  assert.equal(m.charge(0, 256, t), 0, 'one line of media time is within the queue of one line');
+  assert.equal(m.charge(256, 256, t), t + 10_000, 'a second line owes 20 µs: wait until 10 µs are left');
+  assert.ok(Math.abs(m.snapshot().waitMs - 0.01) < 1e-9, `waited ${m.snapshot().waitMs} ms`);
+  m.charge(4096, 64, t);
+  assert.ok(Math.abs(m.snapshot().mediaMs - 0.02) < 1e-9, 'a partial line waits in the XPBuffer: no media time yet');
 });
 
 test('a disabled model charges nothing and counts nothing', () => {
