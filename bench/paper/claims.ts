@@ -14,7 +14,7 @@ export interface Claim {
 
 type Find = (pred: (r: Row) => boolean) => Row | undefined;
 
-const n = (r: Row | undefined, c: string): number | null => (r && typeof r[c] === 'number' ? (r[c] as number) : null);
+const n = (r: Row | undefined, c: string): number | null => (r && typeof r[c] === 'number' ? Number((r[c] as number).toFixed(3)) : null);
 const ratio = (a: number | null, b: number | null): number | null => (a !== null && b !== null && b > 0 ? Number((a / b).toFixed(3)) : null);
 const check = (v: number | null, f: (v: number) => boolean): boolean | null => (v === null ? null : f(v));
 
