@@ -93,6 +93,13 @@ const benches: Record<string, Bench> = {
     flags: '--quick (~5 min) --lease-ms=ms (rowan\'s lease, default 2000; the launcher\'s is 200); needs redis-server and redis-tools',
     takes: '~10 min',
   },
+  idle: {
+    title: 'an idle 3-node cluster (issue 26): cores and wakeups/s per process and thread from /proc over 30 s, beside the lease\'s message pattern alone in plain Node',
+    module: './idle.bench.js',
+    columns: ['system', 'process', 'thread', 'threads', 'seconds', 'cores', 'wakeupsPerSec'],
+    flags: '--quick (10 s window)',
+    takes: '~1.5 min',
+  },
   reshard: {
     title: 'dynamic resharding (Figure 15): 95 % GET on 3 nodes, a hotspot on one shard at 3 s; ops/s before, during and after the move (timeline in reshard-timeline.svg)',
     module: './reshard.bench.js',

@@ -458,6 +458,7 @@ export const figures: Record<string, (rows: Rows) => Figure[]> = {
   coldstart,
   failover,
   redis,
+  idle: () => [],
   reshard,
   rereplicate,
   copymove,
