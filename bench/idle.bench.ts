@@ -3,9 +3,10 @@
 // 100 ms lease, renewed every 20 ms) is started, left to settle, and every thread of the launcher,
 // the manager and the nodes is read from /proc over a window (./idle/threads.ts): cores (utime +
 // stime) and wakeups per second (voluntary context switches), per process and per thread.
-// In the same run, for the ratio: the lease's message pattern alone (./idle/lease-pattern.ts: three
-// Node processes sending a 12-byte frame every renew period to a fourth that answers each with 40
-// bytes), the cost of carrying the lease on Node's event loop with nothing else running.
+// In the same run, for the ratios: the lease's message pattern alone (./idle/lease-pattern.ts: three
+// processes sending a 12-byte frame every renew period to a fourth that answers each with 40 bytes),
+// once on Node's event loop (net.Socket, setInterval: how rowan carries the lease today) and once in
+// blocking loops of system calls (poll, read, write, clock_nanosleep through koffi: no event loop).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { defaultTimings, leaseTiming } from '../config/timings.js';
 import { recordParams, type Row } from './report.js';
@@ -54,21 +55,24 @@ function started(args: string[]): ChildProcess {
   return spawn(process.execPath, [pattern, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
 }
 
-/** The lease pattern alone: a server and three clients at the cluster's renew period. */
-async function leasePattern(renewMs: number): Promise<Row[]> {
+const NODES = 3;
+
+/** The lease pattern alone: a server and three clients at the cluster's renew period, on Node's
+ *  event loop or (`raw`) in blocking loops of system calls. */
+async function leasePattern(renewMs: number, raw: boolean): Promise<Row[]> {
   const port = 10_000 + Math.floor(Math.random() * 20_000);
-  const server = started(['server', String(port)]);
+  const server = started(raw ? ['raw-server', String(port), String(NODES)] : ['server', String(port)]);
   const clients: ChildProcess[] = [];
   try {
     await new Promise<void>((resolve, reject) => {
       server.stdout!.once('data', () => resolve());
       server.once('exit', (code) => reject(new Error(`lease-pattern server exited ${code} (port ${port} taken?)`)));
     });
-    for (let i = 0; i < 3; i++) clients.push(started(['client', String(port), String(renewMs)]));
+    for (let i = 0; i < NODES; i++) clients.push(started([raw ? 'raw-client' : 'client', String(port), String(renewMs)]));
     await new Promise((r) => setTimeout(r, SETTLE_MS / 5));
     const roles = new Map<number, string>([[server.pid!, 'server (the manager)'], ...clients.map((c, i): [number, string] => [c.pid!, `client ${i} (a node)`])]);
     const { use, sec } = await measureThreads([...roles.keys()], WINDOW_MS);
-    return rowsOf(`lease pattern alone (plain Node, renew every ${renewMs} ms)`, roles, use, sec);
+    return rowsOf(`lease pattern alone (${raw ? 'blocking system calls' : 'Node event loop'}, renew every ${renewMs} ms)`, roles, use, sec);
   } finally {
     for (const c of [...clients, server]) c.kill('SIGTERM');
   }
@@ -78,8 +82,9 @@ export async function run(): Promise<Row[]> {
   const renewMs = leaseTiming(defaultTimings.leaseMs).renewMs;
   recordParams({ settleMs: SETTLE_MS, windowMs: WINDOW_MS, leaseMs: defaultTimings.leaseMs, renewMs });
   const cluster = await idleCluster();
-  const floor = await leasePattern(renewMs);
+  const onLoop = await leasePattern(renewMs, false);
+  const blocking = await leasePattern(renewMs, true);
   const total = (rows: Row[]) => rows.find((r) => r.process === '(all)')!.cores as number;
-  const ratio = total(floor) > 0 ? round(total(cluster) / total(floor), 2) : null;
-  return [...cluster, ...floor, { system: 'rowan cluster / lease pattern alone', process: '(all)', thread: '(all)', threads: null, seconds: null, cores: ratio, wakeupsPerSec: null }];
+  const ratio = (name: string, a: Row[], b: Row[]): Row => ({ system: name, process: '(all)', thread: '(all)', threads: null, seconds: null, cores: total(b) > 0 ? round(total(a) / total(b), 2) : null, wakeupsPerSec: null });
+  return [...cluster, ...onLoop, ...blocking, ratio('ratio: rowan cluster / lease pattern on the event loop', cluster, onLoop), ratio('ratio: lease pattern, event loop / blocking system calls', onLoop, blocking)];
 }

@@ -94,11 +94,11 @@ const benches: Record<string, Bench> = {
     takes: '~10 min',
   },
   idle: {
-    title: 'an idle 3-node cluster (issue 26): cores and wakeups/s per process and thread from /proc over 30 s, beside the lease\'s message pattern alone in plain Node',
+    title: 'an idle 3-node cluster (issue 26): cores and wakeups/s per process and thread from /proc over 30 s, beside the lease\'s message pattern alone (on Node\'s event loop; in blocking system calls)',
     module: './idle.bench.js',
     columns: ['system', 'process', 'thread', 'threads', 'seconds', 'cores', 'wakeupsPerSec'],
     flags: '--quick (10 s window)',
-    takes: '~1.5 min',
+    takes: '~2.5 min',
   },
   reshard: {
     title: 'dynamic resharding (Figure 15): 95 % GET on 3 nodes, a hotspot on one shard at 3 s; ops/s before, during and after the move (timeline in reshard-timeline.svg)',
