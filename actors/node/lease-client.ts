@@ -60,6 +60,15 @@ export interface LeaseSeams {
   follow?: (m: RoundMessage) => void;
 }
 
+/** What one read from the manager's connection may bring at most (a grant frame is 40 B; a round's
+ *  configuration line is a few kB and may take several reads). */
+const READ_BYTES = 16 * 1024;
+
+/** Production's dial: each connection reads into one buffer of its own, reused for every read (no
+ *  allocation nor stream push per grant; the stream reader copies what it holds). Over TLS, Node's
+ *  ordinary reads. */
+const dialReusingBuffer: DialManager = (to, tls) => connectSocket({ ...to, readInto: Buffer.allocUnsafe(READ_BYTES) }, tls);
+
 /** Renewals whose send time is kept for their grant (older grants are ignored). */
 const SENT_KEPT = 64;
 /** Renew seqs wrap below 2^32 (they fit a renew frame, ../shared/manager-frames.ts). */
@@ -97,7 +106,7 @@ export class LeaseClient {
     this.timers = seams.timers ?? realTimers;
     this.link = new ManagerLink({
       managers, clock, log, secret, tls, timers: this.timers,
-      dial: seams.dial ?? connectSocket,
+      dial: seams.dial ?? dialReusingBuffer,
       timing: () => this.timing,
       events: { up: (watchGrants) => this.up(watchGrants), down: () => this.down(), message: (m) => this.onMessage(m) },
     });

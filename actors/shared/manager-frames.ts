@@ -126,8 +126,8 @@ function frameBytes(kind: number): number {
 
 /**
  * Splits a byte stream of JSON lines and binary frames into messages, in order, each handed to `each`
- * as it completes. Bytes of an incomplete message wait in a list of chunks, joined only once it can
- * complete (a long line in many chunks is copied once). BAD_FRAME for a line that is not JSON or a
+ * as it completes. Bytes of an incomplete message wait in a list of chunks (copies: a chunk is never
+ * kept, so a socket may read into one buffer it reuses), joined only once it can complete. BAD_FRAME for a line that is not JSON or a
  * frame of unknown kind; FRAME_TOO_LARGE for a line over LINE_BYTES_MAX.
  */
 export class ManagerStreamReader<T> {
@@ -145,7 +145,7 @@ export class ManagerStreamReader<T> {
   push(chunk: Buffer | string, each: (m: T) => void): void {
     let buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
     if (this.heldBytes > 0) {
-      if (!this.completes(buf)) return this.hold(buf);
+      if (!this.completes(buf)) return this.hold(Buffer.from(buf)); // a copy: the socket may read into `chunk` again
       this.held.push(buf);
       buf = Buffer.concat(this.held, this.heldBytes + buf.length);
       this.held = [];

@@ -110,9 +110,19 @@ export function peerCertified(s: Socket): boolean {
 /**
  * Connect to host:port, plain or over TLS (verifying the server against the CA and its address against
  * the certificate). Returns the socket and the event that says it is ready for the protocol.
+ * `readInto` (plain TCP only): the kernel's bytes are read into this one buffer, again and again, and
+ * each read is emitted as a 'data' event of a view of it -- no buffer allocated and no stream pushed per
+ * read (net.connect's onread), for a connection whose every wakeup counts (the lease's, issue 26). Its
+ * reader must copy what it keeps past the event.
  */
-export function connectSocket(o: { host: string; port: number; noDelay?: boolean }, tls: TlsClientMaterial | null): { socket: Socket; ready: 'connect' | 'secureConnect' } {
-  if (tls === null) return { socket: tcpConnect({ host: o.host, port: o.port, ...(o.noDelay ? { noDelay: true } : {}) }), ready: 'connect' };
+export function connectSocket(o: { host: string; port: number; noDelay?: boolean; readInto?: Buffer }, tls: TlsClientMaterial | null): { socket: Socket; ready: 'connect' | 'secureConnect' } {
+  const noDelay = o.noDelay ? { noDelay: true } : {};
+  if (tls === null && o.readInto !== undefined) {
+    const into = o.readInto;
+    const socket: Socket = tcpConnect({ host: o.host, port: o.port, ...noDelay, onread: { buffer: into, callback: (n) => (socket.emit('data', into.subarray(0, n)), true) } });
+    return { socket, ready: 'connect' };
+  }
+  if (tls === null) return { socket: tcpConnect({ host: o.host, port: o.port, ...noDelay }), ready: 'connect' };
   const socket = tlsConnect({
     host: o.host,
     port: o.port,
@@ -121,7 +131,7 @@ export function connectSocket(o: { host: string; port: number; noDelay?: boolean
     // SNI carries names, never addresses (RFC 6066); the address is still checked against the certificate.
     ...(isIP(o.host) === 0 ? { servername: o.host } : {}),
     minVersion: 'TLSv1.2',
-    ...(o.noDelay ? { noDelay: true } : {}),
+    ...noDelay,
   });
   return { socket, ready: 'secureConnect' };
 }

@@ -95,3 +95,25 @@ test('a writer reuses its buffer only after a write the socket took at once', ()
   w.sent(undefined);
   assert.notEqual(w.renew(1, 4, 1), b, 'a socket that does not say: never reused');
 });
+
+test('the reader keeps no reference to a chunk: the socket may read the next bytes into the same buffer', () => {
+  // A node's lease socket reads into one buffer it reuses (runtime/net/tls.ts connectSocket readInto):
+  // bytes of an incomplete message that the reader holds must be its own copy, whichever chunk left them.
+  const grant = new GrantWriter().grant(7, 100, 20, 5, 3)!;
+  const line = Buffer.from(encodeLine({ t: 'evicted', term: 4 }));
+  const reused = Buffer.alloc(64);
+  for (const whole of [Buffer.from(grant), line]) {
+    for (let a = 1; a < whole.length - 1; a++) {
+      for (let b = a + 1; b < whole.length; b++) {
+        const r = new ManagerStreamReader<unknown>();
+        const out: unknown[] = [];
+        for (const [from, to] of [[0, a], [a, b], [b, whole.length]] as const) {
+          reused.fill(0xee); // the next read lands in the same memory
+          whole.copy(reused, 0, from, to);
+          r.push(reused.subarray(0, to - from), (m) => out.push({ ...(m as object) }));
+        }
+        assert.deepEqual(out, readAll([whole]), `split at ${a} and ${b} of ${whole.length}`);
+      }
+    }
+  }
+});
