@@ -8,7 +8,8 @@
 //   |  [2] BUCKET_COUNT   [3] OVERFLOW_CAP   |  overflow area bucketCount .. +overflowCapacity-1,    |
 //   |  [4] BUCKET_SLOTS   [5] OVERFLOW_USED  |  handed out in order by the OVERFLOW_USED bump counter |
 //   |  [6] ITEMS          [7] OVERFLOW_MAX   |  (the buffer is a growable SharedArrayBuffer: the     |
-//   |  [8..15] reserved                      |   overflow area grows up to OVERFLOW_MAX buckets)     |
+//   |  [8..11] FLUSH FLOOR, its entry (i64 x2)|
+//   |  [12] FLOOR LOCK  [13..15] reserved    |   overflow area grows up to OVERFLOW_MAX buckets)     |
 //   +----------------------------------------+------------------------------------------------------+
 //
 //   one bucket = BUCKET_SLOTS x 64-bit slots (8 x 8 B = one 64-byte cache line by default):
@@ -43,6 +44,14 @@ export const H_OVERFLOW_USED = 5;
 export const H_ITEMS = 6;
 /** Overflow buckets the buffer may grow to (its maxByteLength); OVERFLOW_CAP is what it holds now. */
 export const H_OVERFLOW_MAX = 7;
+
+/** The shard's flush floor (FLUSHDB/FLUSHALL, actors/shared/flush-floor.ts), as int64 indexes into the
+ *  header viewed as a BigInt64Array: every entry of the shard with a lower version is dead; and the pool
+ *  address of the FLUSH entry that set it (0 = none), the one GC must keep while the floor applies. */
+export const H64_FLOOR = 4;
+export const H64_FLOOR_ADDR = 5;
+/** A spin lock (int32) making a floor raise and its entry's address one step. */
+export const H_FLOOR_LOCK = 12;
 
 export const SLOT_BYTES = 8;
 /** Within a slot viewed as two int32s (little-endian): the low and high words. */

@@ -86,6 +86,8 @@ export class ShardIndex {
   // fixed-length view as fast as one over a plain SharedArrayBuffer, a length-tracking one ~3x slower.
   private i32: Int32Array;
   private i64: BigInt64Array;
+  /** The header as int64s (the flush floor and its entry's address). */
+  private readonly hdr64: BigInt64Array;
   /** Buckets the current views cover. */
   private viewBuckets = 0;
   // Per-instance (per-thread) scratch to convert between a BigInt item and its int32 halves without
@@ -105,6 +107,7 @@ export class ShardIndex {
     this.bucketSlots = this.i32[L.H_BUCKET_SLOTS]!;
     this.itemsPerBucket = this.bucketSlots - 1;
     this.i64 = new BigInt64Array(0);
+    this.hdr64 = new BigInt64Array(sab, 0, L.HEADER_BYTES / 8);
     this.refreshViews();
   }
 
@@ -197,6 +200,7 @@ export class ShardIndex {
    */
   upsert(key: Uint8Array, hash: KeyHash, addr: number, version: number, reader: EntryReader): UpsertResult {
     if (!(Number.isInteger(addr) && addr > 0 && addr <= L.ADDR_MAX)) invariant(false, `index address ${addr} not in [1, 2^48)`);
+    if (version < this.floor()) return 'stale'; // flushed before it was indexed (see floor())
     const head = this.headOf(hash);
     const tag = hash.hi & L.TAG_MASK;
     const item = this.encode(tag, addr);
@@ -268,6 +272,87 @@ export class ShardIndex {
       }
     }
     return end;
+  }
+
+  // ---- the flush floor (actors/shared/flush-floor.ts): entries of the shard below it are dead. upsert()
+  // refuses them, clearBelow() removes the items a raise leaves; a writer that indexed under a floor
+  // raised meanwhile re-reads it after its CAS and removes its item (node-shared.ts indexEntry): with
+  // sequentially consistent atomics either that re-read sees the raise or the walk sees the item.
+
+  /** The shard's flush floor (0 = never flushed). */
+  floor(): number {
+    return Number(Atomics.load(this.hdr64, L.H64_FLOOR)); // published by raiseFloor
+  }
+
+  /** The pool address of the FLUSH entry that set the floor (0 = none). */
+  floorAddr(): number { return Number(Atomics.load(this.hdr64, L.H64_FLOOR_ADDR)); } // published under the floor lock
+
+  /**
+   * Raise the floor to `version`, the FLUSH entry at `addr` naming it. Returns the address of the FLUSH
+   * entry it supersedes (0: none), or -1 when the floor is already at or above `version` (nothing done).
+   */
+  raiseFloor(version: number, addr: number): number {
+    return this.floorLocked(() => {
+      if (version <= this.floor()) return -1;
+      const prev = this.floorAddr();
+      Atomics.store(this.hdr64, L.H64_FLOOR, BigInt(version)); // from here on upsert refuses lower versions
+      Atomics.store(this.hdr64, L.H64_FLOOR_ADDR, BigInt(addr));
+      return prev;
+    });
+  }
+
+  /** GC moved the floor's FLUSH entry from `expectedAddr` to `newAddr`; false if a raise replaced it. */
+  relocateFloor(expectedAddr: number, newAddr: number): boolean {
+    return this.floorLocked(() => {
+      if (this.floorAddr() !== expectedAddr) return false;
+      Atomics.store(this.hdr64, L.H64_FLOOR_ADDR, BigInt(newAddr)); // the entry GC copied is the floor's
+      return true;
+    });
+  }
+
+  /** Run f holding the floor lock, a short spin lock (raises are rare: one per shard per flush). */
+  private floorLocked<T>(f: () => T): T {
+    const h = this.i32; // takes the lock below; waits (1 ms backoff) while another thread holds it
+    while (Atomics.compareExchange(h, L.H_FLOOR_LOCK, 0, 1) !== 0) Atomics.wait(h, L.H_FLOOR_LOCK, 1, 1);
+    try {
+      return f();
+    } finally {
+      Atomics.store(h, L.H_FLOOR_LOCK, 0); // releases it: the next holder sees our stores
+      Atomics.notify(h, L.H_FLOOR_LOCK, 1);
+    }
+  }
+
+  /** Remove every item below `floor` (one pass, no log write), calling `removed` with each address. */
+  clearBelow(floor: number, reader: EntryReader, removed: (addr: number) => void): number {
+    const used = Math.min(Atomics.load(this.i32, L.H_OVERFLOW_USED), this.overflowCapacity);
+    const end = this.bucketCount + used;
+    if (end > this.viewBuckets) this.refreshViews();
+    let n = 0;
+    for (let b = 0; b < end; b++) {
+      const base = b * this.bucketSlots;
+      for (let s = base; s < base + this.itemsPerBucket; s++) {
+        if (this.emptyNow(s)) continue;
+        const addr = this.removeIfBelow(s, floor, reader);
+        if (addr === 0) continue;
+        removed(addr);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Empty slot `s` if its entry is below `floor`: the address removed, or 0 (a slot replaced under
+   *  us, by a newer version or GC moving the same one, is looked at again). */
+  private removeIfBelow(s: number, floor: number, reader: EntryReader): number {
+    for (;;) {
+      const item = Atomics.load(this.i64, s); // one moment's item; the CAS below removes exactly it
+      const addr = this.decode(item);
+      if (addr === 0 || reader.versionAt(addr) >= floor) return 0;
+      if (Atomics.compareExchange(this.i64, s, item, 0n) === item) {
+        this.countItem(-1);
+        return addr;
+      }
+    }
   }
 
   /** Items in the table as of some recent moment (cheap: one counter, no walk). */

@@ -34,6 +34,9 @@ export const EntryType = {
   Del: 2,
   /** ⟨shard, CommitVer⟩ dissemination (§4.4); the CommitVer rides in the version field, no key/value. */
   CommitVer: 3,
+  /** FLUSHDB/FLUSHALL of one shard (actors/worker/flush.ts): no key or value; its version is the shard's
+   *  *flush floor* -- every PUT/DEL of the shard with a lower version is dead, wherever it lies. */
+  Flush: 4,
 } as const;
 export type EntryType = (typeof EntryType)[keyof typeof EntryType];
 
@@ -84,7 +87,7 @@ export const KEY_LEN_MAX = 0xffff;
 export const CNT_MAX = 0xffff;
 
 export function isEntryType(t: number): t is EntryType {
-  return t === EntryType.Put || t === EntryType.Del || t === EntryType.CommitVer;
+  return t === EntryType.Put || t === EntryType.Del || t === EntryType.CommitVer || t === EntryType.Flush;
 }
 
 export function alignUp(n: number, align: number): number {

@@ -116,7 +116,7 @@ export function encodedSize(keyLen: number, valueLen: number, limits: Limits, ex
 
 /** Validate a whole entry (type, shard, version, lengths, type-specific shape) and return its size. */
 export function entrySize(e: EntryInput, limits: Limits): number {
-  if (!isEntryType(e.type)) badArgument(`entry type ${String(e.type)} is not PUT, DEL or COMMITVER`);
+  if (!isEntryType(e.type)) badArgument(`entry type ${String(e.type)} is not PUT, DEL, COMMITVER or FLUSH`);
   if (!Number.isInteger(e.shard) || e.shard < 0 || e.shard > SHARD_MAX) badArgument(`shard ${e.shard} out of range`);
   if (!Number.isInteger(e.version) || e.version < 0 || e.version > VERSION_MAX) {
     badArgument(`version ${e.version} is not a 48-bit unsigned integer`);
@@ -125,6 +125,7 @@ export function entrySize(e: EntryInput, limits: Limits): number {
   const v = e.value?.length ?? 0;
   if (e.type === EntryType.Del && v !== 0) badArgument('a DEL entry carries no value');
   if (e.type === EntryType.CommitVer && (k !== 0 || v !== 0)) badArgument('a COMMITVER entry carries no key or value');
+  if (e.type === EntryType.Flush && (k !== 0 || v !== 0)) badArgument('a FLUSH entry carries no key or value');
   const expires = hasDeadline(e);
   if (expires && (e.type !== EntryType.Put || !validDeadline(e.expiresAt!))) badArgument(`expiry deadline ${e.expiresAt} on a ${e.type} entry`);
   if (expires && k + EXPIRES_BYTES > blockPayloadMax(limits)) badArgument('the key and its deadline must fit one block');
@@ -276,12 +277,12 @@ function decodeBlock(bytes: Uint8Array, off: number, end: number, limits: Limits
   if ((flags & ~FLAGS_KNOWN) !== 0) return false;
   const dv = viewOf(bytes);
   const reserved = dv.getUint32(off + RESERVED_OFF, true);
-  if ((flags & FLAG_TXN) === 0 ? reserved !== 0 : type === EntryType.CommitVer || txnCount(reserved) === 0 || txnIndex(reserved) >= txnCount(reserved)) return false;
+  if ((flags & FLAG_TXN) === 0 ? reserved !== 0 : type === EntryType.CommitVer || type === EntryType.Flush || txnCount(reserved) === 0 || txnIndex(reserved) >= txnCount(reserved)) return false;
   const keyLen = dv.getUint16(off + KEY_LEN_OFF, true);
   const valueLen = dv.getUint32(off + VALUE_LEN_OFF, true);
   if (keyLen > limits.keyBytesMax || valueLen > limits.valueBytesMax) return false;
   if (type === EntryType.Del && valueLen !== 0) return false;
-  if (type === EntryType.CommitVer && (keyLen !== 0 || valueLen !== 0)) return false;
+  if ((type === EntryType.CommitVer || type === EntryType.Flush) && (keyLen !== 0 || valueLen !== 0)) return false;
   const expires = (flags & FLAG_EXPIRES) !== 0;
   if (expires && (type !== EntryType.Put || keyLen + EXPIRES_BYTES > blockPayloadMax(limits))) return false;
   const total = keyLen + valueLen + (expires ? EXPIRES_BYTES : 0);

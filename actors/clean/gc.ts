@@ -4,7 +4,8 @@
 // below the threshold is cleaned:
 //   1. scan it (t-log/digest/clean logs: contiguous entries; b-log: the hole-skipping block scan, where
 //      only single-block entries are ever indexed -- multi-block ones live reassembled in a digest log);
-//   2. an entry is live iff its shard's index points exactly at it; copy a live entry's bytes to this
+//   2. an entry is live iff its shard's index points exactly at it (a FLUSH entry: iff its shard's
+//      flush floor names it, ../shared/flush-floor.ts); copy a live entry's bytes to this
 //      actor's clean log (persisted) and move the index item with a CAS that expects exactly the old
 //      address (ShardIndex.relocate): if a PUT/DEL or digest replaced the item meanwhile the CAS fails
 //      and the copy is dead -- a newer version is never overwritten, an older one never resurrected;
@@ -200,7 +201,8 @@ export class Cleaner {
         this.stats.copiedBytes += e.bytes;
         this.stats.copiedEntries++;
         this.o.beforeRelocate?.(e.key, e.shard);
-        if (index.relocate(e.key, hash, e.offset, at)) this.gc.live.moved(e.offset, at);
+        const moved = e.type === EntryType.Flush ? index.relocateFloor(e.offset, at) : index.relocate(e.key, hash, e.offset, at);
+        if (moved) this.gc.live.moved(e.offset, at);
         else this.stats.lostRaces++;
       }
       return true;
@@ -227,6 +229,12 @@ export class Cleaner {
     for (const e of this.entries(seg)) {
       const index = this.o.shared.indexes[e.shard];
       if (!index || e.type === EntryType.CommitVer) continue;
+      // A FLUSH entry is live while it is its shard's floor (../shared/flush-floor.ts): a cold start
+      // needs it as long as older entries may be left anywhere in the pool.
+      if (e.type === EntryType.Flush) {
+        if (index.floorAddr() === e.offset) yield { e, index, hash: this.hash };
+        continue;
+      }
       const hash = hash64Into(e.key, this.hash);
       if (index.get(e.key, hash, this.reader) === e.offset) yield { e, index, hash }; // else dead: a newer entry is indexed
     }

@@ -38,6 +38,7 @@ import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
 import { BlockApplier, invalidateBlock } from '../shared/apply.js';
+import { applyFlush, finishFlushes } from '../shared/flush-floor.js';
 import { ShardFloors } from '../shared/floors.js';
 import { plausibleVersion } from '../shared/trust.js';
 import { checksumSeed } from '../../shm/log-checksum.js';
@@ -70,6 +71,8 @@ export interface RecoveryReport {
   late: number;
   /** t-log entries of writes that failed after their append, not indexed (../shared/failed-writes.ts). */
   failed: number;
+  /** Index items dropped at the end as below their shard's flush floor (../shared/flush-floor.ts). */
+  flushed: number;
   ms: number;
 }
 
@@ -111,7 +114,7 @@ function recycleBlogSegment(pool: Pool, seg: number, state: number, blocks: numb
 }
 
 function emptyReport(): RecoveryReport {
-  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, untrusted: 0, freedForeign: 0, late: 0, failed: 0, ms: 0 };
+  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, untrusted: 0, freedForeign: 0, late: 0, failed: 0, flushed: 0, ms: 0 };
 }
 
 /** The segments cold start reads: contiguous logs, and b-log (and baseline remote-log) segments. */
@@ -246,6 +249,10 @@ export function scanLogSegments(pool: Pool, shared: KvShared, segs: number[], li
         r.failed++;
         continue;
       }
+      if (e.type === EntryType.Flush) {
+        applyFlush(shared, e.shard, e.version, e.offset, reader, false); // cleared once all scans are done (rebuildBlog)
+        continue;
+      }
       let res;
       try {
         res = index.upsert(e.key, hash64Into(e.key, hash), e.offset, e.version, reader);
@@ -292,6 +299,7 @@ function rebuildBlog(
     limits,
     floors.size > 0 ? { late: (shard, version) => undigested && version <= (floors.get(shard) ?? 0), refused: (b) => invalidateBlock(pool.region, b.offset) } : null,
   );
+  applier.clearOnFlush = false;
   if (shared.gc) new ShardFloors(shared.gc.buffers.floors).seed(floors);
   for (const seg of blog) {
     const start = pool.segmentOffset(seg);
@@ -315,6 +323,8 @@ function rebuildBlog(
   r.indexFull += applier.stats.indexFull;
   r.untrusted += applier.stats.untrusted + refused;
   r.late += applier.stats.late;
+  // The flush floors every scan raised (../shared/flush-floor.ts): what was indexed under them goes now.
+  r.flushed = finishFlushes(shared, new PoolEntryReader(pool.region, limits));
   resumeCounters(shared, persisted);
   r.ms = clock.now() - t0;
   return r;

@@ -64,7 +64,7 @@ export class RestartHold {
       if (pool.meta(seg).state !== SegmentState.Using) continue;
       const start = pool.segmentOffset(seg);
       for (const e of scanEntries(pool.region.bytes, start, start + pool.segmentBytes, limits)) {
-        if (!h.held.has(e.shard) || (e.type !== EntryType.Put && e.type !== EntryType.Del) || e.version <= (above.get(e.shard) ?? 0)) continue;
+        if (!h.held.has(e.shard) || (e.type !== EntryType.Put && e.type !== EntryType.Del && e.type !== EntryType.Flush) || e.version <= (above.get(e.shard) ?? 0)) continue;
         if (failed.get(e.offset) === failedKey(e.shard, e.version)) continue; // failed while it ran: never served
         found.set(`${e.shard}:${e.version}`, { s: e.shard, v: e.version, t: e.type, k: b64(e.key), x: b64(e.value), ...(e.expiresAt ? { e: e.expiresAt } : {}) });
         words.set(`${e.shard}:${e.version}`, { shard: e.shard, version: e.version, txn: e.txn });

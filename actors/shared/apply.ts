@@ -23,6 +23,7 @@ import { txnIndex } from '../../shm/log-layout.js';
 import type { PersistentRegion } from '../../config/base/region.js';
 import type { TLog } from '../../shm/tlog.js';
 import type { KvShared } from './node-shared.js';
+import { applyFlush } from './flush-floor.js';
 import { indexEntry, raiseVersion } from './node-shared.js';
 import { plausibleVersion } from './trust.js';
 import { TxnGroups, type TxnEntry } from './txn-groups.js';
@@ -44,6 +45,8 @@ export interface ApplyStats {
   late: number;
   /** Transactions dropped incomplete (torn by their primary's crash: never acknowledged). */
   txnTorn: number;
+  /** FLUSH entries that raised their shard's floor (./flush-floor.ts). */
+  flushes: number;
 }
 
 /** The tombstone floor as an applier sees it (./floors.ts). */
@@ -61,7 +64,7 @@ export class BlockApplier {
   private readonly txns = new TxnGroups();
   private readonly reader: PoolEntryReader;
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
-  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0, late: 0, txnTorn: 0 };
+  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0, late: 0, txnTorn: 0, flushes: 0 };
   /** Highest CommitVer seen per shard (CommitVerArray, §4.4). */
   readonly commitVer = new Map<number, number>();
   /** Highest PUT/DEL version per owned shard since the caller last replaced it (MaxVerArray, §4.4). */
@@ -77,6 +80,9 @@ export class BlockApplier {
    *  it covers that are still open (torn), and a transaction's block after it starts no group (a late
    *  duplicate, or part of a torn one). Off for a cold start, whose segment order is not landing order. */
   tornByCommitVer = false;
+  /** Drop the index items below a FLUSH's floor at once; a cold start turns it off and clears once at
+   *  the end (./flush-floor.ts finishFlushes), so a log of many flushes costs one pass per shard. */
+  clearOnFlush = true;
 
   constructor(
     region: PersistentRegion,
@@ -127,6 +133,10 @@ export class BlockApplier {
       return;
     }
     if ((this.maxVer.get(b.shard) ?? 0) < b.version) this.maxVer.set(b.shard, b.version);
+    if (b.type === EntryType.Flush) {
+      this.flush(b);
+      return;
+    }
     if (b.cnt === 1 && !this.copySingle && b.txn === 0) {
       this.index(b.shard, b.payload.subarray(0, b.keyLen), b.offset, b.version);
       return;
@@ -144,6 +154,19 @@ export class BlockApplier {
     }
     const whole = this.txns.add(e, b.txn, b.cnt === 1 ? [b.offset] : (e as { blockOffsets?: number[] }).blockOffsets ?? []);
     if (whole) for (const x of whole) this.copyAndIndex(x);
+  }
+
+  /** A FLUSH block (./flush-floor.ts): raise the shard's floor and drop its index items below it. The
+   *  floor names where the FLUSH entry lies (GC keeps it while it is the floor): the block itself, or
+   *  its copy in the applier's log where single blocks are copied (copySingle). */
+  private flush(b: Block): void {
+    if (this.shared.indexes[b.shard]!.floor() >= b.version) {
+      this.stats.stale++;
+      return;
+    }
+    const at = this.copySingle ? this.log.append({ type: EntryType.Flush, shard: b.shard, version: b.version }) : b.offset;
+    const n = applyFlush(this.shared, b.shard, b.version, at, this.reader, this.clearOnFlush);
+    if (n >= 0) this.stats.flushes++;
   }
 
   /** Append the entry to the applier's log (plain: no transaction flag) and index it there. */

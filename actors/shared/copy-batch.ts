@@ -238,12 +238,14 @@ export function readBatch(index: ShardIndex, bytes: Uint8Array, shard: number, r
   const above = req.above ?? 0;
   const end = Math.min(index.bucketCount, req.end ?? COPY_DONE);
   let next = req.cursor;
+  const floor = index.floor();
   while (next < end) {
     const mark = w.at;
     const marked = w.count;
     let after: number;
     try {
       after = index.forEachInBuckets(next, 1, (addr) => {
+        if (floor !== 0 && versionAt(bytes, addr) < floor) return; // flushed (./flush-floor.ts), its item not removed yet
         if (!v2) w.put(entryAt(bytes, addr, shard, limits), false, frameMax, shard);
         else if (versionAt(bytes, addr) <= above) w.put(entryAt(bytes, addr, shard, limits), true, frameMax, shard);
         else w.putRaw(bytes.subarray(addr, addr + storedSizeAt(bytes, addr, limits)), frameMax, shard);
@@ -270,7 +272,7 @@ export function readKeys(index: ShardIndex, bytes: Uint8Array, shard: number, ke
   const hash = { hi: 0, lo: 0 };
   for (let i = 0; i < keys.length; i++) {
     const addr = index.get(keys[i]!, hash64Into(keys[i]!, hash), reader);
-    if (addr === 0) continue;
+    if (addr === 0 || versionAt(bytes, addr) < index.floor()) continue; // absent, or flushed (./flush-floor.ts)
     try {
       w.putRaw(bytes.subarray(addr, addr + storedSizeAt(bytes, addr, limits)), frameMax, shard);
     } catch (err) {

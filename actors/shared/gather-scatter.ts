@@ -4,7 +4,7 @@
 //
 //   prepare  gatherForPrepare(): one pass over this node's Using/Used b-log segments (what digest may
 //            not have applied or committed yet) collects, for the shards changing primary, the highest
-//            version held (the floors, as before) and every complete PUT/DEL entry with a version above
+//            version held (the floors, as before) and every complete PUT/DEL/FLUSH entry with a version above
 //            the highest CommitVer seen for the shard in those segments (protocol note in
 //            ./manager-protocol.ts). Multi-block entries are reassembled; one missing a block was never
 //            acknowledged and is left out, and so are the entries of a transaction not all of whose
@@ -36,6 +36,7 @@ import type { TLog } from '../../shm/tlog.js';
 import { ReadEpochs } from './gc-state.js';
 import { ShardFloors } from './floors.js';
 import { GATHER_BYTES_MAX, gatherEntryBytes, type GatherEntry } from './manager-protocol.js';
+import { applyFlush } from './flush-floor.js';
 import { indexEntry, raiseVersion, type KvShared } from './node-shared.js';
 import { tornTxnIds, type WordedEntry } from './txn-groups.js';
 
@@ -201,7 +202,7 @@ export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: 
       const index = shared.indexes[g.s];
       // Scattered and copied entries come from other nodes like b-log blocks: a version no shard can
       // legitimately reach is not taken (./trust.ts; it would make the shard's later writes fail).
-      if (!index || (g.t !== EntryType.Put && g.t !== EntryType.Del) || !plausibleVersion(g.v)) {
+      if (!index || (g.t !== EntryType.Put && g.t !== EntryType.Del && g.t !== EntryType.Flush) || !plausibleVersion(g.v)) {
         st.skipped++;
         continue;
       }
@@ -210,6 +211,10 @@ export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: 
         continue;
       }
       raiseVersion(shared.versions, g.s, g.v);
+      if (g.t === EntryType.Flush) {
+        absorbFlush(shared, log, g, reader, st);
+        continue;
+      }
       const key = g.key;
       hash64Into(key, hash);
       const have = index.get(key, hash, reader);
@@ -225,4 +230,16 @@ export function absorbEntries(pool: Pool, shared: KvShared, log: TLog, entries: 
     shared.gc?.epochs.exitShared(slot);
   }
   return st;
+}
+
+/** A scattered FLUSH (./flush-floor.ts): persisted in the promotion log and applied, unless this node's
+ *  floor of the shard is already that high. */
+function absorbFlush(shared: KvShared, log: TLog, g: RawEntry, reader: PoolEntryReader, st: AbsorbStats): void {
+  if (shared.indexes[g.s]!.floor() >= g.v) {
+    st.held++;
+    return;
+  }
+  const at = log.append({ type: EntryType.Flush, shard: g.s, version: g.v });
+  applyFlush(shared, g.s, g.v, at, reader);
+  st.absorbed++;
 }

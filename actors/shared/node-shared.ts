@@ -129,6 +129,9 @@ export function indexEntry(s: KvShared, shard: number, key: Uint8Array, hash: Ke
   const index = s.indexes[shard]!;
   const r = index.upsert(key, hash, addr, version, reader);
   s.gc?.live.upserted(r, index.replaced, addr);
+  // A flush raised the shard's floor over `version` while we indexed, and its walk may have passed our
+  // slot already (shm/index.ts "the flush floor"): the entry is dead, take it out again.
+  if (r !== 'stale' && version < index.floor() && index.remove(key, hash, addr)) s.gc?.live.removed(addr);
   return r;
 }
 

@@ -13,6 +13,7 @@ import { WorkerCore, type KvWorkerDeps, type KvWorkerStats } from './core.js';
 import { RequestGate } from './gate.js';
 import { PrimaryPath, type Live } from './primary.js';
 import { TxnPath, type TxnWrite } from './txn-write.js';
+import { FlushPath } from './flush.js';
 import { RpcBackup } from './rpc-backup.js';
 import { CopySource } from './copy-source.js';
 import { grantPeerLease } from '../shared/peer-lease.js';
@@ -29,6 +30,7 @@ export class KvWorker {
   private readonly gate = new RequestGate();
   private readonly primary: PrimaryPath;
   private readonly txn: TxnPath;
+  private readonly flusher: FlushPath;
   private readonly backup: RpcBackup;
   private readonly copy: CopySource;
 
@@ -39,6 +41,7 @@ export class KvWorker {
     if (gc) this.commit = new CommitTracker(gc.buffers, d.shared.versions, d.config().shardCount, id, d.workers ?? id + 1, d.shared.marks);
     this.primary = new PrimaryPath(this.core, this.commit);
     this.txn = new TxnPath(this.core, this.commit, this.primary);
+    this.flusher = new FlushPath(this.core, this.commit, this.primary);
     this.backup = new RpcBackup(this.core);
     // A batch rides in a VALUE reply, bounded by the client port's value limit.
     this.copy = new CopySource(this.core, this.commit, d.limits.valueBytesMax);
@@ -132,6 +135,13 @@ export class KvWorker {
       throw err;
     }
     this.timed(OP_PUT, t0, true);
+  }
+
+  /** FLUSHDB/FLUSHALL of one shard this node is primary of (flush.ts): one replicated FLUSH entry, the
+   *  shard's index emptied below it. Resolves with the index items dropped. */
+  async flushShard(shard: number, clientTerm: number): Promise<number> {
+    this.d.onWrite?.();
+    return this.gate.track(() => this.flusher.flushShard(shard, clientTerm));
   }
 
   /** What WATCH records of a key and EXEC compares (primary.ts watchState). */

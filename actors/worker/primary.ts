@@ -195,7 +195,7 @@ export class PrimaryPath {
   present(shard: number, key: Uint8Array, hash: KeyHash): boolean {
     this.core.enterEpoch();
     try {
-      return this.core.indexOf(shard).get(key, hash, this.core.reader) !== 0;
+      return this.addrOf(shard, key, hash) !== 0;
     } finally {
       this.core.exitEpoch();
     }
@@ -231,9 +231,17 @@ export class PrimaryPath {
     }
   }
 
+  /** The address of the key's indexed entry, 0 for none -- or for one below the shard's flush floor: a
+   *  flush hides every key at once, before its pass over the index has removed them all. */
+  private addrOf(shard: number, key: Uint8Array, hash: KeyHash): number {
+    const index = this.core.indexOf(shard);
+    const addr = index.get(key, hash, this.core.reader);
+    return addr !== 0 && this.core.reader.versionAt(addr) < index.floor() ? 0 : addr;
+  }
+
   /** The key's indexed entry (checksum verified), or null; call inside the read epoch. */
   private indexed(shard: number, key: Uint8Array, hash: KeyHash): LogEntry | null {
-    const addr = this.core.indexOf(shard).get(key, hash, this.core.reader);
+    const addr = this.addrOf(shard, key, hash);
     if (addr === 0) return null;
     const e = readEntryAt(this.core.d.region.bytes, addr, this.core.d.limits);
     // An indexed entry that no longer verifies is a broken invariant (entries are immutable while indexed).

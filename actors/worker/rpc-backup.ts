@@ -9,6 +9,7 @@
 // are held the same way and appended and indexed together with its last one: a primary that dies while
 // replicating a transaction leaves none of it here.
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { applyFlush } from '../shared/flush-floor.js';
 import { indexEntry, raiseVersion } from '../shared/node-shared.js';
 import { hash64Into, type KeyHash } from '../../shm/hash.js';
 import { BlockAssembler } from '../../shm/log-assembler.js';
@@ -45,7 +46,7 @@ export class RpcBackup {
     if (b.cnt === 1) {
       e = { type: b.type, shard: b.shard, version: b.version };
       const one = singleBlockEntry(b);
-      if (b.type !== EntryType.CommitVer) e.key = one.key;
+      if (b.type !== EntryType.CommitVer && b.type !== EntryType.Flush) e.key = one.key;
       if (b.type === EntryType.Put) {
         e.value = one.value;
         e.expiresAt = one.expiresAt;
@@ -71,6 +72,10 @@ export class RpcBackup {
     if (e.type === EntryType.CommitVer) return;
     this.core.enterEpoch();
     try {
+      if (e.type === EntryType.Flush) {
+        applyFlush(d.shared, e.shard, e.version, addr, this.core.reader); // ../shared/flush-floor.ts
+        return;
+      }
       indexEntry(d.shared, e.shard, e.key!, hash64Into(e.key!, this.hash), addr, e.version, this.core.reader);
     } finally {
       this.core.exitEpoch();

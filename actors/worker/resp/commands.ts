@@ -15,6 +15,7 @@ import * as tx from './transaction.js';
 import * as keys from './keys.js';
 import { wait } from './wait.js';
 import { dbsize, nodeDbsize, scan, scanShardCmd } from './scan.js';
+import { flush, nodeFlush } from './flush-cmds.js';
 
 export type { Command } from './command-spec.js';
 export { keysOf } from './command-spec.js';
@@ -72,6 +73,8 @@ export const COMMANDS: Command[] = [
   c('time', 1, 'loading stale fast', NK, 'server', 'free', 'Returns the server time.', ks.time),
   c('scan', -2, 'readonly', NK, 'keyspace', 'barrier', 'Iterates over the key names in the database.', scan),
   c('dbsize', 1, 'readonly fast', NK, 'server', 'barrier', 'Returns the number of keys in the database.', dbsize),
+  c('flushdb', -1, 'write', NK, 'server', 'barrier', 'Removes all keys (of the whole cluster on a single-endpoint port, of the slots it serves on a cluster port).', flush),
+  c('flushall', -1, 'write', NK, 'server', 'barrier', 'Removes all keys (as FLUSHDB: rowan has one database).', flush),
   c('wait', 3, '', NK, 'generic', 'barrier', 'Blocks until the connection\'s writes are on numreplicas backups; answers how many hold them.', wait),
   c('multi', 1, 'noscript loading stale fast allow_busy', NK, 'transactions', 'barrier', 'Starts a transaction (its commands run at EXEC, atomically within one slot or shard).', tx.multi),
   c('exec', 1, 'noscript loading stale skip_slowlog', NK, 'transactions', 'exclusive', 'Executes all commands in a transaction, durable on every replica as one unit.', tx.exec),
@@ -99,6 +102,7 @@ export const COMMANDS: Command[] = [
   c('rowan.randomkey', 1, 'readonly', NK, 'rowan', 'barrier', 'Internal: RANDOMKEY over the shards this node is the primary of.', ks.nodeRandomkey, true),
   c('rowan.inshard', -4, 'write', NK, 'rowan', 'barrier', 'Internal: a multi-key command of one shard (not one slot) forwarded by a single-endpoint port.', ks.inShard, true),
   c('rowan.exec', -3, 'write', NK, 'rowan', 'exclusive', 'Internal: a transaction of a single-endpoint port, run on its shard\'s primary.', (x, a, conn) => tx.execForwarded(x, a, conn, (n) => COMMAND_BY_NAME.get(n)), true),
+  c('rowan.flush', 1, 'write', NK, 'rowan', 'barrier', 'Internal: flush every shard this node is the primary of (a single-endpoint port\'s FLUSHALL).', nodeFlush, true),
   c('rowan.watchstate', 2, 'readonly', NK, 'rowan', 'barrier', 'Internal: what WATCH records of a key, on its primary.', tx.watchStateCmd, true),
 ];
 

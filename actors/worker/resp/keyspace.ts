@@ -5,7 +5,7 @@
 import type { Limits } from '../../../config/limits.js';
 import { ReadEpochs } from '../../shared/gc-state.js';
 import type { KvShared } from '../../shared/node-shared.js';
-import { EntryType, expiresAtOf, readEntryAt } from '../../../shm/log.js';
+import { EntryType, expiresAtOf, readEntryAt, versionAt } from '../../../shm/log.js';
 import type { PersistentRegion } from '../../../config/base/region.js';
 
 export const CURSOR_SHARD = 2 ** 32;
@@ -97,13 +97,14 @@ export class Keyspace {
     const want = out.length + count;
     let next = bucket;
     const now = this.now();
+    const floor = index.floor(); // a flush whose pass over the index is still under way hides its keys already
     // Addresses taken from the index stay readable until exit (read epochs: GC frees nothing under us).
     this.shared.gc?.epochs.enter(this.epochSlot);
     try {
       while (next < index.bucketCount && next - bucket < budget && out.length < want) {
         next = index.forEachInBuckets(next, SCAN_STEP_BUCKETS, (addr) => {
           const e = readEntryAt(bytes, addr, this.limits);
-          if (e === null || e.type !== EntryType.Put || (e.expiresAt !== 0 && now >= e.expiresAt)) return;
+          if (e === null || e.type !== EntryType.Put || (e.expiresAt !== 0 && now >= e.expiresAt) || e.version < floor) return;
           const k = Buffer.from(e.key);
           if (match === null || match(k.toString('latin1'))) out.push(k);
         });
@@ -136,8 +137,9 @@ export class Keyspace {
     let keys = 0;
     let expires = 0;
     let ttlMs = 0;
+    let floor = 0;
     const visit = (addr: number) => {
-      if (bytes[addr] !== EntryType.Put) return;
+      if (bytes[addr] !== EntryType.Put || (floor !== 0 && versionAt(bytes, addr) < floor)) return;
       const at = expiresAtOf(bytes, addr);
       if (at === 0) keys++;
       else if (at > now) {
@@ -148,6 +150,7 @@ export class Keyspace {
     };
     for (const s of shards) {
       const index = this.shared.indexes[s];
+      floor = index?.floor() ?? 0;
       for (let b = 0; index && b < index.bucketCount; ) {
         this.shared.gc?.epochs.enter(this.epochSlot); // addresses taken from the index stay readable until exit
         try {

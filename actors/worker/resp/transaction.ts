@@ -83,8 +83,15 @@ export function inMulti(conn: RespConnection): ConnTxn | null {
 /** Commands that run at once inside MULTI rather than being queued (as in Redis's processCommand). */
 export const RUN_IN_MULTI = new Set(['exec', 'discard', 'multi', 'watch', 'quit', 'reset']);
 
+/** Commands a block may not hold (its writes commit within one shard): queuing one fails the block. */
+const NOT_IN_MULTI = new Set(['flushdb', 'flushall']);
+
 /** Queue `args` in the open block, or answer the queuing error (which fails the block). */
 export function queueInMulti(ctx: RespContext, t: ConnTxn, cmd: Command, args: Buffer[]): Reply {
+  if (NOT_IN_MULTI.has(cmd.name)) {
+    ctx.stats.errors++;
+    return t.fail(err(`ERR ${cmd.name.toUpperCase()} inside MULTI is not supported by rowan (a transaction runs within one shard)`));
+  }
   const keys = keysOf(cmd, args);
   for (const k of keys) {
     const e = placeKey(ctx, t, k);
