@@ -12,6 +12,7 @@ import { monotonicClock } from '../../../../config/base/clock.js';
 import { blogOwner } from '../../../../config/base/ids.js';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { defaultLimits } from '../../../../config/limits.js';
+import { Cleaner } from '../../../../actors/clean/gc.js';
 import { BlockApplier } from '../../../../actors/shared/apply.js';
 import { applyFlush } from '../../../../actors/shared/flush-floor.js';
 import { gatherForPrepare } from '../../../../actors/shared/gather-scatter.js';
@@ -24,7 +25,7 @@ import { scanBlogBlocks } from '../../../../runtime/rowan/blog-scan.js';
 import { PoolEntryReader } from '../../../../shm/entry-reader.js';
 import { hash64Into } from '../../../../shm/hash.js';
 import { encodeBlocks, EntryType, readEntryAt, type EntryInput } from '../../../../shm/log.js';
-import { OwnerRole, Pool } from '../../../../shm/pool.js';
+import { OwnerRole, Pool, SegmentState } from '../../../../shm/pool.js';
 import { TLog } from '../../../../shm/tlog.js';
 
 const SEG = 64 * 1024;
@@ -150,6 +151,51 @@ test('a FLUSH on one surviving backup only is gathered and scattered: no flushed
       assert.equal(n.shared.indexes[shard]!.floor(), 3, `node ${id}: the floor rebuilt from its FLUSH entry`);
       n.pool.close();
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('GC keeps the FLUSH entry that is its shard\'s floor (relocated with its segment), so a cold start still drops older entries GC has not reached', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-flush-gc-'));
+  try {
+    const cluster = planCluster({ nodes: [{ id: 0, host: '127.0.0.1', dataDir: dir, workerPorts: [7000], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } }], shardCount: 1, replicationFactor: 1 });
+    const path = join(dir, 'n0.pm');
+    const pool = Pool.create(path, { segmentCount: 24, segmentBytes: 16 * 1024, mode: 'pagecache' });
+    const shared = attachKvShared(createKvShared(cluster, 0, 4096, pool), pool.region);
+    const reader = new PoolEntryReader(pool.region, limits);
+    const [older, flushing] = [new TLog(pool, 1, limits), new TLog(pool, 2, limits)];
+    let v = 0;
+    const write = (log: TLog, key: string, value: string): void => {
+      const k = Buffer.from(key);
+      v++;
+      indexEntry(shared, 0, k, hash64Into(k, { hi: 0, lo: 0 }), log.append(put(0, v, key, value)), v, reader);
+    };
+    // Old keys in a t-log whose current segment stays Using (GC never cleans it), then, in another
+    // t-log, more old keys, the FLUSH, and new keys filling segments GC will clean.
+    for (let i = 0; i < 20; i++) write(older, `old${i}`, 'x'.repeat(100));
+    for (let i = 0; i < 60; i++) write(flushing, `pre${i}`, 'y'.repeat(200));
+    v++;
+    const at = flushing.append({ type: EntryType.Flush, shard: 0, version: v });
+    applyFlush(shared, 0, v, at, reader);
+    for (let i = 0; i < 300; i++) write(flushing, `new${i % 10}`, `n${i}`.padEnd(200, 'z'));
+    const cleaner = new Cleaner({ pool, shared, limits, id: 0, count: 1, liveThresholdPercent: 75 });
+    for (let i = 0; i < 50; i++) cleaner.pass();
+    assert.ok(cleaner.stats.segments > 0, 'GC freed segments');
+    const index = shared.indexes[0]!;
+    assert.notEqual(index.floorAddr(), at, 'the FLUSH entry was relocated out of its cleaned segment');
+    assert.equal(readEntryAt(pool.region.bytes, index.floorAddr(), limits)?.type, EntryType.Flush);
+    assert.equal(pool.meta(pool.segmentOf(at)).state, SegmentState.Free, 'its old segment is free');
+    pool.close();
+
+    const again = Pool.open(path, { mode: 'pagecache' });
+    const n: Node = { id: 0, pool: again, shared: attachKvShared(createKvShared(cluster, 0, 4096, again), again.region), blog: -1, tail: 0 };
+    rebuildIndexes(again, n.shared, limits, monotonicClock);
+    assert.equal(get(n, 0, 'old3'), null, 'an older entry GC had not reached stays flushed after a cold start');
+    assert.equal(get(n, 0, 'pre5'), null);
+    assert.equal(get(n, 0, 'new9'), 'n299'.padEnd(200, 'z'));
+    assert.equal(n.shared.indexes[0]!.floor(), v - 300);
+    again.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
