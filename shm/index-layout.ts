@@ -50,6 +50,9 @@ export const H_OVERFLOW_MAX = 7;
  *  address of the FLUSH entry that set it (0 = none), the one GC must keep while the floor applies. */
 export const H64_FLOOR = 4;
 export const H64_FLOOR_ADDR = 5;
+/** The floor's low and high int32 halves (little-endian), for reads without a BigInt. */
+export const H_FLOOR_LO = 8;
+export const H_FLOOR_HI = 9;
 /** A spin lock (int32) making a floor raise and its entry's address one step. */
 export const H_FLOOR_LOCK = 12;
 

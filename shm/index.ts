@@ -279,18 +279,21 @@ export class ShardIndex {
   // raised meanwhile re-reads it after its CAS and removes its item (node-shared.ts indexEntry): with
   // sequentially consistent atomics either that re-read sees the raise or the walk sees the item.
 
-  /** The shard's flush floor (0 = never flushed). */
+  /** The shard's flush floor (0 = never flushed), from its int32 halves (no BigInt on the GET/PUT path):
+   *  it only rises, so a high half read alike before and after the low one belongs with it. */
   floor(): number {
-    return Number(Atomics.load(this.hdr64, L.H64_FLOOR)); // published by raiseFloor
+    for (const h = this.i32; ; ) {
+      const hi = Atomics.load(h, L.H_FLOOR_HI);
+      const lo = Atomics.load(h, L.H_FLOOR_LO) >>> 0;
+      if (Atomics.load(h, L.H_FLOOR_HI) === hi) return hi * L.TWO_POW_32 + lo;
+    }
   }
 
   /** The pool address of the FLUSH entry that set the floor (0 = none). */
   floorAddr(): number { return Number(Atomics.load(this.hdr64, L.H64_FLOOR_ADDR)); } // published under the floor lock
 
-  /**
-   * Raise the floor to `version`, the FLUSH entry at `addr` naming it. Returns the address of the FLUSH
-   * entry it supersedes (0: none), or -1 when the floor is already at or above `version` (nothing done).
-   */
+  /** Raise the floor to `version` (the FLUSH entry at `addr`): the address of the FLUSH entry it
+   *  supersedes (0: none), or -1 when the floor is already at or above `version` (nothing done). */
   raiseFloor(version: number, addr: number): number {
     return this.floorLocked(() => {
       if (version <= this.floor()) return -1;
@@ -333,9 +336,7 @@ export class ShardIndex {
       for (let s = base; s < base + this.itemsPerBucket; s++) {
         if (this.emptyNow(s)) continue;
         const addr = this.removeIfBelow(s, floor, reader);
-        if (addr === 0) continue;
-        removed(addr);
-        n++;
+        if (addr !== 0) n++, removed(addr);
       }
     }
     return n;
