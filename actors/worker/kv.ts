@@ -2,6 +2,7 @@
 // directly (CONVENTIONS 9). The worker actor wires it to its client port and its Rowan connections.
 // One class per job, composed here behind the client protocol's handler interface:
 //   primary.ts     PUT/DEL/GET of the shards this node is primary of (t-log, replication, index)
+//   expired-deletes.ts  the expiry sweep's DELs, one replicated batch per sweep step
 //   rpc-backup.ts  REPLICATE: RPC-KV's backup side (replication mode `rpc`)
 //   commit.ts of actors/sharedCommitVer tracking and its dissemination every period (§4.4)
 //   gate.ts        requests in flight, refused once stopping, quiesced before the pool is unmapped
@@ -14,6 +15,7 @@ import { RequestGate } from './gate.js';
 import { PrimaryPath, type Live } from './primary.js';
 import { TxnPath, type TxnWrite } from './txn-write.js';
 import { FlushPath } from './flush.js';
+import { ExpiredDeletes } from './expired-deletes.js';
 import { RpcBackup } from './rpc-backup.js';
 import { CopySource } from './copy-source.js';
 import { grantPeerLease } from '../shared/peer-lease.js';
@@ -31,6 +33,7 @@ export class KvWorker {
   private readonly primary: PrimaryPath;
   private readonly txn: TxnPath;
   private readonly flusher: FlushPath;
+  private readonly expired: ExpiredDeletes;
   private readonly backup: RpcBackup;
   private readonly copy: CopySource;
 
@@ -42,6 +45,7 @@ export class KvWorker {
     this.primary = new PrimaryPath(this.core, this.commit);
     this.txn = new TxnPath(this.core, this.commit, this.primary);
     this.flusher = new FlushPath(this.core, this.commit, this.primary);
+    this.expired = new ExpiredDeletes(this.core, this.commit, this.primary);
     this.backup = new RpcBackup(this.core);
     // A batch rides in a VALUE reply, bounded by the client port's value limit.
     this.copy = new CopySource(this.core, this.commit, d.limits.valueBytesMax);
@@ -59,12 +63,11 @@ export class KvWorker {
     return this.d.config();
   }
 
-  /** DEL `key` if its entry's expiry deadline has passed (the expiry sweep, under the key's lock). */
-  async deleteExpired(key: Uint8Array, clientTerm: number): Promise<boolean> {
+  /** DEL those of `keys` (one shard's) whose entry's expiry deadline has passed, replicated as one
+   *  batch (the expiry sweep, under the keys' locks); how many were deleted. */
+  async deleteExpired(keys: Uint8Array[], clientTerm: number): Promise<number> {
     this.d.onWrite?.();
-    const deleted = await this.gate.track(() => this.primary.deleteExpired(key, clientTerm));
-    if (deleted) this.core.stats.dels++;
-    return deleted;
+    return this.gate.track(() => this.expired.write(keys, clientTerm));
   }
 
   /** Unix ms as this node decides expiry (never going back within the process). */

@@ -69,11 +69,7 @@ export class PrimaryPath {
     const size = entrySize(e, d.limits); // size and shape checks before a version is consumed
     const commit = this.commit;
     e.version = commit ? commit.claim(shard) : nextVersion(d.shared.versions, shard);
-    // The backups as of the claim, not of the admission: a configuration published in between that adds
-    // a backup (re-replication, §4.5 phase 3) must see this write, whose version is past the copy's start
-    // (actors/worker/copy-source.ts). Backups only grow this way; a removed one is skipped as before.
-    const now = d.config().shards[shard]!;
-    const backups = now === placement || now.primary !== d.nodeId ? placement.backups : [...new Set([...placement.backups, ...now.backups])];
+    const backups = this.backupsSince(placement, shard);
     let addr = -1;
     try {
       // A configuration prepared since the admission (a failover or a shard moving away, §4.6) may be
@@ -123,6 +119,16 @@ export class PrimaryPath {
     }
   }
 
+  /** The backups to replicate to, read right after a version claim: `placement` is the shard's at the
+   *  admission. The backups as of the claim, not of the admission: a configuration published in
+   *  between that adds a backup (re-replication, §4.5 phase 3) must see this write, whose version is
+   *  past the copy's start (actors/worker/copy-source.ts). Backups only grow this way; a removed one is
+   *  skipped as before. */
+  backupsSince(placement: ClusterConfig['shards'][number], shard: number): number[] {
+    const now = this.core.d.config().shards[shard]!;
+    return now === placement || now.primary !== this.core.d.nodeId ? placement.backups : [...new Set([...placement.backups, ...now.backups])];
+  }
+
   /**
    * Replicate to every backup, all settled before the outcome is decided. A backup whose pool is full
    * (PM_FULL, QUOTA) means "not applied" only when every backup refused: the entry is then only in
@@ -168,14 +174,10 @@ export class PrimaryPath {
     return this.lookup(shard, key, hash, this.core.wallNow()); // the hash admit() computed to route the key
   }
 
-  /** DEL the key if the entry its index item points at is a PUT whose deadline has passed (the expiry
-   *  sweep; the caller holds the key's RESP lock, so no write of the key runs meanwhile). */
-  async deleteExpired(key: Uint8Array, clientTerm: number): Promise<boolean> {
-    const { shard, hash } = await this.admit(key, clientTerm, false);
-    const e = this.lookup(shard, key, hash, 0);
-    if (e === null || e.expiresAt === 0 || e.expiresAt > this.core.wallNow()) return false;
-    await this.write(EntryType.Del, key, undefined, clientTerm);
-    return true;
+  /** The deadline (Unix ms) of the key's indexed entry if it is a PUT with one; 0 otherwise (absent,
+   *  deleted, or without a deadline). */
+  deadlineOf(shard: number, key: Uint8Array, hash: KeyHash): number {
+    return this.lookup(shard, key, hash, 0)?.expiresAt ?? 0;
   }
 
   /** This node's copy of a key, whether it is the shard's primary or a backup (for inspection/tests).

@@ -1,13 +1,14 @@
 // Active expiry: a key whose deadline has passed is invisible at once (primary.ts lookup), but its
 // entry stays indexed, and its bytes live, until something deletes it. This sweep, run from the worker
 // actor's tick, walks the indexes of the shards this node is primary of (worker w takes the shards
-// s with s mod workers = w) a bounded number of buckets per tick, and for each key whose indexed PUT is
-// past its deadline writes a DEL through the ordinary write path, under the key's RESP lock: the DEL is
-// versioned, in the t-log and on every backup like a client's DEL, so the key is gone on every replica
-// and after any failover or cold start, and its older entries become garbage for the clean actors
-// (whose tombstone sweep, actors/clean/tombstones.ts, later drops the DEL itself). Letting GC drop an
-// expired PUT without a DEL would instead let an older version of the key, still in another segment,
-// win a cold start's version comparison and come back.
+// s with s mod workers = w) a bounded number of buckets per tick, noting where the PUTs past their
+// deadline lie; once a shard is walked it deletes them in log (address) order, DELS_PER_STEP keys at a
+// time, each batch under the keys' RESP locks and written as one replicated batch
+// (../expired-deletes.ts): every DEL is versioned, in the t-log and on every backup like a client's
+// DEL, so the key is gone on every replica and after any failover or cold start, and its older entries
+// become garbage for the clean actors (whose tombstone sweep, actors/clean/tombstones.ts, later drops
+// the DEL itself). Letting GC drop an expired PUT without a DEL would instead let an older version of
+// the key, still in another segment, win a cold start's version comparison and come back.
 // Why a worker and not the clean actor: the DEL must be replicated by the shard's primary (version
 // claim, t-log, Rowan writes to the backups) and serialised with the key's other RESP writes (the
 // locks), both of which live in the worker; the clean actor has neither.
@@ -15,8 +16,9 @@
 // Atomics.load of the node's deadline-write counter (node-shared.ts `expiry`) and a term compare, and
 // the sweep wakes when any worker of the node writes a deadline, when the configuration changes (a
 // promotion brings keys with deadlines), or when the earliest deadline the last pass saw comes.
-// Bounded work: BUCKETS_PER_STEP buckets and DELS_PER_STEP deletes per tick, the next step only once
-// the previous deletes finished, so requests interleave and a mass expiry cannot stall them.
+// Bounded work: a tick walks BUCKETS_PER_STEP buckets or starts one batch of at most DELS_PER_STEP
+// DELs, the next only once the previous finished, so requests interleave and a mass expiry cannot
+// stall them. What a mass expiry costs, and why log order: docs/redis.md "Expiry under load".
 import type { Limits } from '../../../config/limits.js';
 import type { PersistentRegion } from '../../../config/base/region.js';
 import { ReadEpochs } from '../../shared/gc-state.js';
@@ -49,7 +51,13 @@ export class ExpirySweep {
   private sleepUntil = 0; // 0 with `dormant`: until woken by a write or a term change
   private dormant = false;
   private queue: number[] = [];
+  /** The shard whose expired entries `found` holds once walked. */
+  private shard = -1;
   private bucket = 0;
+  /** Addresses of the expired PUTs the walk of shard queue[0] found; sorted once its walk ends. */
+  private found: number[] = [];
+  /** Where the deletes of `found` are (found.length while the shard is still being walked). */
+  private cursor = 0;
   private deadlines = 0; // deadlines seen this pass, expired or not
   private earliest = Infinity; // the earliest deadline not yet past seen this pass
   private running = false;
@@ -75,12 +83,19 @@ export class ExpirySweep {
     }
     if (this.dormant || now < this.sleepUntil) return false;
     if (!this.inPass) this.startPass();
+    if (this.cursor < this.found.length) {
+      // One batch per tick at most: a slice of the index can hold thousands of expired keys, and all
+      // of them written at once queued every client request behind them (bench -- expiry).
+      const batch = this.keysAt(this.found.slice(this.cursor, this.cursor + DELS_PER_STEP), now);
+      this.cursor = Math.min(this.found.length, this.cursor + DELS_PER_STEP);
+      if (batch.length > 0) this.remove(batch);
+      return true;
+    }
     if (this.queue.length === 0) {
       this.endPass(now);
       return false;
     }
-    const expired = this.step(now);
-    if (expired.length > 0) this.remove(expired);
+    this.walk(now);
     return true;
   }
 
@@ -90,6 +105,8 @@ export class ExpirySweep {
     this.sleepUntil = 0;
     this.queue = c.shards.filter((s) => s.primary === this.d.shared.nodeId && s.id % this.d.workers === this.d.workerId).map((s) => s.id);
     this.bucket = 0;
+    this.found = [];
+    this.cursor = 0;
     this.deadlines = 0;
     this.earliest = Infinity;
   }
@@ -102,32 +119,51 @@ export class ExpirySweep {
     else this.sleepUntil = Math.min(this.earliest, now + PASS_PAUSE_MAX_MS);
   }
 
-  /** Walk up to BUCKETS_PER_STEP buckets of the current shard; the expired keys found (copies). */
-  private step(now: number): Buffer[] {
-    const out: Buffer[] = [];
-    const bytes = this.d.region.bytes;
-    const gc = this.d.shared.gc;
-    gc?.epochs.enter(this.epochSlot); // addresses taken from the index stay readable until exit
-    try {
-      while (this.queue.length > 0 && out.length < DELS_PER_STEP) {
-        const index = this.d.shared.indexes[this.queue[0]!];
-        if (!index || this.bucket >= index.bucketCount) {
-          this.queue.shift();
-          this.bucket = 0;
-          continue;
-        }
+  /** Walk up to BUCKETS_PER_STEP buckets of shard queue[0], noting where its expired PUTs are. Once
+   *  the shard is walked, its addresses are sorted: they are deleted in log order, so the segments the
+   *  keys were written into empty one after the other and GC frees them whole. In the index's (hash)
+   *  order every segment lost its entries a few at a time, fell under the clean threshold long before
+   *  it was empty, and GC copied its expired-but-not-yet-deleted entries, again and again. */
+  private walk(now: number): void {
+    const index = this.d.shared.indexes[this.queue[0]!];
+    if (index && this.bucket < index.bucketCount) {
+      const bytes = this.d.region.bytes;
+      const gc = this.d.shared.gc;
+      gc?.epochs.enter(this.epochSlot); // addresses taken from the index stay readable until exit
+      try {
         this.bucket = index.forEachInBuckets(this.bucket, BUCKETS_PER_STEP, (addr) => {
           if (bytes[addr] !== EntryType.Put) return;
           const at = expiresAtOf(bytes, addr);
           if (at === 0) return;
           this.deadlines++;
           if (at > now) this.earliest = Math.min(this.earliest, at);
-          else {
-            const e = readEntryAt(bytes, addr, this.d.limits);
-            if (e !== null) out.push(Buffer.from(e.key));
-          }
+          else this.found.push(addr);
         });
-        break; // one slice of buckets per tick
+      } finally {
+        gc?.epochs.exit(this.epochSlot);
+      }
+      if (this.bucket < index.bucketCount) {
+        this.cursor = this.found.length; // still walking: nothing to delete yet
+        return;
+      }
+    }
+    this.shard = this.queue.shift()!;
+    this.bucket = 0;
+    this.found.sort((a, b) => a - b);
+    this.cursor = 0;
+  }
+
+  /** The keys of the expired PUTs at `addrs` (copies), read now: an entry GC moved meanwhile is
+   *  skipped (a later pass finds it where it went), and the batch checks each key again under its
+   *  lock against what the index holds (expired-deletes.ts). */
+  private keysAt(addrs: number[], now: number): Buffer[] {
+    const out: Buffer[] = [];
+    const gc = this.d.shared.gc;
+    gc?.epochs.enter(this.epochSlot);
+    try {
+      for (const addr of addrs) {
+        const e = readEntryAt(this.d.region.bytes, addr, this.d.limits);
+        if (e !== null && e.type === EntryType.Put && e.shard === this.shard && e.expiresAt !== 0 && e.expiresAt <= now) out.push(Buffer.from(e.key));
       }
     } finally {
       gc?.epochs.exit(this.epochSlot);
@@ -135,14 +171,15 @@ export class ExpirySweep {
     return out;
   }
 
+  /** DEL a step's expired keys (one shard's) as one replicated batch, under all their locks. */
   private remove(keys: Buffer[]): void {
     this.running = true;
     const t = this.d.worker.term();
-    const one = (k: Buffer) => this.d.locks.run(k, () => this.d.worker.deleteExpired(k, t)).then((deleted) => {
-      if (deleted) this.expired++;
-    });
-    // A DEL not done now (the node stopping or reconfiguring, a backup gone): the key stays invisible
-    // and a later pass deletes it.
-    void Promise.all(keys.map((k) => one(k).catch(() => this.failed++))).finally(() => (this.running = false));
+    // A DEL not done now (the node stopping or reconfiguring, a backup gone): the keys stay invisible
+    // and a later pass deletes them.
+    void this.d.locks
+      .runAll(keys, () => this.d.worker.deleteExpired(keys, t))
+      .then((n) => (this.expired += n), () => (this.failed += keys.length))
+      .finally(() => (this.running = false));
   }
 }

@@ -20,7 +20,7 @@ const L = defaultLimits;
 function setup() {
   const bytes = new Uint8Array(64 * 1024);
   const region = { bytes } as unknown as PersistentRegion;
-  const index = ShardIndex.create(ShardIndex.optionsFor(64));
+  const index = ShardIndex.create(ShardIndex.optionsFor(1024));
   let walks = 0;
   const walk = index.forEachInBuckets.bind(index);
   index.forEachInBuckets = (from, count, cb) => {
@@ -30,13 +30,15 @@ function setup() {
   const shared = { nodeId: 0, indexes: [index], gc: null, expiryWrites: new Int32Array(new SharedArrayBuffer(4)) } as unknown as KvShared;
   const clock = { now: 1_000_000 };
   const deleted: string[] = [];
+  const batches: number[] = [];
   const worker = {
     term: () => 1,
     config: () => ({ shards: [{ id: 0, primary: 0, backups: [] }] }),
     wallNow: () => clock.now,
-    deleteExpired: async (k: Uint8Array) => {
-      deleted.push(Buffer.from(k).toString());
-      return true;
+    deleteExpired: async (keys: Uint8Array[]) => {
+      batches.push(keys.length);
+      for (const k of keys) deleted.push(Buffer.from(k).toString());
+      return keys.length;
     },
   } as unknown as KvWorker;
   const sweep = new ExpirySweep({ worker, locks: new KeyLocks(), shared, region, limits: L, workerId: 0, workers: 1 });
@@ -49,7 +51,7 @@ function setup() {
   const settle = async () => {
     for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
   };
-  return { sweep, shared, clock, deleted, put, settle, walks: () => walks };
+  return { sweep, shared, clock, deleted, batches, put, settle, walks: () => walks };
 }
 
 describe('expiry sweep', () => {
@@ -83,4 +85,34 @@ describe('expiry sweep', () => {
     await t.settle();
     assert.ok(t.deleted.includes('later'), `deleted ${t.deleted.join(',')}`);
   });
+
+  it('a mass expiry is deleted in bounded batches, one batch per tick, not all keys of an index slice at once', async () => {
+    const t = setup();
+    const n = 300;
+    for (let i = 0; i < n; i++) t.put(`k${i}`, i + 1, t.clock.now - 1);
+    for (let i = 0; i < 10 && t.deleted.length === 0; i++) {
+      t.sweep.tick(); // the shard's walk first, then its deletes
+      await t.settle();
+    }
+    assert.ok(t.deleted.length > 0 && t.deleted.length <= 64, `the first tick that deleted deleted ${t.deleted.length} keys (at most 64)`);
+    for (let i = 0; i < 50 && t.deleted.length < n; i++) {
+      t.sweep.tick();
+      await t.settle();
+    }
+    assert.equal(new Set(t.deleted).size, n, 'every expired key deleted once');
+    assert.ok(t.batches.every((b) => b <= 64), `batches ${t.batches.join(',')}`);
+    assert.ok(t.batches.length >= Math.ceil(n / 64), `${t.batches.length} batches`);
+  });
+
+  it('deletes in log order (by entry address), so GC frees whole segments instead of copying expired entries', async () => {
+    const t = setup();
+    const keys = Array.from({ length: 200 }, (_, i) => `k${i}`);
+    keys.forEach((k, i) => t.put(k, i + 1, t.clock.now - 1)); // written in this order: ascending addresses
+    for (let i = 0; i < 60 && t.deleted.length < keys.length; i++) {
+      t.sweep.tick();
+      await t.settle();
+    }
+    assert.deepEqual(t.deleted, keys);
+  });
 });
+
