@@ -91,7 +91,9 @@ export const I64 = {
   MIGRATION_BYTES: 28,
   /** migration: milliseconds the finished copies took, summed (their MB/s = bytes / this). */
   MIGRATION_COPY_MS: 29,
-  WORDS: 30,
+  /** digest: of DIGEST_LATE_BLOCKS, DEL blocks (the expiry sweep writes only DELs). */
+  DIGEST_LATE_DEL_BLOCKS: 30,
+  WORDS: 31,
 } as const;
 
 export type CounterName = Exclude<keyof typeof I64, 'WORDS'>;

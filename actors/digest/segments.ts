@@ -197,6 +197,11 @@ export class DigestSegments {
     return this.applier?.stats.late ?? 0;
   }
 
+  /** Of those, DEL blocks. */
+  get lateDels(): number {
+    return this.applier?.stats.lateDels ?? 0;
+  }
+
   /** Segments digested but not yet committed (waiting for a CommitVer). */
   get waiting(): number {
     return this.pending.length;

@@ -30,6 +30,7 @@ export const digestActor = defineActor<DigestInbound>({
       ctx.counters.local[I64.DIGESTED_BLOCKS] = digest.scan.blocks;
       ctx.counters.local[I64.COMMITTED_SEGMENTS] = digest.voted;
       ctx.counters.local[I64.DIGEST_LATE_BLOCKS] = digest.late;
+      ctx.counters.local[I64.DIGEST_LATE_DEL_BLOCKS] = digest.lateDels;
       if (committed.length === 0) return;
       // A hint only: a clean actor whose ring is full finds the segments in the meta table anyway.
       for (const to of ctx.peers('clean')) ctx.send(to, { kind: RecordKind.SEGMENT_BATCH, segments: Int32Array.from(committed) });

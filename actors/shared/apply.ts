@@ -43,6 +43,9 @@ export interface ApplyStats {
   indexFull: number;
   /** PUT/DEL blocks refused as late: at or below their shard's tombstone floor (./floors.ts). */
   late: number;
+  /** Of those, DEL blocks (the expiry sweep's DELs, which no client waits for, are DELs: a fault test
+   *  whose clients write only PUTs tells them apart from acknowledged writes by this count). */
+  lateDels: number;
   /** Transactions dropped incomplete (torn by their primary's crash: never acknowledged). */
   txnTorn: number;
   /** FLUSH entries that raised their shard's floor (./flush-floor.ts). */
@@ -64,7 +67,7 @@ export class BlockApplier {
   private readonly txns = new TxnGroups();
   private readonly reader: PoolEntryReader;
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
-  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0, late: 0, txnTorn: 0, flushes: 0 };
+  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0, late: 0, lateDels: 0, txnTorn: 0, flushes: 0 };
   /** Highest CommitVer seen per shard (CommitVerArray, §4.4). */
   readonly commitVer = new Map<number, number>();
   /** Highest PUT/DEL version per owned shard since the caller last replaced it (MaxVerArray, §4.4). */
@@ -115,6 +118,7 @@ export class BlockApplier {
     // old primary's late blocks, and a later cold start must not find them valid).
     if (this.floor && b.type !== EntryType.CommitVer && this.floor.late(b.shard, b.version)) {
       this.stats.late++;
+      if (b.type === EntryType.Del) this.stats.lateDels++;
       this.floor.refused?.(b);
       return;
     }

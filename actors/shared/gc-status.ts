@@ -37,7 +37,7 @@ export interface GcStatus {
   commit: { committedSegments: number; commitVersSent: number; pmFullRefusals: number };
   /** Items in the node's shard indexes (keys, tombstones included; null when not given the indexes),
    *  and tombstones the sweep removed from them (actors/clean/tombstones.ts). */
-  index: { items: number | null; tombstonesDropped: number; tombstonesDroppedOnBackup: number; lateBlocks: number };
+  index: { items: number | null; tombstonesDropped: number; tombstonesDroppedOnBackup: number; lateBlocks: number; lateDelBlocks: number };
 }
 
 type Counts = Record<string, number | undefined>;
@@ -95,6 +95,7 @@ export function collectGcStatus(
       tombstonesDropped: sum('clean', 'CLEAN_TOMBSTONES_DROPPED'),
       tombstonesDroppedOnBackup: sum('clean', 'CLEAN_TOMBSTONES_DROPPED_BACKUP'),
       lateBlocks: sum('digest', 'DIGEST_LATE_BLOCKS'),
+      lateDelBlocks: sum('digest', 'DIGEST_LATE_DEL_BLOCKS'),
     },
   };
 }

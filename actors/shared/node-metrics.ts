@@ -61,6 +61,7 @@ export function kvMetrics(e: Exposition, o: { term: number; histograms: RequestH
     e.family('rowan_tombstones_dropped_total', 'counter', 'DEL tombstones the sweep removed from the shard indexes.').sample('rowan_tombstones_dropped_total', {}, o.storage.index.tombstonesDropped);
     e.family('rowan_tombstones_dropped_backup_total', 'counter', 'Of those, tombstones of shards this node backs up (under a persisted floor).').sample('rowan_tombstones_dropped_backup_total', {}, o.storage.index.tombstonesDroppedOnBackup);
     e.family('rowan_blog_late_blocks_total', 'counter', 'b-log blocks digest refused as late: at or below their shard\'s tombstone floor.').sample('rowan_blog_late_blocks_total', {}, o.storage.index.lateBlocks);
+    e.family('rowan_blog_late_del_blocks_total', 'counter', 'Of those, DEL blocks (the expiry sweep\'s DELs, which no client waits for, are DELs).').sample('rowan_blog_late_del_blocks_total', {}, o.storage.index.lateDelBlocks);
     if (o.storage.index.items !== null) e.family('rowan_index_items', 'gauge', 'Items in this node\'s shard indexes (keys and tombstones).').sample('rowan_index_items', {}, o.storage.index.items);
     if (o.storage.liveRatio !== null) e.family('rowan_live_ratio', 'gauge', 'Live bytes over the capacity of Used and Committed segments.').sample('rowan_live_ratio', {}, o.storage.liveRatio);
   }
