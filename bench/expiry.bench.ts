@@ -9,12 +9,14 @@
 // at, so the writes end before it even on a loaded machine; the row says by how much); phase 2 is timed
 // from the deadline, so the writes themselves are not in it.
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { ClusterConfig } from '../config/cluster.js';
 import { keySlot, shardOfSlot } from '../config/slots.js';
 import { Load, type Phase } from './expiry/load.js';
 import { poolUsage, type PoolUsage } from './expiry/pool.js';
+import { cpuSecondsOf } from './redis/server-cpu.js';
 import { recordParams, type Row } from './report.js';
 import { startCluster, type RunningCluster } from './ycsb/cluster.js';
 
@@ -83,17 +85,33 @@ async function writeAll(x: Ctx, n: number, name: (i: number) => string, args: (s
   return n / ((performance.now() - t0) / 1000);
 }
 
-function phaseRow(name: string, p: Phase, keys: number): Row {
+function phaseRow(name: string, p: Phase, keys: number, cpu: CpuSpan): Row {
   const q = (x: number) => Math.round(((p.lat.percentileUs(x) ?? NaN) / 1000) * 100) / 100;
   const sec = (p.endMs - p.startMs) / 1000;
-  return { phase: name, keys, seconds: Math.round(sec * 10) / 10, opsPerSec: Math.round(p.lat.count / sec), p50ms: q(50), p99ms: q(99), p999ms: q(99.9), errors: p.errors };
+  const cpuSec = cpu.end !== null && cpu.start !== null ? cpu.end - cpu.start : null;
+  return {
+    phase: name, keys, seconds: Math.round(sec * 10) / 10, opsPerSec: Math.round(p.lat.count / sec), p50ms: q(50), p99ms: q(99), p999ms: q(99.9), errors: p.errors,
+    // The nodes' CPU (every thread, /proc/PID/stat utime + stime) over the phase, in cores, and the
+    // machine's 1-minute load average at its end: the other requests' latency on a shared machine
+    // depends on both.
+    nodeCores: cpuSec === null ? null : Math.round((cpuSec / sec) * 100) / 100, load1: Math.round(loadavg()[0]! * 10) / 10,
+  };
 }
+
+/** The node processes' CPU seconds at a phase's start and end (null: a node was gone). */
+interface CpuSpan {
+  start: number | null;
+  end: number | null;
+}
+
+const nodeCpu = (x: Ctx) => cpuSecondsOf(x.cluster.pids().nodes);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 /** Phase 1: the load alone for BASELINE_MS; the pool usage sampled each second (the most segments seen). */
 async function baseline(x: Ctx, load: Load): Promise<{ row: Row; base: PoolUsage }> {
   load.begin();
+  const cpu: CpuSpan = { start: nodeCpu(x), end: null };
   const base = await poolUsage(x.cluster.file);
   for (const end = Date.now() + BASELINE_MS; Date.now() < end; ) {
     await sleep(1000);
@@ -102,7 +120,8 @@ async function baseline(x: Ctx, load: Load): Promise<{ row: Row; base: PoolUsage
     base.indexItems = Math.max(base.indexItems, u.indexItems);
     base.liveMB = Math.max(base.liveMB, u.liveMB);
   }
-  const row = phaseRow('no expiry', load.end(), 0);
+  cpu.end = nodeCpu(x);
+  const row = phaseRow('no expiry', load.end(), 0, cpu);
   return { row: { ...row, usedSegments: base.usedSegments, indexItems: base.indexItems, liveMB: round1(base.liveMB) }, base };
 }
 
@@ -119,6 +138,7 @@ function reclaimed(u: PoolUsage, base: PoolUsage, replicas: number): boolean {
 async function expiring(x: Ctx, load: Load, base: PoolUsage, deadline: number, written: PoolUsage): Promise<Row[]> {
   await sleep(deadline - Date.now());
   load.begin();
+  const cpu: CpuSpan = { start: nodeCpu(x), end: null };
   load.perSecondFrom(deadline);
   const samples: Row[] = [];
   let peak = written.usedSegments;
@@ -134,7 +154,8 @@ async function expiring(x: Ctx, load: Load, base: PoolUsage, deadline: number, w
       break;
     }
   }
-  const row = phaseRow('expiring', load.end(), KEYS);
+  cpu.end = nodeCpu(x);
+  const row = phaseRow('expiring', load.end(), KEYS, cpu);
   const perSecond = new Map(load.timeline().map((t) => [t.second, t]));
   for (const s of samples) {
     const t = perSecond.get(Math.floor(Number(s.second)) - 1); // the second that ended at the sample
@@ -155,7 +176,7 @@ async function measure(x: Ctx): Promise<Row[]> {
   const load = await Load.start({ ports: x.config.nodes.map((n) => n.resp!.clusterPorts[0]!), password: x.password, streams: STREAMS, liveKeys: LIVE_KEYS, valueBytes: VALUE_BYTES });
   try {
     const { row: noExpiry, base } = await baseline(x, load);
-    process.stderr.write(`  no expiry: p99 ${noExpiry.p99ms} ms, ${noExpiry.opsPerSec} ops/s; pools: ${base.usedSegments} segments, ${base.indexItems} index items\n`);
+    process.stderr.write(`  no expiry: p99 ${noExpiry.p99ms} ms, ${noExpiry.opsPerSec} ops/s, nodes ${noExpiry.nodeCores} cores, load ${noExpiry.load1}; pools: ${base.usedSegments} segments, ${base.indexItems} index items\n`);
     // The deadline: twice the time the long-lived keys' rate says the writes take (they compete with the load now), 15 s at least.
     const deadline = Math.round(Date.now() + Math.max(15_000, (2 * KEYS * 1000) / liveRate + 5_000));
     const t0 = Date.now();
@@ -168,8 +189,14 @@ async function measure(x: Ctx): Promise<Row[]> {
     exp!.p99VsNoExpiry = vs(exp!.p99ms);
     exp!.first15sVsNoExpiry = vs(exp!.p99msFirst15s);
     Object.assign(exp!, { writeSec: round1((Date.now() - t0) / 1000 - Number(exp!.seconds)), writeKeysPerSec: Math.round(rate), deadlineMarginS: margin });
-    process.stderr.write(`  expiring: p99 ${exp!.p99ms} ms (${exp!.p99VsNoExpiry}x; first ${FIRST_S} s: ${exp!.p99msFirst15s} ms, ${exp!.first15sVsNoExpiry}x), reclaimed ${exp!.reclaimed ? `after ${exp!.reclaimedAfterS} s` : 'NOT within the bound'}\n`);
-    return [noExpiry, exp!, ...samples];
+    process.stderr.write(`  expiring: p99 ${exp!.p99ms} ms (${exp!.p99VsNoExpiry}x; first ${FIRST_S} s: ${exp!.p99msFirst15s} ms, ${exp!.first15sVsNoExpiry}x), reclaimed ${exp!.reclaimed ? `after ${exp!.reclaimedAfterS} s` : 'NOT within the bound'}; ${exp!.opsPerSec} ops/s, nodes ${exp!.nodeCores} cores, load ${exp!.load1}\n`);
+    // The load alone once more: on a shared machine other work changes over a run of minutes, so the
+    // expiring phase is also compared with what came after it.
+    const { row: after } = await baseline(x, load);
+    after.phase = 'no expiry, after';
+    exp!.p99VsAfter = typeof exp!.p99ms === 'number' ? Math.round((exp!.p99ms / Number(after.p99ms)) * 100) / 100 : null;
+    process.stderr.write(`  no expiry, after: p99 ${after.p99ms} ms, ${after.opsPerSec} ops/s, nodes ${after.nodeCores} cores, load ${after.load1} (expiring p99 ${exp!.p99VsAfter}x this)\n`);
+    return [noExpiry, exp!, after, ...samples];
   } finally {
     await load.stop();
   }
