@@ -1,6 +1,6 @@
 // The programmatic API (DESIGN §1): run a node, talk to a cluster, define actors, open Rowan connections.
 export { startNode, type NodeOptions, type RowanNode } from '../runtime/node.js';
-export { RowanClient, type ClientOptions } from '../client/client.js';
+export { RowanClient, type ClientOptions, type PutOptions } from '../client/client.js';
 export { defineActor, runActor, spawnActor, type ActorContext, type ActorDefinition } from '../runtime/actor.js';
 export { ShmConnection } from '../runtime/fabric/shm.js';
 export { TcpConnection } from '../runtime/fabric/tcp.js';

@@ -40,7 +40,7 @@ import type { ClusterConfig } from '../config/cluster.js';
 import { defaultLimits } from '../config/limits.js';
 import { defaultTimings } from '../config/timings.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
-import { Op, Status, encodeRequest, type FrameLimits, type Response } from '../runtime/rpc/frames.js';
+import { EXPIRY_MS_MAX, ExpiryKind, Op, Status, encodeRequest, type ExpiryKindCode, type FrameLimits, type Response } from '../runtime/rpc/frames.js';
 import { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath } from '../config/zk-store.js';
 import { initialConfig, parseClusterJson, refreshConfig, type ClusterSource } from './config-source.js';
 import { RpcConnection, endpointKey, remoteError, type Endpoint } from './worker-connection.js';
@@ -93,7 +93,38 @@ interface ConnEntry {
   conn: RpcConnection | null;
 }
 
-type KeyOp = typeof Op.PUT | typeof Op.GET | typeof Op.DEL | typeof Op.GET_REPLICA;
+type KeyOp = typeof Op.PUT | typeof Op.PUT_EXPIRES | typeof Op.GET | typeof Op.DEL | typeof Op.GET_REPLICA;
+
+/** A PUT's expiry: at most one of the two, each a whole number of ms in 1..2^47. */
+export interface PutOptions {
+  /** The key expires this many ms after the primary wrote it (Redis's SET PX). */
+  ttlMs?: number;
+  /** The key expires at this Unix time, ms (Redis's SET PXAT). */
+  expiresAtMs?: number;
+}
+
+interface Expiry {
+  kind: ExpiryKindCode;
+  ms: number;
+}
+
+/** The wire form of `opts`' expiry (null: none); BAD_ARGUMENT (not applied) for a malformed one. */
+function expiryOf(opts: PutOptions): Expiry | null {
+  const { ttlMs, expiresAtMs } = opts;
+  if (ttlMs !== undefined && expiresAtMs !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'a PUT takes ttlMs or expiresAtMs, not both');
+  if (ttlMs === undefined && expiresAtMs === undefined) return null;
+  const ms = (ttlMs ?? expiresAtMs)!;
+  if (!Number.isSafeInteger(ms) || ms < 1 || ms > EXPIRY_MS_MAX) {
+    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `${ttlMs !== undefined ? 'ttlMs' : 'expiresAtMs'} ${ms} is not a whole number of ms in 1..${EXPIRY_MS_MAX}`);
+  }
+  return { kind: ttlMs !== undefined ? ExpiryKind.TTL_MS : ExpiryKind.AT_UNIX_MS, ms };
+}
+
+function encodeKeyOp(op: KeyOp, id: number, term: number, key: Uint8Array, value: Uint8Array | null, expiry: Expiry | null): Buffer {
+  if (op === Op.PUT) return encodeRequest({ op, id, term, key, value: value! });
+  if (op === Op.PUT_EXPIRES) return encodeRequest({ op, id, term, key, value: value!, ...expiry! });
+  return encodeRequest({ op, id, term, key });
+}
 
 /** Server answers that mean "not applied, the configuration moved on or is moving": refresh, retry. */
 const RETRY_CODES: ReadonlySet<string> = new Set([ErrorCodes.STALE_TERM, ErrorCodes.WRONG_SHARD, ErrorCodes.LEASE_EXPIRED]);
@@ -145,11 +176,15 @@ export class RowanClient {
     return this.cfg;
   }
 
-  async put(key: Uint8Array | string, value: Uint8Array | string): Promise<void> {
+  /** PUT; with `ttlMs` the key expires that long after the shard's primary wrote it (its clock, as
+   *  Redis's SET PX), with `expiresAtMs` at that Unix time in ms (SET PXAT); an expired key reads as
+   *  absent everywhere at once and is reclaimed without a client (docs/redis.md "Expiry"). */
+  async put(key: Uint8Array | string, value: Uint8Array | string, opts: PutOptions = {}): Promise<void> {
     const k = toBytes(key);
     const v = toBytes(value, 'value');
     checkSizes(k, v, this.limits);
-    await this.keyOp(Op.PUT, k, v, null);
+    const expiry = expiryOf(opts);
+    await this.keyOp(expiry ? Op.PUT_EXPIRES : Op.PUT, k, v, null, expiry);
   }
 
   /** The value (a Buffer of its own), or null if the key has none. */
@@ -187,20 +222,18 @@ export class RowanClient {
   }
 
   /** One key request: route, send, and on a stale configuration refresh and re-route (bounded). */
-  private async keyOp(op: KeyOp, key: Uint8Array, value: Uint8Array | null, replicaNode: number | null): Promise<Response> {
+  private async keyOp(op: KeyOp, key: Uint8Array, value: Uint8Array | null, replicaNode: number | null, expiry: Expiry | null = null): Promise<Response> {
     await this.slots.acquire();
     try {
       const t0 = performance.now();
-      const write = op === Op.PUT || op === Op.DEL;
+      const write = op === Op.PUT || op === Op.PUT_EXPIRES || op === Op.DEL;
       for (let reroutes = 0, waits = 0; ; ) {
         const cfg = this.cfg;
         const to = replicaNode === null ? primaryEndpoint(cfg, key) : workerEndpoint(cfg, replicaNode, shardOfKey(cfg, key));
         const term = cfg.term;
         let err: RowanError;
         try {
-          const r = await this.send(to, (id) =>
-            op === Op.PUT ? encodeRequest({ op, id, term, key, value: value! }) : encodeRequest({ op, id, term, key }),
-          );
+          const r = await this.send(to, (id) => encodeKeyOp(op, id, term, key, value, expiry));
           if (r.status !== Status.ERROR) return r;
           err = remoteError(r);
           if (!RETRY_CODES.has(err.code)) throw err;
@@ -213,7 +246,7 @@ export class RowanClient {
           } else if ((err.code === ErrorCodes.PEER_GONE || err.code === ErrorCodes.TIMEOUT) && (!sent || !write)) {
             if (this.closed) throw err;
           } else if ((err.code === ErrorCodes.PEER_GONE || err.code === ErrorCodes.TIMEOUT) && write) {
-            throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `${op === Op.PUT ? 'PUT' : 'DEL'} outcome unknown: ${err.code}: ${err.message}`, { cause: err.code });
+            throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `${op === Op.DEL ? 'DEL' : 'PUT'} outcome unknown: ${err.code}: ${err.message}`, { cause: err.code });
           } else {
             throw err;
           }

@@ -20,6 +20,7 @@ import { RpcBackup } from './rpc-backup.js';
 import { CopySource } from './copy-source.js';
 import { grantPeerLease } from '../shared/peer-lease.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { ExpiryKind, type ExpiryKindCode } from '../../runtime/rpc/frames-layout.js';
 
 export type { KvWorkerDeps, KvWorkerStats } from './core.js';
 export { DEL_KEEP_FREE, type Live } from './primary.js';
@@ -61,6 +62,12 @@ export class KvWorker {
 
   config(): ClusterConfig {
     return this.d.config();
+  }
+
+  /** PUT_EXPIRES of the binary protocol: a TTL becomes a deadline by this node's clock, the clock the
+   *  primary decides expiry with (as SET PX on the RESP port); a deadline is taken as given (PXAT). */
+  async putExpiring(key: Uint8Array, value: Uint8Array, clientTerm: number, expiry: { kind: ExpiryKindCode; ms: number }): Promise<void> {
+    await this.put(key, value, clientTerm, expiry.kind === ExpiryKind.TTL_MS ? this.wallNow() + expiry.ms : expiry.ms);
   }
 
   /** DEL those of `keys` (one shard's) whose entry's expiry deadline has passed, replicated as one

@@ -104,9 +104,12 @@ export const Op = {
   /** A peer lease (docs/failover.md "Partitions", actors/shared/peer-lease.ts): a node asks another to promise not
    *  to take over its shards for a lease. Shaped like GET; the "key" is the request, answered OK. */
   PEER_LEASE: 10,
+  /** PUT with an expiry deadline (Redis's SET PX / PXAT): the body of PUT plus the deadline's kind and
+   *  milliseconds (PUT_EXPIRES_* below). */
+  PUT_EXPIRES: 11,
 } as const;
 export type OpCode = (typeof Op)[keyof typeof Op];
-export const OP_NAMES: Readonly<Record<number, string>> = { 1: 'HELLO', 2: 'PUT', 3: 'GET', 4: 'DEL', 5: 'CONFIG', 6: 'GET_REPLICA', 7: 'REPLICATE', 8: 'AUTH', 9: 'COPY_SHARD', 10: 'PEER_LEASE' };
+export const OP_NAMES: Readonly<Record<number, string>> = { 1: 'HELLO', 2: 'PUT', 3: 'GET', 4: 'DEL', 5: 'CONFIG', 6: 'GET_REPLICA', 7: 'REPLICATE', 8: 'AUTH', 9: 'COPY_SHARD', 10: 'PEER_LEASE', 11: 'PUT_EXPIRES' };
 
 // ---- request bodies (offsets relative to HEADER_BYTES) -----------------------------------------------
 export const HELLO_VERSION_OFF = 0;
@@ -133,6 +136,17 @@ export const KEY_OFF = 2;
 export const PUT_KEY_LEN_OFF = 0;
 export const PUT_VALUE_LEN_OFF = 2;
 export const PUT_KEY_OFF = 6;
+/** PUT_EXPIRES: keyLen u16 · valueLen u32 · kind u8 · reserved u8 (0) · ms lo u32 · ms hi u32 · key · value. */
+export const PUTX_KIND_OFF = 6;
+export const PUTX_MS_LO_OFF = 8;
+export const PUTX_MS_HI_OFF = 12;
+export const PUTX_KEY_OFF = 16;
+/** PUT_EXPIRES kinds: a TTL the shard's primary turns into a deadline with its own clock (SET PX), or
+ *  the deadline itself, Unix ms (SET PXAT). */
+export const ExpiryKind = { TTL_MS: 1, AT_UNIX_MS: 2 } as const;
+export type ExpiryKindCode = (typeof ExpiryKind)[keyof typeof ExpiryKind];
+/** The largest ms either kind may carry: 2^47 ms is ~4,460 years (deadlines are Unix ms in the entry). */
+export const EXPIRY_MS_MAX = 2 ** 47;
 
 // ---- response statuses ------------------------------------------------------------------------------
 export const Status = {
@@ -172,7 +186,7 @@ export const FRAME_BYTES_MAX_UNAUTHENTICATED = 1024;
 
 /** The largest request frame (prefix included) under `l`: a PUT of the largest key and value. */
 export function requestBytesMax(l: FrameLimits): number {
-  return HEADER_BYTES + PUT_KEY_OFF + l.keyBytesMax + l.valueBytesMax;
+  return HEADER_BYTES + PUTX_KEY_OFF + l.keyBytesMax + l.valueBytesMax; // PUT_EXPIRES's body is PUT's + 10 bytes
 }
 
 /** The largest response frame (prefix included): a VALUE of the largest value, or the largest CONFIG. */

@@ -16,7 +16,7 @@
 import { ErrorCodes, RowanError, invariant, type ErrorCode } from '../../config/base/errors.js';
 import * as L from './frames-layout.js';
 
-export { Op, Status, PROTOCOL_VERSION, type FrameLimits } from './frames-layout.js';
+export { Op, Status, PROTOCOL_VERSION, ExpiryKind, EXPIRY_MS_MAX, type ExpiryKindCode, type FrameLimits } from './frames-layout.js';
 
 const TWO32 = 2 ** 32;
 /** Chunks below this are copied into a staging buffer of STAGE_BYTES instead of queued one by one. */
@@ -28,6 +28,7 @@ export type Request =
   | { op: typeof L.Op.HELLO; id: number; term: number; version: number; /** absent: zeros */ nonce?: Uint8Array; /** absent: client */ role?: L.HelloRoleCode }
   | { op: typeof L.Op.AUTH; id: number; term: number; proof: Uint8Array }
   | { op: typeof L.Op.PUT; id: number; term: number; key: Uint8Array; value: Uint8Array }
+  | { op: typeof L.Op.PUT_EXPIRES; id: number; term: number; key: Uint8Array; value: Uint8Array; kind: L.ExpiryKindCode; ms: number }
   | { op: typeof L.Op.GET | typeof L.Op.DEL | typeof L.Op.GET_REPLICA | typeof L.Op.COPY_SHARD | typeof L.Op.PEER_LEASE; id: number; term: number; key: Uint8Array }
   | { op: typeof L.Op.CONFIG; id: number; term: number }
   | { op: typeof L.Op.REPLICATE; id: number; term: number; block: Uint8Array };
@@ -96,6 +97,20 @@ export function encodeRequest(r: Request): Buffer {
       f.writeUInt32LE(r.value.length, b + L.PUT_VALUE_LEN_OFF);
       f.set(r.key, b + L.PUT_KEY_OFF);
       f.set(r.value, b + L.PUT_KEY_OFF + r.key.length);
+      return f;
+    }
+    case L.Op.PUT_EXPIRES: {
+      const b = L.HEADER_BYTES;
+      invariant(validExpiry(r.kind, r.ms), `PUT_EXPIRES kind ${r.kind} ms ${r.ms}`);
+      const f = header(r.op, r.id, r.term, L.PUTX_KEY_OFF + r.key.length + r.value.length);
+      f.writeUInt16LE(r.key.length, b + L.PUT_KEY_LEN_OFF);
+      f.writeUInt32LE(r.value.length, b + L.PUT_VALUE_LEN_OFF);
+      f[b + L.PUTX_KIND_OFF] = r.kind;
+      f[b + L.PUTX_KIND_OFF + 1] = 0;
+      f.writeUInt32LE(r.ms % TWO32, b + L.PUTX_MS_LO_OFF);
+      f.writeUInt32LE(Math.floor(r.ms / TWO32), b + L.PUTX_MS_HI_OFF);
+      f.set(r.key, b + L.PUTX_KEY_OFF);
+      f.set(r.value, b + L.PUTX_KEY_OFF + r.key.length);
       return f;
     }
     case L.Op.GET:
@@ -322,7 +337,28 @@ function u16(b: Uint8Array, at: number): number {
   return b[at]! | (b[at + 1]! << 8);
 }
 
+/** A PUT_EXPIRES deadline the protocol carries: a known kind, whole ms in [1, EXPIRY_MS_MAX]. */
+function validExpiry(kind: number, ms: number): boolean {
+  return (kind === L.ExpiryKind.TTL_MS || kind === L.ExpiryKind.AT_UNIX_MS) && Number.isSafeInteger(ms) && ms >= 1 && ms <= L.EXPIRY_MS_MAX;
+}
+
 // ---- decoding ----------------------------------------------------------------------------------------
+
+function decodePutExpires(h: Head, b: Uint8Array, limits: L.FrameLimits): Request {
+  if (b.length < L.PUTX_KEY_OFF) bodyIs(h, 'PUT_EXPIRES', L.PUTX_KEY_OFF);
+  const keyLen = u16(b, L.PUT_KEY_LEN_OFF);
+  const valueLen = u32(b, L.PUT_VALUE_LEN_OFF);
+  bodyIs(h, 'PUT_EXPIRES', L.PUTX_KEY_OFF + keyLen + valueLen);
+  checkKey(keyLen, limits, h.id);
+  if (valueLen > limits.valueBytesMax) throw frameError(ErrorCodes.VALUE_TOO_LARGE, `value is ${valueLen} bytes, limit ${limits.valueBytesMax}`, h.id);
+  const kind = b[L.PUTX_KIND_OFF]!;
+  const ms = u32(b, L.PUTX_MS_HI_OFF) * TWO32 + u32(b, L.PUTX_MS_LO_OFF);
+  if (b[L.PUTX_KIND_OFF + 1] !== 0 || !validExpiry(kind, ms)) {
+    throw frameError(ErrorCodes.BAD_FRAME, `PUT_EXPIRES kind ${kind} (1 TTL ms, 2 Unix ms), ${ms} ms (1..${L.EXPIRY_MS_MAX}), reserved byte ${b[L.PUTX_KIND_OFF + 1]} (0)`, h.id);
+  }
+  const k = L.PUTX_KEY_OFF;
+  return { op: L.Op.PUT_EXPIRES, id: h.id, term: h.term, key: b.subarray(k, k + keyLen), value: b.subarray(k + keyLen), kind: kind as L.ExpiryKindCode, ms };
+}
 
 interface Head {
   first: number;
@@ -383,6 +419,8 @@ export function decodeRequest(f: Uint8Array, limits: L.FrameLimits): Request {
       const k = L.PUT_KEY_OFF;
       return { op: L.Op.PUT, id: h.id, term: h.term, key: b.subarray(k, k + keyLen), value: b.subarray(k + keyLen) };
     }
+    case L.Op.PUT_EXPIRES:
+      return decodePutExpires(h, b, limits);
     case L.Op.GET:
     case L.Op.DEL:
     case L.Op.GET_REPLICA:

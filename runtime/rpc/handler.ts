@@ -8,11 +8,19 @@
 // WRONG_SHARD), after which the client refreshes its configuration and retries. A RowanError thrown
 // here reaches the client with its code; anything else is answered ROWAN_ERR_INTERNAL and logged.
 import type { ClusterConfig } from '../../config/cluster.js';
+import type { ExpiryKindCode } from './frames-layout.js';
 
 export interface KvHandler {
   /** The node's current configuration term. */
   term(): number;
   put(key: Uint8Array, value: Uint8Array, clientTerm: number): Promise<void>;
+  /**
+   * PUT with an expiry deadline (PUT_EXPIRES): `expiry.kind` TTL_MS is a TTL the primary turns into a
+   * deadline with its own clock (as Redis's SET PX), AT_UNIX_MS the deadline itself (SET PXAT); `ms`
+   * was checked by the frame decoder (1..EXPIRY_MS_MAX). Handlers without expiry may omit it
+   * (ROWAN_ERR_UNKNOWN_OP).
+   */
+  putExpiring?(key: Uint8Array, value: Uint8Array, clientTerm: number, expiry: { kind: ExpiryKindCode; ms: number }): Promise<void>;
   get(key: Uint8Array, clientTerm: number): Promise<Uint8Array | null>; // null = not found
   del(key: Uint8Array, clientTerm: number): Promise<void>;
   /** Read this node's replica (primary or backup index), for tests/inspection; no term check. */

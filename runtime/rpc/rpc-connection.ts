@@ -336,6 +336,10 @@ export class ClientConnection {
       case Op.PUT:
         await h.put(req.key, req.value, req.term);
         return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });
+      case Op.PUT_EXPIRES:
+        if (!h.putExpiring) throw new RowanError(ErrorCodes.UNKNOWN_OP, 'this server takes no PUT_EXPIRES requests');
+        await h.putExpiring(req.key, req.value, req.term, { kind: req.kind, ms: req.ms });
+        return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });
       case Op.DEL:
         await h.del(req.key, req.term);
         return encodeResponse({ status: Status.OK, id: req.id, term: this.term() });

@@ -42,6 +42,8 @@ const requests: Request[] = [
   { op: Op.GET_REPLICA, id: 0xffffffff, term: 4, key: bytes(1024) },
   { op: Op.REPLICATE, id: 8, term: 5, block: bytes(128, 3) },
   { op: Op.AUTH, id: 9, term: 0, proof: bytes(32, 5) },
+  { op: Op.PUT_EXPIRES, id: 10, term: 3, key: bytes(16), value: bytes(100, 7), kind: L.ExpiryKind.TTL_MS, ms: 1500 },
+  { op: Op.PUT_EXPIRES, id: 11, term: 3, key: bytes(limits.keyBytesMax), value: bytes(limits.valueBytesMax, 9), kind: L.ExpiryKind.AT_UNIX_MS, ms: L.EXPIRY_MS_MAX },
 ];
 
 const responses: Response[] = [
@@ -103,7 +105,7 @@ function readAll(stream: Uint8Array, sizes: number[], max: number): Uint8Array[]
 test('the header is 20 bytes and the layout constants agree with the diagram', () => {
   assert.equal(L.HEADER_BYTES, 20);
   assert.equal(L.LENGTH_MIN, 16);
-  assert.equal(reqMax, 20 + 6 + 1024 + 1024 * 1024);
+  assert.equal(reqMax, 20 + 16 + 1024 + 1024 * 1024, 'the largest request is a PUT_EXPIRES (PUT + 10 bytes)');
   const f = encodeRequest({ op: Op.GET, id: 0x01020304, term: 2 ** 32 + 7, key: bytes(5) });
   assert.equal(f.readUInt32LE(0), f.length - 4, 'length counts the bytes after itself');
   assert.deepEqual([f[4], f[5], f.readUInt16LE(6)], [Op.GET, 0, 0]);
@@ -204,12 +206,20 @@ test('every kind of malformed request is a RowanError with its code and request 
   const key = bytes(4);
   const getBody = Buffer.concat([u16(4), key]);
   const putBody = (k: number, v: number, kb = k, vb = v) => Buffer.concat([u16(k), u32(v), bytes(kb), bytes(vb)]);
+  const putxBody = (kind: number, ms: number, reserved = 0) => Buffer.concat([u16(4), u32(2), Buffer.from([kind, reserved]), u32(ms % 2 ** 32), u32(Math.floor(ms / 2 ** 32)), key, bytes(2)]);
   const cases: [string, Buffer, string][] = [
     ['flags set', raw({ op: Op.GET, flags: 1, body: getBody }), ErrorCodes.BAD_FRAME],
     ['reserved non-zero', raw({ op: Op.GET, reserved: 0x100, body: getBody }), ErrorCodes.BAD_FRAME],
     ['term above 2^53', raw({ op: Op.GET, termHi: 2 ** 21, body: getBody }), ErrorCodes.BAD_FRAME],
     ['unknown op 0', raw({ op: 0, body: getBody }), ErrorCodes.UNKNOWN_OP],
-    ['unknown op 11', raw({ op: 11 }), ErrorCodes.UNKNOWN_OP],
+    ['unknown op 12', raw({ op: 12 }), ErrorCodes.UNKNOWN_OP],
+    ['PUT_EXPIRES without its deadline', raw({ op: Op.PUT_EXPIRES, body: bytes(15) }), ErrorCodes.BAD_FRAME],
+    ['PUT_EXPIRES of kind 0', raw({ op: Op.PUT_EXPIRES, body: putxBody(0, 1000) }), ErrorCodes.BAD_FRAME],
+    ['PUT_EXPIRES of kind 3', raw({ op: Op.PUT_EXPIRES, body: putxBody(3, 1000) }), ErrorCodes.BAD_FRAME],
+    ['PUT_EXPIRES of 0 ms', raw({ op: Op.PUT_EXPIRES, body: putxBody(L.ExpiryKind.TTL_MS, 0) }), ErrorCodes.BAD_FRAME],
+    ['PUT_EXPIRES past 2^47 ms', raw({ op: Op.PUT_EXPIRES, body: putxBody(L.ExpiryKind.AT_UNIX_MS, L.EXPIRY_MS_MAX + 1) }), ErrorCodes.BAD_FRAME],
+    ['PUT_EXPIRES reserved byte set', raw({ op: Op.PUT_EXPIRES, body: putxBody(L.ExpiryKind.TTL_MS, 1000, 1) }), ErrorCodes.BAD_FRAME],
+    ['PUT_EXPIRES value over the limit', raw({ op: Op.PUT_EXPIRES, body: Buffer.concat([u16(1), u32(limits.valueBytesMax + 1), Buffer.from([1, 0]), u32(5), u32(0), bytes(1), bytes(limits.valueBytesMax + 1)]) }), ErrorCodes.VALUE_TOO_LARGE],
     ['PEER_LEASE without keyLen', raw({ op: Op.PEER_LEASE }), ErrorCodes.BAD_FRAME],
     ['REPLICATE without a block', raw({ op: Op.REPLICATE }), ErrorCodes.BAD_FRAME],
     ['unknown op 255', raw({ op: 255, body: bytes(50) }), ErrorCodes.UNKNOWN_OP],
