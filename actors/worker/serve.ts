@@ -20,6 +20,8 @@ import { TLog } from '../../shm/tlog.js';
 import { ACTORS_PER_ROLE_MAX, backupLogOwner, tlogOwner } from '../../config/base/ids.js';
 import { ConfigCell } from '../shared/config-cell.js';
 import { KvWorker } from './kv.js';
+import { lockingWrites } from './binary-writes.js';
+import { SharedKeyLocks } from '../shared/key-locks.js';
 import { openReplicas } from './replicas.js';
 import { rowanInfo } from './resp/rowan-info.js';
 import { startRespServing, type RespServing } from './resp/serve-resp.js';
@@ -63,7 +65,8 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
     onWrite: () => ctx.wakeTick(),
     ...(kv.cluster.replication === 'rpc' ? { backupLog: TLog.recover(pool, backupLogOwner(ctx.id), defaultLimits, OwnerRole.Worker) } : {}),
   });
-  const server = await serveClients({ host: me.host, port, handler: worker, limits: defaultLimits, log: ctx.log, secret: ctx.secret, password: ctx.clientPassword, tls: loadTls(ctx.config.tls), ...ctx.config.clients, handshakeMs: ctx.config.authDeadlineMs });
+  const handler = kv.shared.keyLocks ? lockingWrites(worker, new SharedKeyLocks(kv.shared.keyLocks)) : worker;
+  const server = await serveClients({ host: me.host, port, handler, limits: defaultLimits, log: ctx.log, secret: ctx.secret, password: ctx.clientPassword, tls: loadTls(ctx.config.tls), ...ctx.config.clients, handshakeMs: ctx.config.authDeadlineMs });
   let seenTerm = cell.term();
   const dropped = new Set<number>();
   const resp = me.resp
