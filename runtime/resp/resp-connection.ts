@@ -6,12 +6,6 @@
 // so a pipeline reads its own writes exactly as it would on Redis. Replies are encoded with the protocol
 // version the connection had when the request ran (HELLO is a barrier).
 //
-// Replies leave in batches (issue 26): the requests started by one pump (one read's worth) form a batch,
-// and a finished reply waits while a request of its own batch is still running, so a pipeline whose
-// replies complete in different event-loop turns (forwarded to other nodes, replicated) still goes out
-// in one socket write. Never held behind a barrier or exclusive request (WAIT, MULTI, EXEC...), which
-// may block for long: only behind ordinary commands of the same batch.
-//
 // Bounds (./limits.ts): a protocol error is answered `-ERR Protocol error: ...` after the replies before
 // it, then the connection closes; a request with a bulk string over bulkBytesMax (dropped unbuffered by
 // the parser) gets `-ERR ROWAN_ERR_VALUE_TOO_LARGE ...` and the connection goes on; more than
@@ -50,10 +44,6 @@ interface Pending {
   proto: number;
   keys: string[] | null;
   exclusive: boolean;
-  /** The pump that started it (replies of one batch leave together). */
-  batch: number;
-  /** Running, it holds back the finished replies of its batch (not a barrier or exclusive request). */
-  holds: boolean;
 }
 
 export class RespConnection {
@@ -87,14 +77,6 @@ export class RespConnection {
   private paused = false;
   private flushQueued = false;
   private _closed = false;
-  /** The current pump's batch number. */
-  private batch = 0;
-  /** settle()'s deferred flush, made once (no closure per reply). */
-  private readonly flushSoon = (): void => {
-    this.flushQueued = false;
-    this.flush();
-    this.maybeResume();
-  };
 
   constructor(
     readonly socket: Socket,
@@ -170,7 +152,6 @@ export class RespConnection {
 
   /** Parse and start requests while the bounds allow. */
   private pump(): void {
-    this.batch++;
     while (!this.stopParsing && !this._closed && this.waiting === null) {
       if (this.pendingReplies >= this.limits.pipelineMax || this.socket.writableLength > this.writeBytesMax()) {
         this.pause();
@@ -206,7 +187,7 @@ export class RespConnection {
       this.paused = false;
       this.socket.resume();
     }
-    if (this.waiting === null || this.canRun(this.handler.order(this.waiting))) this.pumpWaiting();
+    if (this.waiting === null || this.canRun(this.waiting)) this.pumpWaiting();
   }
 
   private pumpWaiting(): void {
@@ -218,8 +199,9 @@ export class RespConnection {
     this.pump();
   }
 
-  private canRun(o: RequestOrder): boolean {
+  private canRun(args: Buffer[]): boolean {
     if (this.exclusive > 0) return false;
+    const o = this.handler.order(args);
     if (o === 'free') return true;
     if (o === 'barrier' || o === 'exclusive') return this.running === 0;
     for (const k of o) if (this.inFlightKeys.has(k.toString('latin1'))) return false;
@@ -227,13 +209,12 @@ export class RespConnection {
   }
 
   private dispatch(args: Buffer[]): void {
-    const o = this.handler.order(args);
-    if (!this.canRun(o)) {
+    if (!this.canRun(args)) {
       this.waiting = args;
       return;
     }
     this.stats.commands++;
-    const p: Pending = { done: false, reply: null, proto: this.proto, keys: null, exclusive: false, batch: this.batch, holds: false };
+    const p: Pending = { done: false, reply: null, proto: this.proto, keys: null, exclusive: false };
     this.queue.push(p);
     let r: Reply | Promise<Reply>;
     try {
@@ -248,7 +229,7 @@ export class RespConnection {
       p.proto = this.proto; // HELLO/RESET answer in the version they switch to, as Redis does
       return;
     }
-    p.holds = o === 'free' || Array.isArray(o);
+    const o = this.handler.order(args);
     if (o === 'exclusive') {
       p.exclusive = true;
       this.exclusive++;
@@ -277,19 +258,21 @@ export class RespConnection {
       }
     }
     if (!this.flushQueued) {
-      // One write for every reply that completes in this tick (and flush() holds a batch still running).
+      // One write for every reply that completes in this tick.
       this.flushQueued = true;
-      process.nextTick(this.flushSoon);
+      process.nextTick(() => {
+        this.flushQueued = false;
+        this.flush();
+        this.maybeResume();
+      });
     }
   }
 
-  /** Write the finished replies at the head of the queue, in order, but not those of a batch with an
-   *  ordinary request still running. */
+  /** Write the finished replies at the head of the queue, in order. */
   private flush(): void {
     if (this._closed) return;
     let end = false;
-    const stop = this.writableEnd();
-    while (this.qhead < stop) {
+    while (this.qhead < this.queue.length && this.queue[this.qhead]!.done) {
       const p = this.queue[this.qhead++]!;
       this.writer.write(p.reply, p.proto);
       if (p.reply instanceof RespErr && p.reply.s.startsWith('ERR Protocol error')) end = true;
@@ -303,19 +286,6 @@ export class RespConnection {
     }
     if (this.writer.length > 0) this.socket.write(this.writer.take());
     if ((end || (this.closeAfterReply && this.pendingReplies === 0 && this.waiting === null))) this.endAfterReplies();
-  }
-
-  /** The queue index up to which replies may be written now: the finished ones at the head, less the
-   *  tail of them whose batch still has a request running that holds it. */
-  private writableEnd(): number {
-    const q = this.queue;
-    let stop = this.qhead;
-    while (stop < q.length && q[stop]!.done) stop++;
-    if (stop === q.length || stop === this.qhead) return stop;
-    const running = q[stop]!;
-    if (!running.holds || this.stopParsing) return stop;
-    while (stop > this.qhead && q[stop - 1]!.batch === running.batch) stop--;
-    return stop;
   }
 
   /** Half-close after the last reply. Nothing more is read (a refused flood stays in the kernel's
@@ -342,8 +312,6 @@ export class RespConnection {
       proto: this.proto,
       keys: null,
       exclusive: false,
-      batch: this.batch,
-      holds: false,
     });
   }
 
@@ -352,7 +320,7 @@ export class RespConnection {
     this.stats.protocolErrors++;
     this.stopParsing = true;
     this.waiting = null;
-    this.queue.push({ done: true, reply: err(`ERR ${e.message}`), proto: this.proto, keys: null, exclusive: false, batch: this.batch, holds: false });
+    this.queue.push({ done: true, reply: err(`ERR ${e.message}`), proto: this.proto, keys: null, exclusive: false });
     this.flush();
   }
 }
