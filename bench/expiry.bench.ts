@@ -127,6 +127,13 @@ async function baseline(x: Ctx, load: Load): Promise<{ row: Row; base: PoolUsage
 
 const round1 = (v: number) => Math.round(v * 10) / 10;
 
+/** Keys the nodes' expiry sweeps deleted so far (INFO stats expired_keys, summed over the nodes). */
+async function expiredKeys(x: Ctx): Promise<number> {
+  let n = 0;
+  for (const c of x.nodes) n += Number(/expired_keys:(\d+)/.exec(await c.info('stats'))?.[1] ?? 0);
+  return n;
+}
+
 /** Back to baseline: index items those of the long-lived keys on every replica (or phase 1's, if more:
  *  a backup indexes what its b-log holds once the segment is done, so phase 1 may count fewer). */
 function reclaimed(u: PoolUsage, base: PoolUsage, replicas: number): boolean {
@@ -148,7 +155,10 @@ async function expiring(x: Ctx, load: Load, base: PoolUsage, deadline: number, w
     await sleep(1000);
     u = await poolUsage(x.cluster.file);
     peak = Math.max(peak, u.usedSegments);
-    samples.push({ phase: 'sample', second: Math.round((Date.now() - deadline) / 100) / 10, usedSegments: u.usedSegments, indexItems: u.indexItems, liveMB: round1(u.liveMB) });
+    samples.push({
+      phase: 'sample', second: Math.round((Date.now() - deadline) / 100) / 10, usedSegments: u.usedSegments, indexItems: u.indexItems, liveMB: round1(u.liveMB),
+      expired: await expiredKeys(x), tombstonesDropped: u.tombstonesDropped, cleanedSegments: u.cleanedSegments, cleanBusyS: round1(u.cleanBusyS),
+    });
     if (reclaimed(u, base, x.config.replicationFactor)) {
       doneAt = Date.now();
       break;

@@ -39,8 +39,10 @@ export class ExpiredDeletes {
   ) {}
 
   /** DEL every key of `keys` (all of one shard; the caller holds their RESP locks) whose indexed entry
-   *  is a PUT past its deadline, replicated as one batch; the number of DELs written. */
-  async write(keys: Uint8Array[], clientTerm: number): Promise<number> {
+   *  is a PUT past its deadline, replicated as one batch; the number of DELs written. `claimed` is
+   *  called once the DELs' versions are claimed: the caller may let the keys' locks go then (see
+   *  the header of resp/expiry-sweep.ts), it is not called when nothing is to be deleted. */
+  async write(keys: Uint8Array[], clientTerm: number, claimed?: () => void): Promise<number> {
     if (keys.length === 0) return 0;
     const { c, shard } = await this.primary.admit(keys[0]!, clientTerm, false);
     const planned = this.plan(keys, shard, c.shardCount);
@@ -48,6 +50,7 @@ export class ExpiredDeletes {
     const { d } = this.core;
     const base = this.commit ? this.commit.claimRun(shard, planned.length) : nextVersions(d.shared.versions, shard, planned.length);
     for (let i = 0; i < planned.length; i++) planned[i]!.e.version = base + i;
+    claimed?.();
     const backups = this.primary.backupsSince(c.shards[shard]!, shard);
     try {
       const cell = d.cell;

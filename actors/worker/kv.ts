@@ -71,10 +71,10 @@ export class KvWorker {
   }
 
   /** DEL those of `keys` (one shard's) whose entry's expiry deadline has passed, replicated as one
-   *  batch (the expiry sweep, under the keys' locks); how many were deleted. */
-  async deleteExpired(keys: Uint8Array[], clientTerm: number): Promise<number> {
+   *  batch (the expiry sweep, under the keys' locks until `claimed` is called); how many were deleted. */
+  async deleteExpired(keys: Uint8Array[], clientTerm: number, claimed?: () => void): Promise<number> {
     this.d.onWrite?.();
-    return this.gate.track(() => this.expired.write(keys, clientTerm));
+    return this.gate.track(() => this.expired.write(keys, clientTerm, claimed));
   }
 
   /** Unix ms as this node decides expiry (never going back within the process). */

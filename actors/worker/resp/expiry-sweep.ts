@@ -3,7 +3,7 @@
 // actor's tick, walks the indexes of the shards this node is primary of (worker w takes the shards
 // s with s mod workers = w) a bounded number of buckets per tick, noting where the PUTs past their
 // deadline lie; once a shard is walked it deletes them in log (address) order, DELS_PER_STEP keys at a
-// time, each batch under the keys' RESP locks and written as one replicated batch
+// time, each batch written as one replicated batch
 // (../expired-deletes.ts): every DEL is versioned, in the t-log and on every backup like a client's
 // DEL, so the key is gone on every replica and after any failover or cold start, and its older entries
 // become garbage for the clean actors (whose tombstone sweep, actors/clean/tombstones.ts, later drops
@@ -12,13 +12,24 @@
 // Why a worker and not the clean actor: the DEL must be replicated by the shard's primary (version
 // claim, t-log, Rowan writes to the backups) and serialised with the key's other RESP writes (the
 // locks), both of which live in the worker; the clean actor has neither.
+// The locks: a batch takes its keys' RESP locks, checks under them that each key's indexed entry is
+// still the expired PUT, claims the DELs' versions, and lets the locks go before the DELs replicate.
+// Held that long they order the DEL after every write of the key that had claimed a version before
+// (such a write holds the lock until it is indexed, so the check sees it and skips the key); any write
+// taking the lock later claims a higher version, so whichever is indexed first, on the primary, a
+// backup or at a cold start, the version comparison keeps the write and the DEL is stale. Meanwhile
+// the key reads as absent anyway (its deadline passed). Held while replicating, a batch's 64 keys'
+// stripes (actors/shared/key-locks.ts, 4096 of them) kept 1.6 % of the client's keys waiting a whole
+// replication, and two batches met on a stripe in two cases of three, so they ran one after another.
 // Idle cost: a pass that saw no deadline at all leaves the sweep dormant: a tick then costs one
 // Atomics.load of the node's deadline-write counter (node-shared.ts `expiry`) and a term compare, and
 // the sweep wakes when any worker of the node writes a deadline, when the configuration changes (a
 // promotion brings keys with deadlines), or when the earliest deadline the last pass saw comes.
-// Bounded work: a tick walks BUCKETS_PER_STEP buckets or starts one batch of at most DELS_PER_STEP
-// DELs, the next only once the previous finished, so requests interleave and a mass expiry cannot
-// stall them. What a mass expiry costs, and why log order: docs/redis.md "Expiry under load".
+// Bounded work: a tick walks buckets for at most WALK_BUDGET_MS, or starts one batch of at most
+// DELS_PER_STEP DELs, with at most BATCHES_IN_FLIGHT batches replicating at once, so requests
+// interleave and a mass expiry cannot stall them, while the sweep's rate does not hang on one batch's
+// replication latency. What a mass expiry costs, and why log order: docs/redis.md "Expiry under load".
+import { monotonicClock, type Clock } from '../../../config/base/clock.js';
 import type { Limits } from '../../../config/limits.js';
 import type { PersistentRegion } from '../../../config/base/region.js';
 import { ReadEpochs } from '../../shared/gc-state.js';
@@ -27,8 +38,15 @@ import { EntryType, expiresAtOf, readEntryAt } from '../../../shm/log.js';
 import type { KvWorker } from '../kv.js';
 import type { KeyLocks } from './context.js';
 
-const BUCKETS_PER_STEP = 4096;
+/** Buckets walked between two looks at the clock. */
+const BUCKETS_PER_CHUNK = 1024;
+/** The most a tick spends walking an index (it always walks one chunk). */
+const WALK_BUDGET_MS = 2;
 const DELS_PER_STEP = 64;
+/** Batches replicating at once: one batch at a time made the sweep's rate one batch per replication
+ *  round trip plus a tick (about 11 batches a second a node under the bench's load: 1 M keys took
+ *  longer than 600 s); a tick still starts at most one, so the rate is bounded by the tick period. */
+const BATCHES_IN_FLIGHT = 4;
 /** The longest a sweep with keys still to expire sleeps between passes (new deadlines wake it anyway). */
 const PASS_PAUSE_MAX_MS = 1000;
 
@@ -40,6 +58,8 @@ export interface ExpirySweepDeps {
   limits: Limits;
   workerId: number;
   workers: number;
+  /** Monotonic ms that bounds a walk step (monotonicClock unless injected). */
+  clock?: Clock;
   log?: { warn(o: object, msg: string): void };
 }
 
@@ -60,7 +80,7 @@ export class ExpirySweep {
   private cursor = 0;
   private deadlines = 0; // deadlines seen this pass, expired or not
   private earliest = Infinity; // the earliest deadline not yet past seen this pass
-  private running = false;
+  private running = 0;
   private inPass = false;
   private failed = 0;
   private readonly epochSlot: number;
@@ -71,7 +91,7 @@ export class ExpirySweep {
 
   /** One bounded step; true while the sweep has work now (the tick should not back off). */
   tick(): boolean {
-    if (this.running) return true;
+    if (this.running >= BATCHES_IN_FLIGHT) return true;
     const writes = this.d.shared.expiryWrites ? Atomics.load(this.d.shared.expiryWrites, 0) : 0; // what any worker's deadline PUTs published
     const term = this.d.worker.term();
     const now = this.d.worker.wallNow();
@@ -81,8 +101,11 @@ export class ExpirySweep {
       this.dormant = false;
       this.sleepUntil = 0;
     }
-    if (this.dormant || now < this.sleepUntil) return false;
-    if (!this.inPass) this.startPass();
+    if (this.dormant || now < this.sleepUntil) return this.running > 0;
+    if (!this.inPass) {
+      if (this.running > 0) return true; // the last pass's batches finish before a new pass looks
+      this.startPass();
+    }
     if (this.cursor < this.found.length) {
       // One batch per tick at most: a slice of the index can hold thousands of expired keys, and all
       // of them written at once queued every client request behind them (bench -- expiry).
@@ -92,6 +115,7 @@ export class ExpirySweep {
       return true;
     }
     if (this.queue.length === 0) {
+      if (this.running > 0) return true; // its failures are counted before the pass ends
       this.endPass(now);
       return false;
     }
@@ -119,26 +143,31 @@ export class ExpirySweep {
     else this.sleepUntil = Math.min(this.earliest, now + PASS_PAUSE_MAX_MS);
   }
 
-  /** Walk up to BUCKETS_PER_STEP buckets of shard queue[0], noting where its expired PUTs are. Once
+  /** Walk shard queue[0]'s buckets for up to WALK_BUDGET_MS, noting where its expired PUTs are. Once
    *  the shard is walked, its addresses are sorted: they are deleted in log order, so the segments the
    *  keys were written into empty one after the other and GC frees them whole. In the index's (hash)
    *  order every segment lost its entries a few at a time, fell under the clean threshold long before
    *  it was empty, and GC copied its expired-but-not-yet-deleted entries, again and again. */
   private walk(now: number): void {
     const index = this.d.shared.indexes[this.queue[0]!];
+    if (this.bucket === 0) this.found = []; // the previous shard's are all deleted (or given up)
     if (index && this.bucket < index.bucketCount) {
       const bytes = this.d.region.bytes;
       const gc = this.d.shared.gc;
       gc?.epochs.enter(this.epochSlot); // addresses taken from the index stay readable until exit
+      const note = (addr: number) => {
+        if (bytes[addr] !== EntryType.Put) return;
+        const at = expiresAtOf(bytes, addr);
+        if (at === 0) return;
+        this.deadlines++;
+        if (at > now) this.earliest = Math.min(this.earliest, at);
+        else this.found.push(addr);
+      };
+      const clock = this.d.clock ?? monotonicClock;
+      const until = clock.now() + WALK_BUDGET_MS;
       try {
-        this.bucket = index.forEachInBuckets(this.bucket, BUCKETS_PER_STEP, (addr) => {
-          if (bytes[addr] !== EntryType.Put) return;
-          const at = expiresAtOf(bytes, addr);
-          if (at === 0) return;
-          this.deadlines++;
-          if (at > now) this.earliest = Math.min(this.earliest, at);
-          else this.found.push(addr);
-        });
+        do this.bucket = index.forEachInBuckets(this.bucket, BUCKETS_PER_CHUNK, note);
+        while (this.bucket < index.bucketCount && clock.now() < until);
       } finally {
         gc?.epochs.exit(this.epochSlot);
       }
@@ -171,15 +200,27 @@ export class ExpirySweep {
     return out;
   }
 
-  /** DEL a step's expired keys (one shard's) as one replicated batch, under all their locks. */
+  /** DEL a step's expired keys (one shard's) as one replicated batch, holding their locks until the
+   *  DELs' versions are claimed (not while they replicate). */
   private remove(keys: Buffer[]): void {
-    this.running = true;
+    this.running++;
     const t = this.d.worker.term();
+    let outcome!: Promise<number>;
+    const locked = this.d.locks.runAll(keys, () => {
+      let claimed!: () => void;
+      const decided = new Promise<void>((r) => (claimed = r));
+      outcome = this.d.worker.deleteExpired(keys, t, claimed);
+      const settled = outcome.then(
+        () => undefined,
+        () => undefined,
+      );
+      return Promise.race([decided, settled]);
+    });
     // A DEL not done now (the node stopping or reconfiguring, a backup gone): the keys stay invisible
     // and a later pass deletes them.
-    void this.d.locks
-      .runAll(keys, () => this.d.worker.deleteExpired(keys, t))
+    void locked
+      .then(() => outcome)
       .then((n) => (this.expired += n), () => (this.failed += keys.length))
-      .finally(() => (this.running = false));
+      .finally(() => this.running--);
   }
 }

@@ -31,17 +31,27 @@ function setup() {
   const clock = { now: 1_000_000 };
   const deleted: string[] = [];
   const batches: number[] = [];
+  /** While set, deleteExpired waits for `release()` (batches still replicating). */
+  let hold: Promise<void> | null = null;
+  let release = () => {};
+  let inFlight = 0;
+  let inFlightMax = 0;
   const worker = {
     term: () => 1,
     config: () => ({ shards: [{ id: 0, primary: 0, backups: [] }] }),
     wallNow: () => clock.now,
-    deleteExpired: async (keys: Uint8Array[]) => {
+    deleteExpired: async (keys: Uint8Array[], _term: number, claimed?: () => void) => {
+      inFlightMax = Math.max(inFlightMax, ++inFlight);
+      claimed?.(); // versions claimed: the sweep lets the keys' locks go while the batch replicates
+      if (hold) await hold;
+      inFlight--;
       batches.push(keys.length);
       for (const k of keys) deleted.push(Buffer.from(k).toString());
       return keys.length;
     },
   } as unknown as KvWorker;
-  const sweep = new ExpirySweep({ worker, locks: new KeyLocks(), shared, region, limits: L, workerId: 0, workers: 1 });
+  const locks = new KeyLocks();
+  const sweep = new ExpirySweep({ worker, locks, shared, region, limits: L, workerId: 0, workers: 1 });
   let off = 64;
   const put = (key: string, version: number, expiresAt: number) => {
     const at = off;
@@ -51,7 +61,8 @@ function setup() {
   const settle = async () => {
     for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
   };
-  return { sweep, shared, clock, deleted, batches, put, settle, walks: () => walks };
+  const holdDeletes = () => (hold = new Promise<void>((r) => (release = () => ((hold = null), r()))));
+  return { sweep, locks, shared, clock, deleted, batches, put, settle, walks: () => walks, holdDeletes, release: () => release(), inFlightMax: () => inFlightMax };
 }
 
 describe('expiry sweep', () => {
@@ -114,5 +125,32 @@ describe('expiry sweep', () => {
     }
     assert.deepEqual(t.deleted, keys);
   });
-});
 
+  it('keeps several batches replicating at once (at most 4), starting at most one a tick, their keys unlocked meanwhile', async () => {
+    const t = setup();
+    const n = 64 * 6;
+    for (let i = 0; i < n; i++) t.put(`k${i}`, i + 1, t.clock.now - 1);
+    t.holdDeletes();
+    let ticks = 0;
+    for (; ticks < 20 && t.inFlightMax() < 4; ticks++) {
+      t.sweep.tick();
+      await t.settle();
+    }
+    assert.equal(t.inFlightMax(), 4, 'four batches replicating while none finished');
+    for (let i = 0; i < 10; i++) {
+      t.sweep.tick();
+      await t.settle();
+    }
+    assert.equal(t.inFlightMax(), 4, 'never a fifth');
+    assert.equal(t.deleted.length, 0);
+    // The keys' locks went with the version claims: a write of a key whose DEL is replicating runs now.
+    const ran = await Promise.race([t.locks.run(Buffer.from('k0'), async () => true), new Promise((r) => setTimeout(() => r(false), 2000))]);
+    assert.equal(ran, true, 'a write of k0 got its lock while k0\'s DEL replicated');
+    t.release();
+    for (let i = 0; i < 30 && t.deleted.length < n; i++) {
+      t.sweep.tick();
+      await t.settle();
+    }
+    assert.equal(new Set(t.deleted).size, n, 'every expired key deleted once');
+  });
+});
