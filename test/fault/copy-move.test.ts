@@ -3,8 +3,9 @@
 // a node under a PUT/GET/DEL load on that shard -- the target copies the shard, the primary role is
 // handed over, the source leaves; then copies interrupted by a SIGKILL of the target or of the source
 // while the target copies: the failover ends the copy, the source's data stays. Every history is
-// checked for linearizability (no acknowledged write lost, no stale read), and every preloaded key
-// reads back.
+// checked for linearizability (no acknowledged write lost, no stale read), every preloaded key
+// reads back, and no backup refused an acknowledged write's block as late (every node's log, killed
+// processes included: only a write of unknown outcome may be late; fixtures/node-metrics.ts).
 import { test } from 'node:test';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -13,10 +14,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../../client/client.js';
-import { checkLinearizability } from '../check/linearizability.js';
+import { checkLinearizability, type Operation } from '../check/linearizability.js';
+import { shardOfKey } from '../../config/slots.js';
 import { killNode, launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { allShardsServed, logRecords, nodePids, probeKeys, readCluster, waitFor } from '../fixtures/failover-cluster.js';
 import { KvLoad } from '../fixtures/failover-load.js';
+import { assertLateOnlyUnknown, loggedLateBlocks } from '../fixtures/node-metrics.js';
 import { fullyReplicated } from '../fixtures/rereplication.js';
 import { copyMove, keysOfShard, nonReplica } from '../fixtures/reshard.js';
 
@@ -35,6 +38,11 @@ async function preload(c: RowanClient, n: number): Promise<string[]> {
   const pre = keysOfShard(HOT, SHARDS, n).map((k) => `pre${k}`);
   for (let i = 0; i < pre.length; i += 64) await Promise.all(pre.slice(i, i + 64).map((k) => c.put(k, valueOf(k))));
   return pre;
+}
+
+/** No node of the 4 refused an acknowledged write's block as late (the preload's writes all were). */
+function checkLate(dir: string, history: readonly Operation[]): string {
+  return assertLateOnlyUnknown(loggedLateBlocks(dir, [0, 1, 2, 3]), history, (k) => shardOfKey(Buffer.from(k), SHARDS), 2);
 }
 
 const valueOf = (k: string) => `v-${k}`.padEnd(100, '.');
@@ -102,8 +110,9 @@ test('a primary and then a backup replica move to nodes holding none, under PUT/
     assert.equal(r.ok, true, r.describe());
     await checkPreloaded(probe, pre);
     assert.ok(fullyReplicated(file, 3));
+    const late = checkLate(dir, load.operations());
     console.log(
-      `copy-move test: primary ${from}->${to} copied ${rec.entries} entries, ${rec.bytes} B in ${rec.copyMs?.toFixed(0)} ms (whole move ${(rec.doneAt! - rec.startedAt).toFixed(0)} ms); ` +
+      `copy-move test: ${late}; primary ${from}->${to} copied ${rec.entries} entries, ${rec.bytes} B in ${rec.copyMs?.toFixed(0)} ms (whole move ${(rec.doneAt! - rec.startedAt).toFixed(0)} ms); ` +
         `backup ${backup}->${from} in ${(rec2.doneAt! - rec2.startedAt).toFixed(0)} ms; ${load.ops} ops (${load.counts.ok} ok, ${load.counts.fail} not applied, ${load.counts.unknown} unknown), linearizable (${r.ok === true ? r.checked : 0} checked)`,
     );
   });
@@ -139,6 +148,7 @@ test('a copy interrupted by SIGKILL of its target, then of its source: rolled ba
     assert.equal(r.ok, true, r.describe());
     await checkPreloaded(probe, pre);
     assert.ok(phases.every((p) => /rolled back/.test(p)), phases.join('; '));
-    console.log(`copy-move kill test: ${phases.join('; ')}; ${load.ops} ops (${load.counts.ok} ok, ${load.counts.fail} not applied, ${load.counts.unknown} unknown), linearizable (${r.ok === true ? r.checked : 0} checked), every preloaded key read back`);
+    const late = checkLate(dir, load.operations());
+    console.log(`copy-move kill test: ${late}; ${phases.join('; ')}; ${load.ops} ops (${load.counts.ok} ok, ${load.counts.fail} not applied, ${load.counts.unknown} unknown), linearizable (${r.ok === true ? r.checked : 0} checked), every preloaded key read back`);
   });
 });
