@@ -7,6 +7,8 @@
 // ROWAN_TEST_FILE_BUDGET_MS (default 20 min) is killed with its group, and after every file whatever
 // is left of its group (a cluster launcher whose test was cancelled at its own timeout) is killed too.
 // (Not node's --test-timeout: it bounds each file as a whole, and long files set their own timeouts.)
+// Unit files run ROWAN_TEST_UNIT_JOBS (default 2) at a time, each one's output held and printed whole
+// when it ends (two files' spec lines never interleave); integration and fault files one at a time.
 // At the end: a table of the files by time, the failures, and the skipped tests with their reasons.
 // Under CI (CI set and not 'false') a skipped test fails the run: in CI every tool a test needs is
 // installed (.ci/run), so a skip there means a test did not run, not a machine without the tool.
@@ -19,6 +21,7 @@ const root = new URL('..', import.meta.url).pathname;
 const suites = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'integration', 'fault'];
 const distTest = process.env.ROWAN_TEST_DIST ?? join(root, 'dist', 'test');
 const fileBudgetMs = Number(process.env.ROWAN_TEST_FILE_BUDGET_MS ?? 1_200_000);
+const unitJobs = Math.max(1, Number(process.env.ROWAN_TEST_UNIT_JOBS ?? 2));
 const underCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
 
 function* walk(dir) {
@@ -31,8 +34,9 @@ function* walk(dir) {
   }
 }
 
-/** One file under node --test: spec to our stdout, TAP to a file we read the counts and skips from. */
-function runFile(file, tapFile) {
+/** One file under node --test: spec to our stdout (as it comes, or `held` until the file ends), TAP to a
+ *  file we read the counts and skips from. */
+function runFile(file, tapFile, held) {
   return new Promise((resolve) => {
     const t0 = Date.now();
     const child = spawn(process.execPath, [
@@ -44,8 +48,10 @@ function runFile(file, tapFile) {
     // Passed through as it comes; the end kept, to repeat a failing file's output after the summary
     // (a CI log is often read from its end).
     let tail = '';
+    const hold = [];
     const keep = (out) => (d) => {
-      out.write(d);
+      if (held) hold.push([out, d]);
+      else out.write(d);
       tail = (tail + d).slice(-12_000);
     };
     child.stdout.on('data', keep(process.stdout));
@@ -58,6 +64,7 @@ function runFile(file, tapFile) {
     }, fileBudgetMs);
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
+      for (const [out, d] of hold) out.write(d);
       try { process.kill(-child.pid, 'SIGKILL'); } catch { /* nothing left of the group */ }
       resolve({ code: code ?? 1, signal, overBudget, ms: Date.now() - t0, tail: () => tail });
     });
@@ -79,16 +86,27 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-// One file at a time: the fault and integration tests spawn processes and threads of their own, and
-// this machine has two cores; running files together makes them starve each other.
+// Integration and fault files one at a time: they spawn clusters, processes and threads of their own,
+// and on two cores files run together starve each other (and pick cluster ports at random). Unit files
+// run in this process's threads only and mostly take a core each for a second or two (node's start
+// included): two at a time, they use the second core.
 const tapDir = mkdtempSync(join(tmpdir(), 'rowan-test-'));
-const results = [];
+const results = new Array(files.length);
 const t0 = Date.now();
-for (const [i, file] of files.entries()) {
-  const tapFile = join(tapDir, `${i}.tap`);
-  const r = runFile(file, tapFile);
-  const done = await r;
-  results.push({ file: relative(distTest, file), ...done, ...readTap(tapFile) });
+const jobsOf = (file) => (relative(distTest, file).startsWith('unit/') ? unitJobs : 1);
+let next = 0;
+/** Runs files from `next` on while they allow `jobs` at a time. */
+async function lane(jobs) {
+  while (next < files.length && jobsOf(files[next]) >= jobs) {
+    const i = next++;
+    const tapFile = join(tapDir, `${i}.tap`);
+    const done = await runFile(files[i], tapFile, jobsOf(files[i]) > 1);
+    results[i] = { file: relative(distTest, files[i]), ...done, ...readTap(tapFile) };
+  }
+}
+while (next < files.length) {
+  const jobs = jobsOf(files[next]);
+  await Promise.all(Array.from({ length: jobs }, () => lane(jobs)));
 }
 rmSync(tapDir, { recursive: true, force: true });
 

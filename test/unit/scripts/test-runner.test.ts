@@ -91,3 +91,27 @@ function running(pid: number): boolean {
     return false;
   }
 }
+
+test('unit files run two at a time (ROWAN_TEST_UNIT_JOBS), and each file\'s output still comes in one piece', () => {
+  // Each file waits for the other's marker: run one after the other, the first would wait past its budget.
+  const meets = (me: string, other: string) => "import { test } from 'node:test';\nimport { existsSync, writeFileSync } from 'node:fs';\nimport { join } from 'node:path';\n" +
+    `test('${me} meets ${other}', async () => {\n  writeFileSync(join(process.env.MEET_DIR, '${me}'), '');\n` +
+    `  for (let i = 0; !existsSync(join(process.env.MEET_DIR, '${other}')); i++) {\n    console.log('${me} waits ' + i);\n    await new Promise((r) => setTimeout(r, 20));\n  }\n` +
+    `  for (let i = 0; i < 5; i++) console.log('${me} met ' + i);\n});\n`;
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-runner-meet-'));
+  try {
+    const files = { 'm.test.js': meets('m', 'n'), 'n.test.js': meets('n', 'm') };
+    const r = run(files, { MEET_DIR: dir, ROWAN_TEST_FILE_BUDGET_MS: '20000', ROWAN_TEST_UNIT_JOBS: '2' });
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /2 passed, 0 failed/);
+    const owners = r.out.split('\n').flatMap((l) => /^(m|n) (waits|met) \d+$/.exec(l)?.[1] ?? []);
+    assert.equal(owners.filter((o, i) => i > 0 && o !== owners[i - 1]).length, 1, `the two files' lines not interleaved: ${owners.join('')}`);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir);
+    const serial = run(files, { MEET_DIR: dir, ROWAN_TEST_FILE_BUDGET_MS: '3000', ROWAN_TEST_UNIT_JOBS: '1' });
+    assert.equal(serial.code, 1, 'one file at a time, the first never meets the second');
+    assert.match(serial.out, /FAILED unit\/m\.test\.js \(killed past its/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
