@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { realTimers, type Clock, type TimerHandle } from '../../config/base/clock.js';
 import type { Logger, LogLevel } from '../../config/base/log.js';
 import { setThreadRealtime, type ThreadPriority } from '../../native/libc.js';
+import { closeFd, openEventFd, signalEventFd } from '../../native/nonblocking-tcp.js';
 import type { TlsClientMaterial } from '../../runtime/net/tls.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { encodeLine, type NodeToManager } from '../shared/manager-protocol.js';
@@ -34,11 +35,15 @@ export interface SpawnedLeaseThread {
   worker: Worker;
   /** The scheduling priority the thread obtained (null until it says), for status. */
   priority: ThreadPriority | null;
+  /** Signalled after each message posted to the thread (its poll loop wakes on it). */
+  wakeFd: number;
 }
 
 export function spawnLeaseThread(nodeId: number, log: Logger): SpawnedLeaseThread {
-  const data: LeaseThreadData = { nodeId, logLevel: log.level as LogLevel, raisePriority: process.env.ROWAN_LEASE_PRIORITY !== '0' };
-  const t: SpawnedLeaseThread = { worker: new Worker(entry, { name: 'rowan-lease', workerData: data }), priority: null };
+  const wakeFd = openEventFd();
+  const data: LeaseThreadData = { nodeId, logLevel: log.level as LogLevel, raisePriority: process.env.ROWAN_LEASE_PRIORITY !== '0', wakeFd };
+  const t: SpawnedLeaseThread = { worker: new Worker(entry, { name: 'rowan-lease', workerData: data }), priority: null, wakeFd };
+  t.worker.once('exit', () => closeFd(wakeFd)); // the thread polls it no more
   // Listened to from the spawn: the thread says its priority as soon as it runs.
   t.worker.on('message', (m: LeaseToMain) => {
     if (m.t === 'priority') t.priority = m.priority;
@@ -144,6 +149,7 @@ export class LeaseThread {
 
   private post(m: MainToLease): void {
     this.worker.postMessage(m);
+    signalEventFd(this.spawned.wakeFd);
   }
 
   private sendLoad(): void {

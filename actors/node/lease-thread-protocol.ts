@@ -15,6 +15,9 @@ export interface LeaseThreadData {
   logLevel: LogLevel;
   /** Ask for a raised scheduling priority (ROWAN_LEASE_PRIORITY=0 turns it off). */
   raisePriority: boolean;
+  /** An eventfd the main thread signals after each message it posts (the thread's poll loop,
+   *  ./lease-reactor.ts, wakes on it). */
+  wakeFd: number;
 }
 
 /** The first message to the lease thread, once the node is ready: start holding the lease. */

@@ -13,13 +13,14 @@
 // the main thread (./lease-thread-link.ts): the manager's prepare and commit (the follower runs
 // there), the lease timing, a tick when the peer leases should look, the eviction. What it takes:
 // lines for the manager, the held shards for the next hello.
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { monotonicClock } from '../../config/base/clock.js';
 import { createLogger } from '../../config/base/log.js';
 import { raiseThreadPriority, setThreadName, type ThreadPriority } from '../../native/libc.js';
 import { ConfigCell } from '../shared/config-cell.js';
 import { askBelowMs } from '../shared/peer-lease.js';
-import { LeaseClient } from './lease-client.js';
+import { LeaseClient, type LeaseSeams } from './lease-client.js';
+import { LeaseReactor, reactorCanDial } from './lease-reactor.js';
 import type { LeaseThreadData, LeaseThreadStart, LeaseToMain, MainToLease } from './lease-thread-protocol.js';
 
 /** SCHED_FIFO priority asked for (the lowest real-time one is enough to run ahead of every ordinary
@@ -64,14 +65,18 @@ function run(st: LeaseThreadStart): void {
     post({ t: 'tick' });
   };
 
+  // Plain TCP: the thread's own poll loop (./lease-reactor.ts), woken by the main thread's eventfd;
+  // TLS (or a manager named by a host name): Node's event loop, as before.
+  const reactor = reactorCanDial(st.managers, st.tls) ? new LeaseReactor(clock, d.wakeFd, () => drain()) : null;
+  const seams: LeaseSeams = { follow: (m) => post({ t: 'round', m }), ...(reactor ? { timers: reactor, dial: reactor.dial } : {}) };
   const client: LeaseClient = new LeaseClient(st.managers, d.nodeId, cell, clock, log, {
     unconfirmed: () => unconfirmed,
     evicted: () => post({ t: 'evicted' }),
     tick: () => tick(client),
     timing: (t) => post({ t: 'timing', leaseMs: t.leaseMs, renewMs: t.renewMs, driftMs: t.driftMs }),
-  }, st.rejoin, st.secret, st.tls, undefined, { follow: (m) => post({ t: 'round', m }) });
+  }, st.rejoin, st.secret, st.tls, undefined, seams);
 
-  port.on('message', (m: MainToLease) => {
+  const onMessage = (m: MainToLease): void => {
     switch (m.t) {
       case 'send':
         return client.notifyLine(m.line);
@@ -80,12 +85,21 @@ function run(st: LeaseThreadStart): void {
         return;
       case 'stop':
         client.stop();
+        reactor?.stop();
         post({ t: 'stopped' });
         port.close();
         return;
     }
-  });
+  };
+  /** The reactor's wakeup: every message the main thread posted since the last. */
+  const drain = (): void => {
+    for (let r = receiveMessageOnPort(port); r !== undefined; r = receiveMessageOnPort(port)) onMessage(r.message as MainToLease);
+  };
   client.start();
+  if (reactor === null) return void port.on('message', onMessage);
+  log.info('lease thread: renewing from its own poll loop (plain TCP, no event loop)');
+  drain(); // what came before the loop
+  reactor.run();
 }
 
 const clock = monotonicClock;
