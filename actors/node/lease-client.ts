@@ -153,7 +153,7 @@ export class LeaseClient {
    *  eviction). */
   private publishLease(): void {
     if (this.evicted) return;
-    this.cell.setLease(Math.max(this.leaseUntil, 0));
+    this.cell.setLease(Math.max(this.leaseUntil, 0), this.clock.now());
   }
 
   private loadTimer: TimerHandle | undefined;

@@ -268,12 +268,17 @@ export class ConfigCell {
   }
 
   /** The manager's lease holds until `until` (monotonicClock ms); floored, so the cell never claims
-   *  more. The lease thread only (one writer: never lowered by a stale grant of another thread). */
-  setLease(until: number): void {
+   *  more. The lease thread only (one writer: never lowered by a stale grant of another thread).
+   *  Waiters (changed()) are woken only when the lease had lapsed by `now`: extending a lease that
+   *  holds changes nothing they wait for (they wait for a configuration, a pending term, a shard's
+   *  block; a lapse they see by the clock), and every grant -- 50 a second -- woke every waiting
+   *  thread of an idle node (issue 26). */
+  setLease(until: number, now: number): void {
     if (this.evicted()) return;
+    const was = Atomics.load(this.i32, LEASE);
     Atomics.store(this.i32, LEASE, Math.max(0, Math.floor(until - this.base))); // workers fence at the new instant
     if (this.evicted()) Atomics.store(this.i32, LEASE, 0); // an evict() that ran in between wins
-    this.notify();
+    if (was === LEASE_NONE || this.base + was <= now) this.notify();
   }
 
   /** The peer leases hold until `until` (monotonicClock ms; -Infinity: not held); floored. The main

@@ -43,7 +43,7 @@ test('a commit that finishes after a later prepare keeps requests blocked until 
   const c2 = layout(2, [ME, 1, ME], [0]); // node 0 failed over: this node takes shard 0
   const c4 = layout(4, [ME, 1, 1], [0]); // then shard 2 moves from this node to node 1
   const cell = ConfigCell.create(c1, true, clock);
-  cell.setLease(clock.now() + 60_000);
+  cell.setLease(clock.now() + 60_000, clock.now());
   cell.recordGrant(0, clock.now() + 100); // a peer lease this node granted node 0: term 2's commit waits it out
   const { log, lines } = recordingLog();
   const sent: string[] = [];
