@@ -43,11 +43,13 @@ export class LoadTable {
   }
 
   /** Whether every node in `nodes` reported since `since` at term `term` or later, and after the
-   *  report numbered `afterSeq` (default: any). */
+   *  report numbered `afterSeq` (default: any). An empty report at such a term stands until the node
+   *  sends another: an idle node repeats it only every IDLE_REPORT_EVERY_PERIODS periods
+   *  (../shared/shard-load.ts LoadReportGate), and reports at once when it counts anything. */
   freshFor(nodes: readonly number[], since: number, term: number, afterSeq = 0): boolean {
     return nodes.every((n) => {
       const r = this.reports.get(n);
-      return r !== undefined && r.at >= since && r.term >= term && r.seq > afterSeq;
+      return r !== undefined && r.term >= term && (r.rates.size === 0 || (r.at >= since && r.seq > afterSeq));
     });
   }
 

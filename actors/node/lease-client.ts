@@ -29,7 +29,7 @@ import type { ManagerToNode, NodeToManager } from '../shared/manager-protocol.js
 import { ManagerLink, type DialManager } from './manager-link.js';
 
 export type { DialManager, LeaseSocket } from './manager-link.js';
-import type { ShardLoad } from '../shared/shard-load.js';
+import { LoadReportGate, type ShardLoad } from '../shared/shard-load.js';
 
 /** What the node does for the manager: follow its rounds (./config-follower.ts, when the client runs
  *  the follower itself: no `follow` seam), report load, stop. */
@@ -104,6 +104,7 @@ export class LeaseClient {
     seams: LeaseSeams = {},
   ) {
     this.timers = seams.timers ?? realTimers;
+    this.loadGate = new LoadReportGate(loadPeriodMs);
     this.link = new ManagerLink({
       managers, clock, log, secret, tls, timers: this.timers,
       dial: seams.dial ?? dialReusingBuffer,
@@ -158,14 +159,19 @@ export class LeaseClient {
 
   private loadTimer: TimerHandle | undefined;
   private loadSentAt = 0;
+  private readonly loadGate: LoadReportGate;
 
+  /** As the lease thread's link does (./lease-thread-link.ts): the gate drops an idle node's repeats. */
   private sendLoad(): void {
     const loads = this.hooks.load?.() ?? [];
     const now = this.clock.now();
+    const periodMs = +(now - this.loadSentAt).toFixed(1);
+    this.loadSentAt = now;
+    const term = this.cell.term();
+    if (!this.loadGate.send(loads.length === 0, term, now)) return;
     const flat: number[] = [];
     for (const l of loads) flat.push(l.shard, l.reqs, l.writes);
-    this.send({ t: 'load', node: this.nodeId, term: this.cell.term(), periodMs: +(now - this.loadSentAt).toFixed(1), loads: flat });
-    this.loadSentAt = now;
+    this.send({ t: 'load', node: this.nodeId, term, periodMs, loads: flat });
   }
 
   /** Tell the manager something outside the lease exchange (re-replication's caughtUp). */
@@ -201,6 +207,7 @@ export class LeaseClient {
       this.timers.clearInterval(this.loadTimer);
       this.hooks.load(); // what was counted while disconnected is not this period's
       this.loadSentAt = this.clock.now();
+      this.loadGate.reset(); // a new manager (or connection) hears this node's load at once
       this.loadTimer = this.timers.setInterval(() => this.sendLoad(), this.loadPeriodMs);
       this.loadTimer.unref();
     }

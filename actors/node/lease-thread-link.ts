@@ -12,7 +12,7 @@ import type { ConfigCell } from '../shared/config-cell.js';
 import { encodeLine, type NodeToManager } from '../shared/manager-protocol.js';
 import { ConfigFollower, type FollowerHooks } from './config-follower.js';
 import type { LeaseThreadData, LeaseThreadStart, LeaseToMain, MainToLease } from './lease-thread-protocol.js';
-import type { ShardLoad } from '../shared/shard-load.js';
+import { LoadReportGate, type ShardLoad } from '../shared/shard-load.js';
 
 const entry = new URL('./lease-thread.js', import.meta.url);
 /** SCHED_FIFO priority of the main thread while it follows a round (the lease thread's is the same:
@@ -76,7 +76,9 @@ export class LeaseThread {
   private timing: { leaseMs: number; renewMs: number; driftMs: number } | null = null;
   private loadTimer: TimerHandle | undefined;
   private loadSentAt = 0;
+  private readonly loadGate: LoadReportGate;
   constructor(private readonly o: LeaseThreadOptions) {
+    this.loadGate = new LoadReportGate(o.loadPeriodMs);
     this.spawned = o.spawned ?? spawnLeaseThread(o.nodeId, o.log);
     this.worker = this.spawned.worker;
     this.worker.on('message', (m: LeaseToMain) => this.onMessage(m));
@@ -152,13 +154,18 @@ export class LeaseThread {
     signalEventFd(this.spawned.wakeFd);
   }
 
+  /** Each period's sample; only the ones the gate lets through go to the manager (an idle node's
+   *  standing empty report is not repeated: ../shared/shard-load.ts LoadReportGate). */
   private sendLoad(): void {
     const loads = this.o.hooks.load?.() ?? [];
     const now = this.o.clock.now();
+    const periodMs = +(now - this.loadSentAt).toFixed(1); // since the last sample: a skipped one counted nothing
+    this.loadSentAt = now;
+    const term = this.o.cell.term();
+    if (!this.loadGate.send(loads.length === 0, term, now)) return;
     const flat: number[] = [];
     for (const l of loads) flat.push(l.shard, l.reqs, l.writes);
-    this.notify({ t: 'load', node: this.o.nodeId, term: this.o.cell.term(), periodMs: +(now - this.loadSentAt).toFixed(1), loads: flat });
-    this.loadSentAt = now;
+    this.notify({ t: 'load', node: this.o.nodeId, term, periodMs, loads: flat });
   }
 
   private onMessage(m: LeaseToMain): void {

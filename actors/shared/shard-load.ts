@@ -73,3 +73,37 @@ export class LoadSampler {
     }
   }
 }
+
+/** An idle node still reports every this many periods (a keepalive of its standing zero report). */
+export const IDLE_REPORT_EVERY_PERIODS = 20;
+
+/**
+ * Which load samples go to the manager (issue 26, "no work without work"): every one that counted
+ * something, the first idle one, one at each new term, and then an idle one only every
+ * IDLE_REPORT_EVERY_PERIODS periods. An idle node's empty report stands until it says otherwise (the
+ * manager counts it as fresh: actors/manager/load.ts), so an idle cluster sends no load reports --
+ * each woke the lease thread and the manager, which parsed and planned on it, twice a second.
+ */
+export class LoadReportGate {
+  /** The last report sent was empty, at this term and instant (null: it was not, or none sent). */
+  private idle: { term: number; at: number } | null = null;
+
+  constructor(private readonly periodMs: number) {}
+
+  /** Whether this sample (empty or not, at `term`) is sent; call once per sample. */
+  send(empty: boolean, term: number, now: number): boolean {
+    if (!empty) {
+      this.idle = null;
+      return true;
+    }
+    const i = this.idle;
+    if (i !== null && i.term === term && now - i.at < IDLE_REPORT_EVERY_PERIODS * this.periodMs) return false;
+    this.idle = { term, at: now };
+    return true;
+  }
+
+  /** A new connection: its first sample is sent whatever it holds. */
+  reset(): void {
+    this.idle = null;
+  }
+}

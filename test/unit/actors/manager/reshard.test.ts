@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { planFailover } from '../../../../actors/manager/plan.js';
 import { BACKUP_WRITE_WEIGHT, LoadTable, OverloadDetector, nodeLoads } from '../../../../actors/manager/load.js';
+import { IDLE_REPORT_EVERY_PERIODS, LoadReportGate } from '../../../../actors/shared/shard-load.js';
 import { ConfigManager, type Link } from '../../../../actors/manager/manager.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
 import { ManualClock } from '../../../../config/base/clock.js';
@@ -169,4 +170,43 @@ test('the manager plans on the report that completes a generation: two overloade
   await settle();
   assert.equal(sent.get(1)!.filter((m) => m.t === 'prepare').length, 1, 'the move of shard 0 is under way (prepare sent)');
   cm.close();
+});
+
+// Issue 26: an idle node sends its empty load report once (then every IDLE_REPORT_EVERY_PERIODS
+// periods), so the manager must count its standing empty report as fresh, or one idle member would
+// hold up every generation -- and resharding among the busy ones -- until its keepalive.
+test('an idle member\'s standing empty report completes generations; a busy one must report anew', () => {
+  const t = new LoadTable();
+  const d = new OverloadDetector();
+  const members = [0, 1, 2];
+  t.record(2, 1, 500, [], 1000); // node 2 idle: one empty report, then silence
+  const busy = (at: number) => {
+    t.record(0, 1, 500, [0, 100, 0], at);
+    t.record(1, 1, 500, [1, 100, 0], at);
+  };
+  busy(1000);
+  assert.equal(d.due(t, members, 500, 1), true);
+  d.planned(t, 1);
+  busy(1500);
+  assert.equal(d.due(t, members, 1200, 1), true, 'the idle member did not report again, and need not');
+  d.planned(t, 1);
+  t.record(0, 1, 500, [0, 100, 0], 2000);
+  assert.equal(d.due(t, members, 1200, 1), false, 'node 1, busy, has not reported since the plan');
+  assert.equal(d.due(t, members, 500, 2), false, 'an empty report of an older term does not stand');
+});
+
+test('load reports: each one that counted something, the first idle one, one per new term, then idle ones only every IDLE_REPORT_EVERY_PERIODS periods', () => {
+  const g = new LoadReportGate(500);
+  const sent: number[] = [];
+  let term = 1;
+  for (let i = 0; i < 60; i++) {
+    const at = i * 500;
+    const empty = !(i === 3 || i === 4);
+    if (i === 30) term = 2;
+    if (g.send(empty, term, at)) sent.push(i);
+  }
+  // 0: first idle; 3, 4: busy; 5: the first idle after; 25: keepalive; 30: new term; 50: keepalive.
+  assert.deepEqual(sent, [0, 3, 4, 5, 5 + IDLE_REPORT_EVERY_PERIODS, 30, 30 + IDLE_REPORT_EVERY_PERIODS]);
+  g.reset();
+  assert.equal(g.send(true, term, 60 * 500), true, 'a new connection hears the idle report at once');
 });
