@@ -6,42 +6,15 @@
 import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { mapFile } from '../../native/mapping.js';
-import { defaultLimits } from '../../config/limits.js';
 import { ErrorCodes, RowanError, invariant } from '../../config/base/errors.js';
 import * as L from './srq-layout.js';
 import { closeQueueNow } from './stale-queue.js';
+import { checkGeometry, format, type SrqCreateOptions } from './srq-format.js';
+import type { PostedBuffer, ReceiveQueue } from './receive-queue.js';
 
-export interface PostedBuffer {
-  /** Pool offset of the buffer (a segment). */
-  offset: number;
-  /** Bytes; a multiple of the stride. */
-  length: number;
-}
+export type { SrqCreateOptions };
 
-/**
- * What the control-side RowanReceiver needs of a receive queue: the emulated queue below (shm, tcp) and
- * the RNIC's SRQ of the verbs transport (runtime/fabric/verbs-receiver.ts) both provide it.
- */
-export interface ReceiveQueue {
-  /** The most buffers that may be posted and not yet consumed (posting more is a broken invariant). */
-  readonly postCap: number;
-  /** Post buffers (pool offset, length) in one call, in increasing address order. */
-  post(buffers: readonly PostedBuffer[]): void;
-  /** Buffers posted so far (ever). */
-  posted(): number;
-  /** Posted buffers no write has reached yet, counting the one writes currently land in. */
-  outstanding(): number;
-  /** The receiver declared every buffer below `seq` Used (before handing them to digest). */
-  markUsedBelow(seq: number): void;
-  /** The receiver could (false) or could not (true) allocate the segments it wanted to post. */
-  markStarved?(starved: boolean): void;
-  /** Reservations in buffer `seq` whose copy has not finished (absent: a hardware RNIC's queue, whose
-   *  DMA cannot outlive the grace). The receiver hands a buffer to digest only once this is 0. */
-  holds?(seq: number): number;
-  /** Give up on buffer `seq`'s holds (their senders died or stalled past the receiver's timeout): from
-   *  now on their releases fail and they re-issue. False if the holds changed meanwhile (look again). */
-  fence?(seq: number): boolean;
-}
+export type { PostedBuffer, ReceiveQueue };
 
 /** reserve() results that are not pool offsets. */
 export const NO_BUFFER = -1;
@@ -49,15 +22,6 @@ export const SRQ_CLOSED = -2;
 /** The slot reserve() took is in a buffer the receiver already declared Used: write nothing, reserve again. */
 export const STALE_RESERVATION = -3;
 
-export interface SrqCreateOptions {
-  /** Posted-ring slots: the most buffers that can be posted and not yet consumed. */
-  postCap: number;
-  /** Ring CQ slots (a power of two). */
-  cqCap: number;
-  strideBytes?: number;
-  /** The longest buffer that will be posted (default: the paper's 4 MiB segment); sizes the cursor's stride field. */
-  bufferBytesMax?: number;
-}
 
 const TWO32 = 2 ** 32;
 
@@ -66,38 +30,6 @@ interface QueueMemory {
   readonly bytes: Uint8Array;
   readonly size: number;
   close(): void;
-}
-
-/** Check the options and size the cursor; BAD_CONFIG on a bad combination. */
-function checkGeometry(o: SrqCreateOptions): L.CursorGeometry {
-  const stride = o.strideBytes ?? 64;
-  const bufferBytesMax = o.bufferBytesMax ?? defaultLimits.segmentBytes;
-  if (!Number.isInteger(o.postCap) || o.postCap < 2) bad(`postCap must be an integer >= 2, got ${o.postCap}`);
-  if (!Number.isInteger(o.cqCap) || o.cqCap < 2 || (o.cqCap & (o.cqCap - 1)) !== 0)
-    bad(`cqCap must be a power of two >= 2, got ${o.cqCap}`);
-  if (!Number.isInteger(bufferBytesMax) || bufferBytesMax < stride || bufferBytesMax % stride !== 0)
-    bad(`bufferBytesMax must be a positive multiple of the ${stride} B stride, got ${bufferBytesMax}`);
-  const g = L.cursorGeometry(bufferBytesMax, stride, o.postCap);
-  if (!g) bad(`postCap ${o.postCap} is too large for a one-word cursor over buffers of up to ${bufferBytesMax} B`);
-  return g;
-}
-
-/** Write a fresh queue's header into zeroed memory (the magic last). */
-function format(bytes: Uint8Array, o: SrqCreateOptions, g: L.CursorGeometry, incarnation: Uint8Array): void {
-  const i32 = new Int32Array(bytes.buffer, bytes.byteOffset, bytes.length >> 2);
-  const inc = new DataView(incarnation.buffer, incarnation.byteOffset, 8);
-  i32[L.W_VERSION] = L.SRQ_VERSION;
-  i32[L.W_POST_CAP] = o.postCap;
-  i32[L.W_CQ_CAP] = o.cqCap;
-  i32[L.W_STRIDE] = o.strideBytes ?? 64;
-  i32[L.W_INCARNATION_LO] = inc.getInt32(0, true);
-  i32[L.W_INCARNATION_HI] = inc.getInt32(4, true);
-  i32[L.W_RING] = g.ring;
-  i32[L.W_STRIDE_BITS] = g.strideBits;
-  i32[L.W_CQ_SHARDS] = L.cqShardsFor(o.cqCap);
-  for (let n = 0; n < g.ring; n++) i32[L.postedSlotWord(g.ring, n) + L.SLOT_SEQ] = L.SLOT_EMPTY;
-  // Publishes the header: an attacher that sees the magic sees every field above.
-  Atomics.store(i32, L.W_MAGIC, L.SRQ_MAGIC);
 }
 
 export class SharedReceiveQueue implements ReceiveQueue {
@@ -572,10 +504,6 @@ export class SharedReceiveQueue implements ReceiveQueue {
     // Hot path: the message is built only when the check fails.
     if (this.unmapped) invariant(false, `receive queue ${this.path} used after close`);
   }
-}
-
-function bad(msg: string): never {
-  throw new RowanError(ErrorCodes.BAD_CONFIG, `receive queue: ${msg}`);
 }
 
 function notReady(msg: string): never {
