@@ -68,6 +68,7 @@ function partsOf(c: Cell, o: RowanBenchOptions, threads: number, seed: number): 
       writeBytes: c.bytes,
       depth: c.depth,
       burst: c.api === 'tryWrite',
+      holdPerWrite: c.holds === 'write',
       warmupMs: o.warmupMs,
       durationMs: o.durationMs,
       traceMs: o.traceMs,
@@ -157,7 +158,7 @@ export async function run(opts: RowanBenchOptions = parseOptions(process.argv.sl
     }
     for (let i = 0; i < cells.length; i++) {
       const c = cells[i]!;
-      progress(`rowan: ${c.fabric} ${c.mode} ${c.api} ${c.bytes} B x${c.streams} depth ${c.depth}`, i, cells.length);
+      progress(`rowan: ${c.fabric} ${c.mode} ${c.api}${c.holds === 'write' ? ' (hold per write)' : ''} ${c.bytes} B x${c.streams} depth ${c.depth}`, i, cells.length);
       rows.push(await measureCell(c, opts, senders, rx, i + 1, rx.mapped?.media ?? null));
     }
     progress('rowan: done', cells.length, cells.length);

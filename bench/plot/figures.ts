@@ -129,7 +129,7 @@ const ring = (rows: Rows): Figure[] => [
   },
 ];
 
-const rowanSeries = (r: Row) => `${r.fabric} ${r.mode}${r.api === 'tryWrite' ? ' tryWrite' : ''}${r.depth !== 1 ? `, ${r.depth} in flight` : ''}`;
+const rowanSeries = (r: Row) => `${r.fabric} ${r.mode}${r.api === 'tryWrite' ? ' tryWrite' : ''}${r.holds === 'write' ? ' hold per write' : ''}${r.depth !== 1 ? `, ${r.depth} in flight` : ''}`;
 
 const rowan = (rows: Rows): Figure[] => {
   const sizes = numbersOf(rows, 'bytes');

@@ -30,11 +30,13 @@ export interface RowanBenchOptions {
   senderThreads: number;
   /** Run every cell once (at most 36 streams), unmeasured, before the measured cells. */
   warmUp: boolean;
+  /** Also measure Rowan over shm with a hold per write (the landing before keepHolds, srq.ts) beside it. */
+  holdPerWrite: boolean;
 }
 
 export const USAGE =
   'node dist/bench/rowan.bench.js [--quick] [--duration=ms] [--streams=1,8,36,72,144] [--sizes=64,128] ' +
-  '[--modes=rowan,rwrite,share,batch] [--depth=n] [--deep-depth=n] [--no-tcp] [--no-burst] [--retries=n] [--media-mbps=n] [--sender-threads=n] [--warm-up]';
+  '[--modes=rowan,rwrite,share,batch] [--depth=n] [--deep-depth=n] [--no-tcp] [--no-burst] [--retries=n] [--media-mbps=n] [--sender-threads=n] [--warm-up] [--hold-per-write]';
 
 export function parseOptions(argv: string[]): RowanBenchOptions {
   const flag = (name: string) => argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`))?.split('=')[1];
@@ -66,6 +68,7 @@ export function parseOptions(argv: string[]): RowanBenchOptions {
     mediaMBps: flag('media-mbps') === undefined ? null : num('media-mbps', 2000),
     senderThreads: Math.max(1, num('sender-threads', 2)),
     warmUp: argv.includes('--warm-up'),
+    holdPerWrite: argv.includes('--hold-per-write') && modes.includes('rowan'),
   };
   for (const n of [...o.streams, ...o.sizes]) if (!Number.isInteger(n) || n < 1) throw new Error(`bad stream count or size ${n}; usage: ${USAGE}`);
   for (const b of o.sizes) if (b % 64 !== 0) throw new Error(`write sizes are whole 64 B strides, got ${b}`);
@@ -80,6 +83,8 @@ export interface Cell {
   bytes: number;
   streams: number;
   depth: number;
+  /** rowan over shm: the lander's holds, one per buffer and event-loop turn (the default) or one per write. */
+  holds?: 'turn' | 'write';
 }
 
 /**
@@ -94,6 +99,7 @@ export function cellsOf(o: RowanBenchOptions, tcp: boolean): Cell[] {
     for (const streams of o.streams) {
       for (const mode of o.modes) {
         cells.push({ fabric: 'shm', mode, api: 'write', bytes, streams, depth: o.depth });
+        if (mode === 'rowan' && o.holdPerWrite) cells.push({ fabric: 'shm', mode, api: 'write', bytes, streams, depth: o.depth, holds: 'write' });
         if (mode === 'rowan' && o.burst) cells.push({ fabric: 'shm', mode, api: 'tryWrite', bytes, streams, depth: o.depth });
       }
       if (tcp) cells.push({ fabric: 'tcp', mode: 'rowan', api: 'write', bytes, streams, depth: o.depth });

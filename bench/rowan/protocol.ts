@@ -29,6 +29,8 @@ export interface CellSpec {
    * landing itself, without the promise layer); a write that does not land at once goes async.
    */
   burst: boolean;
+  /** rowan over shm: a hold per write instead of one per buffer and turn (ShmConnectOptions.holdPerWrite). */
+  holdPerWrite: boolean;
   /** Phases after `go`'s start time: warm-up, measure (writes, latency, CPU), trace (DLWA). */
   warmupMs: number;
   durationMs: number;

@@ -29,6 +29,7 @@ export function rowOf(c: Cell, rs: CellResult[], attempts: number): Row {
     fabric: c.fabric,
     mode: c.mode,
     api: c.api,
+    holds: c.fabric === 'shm' && c.mode === 'rowan' ? (c.holds ?? 'turn') : null,
     bytes: c.bytes,
     streams: c.streams,
     depth: c.depth,
@@ -53,7 +54,7 @@ export function rowOf(c: Cell, rs: CellResult[], attempts: number): Row {
 /** What this run's rows say about the issue's targets. */
 export function verdicts(rows: Row[], senderThreads: number): string[] {
   const find = (m: string, b: number, s: number) =>
-    rows.find((r) => r.fabric === 'shm' && r.mode === m && r.api === 'write' && r.bytes === b && r.streams === s && r.depth === 1);
+    rows.find((r) => r.fabric === 'shm' && r.mode === m && r.api === 'write' && r.holds !== 'write' && r.bytes === b && r.streams === s && r.depth === 1);
   const out: string[] = [];
   const rowan64 = rows.filter((r) => r.fabric === 'shm' && r.mode === 'rowan' && r.bytes === 64);
   if (rowan64.length) {
@@ -69,6 +70,12 @@ export function verdicts(rows: Row[], senderThreads: number): string[] {
   for (const b of [64, 128]) {
     const ro = find('rowan', b, 144);
     const rw = find('rwrite', b, 144);
+    const sh = find('share', b, 144);
+    if (ro && sh) {
+      const ratio = (ro.writesPerSec as number) / (sh.writesPerSec as number);
+      const cpuRatio = (ro.writesPerCpuSec as number) / (sh.writesPerCpuSec as number);
+      out.push(`target rowan >= share at 144 streams, ${b} B (issue 29): writes/s ${ratio.toFixed(2)}x, per sender CPU-second ${cpuRatio.toFixed(2)}x -> ${ratio >= 1 ? 'met' : 'NOT met'}`);
+    }
     if (ro) out.push(`target Rowan DLWA <= 1.05 at 144 streams, ${b} B: ${ro.dlwa} -> ${(ro.dlwa as number) <= 1.05 ? 'met' : 'NOT met'}`);
     if (rw) out.push(`target rwrite DLWA >= 1.5 at 144 streams, ${b} B: ${rw.dlwa} -> ${(rw.dlwa as number) >= 1.5 ? 'met' : 'NOT met'} (paper: ${b === 64 ? '2.48' : '1.58'})`);
   }

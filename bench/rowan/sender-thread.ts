@@ -58,10 +58,15 @@ const persists = new WindowTrace();
 const acks = new WindowTrace();
 const selfStat = '/proc/thread-self/schedstat';
 let shm: ShmConnection | null = null;
+/** The same, landing with a hold per write (cells with holdPerWrite). */
+let shmHeldPerWrite: ShmConnection | null = null;
 let tcp: RowanConnection | null = null;
 let go: ((startAt: number) => void) | null = null;
 
 async function connection(c: CellSpec): Promise<RowanConnection> {
+  if (c.fabric === 'shm' && c.holdPerWrite) {
+    return (shmHeldPerWrite ??= ShmConnection.connect(init.dataDir, { trace: persists, senderId: init.thread, holdPerWrite: true }));
+  }
   if (c.fabric === 'shm') return (shm ??= ShmConnection.connect(init.dataDir, { trace: persists, senderId: init.thread }));
   if (!init.tcp) throw new Error('tcp cell without a nic endpoint');
   return (tcp ??= await connectTcp(init.tcp, { senderId: init.thread }));
@@ -250,7 +255,7 @@ function post(m: FromSender, transfer: ArrayBuffer[] = []): void {
 
 port.on('message', (m: ToSender) => {
   if (m.type === 'exit') {
-    void Promise.all([shm?.close(), tcp?.close()]).finally(() => process.exit(0));
+    void Promise.all([shm?.close(), shmHeldPerWrite?.close(), tcp?.close()]).finally(() => process.exit(0));
     return;
   }
   if (m.type === 'go') {

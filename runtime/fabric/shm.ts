@@ -38,6 +38,8 @@ export interface ShmConnectOptions extends Partial<RowanSenderOptions> {
   mode?: PersistMode;
   /** Record every persist this sender issues (for the DLWA model). */
   trace?: PersistTrace;
+  /** A hold per write (true) instead of one per buffer and event-loop turn (SharedReceiveQueue.keepHolds). */
+  holdPerWrite?: boolean;
   clock?: Clock;
 }
 
@@ -61,6 +63,7 @@ export class ShmConnection implements RowanConnection {
     this.region = o.trace ? tracedRegion(pool.region, o.trace) : pool.region;
     this.dataStart = pool.segmentOffset(0);
     this.dataEnd = pool.segmentOffset(pool.segmentCount - 1) + pool.segmentBytes;
+    if (!o.holdPerWrite) srq.keepHolds();
   }
 
   /** Map the receiver node's pool and receive queue from its data directory. */

@@ -30,7 +30,18 @@ export const MAX_REISSUES = 16;
 export function landOnce(srq: SharedReceiveQueue, region: PersistentRegion, bytes: Uint8Array, senderId: number): number {
   const at = reserveLanding(srq, bytes.length);
   if (at < 0) return at;
+  if (srq.keepsHolds) return copyLandingKept(srq, region, bytes, at, srq.lastSeq, senderId);
   return copyLanding(srq, region, bytes, at, srq.lastSeq, srq.claimCompletion(), senderId);
+}
+
+/**
+ * copyLanding for a queue that keeps its holds for the turn (SharedReceiveQueue.keepHolds): copy,
+ * persist, then claim and fill the CQ slot if the kept hold was not fenced meanwhile, else LATE.
+ */
+export function copyLandingKept(srq: SharedReceiveQueue, region: PersistentRegion, bytes: Uint8Array, at: number, seq: number, senderId: number): number {
+  region.bytes.set(bytes, at);
+  region.persist(at, bytes.length);
+  return srq.completeKept(seq, at, bytes.length, senderId) ? at : LATE;
 }
 
 /**

@@ -69,6 +69,9 @@
 //           buffer that slot held before was handed off, so a tag is never reused under live holds
 //           (it repeats every 2^14 buffers: a sender would have to stall that long between its hold
 //           and its copy for a release to hit the wrong buffer).
+//           A shm sender (keepHolds, srq.ts) keeps one hold per buffer for its event-loop turn instead of
+//           one per reservation: its later reservations there are covered by a hold taken before them,
+//           and after each copy it checks, behind a locked instruction, that the hold is not fenced.
 //           A restart of the receiver closes the old queue and waits for its holds before cold start
 //           recycles anything (./stale-queue.ts).
 // senders   who holds what, for a restart of the receiver (./stale-queue.ts): the n-th sender to

@@ -64,6 +64,14 @@ export class SharedReceiveQueue implements ReceiveQueue {
   private cursorSeen = 0;
   /** Sender-local: the word counting this sender's holds in its sender slot, or -1 (not named). */
   private holding = -1;
+  /** Sender-local, keepHolds(): whether holds are kept across writes, and the buffer whose hold is kept (-1: none). */
+  private keeping = false;
+  private keptSeq = -1;
+  private dropQueued = false;
+  private readonly dropKeptAtTurnEnd = (): void => {
+    this.dropQueued = false;
+    this.dropKept();
+  };
 
   private constructor(path: string, map: QueueMemory) {
     this.path = path;
@@ -318,7 +326,8 @@ export class SharedReceiveQueue implements ReceiveQueue {
         const seq = this.curSeq;
         // A hold on the buffer before the reservation exists (srq-layout.ts, holds): the receiver does
         // not hand the buffer on while it sees it. No hold: the slot holds a later buffer or was fenced.
-        if (!this.takeHold(seq)) {
+        // A hold this sender keeps (keepHolds) was taken before an earlier reservation, so before this one.
+        if (seq !== this.keptSeq && !this.holdFor(seq)) {
           this.curLow = -1;
           c = this.cursorSeen = Atomics.load(this.i32, L.W_CURSOR); // latest reservation state
           continue;
@@ -327,7 +336,7 @@ export class SharedReceiveQueue implements ReceiveQueue {
         // strides + need fits the stride field (post() bounds buffer lengths), so nothing carries.
         const seen = Atomics.compareExchange(this.i32, L.W_CURSOR, c, c + need);
         if (seen !== c) {
-          this.release(seq);
+          if (seq !== this.keptSeq) this.release(seq);
           c = seen;
           continue;
         }
@@ -336,7 +345,8 @@ export class SharedReceiveQueue implements ReceiveQueue {
         // handed on (if the receiver read its holds before ours), or our seq is 2^seqBits stale (see
         // above). Either way, write nothing.
         if (Atomics.load(this.i32, L.W_USED_BELOW) > seq) {
-          this.release(seq);
+          if (seq === this.keptSeq) this.dropKept();
+          else this.release(seq);
           this.curLow = -1;
           return STALE_RESERVATION;
         }
@@ -385,6 +395,19 @@ export class SharedReceiveQueue implements ReceiveQueue {
     return NO_BUFFER;
   }
 
+  /** reserve()'s hold on buffer `seq`: one per reservation, or one kept for the rest of the turn (keepHolds). */
+  private holdFor(seq: number): boolean {
+    if (!this.keeping) return this.takeHold(seq);
+    this.dropKept(); // a hold on an earlier buffer: this sender reserves there no more
+    if (!this.takeHold(seq)) return false;
+    this.keptSeq = seq;
+    if (!this.dropQueued) {
+      this.dropQueued = true;
+      queueMicrotask(this.dropKeptAtTurnEnd);
+    }
+    return true;
+  }
+
   /** Add a hold to buffer `seq` if its slot still holds it and it is not fenced (see the layout). */
   private takeHold(seq: number): boolean {
     const w = L.holdsWord(this.ring, seq);
@@ -423,6 +446,48 @@ export class SharedReceiveQueue implements ReceiveQueue {
         return (h & L.HOLD_FENCED) === 0;
       }
     }
+  }
+
+  /**
+   * Sender side: keep a reservation's hold for this sender's later reservations in the same buffer,
+   * until the event loop's turn ends (a microtask drops it) or it reserves in another buffer. Saves
+   * per write the hold and release CASes on the holds word all senders share (and two adds on its
+   * holding word); completeKept() checks each copy against a fence instead. The receiver then waits
+   * for a sender's turn, not its copy, to end; a turn past its hold timeout is fenced and re-issues.
+   */
+  keepHolds(): void {
+    this.keeping = true;
+  }
+
+  get keepsHolds(): boolean {
+    return this.keeping;
+  }
+
+  /**
+   * keepHolds(): a reservation in buffer `seq` is copied and persistent. Claims its CQ slot (the locked
+   * add orders the copy's stores before the look at the hold word) and fills it if the kept hold is
+   * not fenced (true: the receiver's fence, if any, comes later, and what digest gets holds the
+   * write), else voids it and drops the hold (false: re-issue).
+   */
+  completeKept(seq: number, poolOffset: number, len: number, sender: number): boolean {
+    this.mapped();
+    const cq = this.claimCompletion();
+    const h = Atomics.load(this.i32, L.holdsWord(this.ring, seq)); // the hold word after our copy
+    if (seq === this.keptSeq && h >>> L.HOLD_TAG_SHIFT === (seq & L.HOLD_TAG_MASK)) {
+      this.complete(cq, poolOffset, len, sender);
+      return true;
+    }
+    this.voidCompletion(cq, sender);
+    if (seq === this.keptSeq) this.dropKept();
+    return false;
+  }
+
+  /** Drop the hold kept on a buffer (keepHolds), if any. Its writes were checked one by one (completeKept). */
+  private dropKept(): void {
+    const seq = this.keptSeq;
+    if (seq < 0) return;
+    this.keptSeq = -1;
+    if (!this.unmapped) this.release(seq);
   }
 
   /** Holds on buffer `seq` (receiver side; the buffer must not have been handed on). */
@@ -496,6 +561,7 @@ export class SharedReceiveQueue implements ReceiveQueue {
   /** Unmap. Any later use is an invariant error (not a fault on the guard mapping). */
   close(): void {
     if (this.unmapped) return;
+    this.dropKept();
     this.unmapped = true;
     this.map.close();
   }

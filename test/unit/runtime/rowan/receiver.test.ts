@@ -18,7 +18,7 @@ import { RowanError } from '../../../../config/base/errors.js';
 
 const SEG = 64 * 1024;
 
-function setup(o: { segments?: number; preallocate?: number; batch?: number; holdTimeoutMs?: number } = {}) {
+function setup(o: { segments?: number; preallocate?: number; batch?: number; holdTimeoutMs?: number; holdPerWrite?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-rx-unit-'));
   const p = shmPaths(dir);
   const pool = Pool.create(p.pool, { segmentCount: o.segments ?? 16, segmentBytes: SEG });
@@ -31,7 +31,7 @@ function setup(o: { segments?: number; preallocate?: number; batch?: number; hol
     onUsed: (s) => handed.push(s),
   });
   rx.start();
-  const conn = ShmConnection.connect(dir);
+  const conn = ShmConnection.connect(dir, o.holdPerWrite ? { holdPerWrite: true } : {});
   return {
     dir, pool, srq, clock, handed, rx, conn,
     done: async () => {
@@ -190,33 +190,68 @@ test('over tcp: the nic answers a starved receiver with PM_FULL, and the sender 
   }
 });
 
-test('a reservation in a buffer already declared Used is abandoned; one that went Used during the copy lands; one fenced during the copy is LATE', async () => {
+for (const holdPerWrite of [true, false]) {
+  const holds = holdPerWrite ? 'a hold per write' : 'holds kept for the turn';
+  test(`a reservation in a buffer already declared Used is abandoned; one that went Used during the copy lands; one fenced during the copy is LATE (${holds})`, async () => {
+    const t = setup({ holdPerWrite });
+    try {
+      // Publish "buffer 0 is Used" while writes still land in it: exactly the stale-sender race.
+      t.srq.markUsedBelow(1);
+      assert.equal(t.conn.tryWrite(stride(1)), ABANDONED);
+      assert.equal(t.srq.holds(0), 0, 'an abandoned reservation keeps no hold');
+      t.srq.markUsedBelow(0);
+      assert.ok(t.conn.tryWrite(stride(1)) >= 0);
+      // Drive the receiver's side through a region whose persist acts at that instant, as the control
+      // actor could. Declared Used during the copy: the write holds the buffer, so it counts.
+      const region = (t.conn as unknown as { region: { persist: (o: number, l: number) => void } }).region;
+      const persist = region.persist.bind(region);
+      region.persist = (o, l) => {
+        persist(o, l);
+        t.srq.markUsedBelow(1);
+      };
+      assert.ok(t.conn.tryWrite(stride(1)) >= 0);
+      if (holdPerWrite) assert.equal(t.srq.holds(0), 0, 'the hold was dropped after the persist');
+      else {
+        assert.equal(t.srq.holds(0), 1, 'one hold for both writes of this turn, kept until the turn ends');
+        await null; // the rest of the turn: the microtask that drops the kept hold runs first
+        assert.equal(t.srq.holds(0), 0, 'the kept hold was dropped when the turn ended');
+      }
+      // Fenced during the copy (the receiver gave up waiting): the buffer went on without it; re-issue.
+      t.srq.markUsedBelow(0);
+      region.persist = (o, l) => {
+        persist(o, l);
+        t.srq.markUsedBelow(1);
+        assert.ok(t.srq.fence(0));
+      };
+      assert.equal(t.conn.tryWrite(stride(1)), LATE);
+    } finally {
+      await t.done();
+    }
+  });
+}
+
+test('holds kept for the turn: a Used buffer waits for the end of its sender\'s turn, not of each copy, before it is handed on', async () => {
   const t = setup();
+  const other = ShmConnection.connect(t.dir, { holdPerWrite: true });
   try {
-    // Publish "buffer 0 is Used" while writes still land in it: exactly the stale-sender race.
-    t.srq.markUsedBelow(1);
-    assert.equal(t.conn.tryWrite(stride(1)), ABANDONED);
-    t.srq.markUsedBelow(0);
-    assert.ok(t.conn.tryWrite(stride(1)) >= 0);
-    // Drive the receiver's side through a region whose persist acts at that instant, as the control
-    // actor could. Declared Used during the copy: the write holds the buffer, so it counts.
-    const region = (t.conn as unknown as { region: { persist: (o: number, l: number) => void } }).region;
-    const persist = region.persist.bind(region);
-    region.persist = (o, l) => {
-      persist(o, l);
-      t.srq.markUsedBelow(1);
-    };
-    assert.ok(t.conn.tryWrite(stride(1)) >= 0);
-    assert.equal(t.srq.holds(0), 0, 'the hold was dropped after the persist');
-    // Fenced during the copy (the receiver gave up waiting): the buffer went on without it; re-issue.
-    t.srq.markUsedBelow(0);
-    region.persist = (o, l) => {
-      persist(o, l);
-      t.srq.markUsedBelow(1);
-      assert.ok(t.srq.fence(0));
-    };
-    assert.equal(t.conn.tryWrite(stride(1)), LATE);
+    const at = t.conn.tryWrite(stride(1, 5)); // buffer 0; t.conn keeps its hold for this turn
+    assert.ok(at >= 0);
+    const seg0 = t.pool.segmentOf(t.srq.buffer(0).offset);
+    assert.ok(other.tryWrite(stride(SEG / 64 - 1, 7)) >= 0); // fills the rest of buffer 0
+    assert.ok(other.tryWrite(stride(1, 8)) >= 0); // starts buffer 1: buffer 0 is consumed
+    t.rx.tick();
+    t.clock.advance(5);
+    t.rx.tick();
+    assert.equal(t.srq.usedBelow(), 1, 'buffer 0 is declared Used');
+    assert.equal(t.srq.holds(0), 1, 'the hold t.conn keeps');
+    assert.equal(t.handed.length, 0, 'not handed on while its sender\'s turn goes on');
+    await null; // the turn ends: the kept hold is dropped
+    assert.equal(t.srq.holds(0), 0);
+    t.rx.tick();
+    assert.deepEqual(t.handed, [[seg0]]);
+    assert.deepEqual([...t.pool.region.bytes.subarray(at, at + 64)], new Array(64).fill(5), 'with the write in it');
   } finally {
+    await other.close();
     await t.done();
   }
 });
