@@ -57,7 +57,7 @@ const benches: Record<string, Bench> = {
   rowan: {
     title: 'Rowan vs rwrite/share/batch: writes/s, latency and modelled DLWA by write size and concurrent streams',
     module: './rowan.bench.js',
-    flags: '--quick (~30 s) --duration=ms --streams=1,8,36,72,144 --sizes=64,128 --modes=rowan,rwrite,share,batch --depth=N --deep-depth=N --no-tcp --no-burst --retries=N --media-mbps=N (the Optane media model on, N MB/s per DIMM) --sender-threads=N (2) --warm-up (every cell once, unmeasured, first)',
+    flags: '--quick (~30 s) --duration=ms --streams=1,8,36,72,144 --sizes=64,128 --modes=rowan,rwrite,share,batch --depth=N --deep-depth=N --no-tcp --no-burst --retries=N --media-mbps=N (the Optane media model on, N MB/s per DIMM) --sender-threads=N (2) --warm-up (every cell once, unmeasured, first) --hold-per-write (Rowan over shm also with a hold per write, the landing before issue 29)',
     takes: '~3 min',
   },
   gc: {
@@ -148,7 +148,7 @@ const benches: Record<string, Bench> = {
 
 /** Flags some benchmark reads (a misspelt one would otherwise be ignored silently). */
 const knownFlags = ['quick', 'help', 'replot', 'duration', 'streams', 'sizes', 'modes', 'depth', 'deep-depth', 'no-tcp', 'no-burst', 'retries', 'reps',
-  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes', 'link-mbit', 'mb', 'absence-ms', 'media-mbps', 'sender-threads', 'no-ycsb', 'warm-up'];
+  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes', 'link-mbit', 'mb', 'absence-ms', 'media-mbps', 'sender-threads', 'no-ycsb', 'warm-up', 'hold-per-write'];
 
 export function usage(): string {
   const w = Math.max(...Object.keys(benches).map((n) => n.length));

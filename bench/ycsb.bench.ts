@@ -39,6 +39,7 @@ import { readPoolMedia } from '../runtime/optane/media-file.js';
 import { POOL_FILE } from '../config/base/files.js';
 import { gcDelta, gcSummary, settledGcTotals, watchFreeSegments, withGcRatios } from './ycsb/gc-pressure.js';
 import { loadKeys, runCell, workloads, type Workload } from './ycsb/driver.js';
+import { CpuWindow } from './ycsb/server-cpu.js';
 import { sizeDists, valueSizeSampler, type SizeDist } from './ycsb/sizes.js';
 import { mulberry32, UniformChooser, ZipfianChooser, type KeyChooser } from './ycsb/zipfian.js';
 
@@ -141,9 +142,14 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
   try {
     client = await RowanClient.connect({ cluster: cluster.file, maxInFlight: o.concurrency * 2, timeoutMs: 20_000 });
     const loadSize = valueSizeSampler(sizeDists.zippydb, mulberry32(seed));
+    const nodePids = () => cluster.pids().nodes;
+    const loadCpu = new CpuWindow(nodePids);
+    loadCpu.edge('start');
     const t0 = performance.now();
     await loadKeys(client, o.keys, o.concurrency, loadSize, (d) => label(`ycsb ${mode}: loaded ${d}/${o.keys} keys`));
     const loadSecs = (performance.now() - t0) / 1000;
+    loadCpu.edge('end');
+    const loadCpuPerOp = loadCpu.perOp(o.keys);
     step();
     let gcBefore = spec.gc ? await settledGcTotals(cluster.file) : null;
     for (let i = 0; i < cells.length; i++) {
@@ -153,8 +159,9 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
       const keys: KeyChooser = c.dist === 'zipfian' ? new ZipfianChooser(o.keys, 0.99, rand) : new UniformChooser(o.keys, rand);
       const watch = spec.gc ? watchFreeSegments(cluster.file) : null;
       let r: Awaited<ReturnType<typeof runCell>>;
+      const cpu = new CpuWindow(nodePids);
       try {
-        r = await runCell(client, c.workload, keys, valueSizeSampler(c.size, mulberry32(seed + 31 * (i + 1))), o.concurrency, o.durationMs, o.warmupMs, seed + i);
+        r = await runCell(client, c.workload, keys, valueSizeSampler(c.size, mulberry32(seed + 31 * (i + 1))), o.concurrency, o.durationMs, o.warmupMs, seed + i, (e) => cpu.edge(e));
       } catch (err) {
         // A failed cell must not leave the sampler's interval running: the process would never exit.
         await watch?.stop();
@@ -175,6 +182,10 @@ async function runMode(mode: string, passMode: boolean, o: YcsbOptions, cells: C
         getP99us: round(r.getP99),
         errors: r.errors,
         loadOpsPerSec: Math.round(o.keys / loadSecs),
+        // Server CPU (the 3 node processes, every thread) per operation: this cell's window, and the load.
+        cpuUsPerOp: cpu.perOp(r.ops)?.total ?? null,
+        loadCpuUsPerOp: loadCpuPerOp?.total ?? null,
+        cpuUsPerOpTop: cpu.perOp(r.ops)?.byThread ?? null,
         // The latency histograms themselves (encoded HDR, bench/hist.ts): rounds and runs merge exactly.
         putHdr: r.putHist.count ? r.putHist.encode() : null,
         getHdr: r.getHist.count ? r.getHist.encode() : null,
@@ -333,8 +344,8 @@ export function comparisons(rows: Row[]): string[] {
       if (!r || !o) continue;
       out.push(
         `rowan vs ${mode}, ${w}: throughput rowan/${mode} ${ratio(r.opsPerSec, o.opsPerSec)}x, median PUT latency ${mode}/rowan ` +
-          `${ratio(o.putP50us, r.putP50us)}x (>1: rowan lower), ` +
-          `DLWA ${r.dlwa ?? '-'} vs ${o.dlwa ?? '-'}`,
+          `${ratio(o.putP50us, r.putP50us)}x (>1: rowan lower), server CPU per op ${mode}/rowan ${ratio(o.cpuUsPerOp, r.cpuUsPerOp)}x ` +
+          `(>1: rowan cheaper; ${r.cpuUsPerOpTop ?? '-'} vs ${o.cpuUsPerOpTop ?? '-'} µs), DLWA ${r.dlwa ?? '-'} vs ${o.dlwa ?? '-'}`,
       );
     }
   }

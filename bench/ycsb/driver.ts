@@ -68,7 +68,8 @@ export async function loadKeys(
   await Promise.all(Array.from({ length: concurrency }, loop));
 }
 
-/** Run one workload for `durationMs` after `warmupMs` of unrecorded requests. */
+/** Run one workload for `durationMs` after `warmupMs` of unrecorded requests; `onWindow` is called as
+ *  the recorded window starts and as it ends (to read the servers' CPU over it). */
 export async function runCell(
   c: RowanClient,
   w: Workload,
@@ -78,6 +79,7 @@ export async function runCell(
   durationMs: number,
   warmupMs: number,
   seed: number,
+  onWindow?: (edge: 'start' | 'end') => void,
 ): Promise<CellResult> {
   const rand = mulberry32(seed);
   const putLat = LatencyHistogram.create();
@@ -88,6 +90,7 @@ export async function runCell(
   const recordFrom = t0 + warmupMs;
   const end = recordFrom + durationMs;
   let salt = seed;
+  const edges = onWindow ? [setTimeout(() => onWindow('start'), warmupMs), setTimeout(() => onWindow('end'), warmupMs + durationMs)] : [];
   const loop = async () => {
     for (;;) {
       const start = performance.now();
@@ -107,7 +110,11 @@ export async function runCell(
       if (start >= recordFrom && stop <= end) (isPut ? putLat : getLat).recordUs((stop - start) * 1000);
     }
   };
-  await Promise.all(Array.from({ length: concurrency }, loop));
+  try {
+    await Promise.all(Array.from({ length: concurrency }, loop));
+  } finally {
+    for (const t of edges) clearTimeout(t);
+  }
   if (firstError) process.stderr.write(`ycsb: ${errors} request(s) failed in ${w.name}; first: ${(firstError as Error).message}\n`);
   const seconds = durationMs / 1000;
   return {
