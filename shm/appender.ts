@@ -100,6 +100,24 @@ export class LogAppender {
     return i;
   }
 
+  /** Entries [from, to) of `src`, lying back to back at src[offs[i], offs[i + 1]) (a packed copy
+   *  batch), as many as fit: one copy and one persist for them all. Their offsets go to out[i - base];
+   *  returns the index of the first that did not fit. */
+  appendPacked(src: Uint8Array, offs: Int32Array, from: number, to: number, out: number[], base: number): number {
+    const start = this.tailOff;
+    const first = offs[from]!;
+    let i = from;
+    while (i < to && offs[i + 1]! - first <= this.end - start) i++;
+    const len = offs[i]! - first;
+    if (len === 0) return i;
+    invariant(len % this.limits.entryAlignBytes === 0, `packed entries of ${len} bytes are not whole strides`);
+    this.region.bytes.set(src.subarray(first, first + len), start);
+    for (let j = from; j < i; j++) out[j - base] = start + offs[j]! - first;
+    this.region.persist(start, len);
+    this.tailOff = start + len;
+    return i;
+  }
+
   /** Reopen a log range after a restart: the tail goes after the last intact entry, stale bytes past it
    *  are zeroed and persisted. */
   static recover(region: PersistentRegion, start: number, end: number, limits: Limits): LogAppender {

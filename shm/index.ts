@@ -244,9 +244,7 @@ export class ShardIndex {
     for (let b = 0; b < end; b++) {
       const base = b * this.bucketSlots;
       for (let s = base; s < base + this.itemsPerBucket; s++) {
-        if (this.emptyNow(s)) continue;
-        // Sees the item as of some moment; a concurrent CAS may replace it right after.
-        const addr = this.decode(Atomics.load(this.i64, s));
+        const addr = this.addrNow(s); // as of some moment; a concurrent CAS may replace it right after
         if (addr !== 0) cb(addr);
       }
     }
@@ -264,8 +262,7 @@ export class ShardIndex {
       for (let b = h, hops = 0; hops <= this.overflowCapacity; b = this.linkOf(b), hops++) {
         const base = b * this.bucketSlots;
         for (let s = base; s < base + this.itemsPerBucket; s++) {
-          if (this.emptyNow(s)) continue;
-          const addr = this.decode(Atomics.load(this.i64, s)); // some moment's item, as in forEach
+          const addr = this.addrNow(s);
           if (addr !== 0) cb(addr);
         }
         if (this.linkOf(b) === L.LINK_NONE) break;
@@ -550,15 +547,18 @@ export class ShardIndex {
   }
 
   /** Address of an item (0 = empty); leaves its tag in decodedTag. */
-  /**
-   * Whether slot `s` (of the item views) is empty as of this read, from its low word alone: a walk of a
-   * sparse table then skips the BigInt load of each empty slot. An item's low word is the low 32 bits
-   * of its entry's pool offset, never 0 for an item in use (a pool is at most one 4 GiB view, and
-   * offset 0 is its superblock), so a 0 means the slot was empty at that moment -- what the item load
-   * would have seen then (an item put there right after is one a weakly consistent walk may miss).
-   */
+  /** Whether slot `s` is empty as of this read, from its low word alone: an item's low word is the low
+   *  32 bits of its pool offset, never 0 in use (a pool is one 4 GiB view at most, offset 0 its superblock). */
   private emptyNow(s: number): boolean {
     return Atomics.load(this.i32, L.slotLoWord(s)) === 0; // one moment's low word (the item's, or none)
+  }
+
+  /** The address slot `s` holds at some moment (0: empty) for a walk, no BigInt made below 4 GiB: the
+   *  high word's address bits read 0 before and after the low word, which is then the address. */
+  private addrNow(s: number): number {
+    const hi = L.slotHiWord(s);
+    const lo = (Atomics.load(this.i32, hi) & L.ADDR_HI_MASK) === 0 ? Atomics.load(this.i32, L.slotLoWord(s)) >>> 0 : -1;
+    return lo >= 0 && (Atomics.load(this.i32, hi) & L.ADDR_HI_MASK) === 0 ? lo : this.decode(Atomics.load(this.i64, s));
   }
 
   private decode(item: bigint): number {

@@ -105,6 +105,20 @@ export class TLog {
     return out;
   }
 
+  /** Entries [from, to) of a packed batch (LogAppender.appendPacked), one copy and one persist per
+   *  segment they land in; returns their offsets. */
+  appendPacked(src: Uint8Array, offs: Int32Array, from: number, to: number): number[] {
+    const out = new Array<number>(to - from);
+    for (let i = from; i < to; ) {
+      const size = offs[i + 1]! - offs[i]!;
+      if (size > this.pool.segmentBytes) throw new RowanError(ErrorCodes.ENTRY_TOO_LARGE, `entry of ${size} bytes exceeds a ${this.pool.segmentBytes}-byte segment`);
+      let cur = this.current;
+      if (cur === null || size > cur.appender.remaining) cur = this.nextSegment();
+      i = cur.appender.appendPacked(src, offs, i, to, out, from);
+    }
+    return out;
+  }
+
   /** A pending append (see the header) is done: replicated and indexed, or failed. */
   release(addr: number): void {
     const seg = Math.floor((addr - this.pool.segmentOffset(0)) / this.pool.segmentBytes);

@@ -13,6 +13,7 @@ import { EntryType, readEntryAt, type LogEntry } from '../../shm/log.js';
 import type { Pool } from '../../shm/pool.js';
 import type { TLog } from '../../shm/tlog.js';
 import { ReadEpochs } from '../shared/gc-state.js';
+import type { PackedBatch } from '../shared/copy-packed.js';
 import type { RawEntry } from '../shared/gather-scatter.js';
 import { indexEntry, raiseVersion, type KvShared } from '../shared/node-shared.js';
 import { plausibleVersion } from '../shared/trust.js';
@@ -49,6 +50,35 @@ export function absorbRaw(pool: Pool, shared: KvShared, log: TLog, raws: readonl
       const e = es[i]!;
       raiseVersion(shared.versions, e.shard, e.version);
       if (indexEntry(shared, e.shard, e.key, hash64Into(e.key, hash), offsets[i]!, e.version, reader) !== 'stale') taken++;
+    }
+  } finally {
+    shared.gc?.epochs.exitShared(slot);
+  }
+  return taken;
+}
+
+/** Entries [from, to) of a verified packed batch (../shared/copy-packed.ts): landed in `log` with one
+ *  copy and one persist per segment, the shard's version raised once to their highest, then indexed
+ *  version-conditionally from where they landed (a key is viewed in place, not copied). Landing and
+ *  indexing run in one go, so no segment they landed in is sealed and cleaned before they are indexed.
+ *  Returns how many the index took. */
+export function absorbPacked(pool: Pool, shared: KvShared, log: TLog, b: PackedBatch, from: number, to: number, limits: Limits, slot = ReadEpochs.slotOf('digest', MIGRATION_LOG_OWNER)): number {
+  if (to <= from) return 0;
+  const addrs = log.appendPacked(b.packed, b.offs, from, to);
+  let top = 0;
+  for (let i = from; i < to; i++) top = Math.max(top, b.versions[i]!);
+  raiseVersion(shared.versions, b.shard, top);
+  const bytes = pool.region.bytes;
+  const reader = new PoolEntryReader(pool.region, limits);
+  const hash = { hi: 0, lo: 0 };
+  let taken = 0;
+  shared.gc?.epochs.enterShared(slot); // index lookups read entries in the pool
+  try {
+    for (let i = from; i < to; i++) {
+      const addr = addrs[i - from]!;
+      const k = b.keyAt[i]!;
+      const key = k >= 0 ? bytes.subarray(addr + k, addr + k + b.keyLens[i]!) : readEntryAt(bytes, addr, limits)!.key;
+      if (indexEntry(shared, b.shard, key, hash64Into(key, hash), addr, b.versions[i]!, reader) !== 'stale') taken++;
     }
   } finally {
     shared.gc?.epochs.exitShared(slot);

@@ -32,9 +32,10 @@ import type { Pool } from '../../shm/pool.js';
 import type { TLog } from '../../shm/tlog.js';
 import { remoteError, RpcConnection } from '../../client/worker-connection.js';
 import type { ConfigCell } from '../shared/config-cell.js';
-import { COPY_BATCH_BYTES, COPY_DONE, decodeBatch, encodeCopyRequest, KEYS_CURSOR, type Batch, type CopyRequest } from '../shared/copy-batch.js';
+import { COPY_BATCH_BYTES, COPY_DONE, decodeBatch, encodeCopyRequest, KEYS_CURSOR, type CopyRequest } from '../shared/copy-batch.js';
 import { RenewalYielder, yieldToRenewals } from '../shared/gather-scatter.js';
-import { absorbRaw, rawEntryOf, verifyRaw } from './absorb.js';
+import { decodePackedBatch, type PackedBatch } from '../shared/copy-packed.js';
+import { absorbPacked, rawEntryOf, verifyRaw } from './absorb.js';
 import type { CopyReports } from '../shared/copy-reports.js';
 import type { KvShared } from '../shared/node-shared.js';
 import { Reconcile, type ReconcileStats } from './reconcile.js';
@@ -44,8 +45,10 @@ export const COPY_STREAMS = 4;
 /** Copy requests in flight on this node, all shards together: each batch is absorbed on the main
  *  thread, which also renews the lease -- many shards copying at once must not starve it. */
 export const COPY_REQUESTS_MAX = 2;
-/** Entries (or listed keys, or index buckets of a sweep) handled between two looks at the lease. */
+/** Listed keys (or index buckets of a sweep) handled between two looks at the lease. */
 export const ABSORB_SLICE = 64;
+/** Entries of a packed batch landed and indexed between two looks at the lease (a few hundred us). */
+export const PACKED_SLICE = 512;
 
 export interface CatchUpDeps {
   nodeId: number;
@@ -215,13 +218,14 @@ export class CatchUp {
     const step = Math.max(1, Math.ceil(buckets / COPY_STREAMS));
     const endOf = (i: number) => (i === COPY_STREAMS - 1 ? COPY_DONE : (i + 1) * step);
     const t0 = this.d.clock.now();
-    const first = await this.ask(cp, { shard: cp.shard, cursor: 0, bytesMax: COPY_BATCH_BYTES, above, end: endOf(0) });
+    const packed = (cursor: number, end: number): CopyRequest => ({ shard: cp.shard, cursor, bytesMax: COPY_BATCH_BYTES, above, end, packed: true });
+    const first = await this.ask(cp, packed(0, endOf(0)), this.packedOf(cp));
     cp.st.firstMs = +(this.d.clock.now() - t0).toFixed(1);
     if (cp.rec) cp.rec.counter = first.counter;
     await this.take(cp, first);
     const stripe = async (i: number, cursor: number): Promise<void> => {
       while (cursor !== COPY_DONE) {
-        const b = await this.ask(cp, { shard: cp.shard, cursor, bytesMax: COPY_BATCH_BYTES, above, end: endOf(i) });
+        const b = await this.ask(cp, packed(cursor, endOf(i)), this.packedOf(cp));
         await this.take(cp, b);
         cursor = b.next;
       }
@@ -229,18 +233,22 @@ export class CatchUp {
     await Promise.all(Array.from({ length: COPY_STREAMS }, (_, i) => stripe(i, i === 0 ? first.next : i * step)));
   }
 
-  /** Absorb a batch's full entries; a reconcile notes its listed ones. In slices, letting the lease's
-   *  renewals in between (this thread renews it). */
-  private async take(cp: Copy, b: Batch): Promise<void> {
+  /** The decoder of a walk's packed batches (verified whole before any entry of it is used). */
+  private packedOf(cp: Copy): (u: Uint8Array) => PackedBatch {
+    return (u) => decodePackedBatch(u, cp.shard, this.d.limits);
+  }
+
+  /** Land and index a batch's full entries; a reconcile notes its listed ones. In slices, letting the
+   *  thread's other actors (and timers) in between. */
+  private async take(cp: Copy, b: PackedBatch): Promise<void> {
     cp.st.bytes += b.bytes;
     this.totals.bytes += b.bytes;
-    for (let i = 0; i < b.raws.length; i += ABSORB_SLICE) {
-      const raws = b.raws.slice(i, i + ABSORB_SLICE);
-      const es = verifyRaw(raws, cp.shard, this.d.limits);
-      cp.st.absorbed += absorbRaw(this.d.pool, this.d.shared, this.d.log(), raws, es, this.d.limits);
-      cp.rec?.noteBatch(es.map((e) => e.version), []);
-      cp.st.entries += es.length;
-      this.totals.entries += es.length;
+    for (let i = 0; i < b.count; i += PACKED_SLICE) {
+      const to = Math.min(b.count, i + PACKED_SLICE);
+      cp.st.absorbed += absorbPacked(this.d.pool, this.d.shared, this.d.log(), b, i, to, this.d.limits);
+      cp.rec?.noteBatch(Array.from(b.versions.subarray(i, to)), []);
+      cp.st.entries += to - i;
+      this.totals.entries += to - i;
       await this.yielder.slice();
     }
     for (let i = 0; i < b.listed.length; i += ABSORB_SLICE) {
@@ -252,7 +260,7 @@ export class CatchUp {
   private async reconcile(cp: Copy, rec: Reconcile): Promise<void> {
     for (let keys of rec.fetchGroups()) {
       while (keys.length > 0) {
-        const b = await this.ask(cp, { shard: cp.shard, cursor: KEYS_CURSOR, bytesMax: COPY_BATCH_BYTES, keys });
+        const b = await this.ask(cp, { shard: cp.shard, cursor: KEYS_CURSOR, bytesMax: COPY_BATCH_BYTES, keys }, (u) => decodeBatch(u, cp.shard, true));
         const answered = b.next === COPY_DONE ? keys.length : b.next; // the rest did not fit the frame
         if (answered <= 0 || answered > keys.length) throw new RowanError(ErrorCodes.BAD_FRAME, `COPY_SHARD KEYS batch answered ${answered} of ${keys.length} keys`);
         cp.st.bytes += b.bytes;
@@ -269,7 +277,7 @@ export class CatchUp {
    * at a term change, on a new connection when the old one failed; PrimaryMoved when the primary
    * changed (or this node no longer catches up on the shard).
    */
-  private async ask(cp: Copy, req: CopyRequest): Promise<Batch> {
+  private async ask<T>(cp: Copy, req: CopyRequest, decode: (u: Uint8Array) => T): Promise<T> {
     for (;;) {
       if (!this.active(cp.shard)) throw new PrimaryMoved('no longer catching up');
       const c = this.d.cell.config();
@@ -287,7 +295,7 @@ export class CatchUp {
         // The configuration may have moved while the batch was in flight; its entries are still the
         // shard's, and absorbing is version-conditional.
         cp.failures = 0;
-        return decodeBatch(r.value, cp.shard, true);
+        return decode(r.value);
       } catch (err) {
         const code = err instanceof RowanError ? err.code : 'error';
         if (code !== ErrorCodes.STALE_TERM && code !== ErrorCodes.WRONG_SHARD && code !== ErrorCodes.LEASE_EXPIRED && cp.conn) {

@@ -12,6 +12,7 @@
 //
 //   walk v1  shard u16 · cursor u32 · bytesMax u32                                      (10 bytes)
 //   walk v2  shard u16 · cursor u32 · bytesMax u32 · above u48 · end u32                (20 bytes)
+//   walk v3  walk v2 · flags u32 (PACKED: answered with a packed batch, ./copy-packed.ts)  (24 bytes)
 //   keys     shard u16 · KEYS_CURSOR u32 · bytesMax u32 · count u32 · count x (keyLen u16 · key)
 //   batch v1 next u32 (COPY_DONE: the walk is over) · count u32 · count x entry       (walk v1)
 //   batch v2 next u32 · count u32 · counter u48 · count x entry                        (walk v2, keys;
@@ -37,6 +38,9 @@ export const COPY_DONE = 0xffffffff;
 export const KEYS_CURSOR = 0xfffffffe;
 export const COPY_REQUEST_BYTES = 10;
 const WALK_V2_BYTES = 20;
+const WALK_V3_BYTES = 24;
+/** Walk v3 flag: the answer is a packed batch (./copy-packed.ts). */
+const FLAG_PACKED = 1;
 const KEYS_HEAD = 14;
 const BATCH_HEAD = 8;
 const BATCH_V2_HEAD = 14;
@@ -66,6 +70,8 @@ export interface CopyRequest {
   end?: number;
   /** A KEYS request: the entries of these keys. */
   keys?: Uint8Array[];
+  /** v3: answer with a packed batch (./copy-packed.ts). */
+  packed?: boolean;
 }
 
 const hi16 = (v: number) => Math.floor(v / 2 ** 32);
@@ -86,8 +92,8 @@ export function encodeCopyRequest(r: CopyRequest): Uint8Array {
     }
     return b;
   }
-  const v2 = r.above !== undefined || r.end !== undefined;
-  const b = Buffer.alloc(v2 ? WALK_V2_BYTES : COPY_REQUEST_BYTES);
+  const v2 = r.above !== undefined || r.end !== undefined || r.packed === true;
+  const b = Buffer.alloc(r.packed ? WALK_V3_BYTES : v2 ? WALK_V2_BYTES : COPY_REQUEST_BYTES);
   b.writeUInt16LE(r.shard, 0);
   b.writeUInt32LE(r.cursor, 2);
   b.writeUInt32LE(r.bytesMax, 6);
@@ -96,6 +102,7 @@ export function encodeCopyRequest(r: CopyRequest): Uint8Array {
     b.writeUInt32LE(lo32(r.above ?? 0), 12);
     b.writeUInt32LE(r.end ?? COPY_DONE, 16);
   }
+  if (r.packed) b.writeUInt32LE(FLAG_PACKED, 20);
   return b;
 }
 
@@ -122,24 +129,28 @@ export function decodeCopyRequest(u: Uint8Array): CopyRequest {
     return { ...r, keys };
   }
   if (u.length === COPY_REQUEST_BYTES) return r;
-  if (u.length !== WALK_V2_BYTES) bad(`${u.length} B, neither ${COPY_REQUEST_BYTES} nor ${WALK_V2_BYTES}`);
-  return { ...r, above: b.readUInt16LE(10) * 2 ** 32 + b.readUInt32LE(12), end: b.readUInt32LE(16) };
+  if (u.length !== WALK_V2_BYTES && u.length !== WALK_V3_BYTES) bad(`${u.length} B, not ${COPY_REQUEST_BYTES}, ${WALK_V2_BYTES} or ${WALK_V3_BYTES}`);
+  const v2 = { ...r, above: b.readUInt16LE(10) * 2 ** 32 + b.readUInt32LE(12), end: b.readUInt32LE(16) };
+  if (u.length === WALK_V2_BYTES) return v2;
+  const flags = b.readUInt32LE(20);
+  if (flags !== FLAG_PACKED) bad(`walk v3 flags ${flags}`);
+  return { ...v2, packed: true };
 }
 
 /** Whether a request asks for a v2 batch (a counter in its head, listed entries). */
 export function isV2(r: CopyRequest): boolean {
-  return r.keys !== undefined || r.above !== undefined || r.end !== undefined;
+  return r.keys !== undefined || r.above !== undefined || r.end !== undefined || r.packed === true;
 }
 
 /** The batch would outgrow the frame: the bucket being added goes into the next batch. */
-class BatchFull extends RowanError {
+export class BatchFull extends RowanError {
   constructor(message: string) {
     super(ErrorCodes.VALUE_TOO_LARGE, message);
   }
 }
 
 /** A growable output buffer for one batch. */
-class BatchWriter {
+export class BatchWriter {
   buf: Buffer;
   at: number;
   count = 0;
@@ -186,7 +197,7 @@ class BatchWriter {
     this.count++;
   }
 
-  private room(need: number, frameMax: number, shard: number): void {
+  room(need: number, frameMax: number, shard: number): void {
     if (need > frameMax) throw new BatchFull(`shard ${shard}: a copy batch would exceed the ${frameMax} B a reply carries`);
     if (need <= this.buf.length) return;
     const next = Buffer.allocUnsafe(Math.min(frameMax, Math.max(need, this.buf.length * 2)));
@@ -306,26 +317,31 @@ export function decodeBatch(u: Uint8Array, shard: number, v2 = false): Batch {
       at += RAW_HEAD + n;
       continue;
     }
-    if (at + ENTRY_HEAD > b.length) bad('truncated entry head');
-    const t = b.readUInt8(at);
-    const v = b.readUInt16LE(at + 1) * 2 ** 32 + b.readUInt32LE(at + 3);
-    const kl = b.readUInt16LE(at + 7);
-    const vl = b.readUInt32LE(at + 9);
-    at += ENTRY_HEAD;
-    const type = (t & ~(LISTED | EXPIRES)) as EntryType;
-    let exp = 0;
-    if (t & EXPIRES) {
-      if (at + DEADLINE_BYTES > b.length) bad('truncated deadline');
-      exp = Number(b.readBigUInt64LE(at));
-      if (type !== EntryType.Put || (t & LISTED) !== 0 || !Number.isSafeInteger(exp) || exp <= 0) bad(`deadline ${exp} on an entry of type ${t}`);
-      at += DEADLINE_BYTES;
-    }
-    if (at + kl + vl > b.length) bad('truncated entry');
-    const e = { s: shard, v, t: type, key: b.subarray(at, at + kl), value: b.subarray(at + kl, at + kl + vl), ...(exp ? { exp } : {}) };
-    if (t & LISTED) listed.push(e);
-    else entries.push(e);
-    at += kl + vl;
+    const { e, listed: l, end } = decodeEntryAt(b, at, shard, bad);
+    (l ? listed : entries).push(e);
+    at = end;
   }
   if (at !== b.length) bad('trailing bytes');
   return { next, entries, listed, raws, counter, bytes: b.length };
+}
+
+/** The v1-format entry (listed, or full with its deadline) at `at` of batch `b`; `bad` throws. */
+export function decodeEntryAt(b: Buffer, at: number, shard: number, bad: (why: string) => never): { e: RawEntry; listed: boolean; end: number } {
+  if (at + ENTRY_HEAD > b.length) bad('truncated entry head');
+  const t = b.readUInt8(at);
+  const v = b.readUInt16LE(at + 1) * 2 ** 32 + b.readUInt32LE(at + 3);
+  const kl = b.readUInt16LE(at + 7);
+  const vl = b.readUInt32LE(at + 9);
+  at += ENTRY_HEAD;
+  const type = (t & ~(LISTED | EXPIRES)) as EntryType;
+  let exp = 0;
+  if (t & EXPIRES) {
+    if (at + DEADLINE_BYTES > b.length) bad('truncated deadline');
+    exp = Number(b.readBigUInt64LE(at));
+    if (type !== EntryType.Put || (t & LISTED) !== 0 || !Number.isSafeInteger(exp) || exp <= 0) bad(`deadline ${exp} on an entry of type ${t}`);
+    at += DEADLINE_BYTES;
+  }
+  if (at + kl + vl > b.length) bad('truncated entry');
+  const e = { s: shard, v, t: type, key: b.subarray(at, at + kl), value: b.subarray(at + kl, at + kl + vl), ...(exp ? { exp } : {}) };
+  return { e, listed: (t & LISTED) !== 0, end: at + kl + vl };
 }

@@ -14,6 +14,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { defaultTimings } from '../../config/timings.js';
 import type { CommitTracker } from '../shared/commit.js';
 import { decodeCopyRequest, isV2, readBatch, readKeys } from '../shared/copy-batch.js';
+import { readPackedBatch } from '../shared/copy-packed.js';
 import { nextVersion } from '../shared/node-shared.js';
 import type { WorkerCore } from './core.js';
 
@@ -58,6 +59,7 @@ export class CopySource {
     this.core.enterEpoch();
     try {
       if (req.keys) return readKeys(index, d.region.bytes, req.shard, req.keys, this.core.reader, d.limits, this.frameMax, v0);
+      if (req.packed) return readPackedBatch(index, d.region.bytes, req.shard, req, d.limits, this.frameMax, v0);
       return readBatch(index, d.region.bytes, req.shard, req, d.limits, this.frameMax, v0);
     } finally {
       this.core.exitEpoch();
