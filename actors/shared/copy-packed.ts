@@ -49,45 +49,15 @@ export interface PackedBatch {
   bytes: number;
 }
 
-/** The pool mapping as a Buffer (Buffer.copy copies a range without making a view per entry). */
-let srcOf: Uint8Array | null = null;
-let srcBuf: Buffer<ArrayBufferLike> = Buffer.alloc(0);
-
-function bufferOf(bytes: Uint8Array): Buffer<ArrayBufferLike> {
-  if (bytes !== srcOf) {
-    srcOf = bytes;
-    srcBuf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  }
-  return srcBuf;
-}
-
-/** Entries up to this size are copied word by word (a typed-array view per entry, which Buffer.copy
- *  and set() make, costs more than copying a small entry). */
-const WORD_COPY_MAX = 1024;
-
-let wordsOf: Uint8Array | null = null;
-let srcWords: Int32Array<ArrayBufferLike> = new Int32Array(0);
-
-function wordsOfPool(bytes: Uint8Array): Int32Array<ArrayBufferLike> {
-  if (bytes !== wordsOf) {
-    wordsOf = bytes;
-    srcWords = new Int32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2);
-  }
-  return srcWords;
-}
-
 /** The packed section and the listed entries of one batch being built. */
 class PackedWriter {
   buf: Buffer;
-  /** The words of `buf` (its own ArrayBuffer from offset 0, so entries at 4-byte multiples). */
-  words: Int32Array;
   at = PACKED_HEAD;
   count = 0;
   readonly listed = new BatchWriter(4096, 0);
 
   constructor(size: number) {
-    this.buf = Buffer.from(new ArrayBuffer(Math.max(size, PACKED_HEAD + 4096)));
-    this.words = new Int32Array(this.buf.buffer);
+    this.buf = Buffer.allocUnsafe(Math.max(size, PACKED_HEAD + 4096));
   }
 
   get size(): number {
@@ -95,19 +65,14 @@ class PackedWriter {
   }
 
   /** Copy the stored entry at src[addr, addr + n). */
-  copy(src: Buffer<ArrayBufferLike>, addr: number, n: number, frameMax: number, shard: number): void {
+  copy(src: Uint8Array, addr: number, n: number, frameMax: number, shard: number): void {
     if (this.size + n > frameMax) throw new BatchFull(`shard ${shard}: a copy batch would exceed the ${frameMax} B a reply carries`);
     if (this.at + n > this.buf.length) {
-      const next = Buffer.from(new ArrayBuffer(Math.min(frameMax, Math.max(this.at + n, this.buf.length * 2))));
+      const next = Buffer.allocUnsafe(Math.min(frameMax, Math.max(this.at + n, this.buf.length * 2)));
       this.buf.copy(next, 0, 0, this.at);
       this.buf = next;
-      this.words = new Int32Array(next.buffer);
     }
-    if (n <= WORD_COPY_MAX && (addr & 3) === 0 && (src.byteOffset & 3) === 0) {
-      const from = wordsOfPool(src);
-      const to = this.words;
-      for (let i = addr >>> 2, j = this.at >>> 2, e = (addr + n) >>> 2; i < e; i++, j++) to[j] = from[i]!;
-    } else src.copy(this.buf, this.at, addr, addr + n);
+    this.buf.set(src.subarray(addr, addr + n), this.at);
     this.at += n;
     this.count++;
   }
@@ -145,16 +110,18 @@ export function readPackedBatch(index: ShardIndex, bytes: Uint8Array, shard: num
   const above = req.above ?? 0;
   const end = Math.min(index.bucketCount, req.end ?? COPY_DONE);
   const floor = index.floor();
-  const src = bufferOf(bytes);
   const visit = (addr: number): void => {
     const v = versionAt(bytes, addr);
     if (floor !== 0 && v < floor) return; // flushed (./flush-floor.ts), its item not removed yet
     if (v <= above) w.list(listedAt(bytes, addr, shard, limits), frameMax, shard);
-    else w.copy(src, addr, storedSizeAt(bytes, addr, limits), frameMax, shard);
+    else w.copy(bytes, addr, storedSizeAt(bytes, addr, limits), frameMax, shard);
   };
   let next = req.cursor;
   while (next < end) {
-    const [at, count, listedAt0, listedCount] = [w.at, w.count, w.listed.at, w.listed.count];
+    const at = w.at;
+    const count = w.count;
+    const listedAt0 = w.listed.at;
+    const listedCount = w.listed.count;
     let after: number;
     try {
       after = index.forEachInBuckets(next, 1, visit);
@@ -163,7 +130,10 @@ export function readPackedBatch(index: ShardIndex, bytes: Uint8Array, shard: num
       after = -1;
     }
     if ((after < 0 || w.size > max) && count + listedCount > 0) {
-      [w.at, w.count, w.listed.at, w.listed.count] = [at, count, listedAt0, listedCount]; // the bucket goes into the next batch, whole
+      w.at = at; // the bucket goes into the next batch, whole
+      w.count = count;
+      w.listed.at = listedAt0;
+      w.listed.count = listedCount;
       break;
     }
     next = after;
