@@ -121,6 +121,13 @@ const benches: Record<string, Bench> = {
     flags: '--quick (50,000 objects) --keys=N (200000) --value-bytes=B (100) --loops=N (8)',
     takes: '~1 min',
   },
+  copybatch: {
+    title: 'copy batches (issue 28): a shard copy\'s CPU per object on the primary (walk) and the new backup (verify, land and index), v2 vs packed batches in one process and one run',
+    module: './copybatch.bench.js',
+    columns: ['format', 'valueBytes', 'rep', 'objects', 'MB', 'readUs', 'verifyUs', 'landIndexUs', 'targetUs', 'objectsPerCoreSec', 'MBpsPerCore', 'wallMs', 'wallObjectsPerSec', 'loadAvg'],
+    flags: '--quick (50,000 objects, 2 reps) --keys=N (200000) --reps=N (3)',
+    takes: '~1 min',
+  },
   expiry: {
     title: 'expiry under load (issue 27): N keys expire while GET/SET streams run; their p99 vs a run without expiry, and the time until the pools are back to baseline',
     module: './expiry.bench.js',

@@ -411,6 +411,22 @@ const copymove = (rows: Rows): Figure[] =>
     };
   });
 
+const copybatch = (rows: Rows): Figure[] => {
+  const meds = rows.filter((r) => String(r.format).endsWith(' median'));
+  return [
+    {
+      file: 'copybatch.svg',
+      svg: barChartSvg({
+        title: 'shard copy: CPU per object on each end, v2 vs packed batches (median over the reps, one run)',
+        notes: ['primary: its walk builds the batch; new backup: decode and verify, then land in its log and index; in one process, no network (npm run bench -- copymove for a copy under load)'],
+        value: { label: 'us of CPU per object' },
+        series: ['primary walk', 'backup verify', 'backup land + index'],
+        bars: meds.map((r) => ({ label: `${String(r.format).replace(' median', '')}, ${r.valueBytes} B values`, values: [num(r, 'readUs'), num(r, 'verifyUs'), num(r, 'landIndexUs')] })),
+      }),
+    },
+  ];
+};
+
 const expiry = (rows: Rows): Figure[] => {
   const base = rows.find((r) => r.phase === 'no expiry');
   const exp = rows.find((r) => r.phase === 'expiring');
@@ -462,6 +478,7 @@ export const figures: Record<string, (rows: Rows) => Figure[]> = {
   reshard,
   rereplicate,
   copymove,
+  copybatch,
   expiry,
   'ycsb-gc': ycsbGc,
   paper: (rows) => paperFigures(rows, dlwa),
