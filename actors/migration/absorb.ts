@@ -3,7 +3,10 @@
 // checksum, its shard, type and a plausible version -- before anything is written (data is checked
 // before it is persisted), then the batch is appended to the migration actor's log as it came, one persist per
 // segment it lands in, and indexed version-conditionally: what replication brought that is newer (or a
-// DEL) stays; a copied entry that lost is garbage in the log for GC, as a stale b-log block is.
+// DEL) stays; a copied entry that lost is garbage in the log for GC, as a stale b-log block is. A walk's
+// packed batches (../shared/copy-packed.ts, verified as they are decoded) land through absorbPacked;
+// verifyRaw checks the raw entries of KEYS batches (./reconcile.ts writes them); absorbRaw lands v2
+// batches (what `npm run bench -- copybatch` compares packed ones with).
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { MIGRATION_LOG_OWNER } from '../../config/base/ids.js';
 import type { Limits } from '../../config/limits.js';

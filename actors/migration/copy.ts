@@ -10,7 +10,9 @@
 // without the mark.
 //
 // The copy streams: the primary's home buckets are split into COPY_STREAMS ranges walked side by side
-// on one connection, each request answered with up to a frame (1 MiB) of entries; the first batch
+// on one connection, each request answered with up to a frame (1 MiB) of entries packed back to back as
+// the primary's log stores them (../shared/copy-packed.ts: verified in one pass, landed with one copy
+// and one persist per segment, indexed from where they landed); the first batch
 // (bucket 0) goes alone, as its barrier waits for older writes to finish (../../actors/worker/copy-source.ts).
 // A node that kept its pool through a restart (`kept`: the highest version it held of the shard at
 // its cold start) asks for the entries above that version in full and the others by key and version
