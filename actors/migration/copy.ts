@@ -44,8 +44,9 @@ import { Reconcile, type ReconcileStats } from './reconcile.js';
 
 /** Bucket ranges of one shard walked side by side (requests in flight on the connection). */
 export const COPY_STREAMS = 4;
-/** Copy requests in flight on this node, all shards together: each batch is absorbed on the main
- *  thread, which also renews the lease -- many shards copying at once must not starve it. */
+/** Copy requests in flight on this node, all shards together: each batch is absorbed on this actor's
+ *  thread, on a node with fewer cores than actors the `background` thread it shares with control,
+ *  digest and clean -- many shards copying at once must not starve them. */
 export const COPY_REQUESTS_MAX = 2;
 /** Listed keys (or index buckets of a sweep) handled between two looks at the lease. */
 export const ABSORB_SLICE = 64;
