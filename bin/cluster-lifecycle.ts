@@ -85,14 +85,21 @@ export async function claimClusterDir(dir: string, cluster: ClusterConfig | null
   };
 }
 
-/** Node `id`'s metrics port: base + 800 + id, base being node 0's first client port (see --base-port). */
+/** --base-port of a cluster `rowan cluster` made: node N's first client port is base + 10N (node 0
+ *  may have been decommissioned: any node tells). */
+export function basePortOf(cluster: ClusterConfig): number {
+  const n = cluster.nodes[0]!;
+  return n.workerPorts[0]! - 10 * n.id;
+}
+
+/** Node `id`'s metrics port: base + 800 + id (see --base-port). */
 export function metricsPortOf(cluster: ClusterConfig, id: number): number {
-  return cluster.nodes[0]!.workerPorts[0]! + 800 + id;
+  return basePortOf(cluster) + 800 + id;
 }
 
 /** The configuration manager's port under `rowan cluster`: base + 490. */
 export function managerPortOf(cluster: ClusterConfig): number {
-  return cluster.nodes[0]!.workerPorts[0]! + 490;
+  return basePortOf(cluster) + 490;
 }
 
 /** Every TCP port the manager and the nodes of `cluster` will listen on. */

@@ -94,6 +94,13 @@ export interface ClusterConfig {
   catchingUp?: CatchingUp[];
   /** Copy moves in progress (a target without a replica). Absent = none. */
   copies?: CopyTask[];
+  /** Membership changes (actors/manager/membership.ts): true while the manager spreads replicas and
+   *  primaries over the members (set when a node is added, cleared once they are fairly spread). */
+  balancing?: boolean;
+  /** Nodes being decommissioned: the manager moves every replica off them, then removes them. */
+  leaving?: number[];
+  /** Ids of nodes removed from the membership for good: never given to a new node again. */
+  retired?: number[];
   /** The key of every log block checksum of this cluster (shm/log-checksum.ts): a random u32 chosen
    *  when the cluster is made (`rowan cluster`, `rowan config init`), never changed afterwards (pools
    *  written under it verify only under it). Absent or 0: the unkeyed CRC32C of clusters made before
@@ -255,7 +262,15 @@ export function validateCluster(raw: unknown): ClusterConfig {
     }
   }
   validateCopies(c);
+  validateMembership(c, ids);
   return c;
+}
+
+/** `leaving` names members, `retired` none of them; `balancing` is a flag. */
+function validateMembership(c: ClusterConfig, ids: ReadonlySet<number>): void {
+  if (c.balancing !== undefined && typeof c.balancing !== 'boolean') fail('balancing', 'must be true or absent', c.balancing);
+  if (c.leaving !== undefined && (!Array.isArray(c.leaving) || !c.leaving.every((n) => ids.has(n)) || new Set(c.leaving).size !== c.leaving.length)) fail('leaving', 'must list node ids, once each', c.leaving);
+  if (c.retired !== undefined && (!Array.isArray(c.retired) || !c.retired.every((n) => isInt(n, 0, NODE_ID_MAX) && !ids.has(n)))) fail('retired', 'must list ids of no current node', c.retired);
 }
 
 /** Each copy names two distinct replicas of the shard (the target catching up until it reported, the

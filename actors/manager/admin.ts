@@ -23,6 +23,13 @@ export function answerAdmin(cm: ConfigManager, m: AdminRequest, reply: (r: Admin
         cm.requestMove([{ shard, from, to: m.to }], 'operator', (err, rec) => (err ? fail(err) : reply({ t: 'adminReply', id, ok: true, result: rec })));
         return;
       }
+      case 'addNode':
+      case 'decommission': {
+        const req = m.op === 'addNode' ? { kind: 'add' as const, node: m.node } : { kind: 'leave' as const, node: m.node };
+        if (m.op === 'decommission' && !Number.isInteger(m.node)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `decommission: node ${JSON.stringify(m.node)} is not a node id`);
+        cm.requestMembership(req, (err, result) => (err ? fail(err) : reply({ t: 'adminReply', id, ok: true, result })));
+        return;
+      }
       case 'plan': {
         reply({ t: 'adminReply', id, ok: true, result: { ...cm.balancePlan(), resharding: cm.resharding } });
         return;
@@ -43,6 +50,7 @@ export function answerAdmin(cm: ConfigManager, m: AdminRequest, reply: (r: Admin
             copies: c.copies ?? [],
             moves: cm.moves.history.slice(-10),
             copyMoves: cm.copies.history.slice(-10),
+            membership: { balancing: c.balancing === true, leaving: c.leaving ?? [], retired: c.retired ?? [], next: cm.membership.step(), steps: cm.membership.history.slice(-10) },
             resharding: cm.resharding,
           },
         });

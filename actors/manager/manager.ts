@@ -7,7 +7,7 @@
 //
 // With a standby a manager acts only while it is the elected active one (./takeover.ts, ./election.ts).
 import { realTimers, type Clock, type Timers } from '../../config/base/clock.js';
-import { liveNodes, type ClusterConfig } from '../../config/cluster.js';
+import { liveNodes, type ClusterConfig, type ClusterNode } from '../../config/cluster.js';
 import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
 import { LeaseTable, type LeaseTiming } from './leases.js';
@@ -22,6 +22,7 @@ import { ALWAYS, completeStoredTerm, type Activation, type TakeoverHost } from '
 import { LoadTable, OverloadDetector } from './load.js';
 import { MoveRunner, type MoveRecord } from './moves.js';
 import { CopyRunner, type CopyRecord } from './copies.js';
+import { MembershipRunner } from './membership-runner.js';
 import { Reconfirms, type ReconfirmHost } from './reconfirm.js';
 import { handovers } from './handover.js';
 import { DEFAULT_RESHARDING, planBalance, type BalancePlan, type Move, type ReshardingOptions } from './reshard.js';
@@ -65,6 +66,8 @@ export class ConfigManager {
   readonly moves: MoveRunner;
   /** Moves to nodes holding no replica: copied first (./copies.ts). */
   readonly copies: CopyRunner;
+  /** Nodes added and decommissioned, replicas spread onto and off them (./membership-runner.ts). */
+  readonly membership: MembershipRunner;
   /** Restarted primaries waiting to be confirmed (./reconfirm.ts). */
   private readonly reconfirms = new Reconfirms();
   /** The two rounds of a primary change, for failovers, takeovers and moves (./rounds.ts). */
@@ -117,6 +120,7 @@ export class ConfigManager {
       pauseAfter: resharding.pauseAfter,
     });
     this.copies = new CopyRunner({ config: () => this.cfg, reachable: () => this.reachable(), push: (next) => this.push(next), moves: this.moves, clock, log });
+    this.membership = new MembershipRunner({ config: () => this.cfg, reachable: () => this.reachable(), push: (next) => this.push(next), copies: this.copies, moves: this.moves, clock, log });
     this.reach = new Reach({
       timing,
       leases: this.leases,
@@ -300,7 +304,7 @@ export class ConfigManager {
   tick(): number {
     if (!this.activation.valid()) return Infinity;
     this.maybeRebalance(this.clock.now());
-    if (!this.running && (this.resumeWanted() || this.reconfirmWanted() || this.copies.wanted())) this.kick(); // its participants may have connected since
+    if (!this.running && (this.resumeWanted() || this.reconfirmWanted() || this.copies.wanted() || this.membership.wanted())) this.kick(); // its participants may have connected since
     const members = this.members();
     const now = this.clock.now();
     if (this.leases.expired(members, now).length === 0) return this.leases.nextExpiry(members, now) - now;
@@ -328,7 +332,7 @@ export class ConfigManager {
   }
 
   private reconfigurationWanted(): boolean {
-    return this.finishWanted || this.reconfirmWanted() || this.healing.pending() || this.moveRequests.length > 0 || this.resumeWanted() || this.copies.wanted();
+    return this.finishWanted || this.reconfirmWanted() || this.healing.pending() || this.moveRequests.length > 0 || this.resumeWanted() || this.copies.wanted() || this.membership.wanted();
   }
 
   private reconfirmWanted(): boolean {
@@ -509,6 +513,14 @@ export class ConfigManager {
       await this.moves.resume();
     }
     if (this.copies.wanted()) await this.copies.advance();
+    if (this.membership.wanted()) await this.membership.advance();
+  }
+
+  /** Add `node` to the membership (`rowan cluster add-node`), then spread replicas onto it; or
+   *  decommission it (`rowan node decommission`). The reply comes once the change's term is stored. */
+  requestMembership(req: { kind: 'add'; node: ClusterNode } | { kind: 'leave'; node: number }, reply: (err: Error | null, result?: { term: number }) => void): void {
+    this.membership.request(req, reply);
+    this.kick();
   }
 
   private reconfirmHost(): ReconfirmHost {

@@ -39,7 +39,9 @@
 //
 // An operator's tool (`rowan reshard`, `rowan status`) uses the same port without a lease:
 //   tool -> CM   admin      {id, op, shard?, to?}      op: move (shard to node `to`), plan (what the
-//                                                      manager would move now), loads (per node/shard)
+//                                                      manager would move now), loads (per node/shard),
+//                                                      addNode {node: its entry}, decommission {node}
+//                                                      (actors/manager/membership.ts)
 //   CM -> tool   adminReply {id, ok, result?, error?}  error: {code, message}
 //
 // Gather/scatter (§4.5 phase 2). In `prepared` a node lists the complete PUT/DEL entries of the shards
@@ -54,7 +56,7 @@
 //
 // It lives in actors/shared/ because both sides use it: the manager role (actors/manager/) and every
 // node's lease client (../node/lease-client.ts).
-import type { ClusterConfig } from '../../config/cluster.js';
+import type { ClusterConfig, ClusterNode } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 
 export type NodeToManager =
@@ -74,7 +76,9 @@ export type ManagerToNode =
 export type AdminRequest =
   | { t: 'admin'; id: number; op: 'move'; shard: number; to: number; from?: number }
   | { t: 'admin'; id: number; op: 'plan' }
-  | { t: 'admin'; id: number; op: 'loads' };
+  | { t: 'admin'; id: number; op: 'loads' }
+  | { t: 'admin'; id: number; op: 'addNode'; node: ClusterNode }
+  | { t: 'admin'; id: number; op: 'decommission'; node: number };
 
 export interface AdminReply {
   t: 'adminReply';

@@ -89,6 +89,11 @@ export const ErrorCodes = {
   /** A resharding move (§4.6) that cannot be made now (no such shard or node, the target holds no
    *  full replica, a participant unreachable) or was rolled back: the distribution is as it was. */
   MOVE_REFUSED: 'ROWAN_ERR_MOVE_REFUSED',
+  /** A decommission that would leave fewer live members than the replication factor asks. */
+  TOO_FEW_NODES: 'ROWAN_ERR_TOO_FEW_NODES',
+  /** A membership change that cannot be made (no such node, the node is leaving already, a node id
+   *  or address taken). */
+  MEMBERSHIP_REFUSED: 'ROWAN_ERR_MEMBERSHIP_REFUSED',
   /** The ZooKeeper configuration store cannot be reached, or its session is lost (config/zk-store.ts). */
   ZOOKEEPER: 'ROWAN_ERR_ZOOKEEPER',
   /** A configuration manager that is not (or no longer) the elected active one refused to act

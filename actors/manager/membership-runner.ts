@@ -1,0 +1,141 @@
+// Running membership changes (./membership.ts) on the configuration manager, from its drain loop
+// between failovers. Their state lives in the stored configuration (`nodes`, `balancing`, `leaving`,
+// `retired`) and in the copy and move tasks of each step, so a manager that restarts or a standby that
+// takes over goes on from there: it finds the next step from the stored configuration alone. Steps,
+// each a log line with `event` and `at`:
+//   member-added     term t+1: the new node listed, holding no shard, balancing on
+//   member-leaving   term t+1: the node listed leaving
+//   member-step      a copy or move of one replica started (balance or decommission)
+//   member-removed   term t+1: the leaving node out of the membership (its id retired)
+//   balanced         term t+1: replicas and primaries fairly spread, balancing off
+import type { Clock } from '../../config/base/clock.js';
+import type { ClusterConfig, ClusterNode } from '../../config/cluster.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import type { Logger } from '../../config/base/log.js';
+import type { CopyRunner } from './copies.js';
+import type { MoveRunner } from './moves.js';
+import { nextMembershipStep, planAddNode, planBalanced, planLeave, planRemove, type MembershipStep } from './membership.js';
+
+export interface MembershipHost {
+  config(): ClusterConfig;
+  reachable(): Set<number>;
+  /** Store `next` (CAS on the term) and commit it to every member. */
+  push(next: ClusterConfig): Promise<void>;
+  readonly copies: CopyRunner;
+  readonly moves: MoveRunner;
+  readonly clock: Clock;
+  readonly log: Logger;
+}
+
+type Request = { kind: 'add'; node: ClusterNode } | { kind: 'leave'; node: number };
+type Reply = (err: Error | null, result?: { term: number }) => void;
+
+/** One step taken: what, when, and how it ended (for `rowan status`). */
+export interface MembershipRecord {
+  step: MembershipStep;
+  at: number;
+  term: number;
+  error?: string;
+}
+
+/** A step that failed is not tried again before this long (ms). */
+const RETRY_MS = 1000;
+
+export class MembershipRunner {
+  private readonly requests: { req: Request; reply: Reply }[] = [];
+  readonly history: MembershipRecord[] = [];
+  private retryAt = 0;
+
+  constructor(private readonly h: MembershipHost) {}
+
+  /** An operator's add-node or decommission; the reply comes once its term is stored. */
+  request(req: Request, reply: Reply): void {
+    this.requests.push({ req, reply });
+  }
+
+  /** The step the stored configuration asks for now (null: no membership change going on). */
+  step(): MembershipStep | null {
+    return nextMembershipStep(this.h.config(), this.h.reachable());
+  }
+
+  wanted(): boolean {
+    if (this.requests.length > 0) return true;
+    if (this.h.clock.now() < this.retryAt) return false;
+    const s = this.step();
+    return s !== null && s.kind !== 'wait';
+  }
+
+  /** The operators' requests, then one step. */
+  async advance(): Promise<void> {
+    for (let r = this.requests.shift(); r; r = this.requests.shift()) await this.answer(r.req, r.reply);
+    if (this.h.clock.now() < this.retryAt) return;
+    const step = this.step();
+    if (step === null || step.kind === 'wait') return;
+    const rec: MembershipRecord = { step, at: this.h.clock.now(), term: this.h.config().term };
+    this.history.push(rec);
+    if (this.history.length > 100) this.history.shift();
+    try {
+      await this.take(step);
+    } catch (err) {
+      rec.error = (err as Error).message;
+      this.retryAt = this.h.clock.now() + RETRY_MS;
+      this.h.log.warn({ event: 'member-step-failed', step, err: rec.error }, `membership step not made (${rec.error}); trying again in ${RETRY_MS} ms`);
+      if (!(err instanceof RowanError && err.code === ErrorCodes.MOVE_REFUSED)) throw err;
+    }
+  }
+
+  private async answer(req: Request, reply: Reply): Promise<void> {
+    const c = this.h.config();
+    let next: ClusterConfig;
+    try {
+      next = req.kind === 'add' ? planAddNode(c, req.node) : planLeave(c, req.node);
+    } catch (err) {
+      return reply(err as Error);
+    }
+    try {
+      await this.h.push(next);
+    } catch (err) {
+      reply(err as Error);
+      throw err;
+    }
+    const node = req.kind === 'add' ? req.node.id : req.node;
+    const event = req.kind === 'add' ? 'member-added' : 'member-leaving';
+    this.h.log.warn({ event, at: this.h.clock.now(), node, term: next.term }, req.kind === 'add' ? `node ${node} added to the membership (term ${next.term}), holding no shard; spreading replicas onto it` : `node ${node} is being decommissioned (term ${next.term}): moving every replica off it`);
+    reply(null, { term: next.term });
+  }
+
+  private async take(step: MembershipStep): Promise<void> {
+    const h = this.h;
+    switch (step.kind) {
+      case 'copy':
+      case 'move': {
+        const m = step.move;
+        h.log.info({ event: 'member-step', at: h.clock.now(), step }, `${step.why}: ${step.kind === 'copy' ? 'copying' : 'handing over'} shard ${m.shard}'s ${h.config().shards[m.shard]!.primary === m.from ? 'primary' : 'backup'} replica from node ${m.from} to node ${m.to}`);
+        if (step.kind === 'move') {
+          await h.moves.run([m], step.why);
+          return;
+        }
+        let refused: Error | null = null;
+        await h.copies.start([m], step.why, (err) => {
+          if (err) refused = err;
+        });
+        if (refused) throw refused;
+        return;
+      }
+      case 'remove': {
+        const next = planRemove(h.config(), step.node);
+        await h.push(next);
+        h.log.warn({ event: 'member-removed', at: h.clock.now(), node: step.node, term: next.term }, `node ${step.node} decommissioned: out of the membership (term ${next.term}); it stops at its next renewal`);
+        return;
+      }
+      case 'balanced': {
+        const next = planBalanced(h.config());
+        await h.push(next);
+        h.log.warn({ event: 'balanced', at: h.clock.now(), term: next.term }, `replicas and primaries spread over the members (term ${next.term})`);
+        return;
+      }
+      case 'wait':
+        return;
+    }
+  }
+}

@@ -1,0 +1,204 @@
+// Membership changes on a live cluster (issue 28), pure: a node added, a node decommissioned, and the
+// one step at a time that spreads replicas onto the first or off the second. The manager runs them
+// (./membership-runner.ts); every step is a copy move (./copy-moves.ts) or a move of a primary role to
+// a full backup (./moves.ts), so a step rolls back, resumes and fences exactly as those do.
+//
+//   add        term t+1: the node listed in `nodes` holding no shard, `balancing` set. Its process
+//              starts from this configuration (it finds its entry), says hello and gets leases.
+//   balance    while `balancing` and nothing is moving: one step, deterministic --
+//                replicas  the member holding most (lowest id on a tie) copies one replica to the one
+//                          holding fewest, when they differ by more than one (a backup first: no
+//                          handover; the lowest shard id the target holds no replica of);
+//                primaries then the member primary of most hands one role to the one primary of
+//                          fewest that holds a full backup of it (a plain move, nothing copied).
+//              Nothing left to do: term t+1 without `balancing`.
+//   leave      term t+1: the node listed in `leaving` (refused, ROWAN_ERR_TOO_FEW_NODES, when the
+//              members left would be fewer than the replication factor).
+//   drain      while it is leaving and nothing is moving: one step -- a shard it is primary of hands
+//              the role to a full backup (the one primary of fewest; a copy when it has none), then a
+//              shard it is a backup of is copied to the member holding fewest replicas among those
+//              holding none of it.
+//   remove     it holds nothing and no task names it: term t+1 with it out of `nodes`, `leaving` and
+//              `dead`, its id in `retired` (never given again). Its next renewal is answered `evicted`:
+//              the process stops.
+// Members the manager does not reach are neither sources nor targets; a step waits for them (or for
+// their failover). Catching-up backups (re-replication, a copy) are waited for, never moved.
+import { isCatchingUp, liveNodes, validateCluster, type ClusterConfig, type ClusterNode } from '../../config/cluster.js';
+import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { NODE_ID_MAX } from '../../config/base/ids.js';
+import type { Move } from './reshard.js';
+
+/** What the manager does next for the membership: a copy move, a plain move, a removal, the end of a
+ *  balancing, or nothing now (`wait`: a task in flight, or no usable member). */
+export type MembershipStep =
+  | { kind: 'copy'; move: Move; why: 'balance' | 'decommission' }
+  | { kind: 'move'; move: Move; why: 'balance' | 'decommission' }
+  | { kind: 'remove'; node: number }
+  | { kind: 'balanced' }
+  | { kind: 'wait' };
+
+/** The id a new node gets: above every member's and every retired one's. */
+export function nextNodeId(c: ClusterConfig): number {
+  const id = Math.max(-1, ...c.nodes.map((n) => n.id), ...(c.retired ?? [])) + 1;
+  if (id > NODE_ID_MAX) throw new RowanError(ErrorCodes.MEMBERSHIP_REFUSED, `no node id left (the highest is ${NODE_ID_MAX})`);
+  return id;
+}
+
+/** Why `node` cannot be added to `c`, or null. */
+export function addRefusal(c: ClusterConfig, node: ClusterNode): string | null {
+  if ((c.retired ?? []).includes(node.id)) return `node id ${node.id} was retired (a decommissioned node's id is never reused)`;
+  if (c.nodes.some((n) => n.id === node.id)) return `node ${node.id} is a member already`;
+  const ports = (n: ClusterNode) => [...n.workerPorts, n.fabric.port, ...(n.resp?.ports ?? []), ...(n.resp?.clusterPorts ?? [])].filter((p) => p !== 0).map((p) => `${n.host}:${p}`);
+  const taken = new Set(c.nodes.flatMap(ports));
+  const clash = ports(node).find((p) => taken.has(p));
+  if (clash) return `${clash} is another node's port`;
+  if (c.nodes.some((n) => n.dataDir === node.dataDir && n.host === node.host)) return `${node.dataDir} is another node's data directory`;
+  return null;
+}
+
+/** Term t+1 with `node` a member holding no shard, and the spread (balancing) wanted. */
+export function planAddNode(c: ClusterConfig, node: ClusterNode): ClusterConfig {
+  const refusal = addRefusal(c, node);
+  if (refusal) throw new RowanError(ErrorCodes.MEMBERSHIP_REFUSED, `cannot add node ${node.id}: ${refusal}`);
+  const next = structuredClone(c);
+  next.term = c.term + 1;
+  next.nodes.push(structuredClone(node));
+  next.balancing = true;
+  return validateCluster(next);
+}
+
+/** Live members not leaving. */
+export function stayingMembers(c: ClusterConfig): number[] {
+  const leaving = new Set(c.leaving ?? []);
+  return liveNodes(c).map((n) => n.id).filter((id) => !leaving.has(id));
+}
+
+/** Term t+1 with `node` leaving; TOO_FEW_NODES when the members left would be fewer than the factor. */
+export function planLeave(c: ClusterConfig, node: number): ClusterConfig {
+  if (!c.nodes.some((n) => n.id === node)) throw new RowanError(ErrorCodes.MEMBERSHIP_REFUSED, `there is no node ${node}`);
+  if ((c.leaving ?? []).includes(node)) throw new RowanError(ErrorCodes.MEMBERSHIP_REFUSED, `node ${node} is being decommissioned already`);
+  const left = stayingMembers(c).filter((n) => n !== node).length;
+  if (left < c.replicationFactor) {
+    throw new RowanError(ErrorCodes.TOO_FEW_NODES, `cannot decommission node ${node}: ${left} live member(s) would be left, fewer than the replication factor ${c.replicationFactor} (add a node first)`);
+  }
+  const next = structuredClone(c);
+  next.term = c.term + 1;
+  next.leaving = [...(c.leaving ?? []), node];
+  return validateCluster(next);
+}
+
+/** Whether `node` holds a replica of any shard or is named by a task. */
+export function holdsAnything(c: ClusterConfig, node: number): boolean {
+  if (c.shards.some((s) => s.primary === node || s.backups.includes(node))) return true;
+  const tasks = [...c.migrations, ...(c.copies ?? [])];
+  return tasks.some((t) => t.source === node || t.target === node);
+}
+
+/** Term t+1 with `node` (holding nothing) out of the membership for good. */
+export function planRemove(c: ClusterConfig, node: number): ClusterConfig {
+  if (holdsAnything(c, node)) throw new RowanError(ErrorCodes.MEMBERSHIP_REFUSED, `node ${node} still holds replicas`);
+  const next = structuredClone(c);
+  next.term = c.term + 1;
+  next.nodes = c.nodes.filter((n) => n.id !== node);
+  const without = (xs: number[] | undefined) => (xs ?? []).filter((x) => x !== node);
+  for (const k of ['leaving', 'dead'] as const) {
+    const rest = without(c[k]);
+    if (rest.length > 0) next[k] = rest;
+    else delete next[k];
+  }
+  next.retired = [...(c.retired ?? []), node];
+  return validateCluster(next);
+}
+
+/** Term t+1 without the `balancing` flag. */
+export function planBalanced(c: ClusterConfig): ClusterConfig {
+  const next = structuredClone(c);
+  next.term = c.term + 1;
+  delete next.balancing;
+  return validateCluster(next);
+}
+
+/** Replicas (any role, catching up or not) and primaries each of `members` holds. */
+export function spread(c: ClusterConfig, members: readonly number[]): { replicas: Map<number, number>; primaries: Map<number, number> } {
+  const replicas = new Map(members.map((m) => [m, 0]));
+  const primaries = new Map(members.map((m) => [m, 0]));
+  for (const s of c.shards) {
+    if (primaries.has(s.primary)) primaries.set(s.primary, primaries.get(s.primary)! + 1);
+    for (const r of [s.primary, ...s.backups]) if (replicas.has(r)) replicas.set(r, replicas.get(r)! + 1);
+  }
+  return { replicas, primaries };
+}
+
+/** Members by `count` descending (most first), lowest id first on a tie. */
+function byMost(count: Map<number, number>): number[] {
+  return [...count.keys()].sort((a, b) => count.get(b)! - count.get(a)! || a - b);
+}
+
+const holds = (c: ClusterConfig, shard: number, node: number) => c.shards[shard]!.primary === node || c.shards[shard]!.backups.includes(node);
+const fullBackup = (c: ClusterConfig, shard: number, node: number) => c.shards[shard]!.backups.includes(node) && !isCatchingUp(c, shard, node);
+
+/** Whether a task is in flight or a backup is catching up: the next step waits for it. */
+function busy(c: ClusterConfig): boolean {
+  return c.migrations.length > 0 || (c.copies ?? []).length > 0 || (c.catchingUp ?? []).length > 0;
+}
+
+/** The next membership step of `c`, given the members the manager reaches. */
+export function nextMembershipStep(c: ClusterConfig, reachable: ReadonlySet<number>): MembershipStep | null {
+  const leaving = c.leaving ?? [];
+  if (leaving.length === 0 && !c.balancing) return null;
+  if (busy(c)) return { kind: 'wait' };
+  for (const node of leaving) {
+    if (!holdsAnything(c, node)) return { kind: 'remove', node };
+    const step = drainStep(c, node, reachable);
+    if (step) return step;
+  }
+  if (leaving.length > 0) return { kind: 'wait' };
+  return balanceStep(c, reachable) ?? { kind: 'balanced' };
+}
+
+/** One replica off leaving `node`: a primary role to a full backup first, then a backup copied away. */
+function drainStep(c: ClusterConfig, node: number, reachable: ReadonlySet<number>): MembershipStep | null {
+  if ((c.dead ?? []).includes(node) || !reachable.has(node)) return null; // its failover takes its replicas
+  const staying = stayingMembers(c).filter((n) => reachable.has(n));
+  const { replicas, primaries } = spread(c, staying);
+  const fewest = (count: Map<number, number>, ok: (n: number) => boolean) => [...count.keys()].sort((a, b) => count.get(a)! - count.get(b)! || a - b).find(ok);
+  for (const s of c.shards) {
+    if (s.primary !== node) continue;
+    const to = fewest(primaries, (n) => fullBackup(c, s.id, n));
+    if (to !== undefined) return { kind: 'move', move: { shard: s.id, from: node, to }, why: 'decommission' };
+    const copyTo = fewest(replicas, (n) => !holds(c, s.id, n));
+    if (copyTo !== undefined) return { kind: 'copy', move: { shard: s.id, from: node, to: copyTo }, why: 'decommission' };
+  }
+  for (const s of c.shards) {
+    if (!s.backups.includes(node)) continue;
+    const to = fewest(replicas, (n) => !holds(c, s.id, n));
+    if (to !== undefined) return { kind: 'copy', move: { shard: s.id, from: node, to }, why: 'decommission' };
+  }
+  return null;
+}
+
+/** One copy from the member holding most replicas to one holding fewest, else one primary role from
+ *  the member primary of most to one primary of fewest that holds a full backup; null: balanced. */
+export function balanceStep(c: ClusterConfig, reachable: ReadonlySet<number>): MembershipStep | null {
+  const members = stayingMembers(c).filter((n) => reachable.has(n));
+  const { replicas, primaries } = spread(c, members);
+  const most = byMost(replicas);
+  for (const from of most) {
+    for (const to of [...most].reverse()) {
+      if (replicas.get(from)! - replicas.get(to)! <= 1) break;
+      const backup = c.shards.find((s) => s.backups.includes(from) && !holds(c, s.id, to));
+      const primary = c.shards.find((s) => s.primary === from && !holds(c, s.id, to));
+      const shard = backup ?? primary;
+      if (shard) return { kind: 'copy', move: { shard: shard.id, from, to }, why: 'balance' };
+    }
+  }
+  const mostP = byMost(primaries);
+  for (const from of mostP) {
+    for (const to of [...mostP].reverse()) {
+      if (primaries.get(from)! - primaries.get(to)! <= 1) break;
+      const shard = c.shards.find((s) => s.primary === from && fullBackup(c, s.id, to));
+      if (shard) return { kind: 'move', move: { shard: shard.id, from, to }, why: 'balance' };
+    }
+  }
+  return null;
+}
