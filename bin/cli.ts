@@ -22,6 +22,7 @@ import { kvApplication } from '../actors/node/node-application.js';
 import { registerClusterCommand } from './cluster-cli.js';
 import { registerManagerCommand } from './manager-cli.js';
 import { registerReshardCommand } from './reshard-cli.js';
+import { registerMembershipCommands } from './membership-cli.js';
 import { registerConfigCommand } from './config-cli.js';
 import { collectClusterStatus, formatClusterStatus, readClusterAndManagers } from './cluster-status.js';
 import { describeLauncher, launcherOf } from './cluster-detach.js';
@@ -352,6 +353,7 @@ function program(extras: CliExtras, setCode: (c: number) => void): Command {
     });
   registerKvCommands(p, setCode);
   registerClusterCommand(p, run);
+  registerMembershipCommands(p, run);
   registerManagerCommand(p, run);
   registerReshardCommand(p, run);
   registerConfigCommand(p, run);

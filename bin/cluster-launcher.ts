@@ -63,9 +63,14 @@ export class ClusterLauncher {
   private wake: () => void = () => {};
   private codes = 0;
   private readyToWatch = false;
+  /** The stored configuration as last seen: nodes added (`rowan cluster add-node`) start from it. */
+  private cluster: ClusterConfig;
+  /** Nodes decommissioned (out of the stored membership): not restarted when they exit. */
+  private readonly removed = new Set<number>();
 
   constructor(private readonly p: LaunchPlan) {
     this.managers = Array.from({ length: p.managerCount }, () => null);
+    this.cluster = p.cluster;
     this.where = storeArgs(p.spec, p.clusterName);
     // The manager grants this lease; the supervisor's wait for a dead node to be listed dead derives from it.
     this.deadWaitMs = deadWaitMsFor(checkTimings(defaultTimings), leaseTiming(p.leaseMs));
@@ -207,12 +212,34 @@ export class ClusterLauncher {
     });
   }
 
+  /**
+   * The stored membership changed: a node added to it (`rowan cluster add-node`, its data under this
+   * cluster's directory) is started; a node removed from it (decommissioned: it holds nothing) is
+   * stopped and not restarted.
+   */
+  private membershipChanged(to: ClusterConfig): void {
+    this.cluster = to;
+    if (this.stopping) return;
+    for (const n of to.nodes) {
+      if (this.children.has(n.id) || this.removed.has(n.id) || !n.dataDir.startsWith(this.p.dir + '/')) continue;
+      console.log(`node ${n.id} joined the membership (term ${to.term}): starting it`);
+      this.spawnNode(n, false).catch((err: Error) => console.error(`node ${n.id} did not start: ${err.message}`));
+    }
+    for (const [id, c] of this.children) {
+      if (to.nodes.some((n) => n.id === id) || this.removed.has(id)) continue;
+      this.removed.add(id);
+      console.log(`node ${id} was decommissioned (term ${to.term}): stopping it`);
+      if (live(c)) c.kill('SIGTERM');
+    }
+  }
+
   /** A node that dies: reported, and (unless --no-restart) restarted after its backoff. */
   private watchNode(id: number, c: ChildProcess): void {
     c.once('exit', (code, signal) => {
       if (code !== 0) this.codes++;
       this.wake();
       if (this.stopping) return;
+      if (this.removed.has(id)) return console.log(`node ${id} (pid ${c.pid}) stopped (${signal ?? `code ${code}`}): it was decommissioned`);
       if (!this.p.supervise) return console.log(`node ${id} (pid ${c.pid}) exited (${signal ?? `code ${code}`}); the configuration manager fails it over`);
       const ms = this.backoff.get(id)!.next(Date.now());
       console.log(`node ${id} (pid ${c.pid}) exited (${signal ?? `code ${code}`}); the configuration manager fails it over; restarting it in ${ms} ms`);
@@ -224,8 +251,9 @@ export class ClusterLauncher {
   private restartNode(id: number): void {
     if (this.stopping) return;
     void waitListedDead(this.p.store, id, () => this.stopping, this.deadWaitMs).then((isDead) => {
-      if (this.stopping) return;
-      const n = this.p.cluster.nodes.find((x) => x.id === id)!;
+      if (this.stopping || this.removed.has(id)) return;
+      const n = this.cluster.nodes.find((x) => x.id === id);
+      if (!n) return;
       console.log(`restarting node ${id}: ${isDead ? 'failed over, it rejoins with the pool it kept' : 'not failed over, it restarts with its data'}`);
       this.spawnNode(n, isDead).catch((err: Error) => console.error(`node ${id} did not come back: ${err.message}`));
     });
@@ -270,7 +298,10 @@ export class ClusterLauncher {
   private async superviseUntilStopped(): Promise<number> {
     const { p } = this;
     // What it prints is for the operator: a file store is watched, not polled (./cluster-supervise.ts).
-    const stopWatching = watchStoreChanges(p.store, p.cluster, (from, to) => console.log(describeChange(from, to)));
+    const stopWatching = watchStoreChanges(p.store, p.cluster, (from, to) => {
+      console.log(describeChange(from, to));
+      this.membershipChanged(to);
+    });
     const anyLive = () => [...this.children.values()].some(live) || (this.stopping && this.managers.some(live));
     while ((p.supervise && !this.stopping) || anyLive()) {
       await new Promise<void>((r) => {

@@ -10,6 +10,7 @@ import { listManagers, type ElectionEntry } from '../actors/manager/election.js'
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
 import type { StoreSpec } from '../config/store-spec.js';
 import type { CounterName } from '../shm/counters.js';
+import type { MembershipStep } from '../actors/manager/membership.js';
 import type { CopyRecord } from '../actors/manager/copies.js';
 import type { MoveRecord } from '../actors/manager/moves.js';
 import { askManager, managerFor } from './manager-admin.js';
@@ -41,6 +42,9 @@ export interface ClusterStatus {
   migrations: ClusterConfig['migrations'];
   /** Copy moves in progress (a target that held no replica copies the shard first). */
   copies?: ClusterConfig['copies'];
+  /** Membership changes (actors/manager/membership.ts): spreading onto added nodes, nodes leaving. */
+  balancing?: boolean;
+  leaving?: number[];
   /** The manager's view of the load and its recent moves; null when it did not answer. */
   manager: ManagerLoads | null;
 }
@@ -52,6 +56,8 @@ export interface ManagerLoads {
   moves: MoveRecord[];
   /** Recent copy moves (actors/manager/copies.ts); absent from a manager before them. */
   copyMoves?: CopyRecord[];
+  /** Membership changes: the next step the manager would take (absent from a manager before them). */
+  membership?: { balancing: boolean; leaving: number[]; retired: number[]; next: MembershipStep | null };
   resharding: { auto: boolean; periodMs: number; overloadPercent: number; targetPercent: number };
 }
 
@@ -79,7 +85,7 @@ export async function collectClusterStatus(cluster: ClusterConfig | string, mana
   // (one is taking over): no manager section.
   const to = managerFor(undefined, c, managers);
   const manager = to === null ? null : ((await askManager(to, { op: 'loads' }, 1500, findSecret(undefined, clusterFile ?? (typeof cluster === 'string' ? cluster : undefined))).catch(() => null)) as ManagerLoads | null);
-  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, migrations: c.migrations, copies: c.copies ?? [], manager, managers };
+  return { term: c.term, replication: c.replication, dead: c.dead ?? [], replicationFactor: c.replicationFactor, shardCount: c.shardCount, nodes, shards: c.shards, migrations: c.migrations, copies: c.copies ?? [], balancing: c.balancing === true, leaving: c.leaving ?? [], manager, managers };
 }
 
 function pad(rows: string[][]): string[] {
@@ -133,6 +139,15 @@ function formatMigration(s: ClusterStatus): string[] {
   return pad([['MIGRATION', 'COPYING', 'COPIED', 'OBJECTS', 'MB', 'MB/S', 'KOBJ/S'], ...rows]);
 }
 
+/** Nodes being added (balancing) or decommissioned, and the manager's next step. */
+function formatMembership(s: ClusterStatus): string[] {
+  if (!s.balancing && !s.leaving?.length) return [];
+  const what = [s.balancing ? 'spreading replicas and primaries over the members (a node was added)' : '', s.leaving?.length ? `decommissioning node(s) ${s.leaving.join(',')}` : ''].filter((x) => x).join('; ');
+  const next = s.manager?.membership?.next;
+  const step = !next ? '' : next.kind === 'copy' || next.kind === 'move' ? `; next: ${next.kind} shard ${next.move.shard} ${next.move.from}->${next.move.to}` : next.kind === 'remove' ? `; next: remove node ${next.node}` : next.kind === 'wait' ? '; waiting for the copy or move in progress' : '';
+  return [`membership: ${what}${step}`];
+}
+
 /** Resharding (§4.6): per-node load, the migration list, the manager's recent moves. */
 function formatResharding(s: ClusterStatus): string[] {
   const m = s.manager;
@@ -143,6 +158,7 @@ function formatResharding(s: ClusterStatus): string[] {
     out.push(`load (requests/s as primary + weighted replicated writes as backup): ${Object.entries(m.loads).map(([n, l]) => `node ${n} ${l}`).join(', ') || 'no reports yet'}`);
   }
   out.push(s.migrations.length ? `migrations in progress: ${s.migrations.map((t) => `shard ${t.shard} node ${t.source} -> node ${t.target}`).join('; ')}` : 'migrations in progress: none');
+  out.push(...formatMembership(s));
   if (s.copies?.length) out.push(`copies in progress: ${s.copies.map((t) => `shard ${t.shard} node ${t.source} -> node ${t.target}`).join('; ')}`);
   for (const r of m?.copyMoves?.slice(-5) ?? []) {
     const end = r.doneAt !== undefined ? `done in ${(r.doneAt - r.startedAt).toFixed(0)} ms` : r.rolledBackAt !== undefined ? `rolled back (${r.error ?? ''})` : 'copying';

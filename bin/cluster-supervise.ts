@@ -66,7 +66,23 @@ export function describeChange(before: ClusterConfig, after: ClusterConfig): str
     const left = after.catchingUp?.length ?? 0;
     lines.push(`caught up: ${head}; ${caught.join(' ')} (shard->node)${left > 0 ? `; ${left} still catching up` : short > 0 ? `; ${short} shard(s) below ${after.replicationFactor} replicas` : `; every shard has ${after.replicationFactor} replicas`}`);
   }
+  lines.push(...membershipChange(before, after, head));
   return lines.length > 0 ? lines.join('\n') : `configuration: ${head}`;
+}
+
+/** Nodes added, leaving and removed, copies started and a balancing finished (actors/manager/membership.ts). */
+function membershipChange(before: ClusterConfig, after: ClusterConfig, head: string): string[] {
+  const lines: string[] = [];
+  const added = after.nodes.filter((n) => !before.nodes.some((b) => b.id === n.id)).map((n) => n.id);
+  const removed = before.nodes.filter((n) => !after.nodes.some((a) => a.id === n.id)).map((n) => n.id);
+  const leaving = (after.leaving ?? []).filter((n) => !(before.leaving ?? []).includes(n));
+  const copies = (after.copies ?? []).filter((t) => !(before.copies ?? []).some((b) => b.shard === t.shard)).map((t) => `${t.shard}:${t.source}->${t.target}`);
+  if (added.length > 0) lines.push(`add-node: ${head}; node(s) ${added.join(',')} joined, holding no shard (replicas are copied onto them)`);
+  if (leaving.length > 0) lines.push(`decommission: ${head}; node(s) ${leaving.join(',')} leaving (replicas are moved off them)`);
+  if (copies.length > 0) lines.push(`copy: ${head}; ${copies.join(' ')} (shard:from->to)`);
+  if (removed.length > 0) lines.push(`decommission: ${head}; node(s) ${removed.join(',')} removed from the membership`);
+  if (before.balancing && !after.balancing) lines.push(`balanced: ${head}; replicas and primaries spread over the members`);
+  return lines;
 }
 
 /** How often a store that cannot be watched (ZooKeeper) is read for changes to print. */

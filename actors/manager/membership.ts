@@ -21,8 +21,8 @@
 //   remove     it holds nothing and no task names it: term t+1 with it out of `nodes`, `leaving` and
 //              `dead`, its id in `retired` (never given again). Its next renewal is answered `evicted`:
 //              the process stops.
-// Members the manager does not reach are neither sources nor targets; a step waits for them (or for
-// their failover). Catching-up backups (re-replication, a copy) are waited for, never moved.
+// Members the manager does not reach are neither sources nor targets; a balancing waits for them (or
+// for their failover: a dead node is no member). Catching-up backups (re-replication, a copy) are waited for, never moved.
 import { isCatchingUp, liveNodes, validateCluster, type ClusterConfig, type ClusterNode } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { NODE_ID_MAX } from '../../config/base/ids.js';
@@ -153,6 +153,9 @@ export function nextMembershipStep(c: ClusterConfig, reachable: ReadonlySet<numb
     if (step) return step;
   }
   if (leaving.length > 0) return { kind: 'wait' };
+  // A member not reached yet (a node just added, still starting) or not failed over yet: the spread
+  // is judged once every member is there.
+  if (stayingMembers(c).some((n) => !reachable.has(n))) return { kind: 'wait' };
   return balanceStep(c, reachable) ?? { kind: 'balanced' };
 }
 
