@@ -146,9 +146,10 @@ function busy(c: ClusterConfig): boolean {
 export function nextMembershipStep(c: ClusterConfig, reachable: ReadonlySet<number>): MembershipStep | null {
   const leaving = c.leaving ?? [];
   if (leaving.length === 0 && !c.balancing) return null;
+  // A leaving node holding nothing (drained, or failed over) goes whatever else is in flight.
+  for (const node of leaving) if (!holdsAnything(c, node)) return { kind: 'remove', node };
   if (busy(c)) return { kind: 'wait' };
   for (const node of leaving) {
-    if (!holdsAnything(c, node)) return { kind: 'remove', node };
     const step = drainStep(c, node, reachable);
     if (step) return step;
   }

@@ -43,9 +43,10 @@ export interface FaultEnv {
   keyShards: number[];
 }
 
-/** Start node `n` again (cold start), unless it was evicted; a failed cold start is a finding. */
+/** Start node `n` again (cold start), unless it was evicted or is no member (a spare not added, a
+ *  node decommissioned); a failed cold start is a finding. */
 export function bootNode(n: SimNode, findings: Finding[]): boolean {
-  if (n.evicted) return false;
+  if (n.evicted || !n.member()) return false;
   try {
     n.boot();
     for (const detail of n.countersBelowFloors()) findings.push({ check: 'versions', node: n.id, detail });

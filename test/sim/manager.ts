@@ -11,7 +11,7 @@
 // stores and schedules nothing more. It restarts from the stored configuration either as the file
 // store's manager restarts (`rowan manager` again: no election) or as a standby taking over
 // (elected: it completes the stored term first, actors/manager/takeover.ts).
-import type { ClusterConfig } from '../../config/cluster.js';
+import type { ClusterConfig, ClusterNode } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigStore } from '../../config/store.js';
@@ -132,6 +132,10 @@ export class SimManager {
 
   requestMove(moves: Move[]): void {
     this.cm?.requestMove(moves, 'sim', (err) => err && this.lines.push(`move refused: ${err.message}`));
+  }
+
+  requestMembership(req: { kind: 'add'; node: ClusterNode } | { kind: 'leave'; node: number }): void {
+    this.cm?.requestMembership(req, (err) => err && this.lines.push(`membership change refused: ${err.message}`));
   }
 
   /** A node dials: answered (a new connection) after a delay, refused while down, lost across a cut. */

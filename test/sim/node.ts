@@ -141,6 +141,12 @@ export class SimNode {
     this.markStore = o.makeMarkStore?.() ?? new MemoryShardVersionStore();
   }
 
+  /** Whether the stored configuration names this node (a spare is added later, a decommissioned
+   *  node removed: neither starts). */
+  member(): boolean {
+    return this.env.store.cfg.nodes.some((n) => n.id === this.id);
+  }
+
   /** Start a new incarnation from the region's durable image (the first boot formats it). */
   boot(): void {
     if (this.region.crashed) this.region.restart();

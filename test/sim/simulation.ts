@@ -15,6 +15,7 @@ import { SimNode, type SimEnv, type SimNodeOptions } from './node.js';
 import { bootNode, scheduleCopyKill, scheduleFaults, scheduleScenario, type FaultOptions, type Scenario } from './faults.js';
 import { SimManager, SimStore } from './manager.js';
 import { Rng } from './rng.js';
+import { scheduleMembership, type MembershipScenario } from './membership.js';
 import { TraceHash } from './trace.js';
 
 export interface SimOptions {
@@ -42,6 +43,9 @@ export interface SimOptions {
   /** A copy move of one of the clients' shards to the node holding no replica of it, its target or
    *  source killed mid-copy (./faults.ts scheduleCopyKill). Absent: none (the seeds' runs are as before). */
   copyKill?: 'target' | 'source';
+  /** A membership change under load (./membership.ts): a node added (one spare node more than
+   *  `nodes`, outside the configuration until added) or a member decommissioned. Absent: none. */
+  membership?: MembershipScenario;
 }
 
 export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
@@ -103,6 +107,11 @@ export interface SimResult {
   moves: number;
   /** Copy moves still listed in the stored configuration at the end. */
   copies: number;
+  /** The stored configuration at the end: its members, the ids retired, whether a balancing or a
+   *  decommission is still going on. */
+  members: number[];
+  retired: number[];
+  membership: { balancing: boolean; leaving: number[]; catchingUp: number };
   managerCrashes: number;
   /** Crash points of the manager that fired (a crash inside a round). */
   crashPoints: number;
@@ -128,9 +137,10 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   const manager = new SimManager(store, net, { timing: o.lease, tickMs: o.managerTickMs, ...mutation.manager }, (where, err) => onError(-1, `manager ${where}`, err));
   const env: SimEnv = { loop, net, store, manager, nodes, log: (id) => nodeLogger(id, loop, manager.lines) };
   const managed = !o.managerless;
-  for (let id = 0; id < o.nodes; id++) nodes.push(new SimNode(id, env, { ...o.node, managed }, (n) => net.transportFor(n), onError));
+  const spares = o.membership === 'grow' ? 1 : 0;
+  for (let id = 0; id < o.nodes + spares; id++) nodes.push(new SimNode(id, env, { ...o.node, managed }, (n) => net.transportFor(n), onError));
   if (managed) manager.boot(false);
-  for (const n of nodes) n.boot();
+  for (const n of nodes) if (n.member()) n.boot();
   const shape = emptyShape();
   const clients = new SimClients(loop, rng.fork(), trace, () => store.cfg, nodes, o.clients, shape);
   // Never two primaries (DESIGN §6): as a request succeeds at a node, no other node would serve its
@@ -157,13 +167,15 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   let calm = false;
   const span = o.clients.opsPerClient * (o.clients.thinkMaxMs / 2 + 2);
   const keyShards = [...new Set(Array.from({ length: o.clients.keys }, (_, i) => shardOfKey(store.cfg, keyName(i))))].sort((a, b) => a - b);
-  const faultEnv = { loop, net, nodes, manager, faults, findings, calm: () => calm, keyShards };
+  // The random faults pick among the configuration's first members (a spare is added by its scenario).
+  const faultEnv = { loop, net, nodes: nodes.slice(0, o.nodes), manager, faults, findings, calm: () => calm, keyShards };
   scheduleFaults(o.faults, span, rng.fork(), faultEnv);
   // Drawn last, from its own stream: a seed without a scenario has the faults and workload it had
   // before scenarios existed.
   const keysOf = (shard: number) => Array.from({ length: o.clients.keys }, (_, i) => i).filter((i) => shardOfKey(store.cfg, keyName(i)) === shard);
   const scenario = scheduleScenario(o.faults, span, rng.fork(), { ...faultEnv, shape, netO, keysOf, keyCount: o.clients.keys });
   if (o.copyKill && !o.managerless) scheduleCopyKill(rng.fork(), span, { ...faultEnv, shape, netO, keysOf, keyCount: o.clients.keys }, o.copyKill);
+  if (o.membership && !o.managerless) scheduleMembership(rng.fork(), span, { ...faultEnv, nodes, shape, netO, keysOf, keyCount: o.clients.keys }, o.membership);
 
   let done = false;
   void clients.run().then(() => (done = true));
@@ -229,7 +241,8 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   const cm = manager.cm;
   return { seed, ok: findings.length === 0, findings, divergent, scenario, nodes: nodes.map((n) => `${n.counts.digested}d/${n.counts.cleaned}c/${n.counts.tombstonesDropped}t/${n.counts.tombstonesDroppedOnBackup}tb/${n.counts.boots}b/${n.counts.quarantined}q${n.evicted ? '/evicted' : ''}`),
     tombstonesDropped: nodes.reduce((a, n) => a + n.counts.tombstonesDropped, 0), tombstonesDroppedOnBackup: nodes.reduce((a, n) => a + n.counts.tombstonesDroppedOnBackup, 0), trace: trace.hex(), events: trace.events, simMs: loop.now(), ops: clients.counts, faults, net: net.stats,
-    term: cfg.term, failovers: cm?.history.length ?? 0, moves: cm?.moves.history.length ?? 0, copies: cfg.copies?.length ?? 0, managerCrashes: manager.counts.crashes, crashPoints: manager.counts.crashPoints, log: manager.lines };
+    term: cfg.term, failovers: cm?.history.length ?? 0, moves: cm?.moves.history.length ?? 0, copies: cfg.copies?.length ?? 0,
+    members: liveNodes(cfg).map((n) => n.id), retired: cfg.retired ?? [], membership: { balancing: cfg.balancing === true, leaving: cfg.leaving ?? [], catchingUp: cfg.catchingUp?.length ?? 0 }, managerCrashes: manager.counts.crashes, crashPoints: manager.counts.crashPoints, log: manager.lines };
 }
 
 /** Run the loop until every running node serves the stored term with nothing pending and no move is
