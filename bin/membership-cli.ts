@@ -101,6 +101,40 @@ async function addNode(o: AskOpts & { dir: string; zookeeper?: string; clusterNa
   return 0;
 }
 
+interface NodeAddOpts extends AskOpts, StoreFlags {
+  host: string;
+  dataDir: string;
+  clientPorts: string;
+  fabric: string;
+  fabricPort: string;
+  respPorts?: string;
+  respClusterPorts?: string;
+}
+
+const portList = (name: string, v: string): number[] => v.split(',').map((x) => {
+  const n = Number(x);
+  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `--${name}: '${x}' is not a port`);
+  return n;
+});
+
+/** `rowan node add`: a node on any host, its entry given by hand; its own `rowan start` runs there. */
+async function nodeAdd(o: NodeAddOpts): Promise<number> {
+  const spec = storeSpecOf(o);
+  if (!spec) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'node add needs --cluster FILE or --zookeeper HOST:PORT');
+  const cluster = await readStoreOnce(spec);
+  const workerPorts = portList('client-ports', o.clientPorts);
+  const node: ClusterNode = {
+    id: nextNodeId(cluster), host: o.host, dataDir: o.dataDir, workerPorts,
+    fabric: { kind: o.fabric as ClusterNode['fabric']['kind'], host: o.host, port: o.fabricPort === '0' ? 0 : portList('fabric-port', o.fabricPort)[0]! },
+    ...(o.respPorts !== undefined ? { resp: { ports: portList('resp-ports', o.respPorts), clusterPorts: portList('resp-cluster-ports', o.respClusterPorts ?? '') } } : {}),
+  };
+  const r = (await ask(spec, o, { op: 'addNode', node })) as { term: number };
+  console.log(`node ${node.id} added to the membership (term ${r.term}), holding no shard. Start it on ${o.host}:\n` +
+    `  rowan start --data-dir ${o.dataDir} ${'file' in spec ? '--cluster cluster.json (a copy of the manager\'s, taken now)' : `--zookeeper ${spec.zookeeper}`} --node-id ${node.id} --fabric ${o.fabric} --fabric-port ${node.fabric.port} --manager MANAGER:PORT --secret-file secret\n` +
+    'the manager then copies replicas onto it (rowan status shows the spread)');
+  return 0;
+}
+
 async function decommission(id: string, o: AskOpts & StoreFlags & { dir?: string }): Promise<number> {
   const node = Number(id);
   if (!Number.isInteger(node) || node < 0) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `'${id}' is not a node id`);
@@ -131,6 +165,19 @@ export function registerMembershipCommands(p: Command, run: (f: () => Promise<nu
       return run(() => addNode(this.optsWithGlobals<AskOpts & { dir: string; zookeeper?: string; clusterName?: string }>()))();
     });
   const nodeCmd = p.command('node').description('membership of a running cluster (see also rowan cluster add-node)');
+  const add = nodeCmd.command('add')
+    .description("add a node on any host to a running cluster: the manager lists it (the next node id, holding no shard); start it there with rowan start --node-id N --manager ... --secret-file ..., and the manager copies replicas onto it")
+    .requiredOption('--host <addr>', 'the address clients and peers reach the node at')
+    .requiredOption('--data-dir <dir>', 'its data directory on that host')
+    .requiredOption('--client-ports <p,...>', 'one client port per worker')
+    .option('--fabric <kind>', 'how replication writes reach it: tcp or verbs between hosts (shm: same host only)', 'tcp')
+    .option('--fabric-port <port>', "its NIC's port (tcp) or verbs side channel; 0 with shm", '0')
+    .option('--resp-ports <p,...>', 'RESP single-endpoint ports, one per worker (with --resp-cluster-ports)')
+    .option('--resp-cluster-ports <p,...>', 'RESP Redis Cluster ports, one per worker')
+    .option('--cluster <file>', 'the cluster configuration file; or --zookeeper');
+  askFlags(addZooKeeperFlags(add)).action(function (this: Command) {
+    return run(() => nodeAdd(this.opts<NodeAddOpts>()))();
+  });
   const dec = nodeCmd.command('decommission <node>')
     .description('move every replica off a node (its primary roles to full backups, its backups copied to the nodes holding fewest), then remove it from the membership: its process stops. Refused (ROWAN_ERR_TOO_FEW_NODES) when fewer nodes than the replication factor would be left')
     .option('--dir <dir>', 'a rowan cluster directory (its cluster.json or ZooKeeper pointer)')
