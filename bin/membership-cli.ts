@@ -55,12 +55,14 @@ async function nodePortsFree(c: ClusterConfig, n: ClusterNode): Promise<void> {
   await portFree('127.0.0.1', metricsPortOf(c, n.id), `node ${n.id}'s metrics port`);
 }
 
-/** Ask the cluster's manager (the active one with ZooKeeper); the reply's result. */
-async function ask(spec: StoreSpec, o: AskOpts, body: Parameters<typeof askManager>[1]): Promise<unknown> {
+/** Ask the cluster's manager (the active one with ZooKeeper); the reply's result. The secret: --secret-file,
+ *  else the one beside the cluster file, else (a `rowan cluster` directory, ZooKeeper too) DIR/secret. */
+async function ask(spec: StoreSpec, o: AskOpts & { dir?: string }, body: Parameters<typeof askManager>[1]): Promise<unknown> {
   const { cluster, managers } = await readClusterAndManagers(spec);
   const to = managerFor(o.manager, cluster, managers);
   if (to === null) throw new RowanError(ErrorCodes.NODE_NOT_RUNNING, 'no configuration manager is active in the ZooKeeper election (a standby may be taking over); try again, or give --manager host:port');
-  return askManager(to, body, Number(o.timeout), findSecret(o.secretFile, 'file' in spec ? spec.file : undefined));
+  const beside = 'file' in spec ? spec.file : o.dir !== undefined ? join(resolve(o.dir), 'cluster.json') : undefined;
+  return askManager(to, body, Number(o.timeout), findSecret(o.secretFile, beside));
 }
 
 /** One line on where the membership change is. */
