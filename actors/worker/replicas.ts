@@ -40,8 +40,8 @@ export interface ReplicaSet {
 
 /** The Rowan connection to node `id`'s receiver, through the actor's injected transport. The sender
  *  id is this node's id: the tcp NIC grants one-sided regions per sending node (actors/nic/nic-verbs.ts). */
-function connectTo(cluster: ClusterConfig, id: number, ctx: ActorContext, self: number): Promise<RowanConnection> {
-  return ctx.transport.connect(nodeOf(cluster, id), { senderId: self });
+function connectTo(current: () => ClusterConfig, id: number, ctx: ActorContext, self: number): Promise<RowanConnection> {
+  return ctx.transport.connect(nodeOf(current(), id), { senderId: self });
 }
 
 function reconnectable(err: unknown): boolean {
@@ -94,8 +94,8 @@ class Links<K, L> {
 }
 
 /** rowan: the Rowan connection itself. */
-function rowanReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContext): ReplicaSet {
-  const links = new Links<number, RowanConnection>((id) => connectTo(cluster, id, ctx, nodeId), (c) => c.close());
+function rowanReplicas(current: () => ClusterConfig, nodeId: number, ctx: ActorContext): ReplicaSet {
+  const links = new Links<number, RowanConnection>((id) => connectTo(current, id, ctx, nodeId), (c) => c.close());
   return {
     channel: (id) => ({ write: (bytes) => links.use(id, (c) => c.write(bytes)) }),
     drop: (id) => links.drop((k) => k === id),
@@ -104,7 +104,7 @@ function rowanReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContext
 }
 
 /** rwrite / batch / share: a baseline stream over the Rowan connection (see the file comment). */
-function streamReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContext, shareLogs: Record<number, SharedArrayBuffer> | undefined): ReplicaSet {
+function streamReplicas(cluster: ClusterConfig, current: () => ClusterConfig, nodeId: number, ctx: ActorContext, shareLogs: Record<number, SharedArrayBuffer> | undefined): ReplicaSet {
   const mode = cluster.replication;
   if (mode !== 'rwrite' && mode !== 'batch' && mode !== 'share') throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no stream for mode ${mode}`);
   interface Link {
@@ -112,7 +112,7 @@ function streamReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContex
     stream: ReplicationStream;
   }
   const open = async (id: number): Promise<Link> => {
-    const conn = await connectTo(cluster, id, ctx, nodeId);
+    const conn = await connectTo(current, id, ctx, nodeId);
     try {
       let stream: ReplicationStream;
       if (mode === 'share') {
@@ -141,13 +141,13 @@ function streamReplicas(cluster: ClusterConfig, nodeId: number, ctx: ActorContex
 }
 
 /** rpc: REPLICATE to the backup worker that serves the shard's port, with the node's current term. */
-function rpcReplicas(cluster: ClusterConfig, term: () => number, secret: Uint8Array | null, tls: TlsMaterial | null): ReplicaSet {
+function rpcReplicas(current: () => ClusterConfig, term: () => number, secret: Uint8Array | null, tls: TlsMaterial | null): ReplicaSet {
   const timeoutMs = 10_000;
   const links = new Links<string, RpcConnection>(
     (k) => {
       const [id, port] = k.split(':').map(Number) as [number, number];
       // A peer: REPLICATE is for nodes only, proven with the cluster secret (never the client password).
-      return RpcConnection.open({ host: nodeOf(cluster, id).host, port }, timeoutMs, defaultLimits, secret === null ? null : { role: 'peer', secret }, tls); // over TLS it presents this node's certificate
+      return RpcConnection.open({ host: nodeOf(current(), id).host, port }, timeoutMs, defaultLimits, secret === null ? null : { role: 'peer', secret }, tls); // over TLS it presents this node's certificate
     },
     (c) => c.close(),
   );
@@ -159,7 +159,7 @@ function rpcReplicas(cluster: ClusterConfig, term: () => number, secret: Uint8Ar
   };
   return {
     channel: (id, shard) => {
-      const ports = nodeOf(cluster, id).workerPorts;
+      const ports = nodeOf(current(), id).workerPorts;
       const key = `${id}:${ports[shard % ports.length]!}`;
       return { write: (bytes) => links.use(key, (c) => send(c, bytes)) };
     },
@@ -174,13 +174,16 @@ export function openReplicas(
   ctx: ActorContext,
   shareLogs?: Record<number, SharedArrayBuffer>,
   term: () => number = () => cluster.term,
+  /** The configuration in force, where backups' endpoints are looked up (a node added later is in it
+   *  only); `cluster` (the one the worker started with) fixes the replication mode. */
+  current: () => ClusterConfig = () => cluster,
 ): ReplicaSet {
   switch (cluster.replication) {
     case 'rowan':
-      return rowanReplicas(cluster, nodeId, ctx);
+      return rowanReplicas(current, nodeId, ctx);
     case 'rpc':
-      return rpcReplicas(cluster, term, ctx.secret, loadTls(ctx.config.tls));
+      return rpcReplicas(current, term, ctx.secret, loadTls(ctx.config.tls));
     default:
-      return streamReplicas(cluster, nodeId, ctx, shareLogs);
+      return streamReplicas(cluster, current, nodeId, ctx, shareLogs);
   }
 }

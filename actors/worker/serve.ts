@@ -47,7 +47,7 @@ export async function startKvServing(ctx: ActorContext): Promise<KvServing> {
   }
   const pool = ctx.pool;
   const cell = ConfigCell.attach(kv.cell);
-  const replicas = openReplicas(kv.cluster, kv.nodeId, ctx, kv.shareLogs, () => cell.term());
+  const replicas = openReplicas(kv.cluster, kv.nodeId, ctx, kv.shareLogs, () => cell.term(), () => cell.config());
   const worker = new KvWorker({
     nodeId: kv.nodeId,
     config: () => cell.config(),

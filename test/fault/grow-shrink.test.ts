@@ -114,7 +114,7 @@ async function growShrink(name: string, store: (dir: string) => Promise<Store>):
     await probe.close();
     console.log(
       `${name} test: add-node spread in ${(addMs / 1000).toFixed(1)} s (${grown}), decommission in ${(decMs / 1000).toFixed(1)} s (${shrunk}); ` +
-        `${load.ops} ops (${load.counts.ok} ok, ${load.counts.fail} not applied, ${load.counts.unknown} unknown: ${JSON.stringify(load.counts.codes)}), linearizable (${r.ok === true ? r.checked : 0} checked), ${pre.length} preloaded keys read back, no late block`,
+        `${load.ops} ops (${load.counts.ok} ok, ${load.counts.fail} not applied, ${load.counts.unknown} unknown: ${JSON.stringify(load.counts.codes)}, first ${JSON.stringify(load.firstMessage)}), linearizable (${r.ok === true ? r.checked : 0} checked), ${pre.length} preloaded keys read back, no late block`,
     );
   } finally {
     await Promise.all(clients.map((c) => c.close()));
