@@ -103,7 +103,8 @@ async function growShrink(name: string, store: (dir: string) => Promise<Store>):
     assert.ok(!c2.nodes.some((n) => n.id === 0) && (c2.retired ?? []).includes(0), JSON.stringify(c2));
     const shrunk = await assertFair(st.read, [1, 2, 3]);
     await waitFor('node 0 to stop', () => !alive(pid0), 60_000, 50);
-    assert.match(cl.output(), /node 0 \(pid \d+\) stopped .*decommissioned/);
+    // The launcher says so once it has seen the exit, which may come after the process is gone.
+    await waitFor('the launcher to report node 0 stopped', () => /node 0 \(pid \d+\) stopped .*decommissioned/.test(cl.output()), 30_000, 50);
     ops = load.ops;
     await waitFor('load to go on after the decommission', () => load.ops > ops + 50, 60_000);
     await load.stop();
