@@ -9,7 +9,7 @@
 // errno named; EINTR is retried.
 import koffi from 'koffi';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
-import { errnoName, libc } from './libc.js';
+import { errnoName, failErrno as fail, libc, sockaddrIn as sockaddr } from './libc.js';
 
 const AF_INET = 2;
 const SOCK_STREAM = 1;
@@ -61,20 +61,6 @@ function f(): Fns {
   return fns;
 }
 
-function fail(what: string): never {
-  throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `${what} failed: ${errnoName(koffi.errno())}`);
-}
-
-function sockaddr(ipv4: string, port: number): Uint8Array {
-  const parts = ipv4.split('.').map(Number);
-  if (parts.length !== 4 || parts.some((p) => !Number.isInteger(p) || p < 0 || p > 255)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `not an IPv4 address: ${ipv4}`);
-  const a = new Uint8Array(SOCKADDR_IN_BYTES);
-  const v = new DataView(a.buffer);
-  v.setUint16(0, AF_INET, true); // sin_family, host order
-  v.setUint16(2, port, false); // sin_port, network order
-  a.set(parts, 4);
-  return a;
-}
 
 function noDelay(fd: number): void {
   if (f().setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, Int32Array.of(1), 4) !== 0) fail('setsockopt(TCP_NODELAY)');

@@ -426,3 +426,23 @@ export function msyncPages(address: number, length: number, label: string): void
     throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `msync of ${label} failed: ${errnoName(e)}`, { errno: e });
   }
 }
+
+/** Throw NATIVE_LIBRARY for a libc call that failed, errno named (call right after it). */
+export function failErrno(what: string): never {
+  throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `${what} failed: ${errnoName(koffi.errno())}`);
+}
+
+const AF_INET = 2;
+const SOCKADDR_IN_BYTES = 16;
+
+/** A struct sockaddr_in for ipv4:port (BAD_ARGUMENT for anything but a dotted IPv4 address). */
+export function sockaddrIn(ipv4: string, port: number): Uint8Array {
+  const parts = ipv4.split('.').map(Number);
+  if (parts.length !== 4 || parts.some((p) => !Number.isInteger(p) || p < 0 || p > 255)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `not an IPv4 address: ${ipv4}`);
+  const a = new Uint8Array(SOCKADDR_IN_BYTES);
+  const v = new DataView(a.buffer);
+  v.setUint16(0, AF_INET, true); // sin_family, host order
+  v.setUint16(2, port, false); // sin_port, network order
+  a.set(parts, 4);
+  return a;
+}

@@ -6,8 +6,7 @@
 // reason the caller handles (connect, read, write) return -errno; the rest throw RowanErrors
 // (NATIVE_LIBRARY) with errno named. EINTR is retried.
 import koffi from 'koffi';
-import { ErrorCodes, RowanError } from '../config/base/errors.js';
-import { errnoName, libc } from './libc.js';
+import { failErrno as fail, libc, sockaddrIn as sockaddr } from './libc.js';
 
 const AF_INET = 2;
 const SOCK_STREAM = 1;
@@ -60,20 +59,6 @@ function f(): Fns {
   return fns;
 }
 
-function fail(what: string): never {
-  throw new RowanError(ErrorCodes.NATIVE_LIBRARY, `${what} failed: ${errnoName(koffi.errno())}`);
-}
-
-function sockaddr(ipv4: string, port: number): Uint8Array {
-  const parts = ipv4.split('.').map(Number);
-  if (parts.length !== 4 || parts.some((p) => !Number.isInteger(p) || p < 0 || p > 255)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `not an IPv4 address: ${ipv4}`);
-  const a = new Uint8Array(SOCKADDR_IN_BYTES);
-  const v = new DataView(a.buffer);
-  v.setUint16(0, AF_INET, true); // sin_family, host order
-  v.setUint16(2, port, false); // sin_port, network order
-  a.set(parts, 4);
-  return a;
-}
 
 /** A non-blocking TCP socket (TCP_NODELAY) whose connect to ipv4:port has begun: poll it for POLLOUT,
  *  then connectError() says how it ended. `connected` is -errno when the connect failed at once. */
