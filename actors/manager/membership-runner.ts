@@ -8,23 +8,14 @@
 //   member-step      a copy or move of one replica started (balance or decommission)
 //   member-removed   term t+1: the leaving node out of the membership (its id retired)
 //   balanced         term t+1: replicas and primaries fairly spread, balancing off
-import type { Clock } from '../../config/base/clock.js';
 import type { ClusterConfig, ClusterNode } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import type { Logger } from '../../config/base/log.js';
-import type { CopyRunner } from './copies.js';
-import type { MoveRunner } from './moves.js';
+import type { CopyHost, CopyRunner } from './copies.js';
 import { nextMembershipStep, planAddNode, planBalanced, planLeave, planRemove, type MembershipStep } from './membership.js';
 
-export interface MembershipHost {
-  config(): ClusterConfig;
-  reachable(): Set<number>;
-  /** Store `next` (CAS on the term) and commit it to every member. */
-  push(next: ClusterConfig): Promise<void>;
+/** What the copy runner needs, and the copy runner itself (a membership step is a copy or a move). */
+export interface MembershipHost extends CopyHost {
   readonly copies: CopyRunner;
-  readonly moves: MoveRunner;
-  readonly clock: Clock;
-  readonly log: Logger;
 }
 
 type Request = { kind: 'add'; node: ClusterNode } | { kind: 'leave'; node: number };
