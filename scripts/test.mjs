@@ -1,4 +1,4 @@
-// Runs every compiled test file under dist/test with node's built-in test runner, one file at a time.
+// Runs every compiled test file under dist/test with node's built-in test runner, each file in a process of its own.
 // Usage: node scripts/test.mjs [unit|integration|fault ...]  (default: all suites)
 // ROWAN_TEST_DIST names another compiled tree than dist/test (the runner's own test uses it).
 //
@@ -7,8 +7,11 @@
 // ROWAN_TEST_FILE_BUDGET_MS (default 20 min) is killed with its group, and after every file whatever
 // is left of its group (a cluster launcher whose test was cancelled at its own timeout) is killed too.
 // (Not node's --test-timeout: it bounds each file as a whole, and long files set their own timeouts.)
-// Unit files run ROWAN_TEST_UNIT_JOBS (default 2) at a time, each one's output held and printed whole
-// when it ends (two files' spec lines never interleave); integration and fault files one at a time.
+// Unit files run ROWAN_TEST_UNIT_JOBS (default 2) at a time and integration files
+// ROWAN_TEST_INTEGRATION_JOBS (default 2), each one's output held and printed whole when it ends (two
+// files' spec lines never interleave); fault files one at a time. Each file is told its lane
+// (ROWAN_TEST_LANE of ROWAN_TEST_LANES): test/fixtures/cluster.ts randomBasePort picks cluster ports
+// only in its lane's share of the range, so two files running together never pick the same ports.
 // At the end: a table of the files by time, the failures, and the skipped tests with their reasons.
 // Under CI (CI set and not 'false') a skipped test fails the run: in CI every tool a test needs is
 // installed (.ci/run), so a skip there means a test did not run, not a machine without the tool.
@@ -22,6 +25,7 @@ const suites = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', '
 const distTest = process.env.ROWAN_TEST_DIST ?? join(root, 'dist', 'test');
 const fileBudgetMs = Number(process.env.ROWAN_TEST_FILE_BUDGET_MS ?? 1_200_000);
 const unitJobs = Math.max(1, Number(process.env.ROWAN_TEST_UNIT_JOBS ?? 2));
+const integrationJobs = Math.max(1, Number(process.env.ROWAN_TEST_INTEGRATION_JOBS ?? 2));
 const underCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
 
 function* walk(dir) {
@@ -36,7 +40,7 @@ function* walk(dir) {
 
 /** One file under node --test: spec to our stdout (as it comes, or `held` until the file ends), TAP to a
  *  file we read the counts and skips from. */
-function runFile(file, tapFile, held) {
+function runFile(file, tapFile, held, lane, lanes) {
   return new Promise((resolve) => {
     const t0 = Date.now();
     const child = spawn(process.execPath, [
@@ -44,7 +48,7 @@ function runFile(file, tapFile, held) {
       '--test-reporter=spec', '--test-reporter-destination=stdout',
       '--test-reporter=tap', `--test-reporter-destination=${tapFile}`,
       file,
-    ], { stdio: ['ignore', 'pipe', 'pipe'], cwd: root, detached: true });
+    ], { stdio: ['ignore', 'pipe', 'pipe'], cwd: root, detached: true, env: { ...process.env, ROWAN_TEST_LANE: String(lane), ROWAN_TEST_LANES: String(lanes) } });
     // Passed through as it comes; the end kept, to repeat a failing file's output after the summary
     // (a CI log is often read from its end).
     let tail = '';
@@ -86,27 +90,30 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-// Integration and fault files one at a time: they spawn clusters, processes and threads of their own,
-// and on two cores files run together starve each other (and pick cluster ports at random). Unit files
-// run in this process's threads only and mostly take a core each for a second or two (node's start
-// included): two at a time, they use the second core.
+// Fault files one at a time: they kill, pause and partition processes for real, make network
+// namespaces and veth addresses, and lean on timing (leases) the most. Unit files run in this process's
+// threads only and mostly take a core each for a second or two (node's start included); integration
+// files spend much of their time starting clusters and waiting for them: two at a time, they use the
+// second core (a CI run took 29 min with integration files one at a time on 2 cores, 1.3 cores busy).
 const tapDir = mkdtempSync(join(tmpdir(), 'rowan-test-'));
 const results = new Array(files.length);
 const t0 = Date.now();
-const jobsOf = (file) => (relative(distTest, file).startsWith('unit/') ? unitJobs : 1);
+const suiteOf = (file) => relative(distTest, file).split('/')[0];
+const jobsOf = (file) => ({ unit: unitJobs, integration: integrationJobs })[suiteOf(file)] ?? 1;
 let next = 0;
-/** Runs files from `next` on while they allow `jobs` at a time. */
-async function lane(jobs) {
-  while (next < files.length && jobsOf(files[next]) >= jobs) {
+/** Runs files from `next` on while they are of the suite `lane` started on and allow `jobs` at a time. */
+async function lane(index, jobs, suite) {
+  while (next < files.length && suiteOf(files[next]) === suite) {
     const i = next++;
     const tapFile = join(tapDir, `${i}.tap`);
-    const done = await runFile(files[i], tapFile, jobsOf(files[i]) > 1);
+    const done = await runFile(files[i], tapFile, jobs > 1, index, jobs);
     results[i] = { file: relative(distTest, files[i]), ...done, ...readTap(tapFile) };
   }
 }
 while (next < files.length) {
   const jobs = jobsOf(files[next]);
-  await Promise.all(Array.from({ length: jobs }, () => lane(jobs)));
+  const suite = suiteOf(files[next]);
+  await Promise.all(Array.from({ length: jobs }, (_, i) => lane(i, jobs, suite)));
 }
 rmSync(tapDir, { recursive: true, force: true });
 

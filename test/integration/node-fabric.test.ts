@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listDevices } from '../../native/verbs.js';
+import { randomBasePort } from '../fixtures/cluster.js';
 
 const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
 
@@ -41,7 +42,7 @@ test('rowan cluster --fabric verbs without an RDMA device is refused once, befor
   }
   const dir = join(mkdtempSync(join(tmpdir(), 'rowan-verbs-')), 'cluster');
   try {
-    const r = spawnSync(process.execPath, [rowan, 'cluster', '--dir', dir, '--fabric', 'verbs', '--base-port', '23100'], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, [rowan, 'cluster', '--dir', dir, '--fabric', 'verbs', '--base-port', String(randomBasePort())], { encoding: 'utf8', timeout: 30_000 });
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /ROWAN_ERR_VERBS_NO_DEVICE/);
     assert.equal(existsSync(join(dir, 'cluster.json')), false, 'no cluster was written');

@@ -48,7 +48,9 @@ test('rowan cluster --fabric verbs replicates over the loopback RNIC and survive
     const file = join(dir, 'c', 'cluster.json');
     const cluster = new FileConfigStore(file).readSync();
     assert.ok(cluster.nodes.every((n) => n.fabric.kind === 'verbs'), 'the cluster was made with --fabric verbs');
-    const client = await RowanClient.connect({ cluster: file });
+    // A request waits up to 30 s: under a CI run's second integration file and the loopback RNIC's event-loop
+    // hops, the first PUTs took over 5 s (the default) once at a load of 46.
+    const client = await RowanClient.connect({ cluster: file, timeoutMs: 30_000 });
     for (let b = 0; b < N; b += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => client.put(key(b + j), `verbs-${b + j}`)));
     await Promise.all(Array.from({ length: 50 }, (_, i) => client.del(key(i))));
     // Filler: every receive buffer holds one write, so 64 writes move a backup past a 256 KiB segment;
@@ -85,7 +87,7 @@ test('rowan cluster --fabric verbs replicates over the loopback RNIC and survive
 
     // Full restart: every node cold-starts from its pool (its b-log was filled by the RNIC).
     run = await launchClusterReady(join(dir, 'c'), base, flags);
-    const again = await RowanClient.connect({ cluster: file });
+    const again = await RowanClient.connect({ cluster: file, timeoutMs: 30_000 });
     for (let i = 0; i < N; i++) assert.equal(dec(await notRefused(() => again.get(key(i)))), expected(i), `after restart: ${key(i)}`);
     for (let i = 50; i < N; i += 25) {
       for (const b of cluster.shards[shardOfKey(enc(key(i)), cluster.shardCount)]!.backups) {

@@ -7,17 +7,18 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomBasePort } from '../../fixtures/cluster.js';
 
 const runner = new URL('../../../../scripts/test.mjs', import.meta.url).pathname;
 
-function run(files: Record<string, string>, env: Record<string, string>): { code: number; out: string } {
+function run(files: Record<string, string>, env: Record<string, string>, suite = 'unit'): { code: number; out: string } {
   const dist = mkdtempSync(join(tmpdir(), 'rowan-runner-'));
   try {
-    mkdirSync(join(dist, 'unit'));
-    for (const [name, text] of Object.entries(files)) writeFileSync(join(dist, 'unit', name), text);
+    mkdirSync(join(dist, suite));
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dist, suite, name), text);
     // Not CI's own setting, and not the variable that tells node:test it runs inside a test file.
     const { CI: _ci, NODE_TEST_CONTEXT: _ctx, ...rest } = process.env;
-    const r = spawnSync(process.execPath, [runner, 'unit'], { encoding: 'utf8', env: { ...rest, ROWAN_TEST_DIST: dist, ...env }, timeout: 60_000 });
+    const r = spawnSync(process.execPath, [runner, suite], { encoding: 'utf8', env: { ...rest, ROWAN_TEST_DIST: dist, ...env }, timeout: 60_000 });
     return { code: r.status ?? -1, out: `${r.stdout}${r.stderr}` };
   } finally {
     rmSync(dist, { recursive: true, force: true });
@@ -70,6 +71,48 @@ test('what a finished file leaves running (a cluster its cancelled test started)
   assert.equal(r.code, 0, r.out);
   const pid = Number(readFileSync(pidFile, 'utf8'));
   assert.ok(goneWithin(pid, 10_000), `the child left running by the file (pid ${pid}) is gone`);
+});
+
+test('integration files run two at a time, each told its lane (randomBasePort keeps to it); fault files one at a time', () => {
+  // Each file says it started, then waits (bounded) for the other file to say so too: run one after
+  // the other, the first would give up waiting and fail.
+  const meets = (me: string, other: string) => "import { test } from 'node:test';\nimport { existsSync, writeFileSync } from 'node:fs';\nimport { join } from 'node:path';\n" +
+    `test('meets', async () => {\n  const d = process.env.OUT_DIR;\n  writeFileSync(join(d, '${me}'), process.env.ROWAN_TEST_LANE + '/' + process.env.ROWAN_TEST_LANES);\n` +
+    `  const until = Date.now() + Number(process.env.MEET_MS);\n  while (!existsSync(join(d, '${other}'))) {\n    if (Date.now() > until) throw new Error('ran alone');\n    await new Promise((r) => setTimeout(r, 20));\n  }\n});\n`;
+  const files = { 'a.test.js': meets('a', 'b'), 'b.test.js': meets('b', 'a') };
+  const out = mkdtempSync(join(tmpdir(), 'rowan-runner-lanes-'));
+  try {
+    const r = run(files, { OUT_DIR: out, MEET_MS: '30000' }, 'integration');
+    assert.equal(r.code, 0, r.out);
+    assert.deepEqual([readFileSync(join(out, 'a'), 'utf8'), readFileSync(join(out, 'b'), 'utf8')].sort(), ['0/2', '1/2']);
+    rmSync(join(out, 'a'));
+    rmSync(join(out, 'b'));
+    const alone = run(files, { OUT_DIR: out, MEET_MS: '2000' }, 'fault');
+    assert.equal(alone.code, 1, 'fault files run one at a time');
+    assert.match(alone.out, /ran alone/);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test('randomBasePort: the two lanes pick from disjoint bases', () => {
+  const saved = { lane: process.env['ROWAN_TEST_LANE'], lanes: process.env['ROWAN_TEST_LANES'] };
+  const picks = (lane: string) => {
+    process.env['ROWAN_TEST_LANE'] = lane;
+    process.env['ROWAN_TEST_LANES'] = '2';
+    return new Set(Array.from({ length: 400 }, () => randomBasePort()));
+  };
+  try {
+    const [a, b] = [picks('0'), picks('1')];
+    assert.ok(a.size > 1 && b.size > 1, `several bases in each lane: ${[...a]} / ${[...b]}`);
+    assert.deepEqual([...a].filter((p) => b.has(p)), [], 'no base in both lanes');
+    for (const p of [...a, ...b]) assert.ok(p >= 10000 && p + 1000 <= 32768, `base ${p} and its ports below the ephemeral range`);
+  } finally {
+    for (const [k, v] of [['ROWAN_TEST_LANE', saved.lane], ['ROWAN_TEST_LANES', saved.lanes]] as const) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
 });
 
 /** Whether `pid` stops running within `ms`: the runner's SIGKILL is delivered, and the process torn
