@@ -199,7 +199,8 @@ export class ConfigManager {
           return;
         }
         if (!this.isMember(m.node)) {
-          link.send({ t: 'evicted', term: this.cfg.term });
+          // A decommissioned node is told so: it stops for good rather than asking to rejoin.
+          link.send({ t: 'evicted', term: this.cfg.term, ...((this.cfg.retired ?? []).includes(m.node) ? { retired: true as const } : {}) });
           return;
         }
         // A new connection introduces itself with hello and becomes the node's link; renewals still

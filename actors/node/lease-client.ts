@@ -37,7 +37,7 @@ export interface LeaseHooks extends Partial<FollowerHooks> {
   /** Resharding statistics (§4.6): requests and writes per shard since the previous call. */
   load?(): ShardLoad[];
   /** The manager removed this node from the membership (requests are refused from here on). */
-  evicted?(): void;
+  evicted?(retired: boolean): void;
   /** Each renew period, connected to a manager or not (peer leases look whether they are needed:
    *  ../shared/peer-lease.ts PeerLeases.tick). */
   tick?(): void;
@@ -289,10 +289,10 @@ export class LeaseClient {
         if (this.evicted) return;
         this.evicted = true;
         this.cell.evict();
-        this.log.error({ term: m.term }, 'the configuration manager removed this node from the cluster (its lease expired): serving nothing from now on');
+        this.log.error({ term: m.term, retired: m.retired === true }, `the configuration manager removed this node from the cluster (${m.retired ? 'decommissioned: its id is retired' : 'its lease expired'}): serving nothing from now on`);
         this.stop();
         this.hooks.tick?.(); // a last tick: peer leases see the eviction and stop asking
-        this.hooks.evicted?.();
+        this.hooks.evicted?.(m.retired === true);
         return;
     }
   }

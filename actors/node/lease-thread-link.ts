@@ -24,7 +24,7 @@ export interface MainLeaseHooks extends FollowerHooks {
   /** Resharding statistics (§4.6): requests and writes per shard since the previous call. */
   load?(): ShardLoad[];
   /** The manager removed this node (the cell says so already). */
-  evicted?(): void;
+  evicted?(retired: boolean): void;
   /** Peer leases should look (../shared/peer-lease.ts PeerLeases.tick). */
   tick?(): void;
 }
@@ -182,7 +182,7 @@ export class LeaseThread {
       case 'evicted':
         realTimers.clearInterval(this.loadTimer);
         this.o.hooks.tick?.(); // a last look: peer leases see the eviction and stop asking
-        this.o.hooks.evicted?.();
+        this.o.hooks.evicted?.(m.retired);
         return;
       case 'stopped':
         void this.worker.terminate();

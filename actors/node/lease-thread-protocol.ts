@@ -43,7 +43,7 @@ export type LeaseToMain =
   /** Peer leases should look (the manager's lease runs low, or the term changed). */
   | { t: 'tick' }
   /** The manager removed this node (the cell says so already). */
-  | { t: 'evicted' }
+  | { t: 'evicted'; retired: boolean }
   /** The thread stopped (its connection closed). */
   | { t: 'stopped' };
 

@@ -71,7 +71,7 @@ function run(st: LeaseThreadStart): void {
   const seams: LeaseSeams = { follow: (m) => post({ t: 'round', m }), ...(reactor ? { timers: reactor, dial: reactor.dial } : {}) };
   const client: LeaseClient = new LeaseClient(st.managers, d.nodeId, cell, clock, log, {
     unconfirmed: () => unconfirmed,
-    evicted: () => post({ t: 'evicted' }),
+    evicted: (retired) => post({ t: 'evicted', retired }),
     tick: () => tick(client),
     timing: (t) => post({ t: 'timing', leaseMs: t.leaseMs, renewMs: t.renewMs, driftMs: t.driftMs }),
   }, st.rejoin, st.secret, st.tls, undefined, seams);

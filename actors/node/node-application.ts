@@ -41,6 +41,7 @@ import { attachKvShared, createKvShared, heldShards, type KvSharedBuffers, type 
 import { LoadSampler } from '../shared/shard-load.js';
 import { setChecksumSeed } from '../../shm/log-checksum.js';
 import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from '../shared/trust.js';
+import { evictionLine } from './eviction.js';
 
 export interface NodeKvOptions {
   /** Where the configuration is stored, for messages: the cluster JSON file (the embedded store,
@@ -225,8 +226,8 @@ function startLease(
     // a moment to clients that still route to it, so that its supervisor (rowan cluster) restarts it
     // with --rejoin -- it does not sit in the cluster serving nothing (a lease lost to a stall of the
     // machine, not a crash, would otherwise leave the cluster a replica short for good).
-    evicted: () => {
-      log.error({ exitInMs: defaultTimings.evictedExitMs }, `evicted: this node stops in ${defaultTimings.evictedExitMs} ms; restart it with --rejoin (rowan cluster does) to take it back as a member holding no shard`);
+    evicted: (retired) => {
+      log.error({ exitInMs: defaultTimings.evictedExitMs, retired }, evictionLine(retired, defaultTimings.evictedExitMs));
       setTimeout(() => process.kill(process.pid, 'SIGTERM'), defaultTimings.evictedExitMs).unref();
     },
   } });

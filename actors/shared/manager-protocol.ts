@@ -35,7 +35,8 @@
 //                                                      promote = shards to promote again although this
 //                                                      node is their primary already; planned = shards
 //                                                      a live, drained primary handed over (no gap)
-//                evicted    {term}                     removed from the membership: serve nothing
+//                evicted    {term, retired?}           removed from the membership: serve nothing;
+//                                                      retired: decommissioned, its id never back
 //
 // An operator's tool (`rowan reshard`, `rowan status`) uses the same port without a lease:
 //   tool -> CM   admin      {id, op, shard?, to?}      op: move (shard to node `to`), plan (what the
@@ -71,7 +72,7 @@ export type ManagerToNode =
   | { t: 'grant'; seq: number; leaseMs: number; renewMs: number; driftMs: number; term: number }
   | { t: 'prepare'; term: number; config: ClusterConfig; shards?: number[]; planned?: boolean }
   | { t: 'commit'; term: number; config: ClusterConfig; floors: Record<string, number>; scatter?: GatherEntry[]; promote?: number[]; planned?: number[] }
-  | { t: 'evicted'; term: number };
+  | { t: 'evicted'; term: number; retired?: true };
 
 export type AdminRequest =
   | { t: 'admin'; id: number; op: 'move'; shard: number; to: number; from?: number }
