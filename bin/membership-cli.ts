@@ -145,8 +145,9 @@ async function decommission(id: string, o: AskOpts & StoreFlags & { dir?: string
   const r = (await ask(spec, o, { op: 'decommission', node })) as { term: number };
   console.log(`node ${node} is being decommissioned (term ${r.term}): the manager moves every replica off it, then removes it from the membership`);
   if (o.wait === false) return 0;
-  const c = await follow(spec, (x) => !x.nodes.some((n) => n.id === node), Number(o.timeout));
-  console.log(`node ${node} decommissioned (term ${c.term}); its process stops`);
+  // Removed, then the members left balanced as after an add (the removal's term turns balancing on).
+  const c = await follow(spec, (x) => !x.nodes.some((n) => n.id === node) && !x.balancing, Number(o.timeout));
+  console.log(`node ${node} decommissioned (term ${c.term}); its process stops; spread: ${progressLine(c)}`);
   return 0;
 }
 

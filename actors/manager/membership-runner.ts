@@ -6,7 +6,7 @@
 //   member-added     term t+1: the new node listed, holding no shard, balancing on
 //   member-leaving   term t+1: the node listed leaving
 //   member-step      a copy or move of one replica started (balance or decommission)
-//   member-removed   term t+1: the leaving node out of the membership (its id retired)
+//   member-removed   term t+1: the leaving node out of the membership (its id retired), balancing on
 //   balanced         term t+1: replicas and primaries fairly spread, balancing off
 import type { ClusterConfig, ClusterNode } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
@@ -114,9 +114,12 @@ export class MembershipRunner {
         return;
       }
       case 'remove': {
-        const next = planRemove(h.config(), step.node);
+        // The drain handed each primary role to the member primary of fewest among its full backups,
+        // which leaves the others as they were (48 primaries 17/17/14 after one of 4 left): the
+        // members left are balanced as after an add, in the same term.
+        const next = { ...planRemove(h.config(), step.node), balancing: true };
         await h.push(next);
-        h.log.warn({ event: 'member-removed', at: h.clock.now(), node: step.node, term: next.term }, `node ${step.node} decommissioned: out of the membership (term ${next.term}); it stops at its next renewal`);
+        h.log.warn({ event: 'member-removed', at: h.clock.now(), node: step.node, term: next.term }, `node ${step.node} decommissioned: out of the membership (term ${next.term}); it stops at its next renewal; balancing the members left`);
         return;
       }
       case 'balanced': {
