@@ -40,6 +40,16 @@ export class LeaseTable {
     private readonly joinGraceMs: number = defaultTimings.joinGraceMs,
   ) {}
 
+  /** When each member added while this manager runs was added (its join grace counts from there). */
+  private readonly addedAt = new Map<number, number>();
+
+  /** `node` becomes a member at `at` (`rowan node add`): a node never heard from has its join grace
+   *  from then, not from this manager's start (which may be long over: it was failed over before its
+   *  cold start could end). */
+  added(node: number, at: number): void {
+    this.addedAt.set(node, at);
+  }
+
   renewed(node: number, at: number): void {
     this.lastRenew.set(node, Math.max(at, this.lastRenew.get(node) ?? -Infinity));
   }
@@ -86,7 +96,8 @@ export class LeaseTable {
   /** From when expired() lists `node`, as of `now`: its lease certainly expired (one never heard from:
    *  its join grace ran out) and no excuse holds any more. */
   private expiresAt(node: number, now: number): number {
-    const at = this.lastRenew.has(node) ? this.certainlyExpiredAt(node) : this.startedAt + Math.max(this.joinGraceMs, this.timing.leaseMs + this.timing.driftMs);
+    const joinFrom = Math.max(this.startedAt, this.addedAt.get(node) ?? -Infinity);
+    const at = this.lastRenew.has(node) ? this.certainlyExpiredAt(node) : joinFrom + Math.max(this.joinGraceMs, this.timing.leaseMs + this.timing.driftMs);
     return this.excused(node, now) ? Math.max(at, this.excusedUntil.get(node)!) : at;
   }
 

@@ -120,7 +120,8 @@ export class ConfigManager {
       pauseAfter: resharding.pauseAfter,
     });
     this.copies = new CopyRunner({ config: () => this.cfg, reachable: () => this.reachable(), push: (next) => this.push(next), moves: this.moves, clock, log });
-    this.membership = new MembershipRunner({ config: () => this.cfg, reachable: () => this.reachable(), push: (next) => this.push(next), copies: this.copies, moves: this.moves, clock, log });
+    this.membership = new MembershipRunner({ config: () => this.cfg, reachable: () => this.reachable(), push: (next) => this.push(next), copies: this.copies, moves: this.moves, clock, log,
+      added: (node) => this.leases.added(node, clock.now()) });
     this.reach = new Reach({
       timing,
       leases: this.leases,

@@ -16,6 +16,9 @@ import { nextMembershipStep, planAddNode, planBalanced, planLeave, planRemove, t
 /** What the copy runner needs, and the copy runner itself (a membership step is a copy or a move). */
 export interface MembershipHost extends CopyHost {
   readonly copies: CopyRunner;
+  /** A node is about to be stored as a member: its join grace (a cold start's time to say hello
+   *  before it is suspected) counts from now (./leases.ts LeaseTable.added). */
+  added?(node: number): void;
 }
 
 type Request = { kind: 'add'; node: ClusterNode } | { kind: 'leave'; node: number };
@@ -83,6 +86,7 @@ export class MembershipRunner {
     } catch (err) {
       return reply(err as Error);
     }
+    if (req.kind === 'add') this.h.added?.(req.node.id);
     try {
       await this.h.push(next);
     } catch (err) {
