@@ -4,7 +4,7 @@
 // (join, caughtUp) and runs pass() between failovers (its drain loop). Each change is stored with a
 // compare-and-set on the term and pushed as a commit; members serve it at once (no primary changes).
 import type { Clock } from '../../config/base/clock.js';
-import { isCatchingUp, type CatchingUp, type ClusterConfig } from '../../config/cluster.js';
+import { isCatchingUp, liveNodes, type CatchingUp, type ClusterConfig } from '../../config/cluster.js';
 import type { Logger } from '../../config/base/log.js';
 import { planCaughtUp, planJoin, planRereplication } from './rereplicate.js';
 
@@ -33,6 +33,19 @@ export interface HealingHost {
   push(next: ClusterConfig): Promise<void>;
   readonly clock: Clock;
   readonly log: Logger;
+}
+
+/**
+ * The term that takes failed-over `node` back (./rereplicate.ts planJoin), holding no shard. With more
+ * members than the replication factor, re-replication gave its shards to the others already and it
+ * would stay empty for good -- a node SIGKILLed while replicas were spread onto it (issue 28), or after
+ * the balancing ended without it: the term turns balancing on (./membership-runner.ts), which spreads
+ * replicas and primaries over the members again, the rejoined node with them.
+ */
+export function rejoinTerm(c: ClusterConfig, node: number): ClusterConfig | null {
+  const next = planJoin(c, node);
+  if (next && liveNodes(next).length > next.replicationFactor) next.balancing = true;
+  return next;
 }
 
 export class Healing {
@@ -83,7 +96,7 @@ export class Healing {
   async pass(): Promise<void> {
     const h = this.host;
     for (const node of [...this.joins]) {
-      const next = planJoin(h.config(), node);
+      const next = rejoinTerm(h.config(), node);
       if (!next || !h.connected(node)) {
         this.joins.delete(node);
         continue;
@@ -93,7 +106,7 @@ export class Healing {
       await h.push(next);
       this.joins.delete(node);
       h.admitted(node);
-      h.log.warn({ node, term: next.term }, `node ${node} rejoined the cluster (term ${next.term}) holding no shard`);
+      h.log.warn({ node, term: next.term, balancing: next.balancing === true }, `node ${node} rejoined the cluster (term ${next.term}) holding no shard${next.balancing ? '; balancing the members, it with them' : ''}`);
       this.wanted = true;
     }
     if (this.caughtUp.length > 0) {
