@@ -408,7 +408,7 @@ export class TombstoneSweep {
  */
 export function primarySinceStart(kv: Pick<KvStart, 'cell' | 'cluster' | 'nodeId'>): (shard: number) => boolean {
   const cell = ConfigCell.attach(kv.cell);
-  return (shard) => cell.pendingTerm() === 0 && kv.cluster.shards[shard]?.primary === kv.nodeId && !cell.primaryMoved(shard) && cell.config().shards[shard]?.primary === kv.nodeId;
+  return (shard) => !cell.reconfiguring(shard) && kv.cluster.shards[shard]?.primary === kv.nodeId && !cell.primaryMoved(shard) && cell.config().shards[shard]?.primary === kv.nodeId;
 }
 
 /**
@@ -419,7 +419,7 @@ export function primarySinceStart(kv: Pick<KvStart, 'cell' | 'cluster' | 'nodeId
 export function backupNow(kv: Pick<KvStart, 'cell' | 'nodeId'>): (shard: number) => boolean {
   const cell = ConfigCell.attach(kv.cell);
   return (shard) => {
-    if (cell.pendingTerm() !== 0) return false;
+    if (cell.reconfiguring(shard)) return false;
     const c = cell.config();
     const s = c.shards[shard];
     return !!s && c.replication === 'rowan' && s.primary !== kv.nodeId && s.backups.includes(kv.nodeId) && !isCatchingUp(c, shard, kv.nodeId);

@@ -107,7 +107,7 @@ export class DigestSegments {
                 // Only while this node is a full backup of the shard in a settled configuration: a
                 // configuration being prepared may bring scattered entries this node must absorb first.
                 refresh();
-                if (!fullBackupOf.has(shard) || cell.pendingTerm() !== 0 || version <= floors.raw(shard)) return;
+                if (!fullBackupOf.has(shard) || cell.reconfiguring(shard) || version <= floors.raw(shard)) return;
                 floors.raiseRaw(shard, version);
                 (this.raised ??= new Map()).set(shard, version);
               },

@@ -91,6 +91,7 @@ export class MoveRunner {
       throw new RowanError(ErrorCodes.MOVE_REFUSED, `the move was rolled back: ${rec.error}`);
     }
     this.mark(rec, 'prepared');
+    await this.pause('prepared'); // a slow participant: the members hold the prepare until the commit
     await this.promote(rec, next, moves, prep, [], shards);
     return rec;
   }

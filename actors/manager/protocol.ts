@@ -13,7 +13,7 @@ export { LineReader, encodeLine, LINE_BYTES_MAX, type ManagerToNode, type NodeTo
 /** Steps after which `--debug-pause STEP:MS` holds the manager: a failover's configuration stored but
  *  not yet pushed; a move's term stored but not prepared; a move committed but its targets not yet
  *  promoted. Fault tests kill the manager or the cluster there (docs/testing.md). */
-export const DEBUG_PAUSE_STEPS = ['failover-stored', 'move-stored', 'move-committed'] as const;
+export const DEBUG_PAUSE_STEPS = ['failover-stored', 'move-stored', 'move-prepared', 'move-committed'] as const;
 export type DebugPauseStep = (typeof DEBUG_PAUSE_STEPS)[number];
 export interface DebugPause {
   step: DebugPauseStep;

@@ -31,11 +31,11 @@ function failoverPause(s: ManagerStart): Pick<Activation, 'pauseAfterStoreMs'> {
   return s.debugPause?.step === 'failover-stored' ? { pauseAfterStoreMs: s.debugPause.ms } : {};
 }
 
-/** The resharding options with --debug-pause move-stored|move-committed:MS as the moves take it. */
+/** The resharding options with --debug-pause move-stored|move-prepared|move-committed:MS as the moves take it. */
 function reshardingOf(s: ManagerStart): ReshardingOptions | undefined {
   const p = s.debugPause;
   if (!p || p.step === 'failover-stored') return s.resharding;
-  return { ...(s.resharding ?? { ...DEFAULT_RESHARDING, auto: false }), pauseAfter: { step: p.step === 'move-stored' ? 'stored' : 'committed', ms: p.ms } };
+  return { ...(s.resharding ?? { ...DEFAULT_RESHARDING, auto: false }), pauseAfter: { step: p.step.slice('move-'.length), ms: p.ms } };
 }
 
 let cm: ConfigManager | null = null;

@@ -1,6 +1,7 @@
 // The node's side of a configuration change (§4.5, docs/architecture.md "The path of a configuration
-// change"): it follows the manager's two rounds. `prepare`: block requests (PENDING), drain the shards
-// this node hands over alive, gather the entries of the shards changing primary, answer `prepared`.
+// change"): it follows the manager's two rounds. `prepare`: block requests (PENDING; a move's, planned,
+// blocks only the moved shards: the cell's per-shard fence, issue 28), drain the shards this node hands
+// over alive, gather the entries of the shards changing primary, answer `prepared`.
 // `commit`: persist what was scattered to it, wait out the peer-lease promises this node made to the
 // old primaries it takes shards from, publish the configuration, promote (catch up, raise versions)
 // and answer `promoted`. Commits run one at a time in arrival order. The lease client (./lease-client.ts)
@@ -56,9 +57,12 @@ export class ConfigFollower {
   /** The shards this node drained for the last prepare it acknowledged (../shared/config-cell.ts PENDING
    *  holds that term until a commit: requests stay blocked meanwhile). */
   private drained: number[] = [];
-  /** The latest term this node prepared (PENDING): an earlier commit still finishing must leave
-   *  requests blocked until a commit at or after it (see `release`). */
+  /** The latest term this node prepared for the whole node (PENDING): an earlier commit still
+   *  finishing must leave requests blocked until a commit at or after it (see `release`). A move's
+   *  fence needs no such care: it lifts only once its own term (or a later one) is published. */
   private prepared = 0;
+  /** The latest term this node prepared, node-wide or fenced: its commit ends `drained`. */
+  private preparedAny = 0;
 
   constructor(private readonly d: FollowerDeps) {}
 
@@ -109,11 +113,16 @@ export class ConfigFollower {
 
   private async prepare(term: number, next: ClusterConfig, confirm: number[] = [], planned = false): Promise<void> {
     if (term <= this.d.cell.term()) return;
-    this.d.cell.setPending(term); // requests wait from here until the commit
-    this.prepared = Math.max(this.prepared, term);
-    const stoppedAt = this.d.clock.now();
     const old = this.d.cell.config();
     const changed = [...new Set([...next.shards.filter((s) => s.primary !== old.shards[s.id]!.primary).map((s) => s.id), ...confirm])].sort((a, b) => a - b);
+    // Requests wait from here until the commit: a move's (planned: its source is alive and drains)
+    // only for the shards whose placement changes, every other shard serves on (issue 28); a failover's
+    // or a takeover's for the whole node (its gather must cover every version of the dead primary).
+    if (planned) this.d.cell.fenceShards([...new Set([...changed, ...placementChanged(old, next)])], term);
+    else this.d.cell.setPending(term);
+    if (!planned) this.prepared = Math.max(this.prepared, term);
+    this.preparedAny = Math.max(this.preparedAny, term);
+    const stoppedAt = this.d.clock.now();
     // A shard this node hands over alive (a move, §4.6): its writes in flight end before the prepare
     // is acknowledged, so the floors cover them and none lands after the new primary serves.
     const drain = changed.filter((s) => old.shards[s]!.primary === this.d.nodeId && next.shards[s]!.primary !== this.d.nodeId);
@@ -123,7 +132,7 @@ export class ConfigFollower {
     // Logged (synchronously) before the acknowledgement: a record of when this node stopped serving
     // exists for every prepare the manager may build on, even if the node dies right after.
     const ms = +(this.d.clock.now() - stoppedAt).toFixed(1);
-    this.d.log.info({ term, changed: changed.length, drained: drain, stoppedAt, ms, gathered: r.entries.length, truncated: r.truncated, scanned: r.scanned }, `prepared term ${term} in ${ms} ms: requests blocked; ${r.entries.length} entries gathered`);
+    this.d.log.info({ term, changed: changed.length, drained: drain, stoppedAt, ms, gathered: r.entries.length, truncated: r.truncated, scanned: r.scanned }, `prepared term ${term} in ${ms} ms: ${planned ? `shard(s) ${changed.join(', ')} blocked` : 'requests blocked'}; ${r.entries.length} entries gathered`);
     this.d.send({ t: 'prepared', node: this.d.nodeId, term, versions: r.versions, entries: r.entries, truncated: r.truncated });
   }
 
@@ -152,9 +161,10 @@ export class ConfigFollower {
    */
   private checkDrained(term: number, old: ClusterConfig, next: ClusterConfig): void {
     const away = next.shards.filter((s) => old.shards[s.id]!.primary === this.d.nodeId && s.primary !== this.d.nodeId).map((s) => s.id);
-    // Drained: in a prepare acknowledged since the last commit (PENDING set since, nothing admitted).
-    const undrained = away.filter((s) => this.d.cell.pendingTerm() === 0 || !this.drained.includes(s));
-    if (term >= this.prepared) this.drained = []; // the commit ends the pending prepare (an earlier one does not)
+    // Drained: in a prepare acknowledged since the last commit (PENDING or the shard's fence set since,
+    // nothing of it admitted).
+    const undrained = away.filter((s) => !this.d.cell.reconfiguring(s) || !this.drained.includes(s));
+    if (term >= this.preparedAny) this.drained = []; // the commit ends the pending prepare (an earlier one does not)
     if (undrained.length === 0) return;
     this.d.log.error({ term, shards: undrained, pending: this.d.cell.pendingTerm() }, `committing term ${term}, which takes shard(s) ${undrained.join(', ')} from this node, without having drained them in a prepare: writes of them still in flight end with an unknown outcome`);
   }
@@ -215,4 +225,10 @@ export class ConfigFollower {
     this.d.send({ t: 'promoted', node: this.d.nodeId, term, shards: mine, ms, entries: r.entries, gathered, scattered: r.scattered });
     this.d.log.info({ term, shards: mine, servingAt, ms, entries: r.entries, gathered, scattered: r.scattered }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);
   }
+}
+
+/** The shards whose primary or backups differ between `old` and `next`. */
+function placementChanged(old: ClusterConfig, next: ClusterConfig): number[] {
+  const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+  return next.shards.filter((s) => s.primary !== old.shards[s.id]!.primary || !same(s.backups, old.shards[s.id]!.backups)).map((s) => s.id);
 }

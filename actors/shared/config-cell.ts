@@ -7,7 +7,8 @@
 //   byte 0   Int32 SEQ      seqlock: odd while the main thread rewrites the configuration bytes
 //        4   Int32 TERM     term of the configuration in the bytes (the committed one)
 //        8   Int32 PENDING  term of a prepared, not yet committed configuration; 0 = none. While set,
-//                           requests wait (phase 1: "servers block all requests")
+//                           requests wait (phase 1: "servers block all requests"; a failover or a
+//                           takeover -- a move fences only its shards, FENCE below)
 //       12   Int32 LEN      bytes of the configuration's JSON
 //       16   Int32 LEASE    the manager's lease holds until BASE + LEASE ms (floored); LEASE_NONE = no
 //                           manager, no lease needed (a node started without --manager). Written by
@@ -24,6 +25,9 @@
 //    MOVED   Uint8 x shardCount  1 once a published configuration named another primary for the
 //                                shard than the first one did (the tombstone sweep's rule 1P)
 //    FIRST   Int32 x shardCount  each shard's primary in the first configuration, immutable
+//    FENCE   Int32 x shardCount  a move's prepare fences only its shards (issue 28): the term of the
+//                                latest such prepare; the shard's requests wait while it is above TERM
+//                                (the commit or roll-back publishing that term lifts it, no clearing)
 //   GRANTS   Int32 x (NODE_ID_MAX + 1), from grantsOffset(): peer leases this node granted
 //            (actors/shared/peer-lease.ts): node N's promise holds until BASE + GRANTS[N] ms (ceiled);
 //            workers raise it, the main thread reads it before taking over N's shards
@@ -64,8 +68,12 @@ function firstOffset(shardCount: number): number {
   return movedOffset(shardCount) + perShardBytes(shardCount);
 }
 
-function grantsOffset(shardCount: number): number {
+function fenceOffset(shardCount: number): number {
   return firstOffset(shardCount) + 4 * perShardBytes(shardCount);
+}
+
+function grantsOffset(shardCount: number): number {
+  return fenceOffset(shardCount) + 4 * perShardBytes(shardCount);
 }
 
 function jsonOffset(shardCount: number): number {
@@ -86,6 +94,7 @@ export class ConfigCell {
   private readonly blocked: Uint8Array;
   private readonly moved: Uint8Array;
   private readonly first: Int32Array;
+  private readonly fence: Int32Array;
   private readonly base: number;
   private readonly json: Uint8Array;
   private readonly grants: Int32Array;
@@ -104,6 +113,7 @@ export class ConfigCell {
     this.grants = new Int32Array(buffer, grantsOffset(shardCount), NODE_ID_MAX + 1);
     this.moved = new Uint8Array(buffer, movedOffset(shardCount), shardCount);
     this.first = new Int32Array(buffer, firstOffset(shardCount), shardCount);
+    this.fence = new Int32Array(buffer, fenceOffset(shardCount), shardCount);
     this.json = new Uint8Array(buffer, jsonOffset(shardCount));
   }
 
@@ -186,8 +196,22 @@ export class ConfigCell {
     return Atomics.load(this.i32, EVICTED) === 1;
   }
 
+  /** Whether `shard`'s requests wait: being promoted here (BLOCKED), or fenced by a move's prepare not
+   *  yet committed here (FENCE above TERM). */
   shardBlocked(shard: number): boolean {
-    return Atomics.load(this.blocked, shard) === 1;
+    return Atomics.load(this.blocked, shard) === 1 || this.shardFenced(shard);
+  }
+
+  /** Whether a move's prepare fences `shard` (a term above the committed one). */
+  shardFenced(shard: number): boolean {
+    return Atomics.load(this.fence, shard) > Atomics.load(this.i32, TERM);
+  }
+
+  /** Whether `shard` may change hands now: a configuration is prepared for the whole node (PENDING)
+   *  or for the shard (a move's FENCE). What the writes check after their version claim, and the
+   *  sweeps and floors before they act on the shard. */
+  reconfiguring(shard: number): boolean {
+    return this.pendingTerm() !== 0 || this.shardFenced(shard);
   }
 
   /** Whether some configuration published since the cell was made named another primary for `shard`
@@ -301,6 +325,13 @@ export class ConfigCell {
     Atomics.store(this.i32, EVICTED, 1);
     Atomics.store(this.i32, LEASE, 0); // every request is refused from here on
     Atomics.store(this.peer, 0, 0); // a setPeerLease racing this one re-reads EVICTED after its store
+    this.notify();
+  }
+
+  /** A move's prepare of `term` (issue 28): requests of `shards` wait until a configuration of `term`
+   *  or later is published; the rest of the node serves on. Raised, never lowered. */
+  fenceShards(shards: readonly number[], term: number): void {
+    for (const s of shards) if (Atomics.load(this.fence, s) < term) Atomics.store(this.fence, s, term); // seq-cst: before the drain's loads
     this.notify();
   }
 

@@ -54,7 +54,7 @@ export class ExpiredDeletes {
     const backups = this.primary.backupsSince(c.shards[shard]!, shard);
     try {
       const cell = d.cell;
-      if (cell && (cell.pendingTerm() !== 0 || cell.term() !== c.term)) {
+      if (cell && (cell.reconfiguring(shard) || cell.term() !== c.term)) {
         throw new RowanError(ErrorCodes.STALE_TERM, `node ${d.nodeId} is reconfiguring (term ${cell.term()}, pending ${cell.pendingTerm()}); not applied, retry`);
       }
       for (const p of planned) p.addr = d.tlog.append(p.e, true, DEL_KEEP_FREE); // ①

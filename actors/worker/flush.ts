@@ -39,7 +39,7 @@ export class FlushPath {
     let addr = -1;
     try {
       const cell = d.cell;
-      if (cell && (cell.pendingTerm() !== 0 || cell.term() !== c.term)) {
+      if (cell && (cell.reconfiguring(shard) || cell.term() !== c.term)) {
         throw new RowanError(ErrorCodes.STALE_TERM, `node ${d.nodeId} is reconfiguring (term ${cell.term()}, pending ${cell.pendingTerm()}); not applied, retry`);
       }
       addr = d.tlog.append(e, true, DEL_KEEP_FREE); // ① a flush makes room, as a DEL does

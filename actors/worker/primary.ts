@@ -76,7 +76,7 @@ export class PrimaryPath {
       // draining this shard: its prepare waits for every claimed version to finish (lease.ts), and this
       // claim, published above before this load, is either seen there or sees the pending term here.
       const cell = d.cell;
-      if (cell && (cell.pendingTerm() !== 0 || cell.term() !== c.term)) {
+      if (cell && (cell.reconfiguring(shard) || cell.term() !== c.term)) {
         throw new RowanError(ErrorCodes.STALE_TERM, `node ${d.nodeId} is reconfiguring (term ${cell.term()}, pending ${cell.pendingTerm()}); not applied, retry`);
       }
       // Persisted in our t-log (①); pending: its segment is not committed before we are done with it.

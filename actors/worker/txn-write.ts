@@ -58,7 +58,7 @@ export class TxnPath {
     const backups = d.config().shards[shard]!.backups;
     try {
       const cell = d.cell;
-      if (cell && (cell.pendingTerm() !== 0 || cell.term() !== c.term)) {
+      if (cell && (cell.reconfiguring(shard) || cell.term() !== c.term)) {
         throw new RowanError(ErrorCodes.STALE_TERM, `node ${d.nodeId} is reconfiguring (term ${cell.term()}, pending ${cell.pendingTerm()}); not applied, retry`);
       }
       for (const p of planned) p.addr = d.tlog.append(p.e, true, p.e.type === EntryType.Del ? DEL_KEEP_FREE : undefined); // ①

@@ -67,15 +67,75 @@ test('a commit that finishes after a later prepare keeps requests blocked until 
   follower.onMessage({ t: 'prepare', term: 4, config: c4, shards: [2], planned: true });
   await timers.advance(1);
   assert.deepEqual(sent, ['prepared 4']);
-  assert.equal(cell.pendingTerm(), 4, 'the prepare blocks requests');
+  assert.equal(cell.shardBlocked(2), true, 'the prepare blocks the moved shard');
 
   await timers.advance(200); // term 2's commit finishes
   assert.equal(cell.term(), 2);
-  assert.equal(cell.pendingTerm(), 4, 'the commit of term 2 unblocked requests although term 4 was prepared: this node would serve shard 2 beside its new primary');
+  assert.equal(cell.pendingTerm(), 0, 'term 2 committed: the node serves');
+  assert.equal(cell.shardBlocked(2), true, 'the commit of term 2 unblocked shard 2 although term 4 was prepared: this node would serve it beside its new primary');
 
   follower.onMessage({ t: 'commit', term: 4, config: c4, floors: {}, planned: [2] });
   await timers.advance(1);
   assert.equal(cell.term(), 4, lines.join('\n'));
   assert.equal(cell.pendingTerm(), 0, 'the commit of the prepared term unblocks requests');
+  assert.equal(cell.shardBlocked(2), false, 'the commit of the prepared term unblocks the moved shard');
   assert.deepEqual(lines.filter((l) => /without having drained/.test(l)), [], 'shard 2 was drained in the prepare of term 4');
+});
+
+/** A follower of node ME on `cell` whose hooks answer at once; what it sends goes to `sent`. */
+function follower(cell: ConfigCell, clock: ManualClock, timers: ManualTimers, sent: string[]): ConfigFollower {
+  return new ConfigFollower({
+    nodeId: ME,
+    cell,
+    clock,
+    timers: manualTimers(timers),
+    log: recordingLog().log,
+    hooks: { prepare: async () => ({ versions: {}, entries: [], truncated: false }), promote: async () => ({ entries: 0, scattered: 0 }) },
+    send: (m) => void sent.push(`${m.t} ${'term' in m ? m.term : ''}`),
+    timing: () => ({ leaseMs: 50, driftMs: 5 }),
+  });
+}
+
+// Issue 28: a move's prepare used to set the node-wide PENDING on every member, so every shard of
+// every node waited for the move's commit (a slow participant held them all up to prepareTimeoutMs).
+test('a move\'s prepare blocks only the moved shard; the other shards admit requests at the old term until the commit', async () => {
+  const clock = new ManualClock(1000);
+  const timers = new ManualTimers(clock);
+  const c1 = layout(1, [0, 1, ME]);
+  const c2 = layout(2, [0, 1, 1]); // shard 2 moves from this node to node 1
+  const cell = ConfigCell.create(c1, true, clock);
+  cell.setLease(clock.now() + 60_000, clock.now());
+  const sent: string[] = [];
+  const f = follower(cell, clock, timers, sent);
+  f.onMessage({ t: 'prepare', term: 2, config: c2, shards: [2], planned: true });
+  await timers.advance(1);
+  assert.deepEqual(sent, ['prepared 2']);
+  assert.equal(cell.admit(1, clock.now()), 'ok', 'requests at term 1 are admitted while the move is prepared');
+  assert.equal(cell.pendingTerm(), 0);
+  assert.deepEqual([0, 1, 2].map((s) => cell.shardBlocked(s)), [false, false, true], 'only the moved shard waits');
+  assert.deepEqual([0, 1, 2].map((s) => cell.reconfiguring(s)), [false, false, true], 'writes of the moved shard claimed before the fence are refused after it');
+  f.onMessage({ t: 'commit', term: 2, config: c2, floors: {}, planned: [2] });
+  await timers.advance(1);
+  assert.equal(cell.term(), 2);
+  assert.deepEqual([0, 1, 2].map((s) => cell.shardBlocked(s)), [false, false, false], 'the commit lifts the fence');
+});
+
+test('a move rolled back (a later term published without it) lifts its fence; a failover\'s prepare still blocks the whole node', async () => {
+  const clock = new ManualClock(1000);
+  const timers = new ManualTimers(clock);
+  const c1 = layout(1, [0, 1, ME]);
+  const cell = ConfigCell.create(c1, true, clock);
+  cell.setLease(clock.now() + 60_000, clock.now());
+  const sent: string[] = [];
+  const f = follower(cell, clock, timers, sent);
+  f.onMessage({ t: 'prepare', term: 2, config: layout(2, [0, ME, ME]), shards: [1], planned: true });
+  await timers.advance(1);
+  assert.equal(cell.shardBlocked(1), true);
+  f.onMessage({ t: 'commit', term: 3, config: layout(3, [0, 1, ME]), floors: {} }); // the roll-back
+  await timers.advance(1);
+  assert.deepEqual([0, 1, 2].map((s) => cell.shardBlocked(s)), [false, false, false]);
+  f.onMessage({ t: 'prepare', term: 4, config: layout(4, [ME, 1, ME], [0]), shards: [0] }); // node 0 failed
+  await timers.advance(1);
+  assert.equal(cell.pendingTerm(), 4, 'a failover blocks every request of the node');
+  assert.equal(cell.admit(3, clock.now()), 'wait');
 });
