@@ -19,6 +19,8 @@ interface Report {
   /** Its place among every report recorded (1, 2, ...): which reports came after a plan. */
   seq: number;
   rates: Map<number, ShardRate>;
+  /** Live bytes of the shards the node is primary of (issue 28). */
+  bytes: Map<number, number>;
 }
 
 export class LoadTable {
@@ -26,8 +28,9 @@ export class LoadTable {
   /** Reports recorded so far. */
   seq = 0;
 
-  /** A node's `load` message: flat (shard, requests, writes) triples counted over `periodMs`. */
-  record(node: number, term: number, periodMs: number, flat: readonly number[], now: number): void {
+  /** A node's `load` message: flat (shard, requests, writes) triples counted over `periodMs`, and flat
+   *  (shard, live bytes) pairs of the shards it is primary of. */
+  record(node: number, term: number, periodMs: number, flat: readonly number[], now: number, sizes: readonly number[] = []): void {
     if (!(periodMs > 0) || flat.length % 3 !== 0) return;
     const rates = new Map<number, ShardRate>();
     for (let i = 0; i + 2 < flat.length; i += 3) {
@@ -35,7 +38,27 @@ export class LoadTable {
       if (!Number.isInteger(shard) || shard < 0 || !(reqs >= 0) || !(writes >= 0)) continue; // a broken report counts nothing
       rates.set(shard, { reqs: (reqs * 1000) / periodMs, writes: (writes * 1000) / periodMs });
     }
-    this.reports.set(node, { at: now, term, seq: ++this.seq, rates });
+    const bytes = new Map<number, number>();
+    for (let i = 0; i + 1 < sizes.length; i += 2) {
+      const [shard, b] = [sizes[i]!, sizes[i + 1]!];
+      if (Number.isInteger(shard) && shard >= 0 && b >= 0 && Number.isFinite(b)) bytes.set(shard, b);
+    }
+    this.reports.set(node, { at: now, term, seq: ++this.seq, rates, bytes });
+  }
+
+  /** Live bytes per shard, from the latest report naming it (its primary's; during a move both the
+   *  source and the target may name it, and the newer one wins). */
+  shardBytes(): Map<number, number> {
+    const out = new Map<number, number>();
+    const newest = new Map<number, number>();
+    for (const r of this.reports.values()) {
+      for (const [s, b] of r.bytes) {
+        if ((newest.get(s) ?? -1) > r.seq) continue;
+        newest.set(s, r.seq);
+        out.set(s, b);
+      }
+    }
+    return out;
   }
 
   forget(node: number): void {

@@ -120,7 +120,8 @@ export class ConfigManager {
       pauseAfter: resharding.pauseAfter,
     });
     this.copies = new CopyRunner({ config: () => this.cfg, reachable: () => this.reachable(), push: (next) => this.push(next), moves: this.moves, clock, log });
-    this.membership = new MembershipRunner({ config: () => this.cfg, reachable: () => this.reachable(), push: (next) => this.push(next), copies: this.copies, moves: this.moves, clock, log,
+    const shardStats = () => ({ rates: this.loads.shardRates(), bytes: this.loads.shardBytes() });
+    this.membership = new MembershipRunner({ config: () => this.cfg, reachable: () => this.reachable(), push: (next) => this.push(next), copies: this.copies, moves: this.moves, shardStats, clock, log,
       added: (node) => this.leases.added(node, clock.now()) });
     this.reach = new Reach({
       timing,
@@ -249,7 +250,7 @@ export class ConfigManager {
         return this.rounds.onPromoted(m, now);
       case 'load':
         if (!this.members().includes(m.node) || !Array.isArray(m.loads)) return;
-        this.loads.record(m.node, m.term, m.periodMs, m.loads, now);
+        this.loads.record(m.node, m.term, m.periodMs, m.loads, now, Array.isArray(m.bytes) ? m.bytes : []);
         if (this.activation.valid()) this.maybeRebalance(now); // the report that completes a generation plans at once
         return;
     }

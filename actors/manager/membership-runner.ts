@@ -12,6 +12,7 @@ import type { ClusterConfig, ClusterNode } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { CopyHost, CopyRunner } from './copies.js';
 import { nextMembershipStep, planAddNode, planBalanced, planLeave, planRemove, type MembershipStep } from './membership.js';
+import type { ShardStats } from './shard-weights.js';
 
 /** What the copy runner needs, and the copy runner itself (a membership step is a copy or a move). */
 export interface MembershipHost extends CopyHost {
@@ -19,6 +20,9 @@ export interface MembershipHost extends CopyHost {
   /** A node is about to be stored as a member: its join grace (a cold start's time to say hello
    *  before it is suspected) counts from now (./leases.ts LeaseTable.added). */
   added?(node: number): void;
+  /** The shards' live bytes and load from the nodes' reports (./load.ts): the balancing weighs them
+   *  (./shard-weights.ts). Absent: replicas are counted. */
+  shardStats?(): ShardStats;
 }
 
 type Request = { kind: 'add'; node: ClusterNode } | { kind: 'leave'; node: number };
@@ -49,7 +53,7 @@ export class MembershipRunner {
 
   /** The step the stored configuration asks for now (null: no membership change going on). */
   step(): MembershipStep | null {
-    return nextMembershipStep(this.h.config(), this.h.reachable());
+    return nextMembershipStep(this.h.config(), this.h.reachable(), this.h.shardStats?.());
   }
 
   wanted(): boolean {

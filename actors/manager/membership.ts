@@ -5,19 +5,23 @@
 //
 //   add        term t+1: the node listed in `nodes` holding no shard, `balancing` set. Its process
 //              starts from this configuration (it finds its entry), says hello and gets leases.
-//   balance    while `balancing` and nothing is moving: one step, deterministic --
-//                replicas  the member holding most (lowest id on a tie) copies one replica to the one
-//                          holding fewest, when they differ by more than one (a backup first: no
-//                          handover; the lowest shard id the target holds no replica of);
-//                primaries then the member primary of most hands one role to the one primary of
-//                          fewest that holds a full backup of it (a plain move, nothing copied).
+//   balance    while `balancing` and nothing is moving: one step, deterministic. Replicas are weighed
+//              by their shard's bytes and load as well as counted (./shard-weights.ts: the mean shard
+//              weighs 1; without statistics every shard does) --
+//                replicas  the member whose replicas weigh most (lowest id on a tie) copies one to the
+//                          one whose weigh least, when they differ by more than one average replica
+//                          (a backup first: no handover), the shard that brings the two closest
+//                          (lowest id on a tie) and weighs less than their difference (so every step
+//                          evens the spread out: it ends);
+//                primaries then likewise from the member whose primaries weigh most to one that
+//                          holds a full backup of the shard (a plain move, nothing copied).
 //              Nothing left to do: term t+1 without `balancing`.
 //   leave      term t+1: the node listed in `leaving` (refused, ROWAN_ERR_TOO_FEW_NODES, when the
 //              members left would be fewer than the replication factor).
 //   drain      while it is leaving and nothing is moving: one step -- a shard it is primary of hands
-//              the role to a full backup (the one primary of fewest; a copy when it has none), then a
-//              shard it is a backup of is copied to the member holding fewest replicas among those
-//              holding none of it.
+//              the role to a full backup (the one whose primaries weigh least; a copy when it has none),
+//              then a shard it is a backup of is copied to the member whose replicas weigh least among
+//              those holding none of it.
 //   remove     it holds nothing and no task names it: term t+1 with it out of `nodes`, `leaving` and
 //              `dead`, its id in `retired` (never given again). Its next renewal is answered `evicted`:
 //              the process stops.
@@ -27,6 +31,7 @@ import { isCatchingUp, liveNodes, validateCluster, type ClusterConfig, type Clus
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { NODE_ID_MAX } from '../../config/base/ids.js';
 import type { Move } from './reshard.js';
+import { shardWeights, type ShardStats } from './shard-weights.js';
 
 /** What the manager does next for the membership: a copy move, a plain move, a removal, the end of a
  *  balancing, or nothing now (`wait`: a task in flight, or no usable member). */
@@ -118,13 +123,15 @@ export function planBalanced(c: ClusterConfig): ClusterConfig {
   return validateCluster(next);
 }
 
-/** Replicas (any role, catching up or not) and primaries each of `members` holds. */
-export function spread(c: ClusterConfig, members: readonly number[]): { replicas: Map<number, number>; primaries: Map<number, number> } {
+/** Replicas (any role, catching up or not) and primaries each of `members` holds: counted, or summed
+ *  by shard weight (`weights[shard]`, ./shard-weights.ts) when given. */
+export function spread(c: ClusterConfig, members: readonly number[], weights?: readonly number[]): { replicas: Map<number, number>; primaries: Map<number, number> } {
   const replicas = new Map(members.map((m) => [m, 0]));
   const primaries = new Map(members.map((m) => [m, 0]));
   for (const s of c.shards) {
-    if (primaries.has(s.primary)) primaries.set(s.primary, primaries.get(s.primary)! + 1);
-    for (const r of [s.primary, ...s.backups]) if (replicas.has(r)) replicas.set(r, replicas.get(r)! + 1);
+    const w = weights?.[s.id] ?? 1;
+    if (primaries.has(s.primary)) primaries.set(s.primary, primaries.get(s.primary)! + w);
+    for (const r of [s.primary, ...s.backups]) if (replicas.has(r)) replicas.set(r, replicas.get(r)! + w);
   }
   return { replicas, primaries };
 }
@@ -142,29 +149,30 @@ function busy(c: ClusterConfig): boolean {
   return c.migrations.length > 0 || (c.copies ?? []).length > 0 || (c.catchingUp ?? []).length > 0;
 }
 
-/** The next membership step of `c`, given the members the manager reaches. */
-export function nextMembershipStep(c: ClusterConfig, reachable: ReadonlySet<number>): MembershipStep | null {
+/** The next membership step of `c`, given the members the manager reaches and what it knows of the
+ *  shards' bytes and load (none: replicas are counted). */
+export function nextMembershipStep(c: ClusterConfig, reachable: ReadonlySet<number>, stats?: ShardStats): MembershipStep | null {
   const leaving = c.leaving ?? [];
   if (leaving.length === 0 && !c.balancing) return null;
   // A leaving node holding nothing (drained, or failed over) goes whatever else is in flight.
   for (const node of leaving) if (!holdsAnything(c, node)) return { kind: 'remove', node };
   if (busy(c)) return { kind: 'wait' };
   for (const node of leaving) {
-    const step = drainStep(c, node, reachable);
+    const step = drainStep(c, node, reachable, shardWeights(c, stats));
     if (step) return step;
   }
   if (leaving.length > 0) return { kind: 'wait' };
   // A member not reached yet (a node just added, still starting) or not failed over yet: the spread
   // is judged once every member is there.
   if (stayingMembers(c).some((n) => !reachable.has(n))) return { kind: 'wait' };
-  return balanceStep(c, reachable) ?? { kind: 'balanced' };
+  return balanceStep(c, reachable, stats) ?? { kind: 'balanced' };
 }
 
 /** One replica off leaving `node`: a primary role to a full backup first, then a backup copied away. */
-function drainStep(c: ClusterConfig, node: number, reachable: ReadonlySet<number>): MembershipStep | null {
+function drainStep(c: ClusterConfig, node: number, reachable: ReadonlySet<number>, weights: readonly number[]): MembershipStep | null {
   if ((c.dead ?? []).includes(node) || !reachable.has(node)) return null; // its failover takes its replicas
   const staying = stayingMembers(c).filter((n) => reachable.has(n));
-  const { replicas, primaries } = spread(c, staying);
+  const { replicas, primaries } = spread(c, staying, weights);
   const fewest = (count: Map<number, number>, ok: (n: number) => boolean) => [...count.keys()].sort((a, b) => count.get(a)! - count.get(b)! || a - b).find(ok);
   for (const s of c.shards) {
     if (s.primary !== node) continue;
@@ -181,27 +189,44 @@ function drainStep(c: ClusterConfig, node: number, reachable: ReadonlySet<number
   return null;
 }
 
-/** One copy from the member holding most replicas to one holding fewest, else one primary role from
- *  the member primary of most to one primary of fewest that holds a full backup; null: balanced. */
-export function balanceStep(c: ClusterConfig, reachable: ReadonlySet<number>): MembershipStep | null {
+/** One copy from the member whose replicas weigh most to one whose weigh least, else one primary role
+ *  from the member whose primaries weigh most to one that holds a full backup; null: balanced. */
+export function balanceStep(c: ClusterConfig, reachable: ReadonlySet<number>, stats?: ShardStats): MembershipStep | null {
   const members = stayingMembers(c).filter((n) => reachable.has(n));
-  const { replicas, primaries } = spread(c, members);
-  const most = byMost(replicas);
-  for (const from of most) {
-    for (const to of [...most].reverse()) {
-      if (replicas.get(from)! - replicas.get(to)! <= 1) break;
-      const backup = c.shards.find((s) => s.backups.includes(from) && !holds(c, s.id, to));
-      const primary = c.shards.find((s) => s.primary === from && !holds(c, s.id, to));
-      const shard = backup ?? primary;
-      if (shard) return { kind: 'copy', move: { shard: shard.id, from, to }, why: 'balance' };
-    }
-  }
-  const mostP = byMost(primaries);
-  for (const from of mostP) {
-    for (const to of [...mostP].reverse()) {
-      if (primaries.get(from)! - primaries.get(to)! <= 1) break;
-      const shard = c.shards.find((s) => s.primary === from && fullBackup(c, s.id, to));
-      if (shard) return { kind: 'move', move: { shard: shard.id, from, to }, why: 'balance' };
+  const w = shardWeights(c, stats);
+  const { replicas, primaries } = spread(c, members, w);
+  const copy = evenOut(replicas, w, (from, to) => [
+    c.shards.filter((s) => s.backups.includes(from) && !holds(c, s.id, to)), // a backup first: no handover
+    c.shards.filter((s) => s.primary === from && !holds(c, s.id, to)),
+  ]);
+  if (copy) return { kind: 'copy', move: copy, why: 'balance' };
+  const move = evenOut(primaries, w, (from, to) => [c.shards.filter((s) => s.primary === from && fullBackup(c, s.id, to))]);
+  return move ? { kind: 'move', move, why: 'balance' } : null;
+}
+
+/** Slack on the weight comparisons (weights are multiples of 1e-6, ./shard-weights.ts). */
+const EPS = 1e-9;
+
+/**
+ * The heaviest member (by `total`) and the lightest it can give to, when they differ by more than one
+ * average replica (weight 1), and the shard to give: of the first group of candidates that has one,
+ * the shard whose weight brings the two closest (lowest id on a tie), among those lighter than their
+ * difference (the spread's sum of squares falls with every step, so balancing ends). Null: none.
+ */
+function evenOut(total: Map<number, number>, w: readonly number[], groups: (from: number, to: number) => { id: number }[][]): Move | null {
+  const order = byMost(total);
+  for (const from of order) {
+    for (const to of [...order].reverse()) {
+      const d = total.get(from)! - total.get(to)!;
+      if (d <= 1 + EPS) break;
+      for (const group of groups(from, to)) {
+        let best: { id: number; gap: number } | null = null;
+        for (const s of group) {
+          const gap = Math.abs(d - 2 * w[s.id]!);
+          if (w[s.id]! < d - EPS && (best === null || gap < best.gap - EPS)) best = { id: s.id, gap };
+        }
+        if (best) return { shard: best.id, from, to };
+      }
     }
   }
   return null;

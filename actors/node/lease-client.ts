@@ -36,6 +36,9 @@ import { LoadReportGate, type ShardLoad } from '../shared/shard-load.js';
 export interface LeaseHooks extends Partial<FollowerHooks> {
   /** Resharding statistics (§4.6): requests and writes per shard since the previous call. */
   load?(): ShardLoad[];
+  /** Live bytes of each shard this node is primary of, flat (shard, bytes) pairs (issue 28: the
+   *  membership balancing weighs bytes). */
+  bytes?(): number[];
   /** The manager removed this node from the membership (requests are refused from here on). */
   evicted?(retired: boolean): void;
   /** Each renew period, connected to a manager or not (peer leases look whether they are needed:
@@ -171,7 +174,8 @@ export class LeaseClient {
     if (!this.loadGate.send(loads.length === 0, term, now)) return;
     const flat: number[] = [];
     for (const l of loads) flat.push(l.shard, l.reqs, l.writes);
-    this.send({ t: 'load', node: this.nodeId, term, periodMs, loads: flat });
+    const bytes = this.hooks.bytes?.();
+    this.send({ t: 'load', node: this.nodeId, term, periodMs, loads: flat, ...(bytes ? { bytes } : {}) });
   }
 
   /** Tell the manager something outside the lease exchange (re-replication's caughtUp). */

@@ -23,6 +23,9 @@ const ROUND_PRIORITY = 1;
 export interface MainLeaseHooks extends FollowerHooks {
   /** Resharding statistics (§4.6): requests and writes per shard since the previous call. */
   load?(): ShardLoad[];
+  /** Live bytes of each shard this node is primary of, flat (shard, bytes) pairs (issue 28: the
+   *  membership balancing weighs bytes). */
+  bytes?(): number[];
   /** The manager removed this node (the cell says so already). */
   evicted?(retired: boolean): void;
   /** Peer leases should look (../shared/peer-lease.ts PeerLeases.tick). */
@@ -165,7 +168,8 @@ export class LeaseThread {
     if (!this.loadGate.send(loads.length === 0, term, now)) return;
     const flat: number[] = [];
     for (const l of loads) flat.push(l.shard, l.reqs, l.writes);
-    this.notify({ t: 'load', node: this.o.nodeId, term, periodMs, loads: flat });
+    const bytes = this.o.hooks.bytes?.();
+    this.notify({ t: 'load', node: this.o.nodeId, term, periodMs, loads: flat, ...(bytes ? { bytes } : {}) });
   }
 
   private onMessage(m: LeaseToMain): void {

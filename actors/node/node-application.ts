@@ -38,7 +38,7 @@ import { TLog } from '../../shm/tlog.js';
 import { OwnerRole, SegmentState } from '../../shm/pool.js';
 import { PROMOTION_ACTOR_ID } from '../../config/base/ids.js';
 import { attachKvShared, createKvShared, heldShards, type KvSharedBuffers, type KvStart } from '../shared/node-shared.js';
-import { LoadSampler } from '../shared/shard-load.js';
+import { LoadSampler, primaryShardBytes } from '../shared/shard-load.js';
 import { setChecksumSeed } from '../../shm/log-checksum.js';
 import { ReplicaRecord, coldStartBlogTrust, receivedShards, remoteOwnersOf } from '../shared/trust.js';
 import { evictionLine } from './eviction.js';
@@ -221,6 +221,7 @@ function startLease(
       here?.onConfig();
     },
     ...(sampler ? { load: () => sampler.sample() } : {}),
+    ...(shared.gc ? { bytes: () => primaryShardBytes(cell.config(), nodeId, shared.gc!.live) } : {}),
     tick: () => peers?.tick(), // the lease thread says when peer leases have something to do (no timer here)
     // An evicted node's data is stale and it is no member: it stops, after answering LEASE_EXPIRED for
     // a moment to clients that still route to it, so that its supervisor (rowan cluster) restarts it

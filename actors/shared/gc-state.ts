@@ -5,6 +5,9 @@
 //             index item moves the entry's bytes from the old item's segment to the new one's (PUT/DEL
 //             on the primary, digest on backups, clean when it relocates). Clean picks Committed
 //             segments whose live share fell below the threshold.
+//   shardLive the same bytes per shard, in SHARD_UNIT_BYTES units (each entry's size rounded up, the
+//             same on the way in and out; 256 GiB per shard before the Int32 wraps): what the node
+//             reports to the manager as each shard's size (issue 28: balancing by bytes).
 //   votes     per b-log segment, how many digest actors found it committed for their shards; the
 //             last one moves it Used -> Committed (each digest owns a share of the shards, §4.4).
 //   epochs    read epochs for safe reclamation: a segment is only freed once no actor can still be
@@ -21,7 +24,7 @@
 import { ACTORS_PER_ROLE_MAX } from '../../config/base/ids.js';
 import type { Limits } from '../../config/limits.js';
 import { EntryType, storedSizeAt } from '../../shm/log.js';
-import { TYPE_OFF } from '../../shm/log-layout.js';
+import { SHARD_OFF, TYPE_OFF } from '../../shm/log-layout.js';
 import { createFloorBuffer } from './floors.js';
 import { createMarkBuffer } from './version-marks.js';
 
@@ -38,6 +41,7 @@ export interface GcSharedBuffers {
   segmentBytes: number;
   segmentCount: number;
   live: SharedArrayBuffer;
+  shardLive: SharedArrayBuffer;
   votes: SharedArrayBuffer;
   epochs: SharedArrayBuffer;
   inflight: SharedArrayBuffer;
@@ -56,6 +60,7 @@ export function createGcShared(pool: { dataOffset: number; segmentBytes: number;
     segmentBytes: pool.segmentBytes,
     segmentCount: pool.segmentCount,
     live: new SharedArrayBuffer(4 * pool.segmentCount),
+    shardLive: new SharedArrayBuffer(4 * shardCount),
     votes: new SharedArrayBuffer(4 * pool.segmentCount),
     epochs,
     inflight: new SharedArrayBuffer(8 * INFLIGHT_WORKERS_MAX * shardCount),
@@ -68,8 +73,12 @@ export function createGcShared(pool: { dataOffset: number; segmentBytes: number;
 }
 
 /** Live-byte accounting per segment (see the header). */
+/** The unit of the per-shard live bytes (shardLive). */
+export const SHARD_UNIT_BYTES = 64;
+
 export class LiveBytes {
   readonly counts: Int32Array;
+  private readonly shards: Int32Array;
   private readonly dels: Int32Array;
 
   constructor(
@@ -78,7 +87,21 @@ export class LiveBytes {
     private readonly limits: Limits,
   ) {
     this.counts = new Int32Array(g.live);
+    this.shards = new Int32Array(g.shardLive);
     this.dels = new Int32Array(g.dels);
+  }
+
+  /** Add `sign` x the entry at `addr` (of `size` stored bytes) to its segment's and its shard's counts. */
+  private count(addr: number, size: number, sign: 1 | -1): void {
+    // Statistics shared by every actor of the node; only the sums matter, no ordering with other data.
+    Atomics.add(this.counts, this.segmentOf(addr), sign * size);
+    const shard = this.bytes[addr + SHARD_OFF]! | (this.bytes[addr + SHARD_OFF + 1]! << 8); // the header's Uint16 LE
+    if (shard < this.shards.length) Atomics.add(this.shards, shard, sign * Math.ceil(size / SHARD_UNIT_BYTES));
+  }
+
+  /** Live bytes of `shard`'s entries on this node (some recent value; each entry rounded up to SHARD_UNIT_BYTES). */
+  shardBytes(shard: number): number {
+    return Math.max(0, Atomics.load(this.shards, shard)) * SHARD_UNIT_BYTES;
   }
 
   /** Index items made to point at a DEL entry so far (a tombstone indexed, or relocated by GC). */
@@ -97,30 +120,28 @@ export class LiveBytes {
 
   /** An index item now points at `addr` (inserted). */
   added(addr: number): void {
-    // Statistics shared by every actor of the node; only the sum matters, no ordering with other data.
-    Atomics.add(this.counts, this.segmentOf(addr), storedSizeAt(this.bytes, addr, this.limits));
+    this.count(addr, storedSizeAt(this.bytes, addr, this.limits), 1);
     this.countDel(addr);
   }
 
   /** As upserted(), for a caller that knows the new entry's stored size (a log scan): no read of it. */
   upsertedSized(result: 'inserted' | 'updated' | 'stale', replaced: number, addr: number, size: number): void {
     if (result === 'stale') return;
-    if (result === 'updated') Atomics.sub(this.counts, this.segmentOf(replaced), storedSizeAt(this.bytes, replaced, this.limits));
-    Atomics.add(this.counts, this.segmentOf(addr), size);
+    if (result === 'updated') this.count(replaced, storedSizeAt(this.bytes, replaced, this.limits), -1);
+    this.count(addr, size, 1);
     this.countDel(addr);
   }
 
   /** An index item moved from `oldAddr` to `newAddr` (updated, or relocated by GC). */
   moved(oldAddr: number, newAddr: number): void {
     // As in added(): the bytes of the entry the index no longer points at stop counting as live.
-    Atomics.sub(this.counts, this.segmentOf(oldAddr), storedSizeAt(this.bytes, oldAddr, this.limits));
+    this.count(oldAddr, storedSizeAt(this.bytes, oldAddr, this.limits), -1);
     this.added(newAddr);
   }
 
   /** The index item pointing at `addr` was removed (a dropped tombstone, actors/clean/tombstones.ts). */
   removed(addr: number): void {
-    // As in added(): only the sum matters.
-    Atomics.sub(this.counts, this.segmentOf(addr), storedSizeAt(this.bytes, addr, this.limits));
+    this.count(addr, storedSizeAt(this.bytes, addr, this.limits), -1);
   }
 
   /** Account for an upsert's result (see ShardIndex.upsert / replaced). */
@@ -134,8 +155,10 @@ export class LiveBytes {
 
   /** Start over (cold start recounts from the indexes; a segment is freed with nothing live). */
   reset(segment?: number): void {
-    if (segment === undefined) for (let i = 0; i < this.counts.length; i++) Atomics.store(this.counts, i, 0); // before any actor runs
-    else Atomics.store(this.counts, segment, 0); // the segment holds nothing any index points at
+    if (segment === undefined) {
+      for (let i = 0; i < this.counts.length; i++) Atomics.store(this.counts, i, 0); // before any actor runs
+      for (let i = 0; i < this.shards.length; i++) Atomics.store(this.shards, i, 0);
+    } else Atomics.store(this.counts, segment, 0); // the segment holds nothing any index points at
   }
 }
 

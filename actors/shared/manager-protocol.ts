@@ -66,7 +66,7 @@ export type NodeToManager =
   | { t: 'renew'; node: number; seq: number; term: number }
   | { t: 'prepared'; node: number; term: number; versions: Record<string, number>; entries?: GatherEntry[]; truncated?: boolean }
   | { t: 'promoted'; node: number; term: number; shards: number[]; ms: number; entries: number; gathered?: number; scattered?: number }
-  | { t: 'load'; node: number; term: number; periodMs: number; loads: number[] };
+  | { t: 'load'; node: number; term: number; periodMs: number; loads: number[]; bytes?: number[] };
 
 export type ManagerToNode =
   | { t: 'grant'; seq: number; leaseMs: number; renewMs: number; driftMs: number; term: number }

@@ -8,6 +8,7 @@
 // resharding period and sends the differences to the manager. The counters wrap at 2^32; differences
 // are taken modulo 2^32, so a period sees the right count unless one worker served 4 G requests of one
 // shard within it.
+import type { ClusterConfig } from '../../config/cluster.js';
 import { INFLIGHT_WORKERS_MAX } from './gc-state.js';
 
 /** Rows: one per worker actor id. */
@@ -106,4 +107,13 @@ export class LoadReportGate {
   reset(): void {
     this.idle = null;
   }
+}
+
+/** The live bytes of each shard `node` is primary of in `c`, flat (shard, bytes) pairs: what a load
+ *  report carries for the membership balancing (actors/manager/shard-weights.ts). Only the primary
+ *  reports a shard (every replica holds about the same bytes of it). */
+export function primaryShardBytes(c: ClusterConfig, node: number, live: { shardBytes(shard: number): number }): number[] {
+  const out: number[] = [];
+  for (const s of c.shards) if (s.primary === node) out.push(s.id, live.shardBytes(s.id));
+  return out;
 }

@@ -9,6 +9,7 @@ import { planCaughtUp } from '../../../../actors/manager/rereplicate.js';
 import { clearTasks, planMoves } from '../../../../actors/manager/reshard.js';
 import { copyStage, planCopies, planCopiesDone } from '../../../../actors/manager/copy-moves.js';
 import { addRefusal, nextMembershipStep, nextNodeId, planAddNode, planBalanced, planLeave, planRemove, spread, type MembershipStep } from '../../../../actors/manager/membership.js';
+import { shardWeights, type ShardStats } from '../../../../actors/manager/shard-weights.js';
 
 const node = (id: number): ClusterNode => ({ id, host: '127.0.0.1', dataDir: `/d/${id}`, workerPorts: [7000 + id * 10], fabric: { kind: 'shm', host: '127.0.0.1', port: 0 } });
 
@@ -36,15 +37,17 @@ function apply(c: ClusterConfig, step: MembershipStep): ClusterConfig {
   }
 }
 
-/** Steps until none is asked for; the kinds taken. */
-function run(c: ClusterConfig, all: Set<number>): { c: ClusterConfig; kinds: string[] } {
+/** Steps until none is asked for; the kinds taken (and the steps). */
+function run(c: ClusterConfig, all: Set<number>, stats?: ShardStats): { c: ClusterConfig; kinds: string[]; steps: MembershipStep[] } {
   const kinds: string[] = [];
-  for (let step = nextMembershipStep(c, all); step !== null; step = nextMembershipStep(c, all)) {
+  const steps: MembershipStep[] = [];
+  for (let step = nextMembershipStep(c, all, stats); step !== null; step = nextMembershipStep(c, all, stats)) {
     assert.ok(kinds.length < 200, 'the steps end');
     kinds.push(step.kind);
+    steps.push(step);
     c = apply(c, step);
   }
-  return { c, kinds };
+  return { c, kinds, steps };
 }
 
 function assertFair(c: ClusterConfig, members: number[]): void {
@@ -120,4 +123,76 @@ test('a leaving node that died (failed over, holding nothing) is removed from de
   const c = planRemove(dead, 3);
   assert.equal(c.dead, undefined);
   assert.deepEqual(c.retired, [3]);
+});
+
+// Issue 28: the balancing weighs bytes and load, not only counts (actors/manager/shard-weights.ts).
+const stats = (bytes: Record<number, number>, reqs: Record<number, number> = {}): ShardStats => ({
+  bytes: new Map(Object.entries(bytes).map(([s, b]) => [Number(s), b])),
+  rates: new Map(Object.entries(reqs).map(([s, r]) => [Number(s), { reqs: r, writes: 0 }])),
+});
+
+/** Live bytes each member holds (every replica of a shard holds its bytes). */
+function bytesHeld(c: ClusterConfig, members: number[], bytes: Record<number, number>): Map<number, number> {
+  const out = new Map(members.map((m) => [m, 0]));
+  for (const s of c.shards) for (const r of [s.primary, ...s.backups]) if (out.has(r)) out.set(r, out.get(r)! + (bytes[s.id] ?? 0));
+  return out;
+}
+
+test('shard weights: 1 each without statistics; the mean of count, bytes and load over their means, the mean shard 1', () => {
+  const c = cluster(3, 4, 3);
+  assert.deepEqual(shardWeights(c), [1, 1, 1, 1]);
+  assert.deepEqual(shardWeights(c, stats({})), [1, 1, 1, 1], 'nothing reported: counts');
+  const w = shardWeights(c, stats({ 0: 700, 1: 100, 2: 100, 3: 100 }));
+  assert.deepEqual(w, [(1 + 2.8 + 1) / 3, (1 + 0.4 + 1) / 3, (1 + 0.4 + 1) / 3, (1 + 0.4 + 1) / 3].map((x) => Math.round(x * 1e6) / 1e6));
+  assert.ok(Math.abs(w.reduce((a, b) => a + b, 0) - 4) < 1e-5, 'the mean shard weighs 1');
+  const hot = shardWeights(c, stats({}, { 2: 1000 }));
+  assert.ok(hot[2]! > 1.9 && hot[0]! < 0.7, JSON.stringify(hot));
+});
+
+test('a node added: with one shard 10x the others\' bytes, the replicas spread by weight and the bytes more evenly than by counts, deterministically', () => {
+  const members = [0, 1, 2, 3];
+  const all = new Set(members);
+  const bytes: Record<number, number> = { 0: 100, 1: 100, 2: 100, 3: 100, 4: 100, 5: 100, 6: 100, 7: 1000 };
+  const c1 = planAddNode(cluster(3, 8, 2), node(3));
+  const counted = run(c1, all).c;
+  const weighed = run(c1, all, stats(bytes));
+  assert.deepEqual(run(c1, all, stats(bytes)).steps, weighed.steps, 'the same statistics, the same steps');
+  assert.equal(weighed.kinds.at(-1), 'balanced');
+  const w = shardWeights(weighed.c, stats(bytes));
+  const { replicas } = spread(weighed.c, members, w);
+  assert.ok(Math.max(...replicas.values()) - Math.min(...replicas.values()) <= 1 + 1e-9, `replicas by weight ${JSON.stringify([...replicas])}`);
+  const spreadOf = (m: Map<number, number>) => Math.max(...m.values()) - Math.min(...m.values());
+  const byCount = bytesHeld(counted, members, bytes);
+  const byWeight = bytesHeld(weighed.c, members, bytes);
+  assert.ok(spreadOf(byWeight) < spreadOf(byCount), `bytes per node by weight ${JSON.stringify([...byWeight])}, by count ${JSON.stringify([...byCount])}`);
+  for (const s of weighed.c.shards) assert.equal(new Set([s.primary, ...s.backups]).size, weighed.c.replicationFactor);
+});
+
+test('primaries by load: the member primary of a hot shard gives its other primary roles away', () => {
+  const members = [0, 1, 2, 3];
+  const all = new Set(members);
+  const c1 = planAddNode(cluster(3, 8, 3), node(3));
+  const grown = run(c1, all).c; // spread by counts
+  const hotShard = grown.shards[0]!;
+  const load = stats({}, Object.fromEntries(grown.shards.map((s) => [s.id, s.id === hotShard.id ? 5000 : 100])));
+  const again = run({ ...structuredClone(grown), term: grown.term + 1, balancing: true }, all, load);
+  assert.equal(again.kinds.at(-1), 'balanced');
+  const hotNode = again.c.shards[hotShard.id]!.primary;
+  const { primaries } = spread(again.c, members);
+  assert.ok(primaries.get(hotNode)! < Math.max(...primaries.values()), `node ${hotNode} (primary of the hot shard) is primary of fewer shards: ${JSON.stringify([...primaries])}; steps ${JSON.stringify(again.steps)}`);
+  const w = shardWeights(again.c, load);
+  const weighed = spread(again.c, members, w).primaries;
+  assert.ok(Math.max(...weighed.values()) - Math.min(...weighed.values()) <= Math.max(...w) + 1e-9, JSON.stringify([...weighed]));
+});
+
+test('decommission: a backup goes to the member whose replicas weigh least, not the one holding fewest', () => {
+  const c0 = cluster(4, 4, 2);
+  // Four shards on four nodes, two replicas each; node 3 leaves. Its backups go where the bytes are fewest.
+  const c1 = planLeave(c0, 3);
+  const bytes = Object.fromEntries(c0.shards.map((s) => [s.id, s.primary === 0 || s.backups.includes(0) ? 1000 : 10]));
+  const counted = run(c1, new Set([0, 1, 2, 3])).c;
+  const weighed = run(c1, new Set([0, 1, 2, 3]), stats(bytes)).c;
+  const held = bytesHeld(weighed, [0, 1, 2], bytes);
+  assert.ok(!weighed.nodes.some((n) => n.id === 3));
+  assert.ok(Math.max(...held.values()) <= Math.max(...bytesHeld(counted, [0, 1, 2], bytes).values()), `by weight ${JSON.stringify([...held])}`);
 });

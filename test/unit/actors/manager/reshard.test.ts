@@ -210,3 +210,15 @@ test('load reports: each one that counted something, the first idle one, one per
   g.reset();
   assert.equal(g.send(true, term, 60 * 500), true, 'a new connection hears the idle report at once');
 });
+
+test('load reports carry each primary shard\'s live bytes; the newest report naming a shard wins; a broken pair counts nothing', () => {
+  const t = new LoadTable();
+  t.record(0, 3, 500, [], 0, [0, 1000, 1, 2000]);
+  t.record(1, 3, 500, [], 1, [2, 500, -1, 7, 3, Number.NaN]);
+  assert.deepEqual([...t.shardBytes()].sort((a, b) => a[0] - b[0]), [[0, 1000], [1, 2000], [2, 500]]);
+  t.record(1, 4, 500, [], 2, [1, 2500]); // shard 1 moved to node 1: its report is newer
+  assert.equal(t.shardBytes().get(1), 2500);
+  t.record(0, 4, 500, [], 3, [0, 1100]); // node 0 reports again without shard 1: node 1's value stands
+  assert.equal(t.shardBytes().get(1), 2500);
+  assert.equal(t.shardBytes().get(0), 1100);
+});
