@@ -86,6 +86,13 @@ const benches: Record<string, Bench> = {
     flags: '--quick (3 kills) --kills=N (default 20) --lease-ms=ms (default 200)',
     takes: '~5 min',
   },
+  'lease-soak': {
+    title: 'lease soak (issue 26): a 3-node cluster beside a CPU hog under a light load for 10 minutes; renewal gaps over half a lease, lapsed leases and failovers per node',
+    module: './lease-soak.bench.js',
+    columns: ['node', 'leaseMs', 'seconds', 'renewGaps', 'maxGapMs', 'lapses', 'maxLapsedMs', 'failovers', 'ops', 'errors', 'firstError', 'loadAvgEnd'],
+    flags: '--quick (60 s) --duration=ms (600000) --hogs=N (1 shell busy loop) --lease-ms=ms (default: the default lease)',
+    takes: '~10.5 min',
+  },
   redis: {
     title: 'Redis front end vs Redis 7 (primary + 2 replicas, AOF): same clients over 10..500 connections, ops/s, latency (ms), server CPU µs/op and idle cores from /proc; ratios rowan / Redis',
     module: './redis.bench.js',
@@ -155,7 +162,7 @@ const benches: Record<string, Bench> = {
 
 /** Flags some benchmark reads (a misspelt one would otherwise be ignored silently). */
 const knownFlags = ['quick', 'help', 'replot', 'duration', 'streams', 'sizes', 'modes', 'depth', 'deep-depth', 'no-tcp', 'no-burst', 'retries', 'reps',
-  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes', 'link-mbit', 'mb', 'absence-ms', 'media-mbps', 'sender-threads', 'no-ycsb', 'warm-up', 'hold-per-write'];
+  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes', 'link-mbit', 'mb', 'absence-ms', 'media-mbps', 'sender-threads', 'no-ycsb', 'warm-up', 'hold-per-write', 'hogs'];
 
 export function usage(): string {
   const w = Math.max(...Object.keys(benches).map((n) => n.length));

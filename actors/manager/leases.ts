@@ -50,8 +50,11 @@ export class LeaseTable {
     this.addedAt.set(node, at);
   }
 
-  renewed(node: number, at: number): void {
-    this.lastRenew.set(node, Math.max(at, this.lastRenew.get(node) ?? -Infinity));
+  /** A renew from `node` received at `at`; returns the gap since the previous one (Infinity: none). */
+  renewed(node: number, at: number): number {
+    const prev = this.lastRenew.get(node) ?? -Infinity;
+    this.lastRenew.set(node, Math.max(at, prev));
+    return at - prev;
   }
 
   /** The instant from which `node` certainly serves nothing under its lease. */

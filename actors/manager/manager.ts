@@ -186,6 +186,13 @@ export class ConfigManager {
     return false;
   }
 
+  /** A member's renewals came `gapMs` apart: over half a lease is said (its lease ran low; the lease
+   *  soak counts these, bench/lease-soak.bench.ts). */
+  private noteGap(node: number, gapMs: number): void {
+    if (gapMs <= this.timing.leaseMs / 2 || gapMs === Infinity) return;
+    this.log.warn({ event: 'renew-gap', node, gapMs: +gapMs.toFixed(1) }, `node ${node}: ${gapMs.toFixed(1)} ms between two renewals received (lease ${this.timing.leaseMs} ms)`);
+  }
+
   onMessage(m: NodeToManager, link: Link): void {
     const now = this.clock.now();
     switch (m.t) {
@@ -222,7 +229,7 @@ export class ConfigManager {
           this.leases.renewed(m.node, now);
           return;
         }
-        this.leases.renewed(m.node, now);
+        this.noteGap(m.node, this.leases.renewed(m.node, now));
         if (this.fencedUntil(m.node, m.term)) return; // handed over on its expired lease: none again yet
         const { leaseMs, renewMs, driftMs } = this.timing;
         const seq = m.t === 'renew' ? m.seq : 0;

@@ -86,6 +86,8 @@ export class LeaseClient {
   private readonly sentAt = new Float64Array(SENT_KEPT).fill(NaN);
   private readonly sentSeq = new Float64Array(SENT_KEPT).fill(-1);
   private leaseUntil = 0;
+  /** The lease end whose lapse was last logged (noteLapse). */
+  private lapseSaid = 0;
   private timing: { leaseMs: number; renewMs: number; driftMs: number } | null = null;
   private evicted = false;
 
@@ -264,6 +266,16 @@ export class LeaseClient {
     this.hooks.timing?.(this.timing);
   }
 
+  /** A grant came after the lease it extends had run out: the node served nothing (fenced itself) for
+   *  that stretch -- a lease lost on a live node. Said once per lapse (the lease soak counts them,
+   *  bench/lease-soak.bench.ts). */
+  private noteLapse(): void {
+    const now = this.clock.now();
+    if (this.leaseUntil <= 0 || now <= this.leaseUntil || this.evicted || this.lapseSaid === this.leaseUntil) return;
+    this.lapseSaid = this.leaseUntil;
+    this.log.warn({ event: 'lease-lapsed', lapsedMs: +(now - this.leaseUntil).toFixed(1) }, `lease: no grant got through for ${(now - this.leaseUntil).toFixed(1)} ms past the lease: this node served nothing meanwhile`);
+  }
+
   private send(m: NodeToManager): void {
     this.link.send(m);
   }
@@ -276,6 +288,7 @@ export class LeaseClient {
         this.takeTiming(m.leaseMs, m.renewMs, m.driftMs);
         this.link.granted();
         const until = sent + m.leaseMs - m.driftMs;
+        this.noteLapse();
         if (until > this.leaseUntil) {
           this.leaseUntil = until;
           this.publishLease(); // workers serve until then (or longer, on peer leases)

@@ -475,6 +475,7 @@ export const figures: Record<string, (rows: Rows) => Figure[]> = {
   failover,
   redis,
   idle: () => [],
+  'lease-soak': () => [],
   reshard,
   rereplicate,
   copymove,
