@@ -6,6 +6,8 @@
 //   committed  the new configuration is committed (after the node's lease certainly expired)
 //   promoted   every new primary finished phase 2 (index caught up, versions raised)
 //   served     a GET of every shard succeeded again (probed from this process)
+// and from the surviving nodes' logs: when the last of them took the prepare up and the commit (the
+// round's delivery to their main threads), and the slowest prepare's and promotion's own work.
 // Repeated for --kills (default 20, --quick 3) fresh clusters; p50/p99 of each mark after the kill.
 //
 //   npm run bench -- failover [--quick] [--kills=N] [--lease-ms=100]   (default: the default lease)
@@ -45,6 +47,37 @@ function managerEvents(dir: string, since: number): Record<string, number> {
     if (r.at >= since && out[r.event] === undefined) out[r.event] = r.at;
   }
   return out;
+}
+
+/** The surviving nodes' side of the failover to `term` (monotonic ms, from their logs): when the
+ *  last of them took the prepare up (stoppedAt) and how long its prepare took (the gather's scan);
+ *  when the last promoting node started the commit and how long its promotion took. */
+function nodeEvents(dir: string, nodes: number[], term: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  const latest = (k: string, v: unknown) => typeof v === 'number' && (out[k] === undefined || v > out[k]!) && (out[k] = v);
+  for (const n of nodes) {
+    for (const r of logRecords(join(dir, `node-${n}.log`))) {
+      if (r.term !== term || typeof r.msg !== 'string') continue;
+      if (r.msg.startsWith('prepared term')) (latest('prepareTaken', r.stoppedAt), latest('prepareWorkMs', r.ms));
+      if (r.msg.startsWith('promoted ')) (latest('commitTaken', r.startedAt), latest('promoteWorkMs', r.ms));
+    }
+  }
+  return out;
+}
+
+/** Per kill, the failover's parts in order (ms; NaN: a mark missing). */
+function phasesOf(m: Record<string, number>): Record<string, number> {
+  const d = (a: string, b: string) => (m[b] ?? NaN) - (a === 'kill' ? 0 : (m[a] ?? NaN));
+  return {
+    'detect (kill->detected)': d('kill', 'detected'),
+    'plan+store (detected->stored)': d('detected', 'stored'),
+    'prepare delivery (stored->last node took it)': d('stored', 'prepareTaken'),
+    'prepare work (slowest node: block, gather scan)': m['prepareWorkMs'] ?? NaN,
+    'lease wait (prepared->committed)': d('prepared', 'committed'),
+    'commit delivery (committed->last promoter took it)': d('committed', 'commitTaken'),
+    'promote work (slowest promoter)': m['promoteWorkMs'] ?? NaN,
+    'serve (promoted->served)': d('promoted', 'served'),
+  };
 }
 
 async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row }> {
@@ -105,6 +138,10 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
     }
     const marks: Record<string, number> = { served };
     for (const p of ['detected', 'stored', 'prepared', 'committed', 'promoted']) if (ev[p] !== undefined) marks[p] = ev[p]! - tKill;
+    const term = logRecords(join(dir, 'manager.log')).find((r) => r.event === 'detected' && typeof r.at === 'number' && r.at >= tKill - 50)?.term;
+    const nodeEv = typeof term === 'number' ? nodeEvents(dir, [1, 2], term) : {};
+    for (const p of ['prepareTaken', 'commitTaken']) if (nodeEv[p] !== undefined) marks[p] = nodeEv[p]! - tKill;
+    for (const p of ['prepareWorkMs', 'promoteWorkMs']) if (nodeEv[p] !== undefined) marks[p] = nodeEv[p]!;
     const row: Row = { kill: k, leaseMs, errors, ...Object.fromEntries(Object.entries(marks).map(([n, v]) => [`${n}Ms`, +v.toFixed(2)])) };
     return { run: { buckets, marks }, row };
   } finally {
@@ -146,10 +183,10 @@ export async function run(): Promise<Row[]> {
     const xs = runs.map((r) => r.marks[p] ?? NaN);
     summary.push({ phase: p, afterKillP50Ms: +pct(xs, 0.5).toFixed(1), afterKillP99Ms: +pct(xs, 0.99).toFixed(1), kills: xs.filter(Number.isFinite).length });
   }
-  // Phase lengths: detection, commit (detected -> committed: store, prepare, lease wait), promotion.
-  const span = (a: string, b: string) => runs.map((r) => (r.marks[b] ?? NaN) - (r.marks[a] ?? 0));
-  for (const [name, a, b] of [['detect (kill->detected)', 'kill', 'detected'], ['commit (detected->committed)', 'detected', 'committed'], ['promote (committed->promoted)', 'committed', 'promoted'], ['serve (promoted->served)', 'promoted', 'served']] as const) {
-    const xs = span(a, b);
+  // Phase lengths, in order: detection, the prepare round, the lease wait, the commit round, serving.
+  const phases = runs.map((r) => phasesOf(r.marks));
+  for (const name of Object.keys(phasesOf({}))) {
+    const xs = phases.map((p) => p[name]!);
     summary.push({ phase: name, afterKillP50Ms: +pct(xs, 0.5).toFixed(1), afterKillP99Ms: +pct(xs, 0.99).toFixed(1), kills: xs.filter(Number.isFinite).length });
   }
   writeFileSync(join(resultsDir, 'failover-timeline.svg'), timelineOf({ bucketMs: BUCKET_MS, killAtMs: KILL_AT_MS, leaseMs, runs }));

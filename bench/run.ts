@@ -83,7 +83,7 @@ const benches: Record<string, Bench> = {
   failover: {
     title: 'failover (Figure 14): ms after a primary is SIGKILLed under YCSB A until detected / committed / promoted / every shard served, p50 and p99',
     module: './failover.bench.js',
-    flags: '--quick (3 kills) --kills=N (default 20) --lease-ms=ms (default 200)',
+    flags: '--quick (3 kills) --kills=N (default 20) --lease-ms=ms (default: the default lease)',
     takes: '~5 min',
   },
   'lease-soak': {

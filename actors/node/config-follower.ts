@@ -223,7 +223,7 @@ export class ConfigFollower {
     this.d.hooks.configured?.();
     const ms = this.d.clock.now() - t0;
     this.d.send({ t: 'promoted', node: this.d.nodeId, term, shards: mine, ms, entries: r.entries, gathered, scattered: r.scattered });
-    this.d.log.info({ term, shards: mine, servingAt, ms, entries: r.entries, gathered, scattered: r.scattered }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);
+    this.d.log.info({ term, shards: mine, startedAt: t0, servingAt, ms, entries: r.entries, gathered, scattered: r.scattered }, `promoted ${mine.length} shard(s) in ${ms.toFixed(1)} ms`);
   }
 }
 
