@@ -72,10 +72,10 @@ function phasesOf(m: Record<string, number>): Record<string, number> {
     'detect (kill->detected)': d('kill', 'detected'),
     'plan+store (detected->stored)': d('detected', 'stored'),
     'prepare delivery (stored->last node took it)': d('stored', 'prepareTaken'),
-    'prepare work (slowest node: block, gather scan)': m['prepareWorkMs'] ?? NaN,
+    'prepare work (slowest node: block, gather scan)': m['prepareWork'] ?? NaN,
     'lease wait (prepared->committed)': d('prepared', 'committed'),
     'commit delivery (committed->last promoter took it)': d('committed', 'commitTaken'),
-    'promote work (slowest promoter)': m['promoteWorkMs'] ?? NaN,
+    'promote work (slowest promoter)': m['promoteWork'] ?? NaN,
     'serve (promoted->served)': d('promoted', 'served'),
   };
 }
@@ -141,7 +141,7 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
     const term = logRecords(join(dir, 'manager.log')).find((r) => r.event === 'detected' && typeof r.at === 'number' && r.at >= tKill - 50)?.term;
     const nodeEv = typeof term === 'number' ? nodeEvents(dir, [1, 2], term) : {};
     for (const p of ['prepareTaken', 'commitTaken']) if (nodeEv[p] !== undefined) marks[p] = nodeEv[p]! - tKill;
-    for (const p of ['prepareWorkMs', 'promoteWorkMs']) if (nodeEv[p] !== undefined) marks[p] = nodeEv[p]!;
+    for (const p of ['prepareWork', 'promoteWork']) if (nodeEv[`${p}Ms`] !== undefined) marks[p] = nodeEv[`${p}Ms`]!;
     const row: Row = { kill: k, leaseMs, errors, ...Object.fromEntries(Object.entries(marks).map(([n, v]) => [`${n}Ms`, +v.toFixed(2)])) };
     return { run: { buckets, marks }, row };
   } finally {

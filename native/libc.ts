@@ -220,12 +220,18 @@ export function raiseThreadPriority(fifo: number, nice: number): ThreadPriority 
 }
 
 /**
- * Run the calling thread under SCHED_FIFO at `level` for a while (true), or back under SCHED_OTHER
- * (`level` ignored). False when the kernel refused (no CAP_SYS_NICE): the caller runs unraised.
+ * Run the calling thread (`tid` 0), or thread `tid` of this process, under SCHED_FIFO at `level` for a
+ * while (true), or back under SCHED_OTHER (`level` ignored). False when the kernel refused (no
+ * CAP_SYS_NICE nor RLIMIT_RTPRIO): the thread runs unraised.
  */
-export function setThreadRealtime(on: boolean, level = 1): boolean {
+export function setThreadRealtime(on: boolean, level = 1, tid = 0): boolean {
   const f = priorityFns();
-  return f.setscheduler(0, on ? SCHED_FIFO : SCHED_OTHER, Int32Array.of(on ? level : 0)) === 0;
+  return f.setscheduler(tid, on ? SCHED_FIFO : SCHED_OTHER, Int32Array.of(on ? level : 0)) === 0;
+}
+
+/** Whether thread `tid` of this process (0: the calling one) runs under SCHED_FIFO. */
+export function threadIsRealtime(tid = 0): boolean {
+  return priorityFns().getscheduler(tid) === SCHED_FIFO;
 }
 
 // ---- environment -----------------------------------------------------------------------------------

@@ -5,19 +5,16 @@
 import { Worker } from 'node:worker_threads';
 import { realTimers, type Clock, type TimerHandle } from '../../config/base/clock.js';
 import type { Logger, LogLevel } from '../../config/base/log.js';
-import { setThreadRealtime, type ThreadPriority } from '../../native/libc.js';
+import { gettid, setThreadRealtime, type ThreadPriority } from '../../native/libc.js';
 import { closeFd, openEventFd, signalEventFd } from '../../native/nonblocking-tcp.js';
 import type { TlsClientMaterial } from '../../runtime/net/tls.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { encodeLine, type NodeToManager } from '../shared/manager-protocol.js';
 import { ConfigFollower, type FollowerHooks } from './config-follower.js';
-import type { LeaseThreadData, LeaseThreadStart, LeaseToMain, MainToLease } from './lease-thread-protocol.js';
+import { ROUND_PRIORITY, type LeaseThreadData, type LeaseThreadStart, type LeaseToMain, type MainToLease } from './lease-thread-protocol.js';
 import { LoadReportGate, type ShardLoad } from '../shared/shard-load.js';
 
 const entry = new URL('./lease-thread.js', import.meta.url);
-/** SCHED_FIFO priority of the main thread while it follows a round (the lease thread's is the same:
- *  neither preempts the other; both run ahead of every ordinary thread). */
-const ROUND_PRIORITY = 1;
 
 /** What the node does on its main thread for the manager. */
 export interface MainLeaseHooks extends FollowerHooks {
@@ -44,7 +41,7 @@ export interface SpawnedLeaseThread {
 
 export function spawnLeaseThread(nodeId: number, log: Logger): SpawnedLeaseThread {
   const wakeFd = openEventFd();
-  const data: LeaseThreadData = { nodeId, logLevel: log.level as LogLevel, raisePriority: process.env.ROWAN_LEASE_PRIORITY !== '0', wakeFd };
+  const data: LeaseThreadData = { nodeId, logLevel: log.level as LogLevel, raisePriority: process.env.ROWAN_LEASE_PRIORITY !== '0', wakeFd, mainTid: gettid() };
   const t: SpawnedLeaseThread = { worker: new Worker(entry, { name: 'rowan-lease', workerData: data }), priority: null, wakeFd };
   t.worker.once('exit', () => closeFd(wakeFd)); // the thread polls it no more
   // Listened to from the spawn: the thread says its priority as soon as it runs.

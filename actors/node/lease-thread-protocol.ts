@@ -8,6 +8,10 @@ import type { ThreadPriority } from '../../native/libc.js';
 import type { TlsClientMaterial } from '../../runtime/net/tls.js';
 import type { RoundMessage } from './lease-client.js';
 
+/** SCHED_FIFO priority of the main thread while it follows a round (the lease thread's is the same:
+ *  neither preempts the other; both run ahead of every ordinary thread). */
+export const ROUND_PRIORITY = 1;
+
 /** workerData of the lease thread: what is known when it is spawned, early in the node's start (its
  *  modules load while the actors start: a thread's start took 0.8 s on the busy 2-core machine). */
 export interface LeaseThreadData {
@@ -18,6 +22,10 @@ export interface LeaseThreadData {
   /** An eventfd the main thread signals after each message it posts (the thread's poll loop,
    *  ./lease-reactor.ts, wakes on it). */
   wakeFd: number;
+  /** The node's main thread (gettid): raised to SCHED_FIFO before a round is posted to it, so that the
+   *  round does not wait its turn behind ordinary threads on a busy machine before the main thread
+   *  raises itself (./config-follower.ts urgent); 0: not raised from here. */
+  mainTid: number;
 }
 
 /** The first message to the lease thread, once the node is ready: start holding the lease. */

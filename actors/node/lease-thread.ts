@@ -16,12 +16,12 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { monotonicClock } from '../../config/base/clock.js';
 import { createLogger } from '../../config/base/log.js';
-import { raiseThreadPriority, setThreadName, type ThreadPriority } from '../../native/libc.js';
+import { raiseThreadPriority, setThreadName, setThreadRealtime, type ThreadPriority } from '../../native/libc.js';
 import { ConfigCell } from '../shared/config-cell.js';
 import { askBelowMs } from '../shared/peer-lease.js';
 import { LeaseClient, type LeaseSeams } from './lease-client.js';
 import { LeaseReactor, reactorCanDial } from './lease-reactor.js';
-import type { LeaseThreadData, LeaseThreadStart, LeaseToMain, MainToLease } from './lease-thread-protocol.js';
+import { ROUND_PRIORITY, type LeaseThreadData, type LeaseThreadStart, type LeaseToMain, type MainToLease } from './lease-thread-protocol.js';
 
 /** SCHED_FIFO priority asked for (the lowest real-time one is enough to run ahead of every ordinary
  *  thread), and the nice value tried when real-time is refused. */
@@ -48,6 +48,16 @@ if (priority.kind === 'fifo') log.info({ priority }, `lease thread: SCHED_FIFO p
 else log.warn({ priority }, `lease thread: ${priority.kind === 'nice' ? `nice ${priority.level}` : 'ordinary priority'} (refused: ${priority.refused.join('; ')}): renewals may wait behind other work on a busy machine`);
 post({ t: 'priority', priority });
 
+/** The main thread runs a round under SCHED_FIFO from the moment it is posted, not from when its turn
+ *  comes (it lowers itself when its rounds end, ./config-follower.ts urgent): on the busy 2-core
+ *  machine a commit waited up to ~40 ms for an ordinary main thread. Given up once refused. */
+let mayRaiseMain = d.raisePriority && d.mainTid > 0 && priority.kind === 'fifo';
+function raiseMain(): void {
+  if (!mayRaiseMain || setThreadRealtime(true, ROUND_PRIORITY, d.mainTid)) return;
+  mayRaiseMain = false;
+  log.warn({ tid: d.mainTid }, 'lease thread: could not raise the main thread for a round (SCHED_FIFO refused); it raises itself when the round reaches it');
+}
+
 /** The node is ready: hold the lease. */
 function run(st: LeaseThreadStart): void {
   const cell = ConfigCell.attach(st.cell);
@@ -68,7 +78,7 @@ function run(st: LeaseThreadStart): void {
   // Plain TCP: the thread's own poll loop (./lease-reactor.ts), woken by the main thread's eventfd;
   // TLS (or a manager named by a host name): Node's event loop, as before.
   const reactor = reactorCanDial(st.managers, st.tls) ? new LeaseReactor(clock, d.wakeFd, () => drain()) : null;
-  const seams: LeaseSeams = { follow: (m) => post({ t: 'round', m }), ...(reactor ? { timers: reactor, dial: reactor.dial } : {}) };
+  const seams: LeaseSeams = { follow: (m) => (raiseMain(), post({ t: 'round', m })), ...(reactor ? { timers: reactor, dial: reactor.dial } : {}) };
   const client: LeaseClient = new LeaseClient(st.managers, d.nodeId, cell, clock, log, {
     unconfirmed: () => unconfirmed,
     evicted: (retired) => post({ t: 'evicted', retired }),

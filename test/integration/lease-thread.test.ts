@@ -11,6 +11,7 @@ import { createLogger } from '../../config/base/log.js';
 import { planCluster } from '../../config/cluster.js';
 import { ConfigCell } from '../../actors/shared/config-cell.js';
 import { LeaseThread } from '../../actors/node/lease-thread-link.js';
+import { setThreadRealtime, threadIsRealtime } from '../../native/libc.js';
 
 const LEASE = { leaseMs: 300, renewMs: 30, driftMs: 15 }; // a renewal may wait 255 ms: a busy machine does not fail the test
 
@@ -38,7 +39,12 @@ const server = createServer((s) => {
   s.on('error', () => {});
 });
 server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }));
-parentPort.on('message', () => parentPort.postMessage({ renews }));
+let conn = null;
+server.on('connection', (s) => (conn = s));
+parentPort.on('message', (m) => {
+  if (m && m.t === 'prepare') conn.write(JSON.stringify(m) + '\\n');
+  else parentPort.postMessage({ renews });
+});
 `;
 
 async function fakeManager(): Promise<{ worker: Worker; port: number; renews: () => Promise<number> }> {
@@ -91,6 +97,40 @@ test('a main thread stalled for four leases keeps its lease: the lease thread re
     assert.ok(during >= (4 * LEASE.leaseMs) / LEASE.renewMs / 2, `renewals kept going during the stall (${during})`);
   } finally {
     lease.stop();
+    await m.worker.terminate();
+  }
+});
+
+test('a round from the manager runs the main thread under SCHED_FIFO before the main thread takes it up', async (t) => {
+  const m = await fakeManager();
+  const c = cell();
+  let prepared = false;
+  const lease = new LeaseThread({
+    managers: [{ host: '127.0.0.1', port: m.port }], nodeId: 0, cell: c, clock: monotonicClock, log: createLogger('warn'),
+    hooks: { prepare: async () => ((prepared = true), { versions: {}, entries: [], truncated: false }), promote: () => Promise.reject(new Error('no commit here')) },
+    rejoin: false, secret: null, tls: null, loadPeriodMs: 500,
+  });
+  lease.start();
+  try {
+    const t0 = monotonicClock.now();
+    while (!c.leaseValid(monotonicClock.now()) || lease.priority === null) {
+      assert.ok(monotonicClock.now() - t0 < 10_000, 'a first grant within 10 s');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    if (lease.priority.kind !== 'fifo') return t.skip(`SCHED_FIFO refused here (${lease.priority.refused.join('; ')}): nothing to raise the main thread to`);
+    assert.equal(threadIsRealtime(), false, 'the main thread runs unraised before any round');
+    const next = { ...c.config(), term: c.term() + 1 };
+    m.worker.postMessage({ t: 'prepare', term: next.term, config: next, shards: [] });
+    // No event-loop turn on this thread: only the lease thread can raise it.
+    const start = monotonicClock.now();
+    let raisedAt = -1;
+    while (raisedAt < 0 && monotonicClock.now() - start < 5_000) if (threadIsRealtime()) raisedAt = monotonicClock.now() - start;
+    assert.ok(raisedAt >= 0, 'the main thread was raised to SCHED_FIFO while the prepare waited for it');
+    assert.equal(prepared, false, 'raised before the round reached the main thread');
+    while (!prepared) await new Promise((r) => setTimeout(r, 5));
+  } finally {
+    lease.stop();
+    setThreadRealtime(false); // the acknowledged prepare holds the thread raised until its commit
     await m.worker.terminate();
   }
 });
