@@ -13,7 +13,9 @@
 // on one connection, each request answered with up to a frame (1 MiB) of entries packed back to back as
 // the primary's log stores them (../shared/copy-packed.ts: verified in one pass, landed with one copy
 // and one persist per segment, indexed from where they landed); the first batch
-// (bucket 0) goes alone, as its barrier waits for older writes to finish (../../actors/worker/copy-source.ts).
+// (bucket 0) goes alone and short, as its barrier waits for older writes to finish
+// (../../actors/worker/copy-source.ts). Each range keeps its next request in flight while it absorbs a
+// batch, so the primary's walk and the wire overlap the absorbing.
 // A node that kept its pool through a restart (`kept`: the highest version it held of the shard at
 // its cold start) asks for the entries above that version in full and the others by key and version
 // only, then reconciles (./reconcile.ts); a node with nothing of the shard copies it all.
@@ -44,10 +46,16 @@ import { Reconcile, type ReconcileStats } from './reconcile.js';
 
 /** Bucket ranges of one shard walked side by side (requests in flight on the connection). */
 export const COPY_STREAMS = 4;
-/** Copy requests in flight on this node, all shards together: each batch is absorbed on this actor's
- *  thread, on a node with fewer cores than actors the `background` thread it shares with control,
- *  digest and clean -- many shards copying at once must not starve them. */
-export const COPY_REQUESTS_MAX = 2;
+/** Copy requests in flight on this node, all shards together: a range asks for its next batch while
+ *  it absorbs one, so this lets two shards (or four at half that) stream at full depth. A request in
+ *  flight costs this thread nothing until its answer arrives (a frame, 1 MiB at most, buffered per
+ *  request: 16 MiB on this node at worst); absorbing runs in slices
+ *  (PACKED_SLICE) that let the other actors of a shared `background` thread (control, digest, clean)
+ *  in, so many shards copying at once do not starve them. */
+export const COPY_REQUESTS_MAX = 16;
+/** The walk's first batch, alone (its barrier on the primary), kept short: the other ranges start
+ *  once it is back. */
+export const FIRST_BATCH_BYTES = 64 * 1024;
 /** Listed keys (or index buckets of a sweep) handled between two looks at the lease. */
 export const ABSORB_SLICE = 64;
 /** Entries of a packed batch landed and indexed between two looks at the lease (a few hundred us). */
@@ -215,25 +223,29 @@ export class CatchUp {
     return s;
   }
 
-  /** Walk the primary's index: the first batch alone (its barrier), then COPY_STREAMS ranges at once. */
+  /** Walk the primary's index: a short first batch alone (its barrier), then COPY_STREAMS ranges at
+   *  once, each asking for its next batch before it absorbs the one it has (a round trip and the
+   *  primary's walk overlap this thread's absorbing instead of adding to it). */
   private async walk(cp: Copy, above: number): Promise<void> {
     const buckets = this.d.shared.indexes[cp.shard]?.bucketCount ?? 1; // the primary's table is sized alike
     const step = Math.max(1, Math.ceil(buckets / COPY_STREAMS));
     const endOf = (i: number) => (i === COPY_STREAMS - 1 ? COPY_DONE : (i + 1) * step);
     const t0 = this.d.clock.now();
-    const packed = (cursor: number, end: number): CopyRequest => ({ shard: cp.shard, cursor, bytesMax: COPY_BATCH_BYTES, above, end, packed: true });
-    const first = await this.ask(cp, packed(0, endOf(0)), this.packedOf(cp));
+    const packed = (cursor: number, end: number, bytesMax = COPY_BATCH_BYTES): CopyRequest => ({ shard: cp.shard, cursor, bytesMax, above, end, packed: true });
+    const first = await this.ask(cp, packed(0, endOf(0), FIRST_BATCH_BYTES), this.packedOf(cp));
     cp.st.firstMs = +(this.d.clock.now() - t0).toFixed(1);
     if (cp.rec) cp.rec.counter = first.counter;
-    await this.take(cp, first);
-    const stripe = async (i: number, cursor: number): Promise<void> => {
-      while (cursor !== COPY_DONE) {
-        const b = await this.ask(cp, packed(cursor, endOf(i)), this.packedOf(cp));
-        await this.take(cp, b);
-        cursor = b.next;
+    const stripe = async (i: number, cursor: number, had: PackedBatch | null): Promise<void> => {
+      let b = had;
+      while (b !== null || cursor !== COPY_DONE) {
+        const next = cursor === COPY_DONE ? null : this.ask(cp, packed(cursor, endOf(i)), this.packedOf(cp));
+        next?.catch(() => {}); // awaited below; a take that throws first leaves it unawaited
+        if (b) await this.take(cp, b);
+        b = next ? await next : null;
+        cursor = b ? b.next : COPY_DONE;
       }
     };
-    await Promise.all(Array.from({ length: COPY_STREAMS }, (_, i) => stripe(i, i === 0 ? first.next : i * step)));
+    await Promise.all(Array.from({ length: COPY_STREAMS }, (_, i) => (i === 0 ? stripe(0, first.next, first) : stripe(i, i * step, null))));
   }
 
   /** The decoder of a walk's packed batches (verified whole before any entry of it is used). */
