@@ -10,7 +10,7 @@
 // detection to time here.
 //
 //   npm run bench -- copymove [--quick] [--keys=200000] [--value-bytes=100] [--loops=8]
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../client/client.js';
@@ -18,6 +18,7 @@ import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/clu
 import { nodePids, readCluster } from '../test/fixtures/failover-cluster.js';
 import { copyMove, keysOfShard, nonReplica } from '../test/fixtures/reshard.js';
 import { progress, recordParams, type Row } from './report.js';
+import { cpuBetween, cpuOf, threadCpu } from './thread-cpu.js';
 
 const SHARDS = 4;
 const HOT = 1;
@@ -51,27 +52,6 @@ function startLoad(c: RowanClient, keys: string[], loops: number, value: string)
   };
   const all = Promise.all(Array.from({ length: loops }, (_, i) => one(i)));
   return { windows, stop: async () => { stopped = true; await all; } };
-}
-
-/** CPU seconds (utime + stime, /proc) per thread name of process `pid`, threads of one name summed. */
-function threadCpu(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100); // fields 14, 15: clock ticks
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return out;
-}
-
-/** CPU seconds each thread (by name) spent between two samples, the busiest first. */
-function cpuBetween(a: Map<string, number>, b: Map<string, number>): [string, number][] {
-  return [...b].map(([k, v]) => [k, +(v - (a.get(k) ?? 0)).toFixed(2)] as [string, number]).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
 }
 
 const opsPerSec = (w: number[], from: number, to: number) => {
@@ -112,7 +92,6 @@ export async function run(): Promise<Row[]> {
     const rec = await copyMove(c, HOT, from, to, dir, 600_000);
     const doneAt = performance.now() - t0;
     const [srcCpu, dstCpu] = [cpuBetween(cpu0[0]!, threadCpu(pids.get(from)!)), cpuBetween(cpu0[1]!, threadCpu(pids.get(to)!))];
-    const cpuOf = (xs: [string, number][], re: RegExp) => +xs.filter(([k]) => re.test(k)).reduce((a, [, v]) => a + v, 0).toFixed(2);
     await new Promise((r) => setTimeout(r, 2500));
     await load.stop();
     const end = performance.now() - t0;

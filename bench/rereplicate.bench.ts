@@ -9,7 +9,9 @@
 //                (../actors/migration/reconcile.ts).
 // Per copy, from node 2's "caught-up" log lines: entries and bytes moved, ms, MB/s and objects/s;
 // for the incremental copy also MB/s of the shard reconciled (its full size over the time taken);
-// and over all copies at once, MB/s from the first copy's start to the last one's end.
+// and over all copies at once, MB/s from the first copy's start to the last one's end; and the CPU
+// (/proc, per thread) the copies took on node 2's copying thread, node 2 in all, the primaries'
+// workers and every node, over the same span (idle costs included: leases, ticks).
 //
 //   npm run bench -- rereplicate [--quick] [--mb=64] [--value-bytes=1000] [--absence-ms=10000]
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -21,6 +23,7 @@ import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/clu
 import { nodePids, readCluster, waitFor } from '../test/fixtures/failover-cluster.js';
 import { fullyReplicated } from '../test/fixtures/rereplication.js';
 import { progress, recordParams, type Row } from './report.js';
+import { cpuOf, NodeCpuSampler } from './thread-cpu.js';
 
 const SHARDS = 4;
 const VICTIM = 2;
@@ -54,11 +57,27 @@ function copyLines(dir: string, node: number, from = 0): CopyLine[] {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const r2 = (x: number) => +x.toFixed(2);
 
+/** CPU over the copies (first start to last end), /proc: node 2's copying thread (its migration actor,
+ *  or the `background` thread it shares), node 2 in all, the primaries' workers, every node in all. */
+function cpuRow(cpu: NodeCpuSampler, start: number, end: number, entries: number): Row {
+  const by = cpu.between(start, end);
+  const all = [...by.values()].reduce((n, xs) => n + cpuOf(xs), 0);
+  const copier = cpuOf(by.get(VICTIM) ?? [], /^(migration|background)/);
+  return {
+    cpuCopierS: copier,
+    cpuTargetS: cpuOf(by.get(VICTIM) ?? []),
+    cpuSourceWorkersS: +[...by].filter(([n]) => n !== VICTIM).reduce((a, [, xs]) => a + cpuOf(xs, /^worker/), 0).toFixed(2),
+    cpuAllNodesS: +all.toFixed(2),
+    copierUsPerObject: entries > 0 ? +((copier * 1e6) / entries).toFixed(1) : null,
+  };
+}
+
 /** One row: per copy (median, and the slowest) and over all copies at once. */
-function rowOf(kind: string, lines: CopyLine[], shardBytes: number, extra: Row): Row {
+function rowOf(kind: string, lines: CopyLine[], shardBytes: number, cpu: NodeCpuSampler, extra: Row): Row {
   const start = Math.min(...lines.map((l) => l.end - l.ms));
   const end = Math.max(...lines.map((l) => l.end));
   const bytes = lines.reduce((n, l) => n + l.bytes, 0);
+  const objects = lines.reduce((n, l) => n + l.entries + (l.listed ?? 0), 0);
   return {
     copy: kind,
     copies: lines.length,
@@ -71,6 +90,7 @@ function rowOf(kind: string, lines: CopyLine[], shardBytes: number, extra: Row):
     objectsPerSecPerCopy: Math.round(median(lines.map((l) => (l.entries + (l.listed ?? 0)) / (l.ms / 1000)))),
     shardMBpsPerCopy: r2(median(lines.map((l) => shardBytes / 1e6 / (l.ms / 1000)))),
     allCopiesMBps: r2(bytes / 1e6 / ((end - start) / 1000)),
+    ...cpuRow(cpu, start, end, objects),
     ...extra,
   };
 }
@@ -95,6 +115,7 @@ export async function run(): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-rereplicate-bench-'));
   const cluster = launchCluster(dir, randomBasePort(), ['--shards', String(SHARDS), '--lease-ms', '400', '--pool-mib', String(poolMib), '--no-auto-reshard']);
   let c: RowanClient | null = null;
+  const cpu = new NodeCpuSampler(() => nodePids(cluster.output()));
   try {
     await cluster.ready;
     const file = join(dir, 'cluster.json');
@@ -134,10 +155,11 @@ export async function run(): Promise<Row[]> {
     const inc = await caughtUp(dir, file, before);
     await sleep(100);
     return [
-      rowOf('full (pool removed)', full, shardBytes, { writtenWhileAwayMB: 0 }),
-      rowOf(`incremental after ${absenceMs / 1000} s away`, inc, shardBytes, { writtenWhileAwayMB: r2((written * valueBytes) / 1e6) }),
+      rowOf('full (pool removed)', full, shardBytes, cpu, { writtenWhileAwayMB: 0 }),
+      rowOf(`incremental after ${absenceMs / 1000} s away`, inc, shardBytes, cpu, { writtenWhileAwayMB: r2((written * valueBytes) / 1e6) }),
     ];
   } finally {
+    cpu.stop();
     await c?.close();
     await stopCluster(cluster.child);
     if (process.env['ROWAN_BENCH_KEEP']) console.log(`kept ${dir}`);

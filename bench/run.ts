@@ -117,7 +117,7 @@ const benches: Record<string, Bench> = {
   rereplicate: {
     title: 're-replication (issue 28): a node made a full replica again, per shard copy -- a full copy (pool removed) and an incremental one after an absence (pool kept): MB/s and objects/s',
     module: './rereplicate.bench.js',
-    columns: ['copy', 'copies', 'entriesPerCopy', 'movedMBPerCopy', 'shardMB', 'msP50', 'msMax', 'movedMBpsPerCopy', 'objectsPerSecPerCopy', 'shardMBpsPerCopy', 'allCopiesMBps', 'writtenWhileAwayMB'],
+    columns: ['copy', 'copies', 'entriesPerCopy', 'movedMBPerCopy', 'shardMB', 'msP50', 'msMax', 'movedMBpsPerCopy', 'objectsPerSecPerCopy', 'shardMBpsPerCopy', 'allCopiesMBps', 'cpuCopierS', 'cpuTargetS', 'cpuSourceWorkersS', 'cpuAllNodesS', 'copierUsPerObject', 'writtenWhileAwayMB'],
     flags: '--quick (16 MB, 5 s away) --mb=N (64) --value-bytes=B (1000) --absence-ms=ms (10000)',
     takes: '~1 min',
   },
