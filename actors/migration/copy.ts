@@ -38,7 +38,7 @@ import { remoteError, RpcConnection } from '../../client/worker-connection.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { COPY_BATCH_BYTES, COPY_DONE, decodeBatch, encodeCopyRequest, KEYS_CURSOR, type CopyRequest } from '../shared/copy-batch.js';
 import { RenewalYielder, yieldToRenewals } from '../shared/gather-scatter.js';
-import { decodePackedBatch, type PackedBatch } from '../shared/copy-packed.js';
+import { decodePackedBatch, packedOfV2, type PackedBatch } from '../shared/copy-packed.js';
 import { absorbPacked, rawEntryOf, verifyRaw } from './absorb.js';
 import type { CopyReports } from '../shared/copy-reports.js';
 import type { KvShared } from '../shared/node-shared.js';
@@ -102,6 +102,8 @@ interface Copy {
   st: CopyStats;
   rec: Reconcile | null;
   failures: number;
+  /** The primary refused a walk v3 request (an older build): walk v2 batches from it. */
+  v2Only: boolean;
 }
 
 export class CatchUp {
@@ -200,7 +202,7 @@ export class CatchUp {
     // reconcile from version 0 (everything comes in full; what the primary lacks is dropped).
     const above = this.d.kept?.get(shard) ?? (this.left.has(shard) ? 0 : undefined);
     const rec = above !== undefined ? new Reconcile(this.d.pool, this.d.shared, this.d.log, this.d.limits, shard) : null;
-    const cp: Copy = { shard, from, conn: null, st: { entries: 0, bytes: 0, absorbed: 0, ms: 0 }, rec, failures: 0 };
+    const cp: Copy = { shard, from, conn: null, st: { entries: 0, bytes: 0, absorbed: 0, ms: 0 }, rec, failures: 0, v2Only: false };
     const t0 = clock.now();
     logger.info({ shard, from, kept: rec !== null, above }, `re-replication of shard ${shard}: ${rec ? `reconciling the entries kept through the restart (up to version ${above}) with` : 'copying its entries from'} node ${from}`);
     try {
@@ -231,7 +233,7 @@ export class CatchUp {
     const step = Math.max(1, Math.ceil(buckets / COPY_STREAMS));
     const endOf = (i: number) => (i === COPY_STREAMS - 1 ? COPY_DONE : (i + 1) * step);
     const t0 = this.d.clock.now();
-    const packed = (cursor: number, end: number, bytesMax = COPY_BATCH_BYTES): CopyRequest => ({ shard: cp.shard, cursor, bytesMax, above, end, packed: true });
+    const packed = (cursor: number, end: number, bytesMax = COPY_BATCH_BYTES): CopyRequest => ({ shard: cp.shard, cursor, bytesMax, above, end, packed: !cp.v2Only });
     const first = await this.ask(cp, packed(0, endOf(0), FIRST_BATCH_BYTES), this.packedOf(cp));
     cp.st.firstMs = +(this.d.clock.now() - t0).toFixed(1);
     if (cp.rec) cp.rec.counter = first.counter;
@@ -248,9 +250,10 @@ export class CatchUp {
     await Promise.all(Array.from({ length: COPY_STREAMS }, (_, i) => (i === 0 ? stripe(0, first.next, first) : stripe(i, i * step, null))));
   }
 
-  /** The decoder of a walk's packed batches (verified whole before any entry of it is used). */
-  private packedOf(cp: Copy): (u: Uint8Array) => PackedBatch {
-    return (u) => decodePackedBatch(u, cp.shard, this.d.limits);
+  /** The decoder of a walk's batches, packed or (from a primary of an older build) v2, verified whole
+   *  before any entry of it is used. */
+  private packedOf(cp: Copy): (u: Uint8Array, req: CopyRequest) => PackedBatch {
+    return (u, req) => (req.packed ? decodePackedBatch(u, cp.shard, this.d.limits) : packedOfV2(decodeBatch(u, cp.shard, true), cp.shard, this.d.limits));
   }
 
   /** Land and index a batch's full entries; a reconcile notes its listed ones. In slices, letting the
@@ -292,7 +295,7 @@ export class CatchUp {
    * at a term change, on a new connection when the old one failed; PrimaryMoved when the primary
    * changed (or this node no longer catches up on the shard).
    */
-  private async ask<T>(cp: Copy, req: CopyRequest, decode: (u: Uint8Array) => T): Promise<T> {
+  private async ask<T>(cp: Copy, req: CopyRequest, decode: (u: Uint8Array, req: CopyRequest) => T): Promise<T> {
     for (;;) {
       if (!this.active(cp.shard)) throw new PrimaryMoved('no longer catching up');
       const c = this.d.cell.config();
@@ -310,9 +313,13 @@ export class CatchUp {
         // The configuration may have moved while the batch was in flight; its entries are still the
         // shard's, and absorbing is version-conditional.
         cp.failures = 0;
-        return decode(r.value);
+        return decode(r.value, req);
       } catch (err) {
         const code = err instanceof RowanError ? err.code : 'error';
+        if (code === ErrorCodes.BAD_ARGUMENT && req.packed) {
+          req = this.v2Walk(cp, req, err as Error); // the primary predates walk v3 (a rolling upgrade)
+          continue;
+        }
         if (code !== ErrorCodes.STALE_TERM && code !== ErrorCodes.WRONG_SHARD && code !== ErrorCodes.LEASE_EXPIRED && cp.conn) {
           void cp.conn.then((x) => x.close(), () => {});
           cp.conn = null;
@@ -321,6 +328,14 @@ export class CatchUp {
         await this.d.cell.changed(100);
       }
     }
+  }
+
+  /** A walk v3 request refused as malformed: the primary runs an older build (a rolling upgrade); this
+   *  copy asks it for v2 batches from here on (each full entry framed on its own: more CPU per entry). */
+  private v2Walk(cp: Copy, req: CopyRequest, err: Error): CopyRequest {
+    if (!cp.v2Only) this.d.logger.warn({ shard: cp.shard, from: cp.from, err: err.message }, `re-replication of shard ${cp.shard}: node ${cp.from} refused a packed walk request (an older build?); asking it for v2 batches`);
+    cp.v2Only = true;
+    return { ...req, packed: false };
   }
 
   /** Run `f` once fewer than COPY_REQUESTS_MAX copy requests are in flight on this node. */

@@ -22,7 +22,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Limits } from '../../config/limits.js';
 import type { ShardIndex } from '../../shm/index.js';
 import { EntryType, newEntryHead, readEntryAt, storedSizeAt, verifyEntryAt, versionAt, type LogEntry } from '../../shm/log.js';
-import { BatchFull, BatchWriter, COPY_DONE, decodeEntryAt, type CopyRequest } from './copy-batch.js';
+import { BatchFull, BatchWriter, COPY_DONE, decodeEntryAt, type Batch, type CopyRequest } from './copy-batch.js';
 import type { RawEntry } from './gather-scatter.js';
 import { plausibleVersion } from './trust.js';
 
@@ -171,6 +171,27 @@ export function decodePackedBatch(u: Uint8Array, shard: number, limits: Limits):
     at = end;
   }
   if (at !== b.length) bad(`${b.length - at} B after its last entry`);
+  return pb;
+}
+
+/** A v2 walk batch (./copy-batch.ts: full entries raw, one by one, the others listed) as a packed batch,
+ *  its entries verified alike: what a copy from a primary of an older build, which refuses walk v3
+ *  requests, absorbs (one copy of its entries into one buffer). */
+export function packedOfV2(v2: Batch, shard: number, limits: Limits): PackedBatch {
+  if (v2.entries.length > 0) bad(`a v2 walk batch with ${v2.entries.length} decoded full entries`);
+  const packed = new Uint8Array(v2.raws.reduce((n, r) => n + r.length, 0));
+  let at = 0;
+  for (const r of v2.raws) {
+    if (r.length % limits.entryAlignBytes !== 0) bad(`a raw entry of ${r.length} B, not whole ${limits.entryAlignBytes} B strides`);
+    packed.set(r, at);
+    at += r.length;
+  }
+  const count = v2.raws.length;
+  const pb: PackedBatch = {
+    shard, next: v2.next, counter: v2.counter, packed, count,
+    offs: new Int32Array(count + 1), versions: new Float64Array(count), keyAt: new Int32Array(count), keyLens: new Int32Array(count), listed: v2.listed, bytes: v2.bytes,
+  };
+  verifyPacked(pb, limits);
   return pb;
 }
 

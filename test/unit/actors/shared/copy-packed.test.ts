@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { ErrorCodes } from '../../../../config/base/errors.js';
 import { defaultLimits } from '../../../../config/limits.js';
 import type { PersistentRegion } from '../../../../config/base/region.js';
-import { COPY_DONE, decodeCopyRequest, encodeCopyRequest } from '../../../../actors/shared/copy-batch.js';
-import { decodePackedBatch, PACKED_HEAD, readPackedBatch, type PackedBatch } from '../../../../actors/shared/copy-packed.js';
+import { COPY_DONE, decodeBatch, decodeCopyRequest, encodeCopyRequest, readBatch } from '../../../../actors/shared/copy-batch.js';
+import { decodePackedBatch, PACKED_HEAD, packedOfV2, readPackedBatch, type PackedBatch } from '../../../../actors/shared/copy-packed.js';
 import { EntryType, encodeEntry, readEntryAt } from '../../../../shm/log.js';
 import { ShardIndex } from '../../../../shm/index.js';
 import { hash64Into } from '../../../../shm/hash.js';
@@ -114,6 +114,22 @@ describe('packed copy batches', () => {
     assert.ok([...b!.versions].every((v) => v > 60));
     assert.equal(b!.listed.length, 60);
     assert.ok(b!.listed.every((e) => e.v <= 60 && e.value.length === 0 && Buffer.from(e.key).toString() === `key-${e.v - 1}`));
+  });
+
+  it('a v2 walk batch (a primary of an older build) taken as a packed one: the same entries, verified alike', () => {
+    const p = primary(100);
+    const [want] = walk(p, 1 << 20, 60);
+    const u = readBatch(p.index, p.bytes, SHARD, { shard: SHARD, cursor: 0, bytesMax: 1 << 20, above: 60, end: COPY_DONE }, L, 1 << 20, 1234);
+    const got = packedOfV2(decodeBatch(u, SHARD, true), SHARD, L);
+    assert.deepEqual([got.next, got.counter, got.count], [want!.next, want!.counter, want!.count]);
+    assert.deepEqual(Buffer.from(got.packed), Buffer.from(want!.packed));
+    assert.deepEqual([...got.versions, ...got.keyAt, ...got.keyLens, ...got.offs], [...want!.versions, ...want!.keyAt, ...want!.keyLens, ...want!.offs]);
+    assert.deepEqual(got.listed.map((e) => e.v), want!.listed.map((e) => e.v));
+    const corrupt = decodeBatch(u, SHARD, true);
+    const r = new Uint8Array(corrupt.raws[3]!);
+    r[r.length - 8]! ^= 0xff; // a byte of its last block flipped
+    corrupt.raws[3] = r;
+    assert.throws(() => packedOfV2(corrupt, SHARD, L), (e: Error & { code?: string }) => e.code === ErrorCodes.BAD_FRAME && /entry 3 of 40 .* does not verify/.test(e.message));
   });
 
   it('land in a log with one persist per segment, each entry where its address says', () => {
