@@ -29,10 +29,13 @@ export const SHARD_COUNT_MAX = SLOT_COUNT;
  *   rwrite  RWrite-KV: one-sided writes into a remote log per (sending worker, backup);
  *   batch   Batch-KV: rwrite with sender-side batching (256 B / 5 µs);
  *   share   Share-KV: one remote log per (sending node, backup), addresses from a node-local counter.
+ *   tailwind  Tailwind: rwrite's logs as checksum-terminated backup buffers, scanned (Algorithm 1) at
+ *           a failover's promotion and at a cold start; backups do nothing until then.
  * Cluster-wide: every worker of every node uses the same mode. Files written before the field
  * existed read as rowan.
  */
-export const CLUSTER_REPLICATION_MODES = ['rowan', 'rpc', 'rwrite', 'batch', 'share'] as const;
+export const CLUSTER_REPLICATION_MODES = ['rowan', 'rpc', 'rwrite', 'batch', 'share',
+  'tailwind'] as const;
 export type ClusterReplicationMode = (typeof CLUSTER_REPLICATION_MODES)[number];
 
 export interface ClusterNode {

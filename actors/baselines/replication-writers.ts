@@ -11,6 +11,9 @@
 //           sending node, but writes land in whatever order the senders reach the receiver.
 //   batch   Batch-KV: rwrite plus sender-side batching, flushed at 256 B or after 5 µs
 //           (baselines/batch.ts says exactly what the timeout means in JS).
+//   tailwind Tailwind: rwrite's one log per sender stream, each write followed by the buffer's running
+//           checksum in the same WRITE, buffers opened and closed with their log's id
+//           (baselines/tailwind.ts), recovered by Algorithm 1 (shm/tailwind-log.ts).
 //
 // A stream does not own its connection: several streams of one thread share a connection, as worker
 // coroutines share a QP; close the connection yourself after closing the streams.
@@ -18,6 +21,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { BatchStream } from './batch.js';
 import { RegionLog } from './region-log.js';
 import { ShareStream, type SharedLog } from './share.js';
+import { TailwindStream } from './tailwind.js';
 import {
   REPLICATION_MODES,
   emptyStreamStats,
@@ -36,6 +40,8 @@ export { SharedLog } from './share.js';
  *  (SharedLog.create in one thread, SharedLog.attach in others). */
 export interface OpenStreamOptions extends ReplicationStreamOptions {
   sharedLog?: SharedLog;
+  /** tailwind: the sending worker, named in its buffers' heads with the node (the owner id). */
+  worker?: number;
 }
 
 export function openReplicationStream(mode: ReplicationMode, conn: RowanConnection, o: OpenStreamOptions): ReplicationStream {
@@ -49,6 +55,8 @@ export function openReplicationStream(mode: ReplicationMode, conn: RowanConnecti
     case 'share':
       if (!o.sharedLog) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'share mode needs the sending node\'s sharedLog');
       return new ShareStream(conn, o.sharedLog, o);
+    case 'tailwind':
+      return new TailwindStream(conn, { ...o, node: o.ownerId, worker: o.worker ?? 0 });
     default:
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `unknown replication mode '${String(mode)}' (${REPLICATION_MODES.join('|')})`);
   }

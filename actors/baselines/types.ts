@@ -2,8 +2,10 @@
 import type { Clock } from '../../config/base/clock.js';
 import type { RemoteRegion } from '../../runtime/fabric/fabric.js';
 
-export type ReplicationMode = 'rowan' | 'rwrite' | 'share' | 'batch';
-export const REPLICATION_MODES: readonly ReplicationMode[] = ['rowan', 'rwrite', 'share', 'batch'];
+export type ReplicationMode = 'rowan' | 'rwrite' | 'share' | 'batch'
+  | 'tailwind';
+export const REPLICATION_MODES: readonly ReplicationMode[] = ['rowan', 'rwrite', 'share', 'batch',
+  'tailwind'];
 
 export interface ReplicationStreamStats {
   /** Writes acknowledged (persistent at the receiver). */

@@ -18,8 +18,10 @@ export interface FailoverPlan {
   degraded: number[];
 }
 
-/** Replication modes whose backups index replicated entries online (a promotion can start from them). */
-export const FAILOVER_MODES: readonly string[] = ['rowan', 'rpc'];
+/** Replication modes a promotion can start from: their backups index replicated entries online, or
+ *  (tailwind) the promotion scans the old primary's backup buffers first (actors/node/promote.ts). */
+export const FAILOVER_MODES: readonly string[] = ['rowan', 'rpc',
+  'tailwind'];
 
 /**
  * `live`: the members that may take a shard (holding a lease, not being failed over themselves);

@@ -18,6 +18,7 @@ import type { KvShared } from '../shared/node-shared.js';
 import { receivedShards, type ReplicaRecord } from '../shared/trust.js';
 import { GATHER_BYTES_MAX, gatherEntryBytes } from '../shared/manager-protocol.js';
 import { RestartHold } from './restart-hold.js';
+import { logTailwindScan } from './tailwind-recovery.js';
 
 /** A move's source waits at most drainTimeoutMs (config/timings.ts) for the writes it claimed for the
  *  shards it hands over to end; past it the prepare is not acknowledged and the manager rolls the move
@@ -98,6 +99,7 @@ export function promotionHooks(o: PromotionHooksOptions): Required<Pick<Follower
       // A shard promoted again on its own primary (a restart confirmed) keeps the version it was first
       // promoted at: nothing of it in the b-log is newer than that. One write for all the shards.
       record.notePromotedAll(new Map(shards.filter((s) => !already?.has(s)).map((s) => [s, r.versions[s]!])));
+      if (r.tailwind.buffers > 0) logTailwindScan(log, `promotion of shard(s) ${shards.join(', ')}`, r.tailwind);
       log.info({ shards, scanMs: +(t1 - t0).toFixed(1), recordMs: +(o.clock.now() - t1).toFixed(1), segments: r.segments, blocks: r.blocks }, 'promotion steps');
       hold.confirmed(shards);
       return { entries: r.indexed, scattered: r.scattered.absorbed };

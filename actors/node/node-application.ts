@@ -21,6 +21,7 @@ import { shmPaths } from '../../runtime/fabric/shm.js';
 import { closeStaleQueue } from '../../runtime/rowan/stale-queue.js';
 import { availableParallelism } from 'node:os';
 import { rebuildIndexesParallel } from './recovery.js';
+import { logTailwindScan } from './tailwind-recovery.js';
 import { withTornTransactions } from './torn-txns.js';
 import { FileFloorStore } from '../shared/floors.js';
 import { FileMarkStore } from '../shared/version-marks.js';
@@ -307,6 +308,7 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
       `cold start: ${rep.untrusted} b-log block(s) not applied (a shard this node did not receive them for, or an implausible version) and ${rep.freedForeign} region(s) of owner ids no other node holds freed`,
     );
   }
+  if (rep.tailwind.buffers > 0) logTailwindScan(log, 'cold start', rep.tailwind);
   if (rep.late > 0) {
     log.error({ late: rep.late, event: 'late-block' }, `cold start: refused ${rep.late} b-log block(s) as late (at or below a persisted tombstone floor, in a segment digest never finished): only writes that were never acknowledged may be`);
   }

@@ -16,6 +16,8 @@
 //      sender at the receive queue yet), with versions no survivor reported; the gap keeps the new
 //      primary's writes above them, so such a late entry never shadows an acknowledged write.
 // Committed segments need no pass: digest parsed them before voting them committed.
+// Tailwind's backup buffers (no digest ever reads them) are scanned with its Algorithm 1 in step 1 too:
+// every record up to a buffer's last matching checksum, never a torn one (./tailwind-recovery.ts).
 // Blocks at or below a shard's effective tombstone floor (../shared/floors.ts) are late wherever step 1 finds
 // them (an acknowledged one lies in a Committed segment) and are refused, as are such scattered entries:
 // this node may have dropped the tombstone that outranked them.
@@ -32,6 +34,7 @@ import type { GatherEntry } from '../shared/manager-protocol.js';
 import { ReadEpochs } from '../shared/gc-state.js';
 import { ShardFloors } from '../shared/floors.js';
 import { raiseVersion, type KvShared } from '../shared/node-shared.js';
+import { applyTailwindBuffers, newTailwindScanReport, type TailwindScanReport } from './tailwind-recovery.js';
 
 export interface PromotionReport {
   shards: number[];
@@ -45,6 +48,8 @@ export interface PromotionReport {
   scattered: AbsorbStats;
   /** b-log blocks refused as late (at or below their shard's effective floor). */
   late: number;
+  /** Tailwind's backup buffers scanned for the shards (./tailwind-recovery.ts). */
+  tailwind: TailwindScanReport;
 }
 
 /**
@@ -104,6 +109,8 @@ export async function promoteShards(
       shared.gc?.epochs.exitShared(slot);
     }
   }
+  // Tailwind (cluster mode tailwind): the old primary's backup buffers, by Algorithm 1. None elsewhere.
+  const tailwind = want.size > 0 ? await applyTailwindBuffers(pool, applier, want, limits, yieldToRenewals, YIELD_EVERY_BLOCKS) : newTailwindScanReport();
   applier.dropPending(); // a multi-block entry missing blocks was never acknowledged
   const scattered = absorbScattered(pool, shared, log, scatter, limits, already);
   const versions: Record<string, number> = {};
@@ -116,5 +123,5 @@ export async function promoteShards(
   // serves (../shared/version-marks.ts), so a restart never resumes below what the backups were told.
   // One write for all the shards (a restarted primary confirms all of its shards at once).
   shared.marks?.coverAll(new Map(shards.map((s) => [s, versions[s]!])));
-  return { shards, blocks: applier.stats.blocks, indexed: applier.stats.indexed, segments: segs.length, versions, scattered, late: applier.stats.late };
+  return { shards, blocks: applier.stats.blocks, indexed: applier.stats.indexed, segments: segs.length, versions, scattered, late: applier.stats.late, tailwind };
 }

@@ -5,7 +5,8 @@
 // every shard version is raised above the versions found, so new writes continue after them.
 // b-log segments the previous incarnation left Using are retired to Used (or freed if nothing was written
 // to them; the caller closed the old receive queue first): the receiver posts fresh ones. The remote-log
-// regions of the one-sided baselines (also role Control) are indexed but keep their state.
+// regions of the one-sided baselines (role Remote) are indexed but keep their state; Tailwind's buffers
+// among them are read with its Algorithm 1 (./tailwind-recovery.ts), so a torn record is never applied.
 // Used b-log segments become Committed: this incarnation's digest actors never see them (the control
 // actor hands over only segments it retires itself), and with every entry now indexed from the pool
 // they are ordinary candidates for garbage collection. (Gather/scatter, ../shared/gather-scatter.ts, runs at a live
@@ -36,7 +37,7 @@ import { hash64Into } from '../../shm/hash.js';
 import { EntryType, scanEntries } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
-import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
+import { newTailwindScanReport, segmentBlocks, type TailwindScanReport } from './tailwind-recovery.js';
 import { BlockApplier, invalidateBlock } from '../shared/apply.js';
 import { applyFlush, finishFlushes } from '../shared/flush-floor.js';
 import { ShardFloors } from '../shared/floors.js';
@@ -73,6 +74,8 @@ export interface RecoveryReport {
   failed: number;
   /** Index items dropped at the end as below their shard's flush floor (../shared/flush-floor.ts). */
   flushed: number;
+  /** Tailwind backup buffers read with Algorithm 1 (./tailwind-recovery.ts). */
+  tailwind: TailwindScanReport;
   ms: number;
 }
 
@@ -114,7 +117,7 @@ function recycleBlogSegment(pool: Pool, seg: number, state: number, blocks: numb
 }
 
 function emptyReport(): RecoveryReport {
-  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, untrusted: 0, freedForeign: 0, late: 0, failed: 0, flushed: 0, ms: 0 };
+  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, untrusted: 0, freedForeign: 0, late: 0, failed: 0, flushed: 0, tailwind: newTailwindScanReport(), ms: 0 };
 }
 
 /** The segments cold start reads: contiguous logs, and b-log (and baseline remote-log) segments. */
@@ -285,7 +288,6 @@ function rebuildBlog(
   persisted: PersistedBounds,
 ): RecoveryReport {
   const floors = persisted.floors ?? new Map<number, number>();
-  const bytes = pool.region.bytes;
   const filter = trust?.blog;
   let refused = 0;
   /** Whether the segment being scanned is a b-log segment left Using or Used (see the header). */
@@ -302,11 +304,10 @@ function rebuildBlog(
   applier.clearOnFlush = false;
   if (shared.gc) new ShardFloors(shared.gc.buffers.floors).seed(floors);
   for (const seg of blog) {
-    const start = pool.segmentOffset(seg);
     const before = pool.meta(seg);
     undigested = before.role === OwnerRole.Control && (before.state === SegmentState.Using || before.state === SegmentState.Used);
     let blocks = 0;
-    for (const b of scanBlogBlocks(bytes, start, start + pool.segmentBytes, limits)) {
+    for (const b of segmentBlocks(pool, seg, limits, r.tailwind)) {
       applier.apply(b);
       blocks++;
     }

@@ -31,7 +31,8 @@ import { failedKey, type FailedWrites } from '../shared/failed-writes.js';
 import { tornTxnIds, type WordedEntry } from '../shared/txn-groups.js';
 
 /** Replication modes with a manager that confirms restarted primaries (those that fail over). */
-const CONFIRMED_MODES: readonly string[] = ['rowan', 'rpc'];
+const CONFIRMED_MODES: readonly string[] = ['rowan', 'rpc',
+  'tailwind'];
 
 export class RestartHold {
   private readonly held = new Set<number>();

@@ -106,7 +106,7 @@ function rowanReplicas(current: () => ClusterConfig, nodeId: number, ctx: ActorC
 /** rwrite / batch / share: a baseline stream over the Rowan connection (see the file comment). */
 function streamReplicas(cluster: ClusterConfig, current: () => ClusterConfig, nodeId: number, ctx: ActorContext, shareLogs: Record<number, SharedArrayBuffer> | undefined): ReplicaSet {
   const mode = cluster.replication;
-  if (mode !== 'rwrite' && mode !== 'batch' && mode !== 'share') throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no stream for mode ${mode}`);
+  if (mode !== 'rwrite' && mode !== 'batch' && mode !== 'share' && mode !== 'tailwind') throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no stream for mode ${mode}`);
   interface Link {
     conn: RowanConnection;
     stream: ReplicationStream;
@@ -120,7 +120,7 @@ function streamReplicas(cluster: ClusterConfig, current: () => ClusterConfig, no
         if (!buf) throw new RowanError(ErrorCodes.BAD_CONFIG, `share mode: node ${nodeId} made no shared log for backup ${id}`);
         stream = openReplicationStream('share', conn, { ownerId: remoteRegionOwner(nodeId), sharedLog: SharedLog.attach(buf) });
       } else {
-        stream = openReplicationStream(mode, conn, { ownerId: remoteRegionOwner(nodeId), traceId: `stream:${nodeId}.${ctx.id}` });
+        stream = openReplicationStream(mode, conn, { ownerId: remoteRegionOwner(nodeId), traceId: `stream:${nodeId}.${ctx.id}`, worker: ctx.id });
       }
       await stream.prepare();
       return { conn, stream };
