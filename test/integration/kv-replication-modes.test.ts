@@ -4,7 +4,7 @@
 // replies; rowan: the digest, once filler has moved the b-log past the keys' segments); then a full
 // restart, after which every mode serves everything from the primaries and every backup's index holds
 // it too (rwrite/batch/share are indexed at a backup only by the cold start's scan of its
-// Control-owned segments).
+// Remote-owned segments; tailwind's by its recovery scan, Algorithm 1, over the same).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
@@ -52,7 +52,8 @@ async function checkBackups(client: RowanClient, cluster: ClusterConfig, what: s
   return reads;
 }
 
-const MODES: ClusterReplicationMode[] = ['rowan', 'rpc', 'rwrite', 'batch', 'share'];
+const MODES: ClusterReplicationMode[] = ['rowan', 'rpc', 'rwrite', 'batch', 'share',
+  'tailwind'];
 /** Every mode on the shm fabric; the one-sided baselines also over the tcp fabric, where the NIC grants
  *  regions per sending node (actors/nic/nic-verbs.ts): share's workers write one region through their own
  *  connections, rwrite's each allocate their own. */
@@ -60,6 +61,7 @@ const CASES: { mode: ClusterReplicationMode; fabric: 'shm' | 'tcp' }[] = [
   ...MODES.map((mode) => ({ mode, fabric: 'shm' as const })),
   { mode: 'rwrite', fabric: 'tcp' },
   { mode: 'share', fabric: 'tcp' },
+  { mode: 'tailwind', fabric: 'tcp' },
 ];
 
 for (const { mode, fabric } of CASES) {
