@@ -70,7 +70,7 @@ const benches: Record<string, Bench> = {
     title: 'YCSB on a local 3-node cluster per replication mode: ops/s, PUT/GET latency (µs), modelled DLWA',
     module: './ycsb.bench.js',
     columns: ['mode', 'workload', 'keys', 'size', 'opsPerSec', 'putP50us', 'putP99us', 'getP50us', 'getP99us', 'errors', 'loadOpsPerSec', 'dlwa', 'pmWrites', 'logsPerNode'],
-    flags: '--quick (~1 min) --keys=N --duration=ms --concurrency=C --workers=W --modes=rowan,rpc,rwrite,batch,share --gc (= ycsb-gc)',
+    flags: '--quick (~1 min) --keys=N --duration=ms --concurrency=C --workers=W --modes=rowan,rpc,rwrite,batch,share,tailwind --gc (= ycsb-gc)',
     takes: '~5 min',
   },
   coldstart: {

@@ -37,7 +37,7 @@ import { hash64Into } from '../../shm/hash.js';
 import { EntryType, scanEntries } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
-import { newTailwindScanReport, segmentBlocks, type TailwindScanReport } from './tailwind-recovery.js';
+import { newTailwindScanReport, segmentBlocks, type TailwindScanReport } from '../shared/tailwind-buffers.js';
 import { BlockApplier, invalidateBlock } from '../shared/apply.js';
 import { applyFlush, finishFlushes } from '../shared/flush-floor.js';
 import { ShardFloors } from '../shared/floors.js';

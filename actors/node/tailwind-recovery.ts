@@ -1,63 +1,13 @@
-// Tailwind's recovery (ATC '18 §3.4.1), on the node's main thread: the backup buffers primaries wrote
-// into this node's pool (role Remote segments opening with a Tailwind buffer head, shm/tailwind-log.ts)
-// are read only here -- at a cold start (./recovery.ts) and at a promotion (./promote.ts) -- with
-// Algorithm 1: a buffer's records up to its last checksum that matches, never a torn one. No actor
-// looks at them before (backups do nothing until recovery).
-//
-// A closed buffer whose scan does not end where its head says is corrupt (§3.4.2): its valid prefix is
-// still applied (each block's own checksum verified), and the report counts it so the caller says so.
+// Tailwind's recovery (ATC '18 §3.4.1) on the node's main thread: a promotion's pass over the backup
+// buffers (../shared/tailwind-buffers.ts), and what a scan found, in the node's log.
 import type { Logger } from '../../config/base/log.js';
 import type { Limits } from '../../config/limits.js';
-import { scanBlogBlocks } from '../../runtime/rowan/blog-scan.js';
-import { EntryType, type Block } from '../../shm/log.js';
+import { EntryType } from '../../shm/log.js';
+import type { Pool } from '../../shm/pool.js';
 import type { BlockApplier } from '../shared/apply.js';
-import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
-import { closedMatches, newTwScanStats, readHead, scanTailwindBuffer } from '../../shm/tailwind-log.js';
+import { newTailwindScanReport, segmentBlocks, tailwindBuffers, type TailwindScanReport } from '../shared/tailwind-buffers.js';
 
-export interface TailwindScanReport {
-  /** Tailwind buffers scanned, and how many of them were still open (the primary never closed them). */
-  buffers: number;
-  open: number;
-  /** Records whose checksum matched, and their blocks (yielded to the caller). */
-  records: number;
-  blocks: number;
-  /** Buffers whose scan stopped at a torn record (a block that does not verify) or a checksum that
-   *  does not match, and the blocks dropped there: writes never acknowledged. */
-  torn: number;
-  droppedBlocks: number;
-  /** Closed buffers whose records do not end at the closed length and checksum. */
-  corrupt: number;
-}
-
-export function newTailwindScanReport(): TailwindScanReport {
-  return { buffers: 0, open: 0, records: 0, blocks: 0, torn: 0, droppedBlocks: 0, corrupt: 0 };
-}
-
-/** Role-Remote segments in use that hold a Tailwind buffer. */
-export function tailwindBuffers(pool: Pool): number[] {
-  return pool.segments({ role: OwnerRole.Remote }).filter((s) => pool.meta(s).state !== SegmentState.Free && readHead(pool.region.bytes, pool.segmentOffset(s)) !== null);
-}
-
-/** The verified blocks of segment `seg`: Algorithm 1 over a Tailwind buffer (counted in `r`), the
- *  hole-skipping b-log scan over anything else (a b-log segment, another baseline's region). */
-export function* segmentBlocks(pool: Pool, seg: number, limits: Limits, r: TailwindScanReport): Generator<Block> {
-  const bytes = pool.region.bytes;
-  const start = pool.segmentOffset(seg);
-  const head = pool.meta(seg).role === OwnerRole.Remote ? readHead(bytes, start) : null;
-  if (head === null) {
-    yield* scanBlogBlocks(bytes, start, start + pool.segmentBytes, limits);
-    return;
-  }
-  const st = newTwScanStats();
-  yield* scanTailwindBuffer(bytes, start, start + pool.segmentBytes, limits, st);
-  r.buffers++;
-  if (head.closed === null) r.open++;
-  r.records += st.records;
-  r.blocks += st.blocks;
-  if (st.dropped > 0 || st.stop === 'torn' || st.stop === 'checksum') r.torn++;
-  r.droppedBlocks += st.dropped;
-  if (!closedMatches(head, start, st)) r.corrupt++;
-}
+export { newTailwindScanReport, segmentBlocks, tailwindBuffers, type TailwindScanReport };
 
 /** What a scan found, in the node's log: torn records (never acknowledged) at info, corrupt closed
  *  buffers as an error (that replica of their records cannot be trusted past the valid prefix). */

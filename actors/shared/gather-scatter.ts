@@ -9,6 +9,9 @@
 //            ./manager-protocol.ts). Multi-block entries are reassembled; one missing a block was never
 //            acknowledged and is left out, and so are the entries of a transaction not all of whose
 //            entries are here (./txn-groups.ts tornTxnIds: torn by the primary's crash). Bounded by GATHER_BYTES_MAX (what does not fit: `truncated`).
+//            In tailwind mode the pass also reads the backup buffers their primary never closed, by
+//            Algorithm 1 (./tailwind-buffers.ts): no CommitVer there, so all their valid records are
+//            listed; a closed buffer's records were all acknowledged, so every replica holds them.
 //   commit   absorbScattered(): the entries the manager says this node lacks are persisted -- appended
 //            to the promotion log (PROMOTION_ACTOR_ID, role Digest, config/base/ids.ts) -- and indexed
 //            version-conditionally, so a newer version already indexed wins and a repeat is skipped
@@ -39,6 +42,7 @@ import { GATHER_BYTES_MAX, gatherEntryBytes, type GatherEntry } from './manager-
 import { applyFlush } from './flush-floor.js';
 import { indexEntry, raiseVersion, type KvShared } from './node-shared.js';
 import { tornTxnIds, type WordedEntry } from './txn-groups.js';
+import { newTailwindScanReport, openTailwindBuffers, segmentBlocks } from './tailwind-buffers.js';
 
 /** Blocks scanned between two yields to the event loop in a failover's scans (gather, promotion). */
 export const YIELD_EVERY_BLOCKS = 2048;
@@ -102,10 +106,13 @@ export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: num
   const assembler = new BlockAssembler(limits);
   const segs = undigested(pool);
   const stats = newBlogScanStats();
-  for (const seg of segs) {
+  const tailwind = newTailwindScanReport();
+  const open = openTailwindBuffers(pool);
+  for (const seg of [...segs, ...open]) {
     const start = pool.segmentOffset(seg);
-    for (const b of scanBlogBlocks(pool.region.bytes, start, start + pool.segmentBytes, limits, stats)) {
-      if (stats.blocks % YIELD_EVERY_BLOCKS === 0) await yieldToRenewals();
+    const blocks = pool.meta(seg).role === OwnerRole.Remote ? segmentBlocks(pool, seg, limits, tailwind) : scanBlogBlocks(pool.region.bytes, start, start + pool.segmentBytes, limits, stats);
+    for (const b of blocks) {
+      if ((stats.blocks + tailwind.blocks) % YIELD_EVERY_BLOCKS === 0) await yieldToRenewals();
       if (!want.has(b.shard)) continue;
       if (b.version > versions[b.shard]!) versions[b.shard] = b.version;
       if (b.type === EntryType.CommitVer) {
@@ -120,14 +127,14 @@ export async function gatherForPrepare(pool: Pool, shared: KvShared, shards: num
     }
   }
   for (const id of tornTxnIds(words)) found.delete(id);
-  const r: PrepareReport = { versions, entries: [], truncated: false, committed: 0, scanned: { segments: segs.length, blocks: stats.blocks } };
+  const r: PrepareReport = { versions, entries: [], truncated: false, committed: 0, scanned: { segments: segs.length + open.length, blocks: stats.blocks + tailwind.blocks } };
   const floors = shared.gc ? new ShardFloors(shared.gc.buffers.floors) : null;
-  const open: GatherEntry[] = [];
+  const listed: GatherEntry[] = [];
   for (const e of found.values()) {
     if (e.v <= (commitVer.get(e.s) ?? 0) || (floors !== null && e.v <= floors.effective(e.s))) r.committed++;
-    else open.push(e);
+    else listed.push(e);
   }
-  const cut = newestWithin(open, bytesMax);
+  const cut = newestWithin(listed, bytesMax);
   r.entries = cut.kept;
   r.truncated = cut.truncated;
   return r;

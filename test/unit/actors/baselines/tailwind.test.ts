@@ -14,6 +14,7 @@ import type { RowanConnection } from '../../../../runtime/fabric/fabric.js';
 import { openReplicationStream } from '../../../../actors/baselines/replication-writers.js';
 import { attachKvShared, createKvShared } from '../../../../actors/shared/node-shared.js';
 import { rebuildIndexes } from '../../../../actors/node/recovery.js';
+import { gatherForPrepare } from '../../../../actors/shared/gather-scatter.js';
 import { newTailwindScanReport, segmentBlocks, tailwindBuffers } from '../../../../actors/node/tailwind-recovery.js';
 import { PoolEntryReader } from '../../../../shm/entry-reader.js';
 import { hash64Into } from '../../../../shm/hash.js';
@@ -116,3 +117,23 @@ for (const [what, keep] of [
     assert.equal(value('w1-k3', 3), 'w1-v3', 'the torn overwrite is not applied: the acknowledged value stays');
   });
 }
+
+test('tailwind gather (a failover\'s prepare): the records of a buffer the primary never closed are listed, a closed buffer\'s are not', async () => {
+  const rx = receiver();
+  const conn = ShmConnection.connect(rx.dataDir);
+  const s = openReplicationStream('tailwind', conn, { ownerId: 7, worker: 1 });
+  for (let i = 0; i < 30; i++) await s.write(put(1, i));
+  const c = planCluster({
+    nodes: [0, 1].map((id) => ({ id, host: '127.0.0.1', dataDir: `/nonexistent/n${id}`, workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } })),
+    shardCount: SHARDS,
+    replicationFactor: 2,
+  });
+  const shared = attachKvShared(createKvShared(c, 0, 1024), rx.pool.region);
+  const open = await gatherForPrepare(rx.pool, shared, [0, 1, 2, 3], L);
+  assert.deepEqual(open.entries.map((e) => e.v).sort((a, b) => a - b), Array.from({ length: 30 }, (_, i) => 100_000 + i + 1));
+  assert.equal(open.versions[3], 100_000 + 28, 'the highest version of shard 3 held');
+  await s.close();
+  const closed = await gatherForPrepare(rx.pool, shared, [0, 1, 2, 3], L);
+  assert.equal(closed.entries.length, 0, 'a closed buffer holds only acknowledged records: on every replica');
+  await conn.close();
+});
