@@ -11,7 +11,7 @@ import { liveNodes, type ClusterConfig, type ClusterNode } from '../../config/cl
 import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
 import { LeaseTable, type LeaseTiming } from './leases.js';
-import { FAILOVER_MODES } from './plan.js';
+import { FAILOVER_MODES, modeLimitation } from './plan.js';
 import { Rounds, roundsOf } from './rounds.js';
 import { failOver, failoverEvent, markFailover, type FailoverHost, type FailoverRecord } from './failover.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
@@ -146,6 +146,8 @@ export class ConfigManager {
       clock,
       log,
     });
+    const limitation = modeLimitation(initial.replication);
+    if (limitation !== null) log.warn({ mode: initial.replication }, limitation);
     if (!FAILOVER_MODES.includes(initial.replication)) {
       log.warn({ mode: initial.replication }, `replication mode ${initial.replication}: NO FAILOVER -- its backups index one-sided writes only at a cold start, so a promoted backup would lack acknowledged writes; a dead node's shards stay unserved`);
     }

@@ -23,6 +23,14 @@ export interface FailoverPlan {
 export const FAILOVER_MODES: readonly string[] = ['rowan', 'rpc',
   'tailwind'];
 
+/** What a mode that fails over still cannot do, for the status and the manager's log (issue 29). */
+export function modeLimitation(mode: string): string | null {
+  if (mode === 'tailwind') {
+    return 'replication mode tailwind: NO GC of backup buffers -- no backup reads them before a recovery (a promotion or a cold start), so they are never reclaimed while their primary is a member and a long write load fills the backups\' pools (ROWAN_ERR_PM_FULL / ROWAN_ERR_QUOTA)';
+  }
+  return null;
+}
+
 /**
  * `live`: the members that may take a shard (holding a lease, not being failed over themselves);
  * absent, every surviving backup may. A shard whose surviving backups are none of them cannot move now

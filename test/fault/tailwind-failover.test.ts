@@ -5,13 +5,15 @@
 // load with a recorded history and a writer of unique keys (each acknowledged one must survive); before the kill, no backup has indexed any of it (getReplica reads
 // nothing); then SIGKILL of the primary of the most shards mid-load: every shard is served again, the
 // new primaries' logs show the scan and the records it applied, and the whole history (the final
-// reads included) is linearizable per key -- no acknowledged write lost, none torn applied.
+// reads included) is linearizable per key -- no acknowledged write lost, none torn applied. The status
+// says the mode and that its backup buffers are never reclaimed (no GC), and the manager logs it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../../client/client.js';
+import { collectClusterStatus, formatClusterStatus } from '../../bin/cluster-status.js';
 import { defaultTimings } from '../../config/timings.js';
 import { shardOfKey } from '../../config/slots.js';
 import { checkLinearizability } from '../check/linearizability.js';
@@ -79,6 +81,12 @@ for (const fabric of ['shm', 'tcp'] as const) {
       const file = join(dir, 'cluster.json');
       const pids = nodePids(run.output());
       assert.equal(pids.size, 3, run.output());
+      // The status names the mode and what it cannot do (no GC of backup buffers); it fails over.
+      const status = formatClusterStatus(await collectClusterStatus(file));
+      assert.match(status, /replication 3 \(tailwind\)/, status);
+      assert.match(status, /NO GC of backup buffers/, status);
+      assert.doesNotMatch(status, /failover: NOT SUPPORTED/, status);
+      assert.match(readFileSync(join(dir, 'manager.log'), 'utf8'), /replication mode tailwind: NO GC of backup buffers/);
       for (let i = 0; i < CLIENTS + 2; i++) clients.push(await RowanClient.connect({ cluster: file, retries: 5, timeoutMs: 3000 }));
       const probe = clients.pop()!;
       const unique = new UniqueWriter(clients.pop()!);
