@@ -5,6 +5,7 @@ import type { ClusterConfig } from '../config/cluster.js';
 import { FileConfigStore } from '../config/store.js';
 import { requestControl, socketPath } from '../runtime/endpoint.js';
 import { FAILOVER_MODES, modeLimitation } from '../actors/manager/plan.js';
+import { ERDA_NOT_BUILT } from '../actors/baselines/erda.js';
 import type { KvNodeStatus as NodeStatus } from '../actors/shared/gc-status.js';
 import { listManagers, type ElectionEntry } from '../actors/manager/election.js';
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
@@ -97,6 +98,7 @@ export function formatClusterStatus(s: ClusterStatus): string {
   const out = [`cluster term ${s.term}: ${s.nodes.length} nodes (${s.dead.length ? `dead: ${s.dead.join(',')}` : 'none dead'}), ${s.shardCount} shards, replication ${s.replicationFactor} (${s.replication})`];
   const limitation = modeLimitation(s.replication);
   if (limitation !== null) out.push(limitation);
+  if (s.replication === 'erda') out.push(ERDA_NOT_BUILT);
   if (!FAILOVER_MODES.includes(s.replication)) out.push(`failover: NOT SUPPORTED for replication mode ${s.replication} (backups index one-sided writes only at a cold start): a dead node's shards stay unserved`);
   if (s.managers) {
     const active = s.managers.find((m) => m.active);

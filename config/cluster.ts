@@ -28,14 +28,16 @@ export const SHARD_COUNT_MAX = SLOT_COUNT;
  *   rpc     RPC-KV: a REPLICATE request to a backup worker, which appends the entry to its own log;
  *   rwrite  RWrite-KV: one-sided writes into a remote log per (sending worker, backup);
  *   batch   Batch-KV: rwrite with sender-side batching (256 B / 5 µs);
- *   share   Share-KV: one remote log per (sending node, backup), addresses from a node-local counter.
+ *   share   Share-KV: one remote log per (sending node, backup), addresses from a node-local counter;
  *   tailwind  Tailwind: rwrite's logs as checksum-terminated backup buffers, scanned (Algorithm 1) at
  *           a failover's promotion and at a cold start; backups do nothing until then.
+ *   erda    Erda: rwrite's remote log per (sending worker, backup) plus, per key, an 8-byte atomic
+ *           index entry (newest/previous offset) at the backup, written one-sidedly before the object.
  * Cluster-wide: every worker of every node uses the same mode. Files written before the field
  * existed read as rowan.
  */
 export const CLUSTER_REPLICATION_MODES = ['rowan', 'rpc', 'rwrite', 'batch', 'share',
-  'tailwind'] as const;
+  'tailwind', 'erda'] as const;
 export type ClusterReplicationMode = (typeof CLUSTER_REPLICATION_MODES)[number];
 
 export interface ClusterNode {

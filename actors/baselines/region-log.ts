@@ -58,8 +58,12 @@ export class RegionLog {
     }
   }
 
-  /** Append `bytes` at the tail; resolves with its pool offset once it is persistent at the receiver. */
-  async append(bytes: Uint8Array): Promise<number> {
+  /**
+   * Append `bytes` at the tail; resolves with its pool offset once it is persistent at the receiver.
+   * `before(at)` runs once the bytes' place is reserved and before they are written (Erda publishes
+   * the object's index entry there, baselines/erda.ts).
+   */
+  async append(bytes: Uint8Array, before?: (at: number) => Promise<void>): Promise<number> {
     const len = bytes.length;
     if (this.closed) throw new RowanError(ErrorCodes.RECEIVER_CLOSED, `log of owner ${this.ownerId} is closed`);
     if (len === 0) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'an append needs at least one byte');
@@ -71,6 +75,7 @@ export class RegionLog {
     cur.inflight++;
     this.inflight++;
     try {
+      if (before) await before(at);
       await this.conn.writeAt(at, bytes);
     } finally {
       this.release(cur);

@@ -14,11 +14,14 @@
 //   tailwind Tailwind: rwrite's one log per sender stream, each write followed by the buffer's running
 //           checksum in the same WRITE, buffers opened and closed with their log's id
 //           (baselines/tailwind.ts), recovered by Algorithm 1 (shm/tailwind-log.ts).
+//   erda    Erda: rwrite's log per stream plus an 8-byte atomic index entry per key (newest and
+//           previous object offsets) written one-sidedly before each object (baselines/erda.ts).
 //
 // A stream does not own its connection: several streams of one thread share a connection, as worker
 // coroutines share a QP; close the connection yourself after closing the streams.
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { BatchStream } from './batch.js';
+import { ErdaStream } from './erda.js';
 import { RegionLog } from './region-log.js';
 import { ShareStream, type SharedLog } from './share.js';
 import { TailwindStream } from './tailwind.js';
@@ -57,6 +60,8 @@ export function openReplicationStream(mode: ReplicationMode, conn: RowanConnecti
       return new ShareStream(conn, o.sharedLog, o);
     case 'tailwind':
       return new TailwindStream(conn, { ...o, node: o.ownerId, worker: o.worker ?? 0 });
+    case 'erda':
+      return new ErdaStream(conn, o);
     default:
       throw new RowanError(ErrorCodes.BAD_ARGUMENT, `unknown replication mode '${String(mode)}' (${REPLICATION_MODES.join('|')})`);
   }

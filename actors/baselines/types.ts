@@ -3,9 +3,10 @@ import type { Clock } from '../../config/base/clock.js';
 import type { RemoteRegion } from '../../runtime/fabric/fabric.js';
 
 export type ReplicationMode = 'rowan' | 'rwrite' | 'share' | 'batch'
-  | 'tailwind';
+  | 'tailwind'
+  | 'erda';
 export const REPLICATION_MODES: readonly ReplicationMode[] = ['rowan', 'rwrite', 'share', 'batch',
-  'tailwind'];
+  'tailwind', 'erda'];
 
 export interface ReplicationStreamStats {
   /** Writes acknowledged (persistent at the receiver). */

@@ -17,6 +17,7 @@ import { REQUEST_OPS, createRequestHistograms, kvMetrics } from '../shared/node-
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import { SharedLog } from '../baselines/replication-writers.js';
+import { ERDA_NOT_BUILT } from '../baselines/erda.js';
 import { shmPaths } from '../../runtime/fabric/shm.js';
 import { closeStaleQueue } from '../../runtime/rowan/stale-queue.js';
 import { availableParallelism } from 'node:os';
@@ -328,6 +329,7 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
     log.warn({ shards: hold.size, tail: hold.tailEntries, truncated: hold.truncated, term: cluster.term }, `cold start: the ${hold.size} shard(s) this node is primary of wait for the manager to confirm it (${hold.tailEntries} entries of their restart tail to spread to their backups first)`);
   }
   const start: KvStart = { cluster, cell: cell.buffer, nodeId: o.nodeId, shared: buffers, metrics: createRequestHistograms(ACTORS_PER_ROLE_MAX).buffer };
+  if (cluster.replication === 'erda') log.warn({ mode: 'erda' }, ERDA_NOT_BUILT);
   if (cluster.replication === 'share') {
     // Share-KV: one remote log per (this node, backup node), its cursor shared by all our workers.
     start.shareLogs = {};

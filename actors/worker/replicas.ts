@@ -9,6 +9,8 @@
 //   share   one-sided writeAt; batch adds 256 B / 5 µs batching; share uses one remote log per
 //           (this node, backup) shared by the node's workers through a SharedArrayBuffer counter made
 //           by the node (KvStart.shareLogs).
+//   erda    the same with Erda's stream: rwrite's log plus an 8-byte index entry per key, written
+//           before the object (actors/baselines/erda.ts); the backup is not indexed online either.
 //           The backup does NOT index these writes online: its digest reads only the Rowan b-log. They
 //           are durable in the backup's pool (the ack means persistent there), in segments of role
 //           Remote, and a cold start indexes them (recovery scans every Control- and Remote-owned
@@ -106,7 +108,7 @@ function rowanReplicas(current: () => ClusterConfig, nodeId: number, ctx: ActorC
 /** rwrite / batch / share: a baseline stream over the Rowan connection (see the file comment). */
 function streamReplicas(cluster: ClusterConfig, current: () => ClusterConfig, nodeId: number, ctx: ActorContext, shareLogs: Record<number, SharedArrayBuffer> | undefined): ReplicaSet {
   const mode = cluster.replication;
-  if (mode !== 'rwrite' && mode !== 'batch' && mode !== 'share' && mode !== 'tailwind') throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no stream for mode ${mode}`);
+  if (mode !== 'rwrite' && mode !== 'batch' && mode !== 'share' && mode !== 'tailwind' && mode !== 'erda') throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no stream for mode ${mode}`);
   interface Link {
     conn: RowanConnection;
     stream: ReplicationStream;
