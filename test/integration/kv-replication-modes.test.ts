@@ -53,7 +53,7 @@ async function checkBackups(client: RowanClient, cluster: ClusterConfig, what: s
 }
 
 const MODES: ClusterReplicationMode[] = ['rowan', 'rpc', 'rwrite', 'batch', 'share',
-  'tailwind'];
+  'tailwind']; // erda: its own CASES below
 /** Every mode on the shm fabric; the one-sided baselines also over the tcp fabric, where the NIC grants
  *  regions per sending node (actors/nic/nic-verbs.ts): share's workers write one region through their own
  *  connections, rwrite's each allocate their own. */
@@ -62,6 +62,9 @@ const CASES: { mode: ClusterReplicationMode; fabric: 'shm' | 'tcp' }[] = [
   { mode: 'rwrite', fabric: 'tcp' },
   { mode: 'share', fabric: 'tcp' },
   { mode: 'tailwind', fabric: 'tcp' },
+  // Erda (actors/baselines/erda.ts): rwrite's logs plus an index region per stream at each backup.
+  { mode: 'erda', fabric: 'shm' },
+  { mode: 'erda', fabric: 'tcp' },
 ];
 
 for (const { mode, fabric } of CASES) {
