@@ -32,12 +32,13 @@ export const SHARD_COUNT_MAX = SLOT_COUNT;
  *   tailwind  Tailwind: rwrite's logs as checksum-terminated backup buffers, scanned (Algorithm 1) at
  *           a failover's promotion and at a cold start; backups do nothing until then.
  *   erda    Erda: rwrite's remote log per (sending worker, backup) plus, per key, an 8-byte atomic
- *           index entry (newest/previous offset) at the backup, written one-sidedly before the object.
+ *           index entry (newest/previous offset) at the backup, written one-sidedly before the object;
+ *   asymnvm AsymNVM: one one-sided write of one checksummed op-log record per operation (shm/op-log.ts).
  * Cluster-wide: every worker of every node uses the same mode. Files written before the field
  * existed read as rowan.
  */
 export const CLUSTER_REPLICATION_MODES = ['rowan', 'rpc', 'rwrite', 'batch', 'share',
-  'tailwind', 'erda'] as const;
+  'tailwind', 'erda', 'asymnvm'] as const;
 export type ClusterReplicationMode = (typeof CLUSTER_REPLICATION_MODES)[number];
 
 export interface ClusterNode {

@@ -16,10 +16,13 @@
 //           (baselines/tailwind.ts), recovered by Algorithm 1 (shm/tailwind-log.ts).
 //   erda    Erda: rwrite's log per stream plus an 8-byte atomic index entry per key (newest and
 //           previous object offsets) written one-sidedly before each object (baselines/erda.ts).
+//   asymnvm AsymNVM: rwrite's log per stream, one checksummed op-log record per operation (shm/op-log.ts,
+//           baselines/asymnvm.ts), acknowledged in log order.
 //
 // A stream does not own its connection: several streams of one thread share a connection, as worker
 // coroutines share a QP; close the connection yourself after closing the streams.
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
+import { AsymNvmStream } from './asymnvm.js';
 import { BatchStream } from './batch.js';
 import { ErdaStream } from './erda.js';
 import { RegionLog } from './region-log.js';
@@ -55,6 +58,8 @@ export function openReplicationStream(mode: ReplicationMode, conn: RowanConnecti
       return new RWriteStream(new RegionLog(conn, o));
     case 'batch':
       return new BatchStream(new RegionLog(conn, o), o);
+    case 'asymnvm':
+      return new AsymNvmStream(new RegionLog(conn, o));
     case 'share':
       if (!o.sharedLog) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'share mode needs the sending node\'s sharedLog');
       return new ShareStream(conn, o.sharedLog, o);

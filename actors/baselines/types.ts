@@ -4,7 +4,8 @@ import type { RemoteRegion } from '../../runtime/fabric/fabric.js';
 
 export type ReplicationMode = 'rowan' | 'rwrite' | 'share' | 'batch'
   | 'tailwind'
-  | 'erda';
+  | 'erda'
+  | 'asymnvm';
 export const REPLICATION_MODES: readonly ReplicationMode[] = ['rowan', 'rwrite', 'share', 'batch',
   'tailwind', 'erda'];
 

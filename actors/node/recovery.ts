@@ -6,7 +6,8 @@
 // b-log segments the previous incarnation left Using are retired to Used (or freed if nothing was written
 // to them; the caller closed the old receive queue first): the receiver posts fresh ones. The remote-log
 // regions of the one-sided baselines (role Remote) are indexed but keep their state; Tailwind's buffers
-// among them are read with its Algorithm 1 (./tailwind-recovery.ts), so a torn record is never applied.
+// among them are read with its Algorithm 1 (./tailwind-recovery.ts), so a torn record is never applied,
+// and an asymnvm op-log region is replayed record by record, up to its first torn record (./op-log-replay.ts).
 // Used b-log segments become Committed: this incarnation's digest actors never see them (the control
 // actor hands over only segments it retires itself), and with every entry now indexed from the pool
 // they are ordinary candidates for garbage collection. (Gather/scatter, ../shared/gather-scatter.ts, runs at a live
@@ -38,6 +39,7 @@ import { EntryType, scanEntries } from '../../shm/log.js';
 import { OwnerRole, SegmentState, type Pool } from '../../shm/pool.js';
 import { TLog } from '../../shm/tlog.js';
 import { newTailwindScanReport, segmentBlocks, type TailwindScanReport } from '../shared/tailwind-buffers.js';
+import { isOpLogRegion, newOpLogReplayStats, replayOpLogRegion, type OpLogReplayStats } from './op-log-replay.js';
 import { BlockApplier, invalidateBlock } from '../shared/apply.js';
 import { applyFlush, finishFlushes } from '../shared/flush-floor.js';
 import { ShardFloors } from '../shared/floors.js';
@@ -76,6 +78,8 @@ export interface RecoveryReport {
   flushed: number;
   /** Tailwind backup buffers read with Algorithm 1 (./tailwind-recovery.ts). */
   tailwind: TailwindScanReport;
+  /** asymnvm: op-log regions replayed, their intact records, and regions that ended at a torn record. */
+  opLog: OpLogReplayStats;
   ms: number;
 }
 
@@ -117,7 +121,7 @@ function recycleBlogSegment(pool: Pool, seg: number, state: number, blocks: numb
 }
 
 function emptyReport(): RecoveryReport {
-  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, untrusted: 0, freedForeign: 0, late: 0, failed: 0, flushed: 0, tailwind: newTailwindScanReport(), ms: 0 };
+  return { logSegments: 0, blogSegments: 0, entries: 0, indexed: 0, stale: 0, retiredUsing: 0, committedUsed: 0, freedEmpty: 0, indexFull: 0, untrusted: 0, freedForeign: 0, late: 0, failed: 0, flushed: 0, tailwind: newTailwindScanReport(), opLog: newOpLogReplayStats(), ms: 0 };
 }
 
 /** The segments cold start reads: contiguous logs, and b-log (and baseline remote-log) segments. */
@@ -307,9 +311,15 @@ function rebuildBlog(
     const before = pool.meta(seg);
     undigested = before.role === OwnerRole.Control && (before.state === SegmentState.Using || before.state === SegmentState.Used);
     let blocks = 0;
-    for (const b of segmentBlocks(pool, seg, limits, r.tailwind)) {
-      applier.apply(b);
-      blocks++;
+    const start = pool.segmentOffset(seg);
+    if (before.role === OwnerRole.Remote && isOpLogRegion(pool.region.bytes, start)) {
+      // asymnvm: an op log, replayed record by record up to a torn one (./op-log-replay.ts).
+      replayOpLogRegion(pool.region.bytes, start, start + pool.segmentBytes, limits, (b) => applier.apply(b), r.opLog);
+    } else {
+      for (const b of segmentBlocks(pool, seg, limits, r.tailwind)) {
+        applier.apply(b);
+        blocks++;
+      }
     }
     const m = pool.meta(seg);
     // A baseline's region (role Remote: rwrite/batch/share) is indexed but left as it is: its sender may

@@ -66,6 +66,8 @@ export function kvOf(ctx: { app: unknown }): KvStart | undefined {
 /** Where a worker lands replication writes for one backup node (a Rowan connection or a baseline). */
 export interface ReplicaChannel {
   write(bytes: Uint8Array): Promise<number>;
+  /** Several blocks of one operation as one write (asymnvm: one op-log record); absent: block by block. */
+  writeMany?(blocks: readonly Uint8Array[]): Promise<number>;
 }
 
 export interface KvShared {

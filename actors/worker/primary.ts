@@ -289,6 +289,11 @@ export class PrimaryPath {
     } catch (err) {
       throw new RowanError(ErrorCodes.REPLICATION_FAILED, `backup node ${node} unreachable: ${(err as Error).message}`);
     }
+    if (ch.writeMany && blocks.length > 1) {
+      await ch.writeMany(blocks);
+      this.core.stats.replicationWrites++;
+      return;
+    }
     for (const b of blocks) {
       await ch.write(b);
       this.core.stats.replicationWrites++;

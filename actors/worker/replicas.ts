@@ -16,6 +16,10 @@
 //           Remote, and a cold start indexes them (recovery scans every Control- and Remote-owned
 //           segment with the hole-skipping b-log scan), so a backup learns them on restart (or a promotion would
 //           have to scan them first -- not implemented for these baselines).
+//   asymnvm AsymNVM (../baselines/asymnvm.ts): rwrite's remote log per (worker, backup), one checksummed
+//           op-log record per operation -- a transaction's or a multi-block entry's blocks in one record,
+//           one write (ReplicaChannel.writeMany). The backup applies the op log at its cold start
+//           (../node/recovery.ts), record by record up to the first torn one.
 //   rpc     RPC-KV: a REPLICATE request on a pipelined client connection to the backup node's worker
 //           port shard % workerPorts.length; that worker appends, persists and indexes the entry
 //           before it replies (KvWorker.replicate), so backups are indexed online.
@@ -27,6 +31,7 @@ import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { remoteRegionOwner } from '../../config/base/ids.js';
 import { openReplicationStream, SharedLog, type ReplicationStream } from '../baselines/replication-writers.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
+import type { AsymNvmStream } from '../baselines/asymnvm.js';
 import { encodeRequest, Op, Status } from '../../runtime/rpc/frames.js';
 import { remoteError, RpcConnection } from '../../client/worker-connection.js';
 import type { ReplicaChannel } from '../shared/node-shared.js';
@@ -108,7 +113,7 @@ function rowanReplicas(current: () => ClusterConfig, nodeId: number, ctx: ActorC
 /** rwrite / batch / share: a baseline stream over the Rowan connection (see the file comment). */
 function streamReplicas(cluster: ClusterConfig, current: () => ClusterConfig, nodeId: number, ctx: ActorContext, shareLogs: Record<number, SharedArrayBuffer> | undefined): ReplicaSet {
   const mode = cluster.replication;
-  if (mode !== 'rwrite' && mode !== 'batch' && mode !== 'share' && mode !== 'tailwind' && mode !== 'erda') throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no stream for mode ${mode}`);
+  if (mode !== 'rwrite' && mode !== 'batch' && mode !== 'share' && mode !== 'tailwind' && mode !== 'erda' && mode !== 'asymnvm') throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no stream for mode ${mode}`);
   interface Link {
     conn: RowanConnection;
     stream: ReplicationStream;
@@ -135,8 +140,9 @@ function streamReplicas(cluster: ClusterConfig, current: () => ClusterConfig, no
     await l.stream.close().catch(() => {});
     await l.conn.close();
   });
+  const many = (id: number, blocks: readonly Uint8Array[]) => links.use(id, (l) => (l.stream as AsymNvmStream).writeMany(blocks));
   return {
-    channel: (id) => ({ write: (bytes) => links.use(id, (l) => l.stream.write(bytes)) }),
+    channel: (id) => ({ write: (bytes) => links.use(id, (l) => l.stream.write(bytes)), ...(mode === 'asymnvm' ? { writeMany: (b: readonly Uint8Array[]) => many(id, b) } : {}) }),
     drop: (id) => links.drop((k) => k === id),
     close: () => links.close(),
   };
