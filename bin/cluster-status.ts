@@ -6,6 +6,7 @@ import { FileConfigStore } from '../config/store.js';
 import { requestControl, socketPath } from '../runtime/endpoint.js';
 import { FAILOVER_MODES, modeLimitation } from '../actors/manager/plan.js';
 import { ERDA_NOT_BUILT } from '../actors/baselines/erda.js';
+import { ASYMNVM_CANNOT, ASYMNVM_MODE } from '../config/asymnvm.js';
 import type { KvNodeStatus as NodeStatus } from '../actors/shared/gc-status.js';
 import { listManagers, type ElectionEntry } from '../actors/manager/election.js';
 import { ZooKeeperConfigStore } from '../config/zk-store.js';
@@ -100,6 +101,7 @@ export function formatClusterStatus(s: ClusterStatus): string {
   if (limitation !== null) out.push(limitation);
   if (s.replication === 'erda') out.push(ERDA_NOT_BUILT);
   if (!FAILOVER_MODES.includes(s.replication)) out.push(`failover: NOT SUPPORTED for replication mode ${s.replication} (backups index one-sided writes only at a cold start): a dead node's shards stay unserved`);
+  if (s.replication === ASYMNVM_MODE) out.push(ASYMNVM_CANNOT);
   if (s.managers) {
     const active = s.managers.find((m) => m.active);
     out.push(active ? `configuration manager: ${active.host}:${active.port} (pid ${active.pid}) active, ${s.managers.length - 1} standby` : `configuration manager: NONE ACTIVE (${s.managers.length} in the election${s.managers.length ? ': one is taking over' : ''})`);

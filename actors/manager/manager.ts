@@ -12,6 +12,7 @@ import type { ConfigStore } from '../../config/store.js';
 import type { Logger } from '../../config/base/log.js';
 import { LeaseTable, type LeaseTiming } from './leases.js';
 import { FAILOVER_MODES, modeLimitation } from './plan.js';
+import { ASYMNVM_CANNOT, ASYMNVM_MODE } from '../../config/asymnvm.js';
 import { Rounds, roundsOf } from './rounds.js';
 import { failOver, failoverEvent, markFailover, type FailoverHost, type FailoverRecord } from './failover.js';
 import type { ManagerToNode, NodeToManager } from './protocol.js';
@@ -151,6 +152,7 @@ export class ConfigManager {
     if (!FAILOVER_MODES.includes(initial.replication)) {
       log.warn({ mode: initial.replication }, `replication mode ${initial.replication}: NO FAILOVER -- its backups index one-sided writes only at a cold start, so a promoted backup would lack acknowledged writes; a dead node's shards stay unserved`);
     }
+    if (initial.replication === ASYMNVM_MODE) log.warn({ mode: initial.replication }, ASYMNVM_CANNOT);
   }
 
   config(): ClusterConfig {

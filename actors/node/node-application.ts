@@ -23,6 +23,8 @@ import { closeStaleQueue } from '../../runtime/rowan/stale-queue.js';
 import { availableParallelism } from 'node:os';
 import { rebuildIndexesParallel } from './recovery.js';
 import { logTailwindScan } from './tailwind-recovery.js';
+import { opLogReplayLine } from './op-log-replay.js';
+import { ASYMNVM_CANNOT, ASYMNVM_MODE } from '../../config/asymnvm.js';
 import { withTornTransactions } from './torn-txns.js';
 import { FileFloorStore } from '../shared/floors.js';
 import { FileMarkStore } from '../shared/version-marks.js';
@@ -321,6 +323,7 @@ async function prepareNodeKvTrusted(o: NodeKvOptions, dataDir: string, pool: Poo
     { ...rep, term: cluster.term, shards: heldShards(cluster, o.nodeId).length, nodes: cluster.nodes.length },
     `cold start: ${rep.indexed} entries indexed from ${rep.logSegments} log and ${rep.blogSegments} b-log segments in ${rep.ms.toFixed(0)} ms`,
   );
+  if (cluster.replication === ASYMNVM_MODE) log.warn({ opLog: rep.opLog }, `cold start: ${opLogReplayLine(rep.opLog)}; ${ASYMNVM_CANNOT}`);
   const cell = ConfigCell.create(cluster, o.manager !== undefined, clock);
   const held = o.manager !== undefined ? holdUnconfirmedMoves(cell, cluster, o.nodeId) : [];
   if (held.length > 0) log.warn({ shards: held, term: cluster.term }, `cold start: shard(s) ${held.join(', ')} moving here at term ${cluster.term} wait for the manager's commit (the move may never have been prepared)`);

@@ -22,6 +22,11 @@ export function newOpLogReplayStats(): OpLogReplayStats {
   return { regions: 0, records: 0, tornRegions: 0 };
 }
 
+/** The replay in words, for the cold-start log. */
+export function opLogReplayLine(s: OpLogReplayStats): string {
+  return `replayed ${s.records} op-log record(s) from ${s.regions} region(s), ${s.tornRegions} region(s) ended at a torn record (not applied)`;
+}
+
 /** Whether the region at `start` holds an op log (its first bytes are a record's magic). */
 export function isOpLogRegion(bytes: Uint8Array, start: number): boolean {
   return new DataView(bytes.buffer, bytes.byteOffset + start, 4).getUint32(0, true) === OP_LOG_MAGIC;

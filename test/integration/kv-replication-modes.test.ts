@@ -4,12 +4,13 @@
 // replies; rowan: the digest, once filler has moved the b-log past the keys' segments); then a full
 // restart, after which every mode serves everything from the primaries and every backup's index holds
 // it too (rwrite/batch/share are indexed at a backup only by the cold start's scan of its
-// Remote-owned segments; tailwind's by its recovery scan, Algorithm 1, over the same).
+// Remote-owned segments; tailwind's by its recovery scan, Algorithm 1, over the same; asymnvm's by the
+// cold start's replay of its op-log regions).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { eventually } from '../fixtures/eventually.js';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowanClient } from '../../client/client.js';
@@ -65,6 +66,9 @@ const CASES: { mode: ClusterReplicationMode; fabric: 'shm' | 'tcp' }[] = [
   // Erda (actors/baselines/erda.ts): rwrite's logs plus an index region per stream at each backup.
   { mode: 'erda', fabric: 'shm' },
   { mode: 'erda', fabric: 'tcp' },
+  // AsymNVM: one op-log record per operation; the backup (back end) replays the op log at its cold start.
+  { mode: 'asymnvm', fabric: 'shm' },
+  { mode: 'asymnvm', fabric: 'tcp' },
 ];
 
 for (const { mode, fabric } of CASES) {
@@ -106,6 +110,12 @@ for (const { mode, fabric } of CASES) {
       const again = await RowanClient.connect({ cluster: file });
       await everyKey(async (i) => assert.equal(dec(await again.get(key(i))), expected(i), `${mode} after restart: ${key(i)}`));
       const cold = await checkBackups(again, cluster, `${mode} after restart`);
+      if (mode === 'asymnvm') {
+        for (const n of cluster.nodes) {
+          const log = readFileSync(join(dir, `node-${n.id}.log`), 'utf8');
+          assert.match(log, /replayed [1-9]\d* op-log record\(s\) from [1-9]\d* region\(s\), 0 region\(s\) ended at a torn record.*NO FAILOVER and NO GC/, `node ${n.id}'s cold start says what it replayed and what the mode cannot do`);
+        }
+      }
       await again.close();
       console.log(`replication ${mode}: ${N} keys (80 overwritten, 50 deleted) on primaries, ${online} online backup reads, ${cold} backup reads after a full restart`);
     } finally {
