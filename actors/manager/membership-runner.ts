@@ -58,17 +58,21 @@ export class MembershipRunner {
 
   wanted(): boolean {
     if (this.requests.length > 0) return true;
-    if (this.h.clock.now() < this.retryAt) return false;
     const s = this.step();
-    return s !== null && s.kind !== 'wait';
+    return s !== null && s.kind !== 'wait' && this.due(s);
+  }
+
+  /** A step is taken once the pause after a failed one is over; the removal of a leaving node that
+   *  holds nothing (drained, or failed over) at once: the step that failed was likely its own. */
+  private due(s: MembershipStep): boolean {
+    return s.kind === 'remove' || this.h.clock.now() >= this.retryAt;
   }
 
   /** The operators' requests, then one step. */
   async advance(): Promise<void> {
     for (let r = this.requests.shift(); r; r = this.requests.shift()) await this.answer(r.req, r.reply);
-    if (this.h.clock.now() < this.retryAt) return;
     const step = this.step();
-    if (step === null || step.kind === 'wait') return;
+    if (step === null || step.kind === 'wait' || !this.due(step)) return;
     const rec: MembershipRecord = { step, at: this.h.clock.now(), term: this.h.config().term };
     this.history.push(rec);
     if (this.history.length > 100) this.history.shift();
