@@ -15,7 +15,7 @@ import { keysOfShard, move, otherReplica } from '../fixtures/reshard.js';
 
 const SHARDS = 6;
 const HOT = 2;
-const PAUSE_MS = 3000;
+const PAUSE_MS = 4000;
 
 function cleanup(dir: string): void {
   if (process.env['ROWAN_TEST_KEEP'] === undefined) rmSync(dir, { recursive: true, force: true });
@@ -69,7 +69,8 @@ test('writes of the shards not being moved go on while a move is prepared and he
     console.log(`other shards' PUTs (shards ${others.join(', ')}; move of shard ${HOT} ${from}->${to} held ${PAUSE_MS} ms after its prepare): before the move ${stats(before)}; during it ${stats(during)}`);
     assert.ok(during.length > 10, `writes of other shards completed during the move (${during.length})`);
     // Held for the pause they would take ~PAUSE_MS; running they take what they took before, and at
-    // most one STALE_TERM refresh at the commit's new term.
+    // most one STALE_TERM refresh at the commit's new term (on a machine at load 45 on 2 cores that
+    // was up to 1.3 s before the move, 0.6 s during it: hence the pause's half as the bound).
     assert.ok(during.at(-1)! < PAUSE_MS / 2, `no write of another shard waited for the moved shard's prepare: ${stats(during)}`);
     assert.equal(readCluster(file).shards[HOT]!.primary, to);
   } finally {
