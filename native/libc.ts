@@ -193,6 +193,15 @@ function priorityFns(): PriorityFns {
   return prio;
 }
 
+/** SCHED_FIFO priority of the main thread while it follows a round: ahead of every ordinary thread,
+ *  behind the lease threads and the manager's (LEASE_PRIORITY; actors/node/config-follower.ts). */
+export const ROUND_PRIORITY = 1;
+/** SCHED_FIFO priority of a node's lease thread and of the manager's thread: above ROUND_PRIORITY, so
+ *  that a round's work -- a promotion's scan takes 25-140 ms of CPU on the busy machine, and SCHED_FIFO
+ *  threads of one priority never preempt each other -- in this node or any other on the host never
+ *  holds up a renewal or a grant. */
+export const LEASE_PRIORITY = 2;
+
 /** What raiseThreadPriority obtained for the calling thread. */
 export interface ThreadPriority {
   /** 'fifo': SCHED_FIFO at `level`; 'nice': SCHED_OTHER at nice `level`; 'none': unchanged. */

@@ -16,7 +16,7 @@ import { defineActor, runActor, type ActorContext } from '../../runtime/actor.js
 import { FileConfigStore } from '../../config/store.js';
 import { ZooKeeperConfigStore } from '../../config/zk-store.js';
 import type { Logger } from '../../config/base/log.js';
-import { raiseThreadPriority, type ThreadPriority } from '../../native/libc.js';
+import { LEASE_PRIORITY, raiseThreadPriority, type ThreadPriority } from '../../native/libc.js';
 import { ConfigManager } from './manager.js';
 import { leaseTiming, type LeaseTiming } from './leases.js';
 import { ManagerElection } from './election.js';
@@ -122,7 +122,7 @@ function raisePriority(log: Logger): void {
   if (process.env.ROWAN_LEASE_PRIORITY === '0') return;
   let p: ThreadPriority;
   try {
-    p = raiseThreadPriority(1, -10);
+    p = raiseThreadPriority(LEASE_PRIORITY, -10);
   } catch (err) {
     p = { kind: 'none', level: 0, refused: [(err as Error).message] };
   }

@@ -5,13 +5,13 @@
 import { Worker } from 'node:worker_threads';
 import { realTimers, type Clock, type TimerHandle } from '../../config/base/clock.js';
 import type { Logger, LogLevel } from '../../config/base/log.js';
-import { gettid, setThreadRealtime, type ThreadPriority } from '../../native/libc.js';
+import { gettid, ROUND_PRIORITY, setThreadRealtime, type ThreadPriority } from '../../native/libc.js';
 import { closeFd, openEventFd, signalEventFd } from '../../native/nonblocking-tcp.js';
 import type { TlsClientMaterial } from '../../runtime/net/tls.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { encodeLine, type NodeToManager } from '../shared/manager-protocol.js';
 import { ConfigFollower, type FollowerHooks } from './config-follower.js';
-import { ROUND_PRIORITY, type LeaseThreadData, type LeaseThreadStart, type LeaseToMain, type MainToLease } from './lease-thread-protocol.js';
+import { type LeaseThreadData, type LeaseThreadStart, type LeaseToMain, type MainToLease } from './lease-thread-protocol.js';
 import { LoadReportGate, type ShardLoad } from '../shared/shard-load.js';
 
 const entry = new URL('./lease-thread.js', import.meta.url);

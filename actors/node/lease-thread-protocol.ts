@@ -8,10 +8,6 @@ import type { ThreadPriority } from '../../native/libc.js';
 import type { TlsClientMaterial } from '../../runtime/net/tls.js';
 import type { RoundMessage } from './lease-client.js';
 
-/** SCHED_FIFO priority of the main thread while it follows a round (the lease thread's is the same:
- *  neither preempts the other; both run ahead of every ordinary thread). */
-export const ROUND_PRIORITY = 1;
-
 /** workerData of the lease thread: what is known when it is spawned, early in the node's start (its
  *  modules load while the actors start: a thread's start took 0.8 s on the busy 2-core machine). */
 export interface LeaseThreadData {

@@ -16,16 +16,14 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { monotonicClock } from '../../config/base/clock.js';
 import { createLogger } from '../../config/base/log.js';
-import { raiseThreadPriority, setThreadName, setThreadRealtime, type ThreadPriority } from '../../native/libc.js';
+import { LEASE_PRIORITY, ROUND_PRIORITY, raiseThreadPriority, setThreadName, setThreadRealtime, type ThreadPriority } from '../../native/libc.js';
 import { ConfigCell } from '../shared/config-cell.js';
 import { askBelowMs } from '../shared/peer-lease.js';
 import { LeaseClient, type LeaseSeams } from './lease-client.js';
 import { LeaseReactor, reactorCanDial } from './lease-reactor.js';
-import { ROUND_PRIORITY, type LeaseThreadData, type LeaseThreadStart, type LeaseToMain, type MainToLease } from './lease-thread-protocol.js';
+import { type LeaseThreadData, type LeaseThreadStart, type LeaseToMain, type MainToLease } from './lease-thread-protocol.js';
 
-/** SCHED_FIFO priority asked for (the lowest real-time one is enough to run ahead of every ordinary
- *  thread), and the nice value tried when real-time is refused. */
-const FIFO_PRIORITY = 1;
+/** The nice value tried when real-time is refused (SCHED_FIFO: LEASE_PRIORITY). */
 const NICE = -10;
 
 const d = workerData as LeaseThreadData;
@@ -37,7 +35,7 @@ setThreadName('rowan-lease');
 function raise(): ThreadPriority {
   if (!d.raisePriority) return { kind: 'none', level: 0, refused: ['not asked (ROWAN_LEASE_PRIORITY=0)'] };
   try {
-    return raiseThreadPriority(FIFO_PRIORITY, NICE);
+    return raiseThreadPriority(LEASE_PRIORITY, NICE);
   } catch (err) {
     return { kind: 'none', level: 0, refused: [(err as Error).message] };
   }
