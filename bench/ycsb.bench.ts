@@ -1,5 +1,5 @@
 // YCSB on a local 3-node ROWAN-KV cluster (ROWAN §6.1, §6.3, Figures 9-10, Table 2), one fresh
-// cluster per replication mode: rowan always; rpc / rwrite / batch / share / tailwind when `rowan cluster` has
+// cluster per replication mode: rowan always; rpc / rwrite / batch / share / tailwind / erda / asymnvm when `rowan cluster` has
 // --replication-mode. Per mode: load N keys with ZippyDB-sized objects, then run each cell (workload x
 // key distribution x object sizes) for a fixed duration with a closed loop of C concurrent requests
 // from this process, reporting ops/s and PUT / GET latency p50 / p99 (µs). After the last cell the

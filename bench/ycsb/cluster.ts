@@ -47,7 +47,7 @@ export function availableModes(): { modes: string[]; passMode: boolean } {
   const help = `${r.stdout ?? ''}${r.stderr ?? ''}`;
   if (!help.includes('--replication-mode')) return { modes: ['rowan'], passMode: false };
   const all = ['rowan', 'rpc', 'rwrite', 'batch', 'share',
-    'tailwind', 'erda'];
+    'tailwind', 'erda', 'asymnvm'];
   // Keep only modes the help text names (in case some are not there yet).
   const named = all.filter((m) => new RegExp(`\\b${m}\\b`).test(help.slice(help.indexOf('--replication-mode'))));
   return { modes: named.length ? named : ['rowan'], passMode: true };

@@ -17,6 +17,7 @@ import { RowanClient } from '../../client/client.js';
 import { type ClusterConfig, type ClusterReplicationMode } from '../../config/cluster.js';
 import { shardOfKey } from '../../config/slots.js';
 import { FileConfigStore } from '../../config/store.js';
+import { collectClusterStatus, formatClusterStatus } from '../../bin/cluster-status.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array | null) => (b === null ? null : new TextDecoder().decode(b));
@@ -115,6 +116,8 @@ for (const { mode, fabric } of CASES) {
           const log = readFileSync(join(dir, `node-${n.id}.log`), 'utf8');
           assert.match(log, /replayed [1-9]\d* op-log record\(s\) from [1-9]\d* region\(s\), 0 region\(s\) ended at a torn record.*NO FAILOVER and NO GC/, `node ${n.id}'s cold start says what it replayed and what the mode cannot do`);
         }
+        const status = formatClusterStatus(await collectClusterStatus(file));
+        assert.match(status, /replication \d+ \(asymnvm\)\nfailover: NOT SUPPORTED for replication mode asymnvm.*\nasymnvm: NO FAILOVER and NO GC of the op log/, status);
       }
       await again.close();
       console.log(`replication ${mode}: ${N} keys (80 overwritten, 50 deleted) on primaries, ${online} online backup reads, ${cold} backup reads after a full restart`);
