@@ -127,7 +127,9 @@ test('a copy interrupted by SIGKILL of its target, then of its source: rolled ba
     await waitFor('load to start', () => load.ops > 50, 30_000);
     const phases: string[] = [];
     for (const role of ['target', 'source'] as const) {
-      await waitFor(`${role}: every shard with 3 caught-up replicas`, () => fullyReplicated(file, 3) && (readCluster(file).dead ?? []).length === 0, 120_000, 50);
+      // A node that rejoins (the first phase's victim) turns balancing on (4 members, replication 3:
+      // actors/manager/healing.ts): the copy below is asked once that balancing is over.
+      await waitFor(`${role}: every shard with 3 caught-up replicas, no balancing`, () => fullyReplicated(file, 3) && (readCluster(file).dead ?? []).length === 0 && !readCluster(file).balancing, 120_000, 50);
       const c = readCluster(file);
       const source = c.shards[HOT]!.primary;
       const target = nonReplica(c, HOT)!;
