@@ -5,23 +5,26 @@
 //
 //   add        term t+1: the node listed in `nodes` holding no shard, `balancing` set. Its process
 //              starts from this configuration (it finds its entry), says hello and gets leases.
-//   balance    while `balancing` and nothing is moving: one step, deterministic. Replicas are weighed
-//              by their shard's bytes and load as well as counted (./shard-weights.ts: the mean shard
-//              weighs 1; without statistics every shard does) --
-//                replicas  the member whose replicas weigh most (lowest id on a tie) copies one to the
-//                          one whose weigh least, when they differ by more than one average replica
-//                          (a backup first: no handover), the shard that brings the two closest
-//                          (lowest id on a tie) and weighs less than their difference (so every step
-//                          evens the spread out: it ends);
-//                primaries then likewise from the member whose primaries weigh most to one that
-//                          holds a full backup of the shard (a plain move, nothing copied).
+//   balance    while `balancing` and nothing is moving: one step, deterministic. Replicas are counted
+//              and weighed by their shard's bytes and load (./shard-weights.ts: the mean shard weighs
+//              1; without statistics every shard does). Counts stay fair; the weights decide which
+//              replica goes where --
+//                replicas  while two members' counts differ by 2 or more, the one holding most
+//                          (heaviest, then lowest id on a tie) copies one replica to the one holding
+//                          fewest (lightest on a tie): the shard that brings their weights closest (a
+//                          backup first: no handover; lowest id on a tie). Then, between members whose
+//                          counts differ by one, a copy that keeps them fair where the giver weighs
+//                          more than one average replica above the taker, of a shard lighter than
+//                          that difference (every step lowers a sum of squares: balancing ends);
+//                primaries then likewise with the primary roles, to a member that holds a full
+//                          backup of the shard (a plain move, nothing copied).
 //              Nothing left to do: term t+1 without `balancing`.
 //   leave      term t+1: the node listed in `leaving` (refused, ROWAN_ERR_TOO_FEW_NODES, when the
 //              members left would be fewer than the replication factor).
 //   drain      while it is leaving and nothing is moving: one step -- a shard it is primary of hands
-//              the role to a full backup (the one whose primaries weigh least; a copy when it has none),
-//              then a shard it is a backup of is copied to the member whose replicas weigh least among
-//              those holding none of it.
+//              the role to a full backup (the one primary of fewest, the lightest on a tie; a copy when
+//              it has none), then a shard it is a backup of is copied to the member holding fewest
+//              replicas (the lightest on a tie) among those holding none of it.
 //   remove     it holds nothing and no task names it: term t+1 with it out of `nodes`, `leaving` and
 //              `dead`, its id in `retired` (never given again). Its next renewal is answered `evicted`:
 //              the process stops.
@@ -136,11 +139,6 @@ export function spread(c: ClusterConfig, members: readonly number[], weights?: r
   return { replicas, primaries };
 }
 
-/** Members by `count` descending (most first), lowest id first on a tie. */
-function byMost(count: Map<number, number>): number[] {
-  return [...count.keys()].sort((a, b) => count.get(b)! - count.get(a)! || a - b);
-}
-
 const holds = (c: ClusterConfig, shard: number, node: number) => c.shards[shard]!.primary === node || c.shards[shard]!.backups.includes(node);
 const fullBackup = (c: ClusterConfig, shard: number, node: number) => c.shards[shard]!.backups.includes(node) && !isCatchingUp(c, shard, node);
 
@@ -172,8 +170,10 @@ export function nextMembershipStep(c: ClusterConfig, reachable: ReadonlySet<numb
 function drainStep(c: ClusterConfig, node: number, reachable: ReadonlySet<number>, weights: readonly number[]): MembershipStep | null {
   if ((c.dead ?? []).includes(node) || !reachable.has(node)) return null; // its failover takes its replicas
   const staying = stayingMembers(c).filter((n) => reachable.has(n));
-  const { replicas, primaries } = spread(c, staying, weights);
-  const fewest = (count: Map<number, number>, ok: (n: number) => boolean) => [...count.keys()].sort((a, b) => count.get(a)! - count.get(b)! || a - b).find(ok);
+  const counted = spread(c, staying);
+  const weighed = spread(c, staying, weights);
+  const [replicas, primaries] = [{ n: counted.replicas, w: weighed.replicas }, { n: counted.primaries, w: weighed.primaries }];
+  const fewest = (x: Tally, ok: (n: number) => boolean) => lightestFirst(x).find(ok);
   for (const s of c.shards) {
     if (s.primary !== node) continue;
     const to = fewest(primaries, (n) => fullBackup(c, s.id, n));
@@ -189,18 +189,30 @@ function drainStep(c: ClusterConfig, node: number, reachable: ReadonlySet<number
   return null;
 }
 
-/** One copy from the member whose replicas weigh most to one whose weigh least, else one primary role
- *  from the member whose primaries weigh most to one that holds a full backup; null: balanced. */
+/** Each member's count and weight (of its replicas, or of its primaries). */
+interface Tally {
+  n: Map<number, number>;
+  w: Map<number, number>;
+}
+
+/** Members by count ascending, then weight ascending, then id. */
+function lightestFirst(x: Tally): number[] {
+  return [...x.n.keys()].sort((a, b) => x.n.get(a)! - x.n.get(b)! || x.w.get(a)! - x.w.get(b)! || a - b);
+}
+
+/** One copy from a member holding more replicas to one holding fewer, else one primary role likewise
+ *  (to a member holding a full backup); null: balanced. See the header for which and why. */
 export function balanceStep(c: ClusterConfig, reachable: ReadonlySet<number>, stats?: ShardStats): MembershipStep | null {
   const members = stayingMembers(c).filter((n) => reachable.has(n));
   const w = shardWeights(c, stats);
-  const { replicas, primaries } = spread(c, members, w);
-  const copy = evenOut(replicas, w, (from, to) => [
+  const counted = spread(c, members);
+  const weighed = spread(c, members, w);
+  const copy = evenOut({ n: counted.replicas, w: weighed.replicas }, w, (from, to) => [
     c.shards.filter((s) => s.backups.includes(from) && !holds(c, s.id, to)), // a backup first: no handover
     c.shards.filter((s) => s.primary === from && !holds(c, s.id, to)),
   ]);
   if (copy) return { kind: 'copy', move: copy, why: 'balance' };
-  const move = evenOut(primaries, w, (from, to) => [c.shards.filter((s) => s.primary === from && fullBackup(c, s.id, to))]);
+  const move = evenOut({ n: counted.primaries, w: weighed.primaries }, w, (from, to) => [c.shards.filter((s) => s.primary === from && fullBackup(c, s.id, to))]);
   return move ? { kind: 'move', move, why: 'balance' } : null;
 }
 
@@ -208,22 +220,27 @@ export function balanceStep(c: ClusterConfig, reachable: ReadonlySet<number>, st
 const EPS = 1e-9;
 
 /**
- * The heaviest member (by `total`) and the lightest it can give to, when they differ by more than one
- * average replica (weight 1), and the shard to give: of the first group of candidates that has one,
- * the shard whose weight brings the two closest (lowest id on a tie), among those lighter than their
- * difference (the spread's sum of squares falls with every step, so balancing ends). Null: none.
+ * A member holding more (count) to one holding fewer, and the shard to give. Counts first: while two
+ * members differ by 2 or more, the one holding most (heaviest on a tie) gives to the one holding fewest
+ * (lightest on a tie) whichever candidate brings their weights closest. Then, where they differ by
+ * one -- a move keeps the counts fair -- only when the giver weighs more than one average replica
+ * above the taker, and only a shard lighter than that difference (the weights' sum of squares falls).
+ * Of the groups of candidates, the first that has one; the lowest shard id on a tie. Null: none.
  */
-function evenOut(total: Map<number, number>, w: readonly number[], groups: (from: number, to: number) => { id: number }[][]): Move | null {
-  const order = byMost(total);
-  for (const from of order) {
-    for (const to of [...order].reverse()) {
-      const d = total.get(from)! - total.get(to)!;
-      if (d <= 1 + EPS) break;
+function evenOut(x: Tally, w: readonly number[], groups: (from: number, to: number) => { id: number }[][]): Move | null {
+  const up = lightestFirst(x);
+  const down = [...x.n.keys()].sort((a, b) => x.n.get(b)! - x.n.get(a)! || x.w.get(b)! - x.w.get(a)! || a - b);
+  for (const from of down) {
+    for (const to of up) {
+      const dn = x.n.get(from)! - x.n.get(to)!;
+      const dw = x.w.get(from)! - x.w.get(to)!;
+      if (dn <= 0) break;
+      if (dn === 1 && dw <= 1 + EPS) continue;
       for (const group of groups(from, to)) {
         let best: { id: number; gap: number } | null = null;
         for (const s of group) {
-          const gap = Math.abs(d - 2 * w[s.id]!);
-          if (w[s.id]! < d - EPS && (best === null || gap < best.gap - EPS)) best = { id: s.id, gap };
+          const gap = Math.abs(dw - 2 * w[s.id]!);
+          if ((dn >= 2 || w[s.id]! < dw - EPS) && (best === null || gap < best.gap - EPS)) best = { id: s.id, gap };
         }
         if (best) return { shard: best.id, from, to };
       }

@@ -149,18 +149,16 @@ test('shard weights: 1 each without statistics; the mean of count, bytes and loa
   assert.ok(hot[2]! > 1.9 && hot[0]! < 0.7, JSON.stringify(hot));
 });
 
-test('a node added: with one shard 10x the others\' bytes, the replicas spread by weight and the bytes more evenly than by counts, deterministically', () => {
+test('a node added: with one shard 10x the others\' bytes, counts stay fair and the bytes spread more evenly than by counts alone, deterministically', () => {
   const members = [0, 1, 2, 3];
   const all = new Set(members);
-  const bytes: Record<number, number> = { 0: 100, 1: 100, 2: 100, 3: 100, 4: 100, 5: 100, 6: 100, 7: 1000 };
-  const c1 = planAddNode(cluster(3, 8, 2), node(3));
+  const bytes: Record<number, number> = { 0: 100, 1: 100, 2: 100, 3: 100, 4: 100, 5: 100, 6: 1000 };
+  const c1 = planAddNode(cluster(3, 7, 2), node(3));
   const counted = run(c1, all).c;
   const weighed = run(c1, all, stats(bytes));
   assert.deepEqual(run(c1, all, stats(bytes)).steps, weighed.steps, 'the same statistics, the same steps');
   assert.equal(weighed.kinds.at(-1), 'balanced');
-  const w = shardWeights(weighed.c, stats(bytes));
-  const { replicas } = spread(weighed.c, members, w);
-  assert.ok(Math.max(...replicas.values()) - Math.min(...replicas.values()) <= 1 + 1e-9, `replicas by weight ${JSON.stringify([...replicas])}`);
+  assertFair(weighed.c, members);
   const spreadOf = (m: Map<number, number>) => Math.max(...m.values()) - Math.min(...m.values());
   const byCount = bytesHeld(counted, members, bytes);
   const byWeight = bytesHeld(weighed.c, members, bytes);
@@ -171,18 +169,18 @@ test('a node added: with one shard 10x the others\' bytes, the replicas spread b
 test('primaries by load: the member primary of a hot shard gives its other primary roles away', () => {
   const members = [0, 1, 2, 3];
   const all = new Set(members);
-  const c1 = planAddNode(cluster(3, 8, 3), node(3));
-  const grown = run(c1, all).c; // spread by counts
-  const hotShard = grown.shards[0]!;
+  const c1 = planAddNode(cluster(3, 6, 3), node(3));
+  const grown = run(c1, all).c; // spread by counts: 2, 2, 1, 1 primaries
+  const before = spread(grown, members).primaries;
+  const hotShard = grown.shards.find((s) => before.get(s.primary) === 2)!; // on a member primary of 2
   const load = stats({}, Object.fromEntries(grown.shards.map((s) => [s.id, s.id === hotShard.id ? 5000 : 100])));
   const again = run({ ...structuredClone(grown), term: grown.term + 1, balancing: true }, all, load);
   assert.equal(again.kinds.at(-1), 'balanced');
+  assert.ok(again.kinds.includes('move'), `a primary role moved: ${JSON.stringify(again.steps)}`);
   const hotNode = again.c.shards[hotShard.id]!.primary;
   const { primaries } = spread(again.c, members);
   assert.ok(primaries.get(hotNode)! < Math.max(...primaries.values()), `node ${hotNode} (primary of the hot shard) is primary of fewer shards: ${JSON.stringify([...primaries])}; steps ${JSON.stringify(again.steps)}`);
-  const w = shardWeights(again.c, load);
-  const weighed = spread(again.c, members, w).primaries;
-  assert.ok(Math.max(...weighed.values()) - Math.min(...weighed.values()) <= Math.max(...w) + 1e-9, JSON.stringify([...weighed]));
+  assertFair(again.c, members);
 });
 
 test('decommission: a backup goes to the member whose replicas weigh least, not the one holding fewest', () => {
