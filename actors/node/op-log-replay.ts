@@ -27,7 +27,8 @@ export function opLogReplayLine(s: OpLogReplayStats): string {
   return `replayed ${s.records} op-log record(s) from ${s.regions} region(s), ${s.tornRegions} region(s) ended at a torn record (not applied)`;
 }
 
-/** Whether the region at `start` holds an op log (its first bytes are a record's magic). */
+/** Whether the region at `start` holds an op log (its first bytes are a record's magic). A region of
+ *  log blocks cannot be taken for one: a block starts with its entry type (1-4), the magic with 0x41. */
 export function isOpLogRegion(bytes: Uint8Array, start: number): boolean {
   return new DataView(bytes.buffer, bytes.byteOffset + start, 4).getUint32(0, true) === OP_LOG_MAGIC;
 }
