@@ -43,7 +43,7 @@ export const configSchema = z.strictObject({
     kind: oneOf(FABRIC_KINDS as unknown as readonly [FabricKind, ...FabricKind[]]).describe('how Rowan writes reach this node: shm (same host), tcp (the nic actor), verbs (RDMA)'),
     host: z.string({ message: 'must be a non-empty address' }).min(1, { message: 'must be a non-empty address' }).describe('address the nic (tcp) or the verbs side channel (verbs) listens on'),
     port: intIn(0, 65535).describe('port the nic (tcp) or the verbs side channel (verbs: QP endpoints are exchanged there) listens on (0: any free port)'),
-    remoteSegmentsMax: intIn(1, 1 << 20).describe('segments one peer node\'s one-sided regions (rwrite/batch/share over the tcp fabric) may hold in this pool until GC frees them; one more ALLOC gets ROWAN_ERR_QUOTA (rowan start --remote-segments-max)'),
+    remoteSegmentsMax: intIn(1, 1 << 20).describe('segments one peer node\'s one-sided regions (rwrite/batch/share/tailwind/erda/asymnvm over the tcp fabric) may hold in this pool until GC frees them; one more ALLOC gets ROWAN_ERR_QUOTA (rowan start --remote-segments-max)'),
   }),
   pool: z.strictObject({
     segmentCount: intIn(1, 1 << 20).describe('PM segments in the pool'),
