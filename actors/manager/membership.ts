@@ -17,7 +17,8 @@
 //                          more than one average replica above the taker, of a shard lighter than
 //                          that difference (every step lowers a sum of squares: balancing ends);
 //                primaries then likewise with the primary roles, to a member that holds a full
-//                          backup of the shard (a plain move, nothing copied).
+//                          backup of the shard (a plain move, nothing copied); where none does, along
+//                          a chain of full backups (primaryChain).
 //              Nothing left to do: term t+1 without `balancing`.
 //   leave      term t+1: the node listed in `leaving` (refused, ROWAN_ERR_TOO_FEW_NODES, when the
 //              members left would be fewer than the replication factor).
@@ -212,8 +213,49 @@ export function balanceStep(c: ClusterConfig, reachable: ReadonlySet<number>, st
     c.shards.filter((s) => s.primary === from && !holds(c, s.id, to)),
   ]);
   if (copy) return { kind: 'copy', move: copy, why: 'balance' };
-  const move = evenOut({ n: counted.primaries, w: weighed.primaries }, w, (from, to) => [c.shards.filter((s) => s.primary === from && fullBackup(c, s.id, to))]);
+  const move = evenOut({ n: counted.primaries, w: weighed.primaries }, w, (from, to) => [c.shards.filter((s) => s.primary === from && fullBackup(c, s.id, to))]) ?? primaryChain(c, counted.primaries);
   return move ? { kind: 'move', move, why: 'balance' } : null;
+}
+
+/**
+ * Primary roles whose counts differ by 2 or more where no member holding most is primary of a shard
+ * the member holding fewest fully backs up: roles pass along a chain of full backups. From each member
+ * holding fewest (min), a breadth-first search backwards over "X is primary of a shard T fully backs
+ * up", through members holding min + 1 only, to one holding min + 2 or more; the step is the chain's
+ * last hop, X to T (X goes to min, T to min + 1: no count leaves [min, max]). The member it leaves at
+ * min is one hop nearer the surplus, so the next steps walk the chain down to a direct move (evenOut),
+ * which lowers the counts' sum of squares. The nearest chain first; lowest ids on a tie. Null: none.
+ */
+function primaryChain(c: ClusterConfig, n: Map<number, number>): Move | null {
+  const min = Math.min(...n.values());
+  let best: { dist: number; move: Move } | null = null;
+  for (const t of [...n.keys()].filter((m) => n.get(m) === min).sort((a, b) => a - b)) {
+    const found = chainTo(c, n, t, min);
+    if (found && (best === null || found.dist < best.dist)) best = found;
+  }
+  return best?.move ?? null;
+}
+
+/** The nearest chain into `t` (see primaryChain): its length and its last hop. */
+function chainTo(c: ClusterConfig, n: Map<number, number>, t: number, min: number): { dist: number; move: Move } | null {
+  const hop = new Map<number, Move>([[t, { shard: -1, from: t, to: t }]]);
+  let frontier = [t];
+  for (let dist = 1; frontier.length > 0; dist++) {
+    const next: number[] = [];
+    for (const y of frontier) {
+      for (const s of c.shards) {
+        const x = s.primary;
+        if (!n.has(x) || hop.has(x) || !fullBackup(c, s.id, y)) continue;
+        const last = y === t ? { shard: s.id, from: x, to: t } : hop.get(y)!;
+        if (n.get(x)! >= min + 2) return { dist, move: last };
+        if (n.get(x)! !== min + 1) continue;
+        hop.set(x, last);
+        next.push(x);
+      }
+    }
+    frontier = next.sort((a, b) => a - b);
+  }
+  return null;
 }
 
 /** Slack on the weight comparisons (weights are multiples of 1e-6, ./shard-weights.ts). */

@@ -194,3 +194,17 @@ test('decommission: a backup goes to the member whose replicas weigh least, not 
   assert.ok(!weighed.nodes.some((n) => n.id === 3));
   assert.ok(Math.max(...held.values()) <= Math.max(...bytesHeld(counted, [0, 1, 2], bytes).values()), `by weight ${JSON.stringify([...held])}`);
 });
+
+test('primaries: the member primary of fewest takes a role along a chain of full backups when it backs up none of the surplus member\'s shards', () => {
+  // Replicas fair (3 each); primaries 0/1/2/1/1/1; node 0 is a full backup of shards whose primaries hold
+  // one role each, none of node 2's: no direct move evens them out (seen in grow-shrink-netns after a
+  // node rejoined: balancing ended with 0 primaries on it).
+  const layout: [number, number[]][] = [[2, [1, 3]], [2, [4, 5]], [1, [0, 3]], [3, [0, 4]], [4, [0, 5]], [5, [1, 2]]];
+  const base = cluster(6, 6, 3);
+  const c0: ClusterConfig = { ...base, balancing: true, shards: base.shards.map((s, i) => ({ ...s, primary: layout[i]![0], backups: layout[i]![1] })) };
+  const all = new Set([0, 1, 2, 3, 4, 5]);
+  assert.deepEqual(nextMembershipStep(c0, all), { kind: 'move', move: { shard: 2, from: 1, to: 0 }, why: 'balance' }, 'node 1 hands shard 2 to node 0 (node 2 then hands shard 0 to node 1)');
+  const { c, kinds } = run(c0, all);
+  assert.deepEqual(kinds, ['move', 'move', 'balanced']);
+  assertFair(c, [0, 1, 2, 3, 4, 5]);
+});
