@@ -54,6 +54,19 @@ export class BlockAssembler {
     return out;
   }
 
+  /** Forget the pending entries of the shards `gone` names (their other blocks are not coming here);
+   *  returns how many. */
+  dropShards(gone: (shard: number) => boolean): number {
+    let n = 0;
+    for (const id of this.open.keys()) {
+      if (gone(Number(id.slice(0, id.indexOf(':'))))) {
+        this.open.delete(id);
+        n++;
+      }
+    }
+    return n;
+  }
+
   /** Forget every pending entry, e.g. after the segments holding their blocks were given up. */
   clear(): void {
     this.open.clear();

@@ -7,7 +7,9 @@
 // version per owned shard) and keeps the CommitVerArray from the <shard, CommitVer> entries primaries
 // write. The segment is committed for this actor once every shard's max version is at or below that
 // shard's CommitVer, and no multi-block entry still waiting for blocks has a block in it (its copy in
-// the digest log does not exist yet). Each digest actor owns only some shards, so it votes in the
+// the digest log does not exist yet). Only shards the node still backs up count: one promoted here or
+// moved away gets no CommitVer from its primary any more (its last blocks would hold the segment Used
+// for good, and with it every floor raised after it; the simulator's digest check). Each digest actor owns only some shards, so it votes in the
 // shared `votes` word of the segment; the last vote moves the segment Used -> Committed, where clean
 // actors can reclaim it. Partial entries that stay incomplete for PARTIAL_GIVE_UP_SEGMENTS further
 // segments are dropped (a sender that died mid-entry; its write was never acknowledged).
@@ -47,6 +49,10 @@ export class DigestSegments {
   private readonly epochSlot: number;
   private readonly floors: ShardFloors | null = null;
   private readonly tracker = new FloorTracker();
+  /** Whether `shard` is gone from this node's backups for the commit rule: not backed up in the
+   *  configuration now, and not still being promoted here (a promotion scans the Used segments: they
+   *  stay Used until it is done). Never, without a cluster. */
+  private gone: (shard: number) => boolean = () => false;
   /** Raw floors raised while digesting the current segment. */
   private raised: Map<number, number> | null = null;
   readonly scan = newBlogScanStats();
@@ -84,6 +90,7 @@ export class DigestSegments {
         refresh();
         return backupOf.has(shard);
       };
+      this.gone = (shard) => !backs(shard) && !cell.shardBlocked(shard);
       const mine = (shard: number): boolean => shard % who.count === who.id;
       this.shared = attachKvShared(kv.shared, this.pool.region);
       if (this.shared.gc) this.votes = new Int32Array(this.shared.gc.buffers.votes);
@@ -139,9 +146,21 @@ export class DigestSegments {
     return this.checkCommitted();
   }
 
+  /** Pending segments held back only by shards this node no longer backs up (none: see
+   *  checkCommitted), after checking them again now; the simulator's check. */
+  heldByShardsGone(): { segment: number; shards: number[] }[] {
+    if (this.applier) this.checkCommitted();
+    const commitVer = this.applier?.commitVer ?? new Map<number, number>();
+    return this.pending
+      .map((p) => ({ segment: p.segment, over: [...p.maxVer].filter(([s, mv]) => mv > (commitVer.get(s) ?? 0)).map(([s]) => s) }))
+      .filter((p) => p.over.length > 0 && p.over.every(this.gone))
+      .map((p) => ({ segment: p.segment, shards: p.over }));
+  }
+
   /** Vote for every pending segment now committed for this actor's shards (see the header). */
   private checkCommitted(): number[] {
     const applier = this.applier!;
+    this.droppedPartials += applier.dropShards(this.gone);
     const held = new Set(applier.pendingBlockOffsets().map((o) => this.pool.segmentOf(o)));
     const done: number[] = [];
     let giveUp = false;
@@ -149,7 +168,9 @@ export class DigestSegments {
       const p = this.pending[i]!;
       let ready = true;
       for (const [shard, mv] of p.maxVer) {
-        if (mv > (applier.commitVer.get(shard) ?? 0)) {
+        // A shard this node no longer backs up (promoted here, once its promotion has scanned the Used
+        // segments; or moved away) gets no CommitVer from its primary any more: it holds nothing back.
+        if (mv > (applier.commitVer.get(shard) ?? 0) && !this.gone(shard)) {
           ready = false;
           break;
         }

@@ -193,6 +193,13 @@ export class BlockApplier {
     return this.txns.pending === 0 ? out : out.concat(this.txns.pendingOffsets());
   }
 
+  /** Give up the partial entries and incomplete transactions of the shards `gone` names (no longer
+   *  backed up here: what is missing of them will not come, nor a CommitVer covering them). */
+  dropShards(gone: (shard: number) => boolean): number {
+    if (this.assembler.pending === 0 && this.txns.pending === 0) return 0;
+    return this.assembler.dropShards(gone) + this.txns.dropShards(gone);
+  }
+
   /** Give up partial entries (their remaining blocks are not coming). Incomplete transactions stay
    *  until a CommitVer covers them (their segments are held until then, see pendingBlockOffsets). */
   dropPending(): number {

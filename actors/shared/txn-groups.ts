@@ -66,6 +66,18 @@ export class TxnGroups {
     return out;
   }
 
+  /** Drop the groups of the shards `gone` names; returns how many. */
+  dropShards(gone: (shard: number) => boolean): number {
+    let n = 0;
+    for (const [id, g] of this.open) {
+      if (gone(g.shard)) {
+        this.open.delete(id);
+        n++;
+      }
+    }
+    return n;
+  }
+
   /** Drop the groups of `shard` at or below `commitVer` (finished by their primary, never whole here). */
   dropCovered(shard: number, commitVer: number): number {
     let n = 0;

@@ -24,7 +24,7 @@ import { idOf, shardOfKey } from './clients.js';
 import type { SimNode } from './node.js';
 
 export interface Finding {
-  check: 'gc' | 'replicas' | 'versions' | 'history' | 'primaries' | 'run';
+  check: 'gc' | 'digest' | 'replicas' | 'versions' | 'history' | 'primaries' | 'run';
   node?: number;
   detail: string;
 }
@@ -49,6 +49,13 @@ export function checkIndexes(n: SimNode): Finding[] {
     });
   });
   return out;
+}
+
+/** No b-log segment stays Used for a shard the node no longer backs up (promoted here, or moved away):
+ *  its primary sends it no CommitVer any more, so the segment would never commit, its floors never
+ *  become effective, and the b-log would leak a segment per such shard and failover. */
+export function checkDigestHeld(n: SimNode): Finding[] {
+  return n.digest.heldByShardsGone().map((p) => ({ check: 'digest', node: n.id, detail: `b-log segment ${p.segment} held Used by shard(s) ${p.shards.join(', ')}, which node ${n.id} no longer backs up (term ${n.cell.term()})` }));
 }
 
 /** Read every key a node holds a full replica of in `c` from its own index (a cold-started replica's answers). */

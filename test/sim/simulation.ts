@@ -6,7 +6,7 @@ import { liveNodes, planCluster, type ClusterConfig } from '../../config/cluster
 import type { Logger } from '../../config/base/log.js';
 import { leaseTiming, type LeaseTiming } from '../../actors/manager/leases.js';
 import type { Operation } from '../check/linearizability.js';
-import { checkHistory, checkIndexes, checkReplicaVersions, newestAcknowledged, replicaReads, type Finding } from './checks.js';
+import { checkDigestHeld, checkHistory, checkIndexes, checkReplicaVersions, newestAcknowledged, replicaReads, type Finding } from './checks.js';
 import { emptyShape, keyName, shardOfKey, SimClients, type ClientOptions } from './clients.js';
 import { EventLoop } from './loop.js';
 import { mutations, type MutationName } from './mutations.js';
@@ -196,7 +196,7 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   if (managed && !manager.up) manager.boot(false);
   for (const n of nodes) if (!n.up) bootNode(n, findings);
   await settle(loop, nodes, store, o.settleMs);
-  for (const n of nodes) if (n.up) findings.push(...checkIndexes(n));
+  for (const n of nodes) if (n.up) findings.push(...checkIndexes(n), ...checkDigestHeld(n));
 
   // Final reads on the primaries, then a power cycle of every member and its replicas' answers.
   // Every key a client wrote is read back, the churn clients' too (a tombstone dropped too early
