@@ -12,10 +12,12 @@
 // files' spec lines never interleave); fault files one at a time. Each file is told its lane
 // (ROWAN_TEST_LANE of ROWAN_TEST_LANES): test/fixtures/cluster.ts randomBasePort picks cluster ports
 // only in its lane's share of the range, so two files running together never pick the same ports.
-// At the end: a table of the files by time, the failures, and the skipped tests with their reasons.
+// At the end: a table of the files by time (every file's start and duration also to
+// ROWAN_TEST_TIMES_FILE, default $TMPDIR/rowan-test-times.json), the failures, and the skipped tests
+// with their reasons.
 // Under CI (CI set and not 'false') a skipped test fails the run: in CI every tool a test needs is
 // installed (.ci/run), so a skip there means a test did not run, not a machine without the tool.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { spawn } from 'node:child_process';
@@ -106,21 +108,28 @@ async function lane(index, jobs, suite) {
   while (next < files.length && suiteOf(files[next]) === suite) {
     const i = next++;
     const tapFile = join(tapDir, `${i}.tap`);
+    const startedAt = Date.now() - t0;
     const done = await runFile(files[i], tapFile, jobs > 1, index, jobs);
-    results[i] = { file: relative(distTest, files[i]), ...done, ...readTap(tapFile) };
+    results[i] = { file: relative(distTest, files[i]), startedAt, ...done, ...readTap(tapFile) };
   }
 }
+const suiteMs = new Map();
 while (next < files.length) {
   const jobs = jobsOf(files[next]);
   const suite = suiteOf(files[next]);
+  const s0 = Date.now();
   await Promise.all(Array.from({ length: jobs }, (_, i) => lane(i, jobs, suite)));
+  suiteMs.set(suite, (suiteMs.get(suite) ?? 0) + Date.now() - s0);
 }
 rmSync(tapDir, { recursive: true, force: true });
 
+// Every file's start and duration, for packing the suites (ROWAN_TEST_TIMES_FILE names where).
+const timesFile = process.env.ROWAN_TEST_TIMES_FILE ?? join(tmpdir(), 'rowan-test-times.json');
+writeFileSync(timesFile, JSON.stringify(results.map((r) => ({ file: r.file, startedAt: r.startedAt, ms: r.ms, pass: r.pass, fail: r.fail }))));
 const secs = (ms) => (ms / 1000).toFixed(1).padStart(7);
 const failed = results.filter((r) => r.code !== 0 || r.fail > 0 || r.overBudget);
 const skipped = results.flatMap((r) => r.skipped.map((s) => `${r.file}: ${s}`));
-console.log(`\ntest: ${files.length} files in ${((Date.now() - t0) / 60_000).toFixed(1)} min; the slowest:`);
+console.log(`\ntest: ${files.length} files in ${((Date.now() - t0) / 60_000).toFixed(1)} min (${[...suiteMs].map(([s, ms]) => `${s} ${(ms / 60_000).toFixed(1)}`).join(', ')}); the slowest:`);
 for (const r of [...results].sort((a, b) => b.ms - a.ms).slice(0, 15)) {
   console.log(`  ${secs(r.ms)} s  ${r.file}  (${r.pass} passed${r.fail ? `, ${r.fail} failed` : ''}${r.skipped.length ? `, ${r.skipped.length} skipped` : ''})`);
 }
