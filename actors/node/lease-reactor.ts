@@ -251,7 +251,9 @@ export class LeaseReactor implements Timers {
     const now = this.clock.now();
     for (const t of this.timers) {
       if (!t.live || t.at > now) continue;
-      if (t.every > 0) t.at = t.at + t.every > now ? t.at + t.every : now + t.every; // a late tick is not made up for
+      // A late tick is not made up for; the next keeps the interval's phase (the lease client starts
+      // its renewals on a grid shared by the host's nodes, ./lease-client.ts renewGridDelayMs).
+      if (t.every > 0) t.at += t.every * (Math.floor((now - t.at) / t.every) + 1);
       else this.timers.delete(t);
       t.fn();
     }
