@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import type { StoreSpec } from '../config/store-spec.js';
-import { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath } from '../config/zk-store.js';
+import { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath } from '../config/zk-path.js';
 
 export interface StoreFlags {
   cluster?: string;

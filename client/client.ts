@@ -41,7 +41,7 @@ import { defaultLimits } from '../config/limits.js';
 import { defaultTimings } from '../config/timings.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { EXPIRY_MS_MAX, ExpiryKind, Op, Status, encodeRequest, type ExpiryKindCode, type FrameLimits, type Response } from '../runtime/rpc/frames.js';
-import { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath } from '../config/zk-store.js';
+import { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath } from '../config/zk-path.js';
 import { initialConfig, parseClusterJson, refreshConfig, type ClusterSource } from './config-source.js';
 import { RpcConnection, endpointKey, remoteError, type Endpoint } from './worker-connection.js';
 import { checkSizes, parseEndpoint, primaryEndpoint, shardOfKey, toBytes, workerEndpoint } from './routing.js';

@@ -27,15 +27,10 @@ import { ErrorCodes, RowanError } from './base/errors.js';
 import { validateCluster, type ClusterConfig } from './cluster.js';
 import type { ConfigStore } from './store.js';
 import { defaultTimings } from './timings.js';
+import { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath } from './zk-path.js';
 
-export const DEFAULT_ZK_CLUSTER_NAME = 'default';
-
-/** The znode a cluster's configuration lives in. */
-export function zkConfigPath(clusterName: string): string {
-  if (!/^[A-Za-z0-9._-]+$/.test(clusterName) || clusterName === '.' || clusterName === '..')
-    throw new RowanError(ErrorCodes.BAD_ARGUMENT, `cluster name '${clusterName}': letters, digits, '.', '_' and '-' only`);
-  return `/rowan/${clusterName}/config`;
-}
+// Re-exported: callers that only name the znode import ./zk-path.js, without the ZooKeeper client.
+export { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath };
 
 /** 'stalled': a reconnect handshake got no answer and was restarted (see the header). */
 export type ZkSessionState = 'connected' | 'disconnected' | 'expired' | 'closed' | 'stalled';
