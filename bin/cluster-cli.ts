@@ -24,7 +24,7 @@ import { threadPolicies } from '../config/model.js';
 import { loadTls } from '../runtime/net/tls.js';
 import { CLUSTER_REPLICATION_MODES, newChecksumSeed, planCluster, type ClusterConfig, type ClusterReplicationMode } from '../config/cluster.js';
 import { FileConfigStore, type ConfigStore } from '../config/store.js';
-import { ZooKeeperConfigStore } from '../config/zk-store.js';
+import type { ZooKeeperConfigStore } from '../config/zk-store.js';
 import type { StoreSpec } from '../config/store-spec.js';
 import { ZK_FLAG_HELP, ZK_NAME_HELP } from './store-flags.js';
 import { STORE_POINTER, readClusterIn, storeFor } from './cluster-store.js';
@@ -101,11 +101,12 @@ function int(name: string, v: string | number, lo: number, hi: number): number {
 async function clusterFor(dir: string, o: ClusterOpts, store: ConfigStore): Promise<{ cluster: ClusterConfig; fresh: boolean }> {
   if (store instanceof FileConfigStore) {
     if (existsSync(store.path)) return { cluster: store.readSync(), fresh: false };
-  } else if (store instanceof ZooKeeperConfigStore) {
-    const stored = await store.readIfExists();
+  } else {
+    const zk = store as ZooKeeperConfigStore;
+    const stored = await zk.readIfExists();
     if (stored) {
       const foreign = stored.nodes.find((n) => !n.dataDir.startsWith(dir + '/'));
-      if (foreign) throw new RowanError(ErrorCodes.BAD_CONFIG, `the configuration in zk://${store.connect}${store.path} is another cluster's (node ${foreign.id} keeps its data in ${foreign.dataDir}, outside ${dir}); give another --cluster-name`);
+      if (foreign) throw new RowanError(ErrorCodes.BAD_CONFIG, `the configuration in zk://${zk.connect}${zk.path} is another cluster's (node ${foreign.id} keeps its data in ${foreign.dataDir}, outside ${dir}); give another --cluster-name`);
       return { cluster: stored, fresh: false };
     }
   }
@@ -154,7 +155,8 @@ export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> =
   const { spec, clusterName } = storeFor(dir, o);
   // Checked before anything is written: standbys need an election, hence ZooKeeper.
   if (int('managers', o.managers ?? 1, 1, 9) > 1 && 'file' in spec) throw new RowanError(ErrorCodes.BAD_ARGUMENT, '--managers above 1 needs --zookeeper: the standby managers are elected through ZooKeeper');
-  const store: ConfigStore = 'file' in spec ? new FileConfigStore(spec.file) : await ZooKeeperConfigStore.open({ connect: spec.zookeeper, path: spec.path });
+  // The ZooKeeper client is imported only with --zookeeper (a cluster on files does not load it).
+  const store: ConfigStore = 'file' in spec ? new FileConfigStore(spec.file) : await (await import('../config/zk-store.js')).ZooKeeperConfigStore.open({ connect: spec.zookeeper, path: spec.path });
   try {
     const { cluster, fresh } = await clusterFor(dir, o, store);
     // Said once, here, not by every node failing to start: no RDMA device, ROWAN_ERR_VERBS_NO_DEVICE.
@@ -169,7 +171,7 @@ export async function runCluster(o: ClusterOpts, explicit: ReadonlySet<string> =
       release();
     }
   } finally {
-    if (store instanceof ZooKeeperConfigStore) store.close();
+    if (!(store instanceof FileConfigStore)) (store as ZooKeeperConfigStore).close();
   }
 }
 

@@ -9,7 +9,6 @@ import { ERDA_NOT_BUILT } from '../actors/baselines/erda.js';
 import { ASYMNVM_CANNOT, ASYMNVM_MODE } from '../config/asymnvm.js';
 import type { KvNodeStatus as NodeStatus } from '../actors/shared/gc-status.js';
 import { listManagers, type ElectionEntry } from '../actors/manager/election.js';
-import { ZooKeeperConfigStore } from '../config/zk-store.js';
 import type { StoreSpec } from '../config/store-spec.js';
 import type { CounterName } from '../shm/counters.js';
 import type { MembershipStep } from '../actors/manager/membership.js';
@@ -20,6 +19,7 @@ import { askManager, managerFor } from './manager-admin.js';
 /** The stored configuration and, with ZooKeeper, the managers in the election (the active one marked). */
 export async function readClusterAndManagers(spec: StoreSpec): Promise<{ cluster: ClusterConfig; managers: ElectionEntry[] | null }> {
   if ('file' in spec) return { cluster: new FileConfigStore(spec.file).readSync(), managers: null };
+  const { ZooKeeperConfigStore } = await import('../config/zk-store.js'); // only with ZooKeeper
   const zk = await ZooKeeperConfigStore.open({ connect: spec.zookeeper, path: spec.path });
   try {
     return { cluster: await zk.read(), managers: await listManagers(zk, spec.path) };

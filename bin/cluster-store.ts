@@ -7,7 +7,7 @@ import type { ClusterConfig } from '../config/cluster.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { FileConfigStore } from '../config/store.js';
 import type { StoreSpec } from '../config/store-spec.js';
-import { DEFAULT_ZK_CLUSTER_NAME, ZooKeeperConfigStore, zkConfigPath } from '../config/zk-store.js';
+import { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath } from '../config/zk-path.js';
 
 /** DIR/cluster-store.json: where a ZooKeeper-stored cluster's configuration is. */
 export const STORE_POINTER = 'cluster-store.json';
@@ -51,6 +51,7 @@ export async function readClusterIn(dir: string): Promise<ClusterConfig> {
   const pointer = readPointer(dir);
   if (!existsSync(file) && !pointer) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `no cluster in ${dir} (${file} is missing)`);
   if (!pointer) return new FileConfigStore(file).readSync();
+  const { ZooKeeperConfigStore } = await import('../config/zk-store.js'); // only with ZooKeeper
   const zk = await ZooKeeperConfigStore.open({ connect: pointer.zookeeper, path: zkConfigPath(pointer.clusterName) });
   try {
     return await zk.read();
