@@ -22,7 +22,7 @@
 // ROWAN-KV node sets it from the configuration before its first block (actors/shared/node-shared.ts kvOf, the
 // node's main thread at cold start, the cold-start helper threads).
 import { endianness } from 'node:os';
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from './crc32c.js';
 import { CHECKSUM_OFF } from './log-layout.js';
 
 const CASTAGNOLI_REFLECTED = 0x82f63b78;

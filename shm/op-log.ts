@@ -11,7 +11,7 @@
 // crc field left out and the whole payload with its padding. seq counts the records of one log from 1,
 // so a region's records are read in the order they were appended; a scan stops at the first record
 // that is absent (zero magic), torn (checksum), or out of sequence.
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from './crc32c.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { checksumSeed } from './log-checksum.js';
 

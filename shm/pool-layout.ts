@@ -27,7 +27,7 @@
 // segment can be mapped with huge pages, and a segment never straddles a smaller page.
 
 import { OWNER_ID_BITS, OWNER_ID_MAX } from '../config/base/ids.js';
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from './crc32c.js';
 
 export const POOL_MAGIC = Buffer.from('ROWAN-PM', 'ascii');
 /** 2: log entries' shard ids come from Redis hash slots (config/slots.ts); 1 from the 64-bit key hash. */

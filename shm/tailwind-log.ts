@@ -26,7 +26,7 @@
 // (end of the records), a checksum that does not match (a torn or corrupt checksum), a block that does
 // not verify (a torn record), or the buffer's end. A record torn anywhere -- its body, its header, its
 // checksum -- is therefore never yielded (Figure 5's three cases), and nothing after it either.
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from './crc32c.js';
 import type { Limits } from '../config/limits.js';
 import { checksumSeed } from './log-checksum.js';
 import { HEADER_BYTES, PAYLOAD_LEN_OFF, blockSize } from './log-layout.js';
