@@ -107,7 +107,7 @@ const commandModules: { names: string[]; register: (p: Command, run: Run, setCod
   { names: ['put', 'get', 'del'], register: async (p, _run, setCode) => (await import('./cli-kv.js')).registerKvCommands(p, setCode) },
   { names: ['cluster', 'node'], register: async (p, run) => (await import('./cluster-cli.js')).registerClusterCommand(p, run) },
   { names: ['cluster', 'node'], register: async (p, run) => (await import('./membership-cli.js')).registerMembershipCommands(p, run) },
-  { names: ['manager'], register: async (p, run) => (await import('./manager-cli.js')).registerManagerCommand(p, run) },
+  { names: ['manager'], register: async (p, run) => (await import('./manager-command.js')).registerManagerCommand(p, run) },
   { names: ['reshard'], register: async (p, run) => (await import('./reshard-cli.js')).registerReshardCommand(p, run) },
   { names: ['config'], register: async (p, run) => (await import('./config-cli.js')).registerConfigCommand(p, run) },
 ];

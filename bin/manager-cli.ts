@@ -5,19 +5,18 @@
 import { mkdirSync } from 'node:fs';
 import { SECRET_FILE_ENV, findSecret } from '../config/base/secret.js';
 import { dirname, join, resolve } from 'node:path';
-import { Option, type Command } from 'commander';
 import { resolveConfig } from '../config/load.js';
 import { configFromEnv } from '../config/env.js';
 import { DEFAULT_RESHARDING } from '../actors/manager/manager.js';
 import { schedGetaffinity } from '../native/libc.js';
-import { createLogger, logLevels, type LogLevel } from '../config/base/log.js';
+import { createLogger, type LogLevel } from '../config/base/log.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { startNode } from '../runtime/node.js';
 import { loadTls } from '../runtime/net/tls.js';
 import { checkTimings, defaultTimings, leaseTiming } from '../config/timings.js';
-import { DEBUG_PAUSE_STEPS, parseDebugPause, type ManagerStart } from '../actors/manager/protocol.js';
+import { parseDebugPause, type ManagerStart } from '../actors/manager/protocol.js';
 import { followLauncher } from './cluster-lifecycle.js';
-import { addZooKeeperFlags, storeSpecOf, type StoreFlags } from './store-flags.js';
+import { storeSpecOf, type StoreFlags } from './store-flags.js';
 
 export interface ManagerOpts extends StoreFlags {
   host: string;
@@ -108,29 +107,4 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   const code = await node.closed;
   setTimeout(() => process.exit(code), 3000).unref(); // a failover step still sleeping must not hold the exit
   return code;
-}
-
-export function registerManagerCommand(p: Command, run: (f: () => Promise<number>) => () => Promise<void>): void {
-  const cmd = p.command('manager')
-    .description('run the configuration manager (§4.5): leases for every node of the cluster, failover of a node whose lease expired, resharding of hot shards (§4.6); with --zookeeper it stores failovers in ZooKeeper, and several managers of one cluster elect one active manager (the others are standbys that take over when it dies); while its ZooKeeper session is lost it stores nothing (failovers wait until the session is back)')
-    .option('--cluster <file>', 'the cluster configuration (the embedded store; rowan cluster writes DIR/cluster.json); or --zookeeper');
-  addZooKeeperFlags(cmd)
-    .option('--host <addr>', 'address to listen on', '127.0.0.1')
-    .option('--port <port>', 'port nodes renew their leases on (0 = any free port)', '7090')
-    .option('--lease-ms <ms>', 'lease length granted to nodes', String(defaultTimings.leaseMs))
-    .option('--renew-ms <ms>', 'how often nodes renew (default lease / 5: a live node fences itself after lease - drift - renew ms without a renewal getting through)')
-    .option('--zk-session-ms <ms>', 'with --zookeeper: the ZooKeeper session timeout S. Managers elect one active manager; a standby takes over about S after the active one dies, and the active one rides out a ZooKeeper outage of up to 3/4 S (docs/running.md "ZooKeeper")', String(defaultTimings.managerZkSessionMs))
-    .addOption(new Option('--log-level <level>', 'log level of the JSON lines on stderr (default: info)').choices(logLevels))
-    .option('--data-dir <dir>', "the manager process's runtime directory (default: manager/ next to the cluster file; required with --zookeeper)")
-    .option('--no-auto-reshard', 'move hot shards only when asked (rowan reshard), not on its own (§4.6; config resharding.auto)')
-    .option('--reshard-period-ms <ms>', 'how often nodes report load and the manager plans moves (config resharding.periodMs, default 500)')
-    .option('--secret-file <file>', `the cluster secret nodes must prove before their leases, configurations and gather/scatter (default: $${SECRET_FILE_ENV}, else the file secret beside --cluster's file; none: an error)`)
-    .option('--tls-cert <file>', 'PEM certificate of the manager: mutual TLS with the nodes (with --tls-key, --tls-ca; default: $ROWAN_TLS_CERT)')
-    .option('--tls-key <file>', 'PEM private key of --tls-cert, mode 0600 (default: $ROWAN_TLS_KEY)')
-    .option('--tls-ca <file>', 'PEM CA the nodes\' certificates must be signed by (default: $ROWAN_TLS_CA)')
-    .option('--no-auth', 'let any peer that reaches the port hold or break leases (a warning is logged)')
-    .option('--debug-pause <step:ms>', `for fault tests, never in production: hold the manager MS ms after STEP (${DEBUG_PAUSE_STEPS.join(', ')}) of every such round, so a test can kill it or the cluster there`)
-    .action(function (this: Command) {
-      return run(() => runManager(this.opts<ManagerOpts>()))();
-    });
 }

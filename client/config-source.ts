@@ -8,7 +8,6 @@
 //              every refresh, before the nodes of the configuration in use.
 import { validateCluster, type ClusterConfig } from '../config/cluster.js';
 import { FileConfigStore, type ConfigStore } from '../config/store.js';
-import { ZooKeeperConfigStore } from '../config/zk-store.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { endpointKey, type Endpoint } from './worker-connection.js';
 import { allEndpoints } from './routing.js';
@@ -42,6 +41,7 @@ export async function initialConfig(
 ): Promise<{ config: ClusterConfig; source: ClusterSource }> {
   if (zookeeper !== undefined) {
     if (cluster !== undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'connect takes a cluster or zookeeper, not both');
+    const { ZooKeeperConfigStore } = await import('../config/zk-store.js'); // the ZooKeeper client, only when used
     const zk = await ZooKeeperConfigStore.open({ connect: zookeeper.connect, path: zookeeper.path });
     try {
       return { config: await zk.read(), source: { store: zk, endpoints, close: () => zk.close() } };
