@@ -29,7 +29,7 @@ import { defaultLimits } from '../../config/limits.js';
 import type { ActorContext } from '../../runtime/actor.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { remoteRegionOwner } from '../../config/base/ids.js';
-import { openReplicationStream, SharedLog, type ReplicationStream } from '../baselines/replication-writers.js';
+import type { ReplicationStream } from '../baselines/replication-writers.js';
 import type { RowanConnection } from '../../runtime/fabric/fabric.js';
 import type { AsymNvmStream } from '../baselines/asymnvm.js';
 import { encodeRequest, Op, Status } from '../../runtime/rpc/frames.js';
@@ -119,6 +119,9 @@ function streamReplicas(cluster: ClusterConfig, current: () => ClusterConfig, no
     stream: ReplicationStream;
   }
   const open = async (id: number): Promise<Link> => {
+    // The baselines' writers are imported here, by a worker of a cluster in one of their modes: a
+    // worker of a Rowan cluster (most, and every start) does not load their modules.
+    const { openReplicationStream, SharedLog } = await import('../baselines/replication-writers.js');
     const conn = await connectTo(current, id, ctx, nodeId);
     try {
       let stream: ReplicationStream;

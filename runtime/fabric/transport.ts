@@ -7,8 +7,6 @@ import type { FabricKind } from '../../config/base/fabric-kinds.js';
 import type { RowanConfig } from '../../config/model.js';
 import type { RowanConnection } from './fabric.js';
 import { ShmConnection } from './shm.js';
-import { TcpConnection } from './tcp.js';
-import { VerbsConnection } from './verbs-sender.js';
 
 /** Where a peer node's receiver is: its data dir (shm maps files from it) and its fabric endpoint. */
 export interface PeerEndpoint {
@@ -35,18 +33,22 @@ export function fabricTransport(config: RowanConfig, secret: Uint8Array | null):
         case 'shm':
           // (Concurrent mappings by several actors are retried inside native/pmem2.ts.)
           return ShmConnection.connect(peer.dataDir, { mode: config.persistence, retryMs: config.replication.retryMs });
-        case 'tcp':
+        case 'tcp': {
+          const { TcpConnection } = await import('./tcp.js'); // loaded by a thread that sends over tcp, not by every one
           return TcpConnection.connect({ host: peer.fabric.host, port: peer.fabric.port, retryMs: config.replication.retryMs, secret, tls: loadTls(config.tls), ...(self ? { senderId: self.senderId } : {}) });
-        case 'verbs':
+        }
+        case 'verbs': {
           // One RC QP to the peer's control actor, brought up over its side channel at fabric.port
           // (actors/control/verbs-blog-queue.ts); the device is the one this thread selected at start.
           // The side channel proves no secret and has no TLS yet (README status, docs/security.md).
+          const { VerbsConnection } = await import('./verbs-sender.js');
           return VerbsConnection.connect({
             host: peer.fabric.host,
             port: peer.fabric.port,
             retryMs: config.replication.retryMs,
             ...(self ? { senderId: self.senderId } : {}),
           });
+        }
         default:
           throw new RowanError(ErrorCodes.FABRIC_UNAVAILABLE, `node ${peer.id} asks for the ${peer.fabric.kind} fabric, which an actor cannot open here`);
       }
