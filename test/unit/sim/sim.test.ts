@@ -17,7 +17,7 @@ const SEEDS = 40;
 const CAUGHT_BY: Partial<Record<MutationName, number>> = {
   'index-ignores-versions': 1,
   'gc-frees-live': 1,
-  'tombstone-drops-early': 6, // (13 until a move's prepare fenced only its shards, issue 28; 11 until a failover prepared before the dead node's lease expired; 4 until the lease thread of issue 26)
+  'tombstone-drops-early': 7, // (6 until renewals fell on a shared grid, issue 26; 13 until a move's prepare fenced only its shards, issue 28; 11 until a failover prepared before the dead node's lease expired; 4 until the lease thread of issue 26)
   'receiver-ignores-holds': 2, // stray copies into buffers already declared Used (7)
   'bare-commit-of-move': 18,
   // Through the counter check at every cold start (SimNode.countersBelowFloors): the counter resumed
@@ -27,7 +27,7 @@ const CAUGHT_BY: Partial<Record<MutationName, number>> = {
   // With that round off too (seed 1, through the same counter check; until the peer-lease change of
   // issue 26 the pin was seed 53, which showed what it costs: an acknowledged DEL below a resurrected PUT):
   'counter-not-raised-unconfirmed': 1,
-  'backup-drops-without-floor': 31, // a PUT resurrected above its acknowledged DEL after a cold start (44 until a move's prepare fenced only its shards, issue 28; 12 until a failover prepared before the dead node's lease expired; 54 until the lease thread of issue 26)
+  'backup-drops-without-floor': 2, // a PUT resurrected above its acknowledged DEL after a cold start (31 until renewals fell on a shared grid, issue 26; 44 until a move's prepare fenced only its shards, issue 28; 12 until a failover prepared before the dead node's lease expired; 54 until the lease thread of issue 26)
   // 'serves-unconfirmed': caught by no seed of 1..5000 since peer leases are asked for only once a
   // manager renewal is overdue (issue 26; it was 2471 before, docs/testing.md says what covers it now).
 };
