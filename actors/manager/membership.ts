@@ -171,9 +171,7 @@ export function nextMembershipStep(c: ClusterConfig, reachable: ReadonlySet<numb
 function drainStep(c: ClusterConfig, node: number, reachable: ReadonlySet<number>, weights: readonly number[]): MembershipStep | null {
   if ((c.dead ?? []).includes(node) || !reachable.has(node)) return null; // its failover takes its replicas
   const staying = stayingMembers(c).filter((n) => reachable.has(n));
-  const counted = spread(c, staying);
-  const weighed = spread(c, staying, weights);
-  const [replicas, primaries] = [{ n: counted.replicas, w: weighed.replicas }, { n: counted.primaries, w: weighed.primaries }];
+  const { replicas, primaries } = tallies(c, staying, weights);
   const fewest = (x: Tally, ok: (n: number) => boolean) => lightestFirst(x).find(ok);
   for (const s of c.shards) {
     if (s.primary !== node) continue;
@@ -196,9 +194,21 @@ interface Tally {
   w: Map<number, number>;
 }
 
+/** The replicas' and the primaries' tallies of `members`, counted and weighed by `weights`. */
+function tallies(c: ClusterConfig, members: readonly number[], weights: readonly number[]): { replicas: Tally; primaries: Tally } {
+  const counted = spread(c, members);
+  const weighed = spread(c, members, weights);
+  return { replicas: { n: counted.replicas, w: weighed.replicas }, primaries: { n: counted.primaries, w: weighed.primaries } };
+}
+
 /** Members by count ascending, then weight ascending, then id. */
 function lightestFirst(x: Tally): number[] {
   return [...x.n.keys()].sort((a, b) => x.n.get(a)! - x.n.get(b)! || x.w.get(a)! - x.w.get(b)! || a - b);
+}
+
+/** Members by count descending, then weight descending, then id. */
+function heaviestFirst(x: Tally): number[] {
+  return [...x.n.keys()].sort((a, b) => x.n.get(b)! - x.n.get(a)! || x.w.get(b)! - x.w.get(a)! || a - b);
 }
 
 /** One copy from a member holding more replicas to one holding fewer, else one primary role likewise
@@ -206,14 +216,13 @@ function lightestFirst(x: Tally): number[] {
 export function balanceStep(c: ClusterConfig, reachable: ReadonlySet<number>, stats?: ShardStats): MembershipStep | null {
   const members = stayingMembers(c).filter((n) => reachable.has(n));
   const w = shardWeights(c, stats);
-  const counted = spread(c, members);
-  const weighed = spread(c, members, w);
-  const copy = evenOut({ n: counted.replicas, w: weighed.replicas }, w, (from, to) => [
+  const { replicas, primaries } = tallies(c, members, w);
+  const copy = evenOut(replicas, w, (from, to) => [
     c.shards.filter((s) => s.backups.includes(from) && !holds(c, s.id, to)), // a backup first: no handover
     c.shards.filter((s) => s.primary === from && !holds(c, s.id, to)),
   ]);
   if (copy) return { kind: 'copy', move: copy, why: 'balance' };
-  const move = evenOut({ n: counted.primaries, w: weighed.primaries }, w, (from, to) => [c.shards.filter((s) => s.primary === from && fullBackup(c, s.id, to))]) ?? primaryChain(c, counted.primaries);
+  const move = evenOut(primaries, w, (from, to) => [c.shards.filter((s) => s.primary === from && fullBackup(c, s.id, to))]) ?? primaryChain(c, primaries.n);
   return move ? { kind: 'move', move, why: 'balance' } : null;
 }
 
@@ -271,8 +280,7 @@ const EPS = 1e-9;
  */
 function evenOut(x: Tally, w: readonly number[], groups: (from: number, to: number) => { id: number }[][]): Move | null {
   const up = lightestFirst(x);
-  const down = [...x.n.keys()].sort((a, b) => x.n.get(b)! - x.n.get(a)! || x.w.get(b)! - x.w.get(a)! || a - b);
-  for (const from of down) {
+  for (const from of heaviestFirst(x)) {
     for (const to of up) {
       const dn = x.n.get(from)! - x.n.get(to)!;
       const dw = x.w.get(from)! - x.w.get(to)!;
