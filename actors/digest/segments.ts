@@ -9,9 +9,9 @@
 // shard's CommitVer, and no multi-block entry still waiting for blocks has a block in it (its copy in
 // the digest log does not exist yet). Only shards the node still backs up count: one promoted here or
 // moved away gets no CommitVer from its primary any more (its last blocks would hold the segment Used
-// for good, and with it every floor raised after it; the simulator's digest check). Each digest actor owns only some shards, so it votes in the
-// shared `votes` word of the segment; the last vote moves the segment Used -> Committed, where clean
-// actors can reclaim it. Partial entries that stay incomplete for PARTIAL_GIVE_UP_SEGMENTS further
+// for good, and with it every floor raised after it; the simulator's digest check). Each digest actor
+// owns only some shards, so it votes in the shared `votes` word of the segment; the last vote moves
+// the segment Used -> Committed, where clean actors can reclaim it. Partial entries that stay incomplete for PARTIAL_GIVE_UP_SEGMENTS further
 // segments are dropped (a sender that died mid-entry; its write was never acknowledged).
 //
 // Tombstone floors (actors/shared/floors.ts): applying a <shard, CommitVer> block of a shard this node is a
@@ -147,7 +147,9 @@ export class DigestSegments {
   }
 
   /** Pending segments held back only by shards this node no longer backs up (none: see
-   *  checkCommitted), after checking them again now; the simulator's check. */
+   *  checkCommitted), after checking them again now (which may vote some committed, as the next
+   *  digested segment would). Its own test of "held", apart from checkCommitted's: the simulator's
+   *  check, which fails if that rule goes. */
   heldByShardsGone(): { segment: number; shards: number[] }[] {
     if (this.applier) this.checkCommitted();
     const commitVer = this.applier?.commitVer ?? new Map<number, number>();
