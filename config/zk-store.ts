@@ -29,9 +29,6 @@ import type { ConfigStore } from './store.js';
 import { defaultTimings } from './timings.js';
 import { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath } from './zk-path.js';
 
-// Re-exported: callers that only name the znode import ./zk-path.js, without the ZooKeeper client.
-export { DEFAULT_ZK_CLUSTER_NAME, zkConfigPath };
-
 /** 'stalled': a reconnect handshake got no answer and was restarted (see the header). */
 export type ZkSessionState = 'connected' | 'disconnected' | 'expired' | 'closed' | 'stalled';
 

@@ -22,7 +22,7 @@ import { KvLoad } from '../fixtures/failover-load.js';
 import { fullyReplicatedConfig } from '../fixtures/rereplication.js';
 import { ZooKeeperServer, zookeeperMissing } from '../fixtures/zookeeper.js';
 import { readStoreOnce } from '../../config/store-spec.js';
-import { zkConfigPath } from '../../config/zk-store.js';
+import { zkConfigPath } from '../../config/zk-path.js';
 import type { ClusterConfig } from '../../config/cluster.js';
 import { keysOfShard } from '../fixtures/reshard.js';
 import { lateBlocks } from '../fixtures/node-metrics.js';
