@@ -64,6 +64,13 @@ export class KvWorker {
     return this.d.config();
   }
 
+  /** Resolves when the node's configuration cell changes (a term published or prepared, a lease
+   *  renewed), or after `timeoutMs`; without a cell (unit tests) after `timeoutMs`. */
+  configChanged(timeoutMs: number): Promise<void> {
+    if (this.d.cell) return this.d.cell.changed(timeoutMs);
+    return new Promise((r) => setTimeout(r, timeoutMs));
+  }
+
   /** PUT_EXPIRES of the binary protocol: a TTL becomes a deadline by this node's clock, the clock the
    *  primary decides expiry with (as SET PX on the RESP port); a deadline is taken as given (PXAT). */
   async putExpiring(key: Uint8Array, value: Uint8Array, clientTerm: number, expiry: { kind: ExpiryKindCode; ms: number }): Promise<void> {
@@ -78,6 +85,11 @@ export class KvWorker {
   }
 
   /** Unix ms as this node decides expiry (never going back within the process). */
+  /** Monotonic ms (the node's injected clock). */
+  now(): number {
+    return this.core.now();
+  }
+
   wallNow(): number {
     return this.core.wallNow();
   }

@@ -24,6 +24,8 @@ export interface RespKvStats {
   moved: number;
   forwarded: number;
   crossSlot: number;
+  /** Runs again of commands a change of term refused (./reroute.ts). */
+  rerouted: number;
   errors: number;
 }
 

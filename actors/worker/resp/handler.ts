@@ -8,6 +8,7 @@ import { COMMAND_BY_NAME, keysOf, orderOf } from './commands.js';
 import type { Command } from './command-spec.js';
 import type { RespContext } from './context.js';
 import { rowanErrorReply } from './outcome.js';
+import { rerouted } from './reroute.js';
 import { RUN_IN_MULTI, inMulti, queueInMulti } from './transaction.js';
 
 function unknownCommand(args: Buffer[]): RespErr {
@@ -17,6 +18,13 @@ function unknownCommand(args: Buffer[]): RespErr {
 }
 
 const NOAUTH = err('NOAUTH Authentication required.');
+
+/** Key commands a change of term may refuse are run again on the new view (./reroute.ts); not the
+ *  transaction commands (WATCH records a state, EXEC consumes its block) nor the internal node-to-node
+ *  ones (the forwarding node runs its command again). */
+function reroutable(cmd: Command, name: string): boolean {
+  return cmd.firstKey !== 0 && cmd.internal !== true && !RUN_IN_MULTI.has(name);
+}
 
 export class KvRespHandler implements RespHandler {
   /** The request order() and execute() last looked up (the connection calls both for each request):
@@ -56,7 +64,7 @@ export class KvRespHandler implements RespHandler {
     }
     if (cmd.flags.includes('write')) for (const k of keysOf(cmd, args)) conn.wroteSlots.add(keySlot(k)); // for WAIT
     if (block && !RUN_IN_MULTI.has(name)) return queueInMulti(this.ctx, block, cmd, args);
-    const r = cmd.run(this.ctx, args, conn);
+    const r = reroutable(cmd, name) ? rerouted(this.ctx, () => cmd.run(this.ctx, args, conn)) : cmd.run(this.ctx, args, conn);
     if (r instanceof RespErr) this.ctx.stats.errors++;
     return r;
   }

@@ -44,7 +44,7 @@ function sections(ctx: RespContext, wanted: Set<string>): Section[] {
       total_commands_processed: ctx.servers.reduce((n, s) => n + s.stats.commands, 0),
       rejected_connections: 0, keyspace_hits: ctx.stats.hits, keyspace_misses: ctx.stats.misses, expired_keys: ctx.expired?.() ?? 0, evicted_keys: 0,
       total_error_replies: ctx.stats.errors, protocol_errors: ctx.servers.reduce((n, s) => n + s.stats.protocolErrors, 0),
-      rowan_moved_replies: ctx.stats.moved, rowan_forwarded: ctx.stats.forwarded, rowan_crossslot_replies: ctx.stats.crossSlot,
+      rowan_moved_replies: ctx.stats.moved, rowan_forwarded: ctx.stats.forwarded, rowan_crossslot_replies: ctx.stats.crossSlot, rowan_rerouted: ctx.stats.rerouted,
       rowan_puts: w.puts, rowan_gets: w.gets, rowan_dels: w.dels, rowan_replication_writes: w.replicationWrites, rowan_pm_full_refusals: w.pmFull,
     }]);
   }

@@ -68,7 +68,7 @@ export async function startRespServing(d: RespServeDeps): Promise<RespServing> {
   const view = new NodeView(d.cluster, d.nodeId, d.workerId, limits.bulkBytesMax, d.password === null ? null : passwordText(d.password), d.tls ?? null);
   const keyspace = new Keyspace(d.shared, d.region, d.limits, d.workerId, () => d.worker.wallNow());
   const locks = new KeyLocks(d.shared.keyLocks ? new SharedKeyLocks(d.shared.keyLocks) : undefined);
-  const stats: RespKvStats = { hits: 0, misses: 0, moved: 0, forwarded: 0, crossSlot: 0, errors: 0 };
+  const stats: RespKvStats = { hits: 0, misses: 0, moved: 0, forwarded: 0, crossSlot: 0, rerouted: 0, errors: 0 };
   const servers: RespServer[] = [];
   const expiry = new ExpirySweep({ worker: d.worker, locks, shared: d.shared, region: d.region, limits: d.limits, workerId: d.workerId, workers: d.workers ?? 1, ...(d.log ? { log: d.log } : {}) });
   const clock = d.clock ?? wallClock;

@@ -1,0 +1,94 @@
+// Moves under Redis clients: a shard's primary role moves (§4.6, as the manager's overload balancer
+// does on its own) while a plain Redis client on a single-endpoint port and an ioredis Cluster client
+// write and read its keys. A request caught by the change of term was not applied, so the RESP port
+// runs it again on the new view (actors/worker/resp/reroute.ts): a standalone client, which has no
+// notion of TRYAGAIN or MOVED, sees no error; the cluster client sees at most -MOVED for the rest of a
+// pipeline a move split (not applied, as Redis Cluster answers); every acknowledged INCR is counted
+// exactly once.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Cluster, Redis } from 'ioredis';
+import { randomBasePort, stopCluster } from '../fixtures/cluster.js';
+import { launchClusterReady } from '../fixtures/cluster-retry.js';
+import { readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
+import { keysOfShard, move, otherReplica } from '../fixtures/reshard.js';
+
+const SHARDS = 6;
+const HOT = 1;
+const MOVES = 6;
+
+interface Writer {
+  errors: string[];
+  incrs: number;
+  batches: number;
+  stop: boolean;
+  done: Promise<void>;
+}
+
+/** Pipelines of SET, GET and INCR on the hot shard's keys, one after another until stopped. */
+function startWriter(c: Redis | Cluster, keys: string[], counter: string): Writer {
+  const w: Writer = { errors: [], incrs: 0, batches: 0, stop: false, done: Promise.resolve() };
+  w.done = (async () => {
+    for (let b = 0; !w.stop; b++) {
+      const p = c.pipeline();
+      for (const k of keys) p.set(k, `v${b}`);
+      for (const k of keys) p.get(k);
+      p.incr(counter);
+      const rs = (await p.exec())!;
+      for (const [e] of rs) if (e) w.errors.push(String(e.message));
+      if (!rs.at(-1)![0]) w.incrs++;
+      w.batches++;
+    }
+  })();
+  return w;
+}
+
+async function until(what: string, ok: () => boolean, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('a shard moving under a standalone and a cluster Redis client: no errors, every INCR counted once', { timeout: 300_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-reroute-'));
+  const run = await launchClusterReady(dir, randomBasePort(), ['--nodes', '3', '--shards', String(SHARDS), '--no-auto-reshard']);
+  const clients: (Redis | Cluster)[] = [];
+  try {
+    const password = useClusterPassword(dir);
+    const ports = respPorts(readCluster(dir));
+    const single = new Redis({ port: ports.single[0]!, password });
+    const cluster = new Cluster(ports.cluster.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { password } });
+    clients.push(single, cluster);
+    const keys = keysOfShard(HOT, SHARDS, 20);
+    const writers = [startWriter(single, keys.slice(0, 10), `${keys[0]}:n1`), startWriter(cluster, keys.slice(10), `${keys[0]}:n2`)];
+    await until('both clients to write', () => writers.every((w) => w.batches > 3));
+    for (let i = 0; i < MOVES; i++) {
+      const c = readCluster(dir);
+      const to = otherReplica(c, HOT, i);
+      const rec = await move(c, HOT, to, dir);
+      assert.ok(rec.doneAt !== undefined, `move ${i} finished: ${JSON.stringify(rec)}`);
+      const seen = writers.map((w) => w.batches);
+      await until('the clients to go on after the move', () => writers.every((w, j) => w.batches > seen[j]! + 3));
+    }
+    for (const w of writers) w.stop = true;
+    await Promise.all(writers.map((w) => w.done));
+    assert.equal(readCluster(dir).term > MOVES, true, `the moves changed the term (${readCluster(dir).term})`);
+    assert.deepEqual(writers[0]!.errors.slice(0, 5), [], `the standalone client saw no error (${writers[0]!.errors.length} in all)`);
+    // A pipeline of a cluster client may be split by a move: the commands after it get -MOVED (not
+    // applied), as from Redis Cluster; ioredis re-sends a pipeline only when all of it was redirected.
+    const other = writers[1]!.errors.filter((e) => !/^MOVED \d+ /.test(e));
+    assert.deepEqual(other.slice(0, 5), [], `the cluster client saw no error but -MOVED (${other.length} in all)`);
+    assert.equal(await single.get(`${keys[0]}:n1`), String(writers[0]!.incrs), 'every acknowledged INCR counted once');
+    assert.equal(await cluster.get(`${keys[0]}:n2`), String(writers[1]!.incrs), 'every acknowledged INCR counted once');
+    console.log(`${MOVES} moves of shard ${HOT}: ${writers.map((w) => `${w.batches} batches, ${w.incrs} INCRs, ${w.errors.length} errors`).join('; ')}; term ${readCluster(dir).term}`);
+  } finally {
+    for (const c of clients) c.disconnect();
+    await stopCluster(run.child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
