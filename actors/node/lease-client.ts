@@ -29,7 +29,7 @@ import type { ManagerToNode, NodeToManager } from '../shared/manager-protocol.js
 import { ManagerLink, type DialManager } from './manager-link.js';
 
 export type { DialManager, LeaseSocket } from './manager-link.js';
-import { LoadReportGate, type ShardLoad } from '../shared/shard-load.js';
+import { LoadReportGate, loadGridDelayMs, type ShardLoad } from '../shared/shard-load.js';
 
 /** What the node does for the manager: follow its rounds (./config-follower.ts, when the client runs
  *  the follower itself: no `follow` seam), report load, stop. */
@@ -209,7 +209,7 @@ export class LeaseClient {
 
   stop(): void {
     this.timers.clearInterval(this.timer);
-    this.timers.clearInterval(this.loadTimer);
+    this.timers.clearTimeout(this.loadTimer);
     this.link.stop();
   }
 
@@ -222,20 +222,28 @@ export class LeaseClient {
     this.schedule(); // the first renew one period after the hello
     watchGrants();
     if (this.hooks.load) {
-      this.timers.clearInterval(this.loadTimer);
+      this.timers.clearTimeout(this.loadTimer);
       this.hooks.load(); // what was counted while disconnected is not this period's
       this.loadSentAt = this.clock.now();
       this.loadGate.reset(); // a new manager (or connection) hears this node's load at once
-      this.loadTimer = this.timers.setInterval(() => this.sendLoad(), this.loadPeriodMs);
-      this.loadTimer.unref();
+      this.scheduleLoad();
     }
+  }
+
+  /** The next sample at the next end of a period on the host's grid (../shared/shard-load.ts). */
+  private scheduleLoad(): void {
+    this.loadTimer = this.timers.setTimeout(() => {
+      this.sendLoad();
+      this.scheduleLoad();
+    }, loadGridDelayMs(this.clock.now(), this.loadPeriodMs));
+    this.loadTimer.unref();
   }
 
   /** The node's connection closed: no renewals nor load reports until the next is up (the timer
    *  still ticks the hook). */
   private down(): void {
     this.connected = false;
-    this.timers.clearInterval(this.loadTimer);
+    this.timers.clearTimeout(this.loadTimer);
   }
 
   /** A connection is up and said hello: renew() sends. */

@@ -12,7 +12,7 @@ import type { ConfigCell } from '../shared/config-cell.js';
 import { encodeLine, type NodeToManager } from '../shared/manager-protocol.js';
 import { ConfigFollower, type FollowerHooks } from './config-follower.js';
 import { type LeaseThreadData, type LeaseThreadStart, type LeaseToMain, type MainToLease } from './lease-thread-protocol.js';
-import { LoadReportGate, type ShardLoad } from '../shared/shard-load.js';
+import { LoadReportGate, loadGridDelayMs, type ShardLoad } from '../shared/shard-load.js';
 
 const entry = new URL('./lease-thread.js', import.meta.url);
 
@@ -123,12 +123,20 @@ export class LeaseThread {
     this.worker.postMessage(start);
     if (!this.o.hooks.load) return;
     this.loadSentAt = this.o.clock.now();
-    this.loadTimer = realTimers.setInterval(() => this.sendLoad(), this.o.loadPeriodMs);
+    this.scheduleLoad();
+  }
+
+  /** The next sample at the next end of a period on the host's grid (../shared/shard-load.ts). */
+  private scheduleLoad(): void {
+    this.loadTimer = realTimers.setTimeout(() => {
+      this.sendLoad();
+      this.scheduleLoad();
+    }, loadGridDelayMs(this.o.clock.now(), this.o.loadPeriodMs));
     this.loadTimer.unref();
   }
 
   stop(): void {
-    realTimers.clearInterval(this.loadTimer);
+    realTimers.clearTimeout(this.loadTimer);
     this.post({ t: 'stop' });
   }
 
@@ -181,7 +189,7 @@ export class LeaseThread {
       case 'tick':
         return this.o.hooks.tick?.();
       case 'evicted':
-        realTimers.clearInterval(this.loadTimer);
+        realTimers.clearTimeout(this.loadTimer);
         this.o.hooks.tick?.(); // a last look: peer leases see the eviction and stop asking
         this.o.hooks.evicted?.(m.retired);
         return;

@@ -75,6 +75,19 @@ export class LoadSampler {
   }
 }
 
+/**
+ * How long from `now` (the monotonic clock) until the next sample of the load: periods end on the
+ * grid of multiples of `periodMs`, so every node of a host counts the same interval and the manager
+ * compares the nodes' loads over the same instants. Sampled each at its own phase, a burst shorter
+ * than a period (a client's pipeline of writes) fell in one node's period and not in the next node's,
+ * and two such generations in a row looked like an overloaded node: a move nobody needed. A timer that
+ * fires a little early skips to the next boundary instead of sampling a sliver of a period.
+ */
+export function loadGridDelayMs(now: number, periodMs: number): number {
+  const d = periodMs - (now % periodMs);
+  return d < periodMs / 4 ? d + periodMs : d;
+}
+
 /** An idle node still reports every this many periods (a keepalive of its standing zero report). */
 export const IDLE_REPORT_EVERY_PERIODS = 20;
 
