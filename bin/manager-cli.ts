@@ -17,6 +17,7 @@ import { checkTimings, defaultTimings, leaseTiming } from '../config/timings.js'
 import { parseDebugPause, type ManagerStart } from '../actors/manager/protocol.js';
 import { followLauncher } from './cluster-lifecycle.js';
 import { storeSpecOf, type StoreFlags } from './store-flags.js';
+import { FileConfigStore } from '../config/store.js';
 
 export interface ManagerOpts extends StoreFlags {
   host: string;
@@ -69,6 +70,9 @@ export async function runManager(o: ManagerOpts): Promise<number> {
   if (!spec) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'the manager needs --cluster <file> or --zookeeper <host:port>');
   if (!('file' in spec) && o.dataDir === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'with --zookeeper, give the manager a --data-dir');
   const clusterFile = 'file' in spec ? spec.file : '';
+  // A file that is missing or not a configuration fails here, before a directory or pool is made
+  // beside it (the manager's actor reads it again when it starts).
+  if (clusterFile !== '') new FileConfigStore(clusterFile).readSync();
   const secret = managerSecret(o);
   const timing = leaseTiming(num('lease-ms', o.leaseMs, defaultTimings.leaseMsMin, defaultTimings.leaseMsMax), o.renewMs === undefined ? undefined : num('renew-ms', o.renewMs, 1, 600_000), undefined, checkTimings(defaultTimings));
   const port = num('port', o.port, 0, 65535);
