@@ -100,4 +100,13 @@ export class WorkerCore {
     if (!index) throw new RowanError(ErrorCodes.WRONG_SHARD, `this node holds no replica of shard ${shard}`);
     return index;
   }
+
+  /** After a write was replicated: the shard's index, still held. One gone meanwhile leaves the write
+   *  on the backups, so the failure is outcome-unknown -- never WRONG_SHARD, which says "not applied"
+   *  and which the RESP ports run again (resp/reroute.ts). */
+  stillHeld(shard: number): ShardIndex {
+    const index = this.d.shared.indexes[shard];
+    if (!index) throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `shard ${shard} left this node while its write was replicating; it may or may not survive there`);
+    return index;
+  }
 }

@@ -59,7 +59,7 @@ export class ExpiredDeletes {
       }
       for (const p of planned) p.addr = d.tlog.append(p.e, true, DEL_KEEP_FREE); // ①
       if (backups.length > 0) await this.primary.replicateAll(backups, shard, this.writes(planned, c.replication === 'rowan')); // ②
-      this.core.indexOf(shard); // still held (WRONG_SHARD otherwise)
+      this.core.stillHeld(shard); // OUTCOME_UNKNOWN otherwise
       if (cell && !cell.leaseValid(this.core.now())) {
         throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `the lease expired while shard ${shard}'s expired keys' DELs were replicating`);
       }

@@ -44,7 +44,7 @@ export class FlushPath {
       }
       addr = d.tlog.append(e, true, DEL_KEEP_FREE); // ① a flush makes room, as a DEL does
       if (backups.length > 0) await this.primary.replicateAll(backups, shard, encodeBlocks(e, d.limits)); // ②
-      this.core.indexOf(shard); // still held (WRONG_SHARD otherwise)
+      this.core.stillHeld(shard); // OUTCOME_UNKNOWN otherwise
       if (cell && !cell.leaseValid(this.core.now())) {
         throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `the lease expired while shard ${shard}'s flush was replicating; it may or may not survive the failover`);
       }

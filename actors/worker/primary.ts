@@ -89,7 +89,7 @@ export class PrimaryPath {
         const blocks = size <= d.limits.mtuBytes ? [d.region.bytes.subarray(addr, addr + size)] : encodeBlocks(e, d.limits);
         await this.replicateAll(backups, shard, blocks); // on every backup (②)
       }
-      this.core.indexOf(shard); // still held (WRONG_SHARD otherwise)
+      this.core.stillHeld(shard); // OUTCOME_UNKNOWN otherwise
       // Lease safety (§4.5): acknowledge only while the lease still holds. The manager reassigns this
       // node's shards only after the lease has certainly expired, so an acknowledged write is never
       // one the new primary's scan can have missed. Past it the entry may or may not survive there.

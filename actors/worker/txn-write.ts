@@ -64,7 +64,7 @@ export class TxnPath {
       for (const p of planned) p.addr = d.tlog.append(p.e, true, p.e.type === EntryType.Del ? DEL_KEEP_FREE : undefined); // ①
       const blocks = planned.flatMap((p) => encodeBlocks(p.e, d.limits));
       await this.primary.replicateAll(backups, shard, blocks); // ② (a full backup pool: not applied only if every backup refused)
-      this.core.indexOf(shard); // still held (WRONG_SHARD otherwise)
+      this.core.stillHeld(shard); // OUTCOME_UNKNOWN otherwise
       if (cell && !cell.leaseValid(this.core.now())) {
         throw new RowanError(ErrorCodes.OUTCOME_UNKNOWN, `the lease expired while shard ${shard}'s transaction was replicating; it may or may not survive the failover`);
       }

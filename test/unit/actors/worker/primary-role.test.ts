@@ -70,3 +70,44 @@ test('a write replicating while its shard passes to another node is not acknowle
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// A write is refused WRONG_SHARD ("not applied", which the RESP ports run again: resp/reroute.ts) only
+// before anything was written: a shard whose index goes while its write replicates leaves the write
+// on the backups, so the reply is outcome-unknown.
+test('a write replicating while its shard leaves the node is outcome-unknown, not WRONG_SHARD', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rowan-primary-gone-'));
+  const cluster = planCluster({
+    nodes: [0, 1, 2].map((id) => ({ id, host: '127.0.0.1', dataDir: join(dir, `n${id}`), workerPorts: [7000 + id], fabric: { kind: 'shm' as const, host: '127.0.0.1', port: 0 } })),
+    shardCount: 6,
+    replicationFactor: 3,
+  });
+  const pool = Pool.create(join(dir, 'pool.pm'), { segmentCount: 16, segmentBytes: 256 * 1024 });
+  const cell = ConfigCell.create(cluster, false);
+  let release: () => void = () => {};
+  let held = 0;
+  const open = new Promise<void>((r) => (release = r));
+  const shared = attachKvShared(createKvShared(cluster, 0, 1024));
+  const worker = new KvWorker({
+    nodeId: 0,
+    config: () => cell.config(),
+    cell,
+    region: pool.region,
+    tlog: new TLog(pool, 0, defaultLimits, OwnerRole.Worker),
+    shared,
+    replica: async () => ({ write: async (b: Uint8Array) => (held++, await open, b.length) }),
+    limits: defaultLimits,
+  });
+  const shard = cluster.shards.find((s) => s.primary === 0)!.id;
+  const key = Array.from({ length: 10_000 }, (_, i) => `k${i}`).find((k) => shardOfKey(enc(k), cluster.shardCount) === shard)!;
+  try {
+    const put = worker.put(enc(key), enc('v1'), 1);
+    while (held === 0) await new Promise((r) => setImmediate(r));
+    shared.indexes[shard] = null;
+    release();
+    await assert.rejects(put, { code: 'ROWAN_ERR_OUTCOME_UNKNOWN', message: new RegExp(`shard ${shard} left this node while its write was replicating`) });
+  } finally {
+    release();
+    pool.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
