@@ -1,10 +1,10 @@
 // Moves under Redis clients: a shard's primary role moves (§4.6, as the manager's overload balancer
 // does on its own) while a plain Redis client on a single-endpoint port and an ioredis Cluster client
-// write and read its keys. A request caught by the change of term was not applied, so the RESP port
+// write and read its keys, and a third runs WATCH/MULTI/EXEC blocks on them. A request caught by the change of term was not applied, so the RESP port
 // runs it again on the new view (actors/worker/resp/reroute.ts): a standalone client, which has no
 // notion of TRYAGAIN or MOVED, sees no error; the cluster client sees at most -MOVED for the rest of a
-// pipeline a move split (not applied, as Redis Cluster answers); every acknowledged INCR is counted
-// exactly once.
+// pipeline a move split (not applied, as Redis Cluster answers); every acknowledged INCR and
+// transaction is counted exactly once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -46,6 +46,26 @@ function startWriter(c: Redis | Cluster, keys: string[], counter: string): Write
   return w;
 }
 
+/** Transactions on the hot shard: WATCH, then MULTI / INCR / SET / EXEC, one after another. */
+function startTransactions(c: Redis, counter: string, other: string): Writer {
+  const w: Writer = { errors: [], incrs: 0, batches: 0, stop: false, done: Promise.resolve() };
+  w.done = (async () => {
+    for (let b = 0; !w.stop; b++) {
+      try {
+        await c.watch(counter);
+        const rs = await c.multi().incr(counter).set(other, `t${b}`).exec();
+        if (rs === null) continue; // the watched key changed: nothing applied (nothing else writes it)
+        for (const [e] of rs) if (e) w.errors.push(String(e.message));
+        if (!rs[0]![0]) w.incrs++;
+      } catch (e) {
+        w.errors.push(String((e as Error).message));
+      }
+      w.batches++;
+    }
+  })();
+  return w;
+}
+
 async function until(what: string, ok: () => boolean, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;
   while (!ok()) {
@@ -54,7 +74,7 @@ async function until(what: string, ok: () => boolean, ms = 60_000): Promise<void
   }
 }
 
-test('a shard moving under a standalone and a cluster Redis client: no errors, every INCR counted once', { timeout: 300_000 }, async () => {
+test('a shard moving under standalone and cluster Redis clients and WATCH/MULTI/EXEC: no errors, every INCR counted once', { timeout: 300_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reroute-'));
   const run = await launchClusterReady(dir, randomBasePort(), ['--nodes', '3', '--shards', String(SHARDS), '--no-auto-reshard']);
   const clients: (Redis | Cluster)[] = [];
@@ -63,9 +83,10 @@ test('a shard moving under a standalone and a cluster Redis client: no errors, e
     const ports = respPorts(readCluster(dir));
     const single = new Redis({ port: ports.single[0]!, password });
     const cluster = new Cluster(ports.cluster.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { password } });
-    clients.push(single, cluster);
+    const txns = new Redis({ port: ports.single[1]!, password });
+    clients.push(single, cluster, txns);
     const keys = keysOfShard(HOT, SHARDS, 20);
-    const writers = [startWriter(single, keys.slice(0, 10), `${keys[0]}:n1`), startWriter(cluster, keys.slice(10), `${keys[0]}:n2`)];
+    const writers = [startWriter(single, keys.slice(0, 10), `${keys[0]}:n1`), startWriter(cluster, keys.slice(10), `${keys[0]}:n2`), startTransactions(txns, `${keys[0]}:n3`, `${keys[0]}:t`)];
     await until('both clients to write', () => writers.every((w) => w.batches > 3));
     for (let i = 0; i < MOVES; i++) {
       const c = readCluster(dir);
@@ -85,6 +106,8 @@ test('a shard moving under a standalone and a cluster Redis client: no errors, e
     assert.deepEqual(other.slice(0, 5), [], `the cluster client saw no error but -MOVED (${other.length} in all)`);
     assert.equal(await single.get(`${keys[0]}:n1`), String(writers[0]!.incrs), 'every acknowledged INCR counted once');
     assert.equal(await cluster.get(`${keys[0]}:n2`), String(writers[1]!.incrs), 'every acknowledged INCR counted once');
+    assert.deepEqual(writers[2]!.errors.slice(0, 5), [], `the transactions saw no error (${writers[2]!.errors.length} in all)`);
+    assert.equal(await single.get(`${keys[0]}:n3`), String(writers[2]!.incrs), 'every acknowledged transaction counted once');
     console.log(`${MOVES} moves of shard ${HOT}: ${writers.map((w) => `${w.batches} batches, ${w.incrs} INCRs, ${w.errors.length} errors`).join('; ')}; term ${readCluster(dir).term}`);
   } finally {
     for (const c of clients) c.disconnect();

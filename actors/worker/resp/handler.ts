@@ -19,11 +19,11 @@ function unknownCommand(args: Buffer[]): RespErr {
 
 const NOAUTH = err('NOAUTH Authentication required.');
 
-/** Key commands a change of term may refuse are run again on the new view (./reroute.ts); not the
- *  transaction commands (WATCH records a state, EXEC consumes its block) nor the internal node-to-node
- *  ones (the forwarding node runs its command again). */
+/** Key commands a change of term may refuse are run again on the new view (./reroute.ts), WATCH among
+ *  them (EXEC runs its block again itself: ./transaction.ts); not the internal node-to-node ones (the
+ *  forwarding node runs its command again). */
 function reroutable(cmd: Command, name: string): boolean {
-  return cmd.firstKey !== 0 && cmd.internal !== true && !RUN_IN_MULTI.has(name);
+  return cmd.firstKey !== 0 && cmd.internal !== true && (name === 'watch' || !RUN_IN_MULTI.has(name));
 }
 
 export class KvRespHandler implements RespHandler {

@@ -25,6 +25,7 @@ import { keysOf, type Command } from './command-spec.js';
 import { HeldLocks, type RespContext } from './context.js';
 import { movedOr, SYNTAX } from './keys.js';
 import { rowanErrorReply } from './outcome.js';
+import { rerouted } from './reroute.js';
 import { TxnStore } from './txn-store.js';
 
 const QUEUED = new Simple('QUEUED');
@@ -193,6 +194,14 @@ export function exec(ctx: RespContext, _args: Buffer[], conn: RespConnection): R
   const firstKey = t.firstKey ?? watched[0]?.key ?? null;
   t.end(); // EXEC discards the block and unwatches whatever it answers
   if (failed) return EXECABORT;
+  // A block refused by a change of term wrote nothing (its writes commit as one unit, after every read):
+  // it runs again on the new view, as a single command does. The watched states compare across a move
+  // (a key's version is the same entry's on every replica).
+  return rerouted(ctx, () => runBlock(ctx, queued, watched, firstKey, conn));
+}
+
+/** Where the block runs: here, on its shard's primary (single-endpoint port), or -MOVED. */
+function runBlock(ctx: RespContext, queued: Queued[], watched: Watched[], firstKey: Buffer | null, conn: RespConnection): Reply | Promise<Reply> {
   if (firstKey === null) return execHere(ctx, queued, watched, conn);
   const r = ctx.view.route(firstKey);
   if (r.local) return execHere(ctx, queued, watched, conn);
