@@ -43,6 +43,9 @@ export const ErrorCodes = {
   SENDERS_HOLDING: 'ROWAN_ERR_SENDERS_HOLDING',
   WRITE_TIMEOUT: 'ROWAN_ERR_WRITE_TIMEOUT',
   PEER_GONE: 'ROWAN_ERR_PEER_GONE',
+  /** Another node could not be connected to, so the request was never sent to it: not applied (a RESP
+   *  port forwarding to a dead owner before its failover; runtime/resp/client.ts). */
+  PEER_UNREACHABLE: 'ROWAN_ERR_PEER_UNREACHABLE',
   BAD_FRAME: 'ROWAN_ERR_BAD_FRAME',
   FABRIC_UNAVAILABLE: 'ROWAN_ERR_FABRIC_UNAVAILABLE',
   NO_BUFFER: 'ROWAN_ERR_NO_BUFFER',

@@ -128,7 +128,9 @@ export class RespPeer {
       s.on('data', (c: Buffer) => this.onData(c));
       s.on('error', (e) => {
         clearTimeout(t);
-        reject(new RowanError(ErrorCodes.PEER_GONE, `RESP peer ${this.host}:${this.port}: ${e.message}`));
+        // Before the link is up nothing was sent on it: the caller's request is not applied (a link
+        // that fails later rejects what it carried as outcome unknown, in fail()).
+        reject(new RowanError(ErrorCodes.PEER_UNREACHABLE, `RESP peer ${this.host}:${this.port}: ${e.message}; the request was not sent`));
         this.fail(e);
       });
       s.on('close', () => this.fail(new Error('connection closed')));

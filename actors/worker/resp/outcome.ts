@@ -11,7 +11,7 @@ import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
 import { RespErr, err } from '../../../runtime/resp/reply.js';
 
 const NOT_APPLIED = new Set<string>([ErrorCodes.KEY_TOO_LARGE, ErrorCodes.KEY_EMPTY, ErrorCodes.VALUE_TOO_LARGE, ErrorCodes.BAD_ARGUMENT, ErrorCodes.ENTRY_TOO_LARGE]);
-const RETRY = new Set<string>([ErrorCodes.NODE_NOT_RUNNING, ErrorCodes.STALE_TERM, ErrorCodes.WRONG_SHARD]);
+const RETRY = new Set<string>([ErrorCodes.NODE_NOT_RUNNING, ErrorCodes.STALE_TERM, ErrorCodes.WRONG_SHARD, ErrorCodes.PEER_UNREACHABLE]);
 const NOT_APPLIED_WORDS = new Set(['ERR', 'OOM', 'TRYAGAIN', 'MOVED', 'CROSSSLOT', 'CLUSTERDOWN', 'NOAUTH', 'WRONGPASS']);
 
 export function rowanErrorReply(e: unknown): RespErr {

@@ -1,11 +1,14 @@
-// A key command that a change of term caught -- a move or a failover committed a new configuration
-// between the port routing it and the primary path admitting it (ROWAN_ERR_STALE_TERM,
-// ROWAN_ERR_WRONG_SHARD), or, on a single-endpoint port, the owner it was forwarded to no longer owns
-// the key (-MOVED, -TRYAGAIN) -- was refused before anything was written: not applied. The port runs
-// it again on the node's new view, for at most REROUTE_MS: it then runs here, is forwarded to the new
-// owner (single-endpoint port) or answered -MOVED (cluster port; the client follows). A standalone
-// Redis client, which knows neither TRYAGAIN nor MOVED, so never sees a move; past the bound the last
-// refusal is the reply (still "not applied"). Outcome-unknown failures are never run again.
+// A key command refused for where it was sent, before anything was written (not applied):
+// - a change of term caught it: a move or a failover committed a new configuration between the port
+//   routing it and the primary path admitting it (ROWAN_ERR_STALE_TERM, ROWAN_ERR_WRONG_SHARD);
+// - on a single-endpoint port, the owner it was forwarded to no longer owns the key (-MOVED,
+//   -TRYAGAIN), or could not be connected to (ROWAN_ERR_PEER_UNREACHABLE: dead, its failover not
+//   committed yet; nothing was sent).
+// The port runs it again on the node's new view, for at most REROUTE_MS: it then runs here, is
+// forwarded to the new owner (single-endpoint port) or answered -MOVED (cluster port; the client
+// follows). A standalone Redis client, which knows neither TRYAGAIN nor MOVED, so never sees a move,
+// nor a failover that commits within the bound; past it the last refusal is the reply (still "not
+// applied"). Outcome-unknown failures are never run again.
 import { ErrorCodes, RowanError } from '../../../config/base/errors.js';
 import { RespErr, type Reply } from '../../../runtime/resp/reply.js';
 import type { RespContext } from './context.js';
@@ -17,7 +20,7 @@ export const REROUTE_MS = 2000;
  *  of this node wakes on this node's change; one behind answers the same until it catches up). */
 const WAIT_MS = 50;
 
-const ROUTING = new Set<string>([ErrorCodes.STALE_TERM, ErrorCodes.WRONG_SHARD]);
+const ROUTING = new Set<string>([ErrorCodes.STALE_TERM, ErrorCodes.WRONG_SHARD, ErrorCodes.PEER_UNREACHABLE]);
 
 function refusedError(e: unknown): boolean {
   return e instanceof RowanError && ROUTING.has(e.code);
