@@ -232,7 +232,7 @@ class ActorThread {
     const period = this.def.tickMs?.(this.s.config);
     if (this.def.tick && period !== undefined) {
       const idleMax = Math.max(period, this.def.idleTickMs?.(this.s.config) ?? period);
-      this.ticks = new TickSchedule(period, idleMax, () => this.runTick(), realTimers);
+      this.ticks = new TickSchedule(period, idleMax, () => this.runTick(), realTimers, monotonicClock);
       this.ticks.start();
     }
     await pump(this.inbox, {

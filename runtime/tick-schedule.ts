@@ -7,7 +7,11 @@
 //
 // The timer is one setTimeout re-armed after each tick (never setInterval): a slow tick delays the next
 // instead of piling up behind it.
-import type { Timers, TimerHandle } from '../config/base/clock.js';
+//
+// At the idle bound, given a clock, ticks fall on the bound's grid of that clock (multiples of it):
+// the idle actors sharing a thread (control, clean, migration on `background`) then tick in one
+// wakeup of the thread instead of one each, a few times a second (issue 26, idle cost).
+import { gridDelayMs, type Clock, type Timers, type TimerHandle } from '../config/base/clock.js';
 
 /** What a tick reports: nothing (it worked: the base period again), 'idle', or when to look next. */
 export type TickResult = void | 'idle' | { inMs: number };
@@ -26,6 +30,8 @@ export class TickSchedule {
     private readonly idleMaxMs: number,
     private readonly run: () => void,
     private readonly timers: Pick<Timers, 'setTimeout' | 'clearTimeout'>,
+    /** The monotonic clock whose grid idle ticks fall on; none: idle ticks are idleMaxMs apart. */
+    private readonly clock?: Clock,
   ) {
     if (!(baseMs > 0) || !(idleMaxMs >= baseMs)) throw new RangeError(`tick period ${baseMs} ms, idle bound ${idleMaxMs} ms: need 0 < period <= bound`);
     this.delayMs = baseMs;
@@ -70,7 +76,7 @@ export class TickSchedule {
     else if (r === 'idle') this.delayMs = Math.min(this.idleMaxMs, this.delayMs * 2);
     else this.delayMs = Math.min(this.idleMaxMs, Math.max(this.baseMs, r.inMs));
     this.woken = false;
-    this.arm(this.delayMs);
+    this.arm(this.delayMs === this.idleMaxMs && this.delayMs > this.baseMs && this.clock ? gridDelayMs(this.clock.now(), this.idleMaxMs) : this.delayMs);
   }
 
   private arm(ms: number): void {

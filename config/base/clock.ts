@@ -17,6 +17,14 @@ export const monotonicClock: Clock = {
   },
 };
 
+/** From `now` to the next multiple of `periodMs` on its clock, skipping one less than a quarter period
+ *  away (a timer that fired a little early does not run twice in a row): where periodic duties of
+ *  several threads or processes meet, so they share wakeups (the load samples, idle ticks). */
+export function gridDelayMs(now: number, periodMs: number): number {
+  const d = periodMs - (now % periodMs);
+  return d < periodMs / 4 ? d + periodMs : d;
+}
+
 /** Wall-clock milliseconds since the epoch, for what is shown to people and protocols as a date
  *  (Redis CLUSTER NODES, CLIENT INFO ages); never for timeouts. */
 export const wallClock: Clock = { now: () => Date.now() };

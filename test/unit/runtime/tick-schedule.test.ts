@@ -98,3 +98,33 @@ test('stop() cancels the armed tick and a later wake() re-arms nothing; bad peri
   assert.throws(() => new TickSchedule(0, 10, () => {}, timers), RangeError);
   assert.throws(() => new TickSchedule(10, 5, () => {}, timers), RangeError);
 });
+
+test('with a clock, idle ticks fall on the bound\'s grid: two actors started apart tick together once idle', () => {
+  const timers = new StepTimers(new ManualClock(0));
+  const at: number[][] = [[], []];
+  const make = (i: number): TickSchedule => {
+    const s: TickSchedule = new TickSchedule(5, 200, () => {
+      at[i]!.push(timers.clock.now());
+      s.began();
+      s.ended('idle');
+    }, timers, timers.clock);
+    return s;
+  };
+  const a = make(0);
+  a.start();
+  timers.advance(37);
+  const b = make(1);
+  b.start();
+  timers.advance(2000);
+  // Stretching doubles as before (5, 10, ... 160) and the first wait at the bound ends on the grid.
+  assert.deepEqual(at[0]!.slice(0, 6), [5, 15, 35, 75, 155, 315]);
+  const late = (xs: number[]) => xs.filter((t) => t >= 1000);
+  assert.ok(late(at[0]!).length >= 4 && late(at[0]!).every((t) => t % 200 === 0), `a on the grid: ${late(at[0]!).join(', ')}`);
+  assert.deepEqual(late(at[1]!), late(at[0]!), 'b ticks at the same instants');
+  // A wake still ticks within one base period, off the grid.
+  a.wake();
+  const n = at[0]!.length;
+  timers.advance(5);
+  assert.equal(at[0]!.length, n + 1);
+  assert.notEqual(at[0]!.at(-1)! % 200, 0);
+});
