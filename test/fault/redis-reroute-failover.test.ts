@@ -1,15 +1,16 @@
 // A failover under a standalone Redis client: writers on one node's single-endpoint port keep SETting
-// keys of every shard while another node is SIGKILLed. A request forwarded to the dead owner before its
-// failover commits cannot be sent (ROWAN_ERR_PEER_UNREACHABLE, not applied), so the port runs it again
-// on the new view (actors/worker/resp/reroute.ts) and the new primary serves it. The client sees at
-// most the requests that were on the wire at the kill fail (outcome unknown, one per writer), never a
-// refusal; every key reads back its last acknowledged value (or the unknown one after it).
+// and GETting keys of every shard while another node is SIGKILLed. A request forwarded to the dead owner
+// before its failover commits cannot be sent (ROWAN_ERR_PEER_UNREACHABLE, not applied), so the port
+// runs it again on the new view (actors/worker/resp/reroute.ts) and the new primary serves it. The
+// clients see at most the requests that were on the wire at the kill fail (outcome unknown, one per
+// writer), never a refusal; the recorded history, with a final read of every key, is linearizable.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { checkLinearizability, HistoryRecorder } from '../check/linearizability.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { nodePids, readCluster, waitFor } from '../fixtures/failover-cluster.js';
 import { respPorts, useClusterPassword } from '../fixtures/redis.js';
@@ -18,37 +19,45 @@ const WRITERS = 4;
 const KEYS = 40;
 
 interface Writer {
-  /** Per key: the last acknowledged value, and values written after it with an unknown outcome. */
-  acked: Map<string, string>;
-  unknown: Map<string, string[]>;
   errors: string[];
   ops: number;
   stop: boolean;
   done: Promise<void>;
 }
 
-function startWriter(c: Redis, w: number): Writer {
-  const wr: Writer = { acked: new Map(), unknown: new Map(), errors: [], ops: 0, stop: false, done: Promise.resolve() };
-  wr.done = (async () => {
-    for (let i = 0; !wr.stop; i++) {
-      const key = `fo:${w}:${i % KEYS}`;
-      const value = `${w}-${i}`;
-      try {
-        await c.set(key, value);
-        wr.acked.set(key, value);
-        wr.unknown.delete(key);
-      } catch (e) {
-        const msg = String((e as Error).message);
-        wr.errors.push(msg);
-        if (msg.startsWith('UNKNOWN ')) wr.unknown.set(key, [...(wr.unknown.get(key) ?? []), value]);
-      }
-      wr.ops++;
-    }
-  })();
-  return wr;
+/** Records `f`'s outcome: ok, unknown (`UNKNOWN ...`: may have been applied) or fail (not applied). */
+async function recorded<T>(h: HistoryRecorder, id: number, w: Writer, f: () => Promise<T>, ok: (v: T) => void): Promise<void> {
+  try {
+    ok(await f());
+  } catch (e) {
+    const msg = String((e as Error).message);
+    w.errors.push(msg);
+    if (msg.startsWith('UNKNOWN ')) h.unknown(id);
+    else h.fail(id);
+  }
 }
 
-test('a node SIGKILLed under standalone Redis writers on another node: no refusal, at most the in-flight requests unknown, every acknowledged value read back', { timeout: 180_000 }, async () => {
+/** SET, SET, GET, ... over keys every writer shares, one request at a time. */
+function startWriter(c: Redis, client: number, h: HistoryRecorder): Writer {
+  const w: Writer = { errors: [], ops: 0, stop: false, done: Promise.resolve() };
+  w.done = (async () => {
+    for (let i = 0; !w.stop; i++) {
+      const key = `fo:${(i * 7 + client) % KEYS}`;
+      if (i % 3 === 2) {
+        const id = h.invoke(client, key, 'get');
+        await recorded(h, id, w, () => c.get(key), (v) => h.ok(id, v));
+      } else {
+        const value = `${client}-${i}`;
+        const id = h.invoke(client, key, 'put', value);
+        await recorded(h, id, w, () => c.set(key, value), () => h.ok(id));
+      }
+      w.ops++;
+    }
+  })();
+  return w;
+}
+
+test('a node SIGKILLed under standalone Redis clients on another node: no refusal, at most the in-flight requests unknown, the history linearizable', { timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reroute-failover-'));
   const file = join(dir, 'cluster.json');
   const run = launchCluster(dir, randomBasePort(), ['--nodes', '3', '--shards', '6', '--lease-ms', '200', '--no-restart', '--no-auto-reshard']);
@@ -58,8 +67,9 @@ test('a node SIGKILLed under standalone Redis writers on another node: no refusa
     const password = useClusterPassword(dir);
     const c1 = readCluster(file);
     const port = respPorts(c1).single[0]!;
+    const h = new HistoryRecorder(() => performance.now());
     for (let w = 0; w < WRITERS; w++) clients.push(new Redis({ port, password }));
-    const writers = clients.map((c, w) => startWriter(c, w));
+    const writers = clients.map((c, w) => startWriter(c, w, h));
     await waitFor('the writers to write every key', () => writers.every((w) => w.ops > 2 * KEYS), 60_000, 20);
     const victim = c1.nodes[2]!.id;
     const killedAt = performance.now();
@@ -81,15 +91,13 @@ test('a node SIGKILLed under standalone Redis writers on another node: no refusa
     assert.ok(unknown <= WRITERS, `at most the ${WRITERS} requests on the wire at the kill are unknown: ${unknown} (${errors.slice(0, 3).join('; ')})`);
     const check = new Redis({ port, password });
     clients.push(check);
-    let keys = 0;
-    for (const w of writers) {
-      for (const [key, value] of w.acked) {
-        const got = await check.get(key);
-        assert.ok(got === value || (w.unknown.get(key) ?? []).includes(got ?? ''), `${key}: read ${got}, acknowledged ${value}`);
-        keys++;
-      }
+    for (let k = 0; k < KEYS; k++) {
+      const id = h.invoke(WRITERS, `fo:${k}`, 'get');
+      h.ok(id, await check.get(`fo:${k}`));
     }
-    console.log(`# reroute failover: node ${victim} killed, term ${c1.term} -> ${readCluster(file).term}; ${writers.reduce((n, w) => n + w.ops, 0)} SETs by ${WRITERS} writers, ${unknown} unknown; ${keys} keys read back; failover stored ${storedMs.toFixed(0)} ms after the kill, ${refused.length} refused`);
+    const lin = checkLinearizability(h.history());
+    assert.equal(lin.ok, true, lin.describe());
+    console.log(`# reroute failover: node ${victim} killed, term ${c1.term} -> ${readCluster(file).term}; ${writers.reduce((n, w) => n + w.ops, 0)} SETs and GETs by ${WRITERS} clients, ${unknown} unknown; ${h.size} ops, ${lin.describe()}; failover stored ${storedMs.toFixed(0)} ms after the kill, ${refused.length} refused`);
   } finally {
     for (const c of clients) c.disconnect();
     await stopCluster(run.child);
