@@ -97,8 +97,10 @@ export function promotionHooks(o: PromotionHooksOptions): Required<Pick<Follower
       // Recorded before the promotion is reported done (and the shard serves): b-log blocks of these
       // shards at or above this version landed after the promotion and are never applied at cold start.
       // A shard promoted again on its own primary (a restart confirmed) keeps the version it was first
-      // promoted at: nothing of it in the b-log is newer than that. One write for all the shards.
-      record.notePromotedAll(new Map(shards.filter((s) => !already?.has(s)).map((s) => [s, r.versions[s]!])));
+      // promoted at: nothing of it in the b-log is newer than that -- unless that promotion never ran
+      // (the node was killed between the prepare and the promotion: nothing recorded for this tenure,
+      // ../shared/trust.ts 3), and this confirmation is its promotion. One write for all the shards.
+      record.notePromotedAll(new Map(shards.filter((s) => !already?.has(s) || !record.hasPromotion(s)).map((s) => [s, r.versions[s]!])));
       if (r.tailwind.buffers > 0) logTailwindScan(log, `promotion of shard(s) ${shards.join(', ')}`, r.tailwind);
       log.info({ shards, scanMs: +(t1 - t0).toFixed(1), recordMs: +(o.clock.now() - t1).toFixed(1), segments: r.segments, blocks: r.blocks }, 'promotion steps');
       hold.confirmed(shards);

@@ -57,6 +57,7 @@ export function bootNode(n: SimNode, findings: Finding[]): boolean {
   }
 }
 
+
 export function scheduleFaults(o: FaultOptions, span: number, rng: Rng, e: FaultEnv): void {
   for (let i = rng.int(o.crashesMax + 1); i > 0; i--) nodeCrash(rng, e, rng.float() * span);
   if (rng.chance(o.fullRestartP)) {
@@ -313,5 +314,57 @@ export function scheduleCopyKill(rng: Rng, span: number, e: ScenarioEnv, victim:
     e.faults.push(`copy of shard ${shard}: ${victim} node ${n.id} killed mid-copy`);
     n.crash();
     e.loop.at(downMs, ['restart', n.id], () => !n.up && bootNode(n, e.findings));
+  }, true);
+}
+
+/**
+ * A promotion cut short by a full restart (nemesis seed 345667674): one of the clients' shards moves
+ * from its primary A to a backup B (B records its promotion) and back to A (B is a backup again, and A
+ * writes above the version B's promotion continued after), under the clients' writes of its keys;
+ * then A loses power long enough to be failed over, and the moment the failover's prepare is
+ * acknowledged (B may be the backup it promotes) every node loses power, before any promotion runs.
+ * The restarted new primary finds itself primary of the shard in the stored configuration with no
+ * promotion of this tenure behind it: its cold start must keep every write it received as a backup.
+ */
+export function schedulePromotionCut(rng: Rng, span: number, e: ScenarioEnv): void {
+  const shard = rng.pick(e.keyShards);
+  const at = 30 + rng.float() * span * 0.4;
+  const back = rng.range(30, 80);
+  const crashAfter = back + rng.range(30, 80);
+  const aDownMs = rng.range(150, 300);
+  const allDownMs = rng.range(5, 60);
+  e.shape.focus.push({ from: at - 20, to: at + crashAfter + aDownMs + 150, keys: e.keysOf(shard) });
+  e.faults.push(`shard ${shard} moved to a backup at ${at.toFixed(1)} ms and back ${back} ms later; its primary loses power ${crashAfter} ms after the first move for ${aDownMs} ms, and every node ${allDownMs} ms the moment the failover's prepare is acknowledged`);
+  let from = -1;
+  let to = -1;
+  e.loop.at(at, ['move', shard], () => {
+    if (e.calm() || !e.manager.up) return;
+    const s = e.manager.store.cfg.shards[shard]!;
+    if (s.backups.length === 0) return;
+    from = s.primary;
+    to = s.backups[0]!;
+    e.manager.requestMove([{ shard, from, to }]);
+  }, true);
+  e.loop.at(at + back, ['move-back', shard], () => {
+    if (e.calm() || !e.manager.up || from < 0) return;
+    const s = e.manager.store.cfg.shards[shard]!;
+    if (s.primary === from || !s.backups.includes(from)) return;
+    e.manager.requestMove([{ shard, from: s.primary, to: from }]);
+  }, true);
+  e.loop.at(at + crashAfter, ['crash-primary', shard], () => {
+    const a = e.nodes.find((x) => x.id === e.manager.store.cfg.shards[shard]!.primary);
+    if (!a?.up || e.calm()) return;
+    e.faults.push(`shard ${shard}'s primary, node ${a.id}, lost power at ${e.loop.now().toFixed(1)} ms`);
+    a.crash();
+    e.loop.at(aDownMs, ['restart', a.id], () => !a.up && bootNode(a, e.findings));
+    e.manager.watch('prepared', () => {
+      if (e.calm()) return;
+      // The failover's term is stored before its prepare: the shard's new primary is known.
+      const promoted = e.manager.store.cfg.shards[shard]!.primary;
+      const again = promoted === to && to !== from ? ' (the hazard: it was promoted for the shard before, by the first move)' : '';
+      e.faults.push(`every node lost power at the failover's prepare, ${e.loop.now().toFixed(1)} ms; shard ${shard}'s new primary: node ${promoted}${again}`);
+      for (const n of e.nodes) if (n.up) n.crash();
+      for (const n of e.nodes) e.loop.at(allDownMs + rng.float() * 10, ['restart', n.id], () => !n.up && bootNode(n, e.findings));
+    });
   }, true);
 }

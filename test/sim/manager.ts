@@ -64,6 +64,8 @@ export class SimManager {
   readonly counts = { boots: 0, crashes: 0, crashPoints: 0 };
   /** Crash points still armed, and what they counted so far. */
   private points: (CrashPoint & { then: () => void })[] = [];
+  /** Events watched (watch()): each fires once. */
+  private watches: { event: string; then: () => void }[] = [];
   private seen = new Map<string, number>();
   private sockets: SimSocket[] = [];
   /** The latest connection of each node (the bare-commit mutation sends on it). */
@@ -83,9 +85,16 @@ export class SimManager {
     this.points.push({ ...p, then });
   }
 
+  /** Run `then` at the next log event `event` of any incarnation, without crashing (a fault timed to a
+   *  round's step, ./faults.ts schedulePromotionCut). */
+  watch(event: string, then: () => void): void {
+    this.watches.push({ event, then });
+  }
+
   /** No crash point fires any more (the simulation settles). */
   disarm(): void {
     this.points = [];
+    this.watches = [];
   }
 
   /** Start an incarnation from the stored configuration; `takeover`: as an elected standby. */
@@ -209,6 +218,13 @@ export class SimManager {
     return true;
   }
 
+  private fireWatches(ev: string): void {
+    const due = this.watches.filter((w) => w.event === ev);
+    if (due.length === 0) return;
+    this.watches = this.watches.filter((w) => w.event !== ev);
+    for (const w of due) w.then();
+  }
+
   private logger(alive: () => boolean): Logger {
     const line = (level: string) => (o: unknown, msg?: string) => {
       if (!alive()) return;
@@ -217,6 +233,7 @@ export class SimManager {
       this.lines.push(`${this.net.loop.now().toFixed(1)} ${level} ${text}`);
       const ev = obj['event'];
       if (typeof ev === 'string') this.hit(`event:${ev}`, (p) => p.kind === 'event' && p.event === ev);
+      if (typeof ev === 'string') this.fireWatches(ev);
       if (ev === 'move-stored' && this.o.bareCommitMoves && alive()) for (const l of this.links.values()) this.bareCommit(l);
     };
     return { info: line('info'), warn: line('warn'), error: line('error'), debug: () => {}, trace: () => {}, fatal: line('fatal') } as unknown as Logger;

@@ -3,7 +3,7 @@
 import { performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { mutations, type MutationName } from './mutations.js';
-import { defaultSimOptions, runSeed, type SimOptions, type SimResult } from './simulation.js';
+import { defaultSimOptions, PROMOTION_CUT, runSeed, type SimOptions, type SimResult } from './simulation.js';
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -28,6 +28,9 @@ options:
   --managerless     a static cluster without a manager (as rowan start without --manager)
   --mutation NAME   run against a deliberately broken component: ${Object.keys(mutations).join(', ')}
   --unfixed         the receiver without the stalled-sender fix (ignores the queue's holds)
+  --promotion-cut   every seed moves a shard away and back, fails it over, and cuts the failover's
+                    promotion with a full restart (faults.ts schedulePromotionCut); no random faults,
+                    no lost connections or stalls
   --verbose         print every seed's findings; --log: the manager's and nodes' log lines`;
 
 async function main(): Promise<void> {
@@ -50,6 +53,7 @@ async function main(): Promise<void> {
   // --unfixed: the receiver ignores the queue's holds, as before the stalled-sender fix.
   if (process.argv.includes("--unfixed")) opts.node = { ...defaultSimOptions.node, receiverIgnoresHolds: true };
   if (process.argv.includes('--managerless')) opts.managerless = true;
+  if (process.argv.includes('--promotion-cut')) Object.assign(opts, PROMOTION_CUT);
   if (one !== undefined) {
     const r = await runSeed(Number(one), opts);
     show(r, true);

@@ -12,7 +12,7 @@ import { EventLoop } from './loop.js';
 import { mutations, type MutationName } from './mutations.js';
 import { SimNet, type SimNetOptions } from './net.js';
 import { SimNode, type SimEnv, type SimNodeOptions } from './node.js';
-import { bootNode, scheduleCopyKill, scheduleFaults, scheduleScenario, type FaultOptions, type Scenario } from './faults.js';
+import { bootNode, scheduleCopyKill, scheduleFaults, schedulePromotionCut, scheduleScenario, type FaultOptions, type Scenario } from './faults.js';
 import { SimManager, SimStore } from './manager.js';
 import { Rng } from './rng.js';
 import { scheduleMembership, type MembershipScenario } from './membership.js';
@@ -43,6 +43,9 @@ export interface SimOptions {
   /** A copy move of one of the clients' shards to the node holding no replica of it, its target or
    *  source killed mid-copy (./faults.ts scheduleCopyKill). Absent: none (the seeds' runs are as before). */
   copyKill?: 'target' | 'source';
+  /** A shard moved away and back, then failed over, every node losing power at the failover's
+   *  prepare (./faults.ts schedulePromotionCut). Absent: none. */
+  promotionCut?: boolean;
   /** A membership change under load (./membership.ts): a node added (one spare node more than
    *  `nodes`, outside the configuration until added) or a member decommissioned. Absent: none. */
   membership?: MembershipScenario;
@@ -75,6 +78,17 @@ export const defaultSimOptions: Readonly<SimOptions> = Object.freeze({
   managerTickMs: 2,
   settleMs: 3000,
   horizonMs: 60_000,
+});
+
+/** The options of a promotion-cut run (test/unit/sim/promotion-cut.test.ts, `sim --promotion-cut`): the
+ *  scenario alone, no random fault, and a network without lost connections or stalls -- a connection
+ *  to a live backup lost under a write holds that write (and a move's drain of its shard) until the
+ *  backup could have been failed over (actors/worker/primary.ts replicateOrOutlive), and the unknown
+ *  outcomes of that second-long gap exhaust the linearizability checker's budget. */
+export const PROMOTION_CUT: Readonly<Partial<SimOptions>> = Object.freeze({
+  promotionCut: true,
+  faults: { crashesMax: 0, partitionsMax: 0, fullRestartP: 0, managerCrashP: 0, movesMax: 0, scenarioP: 0 },
+  net: { ...defaultSimOptions.net, lossP: 0, stallP: 0 },
 });
 
 /** The client id of the final reads on the primaries (replica reads use 1000 + node id). */
@@ -175,6 +189,7 @@ export async function runSeed(seed: number, over: Partial<SimOptions> = {}): Pro
   const keysOf = (shard: number) => Array.from({ length: o.clients.keys }, (_, i) => i).filter((i) => shardOfKey(store.cfg, keyName(i)) === shard);
   const scenario = scheduleScenario(o.faults, span, rng.fork(), { ...faultEnv, shape, netO, keysOf, keyCount: o.clients.keys });
   if (o.copyKill && !o.managerless) scheduleCopyKill(rng.fork(), span, { ...faultEnv, shape, netO, keysOf, keyCount: o.clients.keys }, o.copyKill);
+  if (o.promotionCut && !o.managerless) schedulePromotionCut(rng.fork(), span, { ...faultEnv, shape, netO, keysOf, keyCount: o.clients.keys });
   if (o.membership && !o.managerless) scheduleMembership(rng.fork(), span, { ...faultEnv, nodes, shape, netO, keysOf, keyCount: o.clients.keys }, o.membership);
 
   let done = false;

@@ -160,6 +160,39 @@ test('regression (sim seed 32): a shard moved here by a planned move keeps the o
   }
 });
 
+test('regression (nemesis seed 345667674): a shard failed over to this node a second time, whose promotion a full restart cut short, keeps every write its primary made since this node was last its primary', async () => {
+  const t = setup();
+  try {
+    await t.coldStart(); // records: backup of shards 1 and 3
+    const k = keyOfShard(1, 'hot');
+    t.plant(1, 7, k, 'old'); // received while a backup of shard 1
+    // Shard 1 fails over to this node: the promotion continued after 7 + the gap.
+    const promotedAt = 7 + PROMOTION_VERSION_GAP;
+    const rec = JSON.parse((await import('node:fs')).readFileSync(join(t.dir, 'replicas.json'), 'utf8')) as { promoted: Record<string, number> };
+    rec.promoted['1'] = promotedAt;
+    writeFileSync(join(t.dir, 'replicas.json'), JSON.stringify(rec));
+    t.cluster.term++;
+    t.cluster.shards[1] = { id: 1, primary: 0, backups: [1] };
+    await t.coldStart();
+    // Later node 1 is primary of shard 1 again (a failover back), and this node its backup: node 1's
+    // acknowledged writes, above this node's old promotion version, land in this b-log.
+    t.cluster.term++;
+    t.cluster.shards[1] = { id: 1, primary: 1, backups: [0] };
+    await t.coldStart();
+    const acknowledged = promotedAt + PROMOTION_VERSION_GAP + 5;
+    t.plant(1, acknowledged, k, 'acknowledged');
+    // Node 1 fails; the failover to this node is stored (this node acknowledged its prepare as a
+    // backup), and every node loses power before the promotion runs here: the cold start finds this
+    // node primary of shard 1 in the stored configuration with no promotion of this tenure recorded.
+    t.cluster.term++;
+    t.cluster.shards[1] = { id: 1, primary: 0, backups: [1] };
+    const start = await t.coldStart();
+    assert.deepEqual(served(t.pool, start, k), { value: 'acknowledged', version: acknowledged }, 'the write acknowledged by both replicas since the old promotion survives the restart');
+  } finally {
+    t.done();
+  }
+});
+
 test('a pool older than the replica record keeps applying its b-log to every shard it holds', async () => {
   const t = setup();
   try {
