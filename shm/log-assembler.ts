@@ -54,6 +54,20 @@ export class BlockAssembler {
     return out;
   }
 
+  /** Forget the pending entries of `shard` at or below `version` (a CommitVer covers them: their
+   *  writes finished at the primary, and what is missing of them is not coming); returns how many. */
+  dropCovered(shard: number, version: number): number {
+    let n = 0;
+    for (const id of this.open.keys()) {
+      const at = id.indexOf(':');
+      if (Number(id.slice(0, at)) === shard && Number(id.slice(at + 1)) <= version) {
+        this.open.delete(id);
+        n++;
+      }
+    }
+    return n;
+  }
+
   /** Forget the pending entries of the shards `gone` names (their other blocks are not coming here);
    *  returns how many. */
   dropShards(gone: (shard: number) => boolean): number {

@@ -48,6 +48,9 @@ export interface ApplyStats {
   lateDels: number;
   /** Transactions dropped incomplete (torn by their primary's crash: never acknowledged). */
   txnTorn: number;
+  /** Multi-block entries dropped incomplete by a CommitVer that covers them (their sender died
+   *  mid-entry: what is missing is not coming, and an acknowledged entry lands whole before it). */
+  partialsTorn: number;
   /** FLUSH entries that raised their shard's floor (./flush-floor.ts). */
   flushes: number;
 }
@@ -67,7 +70,7 @@ export class BlockApplier {
   private readonly txns = new TxnGroups();
   private readonly reader: PoolEntryReader;
   private readonly hash: KeyHash = { hi: 0, lo: 0 };
-  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0, late: 0, lateDels: 0, txnTorn: 0, flushes: 0 };
+  readonly stats: ApplyStats = { blocks: 0, indexed: 0, stale: 0, skipped: 0, untrusted: 0, reassembled: 0, commitVers: 0, indexFull: 0, late: 0, lateDels: 0, txnTorn: 0, partialsTorn: 0, flushes: 0 };
   /** Highest CommitVer seen per shard (CommitVerArray, §4.4). */
   readonly commitVer = new Map<number, number>();
   /** Highest PUT/DEL version per owned shard since the caller last replaced it (MaxVerArray, §4.4). */
@@ -133,7 +136,13 @@ export class BlockApplier {
       this.stats.commitVers++;
       if ((this.commitVer.get(b.shard) ?? 0) < b.version) this.commitVer.set(b.shard, b.version);
       this.floor?.commitVer?.(b.shard, b.version);
-      if (this.tornByCommitVer) this.stats.txnTorn += this.txns.dropCovered(b.shard, b.version); // finished by the primary, not whole here
+      if (this.tornByCommitVer) {
+        // Finished by the primary, not whole here: a transaction or a multi-block entry it covers is
+        // never completed (what held a b-log segment Used until 32 more were digested -- on a quiet
+        // shard, for good).
+        this.stats.txnTorn += this.txns.dropCovered(b.shard, b.version);
+        if (this.assembler.pending > 0) this.stats.partialsTorn += this.assembler.dropCovered(b.shard, b.version);
+      }
       return;
     }
     if ((this.maxVer.get(b.shard) ?? 0) < b.version) this.maxVer.set(b.shard, b.version);

@@ -46,6 +46,13 @@ function setup() {
         blogAt += b.length;
       }
     },
+    /** Land one encoded block (a multi-block entry's first, say). */
+    landRaw(b: Uint8Array): void {
+      if (blogAt < 0) blogAt = pool.segmentOffset(pool.allocate(OwnerRole.Control, 0));
+      pool.region.bytes.set(b, blogAt);
+      pool.region.persist(blogAt, b.length);
+      blogAt += b.length;
+    },
     blocks() {
       const seg = pool.segments({ role: OwnerRole.Control })[0]!;
       const start = pool.segmentOffset(seg);
@@ -106,6 +113,33 @@ test('digest: a torn transaction (2 of 3 entries landed) indexes none of them; a
     assert.equal(fresh.stats.txnTorn, 2, 'the open group dropped by the CommitVer that covers it, its late block refused');
     assert.deepEqual(fresh.pendingBlockOffsets(), [], 'nothing holds the segment any more');
     for (const e of torn) assert.equal(valueOf(t.pool, shared, dec(e.key!)), null, 'a block after the covering CommitVer does not complete it');
+  } finally {
+    t.done();
+  }
+});
+
+test('digest: a multi-block entry whose sender died after its first block is dropped by the CommitVer that covers it (sim seed 163: it held its segment Used)', () => {
+  const t = setup();
+  try {
+    const shared = attachKvShared(createKvShared(t.cluster, 0, 1024, t.pool), t.pool.region);
+    const applier = new BlockApplier(t.pool.region, shared, () => true, TLog.recover(t.pool, 0, defaultLimits, OwnerRole.Digest), defaultLimits);
+    applier.tornByCommitVer = true; // as a digest's
+    const k = keyOfShard(1, 'partial');
+    const blocks = encodeBlocks({ type: EntryType.Put, shard: 1, version: 7, key: enc(k), value: enc(big) }, defaultLimits);
+    assert.ok(blocks.length > 1);
+    t.landRaw(blocks[0]!); // the rest never came: the primary died while replicating it
+    t.land({ type: EntryType.Put, shard: 3, version: 2, key: enc(keyOfShard(3, 'other')), value: enc('o') });
+    for (const b of t.blocks()) applier.apply(b);
+    assert.equal(applier.pendingBlockOffsets().length, 1, 'the partial entry holds its segment out of Committed');
+    // Its shard's (new) primary finished every version up to 50: version 7 failed, its other blocks
+    // are not coming -- and an acknowledged entry's blocks all land before a CommitVer covering it.
+    t.land({ type: EntryType.CommitVer, shard: 1, version: 50 });
+    const fresh = new BlockApplier(t.pool.region, shared, () => true, TLog.recover(t.pool, 0, defaultLimits, OwnerRole.Digest), defaultLimits);
+    fresh.tornByCommitVer = true;
+    for (const b of t.blocks()) fresh.apply(b);
+    assert.deepEqual(fresh.pendingBlockOffsets(), [], 'nothing holds the segment any more');
+    assert.equal(fresh.stats.partialsTorn, 1);
+    assert.equal(valueOf(t.pool, shared, k), null);
   } finally {
     t.done();
   }
