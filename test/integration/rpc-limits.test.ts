@@ -2,15 +2,19 @@
 // large value and never reads the answers makes the node hold at most writeBytesMax + readsInFlightMax
 // values for it (measured as the node's RSS), and the node keeps serving others; connections over
 // clients.connectionsMax (here set through ROWAN_CLIENTS_CONNECTIONS_MAX) are refused with
-// ROWAN_ERR_TOO_MANY_CONNECTIONS, not left to pile up.
+// ROWAN_ERR_TOO_MANY_CONNECTIONS, not left to pile up. The flood's connections authenticate first (the
+// cluster runs with auth on, the default): unauthenticated, every GET was answered NOAUTH in a few
+// bytes and the bound on the values held was never exercised.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowanClient } from '../../client/client.js';
-import { Op, PROTOCOL_VERSION, Status, decodeResponse, encodeRequest, FrameReader } from '../../runtime/rpc/frames.js';
+import { clientPassword, RowanClient } from '../../client/client.js';
+import { Op, PROTOCOL_VERSION, Status, decodeResponse, encodeRequest, FrameReader, type Response } from '../../runtime/rpc/frames.js';
+import { CLIENT_LABEL, HelloRole } from '../../runtime/rpc/frames-layout.js';
+import { newNonce, proof } from '../../config/base/secret.js';
 import { defaultLimits } from '../../config/limits.js';
 import { launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { nodePids, readCluster, waitFor } from '../fixtures/failover-cluster.js';
@@ -23,6 +27,42 @@ function open(port: number): Promise<Socket> {
     const s = connect({ host: '127.0.0.1', port }, () => resolve(s));
     s.once('error', reject);
   });
+}
+
+/** The next frame `s` answers (one at a time: the handshake's). */
+function nextAnswer(s: Socket, reader: FrameReader): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const f0 = reader.next();
+    if (f0) return resolve(decodeResponse(f0, defaultLimits));
+    const onData = (d: Buffer) => {
+      reader.push(d);
+      const f = reader.next();
+      if (!f) return;
+      s.off('data', onData);
+      s.off('close', onClose);
+      resolve(decodeResponse(f, defaultLimits));
+    };
+    const onClose = () => reject(new Error('closed during the handshake'));
+    s.on('data', onData);
+    s.once('close', onClose);
+  });
+}
+
+/** A client connection that proved the client password (HELLO, the server's challenge, AUTH), as
+ *  RowanClient opens one, and then reads nothing more. */
+async function authenticated(port: number, password: Uint8Array): Promise<Socket> {
+  const s = await open(port);
+  s.on('error', () => {});
+  const reader = new FrameReader(1 << 20);
+  const nonce = newNonce();
+  s.write(encodeRequest({ op: Op.HELLO, id: 1, term: 0, version: PROTOCOL_VERSION, nonce, role: HelloRole.CLIENT }));
+  const r = await nextAnswer(s, reader);
+  if (r.status !== Status.CHALLENGE) throw new Error(`HELLO answered with status ${r.status}, not a challenge (is auth on?)`);
+  s.write(encodeRequest({ op: Op.AUTH, id: 2, term: 0, proof: proof(password, CLIENT_LABEL, r.nonce, nonce) }));
+  const a = await nextAnswer(s, reader);
+  assert.equal(a.status, Status.OK, 'AUTH accepted');
+  s.pause(); // read nothing from here on
+  return s;
 }
 
 test('a GET flood nobody reads leaves the node RSS bounded; connections over the limit are refused with a code', { timeout: 180_000 }, async () => {
@@ -43,23 +83,22 @@ test('a GET flood nobody reads leaves the node RSS bounded; connections over the
     await client.put('big', value);
 
     for (let i = 0; i < 5; i++) sockets.push(await open(port));
-    // 2 connections x 4000 pipelined GETs of a 120 KiB value (~940 MiB of answers), never read.
+    // 2 authenticated connections x 4000 pipelined GETs of a 120 KiB value (~940 MiB of answers), never read.
+    const password = clientPassword({ cluster: file });
+    assert.ok(password, 'the cluster writes a client password (auth on)');
     const before = rssMiB(pid);
-    const frames: Buffer[] = [encodeRequest({ op: Op.HELLO, id: 1, term: 0, version: PROTOCOL_VERSION })];
-    for (let i = 0; i < 4000; i++) frames.push(encodeRequest({ op: Op.GET, id: 2 + i, term: 1, key: enc('big') }));
+    const frames: Buffer[] = [];
+    for (let i = 0; i < 4000; i++) frames.push(encodeRequest({ op: Op.GET, id: 3 + i, term: readCluster(file).term, key: enc('big') }));
     const flood = Buffer.concat(frames);
     for (let i = 0; i < 2; i++) {
-      const s = await open(port);
-      s.on('error', () => {});
-      s.pause(); // read nothing
+      const s = await authenticated(port, password);
       s.write(flood);
       sockets.push(s);
     }
     // Connections: 8 allowed (the client holds 1, the flood 2 opened next); the ninth is refused with
-    // the code. Checked first, right after the flood opens: a connection that never authenticates is
-    // closed at its handshake deadline (10 s), the flood's too, so on a busy machine (CI, beside
-    // rowan-tcp's senders) the count was already lower by the time the RSS had settled, and the
-    // ninth connection was accepted and later closed without an answer.
+    // the code. Checked right after the flood opens: the 5 idle connections never authenticate and
+    // are closed at their handshake deadline (10 s), so on a busy machine the count would be lower
+    // once the RSS settled, and the ninth accepted.
     const refused = await open(port);
     sockets.push(refused);
     const reader = new FrameReader(1 << 20);
