@@ -21,7 +21,7 @@
 import { connectSocket, type TlsClientMaterial } from '../../runtime/net/tls.js';
 import { defaultTimings } from '../../config/timings.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
-import { realTimers, type Clock, type TimerHandle, type Timers } from '../../config/base/clock.js';
+import { gridDelayMs, realTimers, type Clock, type TimerHandle, type Timers } from '../../config/base/clock.js';
 import type { Logger } from '../../config/base/log.js';
 import type { ConfigCell } from '../shared/config-cell.js';
 import { ConfigFollower, type FollowerHooks } from './config-follower.js';
@@ -29,7 +29,7 @@ import type { ManagerToNode, NodeToManager } from '../shared/manager-protocol.js
 import { ManagerLink, type DialManager } from './manager-link.js';
 
 export type { DialManager, LeaseSocket } from './manager-link.js';
-import { LoadReportGate, loadGridDelayMs, type ShardLoad } from '../shared/shard-load.js';
+import { LoadReportGate, type ShardLoad } from '../shared/shard-load.js';
 
 /** What the node does for the manager: follow its rounds (./config-follower.ts, when the client runs
  *  the follower itself: no `follow` seam), report load, stop. */
@@ -85,8 +85,7 @@ const SEQ_MAX = 0xffff_ffff;
  * first renewal after a hello still comes within one period, and the period itself is unchanged.
  */
 export function renewGridDelayMs(now: number, periodMs: number): number {
-  const into = now % periodMs;
-  return into > 0 ? periodMs - into : periodMs;
+  return gridDelayMs(now, periodMs, 0); // never later than a period: the lease depends on it
 }
 
 export class LeaseClient {
@@ -231,11 +230,15 @@ export class LeaseClient {
   }
 
   /** The next sample at the next end of a period on the host's grid (../shared/shard-load.ts). */
+  /** Load periods end on the grid of the monotonic clock: every node of a host counts the same
+   *  interval, so the manager compares loads over the same instants (sampled each at its own phase, a
+   *  burst shorter than a period fell in one node's period and not the next's, and two such
+   *  generations in a row looked like an overloaded node: a move nobody needed). */
   private scheduleLoad(): void {
     this.loadTimer = this.timers.setTimeout(() => {
       this.sendLoad();
       this.scheduleLoad();
-    }, loadGridDelayMs(this.clock.now(), this.loadPeriodMs));
+    }, gridDelayMs(this.clock.now(), this.loadPeriodMs));
     this.loadTimer.unref();
   }
 

@@ -3,7 +3,7 @@
 // state, which live here), sends the node's reports (load, caughtUp) through the thread's connection,
 // and hands the peer leases what they need. The lease itself is the thread's: it writes the cell.
 import { Worker } from 'node:worker_threads';
-import { realTimers, type Clock, type TimerHandle } from '../../config/base/clock.js';
+import { gridDelayMs, realTimers, type Clock, type TimerHandle } from '../../config/base/clock.js';
 import type { Logger, LogLevel } from '../../config/base/log.js';
 import { gettid, ROUND_PRIORITY, setThreadRealtime, type ThreadPriority } from '../../native/libc.js';
 import { closeFd, openEventFd, signalEventFd } from '../../native/nonblocking-tcp.js';
@@ -12,7 +12,7 @@ import type { ConfigCell } from '../shared/config-cell.js';
 import { encodeLine, type NodeToManager } from '../shared/manager-protocol.js';
 import { ConfigFollower, type FollowerHooks } from './config-follower.js';
 import { type LeaseThreadData, type LeaseThreadStart, type LeaseToMain, type MainToLease } from './lease-thread-protocol.js';
-import { LoadReportGate, loadGridDelayMs, type ShardLoad } from '../shared/shard-load.js';
+import { LoadReportGate, type ShardLoad } from '../shared/shard-load.js';
 
 const entry = new URL('./lease-thread.js', import.meta.url);
 
@@ -127,11 +127,12 @@ export class LeaseThread {
   }
 
   /** The next sample at the next end of a period on the host's grid (../shared/shard-load.ts). */
+  /** On the monotonic clock's grid, as ./lease-client.ts scheduleLoad. */
   private scheduleLoad(): void {
     this.loadTimer = realTimers.setTimeout(() => {
       this.sendLoad();
       this.scheduleLoad();
-    }, loadGridDelayMs(this.o.clock.now(), this.o.loadPeriodMs));
+    }, gridDelayMs(this.o.clock.now(), this.o.loadPeriodMs));
     this.loadTimer.unref();
   }
 

@@ -9,7 +9,6 @@
 // are taken modulo 2^32, so a period sees the right count unless one worker served 4 G requests of one
 // shard within it.
 import type { ClusterConfig } from '../../config/cluster.js';
-import { gridDelayMs } from '../../config/base/clock.js';
 import { INFLIGHT_WORKERS_MAX } from './gc-state.js';
 
 /** Rows: one per worker actor id. */
@@ -75,15 +74,6 @@ export class LoadSampler {
     }
   }
 }
-
-/**
- * How long from `now` (the monotonic clock) until the next sample of the load: periods end on the
- * grid of multiples of `periodMs`, so every node of a host counts the same interval and the manager
- * compares the nodes' loads over the same instants. Sampled each at its own phase, a burst shorter
- * than a period (a client's pipeline of writes) fell in one node's period and not in the next node's,
- * and two such generations in a row looked like an overloaded node: a move nobody needed.
- */
-export const loadGridDelayMs = gridDelayMs;
 
 /** An idle node still reports every this many periods (a keepalive of its standing zero report). */
 export const IDLE_REPORT_EVERY_PERIODS = 20;

@@ -17,12 +17,13 @@ export const monotonicClock: Clock = {
   },
 };
 
-/** From `now` to the next multiple of `periodMs` on its clock, skipping one less than a quarter period
- *  away (a timer that fired a little early does not run twice in a row): where periodic duties of
- *  several threads or processes meet, so they share wakeups (the load samples, idle ticks). */
-export function gridDelayMs(now: number, periodMs: number): number {
+/** From `now` to the next multiple of `periodMs` on its clock, skipping one less than `minMs` away (by
+ *  default a quarter period: a timer that fired a little early does not run twice in a row; 0: the
+ *  next one, in (0, periodMs]): where periodic duties of several threads or processes meet, so they
+ *  share wakeups (the load samples, idle ticks, lease renewals). */
+export function gridDelayMs(now: number, periodMs: number, minMs = periodMs / 4): number {
   const d = periodMs - (now % periodMs);
-  return d < periodMs / 4 ? d + periodMs : d;
+  return d < minMs ? d + periodMs : d;
 }
 
 /** Wall-clock milliseconds since the epoch, for what is shown to people and protocols as a date

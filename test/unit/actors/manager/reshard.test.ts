@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { planCluster, type ClusterConfig } from '../../../../config/cluster.js';
 import { planFailover } from '../../../../actors/manager/plan.js';
 import { BACKUP_WRITE_WEIGHT, LoadTable, OverloadDetector, nodeLoads } from '../../../../actors/manager/load.js';
-import { IDLE_REPORT_EVERY_PERIODS, LoadReportGate, loadGridDelayMs } from '../../../../actors/shared/shard-load.js';
+import { IDLE_REPORT_EVERY_PERIODS, LoadReportGate } from '../../../../actors/shared/shard-load.js';
+import { gridDelayMs } from '../../../../config/base/clock.js';
 import { ConfigManager, type Link } from '../../../../actors/manager/manager.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
 import { ManualClock } from '../../../../config/base/clock.js';
@@ -214,15 +215,15 @@ test('load reports: each one that counted something, the first idle one, one per
 test('load samples end on the host\'s grid of periods: two nodes sampling at their own phase count the same interval; an early timer skips a sliver', () => {
   // Two nodes started 130 ms and 310 ms into a period: each next sample lands on the same boundary;
   // one started 410 ms in takes the next one (90 ms would be a sliver, not a period).
-  assert.equal(1130 + loadGridDelayMs(1130, 500), 1500);
-  assert.equal(1310 + loadGridDelayMs(1310, 500), 1500);
-  assert.equal(1410 + loadGridDelayMs(1410, 500), 2000);
+  assert.equal(1130 + gridDelayMs(1130, 500), 1500);
+  assert.equal(1310 + gridDelayMs(1310, 500), 1500);
+  assert.equal(1410 + gridDelayMs(1410, 500), 2000);
   // A late timer (1500 fired at 1537): the next sample is still at 2000, not 2037.
-  assert.equal(1537 + loadGridDelayMs(1537, 500), 2000);
+  assert.equal(1537 + gridDelayMs(1537, 500), 2000);
   // An early one (1500 fired at 1499.5): the period 1000..1500 is not followed by a 0.5 ms one.
-  assert.equal(1499.5 + loadGridDelayMs(1499.5, 500), 2000);
+  assert.equal(1499.5 + gridDelayMs(1499.5, 500), 2000);
   // Exactly on a boundary: a whole period.
-  assert.equal(loadGridDelayMs(2000, 500), 500);
+  assert.equal(gridDelayMs(2000, 500), 500);
 });
 
 test('load reports carry each primary shard\'s live bytes; the newest report naming a shard wins; a broken pair counts nothing', () => {
