@@ -4,13 +4,15 @@
 // runs it again on the new view (actors/worker/resp/reroute.ts): a standalone client, which has no
 // notion of TRYAGAIN or MOVED, sees no error; the cluster client sees at most -MOVED for the rest of a
 // pipeline a move split (not applied, as Redis Cluster answers); every acknowledged INCR and
-// transaction is counted exactly once.
+// transaction is counted exactly once; and the SETs and GETs of the two pipelining clients, on keys
+// they share, with a final read of every key, make a linearizable history (test/check/).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
+import { checkLinearizability, HistoryRecorder } from '../check/linearizability.js';
 import { randomBasePort, stopCluster } from '../fixtures/cluster.js';
 import { launchClusterReady } from '../fixtures/cluster-retry.js';
 import { readCluster, respPorts, useClusterPassword } from '../fixtures/redis.js';
@@ -28,17 +30,39 @@ interface Writer {
   done: Promise<void>;
 }
 
-/** Pipelines of SET, GET and INCR on the hot shard's keys, one after another until stopped. */
-function startWriter(c: Redis | Cluster, keys: string[], counter: string): Writer {
+/** What a command's error says of it for the history: -MOVED and -TRYAGAIN were not applied (the
+ *  rest of a pipeline a move split, as Redis Cluster answers); anything else may have been. */
+function recordError(h: HistoryRecorder, id: number, e: Error): void {
+  if (/^(MOVED|TRYAGAIN) /.test(e.message)) h.fail(id);
+  else h.unknown(id);
+}
+
+/** Pipelines of SET, GET and INCR on the hot shard's keys, one after another until stopped; the SETs
+ *  and GETs recorded as client `client` (each spans its whole pipeline). */
+function startWriter(c: Redis | Cluster, keys: string[], counter: string, h: HistoryRecorder, client: number): Writer {
   const w: Writer = { errors: [], incrs: 0, batches: 0, stop: false, done: Promise.resolve() };
   w.done = (async () => {
     for (let b = 0; !w.stop; b++) {
       const p = c.pipeline();
-      for (const k of keys) p.set(k, `v${b}`);
-      for (const k of keys) p.get(k);
+      const ids: number[] = [];
+      for (const k of keys) {
+        const value = `${client}-${b}`;
+        ids.push(h.invoke(client, k, 'put', value));
+        p.set(k, value);
+      }
+      for (const k of keys) {
+        ids.push(h.invoke(client, k, 'get'));
+        p.get(k);
+      }
       p.incr(counter);
       const rs = (await p.exec())!;
-      for (const [e] of rs) if (e) w.errors.push(String(e.message));
+      rs.forEach(([e, v], i) => {
+        if (e) w.errors.push(String(e.message));
+        if (i >= ids.length) return;
+        if (e) recordError(h, ids[i]!, e);
+        else if (i < keys.length) h.ok(ids[i]!);
+        else h.ok(ids[i]!, v as string | null);
+      });
       if (!rs.at(-1)![0]) w.incrs++;
       w.batches++;
     }
@@ -85,8 +109,9 @@ test('a shard moving under standalone and cluster Redis clients and WATCH/MULTI/
     const cluster = new Cluster(ports.cluster.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { password } });
     const txns = new Redis({ port: ports.single[1]!, password });
     clients.push(single, cluster, txns);
-    const keys = keysOfShard(HOT, SHARDS, 20);
-    const writers = [startWriter(single, keys.slice(0, 10), `${keys[0]}:n1`), startWriter(cluster, keys.slice(10), `${keys[0]}:n2`), startTransactions(txns, `${keys[0]}:n3`, `${keys[0]}:t`)];
+    const keys = keysOfShard(HOT, SHARDS, 12);
+    const h = new HistoryRecorder(() => performance.now());
+    const writers = [startWriter(single, keys, `${keys[0]}:n1`, h, 1), startWriter(cluster, keys, `${keys[0]}:n2`, h, 2), startTransactions(txns, `${keys[0]}:n3`, `${keys[0]}:t`)];
     await until('both clients to write', () => writers.every((w) => w.batches > 3));
     for (let i = 0; i < MOVES; i++) {
       const c = readCluster(dir);
@@ -108,7 +133,13 @@ test('a shard moving under standalone and cluster Redis clients and WATCH/MULTI/
     assert.equal(await cluster.get(`${keys[0]}:n2`), String(writers[1]!.incrs), 'every acknowledged INCR counted once');
     assert.deepEqual(writers[2]!.errors.slice(0, 5), [], `the transactions saw no error (${writers[2]!.errors.length} in all)`);
     assert.equal(await single.get(`${keys[0]}:n3`), String(writers[2]!.incrs), 'every acknowledged transaction counted once');
-    console.log(`${MOVES} moves of shard ${HOT}: ${writers.map((w) => `${w.batches} batches, ${w.incrs} INCRs, ${w.errors.length} errors`).join('; ')}; term ${readCluster(dir).term}`);
+    for (const k of keys) {
+      const id = h.invoke(0, k, 'get'); // the final reads, once every client stopped
+      h.ok(id, await single.get(k));
+    }
+    const lin = checkLinearizability(h.history());
+    assert.equal(lin.ok, true, lin.describe());
+    console.log(`${MOVES} moves of shard ${HOT}: ${writers.map((w) => `${w.batches} batches, ${w.incrs} INCRs, ${w.errors.length} errors`).join('; ')}; term ${readCluster(dir).term}; ${h.size} SETs and GETs, ${lin.describe()}`);
   } finally {
     for (const c of clients) c.disconnect();
     await stopCluster(run.child);
