@@ -6,7 +6,7 @@
 // Each case runs prepareNodeKv, the function `rowan start` runs before any actor.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../../../../config/base/log.js';
@@ -62,6 +62,16 @@ function setup(checksumSeed?: number) {
         pool.region.persist(blogAt, b.length);
         blogAt += b.length;
       }
+    },
+    /** Shard `shard` (backed up by this node) is promoted here, continuing after `version`: the
+     *  record notes it as the promotion hook would, and the configuration makes this node its primary. */
+    promote(shard: number, version: number): void {
+      const path = join(dir, 'replicas.json');
+      const rec = JSON.parse(readFileSync(path, 'utf8')) as { promoted: Record<string, number> };
+      rec.promoted[String(shard)] = version;
+      writeFileSync(path, JSON.stringify(rec));
+      cluster.term++;
+      cluster.shards[shard] = { id: shard, primary: 0, backups: [1] };
     },
     coldStart: () => prepareNodeKv({ clusterFile: '(test)', cluster, nodeId: 0, keysPerShard: 1024, coldStartThreads: 1 }, dir, pool, log),
     done: () => {
@@ -120,11 +130,7 @@ test('a shard promoted to this node keeps its pre-promotion b-log data; blocks a
     t.plant(1, 7, k, 'before-promotion'); // received while a backup of shard 1
     // Shard 1 fails over to this node (§4.5): the record gets the version the promotion continued after.
     const promotedAt = 7 + PROMOTION_VERSION_GAP;
-    const rec = JSON.parse((await import('node:fs')).readFileSync(join(t.dir, 'replicas.json'), 'utf8')) as { promoted: Record<string, number> };
-    rec.promoted['1'] = promotedAt;
-    writeFileSync(join(t.dir, 'replicas.json'), JSON.stringify(rec));
-    t.cluster.term++;
-    t.cluster.shards[1] = { id: 1, primary: 0, backups: [1] };
+    t.promote(1, promotedAt);
     const late = keyOfShard(1, 'late');
     t.plant(1, promotedAt + 1, late, 'after-promotion'); // landed after the promotion: never acknowledged
 
@@ -144,11 +150,7 @@ test('regression (sim seed 32): a shard moved here by a planned move keeps the o
     t.plant(1, 7, k, 'last-before-move'); // the source's last acknowledged write of shard 1
     // A planned move (§4.6): the drained source's counter (7) is the floor, and the target continues
     // right after it -- no gap -- so the record says 7.
-    const rec = JSON.parse((await import('node:fs')).readFileSync(join(t.dir, 'replicas.json'), 'utf8')) as { promoted: Record<string, number> };
-    rec.promoted['1'] = 7;
-    writeFileSync(join(t.dir, 'replicas.json'), JSON.stringify(rec));
-    t.cluster.term++;
-    t.cluster.shards[1] = { id: 1, primary: 0, backups: [1] };
+    t.promote(1, 7);
     const late = keyOfShard(1, 'late');
     t.plant(1, 8, late, 'after-move'); // above it: landed after the promotion, never acknowledged
 
@@ -168,11 +170,7 @@ test('regression (nemesis seed 345667674): a shard failed over to this node a se
     t.plant(1, 7, k, 'old'); // received while a backup of shard 1
     // Shard 1 fails over to this node: the promotion continued after 7 + the gap.
     const promotedAt = 7 + PROMOTION_VERSION_GAP;
-    const rec = JSON.parse((await import('node:fs')).readFileSync(join(t.dir, 'replicas.json'), 'utf8')) as { promoted: Record<string, number> };
-    rec.promoted['1'] = promotedAt;
-    writeFileSync(join(t.dir, 'replicas.json'), JSON.stringify(rec));
-    t.cluster.term++;
-    t.cluster.shards[1] = { id: 1, primary: 0, backups: [1] };
+    t.promote(1, promotedAt);
     await t.coldStart();
     // Later node 1 is primary of shard 1 again (a failover back), and this node its backup: node 1's
     // acknowledged writes, above this node's old promotion version, land in this b-log.
