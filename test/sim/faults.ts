@@ -322,9 +322,10 @@ export function scheduleCopyKill(rng: Rng, span: number, e: ScenarioEnv, victim:
  * from its primary A to a backup B (B records its promotion) and back to A (B is a backup again, and A
  * writes above the version B's promotion continued after), under the clients' writes of its keys;
  * then A loses power long enough to be failed over, and the moment the failover's prepare is
- * acknowledged (B may be the backup it promotes) every node loses power, before any promotion runs.
- * The restarted new primary finds itself primary of the shard in the stored configuration with no
- * promotion of this tenure behind it: its cold start must keep every write it received as a backup.
+ * acknowledged (B may be the backup it promotes) every node loses power, before any promotion runs --
+ * or, half the time, only the new primary does, for less than a lease. The restarted new primary finds
+ * itself primary of the shard in the stored configuration with no promotion of this tenure behind it:
+ * its cold start must keep every write it received as a backup.
  */
 export function schedulePromotionCut(rng: Rng, span: number, e: ScenarioEnv): void {
   const shard = rng.pick(e.keyShards);
@@ -333,6 +334,7 @@ export function schedulePromotionCut(rng: Rng, span: number, e: ScenarioEnv): vo
   const crashAfter = back + rng.range(30, 80);
   const aDownMs = rng.range(150, 300);
   const allDownMs = rng.range(5, 60);
+  const onlyPromoted = rng.chance(0.5); // drawn last: the other draws are as they were
   e.shape.focus.push({ from: at - 20, to: at + crashAfter + aDownMs + 150, keys: e.keysOf(shard) });
   e.faults.push(`shard ${shard} moved to a backup at ${at.toFixed(1)} ms and back ${back} ms later; its primary loses power ${crashAfter} ms after the first move for ${aDownMs} ms, and every node ${allDownMs} ms the moment the failover's prepare is acknowledged`);
   let from = -1;
@@ -362,9 +364,12 @@ export function schedulePromotionCut(rng: Rng, span: number, e: ScenarioEnv): vo
       // The failover's term is stored before its prepare: the shard's new primary is known.
       const promoted = e.manager.store.cfg.shards[shard]!.primary;
       const again = promoted === to && to !== from ? ' (the hazard: it was promoted for the shard before, by the first move)' : '';
-      e.faults.push(`every node lost power at the failover's prepare, ${e.loop.now().toFixed(1)} ms; shard ${shard}'s new primary: node ${promoted}${again}`);
-      for (const n of e.nodes) if (n.up) n.crash();
-      for (const n of e.nodes) e.loop.at(allDownMs + rng.float() * 10, ['restart', n.id], () => !n.up && bootNode(n, e.findings));
+      // Every node (a full restart), or only the new primary, for less than a lease: back before the
+      // manager could fail it over, it finds its promotion never ran all the same.
+      const victims = onlyPromoted ? e.nodes.filter((n) => n.id === promoted) : e.nodes;
+      e.faults.push(`${onlyPromoted ? 'the new primary' : 'every node'} lost power at the failover's prepare, ${e.loop.now().toFixed(1)} ms; shard ${shard}'s new primary: node ${promoted}${again}`);
+      for (const n of victims) if (n.up) n.crash();
+      for (const n of victims) e.loop.at(allDownMs + rng.float() * 10, ['restart', n.id], () => !n.up && bootNode(n, e.findings));
     });
   }, true);
 }
