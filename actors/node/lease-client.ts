@@ -229,7 +229,6 @@ export class LeaseClient {
     }
   }
 
-  /** The next sample at the next end of a period on the host's grid (../shared/shard-load.ts). */
   /** Load periods end on the grid of the monotonic clock: every node of a host counts the same
    *  interval, so the manager compares loads over the same instants (sampled each at its own phase, a
    *  burst shorter than a period fell in one node's period and not the next's, and two such

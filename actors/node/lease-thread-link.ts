@@ -126,7 +126,6 @@ export class LeaseThread {
     this.scheduleLoad();
   }
 
-  /** The next sample at the next end of a period on the host's grid (../shared/shard-load.ts). */
   /** On the monotonic clock's grid, as ./lease-client.ts scheduleLoad. */
   private scheduleLoad(): void {
     this.loadTimer = realTimers.setTimeout(() => {
