@@ -38,9 +38,9 @@
 //     the version it continues after. (Nemesis seed 345667674 lost this: the record of a promotion two
 //     tenures old refused 2758 blocks, and a hot key read a value 16000 writes old.)
 //
-// A pool that already
-// held data when the record did not exist yet (an upgrade) is recorded as "backup of every shard it
-// holds": it keeps the old behaviour instead of losing pre-promotion data nobody recorded.
+// A pool that already held data when the record did not exist yet (an upgrade) is recorded as "backup
+// of every shard it holds": it keeps the old behaviour instead of losing pre-promotion data nobody
+// recorded.
 import { createHash } from 'node:crypto';
 import { open, rename } from 'node:fs/promises';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
