@@ -7,7 +7,7 @@
 // cluster is started once empty, stopped, the file amended, and started again on the same directory
 // (the launcher keeps an existing node-config.json on a restart).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -58,34 +58,47 @@ function exited(c: ChildProcess): Promise<number> {
 }
 
 export async function startCluster(s: ClusterSpec, timeoutMs = 120_000): Promise<RunningCluster> {
-  const dir = mkdtempSync(join(tmpdir(), `rowan-ycsb-${s.mode}-`));
-  const first = await launchOnFreePorts(s, dir, timeoutMs);
+  const first = await launchOnFreePorts(s, timeoutMs);
   if (!s.nodeConfig) return first;
   await first.stop();
-  const file = join(dir, 'node-config.json');
+  const file = join(first.dir, 'node-config.json');
   const cfg = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
   writeFileSync(file, JSON.stringify({ ...cfg, ...s.nodeConfig }, null, 2) + '\n');
-  return launch(s, dir, first.basePort, timeoutMs);
+  // The same ports again (the stored configuration's): one another process took meanwhile is waited out.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch(s, first.dir, first.basePort, timeoutMs);
+    } catch (err) {
+      if (attempt >= PORT_ATTEMPTS || !PORT_TAKEN.test((err as Error).message)) throw err;
+      process.stderr.write(`ycsb: a port of base ${first.basePort} is in use; starting again in 1 s\n`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
 }
 
-/** Bound on base ports tried when the launcher finds one of a cluster's ports taken. */
+/** Bound on base ports tried when one of a cluster's ports is taken. */
 const PORT_ATTEMPTS = 5;
+/** What the launcher says of a port another process holds: found before it writes anything (`is not
+ *  free`), or when a node binds it (EADDRINUSE: the port was taken in between). */
+const PORT_TAKEN = /is not free|EADDRINUSE/;
 
 /**
- * A new cluster on a random base port; another one if the launcher finds a port in use (on a shared
- * machine another process may hold one). A taken port fails the launcher before it writes anything,
- * so the same directory is used again.
+ * A new cluster on a random base port, in a new directory; another one if a port is in use (on a
+ * shared machine another process may hold one). A directory is not used again: a node that found its
+ * port taken did so after the launcher stored the configuration, with that base port in it.
  */
-async function launchOnFreePorts(s: ClusterSpec, dir: string, timeoutMs: number): Promise<RunningCluster> {
+async function launchOnFreePorts(s: ClusterSpec, timeoutMs: number): Promise<RunningCluster> {
   for (let attempt = 1; ; attempt++) {
     // Node n listens on base + 10n + w .. base + 800 + n: keep everything below the kernel's ephemeral
     // range (32768 on), where an outgoing connection could already hold the port.
     const basePort = 10_000 + Math.floor(Math.random() * 2_200) * 10;
+    const dir = mkdtempSync(join(tmpdir(), `rowan-ycsb-${s.mode}-`));
     try {
       return await launch(s, dir, basePort, timeoutMs);
     } catch (err) {
-      if (attempt >= PORT_ATTEMPTS || !/is not free/.test((err as Error).message)) throw err;
+      if (attempt >= PORT_ATTEMPTS || !PORT_TAKEN.test((err as Error).message)) throw err; // its dir kept, named in the message
       process.stderr.write(`ycsb: a port of base ${basePort} is in use; trying another base port\n`);
+      rmSync(dir, { recursive: true, force: true });
     }
   }
 }
