@@ -57,7 +57,6 @@ export function bootNode(n: SimNode, findings: Finding[]): boolean {
   }
 }
 
-
 export function scheduleFaults(o: FaultOptions, span: number, rng: Rng, e: FaultEnv): void {
   for (let i = rng.int(o.crashesMax + 1); i > 0; i--) nodeCrash(rng, e, rng.float() * span);
   if (rng.chance(o.fullRestartP)) {
@@ -118,9 +117,14 @@ function fullRestart(rng: Rng, e: FaultEnv, at: number, down?: number): void {
   e.faults.push(`full-cluster power loss at ${at.toFixed(1)} ms for ${downMs} ms`);
   e.loop.at(at, ['full-restart'], () => {
     if (e.calm()) return;
-    for (const n of e.nodes) n.crash();
-    for (const n of e.nodes) e.loop.at(downMs + rng.float() * 10, ['restart', n.id], () => !n.up && bootNode(n, e.findings));
+    powerLoss(rng, e, e.nodes, downMs);
   }, true);
+}
+
+/** `nodes` lose power now and boot again `downMs` (plus up to 10 ms each) later. */
+function powerLoss(rng: Rng, e: FaultEnv, nodes: SimNode[], downMs: number): void {
+  for (const n of nodes) n.crash(); // a node already down: a no-op once its region has crashed
+  for (const n of nodes) e.loop.at(downMs + rng.float() * 10, ['restart', n.id], () => !n.up && bootNode(n, e.findings));
 }
 
 /** The crash points a seed may pick: every round step's event, and mid-round sends and stores. */
@@ -336,7 +340,7 @@ export function schedulePromotionCut(rng: Rng, span: number, e: ScenarioEnv): vo
   const allDownMs = rng.range(5, 60);
   const onlyPromoted = rng.chance(0.5); // drawn last: the other draws are as they were
   e.shape.focus.push({ from: at - 20, to: at + crashAfter + aDownMs + 150, keys: e.keysOf(shard) });
-  e.faults.push(`shard ${shard} moved to a backup at ${at.toFixed(1)} ms and back ${back} ms later; its primary loses power ${crashAfter} ms after the first move for ${aDownMs} ms, and every node ${allDownMs} ms the moment the failover's prepare is acknowledged`);
+  e.faults.push(`shard ${shard} moved to a backup at ${at.toFixed(1)} ms and back ${back} ms later; its primary loses power ${crashAfter} ms after the first move for ${aDownMs} ms, and ${onlyPromoted ? 'the new primary' : 'every node'} ${allDownMs} ms the moment the failover's prepare is acknowledged`);
   let from = -1;
   let to = -1;
   e.loop.at(at, ['move', shard], () => {
@@ -368,8 +372,7 @@ export function schedulePromotionCut(rng: Rng, span: number, e: ScenarioEnv): vo
       // manager could fail it over, it finds its promotion never ran all the same.
       const victims = onlyPromoted ? e.nodes.filter((n) => n.id === promoted) : e.nodes;
       e.faults.push(`${onlyPromoted ? 'the new primary' : 'every node'} lost power at the failover's prepare, ${e.loop.now().toFixed(1)} ms; shard ${shard}'s new primary: node ${promoted}${again}`);
-      for (const n of victims) if (n.up) n.crash();
-      for (const n of victims) e.loop.at(allDownMs + rng.float() * 10, ['restart', n.id], () => !n.up && bootNode(n, e.findings));
+      powerLoss(rng, e, victims, allDownMs);
     });
   }, true);
 }

@@ -232,8 +232,10 @@ export class SimManager {
       const text = typeof o === 'string' ? o : (msg ?? '');
       this.lines.push(`${this.net.loop.now().toFixed(1)} ${level} ${text}`);
       const ev = obj['event'];
-      if (typeof ev === 'string') this.hit(`event:${ev}`, (p) => p.kind === 'event' && p.event === ev);
-      if (typeof ev === 'string') this.fireWatches(ev);
+      if (typeof ev === 'string') {
+        this.hit(`event:${ev}`, (p) => p.kind === 'event' && p.event === ev);
+        this.fireWatches(ev);
+      }
       if (ev === 'move-stored' && this.o.bareCommitMoves && alive()) for (const l of this.links.values()) this.bareCommit(l);
     };
     return { info: line('info'), warn: line('warn'), error: line('error'), debug: () => {}, trace: () => {}, fatal: line('fatal') } as unknown as Logger;

@@ -29,8 +29,8 @@ options:
   --mutation NAME   run against a deliberately broken component: ${Object.keys(mutations).join(', ')}
   --unfixed         the receiver without the stalled-sender fix (ignores the queue's holds)
   --promotion-cut   every seed moves a shard away and back, fails it over, and cuts the failover's
-                    promotion with a full restart (faults.ts schedulePromotionCut); no random faults,
-                    no lost connections or stalls
+                    promotion short: every node, or only the new primary, loses power at its prepare
+                    (faults.ts schedulePromotionCut); no random faults, no lost connections or stalls
   --verbose         print every seed's findings; --log: the manager's and nodes' log lines`;
 
 async function main(): Promise<void> {

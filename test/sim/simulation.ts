@@ -43,8 +43,8 @@ export interface SimOptions {
   /** A copy move of one of the clients' shards to the node holding no replica of it, its target or
    *  source killed mid-copy (./faults.ts scheduleCopyKill). Absent: none (the seeds' runs are as before). */
   copyKill?: 'target' | 'source';
-  /** A shard moved away and back, then failed over, every node losing power at the failover's
-   *  prepare (./faults.ts schedulePromotionCut). Absent: none. */
+  /** A shard moved away and back, then failed over, every node (or only the new primary) losing power
+   *  at the failover's prepare (./faults.ts schedulePromotionCut). Absent: none. */
   promotionCut?: boolean;
   /** A membership change under load (./membership.ts): a node added (one spare node more than
    *  `nodes`, outside the configuration until added) or a member decommissioned. Absent: none. */
