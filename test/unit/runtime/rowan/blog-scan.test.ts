@@ -53,12 +53,16 @@ test('a keyed block verifies under its seed only', () => {
   for (const x of big) assert.equal(readBlock(x, 0, x.length, L), null);
 });
 
-test('unwritten space skipped in chunks: blocks after long zero runs, at any stride offset and right before the end, are all found', () => {
-  setChecksumSeed(SEED);
-  const seg = new Uint8Array(64 * 1024 + 192); // not a multiple of the 4 KiB chunk: a tail of strides
+for (const [what, bytes, at] of [
   // Offsets: inside the first chunk, just past a chunk boundary, mid-chunk after a long run, and the
   // last stride (a run of whole chunks stops short of the end, strides take over).
-  const at = [64, 4096 + 64, 9 * 4096 + 17 * 64, seg.length - 64 * 2];
+  ['4 KiB chunks', 64 * 1024 + 192, [64, 4096 + 64, 9 * 4096 + 17 * 64, 64 * 1024 + 192 - 64 * 2]],
+  // 64 KiB spans first: a block just past a whole span, one after two spans and some chunks, one in
+  // the last chunk before a tail shorter than a span.
+  ['64 KiB spans', 256 * 1024 + 192, [64, 64 * 1024 + 64 + 64, 3 * 64 * 1024 + 5 * 4096 + 17 * 64, 256 * 1024 + 192 - 64 * 2]],
+] as const) test(`unwritten space skipped in ${what}: blocks after long zero runs, at any stride offset and right before the end, are all found`, () => {
+  setChecksumSeed(SEED);
+  const seg = new Uint8Array(bytes); // not a multiple of the 4 KiB chunk: a tail of strides
   at.forEach((off, i) => {
     const [b] = encodeBlocks({ type: EntryType.Put, shard: 1, version: i + 1, key: enc(`k${i}`), value: enc('v') }, L);
     assert.equal(b!.length, 64); // one stride each (the count below relies on it)
