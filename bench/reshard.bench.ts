@@ -21,6 +21,7 @@
 // --value-bytes=B (16384 / 100; the pool grows to hold the keys), --rate=N (3000 / 45000 requests/s
 // offered, open loop; 0: closed loop of --concurrency=C, 48), --node-queue=N (48: requests outstanding
 // per node, more arrivals are shed), --workers=W (per node, 1; more only on loopback), --shards=S (12),
+// --nodes=N (3; more: node A holds no replica of S, resharding.copyMoves is on, and S is copied to A),
 // --period=ms (resharding.periodMs, 500), --lease-ms=ms (2000), --node-cpu=C (a cgroup quota of C CPUs
 // per node process: none / 0.2; 0: none), --quota-period=ms (the quota's CFS period, 10).
 // Through the harness: npm run bench -- reshard.
@@ -48,7 +49,13 @@ function flag(name: string, dflt: number): number {
   return v;
 }
 
-export async function run(): Promise<Row[]> {
+/** Figure 15 as in the paper: one more node than replicas, so the hot shard is copied to a node that
+ *  holds none of it (`npm run bench -- reshard-copy`). */
+export function runCopy(): Promise<Row[]> {
+  return run(4);
+}
+
+export async function run(defaultNodes = 3): Promise<Row[]> {
   // Two set-ups (docs/resharding.md). By default each node is a host of its own whose link sends at
   // most --link-mbit Mbit/s, and requests carry 16 KiB values: the hot node's link saturates while the
   // others' do not, as the paper's hot server's CPUs do. --link-mbit=0: all on loopback, 100 B values,
@@ -63,6 +70,12 @@ export async function run(): Promise<Row[]> {
   const nodeQueue = flag('node-queue', 48);
   const workers = flag('workers', 1);
   const shards = flag('shards', 12);
+  // More nodes than the 3 replicas: a node holds no replica of the hot shard, and the manager may copy
+  // the shard to it (resharding.copyMoves, on for such a run) -- Figure 15 as in the paper.
+  const nodes = flag('nodes', defaultNodes);
+  if (!Number.isInteger(nodes) || nodes < 3) throw new Error(`--nodes: ${nodes} is not an integer >= 3`);
+  const copyMoves = nodes > 3;
+  const timelineName = copyMoves ? 'reshard-copy-timeline' : 'reshard-timeline';
   const periodMs = flag('period', 500);
   const cpuFlag = process.argv.find((a) => a.startsWith('--node-cpu='));
   const nodeCpu = cpuFlag === '--node-cpu=0' || (cpuFlag === undefined && link) ? 0 : flag('node-cpu', 0.2);
@@ -75,9 +88,9 @@ export async function run(): Promise<Row[]> {
   const valueBytes = Math.round(flag('value-bytes', link ? 16_384 : 100));
   // Every node holds every key (3 replicas); 4x leaves room for the PUTs' overwrites before GC.
   const poolMib = Math.max(128, Math.ceil((keyCount * (valueBytes + 64) * 4) / 2 ** 20));
-  recordParams({ linkMbit: linkMbit > 0 ? linkMbit : null, leaseMs, rate: offerRate, nodeQueue: offerRate > 0 ? nodeQueue : null, concurrency: offerRate > 0 ? null : concurrency, nodeCpu, quotaPeriodMs, warmupMs, durationMs, hotspotMs, keys: keyCount, workers, shards, periodMs, nodes: 3, replication: 3, valueBytes, poolMib, workload: '95 % GET / 5 % PUT, uniform keys; after the hotspot 80 % of the requests to one node go to one shard of another' });
+  recordParams({ linkMbit: linkMbit > 0 ? linkMbit : null, leaseMs, rate: offerRate, nodeQueue: offerRate > 0 ? nodeQueue : null, concurrency: offerRate > 0 ? null : concurrency, nodeCpu, quotaPeriodMs, warmupMs, durationMs, hotspotMs, keys: keyCount, workers, shards, periodMs, nodes, replication: 3, copyMoves, valueBytes, poolMib, workload: '95 % GET / 5 % PUT, uniform keys; after the hotspot 80 % of the requests to one node go to one shard of another' });
   if (link && workers !== 1) throw new Error('--workers: the namespaced nodes run one worker each; --link-mbit=0 for more');
-  const cl = link ? await startNetnsCluster(shards, periodMs, leaseMs, poolMib, linkMbit) : await startCluster(shards, workers, periodMs, leaseMs, poolMib);
+  const cl = link ? await startNetnsCluster(shards, periodMs, leaseMs, poolMib, linkMbit, nodes, copyMoves) : await startCluster(shards, workers, periodMs, leaseMs, poolMib, nodes, copyMoves);
   progress(`reshard: ${cl.network}`, 0, 1);
   // One CPU budget per node, as the paper's servers each have their own CPUs (./reshard/cpu-budget.ts).
   const budgets = nodeCpu > 0 ? limitCpu(cl.pids, nodeCpu, `rowan-reshard-${process.pid}`, Math.round(quotaPeriodMs * 1000)) : { how: 'none', groups: cl.pids.map(() => null), release: () => {} };
@@ -87,10 +100,13 @@ export async function run(): Promise<Row[]> {
     const clients = await Promise.all(Array.from({ length: 4 }, () => RowanClient.connect({ cluster: cl.file, retries: 10, timeoutMs: 10_000 })));
     const keys = Array.from({ length: keyCount }, (_, i) => `user${String(i).padStart(10, '0')}`);
     const shardOf = keys.map((k) => shardOfKey(Buffer.from(k), shards));
-    // The hot shard S on node B, and node A: a full backup of S (so the manager can hand S to it).
+    // The hot shard S on node B, and node A whose load goes to S: a full backup of S (so the manager can
+    // hand S to it), or with more nodes than replicas a node holding no replica of S (it is copied).
     const hot = 0;
     const nodeB = c0.shards[hot]!.primary;
-    const nodeA = c0.shards[hot]!.backups[0]!;
+    const nodeA = copyMoves ? c0.nodes.map((n) => n.id).find((id) => id !== nodeB && !c0.shards[hot]!.backups.includes(id))! : c0.shards[hot]!.backups[0]!;
+    const nodeC = c0.nodes.map((n) => n.id).find((id) => id !== nodeA && id !== nodeB)!;
+    if (nodeA === undefined) throw new Error(`every node holds a replica of shard ${hot} (replication ${c0.replicationFactor} on ${c0.nodes.length} nodes): no copy target`);
     const hotKeys = keys.filter((_, i) => shardOf[i] === hot);
     const shardOfName = new Map(keys.map((k, i) => [k, shardOf[i]!]));
     const value = Buffer.alloc(valueBytes, 'v');
@@ -204,9 +220,15 @@ export async function run(): Promise<Row[]> {
     const ev = managerEvents(cl.dir);
     const rel = (e: Record<string, unknown> | undefined) => (e ? (e['at'] as number) - t0 : null);
     const detected = ev.find((e) => e['event'] === 'overload-detected' && (e['at'] as number) >= t0 + hotspotMs);
-    const started = ev.find((e) => e['event'] === 'move-started' && detected && (e['at'] as number) >= (detected['at'] as number));
-    const done = started ? ev.find((e) => e['event'] === 'move-done' && e['term'] === started['term']) : undefined;
-    const promoted = started ? ev.find((e) => e['event'] === 'move-promoted' && e['term'] === started['term']) : undefined;
+    const atOrAfter = (e: Record<string, unknown>, from: Record<string, unknown> | undefined) => from !== undefined && (e['at'] as number) >= (from['at'] as number);
+    // A copy move: copy-stored ... copy-done (its copy: entries, bytes, copyMs), with the handover (a
+    // move of the primary role to the copy) in between. A role move: move-started ... move-done.
+    const copyStored = ev.find((e) => e['event'] === 'copy-stored' && atOrAfter(e, detected));
+    const copyDone = copyStored ? ev.find((e) => e['event'] === 'copy-done' && e['term'] === copyStored['term']) : undefined;
+    const started = copyStored ?? ev.find((e) => e['event'] === 'move-started' && atOrAfter(e, detected));
+    const moveStarted = copyStored ? ev.find((e) => e['event'] === 'move-started' && atOrAfter(e, copyStored)) : started;
+    const done = copyStored ? copyDone : started ? ev.find((e) => e['event'] === 'move-done' && e['term'] === started['term']) : undefined;
+    const promoted = moveStarted ? ev.find((e) => e['event'] === 'move-promoted' && e['term'] === moveStarted['term']) : undefined;
     const moves = (started?.['moves'] as { shard: number; from: number; to: number }[] | undefined) ?? [];
     const span = (xs: number[], from: number, to: number) => xs.slice(Math.max(0, Math.floor(from / BUCKET_MS)), Math.max(0, Math.floor(to / BUCKET_MS)));
     const perSec = (xs: number[], from: number, to: number) => {
@@ -242,7 +264,7 @@ export async function run(): Promise<Row[]> {
     const thrOf = (node: number) => (c: CpuSample) => c.throttledShare[String(node)] ?? null;
     const ratio = (a: number, b: number) => (b > 0 ? +(a / b).toFixed(2) : null);
     const row: Row = {
-      nodes: 3,
+      nodes,
       shards,
       workers,
       keys: keyCount,
@@ -254,11 +276,15 @@ export async function run(): Promise<Row[]> {
       detectedAfterMs: detectedMs === null ? null : Math.round(detectedMs - hotspotMs),
       moved: moves.map((m) => `shard ${m.shard} ${m.from}->${m.to}`).join(', ') || 'none',
       moveMs,
-      handoverMs: promoted && started ? +((promoted['at'] as number) - (started['at'] as number)).toFixed(1) : null,
+      handoverMs: promoted && moveStarted ? +((promoted['at'] as number) - (moveStarted['at'] as number)).toFixed(1) : null,
       objectsHandedOver: moves.length ? hotObjects : 0,
       objectsPerSec: moves.length && moveMs ? Math.round(hotObjects / (moveMs / 1000)) : null,
-      objectsCopied: 0,
-      blogEntriesApplied: (done?.['entries'] as number | undefined) ?? null,
+      // A copy move's copy (the target's migration actor streaming the shard from its primary).
+      objectsCopied: (copyDone?.['entries'] as number | undefined) ?? 0,
+      copyMs: (copyDone?.['copyMs'] as number | undefined) ?? null,
+      copiedObjectsPerSec: copyDone && (copyDone['copyMs'] as number) > 0 ? Math.round((copyDone['entries'] as number) / ((copyDone['copyMs'] as number) / 1000)) : null,
+      copiedMB: copyDone ? +((copyDone['bytes'] as number) / 2 ** 20).toFixed(2) : null,
+      blogEntriesApplied: copyStored ? null : ((done?.['entries'] as number | undefined) ?? null),
       opsPerSecBefore: before,
       opsPerSecHotspot: during,
       opsPerSecAfter: after,
@@ -280,9 +306,9 @@ export async function run(): Promise<Row[]> {
       cpuHotNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(cpuOf(nodeB), w)).join(' / '),
       throttledHotNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(thrOf(nodeB), w)).join(' / '),
       cpuTargetNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(cpuOf(nodeA), w)).join(' / '),
-      cpuThirdNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(cpuOf(3 - nodeA - nodeB), w)).join(' / '),
+      cpuThirdNode: [win.before, win.hotspot, win.after].map((w) => meanCpu(cpuOf(nodeC), w)).join(' / '),
       // With --link-mbit: Mbit/s the hot node, the target and the third node sent in the three windows.
-      ...(cl.links ? Object.fromEntries(([['linkMbitHotNode', nodeB], ['linkMbitTargetNode', nodeA], ['linkMbitThirdNode', 3 - nodeA - nodeB]] as const).map(([k, n]) => [k, [win.before, win.hotspot, win.after].map((w) => meanCpu((c) => c.linkMbit?.[String(n)] ?? null, w)).join(' / ')])) : {}),
+      ...(cl.links ? Object.fromEntries(([['linkMbitHotNode', nodeB], ['linkMbitTargetNode', nodeA], ['linkMbitThirdNode', nodeC]] as const).map(([k, n]) => [k, [win.before, win.hotspot, win.after].map((w) => meanCpu((c) => c.linkMbit?.[String(n)] ?? null, w)).join(' / ')])) : {}),
       cpuClient: [win.before, win.hotspot, win.after].map((w) => meanCpu((c) => c.client, w)).join(' / '),
       // Everything else on the machine (other users' processes: noise), over the whole run and the windows.
       cpuRestOfMachine: [win.before, win.hotspot, win.after].map((w) => meanCpu((c) => c.rest, w)).join(' / '),
@@ -292,14 +318,14 @@ export async function run(): Promise<Row[]> {
     if (started) marks.push({ label: 'move started', atMs: rel(started)!, color: '#2ca02c' });
     if (doneMs !== null) marks.push({ label: 'move finished', atMs: doneMs, color: '#9467bd' });
     writeFileSync(
-      join(resultsDir, 'reshard-timeline.svg'),
-      reshardTimelineSvg(`Resharding (Figure 15): 3 nodes, ${shards} shards, 95 % GET; hotspot on shard ${hot} of node ${nodeB} at ${hotspotMs / 1000} s`, BUCKET_MS, buckets, marks, loads, { cpu, quota: nodeCpu > 0 && budgets.groups.every((g) => g !== null) ? nodeCpu : null, linkMbit: cl.links?.mbit ?? null }),
+      join(resultsDir, `${timelineName}.svg`),
+      reshardTimelineSvg(`Resharding (Figure 15): ${nodes} nodes, ${shards} shards, 95 % GET; hotspot on shard ${hot} of node ${nodeB} at ${hotspotMs / 1000} s${copyMoves ? `, copied to node ${nodeA} (no replica of it)` : ''}`, BUCKET_MS, buckets, marks, loads, { cpu, quota: nodeCpu > 0 && budgets.groups.every((g) => g !== null) ? nodeCpu : null, linkMbit: cl.links?.mbit ?? null }),
     );
     const loadAt = (ms: number) => loads.filter((l) => l.atMs <= ms).pop()?.loads ?? {};
     row['loadsBeforeHotspot'] = JSON.stringify(loadAt(hotspotMs));
     row['loadsAtDetection'] = JSON.stringify(loadAt((detectedMs ?? hotspotMs) + 1));
     row['loadsAtEnd'] = JSON.stringify(loadAt(durationMs));
-    writeFileSync(join(resultsDir, 'reshard-timeline.json'), JSON.stringify({ bucketMs: BUCKET_MS, buckets, offered, shed, marks, loads, cpu, row, events: ev.filter((e) => String(e['event']).startsWith('move') || e['event'] === 'overload-detected').map((e) => ({ event: e['event'], atMs: rel(e), term: e['term'], moves: e['moves'] })) }, null, 1) + '\n');
+    writeFileSync(join(resultsDir, `${timelineName}.json`), JSON.stringify({ bucketMs: BUCKET_MS, buckets, offered, shed, marks, loads, cpu, row, events: ev.filter((e) => String(e['event']).startsWith('move') || String(e['event']).startsWith('copy') || e['event'] === 'overload-detected').map((e) => ({ event: e['event'], atMs: rel(e), term: e['term'], moves: e['moves'] })) }, null, 1) + '\n');
     return [row];
   } finally {
     await cl.stop();

@@ -110,8 +110,16 @@ const benches: Record<string, Bench> = {
   reshard: {
     title: 'dynamic resharding (Figure 15): 95 % GET on 3 nodes, a hotspot on one shard at 3 s; ops/s before, during and after the move (timeline in reshard-timeline.svg)',
     module: './reshard.bench.js',
-    columns: ['detectedAfterMs', 'moved', 'moveMs', 'objectsHandedOver', 'objectsPerSec', 'blogEntriesApplied', 'opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter', 'hotspotVsBefore', 'afterVsHotspot', 'cpuHotNode', 'linkMbitHotNode', 'cpuRestOfMachine', 'errors'],
-    flags: '--link-mbit=M (180: each node in a network namespace whose link sends M Mbit/s, tcp fabric; 0: all on loopback, shm fabric) --duration=ms (15000; 10000 on loopback) --hotspot=ms (3000) --warmup=ms (3000; load not counted) --keys=N (4000; 30000) --value-bytes=B (16384; 100) --rate=N (3000; 45000 ops/s offered, open loop; 0: closed loop of --concurrency) --concurrency=C (48) --node-queue=N (48; outstanding per node, more arrivals are shed) --workers=W (1; more only on loopback) --shards=S (12) --period=ms (500) --lease-ms=ms (2000) --node-cpu=C (a cgroup CPU quota per node: none; 0.2 on loopback; 0: none) --quota-period=ms (10; the quota\'s CFS period)',
+    columns: ['nodes', 'detectedAfterMs', 'moved', 'moveMs', 'objectsHandedOver', 'objectsPerSec', 'objectsCopied', 'copyMs', 'copiedObjectsPerSec', 'blogEntriesApplied', 'opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter', 'hotspotVsBefore', 'afterVsHotspot', 'cpuHotNode', 'linkMbitHotNode', 'cpuRestOfMachine', 'errors'],
+    flags: '--nodes=N (3; more than the 3 replicas: the node whose load goes to the hot shard holds no replica of it, copy moves are on, and the manager copies the shard to it) --link-mbit=M (180: each node in a network namespace whose link sends M Mbit/s, tcp fabric; 0: all on loopback, shm fabric) --duration=ms (15000; 10000 on loopback) --hotspot=ms (3000) --warmup=ms (3000; load not counted) --keys=N (4000; 30000) --value-bytes=B (16384; 100) --rate=N (3000; 45000 ops/s offered, open loop; 0: closed loop of --concurrency) --concurrency=C (48) --node-queue=N (48; outstanding per node, more arrivals are shed) --workers=W (1; more only on loopback) --shards=S (12) --period=ms (500) --lease-ms=ms (2000) --node-cpu=C (a cgroup CPU quota per node: none; 0.2 on loopback; 0: none) --quota-period=ms (10; the quota\'s CFS period)',
+    takes: '~1 min',
+  },
+  'reshard-copy': {
+    title: 'dynamic resharding (Figure 15 as in the paper): reshard on 4 nodes, 3 replicas -- the hot shard is copied to the node holding no replica of it (resharding.copyMoves); copy time, objects/s, ops/s before, during and after (timeline in reshard-copy-timeline.svg)',
+    module: './reshard.bench.js',
+    fn: 'runCopy',
+    columns: ['nodes', 'detectedAfterMs', 'moved', 'moveMs', 'objectsCopied', 'copiedMB', 'copyMs', 'copiedObjectsPerSec', 'handoverMs', 'opsPerSecBefore', 'opsPerSecHotspot', 'opsPerSecAfter', 'hotspotVsBefore', 'afterVsHotspot', 'cpuHotNode', 'linkMbitHotNode', 'linkMbitTargetNode', 'errors'],
+    flags: 'those of reshard (--nodes=N: 4)',
     takes: '~1 min',
   },
   rereplicate: {
@@ -162,7 +170,7 @@ const benches: Record<string, Bench> = {
 
 /** Flags some benchmark reads (a misspelt one would otherwise be ignored silently). */
 const knownFlags = ['quick', 'help', 'replot', 'duration', 'streams', 'sizes', 'modes', 'depth', 'deep-depth', 'no-tcp', 'no-burst', 'retries', 'reps',
-  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes', 'link-mbit', 'mb', 'absence-ms', 'media-mbps', 'sender-threads', 'no-ycsb', 'warm-up', 'hold-per-write', 'hogs'];
+  'segments', 'keys', 'concurrency', 'workers', 'gc', 'threads', 'kills', 'lease-ms', 'pool-mib', 'big-pool-mib', 'segment-kib', 'rounds', 'hotspot', 'shards', 'period', 'node-cpu', 'quota-period', 'warmup', 'rate', 'node-queue', 'value-bytes', 'link-mbit', 'mb', 'absence-ms', 'media-mbps', 'sender-threads', 'no-ycsb', 'warm-up', 'hold-per-write', 'hogs', 'nodes'];
 
 export function usage(): string {
   const w = Math.max(...Object.keys(benches).map((n) => n.length));

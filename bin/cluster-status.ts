@@ -60,7 +60,7 @@ export interface ManagerLoads {
   copyMoves?: CopyRecord[];
   /** Membership changes: the next step the manager would take (absent from a manager before them). */
   membership?: { balancing: boolean; leaving: number[]; retired: number[]; next: MembershipStep | null };
-  resharding: { auto: boolean; periodMs: number; overloadPercent: number; targetPercent: number };
+  resharding: { auto: boolean; periodMs: number; overloadPercent: number; targetPercent: number; copyMoves?: boolean };
 }
 
 /** Every node of the stored configuration (or the cluster file's), asked for its status. */
@@ -160,7 +160,7 @@ function formatResharding(s: ClusterStatus): string[] {
   const out: string[] = [];
   if (!m) out.push('resharding: the configuration manager did not answer (load unknown)');
   else {
-    out.push(`resharding: ${m.resharding.auto ? `automatic (a node ${m.resharding.overloadPercent} % above the average is overloaded; reports every ${m.resharding.periodMs} ms)` : 'by hand only (rowan reshard)'}`);
+    out.push(`resharding: ${m.resharding.auto ? `automatic (a node ${m.resharding.overloadPercent} % above the average is overloaded; reports every ${m.resharding.periodMs} ms; ${m.resharding.copyMoves ? 'a hot shard no full backup can take is copied to a node holding none' : 'hot primaries go to full backups only'})` : 'by hand only (rowan reshard)'}`);
     out.push(`load (requests/s as primary + weighted replicated writes as backup): ${Object.entries(m.loads).map(([n, l]) => `node ${n} ${l}`).join(', ') || 'no reports yet'}`);
   }
   out.push(s.migrations.length ? `migrations in progress: ${s.migrations.map((t) => `shard ${t.shard} node ${t.source} -> node ${t.target}`).join('; ')}` : 'migrations in progress: none');

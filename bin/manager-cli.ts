@@ -94,7 +94,7 @@ export async function runManager(o: ManagerOpts): Promise<number> {
     },
   });
   const r = config.resharding;
-  const resharding = { auto: r.auto, periodMs: r.periodMs, overloadPercent: r.overloadPercent, targetPercent: r.targetPercent, minTotalOps: DEFAULT_RESHARDING.minTotalOps };
+  const resharding = { auto: r.auto, periodMs: r.periodMs, overloadPercent: r.overloadPercent, targetPercent: r.targetPercent, copyMoves: r.copyMoves, minTotalOps: DEFAULT_RESHARDING.minTotalOps };
   const debugPause = o.debugPause === undefined ? {} : { debugPause: parseDebugPause(o.debugPause) };
   const start: ManagerStart = { clusterFile, host: o.host, port, ...timing, resharding, ...zookeeper, ...debugPause };
   const log = createLogger(config.logLevel);

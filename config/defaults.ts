@@ -68,6 +68,7 @@ export function defaultConfig(dataDir: string, cores: number[]): RowanConfig {
       periodMs: paper.reshardPeriodMs,
       overloadPercent: paper.reshardOverloadPercent,
       targetPercent: paper.reshardTargetPercent,
+      copyMoves: false,
     },
     runtime: { ringWords: 16384, readyTimeoutMs: 10_000, stopTimeoutMs: 5_000, idleTickMs: 200, threads: 'auto', restarts: {} },
   };

@@ -132,6 +132,9 @@ export interface RowanConfig {
     overloadPercent: number;
     /** Move shards until every node is within this of the average (5 %). */
     targetPercent: number;
+    /** A hot shard no full backup can take without becoming the hotspot goes to the least loaded node
+     *  holding no replica of it, by a copy move (§4.6 as in the paper); false: role moves only. */
+    copyMoves: boolean;
   };
   runtime: {
     /** Capacity of each actor-to-actor ring, in Int32 words. */

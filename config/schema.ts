@@ -82,6 +82,7 @@ export const configSchema = z.strictObject({
     periodMs: numIn(1, 3_600_000).describe('nodes report per-shard requests this often and the manager plans at this period (paper: 500 ms)'),
     overloadPercent: numIn(0, 1000).describe('a node whose load is this far above the average is overloaded (paper: 30 %; read by the manager)'),
     targetPercent: numIn(0, 1000).describe('moves go on until each overloaded node is within this of the average (paper: 5 %; at most overloadPercent)'),
+    copyMoves: z.boolean().describe('a hot shard that no full backup can take without becoming the hotspot is copied to the least loaded node holding no replica of it (§4.6, a copy move); off by default: a copy costs the whole shard (read by rowan manager/cluster)'),
   }),
   runtime: z.strictObject({
     ringWords: intIn(defaultLimits.ringWordsMin, defaultLimits.ringWordsMax).describe('capacity of each actor-to-actor ring, in Int32 words'),

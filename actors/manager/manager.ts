@@ -394,9 +394,14 @@ export class ConfigManager {
     if (!this.overload.planned(this.loads, plan.moves.length)) return;
     this.log.warn({ event: 'overload-detected', at: now, loads: plan.loads, average: plan.average, overloaded: plan.overloaded, moves: plan.moves },
       `overload: node ${plan.overloaded.join(', node ')} above the average ${plan.average} ops/s by more than ${r.overloadPercent} % (loads ${JSON.stringify(plan.loads)}); moving ${plan.moves.map((m) => `shard ${m.shard} ${m.from}->${m.to}`).join(', ')}`);
-    this.requestMove(plan.moves, 'overload', (err) => {
-      if (err) this.log.warn({ err: err.message }, `automatic move not made: ${err.message}`);
-    });
+    // Role moves and copy moves (a target holding no replica, resharding.copyMoves) run apart.
+    const copies = plan.moves.filter((m) => CopyRunner.isCopy(this.cfg, [m]));
+    for (const moves of [plan.moves.filter((m) => !copies.includes(m)), copies]) {
+      if (moves.length === 0) continue;
+      this.requestMove(moves, 'overload', (err) => {
+        if (err) this.log.warn({ err: err.message }, `automatic move not made: ${err.message}`);
+      });
+    }
   }
 
   /**

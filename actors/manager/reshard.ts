@@ -94,6 +94,9 @@ export interface BalanceOptions {
   targetPercent: number;
   /** Below this total (requests/s) nothing is planned: an idle cluster's noise is no overload. */
   minTotalOps: number;
+  /** A shard no full backup can take goes to the least loaded node holding no replica of it, by a
+   *  copy move (resharding.copyMoves); absent or false: full backups only. */
+  copyMoves?: boolean;
 }
 
 export interface ReshardingOptions extends BalanceOptions {
@@ -106,7 +109,7 @@ export interface ReshardingOptions extends BalanceOptions {
   pauseAfter?: { step: string; ms: number };
 }
 
-export const DEFAULT_RESHARDING: ReshardingOptions = { auto: true, periodMs: 500, overloadPercent: 30, targetPercent: 5, minTotalOps: 1000 };
+export const DEFAULT_RESHARDING: ReshardingOptions = { auto: true, periodMs: 500, overloadPercent: 30, targetPercent: 5, minTotalOps: 1000, copyMoves: false };
 
 export interface BalancePlan {
   loads: Record<string, number>;
@@ -121,7 +124,9 @@ export interface BalancePlan {
  * The paper's plan: the hottest primary shards of each overloaded node go to the least loaded of their
  * full backups, while that lowers the larger of the two loads, until the node is within targetPercent
  * of the average (or no move helps). Moving shard S from N to T shifts reqs(S) - w * writes(S): N
- * keeps S as a backup.
+ * keeps S as a backup. With `copyMoves`, a shard none of its full backups can take goes to the least
+ * loaded node holding no replica of it (a copy move, ./copy-moves.ts): N leaves S once T serves it, so
+ * reqs(S), all N counted for S, moves to T; the other backups' share does not change.
  */
 export function planBalance(c: ClusterConfig, rates: ReadonlyMap<number, ShardRate>, live: readonly number[], o: BalanceOptions): BalancePlan {
   const members = liveNodes(c).map((n) => n.id).filter((n) => live.includes(n));
@@ -141,7 +146,9 @@ export function planBalance(c: ClusterConfig, rates: ReadonlyMap<number, ShardRa
           ? 'no node is overloaded'
           : null;
   if (none !== null) return { ...plan, none };
-  const moving = new Set(c.migrations.map((m) => m.shard));
+  const moving = new Set([...c.migrations.map((m) => m.shard), ...(c.copies ?? []).map((m) => m.shard)]);
+  // One copy per target at a time: a copy streams a whole shard into it.
+  const copying = new Set((c.copies ?? []).map((m) => m.target));
   const liveSet = new Set(members);
   for (const n of overloaded) {
     const mine = c.shards.filter((s) => s.primary === n && !moving.has(s.id) && rates.has(s.id)).sort((a, b) => rates.get(b.id)!.reqs - rates.get(a.id)!.reqs);
@@ -151,13 +158,32 @@ export function planBalance(c: ClusterConfig, rates: ReadonlyMap<number, ShardRa
       const shift = r.reqs - BACKUP_WRITE_WEIGHT * r.writes;
       if (shift <= 0) continue;
       const targets = fullReplicas(c, s.id).filter((t) => t !== n && liveSet.has(t)).sort((a, b) => load.get(a)! - load.get(b)!);
-      const to = targets[0];
-      if (to === undefined || load.get(to)! + shift >= load.get(n)!) continue; // it would only move the hotspot
-      load.set(n, load.get(n)! - shift);
-      load.set(to, load.get(to)! + shift);
+      let to = targets[0];
+      let moved = shift;
+      if (to === undefined || load.get(to)! + shift >= load.get(n)!) {
+        // No full backup takes it without becoming the hotspot (it would only move it): a node holding
+        // no replica of S may, by a copy move. N leaves S, so its whole primary load of S goes.
+        const copyTo = o.copyMoves ? copyTarget(c, s.id, members, load, copying) : undefined;
+        if (copyTo === undefined || load.get(copyTo)! + r.reqs >= load.get(n)!) continue;
+        to = copyTo;
+        moved = r.reqs;
+        copying.add(to);
+      }
+      load.set(n, load.get(n)! - moved);
+      load.set(to, load.get(to)! + moved);
       plan.moves.push({ shard: s.id, from: n, to });
       moving.add(s.id);
     }
   }
-  return plan.moves.length > 0 ? plan : { ...plan, none: 'no move lowers an overloaded node without overloading its target (a move needs a full backup to take the primary role)' };
+  return plan.moves.length > 0 ? plan : { ...plan, none: `no move lowers an overloaded node without overloading its target (${o.copyMoves ? 'a full backup or a node holding no replica' : 'a move needs a full backup to take the primary role; resharding.copyMoves lets a node holding no replica take it by a copy'})` };
+}
+
+/** The least loaded live member holding no replica of `shard` and receiving no copy: a copy move's
+ *  target, or undefined. */
+function copyTarget(c: ClusterConfig, shard: number, members: readonly number[], load: ReadonlyMap<number, number>, copying: ReadonlySet<number>): number | undefined {
+  const s = c.shards[shard]!;
+  const catching = new Set((c.catchingUp ?? []).map((x) => x.node));
+  return members
+    .filter((t) => t !== s.primary && !s.backups.includes(t) && !copying.has(t) && !catching.has(t))
+    .sort((a, b) => load.get(a)! - load.get(b)!)[0];
 }

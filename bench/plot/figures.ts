@@ -366,12 +366,12 @@ const redis = (rows: Rows): Figure[] => {
   return figs;
 };
 
-const reshard = (rows: Rows): Figure[] => [
+const reshardOf = (name: string) => (rows: Rows): Figure[] => [
   {
-    file: 'reshard.svg',
+    file: `${name}.svg`,
     svg: barChartSvg({
-      title: 'dynamic resharding (Figure 15): total ops/s before the hotspot, during it (until the overload is detected) and after the move',
-      notes: [`the timeline with each node's load is reshard-timeline.svg; ${rows.map((r) => `nodes: ${String(r.network ?? 'loopback')}; CPU budget: ${String(r.cpuBudget ?? 'none')}`).join('; ')}`],
+      title: `dynamic resharding (Figure 15): total ops/s before the hotspot, during it (until the overload is detected) and after the ${name === 'reshard' ? 'move' : 'copy move to a node holding no replica'}`,
+      notes: [`the timeline with each node's load is ${name}-timeline.svg; ${rows.map((r) => `nodes: ${String(r.network ?? 'loopback')}; CPU budget: ${String(r.cpuBudget ?? 'none')}`).join('; ')}`],
       value: { label: 'operations per second' },
       series: ['2 s before the hotspot', 'hotspot until detected', 'after the move'],
       bars: rows.map((r) => ({ label: `moved ${r.moved}`, values: [num(r, 'opsPerSecBefore'), num(r, 'opsPerSecHotspot'), num(r, 'opsPerSecAfter')] })),
@@ -476,7 +476,8 @@ export const figures: Record<string, (rows: Rows) => Figure[]> = {
   redis,
   idle: () => [],
   'lease-soak': () => [],
-  reshard,
+  reshard: reshardOf('reshard'),
+  'reshard-copy': reshardOf('reshard-copy'),
   rereplicate,
   copymove,
   copybatch,

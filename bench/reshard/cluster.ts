@@ -26,12 +26,18 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-export async function startCluster(shards: number, workers: number, periodMs: number, leaseMs: number, poolMib: number): Promise<Cluster> {
+/** The manager's resharding settings the benchmark runs with: its period, and copy moves (a target
+ *  holding no replica of the hot shard) when the cluster has more nodes than replicas. */
+function reshardingEnv(periodMs: number, copyMoves: boolean): Record<string, string> {
+  return { ROWAN_RESHARDING_PERIOD_MS: String(periodMs), ...(copyMoves ? { ROWAN_RESHARDING_COPY_MOVES: 'true' } : {}) };
+}
+
+export async function startCluster(shards: number, workers: number, periodMs: number, leaseMs: number, poolMib: number, nodes = 3, copyMoves = false): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-bench-'));
   const base = 10_000 + Math.floor(Math.random() * 220) * 100;
-  const child = spawn(process.execPath, [bin, 'cluster', '--dir', dir, '--base-port', String(base), '--shards', String(shards), '--workers', String(workers), '--pool-mib', String(poolMib), '--lease-ms', String(leaseMs)], {
+  const child = spawn(process.execPath, [bin, 'cluster', '--dir', dir, '--base-port', String(base), '--nodes', String(nodes), '--shards', String(shards), '--workers', String(workers), '--pool-mib', String(poolMib), '--lease-ms', String(leaseMs)], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ROWAN_RESHARDING_PERIOD_MS: String(periodMs) },
+    env: { ...process.env, ...reshardingEnv(periodMs, copyMoves) },
   });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -63,19 +69,19 @@ export async function startCluster(shards: number, workers: number, periodMs: nu
  * the three nodes here do not share, unlike this machine's 2 cores. Replication runs over the tcp fabric,
  * so backup writes cross the links too. This process reaches the hosts through the lab's root link.
  */
-export async function startNetnsCluster(shards: number, periodMs: number, leaseMs: number, poolMib: number, mbit: number): Promise<Cluster> {
+export async function startNetnsCluster(shards: number, periodMs: number, leaseMs: number, poolMib: number, mbit: number, nodes = 3, copyMoves = false): Promise<Cluster> {
   const why = netnsUnavailable();
   if (why !== null) throw new Error(`a node per network namespace is not possible here (${why}); --link-mbit=0 runs the nodes on loopback`);
   const dir = mkdtempSync(join(tmpdir(), 'rowan-reshard-bench-'));
   const segmentBytes = 4 << 20;
   const c = await NetnsCluster.start({
-    dir, nodes: 3, shards, leaseMs, clients: [], autoReshard: true, fileStore: true,
+    dir, nodes, replication: 3, shards, leaseMs, clients: [], autoReshard: true, fileStore: true,
     pool: { segmentCount: Math.ceil((poolMib << 20) / segmentBytes), segmentBytes },
-    env: { ROWAN_RESHARDING_PERIOD_MS: String(periodMs) },
+    env: reshardingEnv(periodMs, copyMoves),
   });
   c.lab.rootLink();
-  for (let id = 0; id < 3; id++) c.lab.shape(`n${id}`, mbit);
-  const ids = [0, 1, 2];
+  const ids = Array.from({ length: nodes }, (_, id) => id);
+  for (const id of ids) c.lab.shape(`n${id}`, mbit);
   return {
     dir,
     file: c.file,

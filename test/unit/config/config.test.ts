@@ -38,7 +38,7 @@ test("defaults are the paper's parameters, with b-log numbers scaled to the pool
   assert.equal(c.replication.retryMs, 1);
   assert.equal(c.replication.commitVerPeriodMs, 15);
   assert.equal(c.gc.liveThresholdPercent, 75);
-  assert.deepEqual(c.resharding, { auto: true, periodMs: 500, overloadPercent: 30, targetPercent: 5 });
+  assert.deepEqual(c.resharding, { auto: true, periodMs: 500, overloadPercent: 30, targetPercent: 5, copyMoves: false });
   assert.equal(c.persistence, 'pagecache');
   assert.deepEqual(scaleBlogToPool(1 << 16), { preallocSegments: paper.blogPreallocSegments, batchSegments: paper.blogBatchSegments });
   assert.deepEqual(scaleBlogToPool(64), { preallocSegments: 16, batchSegments: 4 });

@@ -6,6 +6,7 @@ import { BACKUP_WRITE_WEIGHT, LoadTable, OverloadDetector, nodeLoads } from '../
 import { IDLE_REPORT_EVERY_PERIODS, LoadReportGate } from '../../../../actors/shared/shard-load.js';
 import { gridDelayMs } from '../../../../config/base/clock.js';
 import { ConfigManager, type Link } from '../../../../actors/manager/manager.js';
+import { CopyRunner as ConfigManagerCopy } from '../../../../actors/manager/copies.js';
 import { leaseTiming } from '../../../../actors/manager/leases.js';
 import { ManualClock } from '../../../../config/base/clock.js';
 import type { Logger } from '../../../../config/base/log.js';
@@ -77,6 +78,29 @@ test('the plan moves the hottest shard of an overloaded node to its least loaded
   // An unreachable backup is not a target; with node 1 out, shard 0 on node 2 would overload node 2
   // more than node 0 is now, so the next hottest shard of node 0 goes instead.
   assert.deepEqual(planBalance(c, rates({ 0: [9000, 0], 3: [1000, 0], 2: [3000, 0] }), [0, 2], o).moves, [{ shard: 3, from: 0, to: 2 }]);
+});
+
+test('with copyMoves, a shard no full backup can take goes to the least loaded node holding no replica of it (a copy move), one copy per target; without, nothing', () => {
+  const c = cluster(4, 8, 3); // node n is primary of shards n and n+4
+  assert.deepEqual([c.shards[0]!.primary, ...c.shards[0]!.backups], [0, 1, 2]); // node 3 holds none of shard 0
+  // Shard 0 on node 0 is hot; its full backups (1, 2) carry enough that handing them the role would
+  // only move the hotspot. Node 3, which holds no replica of shard 0, is nearly idle.
+  const r = rates({ 0: [4000, 0], 4: [2000, 0], 1: [2250, 0], 5: [2250, 0], 2: [2250, 0], 6: [2250, 0], 3: [50, 0], 7: [50, 0] });
+  const roleOnly = planBalance(c, r, [0, 1, 2, 3], { ...DEFAULT_RESHARDING });
+  assert.deepEqual(roleOnly.moves, []);
+  assert.match(roleOnly.none!, /resharding.copyMoves/);
+  const withCopies = planBalance(c, r, [0, 1, 2, 3], { ...DEFAULT_RESHARDING, copyMoves: true });
+  assert.deepEqual(withCopies.moves, [{ shard: 0, from: 0, to: 3 }]);
+  assert.equal(ConfigManagerCopy.isCopy(c, withCopies.moves), true);
+  // A full backup that can take it still does, copy moves on or not.
+  const easy = rates({ 0: [4000, 0], 4: [2000, 0], 1: [50, 0], 5: [50, 0], 2: [2250, 0], 6: [2250, 0], 3: [2250, 0], 7: [2250, 0] });
+  assert.deepEqual(planBalance(c, easy, [0, 1, 2, 3], { ...DEFAULT_RESHARDING, copyMoves: true }).moves, [{ shard: 0, from: 0, to: 1 }]);
+  // Node 3 already receives a copy: no second one; a shard being copied is not planned again.
+  assert.deepEqual(planBalance({ ...c, copies: [{ source: 1, target: 3, shard: 1 }] }, r, [0, 1, 2, 3], { ...DEFAULT_RESHARDING, copyMoves: true }).moves, [], 'node 3 receives a copy already');
+  const copying0 = { ...c, copies: [{ source: 1, target: 3, shard: 0 }] };
+  assert.deepEqual(planBalance(copying0, r, [0, 1, 2, 3], { ...DEFAULT_RESHARDING, copyMoves: true }).moves.filter((m) => m.shard === 0), [], 'shard 0 is being copied already');
+  // An unreachable node holding no replica is no target either.
+  assert.deepEqual(planBalance(c, r, [0, 1, 2], { ...DEFAULT_RESHARDING, copyMoves: true }).moves, []);
 });
 
 test('a move swaps the primary with a full backup (the source stays a replica), lists the task, and can be cleared or rolled back', () => {
