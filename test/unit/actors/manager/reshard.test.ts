@@ -197,6 +197,33 @@ test('the manager plans on the report that completes a generation: two overloade
   cm.close();
 });
 
+test('with copyMoves on, the manager copies the hot shard no full backup can take to the node holding none of it: the copy\'s term is stored and pushed', async () => {
+  const clock = new ManualClock(10_000);
+  const timers = new ManualTimers(clock);
+  const c = cluster(4, 8, 3); // node n is primary of shards n and n+4; node 3 holds none of shards 0 and 4
+  const nodes = [0, 1, 2, 3];
+  const sent = new Map<number, ManagerToNode[]>(nodes.map((n) => [n, []]));
+  const links = new Map<number, Link>(nodes.map((n) => [n, { send: (m: ManagerToNode) => void sent.get(n)!.push(m) }]));
+  const lines: string[] = [];
+  const keep = (_o: unknown, msg: string) => void lines.push(msg);
+  const log = { info: keep, warn: keep, debug: keep, trace: keep, error: keep } as unknown as Logger;
+  const cm = new ConfigManager(new MemoryStore(c), c, leaseTiming(200), clock, log, timers.sleep, undefined, { ...DEFAULT_RESHARDING, auto: true, copyMoves: true });
+  for (const n of nodes) cm.onMessage({ t: 'hello', node: n, pid: 1, term: 1 }, links.get(n)!);
+  await settle();
+  clock.advance(600);
+  // Per 500 ms: node 0 serves shard 0 (hot) and shard 4; its full backups 1 and 2 are busy; node 3 idle.
+  const reports: Record<number, number[]> = { 0: [0, 2000, 0, 4, 1000, 0], 1: [1, 1125, 0, 5, 1125, 0], 2: [2, 1125, 0, 6, 1125, 0], 3: [3, 25, 0, 7, 25, 0] };
+  for (let g = 0; g < 2; g++) for (const n of nodes) cm.onMessage({ t: 'load', node: n, term: 1, periodMs: 500, loads: reports[n]! }, links.get(n)!);
+  assert.ok(lines.some((l) => /^overload: node 0 above the average .* moving shard 0 0->3/.test(l)), lines.join('\n'));
+  await settle();
+  const commit = sent.get(3)!.find((m) => m.t === 'commit' && m.config.copies?.some((t) => t.shard === 0));
+  assert.ok(commit && commit.t === 'commit', `a commit with the copy reached node 3: ${JSON.stringify(sent.get(3)!.map((m) => m.t))}`);
+  assert.deepEqual(commit.config.copies, [{ source: 0, target: 3, shard: 0 }]);
+  assert.deepEqual(commit.config.catchingUp, [{ shard: 0, node: 3 }]);
+  assert.ok(commit.config.shards[0]!.backups.includes(3), 'the target is a catching-up backup while it copies');
+  cm.close();
+});
+
 // Issue 26: an idle node sends its empty load report once (then every IDLE_REPORT_EVERY_PERIODS
 // periods), so the manager must count its standing empty report as fresh, or one idle member would
 // hold up every generation -- and resharding among the busy ones -- until its keepalive.
