@@ -129,6 +129,7 @@ export class ConfigManager {
       leases: this.leases,
       members: () => this.members(),
       candidates: (failed) => this.members().filter((n) => n !== failed && this.links.has(n) && !this.failing.has(n)),
+      solicit: (nodes) => nodes.forEach((n) => this.links.get(n)?.send({ t: 'renewNow' })),
       closed: () => this.closed,
       sleep: (ms) => this.sleep(ms),
       clock,

@@ -332,6 +332,9 @@ export class LeaseClient {
       case 'prepare':
       case 'commit':
         return this.follow(m);
+      case 'renewNow':
+        if (this.connected && !this.evicted) this.renew(); // an extra renewal: its grant extends the lease like any
+        return;
       case 'evicted':
         if (this.evicted) return;
         this.evicted = true;

@@ -72,7 +72,10 @@ export type ManagerToNode =
   | { t: 'grant'; seq: number; leaseMs: number; renewMs: number; driftMs: number; term: number }
   | { t: 'prepare'; term: number; config: ClusterConfig; shards?: number[]; planned?: boolean }
   | { t: 'commit'; term: number; config: ClusterConfig; floors: Record<string, number>; scatter?: GatherEntry[]; promote?: number[]; planned?: number[] }
-  | { t: 'evicted'; term: number; retired?: true };
+  | { t: 'evicted'; term: number; retired?: true }
+  /** Renew now, besides the period's renewals: a failover's verdict waits for every candidate to be
+   *  heard after the detection (../manager/reach.ts heardSince), which otherwise is its next renewal. */
+  | { t: 'renewNow' };
 
 export type AdminRequest =
   | { t: 'admin'; id: number; op: 'move'; shard: number; to: number; from?: number }

@@ -117,7 +117,8 @@ for (const [what, layout] of [['backups only', backupsOnly], ['nothing', holdsNo
     await timers.run(3000, 10, cm);
     assert.ok(warnings.some((w) => /suspected failed/.test(w)), 'nobody was even suspected');
     assert.equal(store.writes, 0, `a configuration was stored while this manager was cut off (term ${store.cfg.term}, dead ${JSON.stringify(store.cfg.dead ?? [])})`);
-    for (const n of [0, 1, 2]) assert.deepEqual(sent.get(n)!.filter((m) => m.t !== 'grant').map((m) => m.t), [], `node ${n} was told nothing but grants`);
+    // Grants, and asks to renew now (a failover's verdict asks the members it has not heard since).
+    for (const n of [0, 1, 2]) assert.deepEqual(sent.get(n)!.filter((m) => m.t !== 'grant' && m.t !== 'renewNow').map((m) => m.t), [], `node ${n} was told nothing but grants and renewNow`);
     assert.ok(warnings.some((w) => /looks cut off from the cluster; nothing is reassigned/.test(w)), warnings.join('\n'));
     // Healed for nodes 0 and 1; node 2 stays silent (it did die): once they renew, the manager acts
     // again -- node 2 is failed over, after the reconnect grace.
@@ -191,6 +192,33 @@ test("a node that died before the manager's silences is failed over, however oft
   });
   assert.ok(warnings.filter((w) => /not suspected for the next/.test(w)).length >= 10, warnings.join('\n'));
   assert.equal(store.cfg.term, 2, `node 2 was not failed over:\n${warnings.join('\n')}`);
+  assert.deepEqual(store.cfg.dead, [2]);
+  cm.close();
+});
+
+test('a failover asks the members it has not heard since the detection to renew now, and stores once they answer, not at their next periodic renewal', async () => {
+  const { clock, timers, store, timing, cm, sent, links } = setup();
+  let seq = 0;
+  const renew = (nodes: number[]) => {
+    seq++;
+    for (const n of nodes) cm.onMessage({ t: 'renew', node: n, seq, term: 1 }, links.get(n)!);
+  };
+  await timers.run(400, timing.renewMs, cm, () => renew([0, 1, 2]));
+  // Node 2's process dies right after a renewal: its connection closes (no lease wait for the
+  // verdict). Nodes 0 and 1 renew periodically only every renewMs (40 ms here).
+  clock.advance(5);
+  cm.onClose(2, links.get(2)!);
+  await timers.run(1, 1, cm);
+  for (const n of [0, 1]) assert.deepEqual(sent.get(n)!.filter((m) => m.t === 'renewNow').length, 1, `node ${n} asked to renew now`);
+  assert.equal(sent.get(2)!.filter((m) => m.t === 'renewNow').length, 0, 'not the failed node');
+  assert.equal(store.writes, 0, 'nothing stored before the others were heard');
+  // They answer at once (2 ms later, far from their next periodic renewal): the failover is stored.
+  const asked = clock.now();
+  await timers.run(2, 1, cm);
+  renew([0, 1]);
+  await timers.run(timing.renewMs / 4 + 2, 1, cm);
+  assert.equal(store.cfg.term, 2, 'stored after the solicited renewals');
+  assert.ok(clock.now() - asked < timing.renewMs / 2, `stored ${clock.now() - asked} ms after asking, not a renewal period later`);
   assert.deepEqual(store.cfg.dead, [2]);
   cm.close();
 });
