@@ -5,7 +5,10 @@
 //   detected   the manager suspects the node (its connection dropped)
 //   committed  the new configuration is committed (after the node's lease certainly expired)
 //   promoted   every new primary finished phase 2 (index caught up, versions raised)
-//   served     a GET of every shard succeeded again (probed from this process)
+//   served     a GET of every shard succeeded again (probed from this process, which also runs the
+//              load's 32 loops)
+//   served (probe process)  the same, probed from a process of its own that does nothing else
+//              (./failover/probe-process.ts): the cluster's time without the load generator's
 // and from the surviving nodes' logs: when the last of them took the prepare up and the commit (the
 // round's delivery to their main threads), and the slowest prepare's and promotion's own work.
 // Repeated for --kills (default 20, --quick 3) fresh clusters; p50/p99 of each mark after the kill.
@@ -13,6 +16,7 @@
 //   npm run bench -- failover [--quick] [--kills=N] [--lease-ms=100]   (default: the default lease)
 // Writes bench/results/failover.json (per-kill marks, summary and the timelines) and failover.svg
 // (p50/p99 per phase), plus failover-timeline.svg (the Figure 14 plot).
+import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,6 +25,7 @@ import { monotonicClock } from '../config/base/clock.js';
 import { defaultTimings } from '../config/timings.js';
 import { launchCluster, randomBasePort, stopCluster } from '../test/fixtures/cluster.js';
 import { allShardsServed, logRecords, nodePids, probeKeys } from '../test/fixtures/failover-cluster.js';
+import type { ProbeMessage } from './failover/probe-process.js';
 import { gitState, load, machine, progress, recordParams, resultsDir, type Row } from './report.js';
 import { timelineOf, type Run } from './failover/timeline.js';
 import { valueOf, workloads } from './ycsb/driver.js';
@@ -77,6 +82,7 @@ function phasesOf(m: Record<string, number>): Record<string, number> {
     'commit delivery (committed->last promoter took it)': d('committed', 'commitTaken'),
     'promote work (slowest promoter)': m['promoteWork'] ?? NaN,
     'serve (promoted->served)': d('promoted', 'served'),
+    'serve, probe in its own process (promoted->served)': d('promoted', 'servedProbeProcess'),
   };
 }
 
@@ -89,6 +95,7 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
   // and the clients running, or the benchmark process never exits.
   let c: RowanClient | null = null;
   let probe: RowanClient | null = null;
+  let own: Awaited<ReturnType<typeof probeProcess>> | null = null;
   let stop = false;
   let loops: Promise<void>[] = [];
   try {
@@ -97,6 +104,7 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
     const pid = nodePids(cluster.output()).get(0)!;
     c = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
     probe = await RowanClient.connect({ cluster: file, retries: 8, timeoutMs: 3000 });
+    own = await probeProcess(file);
     const client = c;
     const size = valueSizeSampler(sizeDists.zippydb, mulberry32(k + 1));
     for (let b = 0; b < KEYS; b += 256) await Promise.all(Array.from({ length: Math.min(256, KEYS - b) }, (_, j) => client.put(keyOf(b + j), valueOf(size(), b + j))));
@@ -125,8 +133,10 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
     while (monotonicClock.now() < t0 + KILL_AT_MS) await sleep(1);
     const tKill = monotonicClock.now();
     process.kill(pid, 'SIGKILL');
+    own!.go();
     await allShardsServed(probe, probeKeys(SHARDS), 20_000);
     const served = monotonicClock.now() - tKill;
+    const servedByOwn = await own!.served;
     while (monotonicClock.now() < t0 + KILL_AT_MS + AFTER_MS) await sleep(5);
     stop = true;
     await Promise.all(loops);
@@ -137,6 +147,7 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
       ev = managerEvents(dir, tKill - 50);
     }
     const marks: Record<string, number> = { served };
+    if (servedByOwn !== null) marks['servedProbeProcess'] = servedByOwn - tKill;
     for (const p of ['detected', 'stored', 'prepared', 'committed', 'promoted']) if (ev[p] !== undefined) marks[p] = ev[p]! - tKill;
     const term = logRecords(join(dir, 'manager.log')).find((r) => r.event === 'detected' && typeof r.at === 'number' && r.at >= tKill - 50)?.term;
     const nodeEv = typeof term === 'number' ? nodeEvents(dir, [1, 2], term) : {};
@@ -148,10 +159,28 @@ async function oneKill(k: number, leaseMs: number): Promise<{ run: Run; row: Row
     stop = true;
     await Promise.allSettled(loops);
     await Promise.allSettled([c?.close(), probe?.close()]);
+    own?.stop();
     await stopCluster(cluster.child);
     if (process.env['ROWAN_BENCH_KEEP']) console.log(`kept ${dir}`);
     else rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The probe in a process of its own (./failover/probe-process.ts), connected: go() starts it at the
+ *  kill; `served` is when it saw every shard again (monotonic ms), null if it failed. */
+async function probeProcess(file: string): Promise<{ go(): void; served: Promise<number | null>; stop(): void }> {
+  const child = fork(new URL('./failover/probe-process.js', import.meta.url).pathname, [file, String(SHARDS)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const first = new Promise<ProbeMessage>((resolve) => {
+    child.once('message', (m) => resolve(m as ProbeMessage));
+    child.once('exit', (code) => resolve({ t: 'failed', why: `exited (${code}) before it was ready` }));
+  });
+  const ready = await first;
+  if (ready.t !== 'ready') throw new Error(`failover bench: the probe process did not start: ${ready.t === 'failed' ? ready.why : ready.t}`);
+  const served = new Promise<number | null>((resolve) => {
+    child.once('message', (m: ProbeMessage) => resolve(m.t === 'served' ? m.at : (console.error(`failover bench: the probe process: ${m.t === 'failed' ? m.why : m.t}`), null)));
+    child.once('exit', () => resolve(null));
+  });
+  return { go: () => child.send({ t: 'go' }), served, stop: () => void (child.exitCode === null && child.kill()) };
 }
 
 function pct(xs: number[], p: number): number {
@@ -179,7 +208,7 @@ export async function run(): Promise<Row[]> {
     }
   }
   const summary: Row[] = [];
-  for (const p of ['detected', 'stored', 'prepared', 'committed', 'promoted', 'served']) {
+  for (const p of ['detected', 'stored', 'prepared', 'committed', 'promoted', 'served', 'servedProbeProcess']) {
     const xs = runs.map((r) => r.marks[p] ?? NaN);
     summary.push({ phase: p, afterKillP50Ms: +pct(xs, 0.5).toFixed(1), afterKillP99Ms: +pct(xs, 0.99).toFixed(1), kills: xs.filter(Number.isFinite).length });
   }
