@@ -38,6 +38,7 @@ import { limitCpu, threadsIn } from './reshard/cpu-budget.js';
 import { managerEvents, startCluster, startNetnsCluster } from './reshard/cluster.js';
 import { CPU_SAMPLE_MS, sampleResources, type CpuSample } from './reshard/samples.js';
 import { mulberry32 } from './ycsb/zipfian.js';
+import { nonReplica } from '../test/fixtures/reshard.js';
 import { askManager, managerAddress } from '../bin/manager-admin.js';
 
 const BUCKET_MS = 100;
@@ -104,7 +105,7 @@ export async function run(defaultNodes = 3): Promise<Row[]> {
     // hand S to it), or with more nodes than replicas a node holding no replica of S (it is copied).
     const hot = 0;
     const nodeB = c0.shards[hot]!.primary;
-    const nodeA = copyMoves ? c0.nodes.map((n) => n.id).find((id) => id !== nodeB && !c0.shards[hot]!.backups.includes(id))! : c0.shards[hot]!.backups[0]!;
+    const nodeA = copyMoves ? nonReplica(c0, hot)! : c0.shards[hot]!.backups[0]!;
     const nodeC = c0.nodes.map((n) => n.id).find((id) => id !== nodeA && id !== nodeB)!;
     if (nodeA === undefined) throw new Error(`every node holds a replica of shard ${hot} (replication ${c0.replicationFactor} on ${c0.nodes.length} nodes): no copy target`);
     const hotKeys = keys.filter((_, i) => shardOf[i] === hot);

@@ -130,6 +130,12 @@ export function fullReplicas(c: ClusterConfig, shard: number): number[] {
   return [s.primary, ...s.backups.filter((b) => !isCatchingUp(c, shard, b))];
 }
 
+/** Whether `node` holds any replica (primary, backup, catching up or not) of `shard`. */
+export function holdsReplica(c: ClusterConfig, shard: number, node: number): boolean {
+  const s = c.shards[shard]!;
+  return s.primary === node || s.backups.includes(node);
+}
+
 /** The live membership: every node not listed dead. */
 export function liveNodes(c: ClusterConfig): ClusterNode[] {
   const dead = new Set(c.dead ?? []);

@@ -9,7 +9,7 @@
 //   copy-done                    the source left the shard, the task is off the list
 //   copy-rolled-back             a failover ended the task (a participant died) or it was undone
 import type { Clock } from '../../config/base/clock.js';
-import type { ClusterConfig, CopyTask } from '../../config/cluster.js';
+import { holdsReplica, type ClusterConfig, type CopyTask } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import type { Logger } from '../../config/base/log.js';
 import { copyRefusal, copyStage, planCopies, planCopiesDone } from './copy-moves.js';
@@ -57,7 +57,7 @@ export class CopyRunner {
 
   /** Whether `moves` are copies (every target holds no replica of its shard). */
   static isCopy(c: ClusterConfig, moves: readonly Move[]): boolean {
-    return moves.length > 0 && moves.every((m) => { const s = c.shards[m.shard]; return s !== undefined && s.primary !== m.to && !s.backups.includes(m.to); });
+    return moves.length > 0 && moves.every((m) => c.shards[m.shard] !== undefined && !holdsReplica(c, m.shard, m.to));
   }
 
   /** Store the copies' term; `reply` comes once they are done or rolled back. */

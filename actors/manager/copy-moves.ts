@@ -20,7 +20,7 @@
 // Rolled back: a participant that dies is failed over (./plan.ts drops the task; a dead target leaves
 // the backups, a dead source leaves the target as its replacement, still catching up). By hand before
 // the handover: `undoCopies` takes the target out again; the source never stopped serving.
-import { isCatchingUp, liveNodes, validateCluster, type ClusterConfig, type CopyTask } from '../../config/cluster.js';
+import { holdsReplica, isCatchingUp, liveNodes, validateCluster, type ClusterConfig, type CopyTask } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { FAILOVER_MODES } from './plan.js';
 import type { Move } from './reshard.js';
@@ -34,11 +34,6 @@ export function copyStage(c: ClusterConfig, t: CopyTask): CopyStage {
   return c.shards[t.shard]!.primary === t.source ? 'handover' : 'drop';
 }
 
-/** Whether `to` holds any replica (primary, backup, catching up or not) of `shard`. */
-export function holdsReplica(c: ClusterConfig, shard: number, to: number): boolean {
-  const s = c.shards[shard]!;
-  return s.primary === to || s.backups.includes(to);
-}
 
 /** Why shard `m.shard`'s replica on `m.from` cannot be copied to `m.to` now, or null when it can. */
 export function copyRefusal(c: ClusterConfig, m: Move, live: ReadonlySet<number>): string | null {

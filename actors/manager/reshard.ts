@@ -16,7 +16,7 @@
 //   done          term t+2    same distribution, migrations []
 //   rolled back   term t+2    the distribution of term t (a participant did not prepare: nobody
 //                             served term t+1, so A still holds every write of S)
-import { fullReplicas, liveNodes, validateCluster, type ClusterConfig, type MigrationTask } from '../../config/cluster.js';
+import { fullReplicas, holdsReplica, liveNodes, validateCluster, type ClusterConfig, type MigrationTask } from '../../config/cluster.js';
 import { ErrorCodes, RowanError } from '../../config/base/errors.js';
 import { nodeLoads, BACKUP_WRITE_WEIGHT, type ShardRate } from './load.js';
 import { FAILOVER_MODES } from './plan.js';
@@ -181,9 +181,8 @@ export function planBalance(c: ClusterConfig, rates: ReadonlyMap<number, ShardRa
 /** The least loaded live member holding no replica of `shard` and receiving no copy: a copy move's
  *  target, or undefined. */
 function copyTarget(c: ClusterConfig, shard: number, members: readonly number[], load: ReadonlyMap<number, number>, copying: ReadonlySet<number>): number | undefined {
-  const s = c.shards[shard]!;
   const catching = new Set((c.catchingUp ?? []).map((x) => x.node));
   return members
-    .filter((t) => t !== s.primary && !s.backups.includes(t) && !copying.has(t) && !catching.has(t))
+    .filter((t) => !holdsReplica(c, shard, t) && !copying.has(t) && !catching.has(t))
     .sort((a, b) => load.get(a)! - load.get(b)!)[0];
 }
