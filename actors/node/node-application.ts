@@ -10,6 +10,7 @@ import { FileConfigStore } from '../../config/store.js';
 import type { Pool } from '../../shm/pool.js';
 import { monotonicClock, type Clock } from '../../config/base/clock.js';
 import type { NodeApplication } from '../../runtime/application.js';
+import { checksumNatively } from '../../shm/log-checksum.js';
 import { collectGcStatus } from '../shared/gc-status.js';
 import { ACTORS_PER_ROLE_MAX } from '../../config/base/ids.js';
 import { RequestHistograms } from '../../shm/histogram.js';
@@ -104,6 +105,8 @@ export function kvApplication(o: NodeKvOptions, dataDir: string, clock: Clock = 
       return role === 'worker' || role === 'digest' || role === 'clean' || role === 'nic' || (role === 'migration' && start?.copies) ? start : undefined;
     },
     started(log) {
+      // This thread verifies b-log blocks only at a failover, in code V8 never optimised (its scans).
+      checksumNatively();
       const cell = ConfigCell.attach(start!.cell);
       saveCommitPoints(start!, nodePool!, dataDir, log);
       if (o.manager === undefined) {

@@ -10,7 +10,7 @@ import {
   EntryType, encodeBlocks, encodeEntry, encodedSize, entrySize, keyEqualsAt, readBlock,
   expiresAtOf, readEntryAt, scanBlocks, scanEntries, singleBlockEntry, versionAt, type EntryInput, type LogEntry,
 } from '../../../shm/log.js';
-import { JS_CRC_MAX_BYTES, blockChecksum, crc32cJs } from '../../../shm/log-checksum.js';
+import { JS_CRC_MAX_BYTES, blockChecksum, checksumNatively, crc32cJs, setChecksumSeed } from '../../../shm/log-checksum.js';
 import { crc32c } from '@node-rs/crc32';
 import { FLAG_TXN, FLAGS_OFF, HEADER_BYTES, RESERVED_OFF, VERSION_MAX, txnCount, txnIndex, txnWord } from '../../../shm/log-layout.js';
 
@@ -117,6 +117,19 @@ describe('checksum', () => {
       assert.equal(crc32cJs(zeroed, 0, size), want);
     }
     assert.equal(crc32cJs(new TextEncoder().encode('123456789'), 0, 9), 0xe3069283); // the CRC-32C check value
+  });
+
+  it("a thread that checksums natively (a node's main thread) gets the same checksums at every size, keyed or not", () => {
+    const b = bytes(5000, 7);
+    const sizes = [64, 128, 192, JS_CRC_MAX_BYTES, JS_CRC_MAX_BYTES + 64, 4096];
+    const all = () => [0, 0xdeadbeef].flatMap((seed) => (setChecksumSeed(seed), sizes.flatMap((size) => [0, 64, 132].map((off) => blockChecksum(b, off, size)))));
+    const js = all();
+    checksumNatively(); // for the rest of this file's thread: the values must not change
+    try {
+      assert.deepEqual(all(), js);
+    } finally {
+      setChecksumSeed(0);
+    }
   });
 });
 
