@@ -3,7 +3,7 @@
 // TIMEOUT, STALE_TERM after the retries, ...) or, for get, the key has no value; 2 bad usage.
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { RowanClient, type ClientOptions } from '../client/client.js';
+import { RowanClient, checkPutOptions, type ClientOptions, type PutOptions } from '../client/client.js';
 import { ErrorCodes, RowanError } from '../config/base/errors.js';
 import { CLIENT_PASSWORD_FILE_ENV } from '../config/base/secret.js';
 
@@ -19,6 +19,8 @@ interface KvOpts {
   raw?: boolean;
   json?: boolean;
   valueFile?: string;
+  ttlMs?: string;
+  expiresAtMs?: string;
   passwordFile?: string;
   tlsCa?: string;
   /** Refused with a pointer to --password-file: clients no longer hold the cluster secret. */
@@ -36,6 +38,21 @@ function valueOf(arg: string | undefined, o: KvOpts): Uint8Array | string {
   }
   if (arg === undefined) throw new RowanError(ErrorCodes.BAD_ARGUMENT, 'put needs a value: an argument, - for standard input, or --value-file <file>');
   return arg === '-' ? readInput(0, 'standard input') : arg;
+}
+
+/** put's expiry (client PutOptions): --ttl-ms or --expires-at-ms, digits only, one of them, in
+ *  1..2^47 (the client's check); else BAD_ARGUMENT (exit 2, nothing sent). */
+function expiryOpts(o: KvOpts): PutOptions {
+  const ms = (flag: string, v: string): number => {
+    if (!/^[0-9]+$/.test(v)) throw new RowanError(ErrorCodes.BAD_ARGUMENT, `${flag}: '${v}' is not a whole number of ms`);
+    return Number(v);
+  };
+  const opts: PutOptions = {
+    ...(o.ttlMs !== undefined ? { ttlMs: ms('--ttl-ms', o.ttlMs) } : {}),
+    ...(o.expiresAtMs !== undefined ? { expiresAtMs: ms('--expires-at-ms', o.expiresAtMs) } : {}),
+  };
+  checkPutOptions(opts); // before connecting
+  return opts;
 }
 
 function readInput(from: string | number, what: string): Uint8Array {
@@ -105,11 +122,14 @@ export function registerKvCommands(p: Command, setCode: (code: number) => void):
       .description('store <value> under <key> (UTF-8); done means persisted on every replica. <value> - reads the bytes from standard input')
       .argument('<key>')
       .argument('[value]', 'the value (UTF-8), or - for standard input; or use --value-file')
-      .option('--value-file <file>', "the value is this file's bytes, exactly"),
+      .option('--value-file <file>', "the value is this file's bytes, exactly")
+      .option('--ttl-ms <ms>', "the key expires this many ms after its shard's primary wrote it (Redis's SET PX); reads then find no value")
+      .option('--expires-at-ms <unix-ms>', "the key expires at this Unix time in ms (Redis's SET PXAT); not with --ttl-ms"),
   ).action(async function (this: Command, key: string, value: string | undefined) {
     const o = this.opts<KvOpts>();
+    const expiry = expiryOpts(o);
     const v = valueOf(value, o);
-    setCode(await withClient(o, async (c) => (await c.put(key, v), EXIT_OK)));
+    setCode(await withClient(o, async (c) => (await c.put(key, v, expiry), EXIT_OK)));
   });
   addTarget(
     p

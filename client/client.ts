@@ -120,6 +120,11 @@ function expiryOf(opts: PutOptions): Expiry | null {
   return { kind: ttlMs !== undefined ? ExpiryKind.TTL_MS : ExpiryKind.AT_UNIX_MS, ms };
 }
 
+/** Throw BAD_ARGUMENT (not applied) if `opts` is no valid PUT expiry, before anything is sent. */
+export function checkPutOptions(opts: PutOptions): void {
+  expiryOf(opts);
+}
+
 function encodeKeyOp(op: KeyOp, id: number, term: number, key: Uint8Array, value: Uint8Array | null, expiry: Expiry | null): Buffer {
   if (op === Op.PUT) return encodeRequest({ op, id, term, key, value: value! });
   if (op === Op.PUT_EXPIRES) return encodeRequest({ op, id, term, key, value: value!, ...expiry! });

@@ -1,6 +1,6 @@
 // `rowan put/get` as scripts use them: a value from standard input (`put KEY -`) or a file
 // (--value-file), byte for byte, larger than a command line could carry; `get --raw` and `get --json`;
-// clear errors for a missing or oversized value.
+// clear errors for a missing or oversized value; `put --ttl-ms / --expires-at-ms`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -55,6 +55,32 @@ test('put from stdin and from a file, byte for byte; get --raw and --json; clear
     r = cli(['put', 'k', '--value-file', join(dir, 'missing'), ...c]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /cannot read the value from .*missing: ENOENT/);
+
+    // Expiry (SET PX / PXAT): a key with a long TTL reads back; one whose deadline passed reads as absent.
+    r = cli(['put', 'session', 'token', '--ttl-ms', '600000', ...c]);
+    assert.equal(r.code, 0, r.stderr);
+    r = cli(['get', 'session', ...c]);
+    assert.equal(r.stdout.toString(), 'token\n');
+    r = cli(['put', 'past', 'gone', '--expires-at-ms', String(Date.now() - 60_000), ...c]);
+    assert.equal(r.code, 0, r.stderr);
+    r = cli(['get', 'past', ...c]);
+    assert.equal(r.code, 1, 'a deadline already passed: no value');
+    assert.match(r.stderr, /has no value/);
+    r = cli(['put', 'brief', 'v', '--ttl-ms', '1', ...c]);
+    assert.equal(r.code, 0, r.stderr);
+    for (let i = 0; (r = cli(['get', 'brief', ...c])).code === 0 && i < 100; i++); // gone once 1 ms passed on the primary's clock
+    assert.equal(r.code, 1, 'a 1 ms TTL expires');
+    r = cli(['put', 'k', 'v', '--ttl-ms', '10s', ...c]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--ttl-ms: '10s' is not a whole number of ms.*ROWAN_ERR_BAD_ARGUMENT/);
+    r = cli(['put', 'k', 'v', '--ttl-ms', '0', ...c]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /ttlMs 0 is not a whole number of ms in 1\.\./);
+    r = cli(['put', 'k', 'v', '--ttl-ms', '5', '--expires-at-ms', '5', ...c]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /not both/);
+    r = cli(['get', 'k', ...c]);
+    assert.equal(r.code, 1, 'no refused PUT wrote anything');
   } finally {
     await stopCluster(run.child);
     rmSync(dir, { recursive: true, force: true });
