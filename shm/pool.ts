@@ -9,7 +9,12 @@
 //
 // Crash order of an allocation: claim (CAS Free -> Claiming, persist the word), zero the segment and
 // persist it, then publish (CAS Claiming -> Using, persist the word). A segment that recovery sees as
-// Using therefore never holds checksummed entries of its previous life.
+// Using therefore never holds checksummed entries of its previous life. A segment never allocated
+// (seq 0: every Free, Claiming-rolled-back and freed word keeps the seq of its last claim) has no
+// previous life: the pool file was created all zero (posix_fallocate of a new file, ./pool-file.ts)
+// and only a segment's owner writes into it, so it is not zeroed again -- on a fresh pool that was
+// every page of every segment taken, faulted in and written twice (a node's 64 posted b-log buffers of
+// 4 MiB: 256 MiB at its first start).
 
 import { randomBytes } from 'node:crypto';
 import { closeSync } from 'node:fs';
@@ -296,7 +301,8 @@ export class Pool {
   }
 
   /**
-   * Take a Free segment for (role, ownerId): claim, zero + persist, publish as Using (see the header).
+   * Take a Free segment for (role, ownerId): claim, zero + persist (unless never used: see the header),
+   * publish as Using.
    * The segment gets the next pool-wide seq. Throws PM_FULL when no segment is Free, or (for any role
    * but Clean) when no more than `keepFree` are: by default the whole GC reserve; an allocation that
    * makes room (a t-log segment for DELs) may pass less, never more than the reserve.
@@ -319,10 +325,10 @@ export class Pool {
     for (let pass = 0; pass < 2; pass++) {
       for (let i = this.hint.next(); i !== -1; i = this.hint.next()) {
         this.hint.clear(i);
-        const claim = this.tryClaim(i, role, ownerId);
-        if (claim === null) continue;
-        this.zeroSegment(i);
-        this.publishUsing(i, claim);
+        const claimed = this.tryClaim(i, role, ownerId);
+        if (claimed === null) continue;
+        if (!claimed.pristine) this.zeroSegment(i);
+        this.publishUsing(i, claimed.claim);
         return i;
       }
       // Other mappers of the pool may have freed segments this Pool's hint never saw.
@@ -443,15 +449,17 @@ export class Pool {
 
   // ---- allocation steps ----------------------------------------------------------------------------
 
-  /** CAS segment i from Free to Claiming(role, owner, next seq); null if it is not Free (any more). */
-  private tryClaim(i: number, role: OwnerRole, ownerId: number): bigint | null {
+  /** CAS segment i from Free to Claiming(role, owner, next seq); null if it is not Free (any more).
+   *  `pristine`: it was never claimed before (seq 0), so its bytes are the new file's zeros. */
+  private tryClaim(i: number, role: OwnerRole, ownerId: number): { claim: bigint; pristine: boolean } | null {
     const w = Atomics.load(this.words, i); // the Free word we expect to replace
-    if (this.decodeWord(i, w).state !== SegmentState.Free) return null;
+    const was = this.decodeWord(i, w);
+    if (was.state !== SegmentState.Free) return null;
     const claim = encodeMeta({ state: SEGMENT_CLAIMING, role, ownerId, seq: this.nextSeq() });
     // Publishes the claim: from here on no other allocator (thread or process) can take segment i.
     if (Atomics.compareExchange(this.words, i, w, claim) !== w) return null;
     this.persistWord(i);
-    return claim;
+    return { claim, pristine: was.seq === 0 };
   }
 
   private zeroSegment(i: number): void {

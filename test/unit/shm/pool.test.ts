@@ -136,6 +136,30 @@ test('allocate zeroes a reused segment before handing it out', () => {
   p.close();
 });
 
+test('a never-allocated segment (seq 0) is handed out as the new file made it: zero, not written again', () => {
+  const persisted: [number, number][] = [];
+  const p = Pool.create(freshPath(), {
+    segmentCount: 3,
+    segmentBytes: SEG,
+    wrapRegion: (r) => Object.assign(Object.create(r) as typeof r, { persist: (off: number, len: number) => (persisted.push([off, len]), r.persist(off, len)) }),
+  });
+  assert.equal(p.meta(0).seq, 0, 'a new pool: every segment never used');
+  const i = p.allocate(OwnerRole.Worker, 0);
+  const off = p.segmentOffset(i);
+  assert.ok(p.region.bytes.subarray(off, off + SEG).every((b) => b === 0));
+  assert.deepEqual(persisted.filter(([o, len]) => o < off + SEG && o + len > off), [], 'nothing of the segment written: only its meta word');
+  // Its second life starts zeroed like any reused segment (the test above), its seq no longer 0.
+  p.region.bytes.fill(0xcd, off, off + SEG);
+  p.free(i);
+  assert.notEqual(p.meta(i).seq, 0, 'a freed segment keeps the seq of its claim');
+  persisted.length = 0;
+  let again = -1;
+  while (again !== i) again = p.allocate(OwnerRole.Worker, 1);
+  assert.ok(p.region.bytes.subarray(off, off + SEG).every((b) => b === 0));
+  assert.ok(persisted.some(([o, len]) => o <= off && o + len >= off + SEG), 'the reused one zeroed and persisted');
+  p.close();
+});
+
 test('PM_FULL when no segment is free; a freed one is found again', () => {
   const p = small(3);
   for (let k = 0; k < 3; k++) p.allocate(OwnerRole.Worker, k);
