@@ -102,8 +102,8 @@ let jsCrcMaxBytes = JS_CRC_MAX_BYTES;
  * and the table-driven CRC in baseline code costs several times the native call: 2,500 blocks of 160 B
  * took ~6 ms in JavaScript and 1.2-4 ms natively in a fresh process; in the failover benchmark a
  * survivor's gather went from 21.7 to 16.5 ms of CPU (median) and a promotion's scan from 25.5 to
- * 19.9 ms of wall time (docs/failover.md). The crossover above was measured with optimised code, as the actors that
- * verify blocks all the time run it.
+ * 19.9 ms of wall time (docs/failover.md). The crossover above was measured with optimised code, as
+ * the actors that verify blocks all the time run it.
  */
 export function checksumNatively(): void {
   jsCrcMaxBytes = 0;

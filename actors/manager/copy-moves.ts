@@ -34,7 +34,6 @@ export function copyStage(c: ClusterConfig, t: CopyTask): CopyStage {
   return c.shards[t.shard]!.primary === t.source ? 'handover' : 'drop';
 }
 
-
 /** Why shard `m.shard`'s replica on `m.from` cannot be copied to `m.to` now, or null when it can. */
 export function copyRefusal(c: ClusterConfig, m: Move, live: ReadonlySet<number>): string | null {
   const s = c.shards[m.shard];

@@ -43,7 +43,7 @@ async function recorded<T>(h: HistoryRecorder, id: number, w: Writer, key: strin
     const msg = String((e as Error).message);
     w.errors.push(msg);
     entry.outcome = msg.startsWith('UNKNOWN ') ? 'unknown' : 'fail';
-    if (msg.startsWith('UNKNOWN ')) h.unknown(id);
+    if (entry.outcome === 'unknown') h.unknown(id);
     else h.fail(id);
   }
 }
