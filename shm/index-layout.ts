@@ -55,6 +55,11 @@ export const H_FLOOR_LO = 8;
 export const H_FLOOR_HI = 9;
 /** A spin lock (int32) making a floor raise and its entry's address one step. */
 export const H_FLOOR_LOCK = 12;
+/** Changes to what the table says (int32, wrapping): bumped after every insert, update and removal of
+ *  an item is published, and after a floor raise -- not after a GC relocation, which moves an entry
+ *  without changing it. A reader that saw the same count before a walk and now knows the walk still
+ *  describes the table (INFO keyspace and DBSIZE reuse a count: actors/worker/resp/keyspace.ts). */
+export const H_CHANGES = 13;
 
 export const SLOT_BYTES = 8;
 /** Within a slot viewed as two int32s (little-endian): the low and high words. */

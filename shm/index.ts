@@ -297,6 +297,7 @@ export class ShardIndex {
       const prev = this.floorAddr();
       Atomics.store(this.hdr64, L.H64_FLOOR, BigInt(version)); // from here on upsert refuses lower versions
       Atomics.store(this.hdr64, L.H64_FLOOR_ADDR, BigInt(addr));
+      Atomics.add(this.i32, L.H_CHANGES, 1);
       return prev;
     });
   }
@@ -356,6 +357,13 @@ export class ShardIndex {
   /** Items in the table as of some recent moment (cheap: one counter, no walk). */
   items(): number {
     return Atomics.load(this.i32, L.H_ITEMS); // statistics only, like stats().items
+  }
+
+  /** Changes published so far (L.H_CHANGES; an int32 that wraps): a walk that began after this
+   *  count was read saw every change it includes, so while the count stays the same the walk's result
+   *  still holds. Updates and removals bump it after their CAS, inserts after filling the slot. */
+  changes(): number {
+    return Atomics.load(this.i32, L.H_CHANGES);
   }
 
   /** items() of the table in `sab` without attaching it (status readers on another thread). */
@@ -443,6 +451,7 @@ export class ShardIndex {
       // old or the new item, never a mix. On failure someone else changed the slot: re-run the search.
       if (Atomics.compareExchange(this.i64, slot, current, item) === current) {
         this.replaced = this.foundAddr;
+        Atomics.add(this.i32, L.H_CHANGES, 1);
         return 'updated';
       }
     }
@@ -537,6 +546,7 @@ export class ShardIndex {
   private countItem(delta: number): void {
     // Statistics only; readers of ITEMS see some recent count, no ordering with the slots is implied.
     Atomics.add(this.i32, L.H_ITEMS, delta);
+    Atomics.add(this.i32, L.H_CHANGES, 1); // after the slot's CAS: see changes()
   }
 
   /** The item for (tag, addr), built through the scratch halves: one BigInt, no BigInt arithmetic. */

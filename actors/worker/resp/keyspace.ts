@@ -7,6 +7,7 @@ import { ReadEpochs } from '../../shared/gc-state.js';
 import type { KvShared } from '../../shared/node-shared.js';
 import { EntryType, expiresAtOf, readEntryAt, versionAt } from '../../../shm/log.js';
 import type { PersistentRegion } from '../../../config/base/region.js';
+import type { ShardIndex } from '../../../shm/index.js';
 
 export const CURSOR_SHARD = 2 ** 32;
 /** Buckets one SCAN call may walk at least, and per step (a step finishes its buckets' chains). */
@@ -68,8 +69,24 @@ function escape(c: string): string {
   return /[\\^$.*+?()[\]{}|\-/]/.test(c) ? `\\${c}` : c;
 }
 
+/** A shard's counted keys (Keyspace.tally), kept while the index it walked has not changed. */
+interface ShardTally {
+  index: ShardIndex;
+  /** index.changes() read before the walk. */
+  changes: number;
+  /** When it was counted (the worker's wall clock, ms); keys whose deadline had passed were left out. */
+  at: number;
+  keys: number;
+  expires: number;
+  /** Sum of the counted deadlines' time to live as of `at`. */
+  ttlMs: number;
+  /** The earliest counted deadline: once it passes, the count no longer holds. */
+  nextDeadline: number;
+}
+
 export class Keyspace {
   private readonly epochSlot: number;
+  private readonly tallies = new Map<number, ShardTally>();
 
   constructor(
     private readonly shared: KvShared,
@@ -120,24 +137,57 @@ export class Keyspace {
     return this.shared.indexes[shard]?.bucketCount ?? 0;
   }
 
-  /** Live keys (not deleted) in these shards: a full walk, O(keys). */
+  /** Live keys (not deleted) in these shards (tally's walk, or its count while still true). */
   count(shards: number[]): number {
     return this.tally(shards).keys;
   }
 
   /**
-   * Live keys in these shards, how many of them have a deadline, and their mean time to live: one walk
-   * of the indexes, O(keys), reading only each entry's type and deadline in place (no checksum pass, no
-   * key copied: an indexed entry was verified when it was indexed and does not change while indexed,
-   * as the index probes in shm/log.ts rely on). A key whose deadline passed is not counted.
+   * Live keys in these shards, how many of them have a deadline, and their mean time to live. A
+   * shard's count is one walk of its index, O(buckets) -- tens of ms for a large pool's tables, and
+   * clients ask INFO (ioredis's ready check) on every connection they open -- so it is kept and given
+   * again while it still holds: no item of the index changed since before the walk (ShardIndex.changes)
+   * and no counted deadline has passed. A key whose deadline passed is not counted.
    */
   tally(shards: number[]): KeyTally {
-    const bytes = this.region.bytes;
     const now = this.now();
     let keys = 0;
     let expires = 0;
     let ttlMs = 0;
-    let floor = 0;
+    for (const s of shards) {
+      const t = this.shardTally(s, now);
+      if (t === null) continue;
+      keys += t.keys;
+      expires += t.expires;
+      ttlMs += t.ttlMs - t.expires * (now - t.at);
+    }
+    return { keys, expires, avgTtlMs: expires > 0 ? Math.round(ttlMs / expires) : 0 };
+  }
+
+  /** Shard s's tally as of now: the kept one while it holds, else a new walk (null: no index here). */
+  private shardTally(s: number, now: number): ShardTally | null {
+    const index = this.shared.indexes[s];
+    if (!index) return null;
+    const kept = this.tallies.get(s);
+    const changes = index.changes(); // read before the walk: a change it misses bumps the count after
+    if (kept && kept.index === index && kept.changes === changes && now >= kept.at && now < kept.nextDeadline) return kept;
+    const t: ShardTally = { ...this.walk(index, now), index, changes, at: now };
+    this.tallies.set(s, t);
+    return t;
+  }
+
+  /**
+   * One walk of an index, reading only each entry's type and deadline in place (no checksum pass, no
+   * key copied: an indexed entry was verified when it was indexed and does not change while indexed,
+   * as the index probes in shm/log.ts rely on).
+   */
+  private walk(index: ShardIndex, now: number): Omit<ShardTally, 'index' | 'changes' | 'at'> {
+    const bytes = this.region.bytes;
+    const floor = index.floor();
+    let keys = 0;
+    let expires = 0;
+    let ttlMs = 0;
+    let nextDeadline = Infinity;
     const visit = (addr: number) => {
       if (bytes[addr] !== EntryType.Put || (floor !== 0 && versionAt(bytes, addr) < floor)) return;
       const at = expiresAtOf(bytes, addr);
@@ -146,20 +196,17 @@ export class Keyspace {
         keys++;
         expires++;
         ttlMs += at - now;
+        if (at < nextDeadline) nextDeadline = at;
       }
     };
-    for (const s of shards) {
-      const index = this.shared.indexes[s];
-      floor = index?.floor() ?? 0;
-      for (let b = 0; index && b < index.bucketCount; ) {
-        this.shared.gc?.epochs.enter(this.epochSlot); // addresses taken from the index stay readable until exit
-        try {
-          b = index.forEachInBuckets(b, COUNT_STEP_BUCKETS, visit);
-        } finally {
-          this.shared.gc?.epochs.exit(this.epochSlot);
-        }
+    for (let b = 0; b < index.bucketCount; ) {
+      this.shared.gc?.epochs.enter(this.epochSlot); // addresses taken from the index stay readable until exit
+      try {
+        b = index.forEachInBuckets(b, COUNT_STEP_BUCKETS, visit);
+      } finally {
+        this.shared.gc?.epochs.exit(this.epochSlot);
       }
     }
-    return { keys, expires, avgTtlMs: expires > 0 ? Math.round(ttlMs / expires) : 0 };
+    return { keys, expires, ttlMs, nextDeadline };
   }
 }
