@@ -32,6 +32,9 @@ import { ErrorCodes, RowanError, invariant } from '../config/base/errors.js';
 import { defaultLimits } from '../config/limits.js';
 import type { KeyHash } from './hash.js';
 import * as L from './index-layout.js';
+import { checkIndexBuffer, createIndexBuffer, indexOptionsFor, type ShardIndexOptions, type ShardIndexStats } from './index-buffer.js';
+
+export type { ShardIndexOptions, ShardIndexStats } from './index-buffer.js';
 
 export interface EntryReader {
   /** Does the log entry at `addr` have exactly this key? */
@@ -40,34 +43,7 @@ export interface EntryReader {
   versionAt(addr: number): number;
 }
 
-export interface ShardIndexOptions {
-  /** Primary buckets (the hash modulus). */
-  buckets: number;
-  /** Overflow buckets available for chaining. */
-  overflowBuckets: number;
-  /** 64-bit slots per bucket including the link slot; default `indexBucketItems` (8 = one cache line). */
-  bucketItems?: number;
-  /** Overflow buckets the table may grow to (default: overflowBuckets, a fixed table). */
-  overflowBucketsMax?: number;
-}
-
 export type UpsertResult = 'inserted' | 'updated' | 'stale';
-
-export interface ShardIndexStats {
-  buckets: number;
-  overflowBuckets: number;
-  /** What the overflow area may grow to. */
-  overflowBucketsMax: number;
-  overflowUsed: number;
-  /** Items a bucket holds (slots minus the link slot). */
-  itemsPerBucket: number;
-  items: number;
-  /** items / item slots in primary buckets. */
-  loadFactor: number;
-  /** Longest chain, in buckets (1 = no overflow). */
-  maxChain: number;
-  bytes: number;
-}
 
 const NOT_FOUND = -1;
 /** Spins on a held chain lock before sleeping on it. */
@@ -132,56 +108,16 @@ export class ShardIndex {
   }
 
   static create(opts: ShardIndexOptions): ShardIndex {
-    const slots = opts.bucketItems ?? defaultLimits.indexBucketItems;
-    const { buckets, overflowBuckets } = opts;
-    const overflowMax = opts.overflowBucketsMax ?? overflowBuckets;
-    const bad = (m: string): never => {
-      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `ShardIndex.create: ${m}`, { ...opts });
-    };
-    if (!Number.isInteger(buckets) || buckets < 1) bad('buckets must be a positive integer');
-    if (!Number.isInteger(overflowBuckets) || overflowBuckets < 0) bad('overflowBuckets must be >= 0');
-    if (!Number.isInteger(slots) || slots < 2) bad('bucketItems must be >= 2 (items + link slot)');
-    if (!Number.isInteger(overflowMax) || overflowMax < overflowBuckets) bad('overflowBucketsMax must be >= overflowBuckets');
-    if ((buckets + overflowMax) * slots >= 2 ** 30) bad('table too large for int32 slot indexes');
-    const bytes = L.indexBytes(buckets, overflowBuckets, slots);
-    const maxBytes = L.indexBytes(buckets, overflowMax, slots);
-    const sab = maxBytes > bytes ? new SharedArrayBuffer(bytes, { maxByteLength: maxBytes }) : new SharedArrayBuffer(bytes);
-    const h = new Int32Array(sab, 0, L.HEADER_I32);
-    h[L.H_BUCKET_COUNT] = buckets;
-    h[L.H_OVERFLOW_CAPACITY] = overflowBuckets;
-    h[L.H_OVERFLOW_MAX] = overflowMax;
-    h[L.H_BUCKET_SLOTS] = slots;
-    h[L.H_LAYOUT_VERSION] = L.INDEX_LAYOUT_VERSION;
-    // Publishes a fully initialised header: an attacher that reads MAGIC sees the fields above.
-    Atomics.store(h, L.H_MAGIC, L.INDEX_MAGIC);
-    return new ShardIndex(sab);
+    return new ShardIndex(createIndexBuffer(opts));
   }
 
   static attach(sab: SharedArrayBuffer): ShardIndex {
-    const bad = (m: string): never => {
-      throw new RowanError(ErrorCodes.BAD_ARGUMENT, `ShardIndex.attach: ${m}`);
-    };
-    if (!(sab instanceof SharedArrayBuffer) || sab.byteLength < L.HEADER_BYTES) bad('not an index buffer');
-    const h = new Int32Array(sab, 0, L.HEADER_I32);
-    // Pairs with the MAGIC store in create(): seeing the magic means the header fields are visible.
-    if (Atomics.load(h, L.H_MAGIC) !== L.INDEX_MAGIC) bad('bad magic');
-    if (h[L.H_LAYOUT_VERSION] !== L.INDEX_LAYOUT_VERSION) bad(`layout version ${h[L.H_LAYOUT_VERSION]}`);
-    const min = L.indexBytes(h[L.H_BUCKET_COUNT]!, h[L.H_OVERFLOW_CAPACITY]!, h[L.H_BUCKET_SLOTS]!);
-    const max = L.indexBytes(h[L.H_BUCKET_COUNT]!, h[L.H_OVERFLOW_MAX]!, h[L.H_BUCKET_SLOTS]!);
-    if (sab.byteLength < min || sab.byteLength > max) bad(`size ${sab.byteLength} outside [${min}, ${max}]`);
-    return new ShardIndex(sab);
+    return new ShardIndex(checkIndexBuffer(sab));
   }
 
-  /**
-   * Options for a table expected to hold `items` keys at about `loadFactor` of the primary slots, that
-   * may grow to hold `itemsMax` keys (default: `items`, plus the overflow the planned load leaves).
-   */
+  /** Options for a table of about `items` keys that may grow to `itemsMax` (./index-buffer.ts). */
   static optionsFor(items: number, loadFactor = 0.6, bucketItems = defaultLimits.indexBucketItems, itemsMax = items): ShardIndexOptions {
-    const buckets = Math.max(1, Math.ceil(items / ((bucketItems - 1) * loadFactor)));
-    const overflowBuckets = Math.max(16, Math.ceil(buckets / 4));
-    // Every key past the primary slots needs at most one overflow slot: itemsMax / items-per-bucket.
-    const overflowBucketsMax = Math.max(overflowBuckets, Math.ceil(itemsMax / (bucketItems - 1)));
-    return { buckets, overflowBuckets, bucketItems, overflowBucketsMax };
+    return indexOptionsFor(items, loadFactor, bucketItems, itemsMax);
   }
 
   /** After an upsert that returned 'updated': the address it replaced (live-byte accounting). */
