@@ -17,6 +17,7 @@ import { describeChange, RestartBackoff, waitListedDead, watchStoreChanges } fro
 import { DETACHED_ENV } from './cluster-detach.js';
 import { LAUNCHER_PID_ENV, managerPortOf, metricsPortOf, closeQuietly, openNodeLog, waitReady } from './cluster-lifecycle.js';
 import { schedGetaffinity } from '../native/libc.js';
+import { SERVER_V8_FLAGS } from '../runtime/server-flags.js';
 
 const bin = new URL('../../bin/rowan', import.meta.url).pathname;
 
@@ -161,7 +162,7 @@ export class ClusterLauncher {
     const args = [bin, 'manager', ...this.where, '--port', String(port), '--lease-ms', String(p.leaseMs), '--data-dir', join(p.dir, `manager${suffix}`),
       '--secret-file', this.files.secret, ...p.tlsArgs, ...p.managerArgs];
     // Like a node: its own process group, and down with this launcher however the launcher dies.
-    const m = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: this.env });
+    const m = spawn(process.execPath, [...SERVER_V8_FLAGS, ...args], { stdio: ['ignore', out, out], detached: true, env: this.env });
     this.managers[i] = m;
     closeQuietly(out);
     const which = p.managerCount > 1 ? `configuration manager ${i}` : 'the configuration manager';
@@ -198,7 +199,7 @@ export class ClusterLauncher {
     // Own process group: a terminal ^C reaches only this launcher, which stops each node once (SIGTERM).
     // ROWAN_LAUNCHER_PID: the node sets a parent-death signal, so it goes down with this launcher
     // however the launcher dies (SIGKILL included), instead of living on under PID 1.
-    const child = spawn(process.execPath, args, { stdio: ['ignore', out, out], detached: true, env: this.env });
+    const child = spawn(process.execPath, [...SERVER_V8_FLAGS, ...args], { stdio: ['ignore', out, out], detached: true, env: this.env });
     closeQuietly(out);
     this.children.set(n.id, child);
     const b = this.backoff.get(n.id) ?? new RestartBackoff();

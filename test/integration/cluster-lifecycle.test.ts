@@ -5,11 +5,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { collectClusterStatus } from '../../bin/cluster-status.js';
+import { SERVER_V8_FLAGS } from '../../runtime/server-flags.js';
 import { alive, launchCluster, randomBasePort, stopCluster } from '../fixtures/cluster.js';
 
 const rowan = new URL('../../../bin/rowan', import.meta.url).pathname;
@@ -78,6 +79,11 @@ test('a second launcher on a running cluster is refused and truncates nothing; r
     assert.match(r.stderr, /already running the cluster/);
     logs.forEach((l, i) => assert.ok(statSync(l).size >= before[i]!, `${l} was truncated`));
     assert.deepEqual(pids.filter(alive), pids, 'the running nodes were left alone');
+    // Every node runs with the server processes' V8 flags (runtime/server-flags.ts: no idle-time GCs).
+    for (const pid of pids) {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      for (const f of SERVER_V8_FLAGS) assert.ok(argv.includes(f), `node ${pid} runs without ${f}: ${argv.join(' ')}`);
+    }
 
     const stop = spawnSync(process.execPath, [rowan, 'cluster', 'stop', '--dir', dir, '--timeout', '8000'], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(stop.status, 0, `${stop.stdout}${stop.stderr}\nlauncher:\n${run.output()}`);
