@@ -16,6 +16,7 @@ import { ErrorCodes } from '../../config/base/errors.js';
 import type { RespLimits } from './limits.js';
 import { RespProtocolError, RespRequestParser } from './parser.js';
 import { RespErr, RespWriter, err, type Reply } from './reply.js';
+import { SlotBits } from './slot-bits.js';
 
 /** After the server ends a connection (QUIT, a protocol error), how long the peer has to read the last
  *  replies and close its side before the connection is reset. */
@@ -61,8 +62,8 @@ export class RespConnection {
   closeAfterReply = false;
   readonly createdMs = Date.now();
   /** Hash slots this connection's write commands named (the handler records them; WAIT counts the
-   *  replicas of their shards). At most 16384. */
-  readonly wroteSlots = new Set<number>();
+   *  replicas of their shards): a bit per slot (./slot-bits.ts). */
+  readonly wroteSlots = new SlotBits();
   lastCommand = '';
   private readonly parser: RespRequestParser;
   private readonly writer = new RespWriter();

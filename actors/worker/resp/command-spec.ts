@@ -28,9 +28,16 @@ export interface Command {
 
 /** The keys a request names (by the table's key positions). */
 export function keysOf(cmd: Command, args: Buffer[]): Buffer[] {
-  if (cmd.firstKey === 0) return [];
-  const last = cmd.lastKey < 0 ? args.length + cmd.lastKey : cmd.lastKey;
   const out: Buffer[] = [];
-  for (let i = cmd.firstKey; i <= last && i < args.length; i += cmd.step) out.push(args[i]!);
+  forEachKey(cmd, args, pushKey, out);
   return out;
+}
+
+const pushKey = (k: Buffer, out: Buffer[]): void => void out.push(k);
+
+/** keysOf without the array: `f(key, t)` with each key a request names (no closure per request). */
+export function forEachKey<T>(cmd: Command, args: Buffer[], f: (key: Buffer, t: T) => void, t: T): void {
+  if (cmd.firstKey === 0) return;
+  const last = cmd.lastKey < 0 ? args.length + cmd.lastKey : cmd.lastKey;
+  for (let i = cmd.firstKey; i <= last && i < args.length; i += cmd.step) f(args[i]!, t);
 }

@@ -4,12 +4,16 @@
 import type { RespConnection, RespHandler, RequestOrder } from '../../../runtime/resp/resp-connection.js';
 import { RespErr, err, type Reply } from '../../../runtime/resp/reply.js';
 import { keySlot } from '../../../config/slots.js';
-import { COMMAND_BY_NAME, keysOf, orderOf } from './commands.js';
-import type { Command } from './command-spec.js';
+import { COMMAND_BY_NAME, orderOf } from './commands.js';
+import { forEachKey, type Command } from './command-spec.js';
 import type { RespContext } from './context.js';
 import { rowanErrorReply } from './outcome.js';
 import { rerouted } from './reroute.js';
 import { RUN_IN_MULTI, inMulti, queueInMulti } from './transaction.js';
+import type { SlotBits } from '../../../runtime/resp/slot-bits.js';
+
+/** A write's key, for WAIT: its slot noted on the connection. */
+const noteSlot = (key: Buffer, slots: SlotBits): void => slots.add(keySlot(key));
 
 function unknownCommand(args: Buffer[]): RespErr {
   let rest = '';
@@ -62,7 +66,7 @@ export class KvRespHandler implements RespHandler {
       const e = err(`ERR wrong number of arguments for '${name}' command`);
       return this.counted(block ? block.fail(e) : e);
     }
-    if (cmd.flags.includes('write')) for (const k of keysOf(cmd, args)) conn.wroteSlots.add(keySlot(k)); // for WAIT
+    if (cmd.flags.includes('write')) forEachKey(cmd, args, noteSlot, conn.wroteSlots); // for WAIT
     if (block && !RUN_IN_MULTI.has(name)) return queueInMulti(this.ctx, block, cmd, args);
     const r = reroutable(cmd, name) ? rerouted(this.ctx, () => cmd.run(this.ctx, args, conn)) : cmd.run(this.ctx, args, conn);
     if (r instanceof RespErr) this.ctx.stats.errors++;

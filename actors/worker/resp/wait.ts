@@ -21,7 +21,7 @@ const WAIT_RECHECK_MS = 50;
 const NOT_INT = err('ERR value is not an integer or out of range');
 
 /** The fewest backups holding all of a shard, over the shards of `slots` (all shards if none). */
-export function backupsHolding(c: ClusterConfig, slots: ReadonlySet<number>): number {
+export function backupsHolding(c: ClusterConfig, slots: Iterable<number> & { readonly size: number }): number {
   const shards = slots.size === 0 ? c.shards.map((s) => s.id) : [...new Set([...slots].map((s) => shardOfSlot(s, c.shardCount)))];
   let n = Infinity;
   for (const s of shards) n = Math.min(n, fullReplicas(c, s).length - 1);
