@@ -202,6 +202,7 @@ export class RespConnection {
 
   private canRun(args: Buffer[]): boolean {
     if (this.exclusive > 0) return false;
+    if (this.running === 0) return true; // nothing in flight, no key held: any order allows it (the common case)
     const o = this.handler.order(args);
     if (o === 'free') return true;
     if (o === 'barrier' || o === 'exclusive') return this.running === 0;
