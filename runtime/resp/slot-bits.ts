@@ -19,10 +19,6 @@ export class SlotBits implements Iterable<number> {
     this.size++;
   }
 
-  has(slot: number): boolean {
-    return this.bits !== null && (this.bits[slot >>> 3]! & (1 << (slot & 7))) !== 0;
-  }
-
   *[Symbol.iterator](): Iterator<number> {
     const b = this.bits;
     if (b === null) return;
